@@ -1,0 +1,55 @@
+package io.nucx.protocol.tag;
+
+import io.netty.buffer.ByteBuf;
+import io.netty.channel.Channel;
+import io.nucx.protocol.AmIds;
+import io.nucx.protocol.ProtocolException;
+import io.nucx.transport.AmFrame;
+
+/**
+ * The receive side of the eager protocols: parses EAGER_ONLY / FIRST / MIDDLE headers ({@link EagerHeaders}) and
+ * hands the payload to the {@link TagMatcher}. A header of the wrong length is a protocol error.
+ */
+public final class EagerTagReceiver {
+
+    private final TagMatcher matcher;
+
+    public EagerTagReceiver(TagMatcher matcher) {
+        this.matcher = matcher;
+    }
+
+    /** Handles one eager frame that arrived for the endpoint {@code source}; releases the frame. */
+    public void onFrame(Channel source, AmFrame frame) {
+        try {
+            ByteBuf h = frame.header();
+            int at = h.readerIndex();
+            switch (frame.amId()) {
+                case AmIds.EAGER_ONLY -> {
+                    check(frame, EagerHeaders.ONLY_LENGTH);
+                    matcher.onEagerOnly(source, h.getLongLE(at + EagerHeaders.TAG_OFFSET), frame.payload().retain());
+                }
+                case AmIds.EAGER_FIRST -> {
+                    check(frame, EagerHeaders.FIRST_LENGTH);
+                    matcher.onEagerFirst(source, h.getLongLE(at + EagerHeaders.TAG_OFFSET),
+                            h.getLongLE(at + EagerHeaders.FIRST_TOTAL_OFFSET),
+                            h.getLongLE(at + EagerHeaders.FIRST_MSG_ID_OFFSET), frame.payload().retain());
+                }
+                case AmIds.EAGER_MIDDLE -> {
+                    check(frame, EagerHeaders.MIDDLE_LENGTH);
+                    matcher.onEagerMiddle(source, h.getLongLE(at + EagerHeaders.MIDDLE_MSG_ID_OFFSET),
+                            h.getLongLE(at + EagerHeaders.MIDDLE_OFFSET_OFFSET), frame.payload().retain());
+                }
+                default -> throw new ProtocolException("not an eager frame: " + AmIds.name(frame.amId()));
+            }
+        } finally {
+            frame.release();
+        }
+    }
+
+    private static void check(AmFrame frame, int headerLength) {
+        if (frame.header().readableBytes() != headerLength) {
+            throw new ProtocolException(AmIds.name(frame.amId()) + " header is " + frame.header().readableBytes()
+                    + " bytes, expected " + headerLength);
+        }
+    }
+}

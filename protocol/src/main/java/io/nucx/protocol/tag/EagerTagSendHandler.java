@@ -1,0 +1,112 @@
+package io.nucx.protocol.tag;
+
+import io.netty.buffer.ByteBuf;
+import io.netty.channel.ChannelHandlerContext;
+import io.netty.channel.ChannelOutboundHandlerAdapter;
+import io.netty.channel.ChannelPromise;
+import io.nucx.protocol.AmIds;
+import io.nucx.protocol.EndpointConfig;
+import io.nucx.protocol.ProtocolCounters;
+import io.nucx.transport.AmFrame;
+
+import java.util.concurrent.atomic.LongAdder;
+import java.util.function.LongSupplier;
+
+/**
+ * Turns outbound {@link TagMessage}s (and plain {@link ByteBuf}s, sent with the endpoint's default tag) into eager
+ * active messages on the endpoint's AM lane:
+ * <ul>
+ *   <li>{@code egr/short}: one EAGER_ONLY frame when the payload fits the lane's max short;</li>
+ *   <li>{@code egr/single/bcopy}: one EAGER_ONLY frame up to the lane's max bcopy;</li>
+ *   <li>{@code egr/multi/bcopy}: an EAGER_FIRST frame then EAGER_MIDDLE frames, each at most max bcopy.</li>
+ * </ul>
+ * Fragments are slices of the message (no copy); the send's promise rides on the last fragment, so it completes when
+ * the whole message has left (the buffer is reusable), and fails if any fragment failed.
+ */
+public final class EagerTagSendHandler extends ChannelOutboundHandlerAdapter {
+
+    public static final String EGR_SHORT = "egr/short";
+    public static final String EGR_SINGLE_BCOPY = "egr/single/bcopy";
+    public static final String EGR_MULTI_BCOPY = "egr/multi/bcopy";
+
+    private final int maxShortPayload;
+    private final int maxSinglePayload;
+    private final int firstPayload;
+    private final int middlePayload;
+    private final LongSupplier messageIds;
+    private final LongSupplier defaultTag;
+    private final LongAdder shortCount;
+    private final LongAdder singleCount;
+    private final LongAdder multiCount;
+
+    /**
+     * @param config     the endpoint's lanes
+     * @param messageIds the worker's message-id source (unique per sender)
+     * @param defaultTag the tag of plain {@link ByteBuf} writes, read at each write
+     */
+    public EagerTagSendHandler(EndpointConfig config, LongSupplier messageIds, LongSupplier defaultTag,
+                               ProtocolCounters counters) {
+        int maxShort = config.amLaneAttrs().maxShort();
+        int maxBcopy = config.amLaneAttrs().maxBcopy();
+        if (maxBcopy <= EagerHeaders.FIRST_LENGTH) {
+            throw new IllegalArgumentException("AM lane " + config.amLane() + " max bcopy " + maxBcopy
+                    + " leaves no room for eager payload");
+        }
+        // A frame's size limit counts header and payload, as UCT's max_short/max_bcopy do.
+        this.maxShortPayload = maxShort - EagerHeaders.ONLY_LENGTH;
+        this.maxSinglePayload = maxBcopy - EagerHeaders.ONLY_LENGTH;
+        this.firstPayload = maxBcopy - EagerHeaders.FIRST_LENGTH;
+        this.middlePayload = maxBcopy - EagerHeaders.MIDDLE_LENGTH;
+        this.messageIds = messageIds;
+        this.defaultTag = defaultTag;
+        this.shortCount = counters.counter(EGR_SHORT);
+        this.singleCount = counters.counter(EGR_SINGLE_BCOPY);
+        this.multiCount = counters.counter(EGR_MULTI_BCOPY);
+    }
+
+    @Override
+    public void write(ChannelHandlerContext ctx, Object msg, ChannelPromise promise) {
+        long tag;
+        ByteBuf content;
+        if (msg instanceof TagMessage m) {
+            tag = m.tag();
+            content = m.content();
+        } else if (msg instanceof ByteBuf b) {
+            tag = defaultTag.getAsLong();
+            content = b;
+        } else {
+            ctx.write(msg, promise);
+            return;
+        }
+        try {
+            int length = content.readableBytes();
+            if (length <= maxSinglePayload) {
+                ByteBuf header = ctx.alloc().buffer(EagerHeaders.ONLY_LENGTH).writeLongLE(tag);
+                (length <= maxShortPayload ? shortCount : singleCount).increment();
+                ctx.write(AmFrame.of(AmIds.EAGER_ONLY, 0, header, content.retainedSlice()), promise);
+            } else {
+                multiCount.increment();
+                writeFragments(ctx, tag, content, length, promise);
+            }
+        } finally {
+            io.netty.util.ReferenceCountUtil.release(msg);
+        }
+    }
+
+    private void writeFragments(ChannelHandlerContext ctx, long tag, ByteBuf content, int length,
+                                ChannelPromise promise) {
+        long msgId = messageIds.getAsLong();
+        int start = content.readerIndex();
+        ByteBuf first = ctx.alloc().buffer(EagerHeaders.FIRST_LENGTH)
+                .writeLongLE(tag).writeLongLE(length).writeLongLE(msgId);
+        ctx.write(AmFrame.of(AmIds.EAGER_FIRST, 0, first, content.retainedSlice(start, firstPayload)),
+                ctx.voidPromise());
+        for (int offset = firstPayload; offset < length; offset += middlePayload) {
+            int n = Math.min(middlePayload, length - offset);
+            ByteBuf header = ctx.alloc().buffer(EagerHeaders.MIDDLE_LENGTH).writeLongLE(msgId).writeLongLE(offset);
+            boolean last = offset + n == length;
+            ctx.write(AmFrame.of(AmIds.EAGER_MIDDLE, 0, header, content.retainedSlice(start + offset, n)),
+                    last ? promise : ctx.voidPromise());
+        }
+    }
+}

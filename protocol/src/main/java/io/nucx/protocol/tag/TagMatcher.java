@@ -1,0 +1,464 @@
+package io.nucx.protocol.tag;
+
+import io.netty.buffer.ByteBuf;
+import io.netty.buffer.ByteBufAllocator;
+import io.netty.channel.Channel;
+import io.netty.util.ReferenceCountUtil;
+import io.netty.util.concurrent.EventExecutor;
+import io.netty.util.concurrent.Promise;
+import io.nucx.protocol.ProtocolException;
+
+import java.nio.channels.ClosedChannelException;
+import java.util.ArrayDeque;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.Iterator;
+import java.util.List;
+import java.util.Map;
+import java.util.function.BiPredicate;
+
+/**
+ * A worker's tag matching (UCX's {@code ucp_tag_match_t}), confined to the worker's event loop.
+ *
+ * <ul>
+ *   <li>Expected (posted receives): full-mask receives in a hash of per-tag queues, masked ones in one wildcard
+ *       queue. Every receive gets a sequence number; an arriving tag takes the earliest-posted match across both.</li>
+ *   <li>Unexpected (arrived, not yet received): per-tag queues plus one queue in arrival order; a receive takes the
+ *       earliest arrival that matches. An entry removed through one queue is marked consumed and dropped lazily
+ *       from the other.</li>
+ *   <li>Fragments: {@code message id -> reassembly}. The FIRST fragment decides where the message goes (a posted
+ *       receive, the endpoint's pipeline, or the unexpected queue); MIDDLE fragments are copied at their offset. A
+ *       receive that matches an unexpected message still in flight takes over its reassembly.</li>
+ * </ul>
+ * Match rule: {@code ((tag ^ expected) & mask) == 0}.
+ */
+public final class TagMatcher {
+
+    /** A posted receive. */
+    private static final class Receive {
+        final long tag;
+        final long mask;
+        final long sn;
+        final ByteBuf into;
+        final Promise<TagMessage> promise;
+
+        Receive(long tag, long mask, long sn, ByteBuf into, Promise<TagMessage> promise) {
+            this.tag = tag;
+            this.mask = mask;
+            this.sn = sn;
+            this.into = into;
+            this.promise = promise;
+        }
+
+        boolean matches(long incoming) {
+            return ((incoming ^ tag) & mask) == 0;
+        }
+    }
+
+    /** An arrived message nobody has received yet. {@code data} is null while its fragments are still coming. */
+    private static final class Unexpected {
+        final long tag;
+        final int length;
+        ByteBuf data;
+        Reassembly reassembly;
+        boolean consumed;
+
+        Unexpected(long tag, int length) {
+            this.tag = tag;
+            this.length = length;
+        }
+    }
+
+    /** A multi-fragment message being put together. {@code target}: Receive, Unexpected, Channel, or null (drop). */
+    private static final class Reassembly {
+        final long msgId;
+        final long tag;
+        final Channel source;
+        final int total;
+        ByteBuf buffer;
+        int received;
+        Object target;
+        /** Writer index of the user's buffer when the message is written straight into it. */
+        int intoWriterIndex = -1;
+
+        Reassembly(long msgId, long tag, Channel source, int total) {
+            this.msgId = msgId;
+            this.tag = tag;
+            this.source = source;
+            this.total = total;
+        }
+    }
+
+    private final EventExecutor loop;
+    private final ByteBufAllocator alloc;
+    private final long maxMessageSize;
+    private final BiPredicate<Channel, Long> pipelineDelivery;
+
+    private final Map<Long, ArrayDeque<Receive>> exactExpected = new HashMap<>();
+    private final ArrayDeque<Receive> wildcardExpected = new ArrayDeque<>();
+    private final Map<Long, ArrayDeque<Unexpected>> unexpectedByTag = new HashMap<>();
+    private final ArrayDeque<Unexpected> unexpectedAll = new ArrayDeque<>();
+    private final Map<Long, Reassembly> reassemblies = new HashMap<>();
+    private long nextSn;
+    private int expectedCount;
+    private int unexpectedCount;
+    private boolean closed;
+
+    /**
+     * @param pipelineDelivery decides whether a message that no posted receive wants goes up the source
+     *                         endpoint's pipeline instead of the unexpected queue
+     */
+    public TagMatcher(EventExecutor loop, ByteBufAllocator alloc, long maxMessageSize,
+                      BiPredicate<Channel, Long> pipelineDelivery) {
+        this.loop = loop;
+        this.alloc = alloc;
+        this.maxMessageSize = maxMessageSize;
+        this.pipelineDelivery = pipelineDelivery;
+    }
+
+    /** Posted receives not yet matched (cancelled ones may still be counted until they are passed over). */
+    public int expectedCount() {
+        return expectedCount;
+    }
+
+    /** Arrived messages not yet received. */
+    public int unexpectedCount() {
+        return unexpectedCount;
+    }
+
+    /** Messages whose fragments are still arriving. */
+    public int reassemblyCount() {
+        return reassemblies.size();
+    }
+
+    // ---------------------------------------------------------------- receives
+
+    /**
+     * Posts a receive. If an unexpected message matches, the earliest one is taken; otherwise the receive waits.
+     *
+     * @param into the buffer to write the message into (its writable bytes are the limit), or null to allocate
+     */
+    public void post(long tag, long mask, ByteBuf into, Promise<TagMessage> promise) {
+        assert loop.inEventLoop();
+        if (closed) {
+            promise.tryFailure(new ClosedChannelException());
+            return;
+        }
+        Unexpected u = takeUnexpected(tag, mask);
+        Receive r = new Receive(tag, mask, nextSn++, into, promise);
+        if (u == null) {
+            if (mask == -1L) {
+                exactExpected.computeIfAbsent(tag, t -> new ArrayDeque<>()).add(r);
+            } else {
+                wildcardExpected.add(r);
+            }
+            expectedCount++;
+        } else if (u.data != null) {
+            ByteBuf data = u.data;
+            u.data = null;
+            deliver(r, u.tag, data);
+        } else {
+            u.reassembly.target = r; // still arriving: the receive completes with the last fragment
+        }
+    }
+
+    private Unexpected takeUnexpected(long tag, long mask) {
+        if (unexpectedCount == 0) {
+            return null;
+        }
+        if (mask == -1L) {
+            ArrayDeque<Unexpected> q = unexpectedByTag.get(tag);
+            if (q == null) {
+                return null;
+            }
+            Unexpected u;
+            while ((u = q.poll()) != null && u.consumed) {
+                // dropped lazily: already taken through the arrival-order queue
+            }
+            if (q.isEmpty()) {
+                unexpectedByTag.remove(tag);
+            }
+            return u == null ? null : consume(u);
+        }
+        for (Iterator<Unexpected> it = unexpectedAll.iterator(); it.hasNext(); ) {
+            Unexpected u = it.next();
+            if (u.consumed) {
+                it.remove();
+            } else if (((u.tag ^ tag) & mask) == 0) {
+                it.remove();
+                return consume(u);
+            }
+        }
+        return null;
+    }
+
+    private Unexpected consume(Unexpected u) {
+        u.consumed = true;
+        unexpectedCount--;
+        if (unexpectedCount == 0) {
+            unexpectedAll.clear();
+            unexpectedByTag.clear();
+        }
+        return u;
+    }
+
+    /** The earliest-posted live receive matching {@code tag}, removed from its queue; null if none. */
+    private Receive takeExpected(long tag) {
+        if (expectedCount == 0) {
+            return null;
+        }
+        ArrayDeque<Receive> exact = exactExpected.get(tag);
+        Receive e = null;
+        if (exact != null) {
+            while ((e = exact.peek()) != null && e.promise.isDone()) {
+                exact.poll(); // cancelled while waiting
+                expectedCount--;
+            }
+            if (exact.isEmpty()) {
+                exactExpected.remove(tag);
+            }
+        }
+        Receive w = null;
+        for (Iterator<Receive> it = wildcardExpected.iterator(); it.hasNext(); ) {
+            Receive r = it.next();
+            if (r.promise.isDone()) {
+                it.remove();
+                expectedCount--;
+            } else if (r.matches(tag)) {
+                w = r;
+                if (e == null || w.sn < e.sn) {
+                    it.remove();
+                }
+                break;
+            }
+        }
+        Receive chosen;
+        if (e != null && (w == null || e.sn < w.sn)) {
+            exact.poll();
+            if (exact.isEmpty()) {
+                exactExpected.remove(tag);
+            }
+            chosen = e;
+        } else {
+            chosen = w;
+        }
+        if (chosen != null) {
+            expectedCount--;
+        }
+        return chosen;
+    }
+
+    // ---------------------------------------------------------------- arrivals
+
+    /** A whole message arrived (EAGER_ONLY). Takes ownership of {@code payload}. */
+    public void onEagerOnly(Channel source, long tag, ByteBuf payload) {
+        assert loop.inEventLoop();
+        Receive r = takeExpected(tag);
+        if (r != null) {
+            deliver(r, tag, payload);
+        } else if (pipelineDelivery.test(source, tag)) {
+            source.pipeline().fireChannelRead(new TagMessage(tag, payload));
+            source.pipeline().fireChannelReadComplete();
+        } else {
+            addUnexpected(new Unexpected(tag, payload.readableBytes())).data = payload;
+        }
+    }
+
+    /** The first fragment of a message arrived (EAGER_FIRST). Takes ownership of {@code payload}. */
+    public void onEagerFirst(Channel source, long tag, long total, long msgId, ByteBuf payload) {
+        assert loop.inEventLoop();
+        try {
+            if (total > maxMessageSize || total < 0) {
+                throw new ProtocolException("message " + Long.toHexString(msgId) + " announces " + total
+                        + " bytes; NUCX_MAX_MSG_SIZE allows " + maxMessageSize);
+            }
+            if (payload.readableBytes() > total) {
+                throw new ProtocolException("first fragment of message " + Long.toHexString(msgId) + " carries "
+                        + payload.readableBytes() + " bytes of a " + total + "-byte message");
+            }
+            if (reassemblies.containsKey(msgId)) {
+                throw new ProtocolException("message id " + Long.toHexString(msgId) + " started twice");
+            }
+            Reassembly ra = new Reassembly(msgId, tag, source, (int) total);
+            Receive r = takeExpected(tag);
+            if (r != null) {
+                ra.target = r;
+                if (r.into != null) {
+                    if (total > r.into.writableBytes()) {
+                        r.promise.tryFailure(new MessageTruncatedException(tag, total, r.into.writableBytes()));
+                        ra.target = null; // drop the rest
+                    } else {
+                        ra.intoWriterIndex = r.into.writerIndex();
+                        ra.buffer = r.into.retainedSlice(ra.intoWriterIndex, (int) total).writerIndex(0);
+                    }
+                }
+            } else if (pipelineDelivery.test(source, tag)) {
+                ra.target = source;
+            } else {
+                Unexpected u = addUnexpected(new Unexpected(tag, (int) total));
+                u.reassembly = ra;
+                ra.target = u;
+            }
+            if (ra.target != null && ra.buffer == null) {
+                ra.buffer = alloc.buffer((int) total);
+            }
+            reassemblies.put(msgId, ra);
+            append(ra, 0, payload);
+        } finally {
+            payload.release();
+        }
+    }
+
+    /** A later fragment arrived (EAGER_MIDDLE). Takes ownership of {@code payload}. */
+    public void onEagerMiddle(Channel source, long msgId, long offset, ByteBuf payload) {
+        assert loop.inEventLoop();
+        try {
+            Reassembly ra = reassemblies.get(msgId);
+            if (ra == null) {
+                throw new ProtocolException("fragment of unknown message id " + Long.toHexString(msgId));
+            }
+            if (ra.source != source) {
+                throw new ProtocolException("fragment of message " + Long.toHexString(msgId) + " came from "
+                        + source + ", the message started on " + ra.source);
+            }
+            if (offset < 0 || offset + payload.readableBytes() > ra.total) {
+                throw new ProtocolException("fragment [" + offset + ", +" + payload.readableBytes()
+                        + ") lies outside message " + Long.toHexString(msgId) + " of " + ra.total + " bytes");
+            }
+            append(ra, (int) offset, payload);
+        } finally {
+            payload.release();
+        }
+    }
+
+    private void append(Reassembly ra, int offset, ByteBuf payload) {
+        int n = payload.readableBytes();
+        if (ra.buffer != null) {
+            ra.buffer.setBytes(offset, payload, payload.readerIndex(), n);
+        }
+        ra.received += n;
+        if (ra.received == ra.total) {
+            reassemblies.remove(ra.msgId);
+            complete(ra);
+        }
+    }
+
+    private void complete(Reassembly ra) {
+        ByteBuf data = ra.buffer;
+        ra.buffer = null;
+        if (data != null) {
+            data.writerIndex(ra.total);
+        }
+        Object t = ra.target;
+        if (t instanceof Receive r) {
+            if (ra.intoWriterIndex >= 0) {
+                r.into.writerIndex(ra.intoWriterIndex + ra.total);
+                complete(r, new TagMessage(ra.tag, data));
+            } else {
+                deliver(r, ra.tag, data);
+            }
+        } else if (t instanceof Unexpected u) {
+            u.data = data;
+            u.reassembly = null;
+        } else if (t instanceof Channel ch) {
+            ch.pipeline().fireChannelRead(new TagMessage(ra.tag, data));
+            ch.pipeline().fireChannelReadComplete();
+        } else if (data != null) {
+            data.release();
+        }
+    }
+
+    private Unexpected addUnexpected(Unexpected u) {
+        unexpectedAll.add(u);
+        unexpectedByTag.computeIfAbsent(u.tag, t -> new ArrayDeque<>()).add(u);
+        unexpectedCount++;
+        return u;
+    }
+
+    /** Completes a receive with {@code data}, copying into the user's buffer if it gave one. Owns {@code data}. */
+    private void deliver(Receive r, long tag, ByteBuf data) {
+        if (r.into == null) {
+            complete(r, new TagMessage(tag, data));
+            return;
+        }
+        try {
+            int n = data.readableBytes();
+            if (n > r.into.writableBytes()) {
+                r.promise.tryFailure(new MessageTruncatedException(tag, n, r.into.writableBytes()));
+                return;
+            }
+            int start = r.into.writerIndex();
+            r.into.writeBytes(data, data.readerIndex(), n);
+            complete(r, new TagMessage(tag, r.into.retainedSlice(start, n)));
+        } finally {
+            data.release();
+        }
+    }
+
+    private static void complete(Receive r, TagMessage m) {
+        if (!r.promise.trySuccess(m)) {
+            m.release(); // cancelled meanwhile
+        }
+    }
+
+    // ---------------------------------------------------------------- failures
+
+    /** The lane of {@code source} went away: messages it was still sending can never complete. */
+    public void onSourceClosed(Channel source, Throwable cause) {
+        assert loop.inEventLoop();
+        List<Reassembly> dead = new ArrayList<>();
+        for (Reassembly ra : reassemblies.values()) {
+            if (ra.source == source) {
+                dead.add(ra);
+            }
+        }
+        for (Reassembly ra : dead) {
+            reassemblies.remove(ra.msgId);
+            abort(ra, new java.io.IOException("sender " + source + " went away after " + ra.received + " of "
+                    + ra.total + " bytes of message " + Long.toHexString(ra.msgId), cause));
+        }
+    }
+
+    private void abort(Reassembly ra, Throwable cause) {
+        if (ra.buffer != null) {
+            ra.buffer.release();
+            ra.buffer = null;
+        }
+        if (ra.target instanceof Receive r) {
+            r.promise.tryFailure(cause);
+        } else if (ra.target instanceof Unexpected u && !u.consumed) {
+            u.consumed = true;
+            unexpectedCount--;
+        }
+    }
+
+    /** Fails every posted receive, releases every held message. Idempotent. */
+    public void close(Throwable cause) {
+        assert loop.inEventLoop();
+        if (closed) {
+            return;
+        }
+        closed = true;
+        for (Reassembly ra : new ArrayList<>(reassemblies.values())) {
+            abort(ra, cause);
+        }
+        reassemblies.clear();
+        List<Receive> receives = new ArrayList<>(wildcardExpected);
+        exactExpected.values().forEach(receives::addAll);
+        wildcardExpected.clear();
+        exactExpected.clear();
+        expectedCount = 0;
+        for (Receive r : receives) {
+            r.promise.tryFailure(cause);
+        }
+        for (Unexpected u : unexpectedAll) {
+            if (u.data != null) {
+                ReferenceCountUtil.release(u.data);
+                u.data = null;
+            }
+        }
+        unexpectedAll.clear();
+        unexpectedByTag.clear();
+        unexpectedCount = 0;
+    }
+}

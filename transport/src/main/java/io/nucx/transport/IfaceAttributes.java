@@ -1,0 +1,37 @@
+package io.nucx.transport;
+
+import java.util.EnumSet;
+import java.util.Set;
+
+/**
+ * What an iface can do and what it costs, as UCT's {@code uct_iface_attr_t}: capability flags, size limits per
+ * operation, and the performance model the lane and protocol selection use.
+ *
+ * @param capabilities    capability flags
+ * @param maxShort        largest AM_SHORT payload (header included), bytes
+ * @param maxBcopy        largest AM_BCOPY payload of one frame (header included), bytes
+ * @param maxHeader       largest active-message header, bytes
+ * @param latencySeconds  latency constant {@code c} of {@code c + m * numEps}, seconds
+ * @param latencyPerEp    latency growth {@code m} per endpoint, seconds
+ * @param bandwidthDedicated bytes/second this iface has to itself
+ * @param bandwidthShared bytes/second shared with other processes on the device
+ * @param overheadSeconds CPU time to send or receive one message, seconds
+ * @param priority        tie-breaker between equal scores (higher wins)
+ */
+public record IfaceAttributes(Set<Capability> capabilities, int maxShort, int maxBcopy, int maxHeader,
+                              double latencySeconds, double latencyPerEp, double bandwidthDedicated,
+                              double bandwidthShared, double overheadSeconds, int priority) {
+
+    public IfaceAttributes {
+        capabilities = capabilities.isEmpty() ? EnumSet.noneOf(Capability.class) : EnumSet.copyOf(capabilities);
+    }
+
+    public boolean has(Capability c) {
+        return capabilities.contains(c);
+    }
+
+    /** Bandwidth as UCX's v2 model uses it: dedicated + shared / min(ppn, 8), with one process per node here. */
+    public double bandwidth() {
+        return bandwidthDedicated + bandwidthShared;
+    }
+}

@@ -1,0 +1,241 @@
+package io.nucx.transport;
+
+import java.util.Collections;
+import java.util.LinkedHashMap;
+import java.util.Locale;
+import java.util.Map;
+import java.util.Objects;
+import java.util.TreeMap;
+
+/**
+ * Every {@code NUCX_*} setting in one table: name, default, one line of documentation and a typed parser,
+ * in the manner of UCX's {@code ucp_context.c} config table and Aeron's {@code Configuration}.
+ *
+ * <p>A value comes from, in order: an explicit override given to {@link #of(Map)}, the system property
+ * {@code nucx.<name in lower case, '_' as '.'>}, the environment variable {@code NUCX_<NAME>}, the default.
+ * {@link #validate()} parses every entry at start and rejects unknown {@code NUCX_*} variables, so a bad value
+ * stops start-up with the variable's name instead of surfacing later.
+ */
+public final class NucxConfig {
+
+    /** One entry of the table. */
+    public record Entry(String name, String defaultValue, String doc) {
+        /** The environment variable, e.g. {@code NUCX_TLS}. */
+        public String envName() {
+            return "NUCX_" + name;
+        }
+
+        /** The system property, e.g. {@code nucx.tls}. */
+        public String propertyName() {
+            return "nucx." + name.toLowerCase(Locale.ROOT).replace('_', '.');
+        }
+    }
+
+    private static final Map<String, Entry> TABLE = new LinkedHashMap<>();
+
+    /** Transports to use, like UCX_TLS: a comma list of names, or "all". */
+    public static final Entry TLS = define("TLS", "all",
+            "Comma-separated transports to use (tcp, self, ...), or 'all'");
+    /** TCP engine: auto picks io_uring, then epoll, then nio. */
+    public static final Entry TCP_IO = define("TCP_IO", "auto",
+            "TCP I/O engine: auto | io_uring | epoll | nio");
+    /** Address the tcp iface listens on. */
+    public static final Entry TCP_BIND_ADDR = define("TCP_BIND_ADDR", "127.0.0.1",
+            "IP address the tcp iface binds to; its port is chosen by the system");
+    /** Largest active-message payload one tcp frame carries (UCT's seg size). */
+    public static final Entry TCP_SEG_SIZE = define("TCP_SEG_SIZE", "64k",
+            "Largest payload of one tcp active-message frame (bcopy fragment size)");
+    /** Bytes a self channel's receiver may hold before its writer sees backpressure. */
+    public static final Entry SELF_QUEUE_BYTES = define("SELF_QUEUE_BYTES", "1m",
+            "Bytes a self (in-process) channel's receiver may hold before the writer stops");
+    /** Largest tagged message a receiver accepts; checked before any allocation. */
+    public static final Entry MAX_MSG_SIZE = define("MAX_MSG_SIZE", "1g",
+            "Largest tagged message a receiver accepts (checked before allocating)");
+    /** Progress mode of workers created by nucx: spin (busy-poll) or block. */
+    public static final Entry BUSY_POLL = define("BUSY_POLL", "n",
+            "Busy-poll the worker's event loop (y) or block until woken (n)");
+    /** Launcher only: the JDK 25 bin/nucx and bin/build use. */
+    public static final Entry JAVA_HOME = define("JAVA_HOME", "",
+            "Launcher only: JDK 25+ used by bin/build, bin/test and bin/nucx");
+    /** Launcher only: extra JVM options. */
+    public static final Entry JAVA_OPTS = define("JAVA_OPTS", "",
+            "Launcher only: extra JVM options for bin/nucx");
+
+    private static Entry define(String name, String defaultValue, String doc) {
+        Entry e = new Entry(name, defaultValue, doc);
+        TABLE.put(name, e);
+        return e;
+    }
+
+    private final Map<String, String> overrides;
+    private final Map<String, String> environment;
+
+    private NucxConfig(Map<String, String> overrides, Map<String, String> environment) {
+        this.overrides = overrides;
+        this.environment = environment;
+    }
+
+    /** Configuration from system properties and the process environment. */
+    public static NucxConfig fromEnvironment() {
+        return of(Map.of());
+    }
+
+    /** Configuration with explicit overrides (keys are entry names such as {@code "TLS"}). */
+    public static NucxConfig of(Map<String, String> overrides) {
+        return of(overrides, System.getenv());
+    }
+
+    /** Configuration with explicit overrides over the given environment (tests). */
+    public static NucxConfig of(Map<String, String> overrides, Map<String, String> environment) {
+        Map<String, String> copy = new TreeMap<>();
+        for (Map.Entry<String, String> o : overrides.entrySet()) {
+            String key = o.getKey().startsWith("NUCX_") ? o.getKey().substring(5) : o.getKey();
+            if (!TABLE.containsKey(key)) {
+                throw new NucxConfigException("unknown nucx setting '" + o.getKey() + "'; known: " + TABLE.keySet());
+            }
+            copy.put(key, Objects.requireNonNull(o.getValue(), key));
+        }
+        return new NucxConfig(Collections.unmodifiableMap(copy), environment);
+    }
+
+    /** A copy with more overrides on top. */
+    public NucxConfig with(String name, String value) {
+        Map<String, String> m = new TreeMap<>(overrides);
+        m.put(name, value);
+        return of(m, environment);
+    }
+
+    /** All entries, in table order. */
+    public static Iterable<Entry> entries() {
+        return TABLE.values();
+    }
+
+    /** The raw value and where it came from. */
+    public String raw(Entry e) {
+        String v = overrides.get(e.name());
+        if (v != null) {
+            return v;
+        }
+        v = System.getProperty(e.propertyName());
+        if (v != null) {
+            return v;
+        }
+        v = environment.get(e.envName());
+        return v != null ? v : e.defaultValue();
+    }
+
+    private String source(Entry e) {
+        if (overrides.containsKey(e.name())) {
+            return "setting " + e.name();
+        }
+        if (System.getProperty(e.propertyName()) != null) {
+            return "system property " + e.propertyName();
+        }
+        return environment.containsKey(e.envName()) ? e.envName() : e.envName() + " (default)";
+    }
+
+    /** A string value. */
+    public String string(Entry e) {
+        return raw(e).trim();
+    }
+
+    /** A yes/no value: y, yes, on, 1, true / n, no, off, 0, false. */
+    public boolean bool(Entry e) {
+        String v = raw(e).trim().toLowerCase(Locale.ROOT);
+        return switch (v) {
+            case "y", "yes", "on", "1", "true" -> true;
+            case "n", "no", "off", "0", "false" -> false;
+            default -> throw invalid(e, "expected y or n");
+        };
+    }
+
+    /** One of the given choices, case-insensitive. */
+    public String choice(Entry e, String... choices) {
+        String v = raw(e).trim().toLowerCase(Locale.ROOT);
+        for (String c : choices) {
+            if (c.equals(v)) {
+                return c;
+            }
+        }
+        throw invalid(e, "expected one of " + String.join(" | ", choices));
+    }
+
+    /** A memory size: a number with an optional unit b, k, m, g (powers of 1024). */
+    public long memunits(Entry e) {
+        try {
+            return parseMemunits(raw(e));
+        } catch (IllegalArgumentException ex) {
+            throw invalid(e, ex.getMessage());
+        }
+    }
+
+    /** A memory size bounded to [min, max]. */
+    public long memunits(Entry e, long min, long max) {
+        long v = memunits(e);
+        if (v < min || v > max) {
+            throw invalid(e, "must be between " + min + " and " + max + " bytes");
+        }
+        return v;
+    }
+
+    /** Parses "64k", "1m", "4096", "2g". */
+    public static long parseMemunits(String text) {
+        String v = text.trim().toLowerCase(Locale.ROOT);
+        if (v.endsWith("b")) {
+            v = v.substring(0, v.length() - 1);
+        }
+        long mult = 1;
+        if (!v.isEmpty()) {
+            switch (v.charAt(v.length() - 1)) {
+                case 'k' -> mult = 1L << 10;
+                case 'm' -> mult = 1L << 20;
+                case 'g' -> mult = 1L << 30;
+                default -> mult = 1;
+            }
+            if (mult != 1) {
+                v = v.substring(0, v.length() - 1);
+            }
+        }
+        try {
+            long n = Long.parseLong(v);
+            if (n < 0) {
+                throw new IllegalArgumentException("negative size '" + text + "'");
+            }
+            return Math.multiplyExact(n, mult);
+        } catch (NumberFormatException | ArithmeticException ex) {
+            throw new IllegalArgumentException("not a size: '" + text + "' (expected e.g. 8192, 64k, 1m)");
+        }
+    }
+
+    /** Builds the exception that names the variable, its value and what was expected. */
+    public NucxConfigException invalid(Entry e, String why) {
+        return new NucxConfigException("invalid value '" + raw(e) + "' for " + source(e) + ": " + why);
+    }
+
+    /**
+     * Parses every entry with its parser and rejects unknown NUCX_* environment variables and nucx.* properties.
+     * Called once when a context starts.
+     */
+    public NucxConfig validate() {
+        for (String key : environment.keySet()) {
+            if (key.startsWith("NUCX_") && !TABLE.containsKey(key.substring(5))) {
+                throw new NucxConfigException("unknown environment variable " + key + "; known: "
+                        + TABLE.values().stream().map(Entry::envName).toList());
+            }
+        }
+        for (String key : System.getProperties().stringPropertyNames()) {
+            if (key.startsWith("nucx.") && TABLE.values().stream().noneMatch(e -> e.propertyName().equals(key))) {
+                throw new NucxConfigException("unknown system property " + key);
+            }
+        }
+        choice(TCP_IO, "auto", "io_uring", "epoll", "nio");
+        memunits(TCP_SEG_SIZE, 8192, 16L << 20);
+        memunits(SELF_QUEUE_BYTES, 4096, 1L << 30);
+        memunits(MAX_MSG_SIZE, 1, Integer.MAX_VALUE - 64);
+        bool(BUSY_POLL);
+        if (string(TLS).isEmpty()) {
+            throw invalid(TLS, "empty transport list");
+        }
+        return this;
+    }
+}

@@ -1,0 +1,33 @@
+package io.nucx.transport;
+
+import java.util.List;
+
+/**
+ * A UCT transport: a Netty channel type plus what it can do. Implementations are found with {@link java.util.ServiceLoader}
+ * ({@code META-INF/services/io.nucx.transport.Transport}); {@link Transports} lists them in a fixed order.
+ *
+ * <p>Nothing here knows about endpoints or protocols: a transport moves {@link AmFrame}s between two ifaces.
+ */
+public interface Transport {
+
+    /** The name used in {@code NUCX_TLS} and in worker addresses ("tcp", "self"). */
+    String name();
+
+    /** Whether it can run in this process, probed once; with a reason when not. */
+    Availability availability();
+
+    /** Devices an iface can be opened on; empty when unavailable. */
+    List<Device> devices(NucxConfig config);
+
+    /** The device a worker opens its iface on when nothing else is said: the first device. */
+    default Device defaultDevice(NucxConfig config) throws Exception {
+        List<Device> devices = devices(config);
+        if (devices.isEmpty()) {
+            throw new IllegalStateException(name() + " has no device");
+        }
+        return devices.get(0);
+    }
+
+    /** Opens an iface on the event loop in {@code params}; the returned iface is bound and ready to connect. */
+    Iface openIface(IfaceParams params) throws Exception;
+}

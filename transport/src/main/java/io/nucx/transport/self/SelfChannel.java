@@ -1,0 +1,256 @@
+package io.nucx.transport.self;
+
+import io.netty.buffer.ByteBuf;
+import io.netty.channel.AbstractChannel;
+import io.netty.channel.ChannelConfig;
+import io.netty.channel.ChannelMetadata;
+import io.netty.channel.ChannelOutboundBuffer;
+import io.netty.channel.ChannelPipeline;
+import io.netty.channel.ChannelPromise;
+import io.netty.channel.DefaultChannelConfig;
+import io.netty.channel.EventLoop;
+import io.netty.util.ReferenceCountUtil;
+import io.nucx.transport.AmFrame;
+
+import java.net.SocketAddress;
+import java.nio.channels.ClosedChannelException;
+import java.nio.channels.NotYetConnectedException;
+import java.util.Queue;
+import java.util.concurrent.ConcurrentLinkedQueue;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicLong;
+
+/**
+ * One end of an in-process channel pair, shaped like Netty's LocalChannel (peer reference, inbound queue owned
+ * by the reader, reads scheduled on the reader's loop) with the one thing LocalChannel lacks: a bound. A writer
+ * moves a message into its peer's queue only while the queue holds fewer than {@code capacity} bytes; otherwise the
+ * message stays in the writer's {@link ChannelOutboundBuffer}, where it counts toward the writer's water mark, and
+ * the reader resumes the writer once it has drained half the queue.
+ *
+ * <p>A write completes when the message is in the peer's queue. It registers no {@code IoHandle}, so it runs on
+ * any event loop; the peer's events run on the peer's loop.
+ */
+public final class SelfChannel extends AbstractChannel {
+
+    private enum State { OPEN, CONNECTED, CLOSED }
+
+    private static final ChannelMetadata METADATA = new ChannelMetadata(false);
+    /** Accounting weight of a message beyond its bytes, so that empty frames still fill the queue. */
+    private static final int MESSAGE_OVERHEAD = 64;
+    private static final int READ_BATCH = 64;
+
+    private final ChannelConfig config = new DefaultChannelConfig(this);
+    private final Queue<Object> inbound = new ConcurrentLinkedQueue<>();
+    private final AtomicLong queuedBytes = new AtomicLong();
+    private final AtomicBoolean readScheduled = new AtomicBoolean();
+    private final AtomicBoolean writerWaiting = new AtomicBoolean();
+    private final long capacity;
+    private final SelfAddress localAddress;
+    private final SelfAddress remoteAddress;
+    private final Runnable readTask = this::readInbound;
+    private final Runnable resumeTask = this::resumeWrites;
+
+    private volatile State state = State.OPEN;
+    private volatile SelfChannel peer;
+    private boolean readPending;
+
+    SelfChannel(long capacity, SelfAddress localAddress, SelfAddress remoteAddress) {
+        super(null);
+        this.capacity = capacity;
+        this.localAddress = localAddress;
+        this.remoteAddress = remoteAddress;
+    }
+
+    /** Links two ends; both are connected from then on. */
+    static void link(SelfChannel a, SelfChannel b) {
+        a.peer = b;
+        b.peer = a;
+        a.state = State.CONNECTED;
+        b.state = State.CONNECTED;
+    }
+
+    /** Bytes waiting in this end's inbound queue. */
+    public long queuedBytes() {
+        return queuedBytes.get();
+    }
+
+    @Override
+    public ChannelConfig config() {
+        return config;
+    }
+
+    @Override
+    public boolean isOpen() {
+        return state != State.CLOSED;
+    }
+
+    @Override
+    public boolean isActive() {
+        return state == State.CONNECTED;
+    }
+
+    @Override
+    public ChannelMetadata metadata() {
+        return METADATA;
+    }
+
+    @Override
+    protected AbstractUnsafe newUnsafe() {
+        return new SelfUnsafe();
+    }
+
+    @Override
+    protected boolean isCompatible(EventLoop loop) {
+        return true;
+    }
+
+    @Override
+    protected SocketAddress localAddress0() {
+        return localAddress;
+    }
+
+    @Override
+    protected SocketAddress remoteAddress0() {
+        return remoteAddress;
+    }
+
+    @Override
+    protected void doBind(SocketAddress localAddress) {
+        throw new IllegalStateException("a self channel is created connected; it cannot be bound");
+    }
+
+    @Override
+    protected void doDisconnect() {
+        doClose();
+    }
+
+    @Override
+    protected void doClose() {
+        State old = state;
+        state = State.CLOSED;
+        releaseInbound();
+        SelfChannel p = peer;
+        if (old != State.CLOSED && p != null && p.isOpen()) {
+            // Always post the peer's close to its own loop, even when it is ours: the peer may be mid-pipeline.
+            p.eventLoop().execute(() -> p.unsafe().close(p.unsafe().voidPromise()));
+        }
+    }
+
+    private void releaseInbound() {
+        for (Object m; (m = inbound.poll()) != null; ) {
+            queuedBytes.addAndGet(-sizeOf(m));
+            ReferenceCountUtil.release(m);
+        }
+    }
+
+    @Override
+    protected void doBeginRead() {
+        readPending = true;
+        if (!inbound.isEmpty()) {
+            readInbound();
+        }
+    }
+
+    @Override
+    protected void doWrite(ChannelOutboundBuffer in) throws Exception {
+        switch (state) {
+            case OPEN -> throw new NotYetConnectedException();
+            case CLOSED -> throw new ClosedChannelException();
+            default -> { }
+        }
+        SelfChannel p = peer;
+        boolean moved = false;
+        for (Object msg; (msg = in.current()) != null; ) {
+            if (!p.isOpen()) {
+                in.remove(new ClosedChannelException());
+                continue;
+            }
+            long size = sizeOf(msg);
+            if (!p.hasRoomFor(size)) {
+                writerWaiting.set(true);
+                // Re-check after publishing the flag: the reader may have drained in between (no lost wake-up).
+                if (!p.hasRoomFor(size)) {
+                    break;
+                }
+                writerWaiting.set(false);
+            }
+            ReferenceCountUtil.retain(msg);
+            p.enqueue(msg, size);
+            in.remove();
+            moved = true;
+        }
+        if (moved) {
+            p.scheduleRead();
+        }
+    }
+
+    private boolean hasRoomFor(long size) {
+        long q = queuedBytes.get();
+        return q == 0 || q + size <= capacity;
+    }
+
+    private void enqueue(Object msg, long size) {
+        queuedBytes.addAndGet(size);
+        inbound.add(msg);
+        if (state == State.CLOSED) {
+            releaseInbound(); // closed while we were adding: nobody else will read it
+        }
+    }
+
+    private void scheduleRead() {
+        if (readScheduled.compareAndSet(false, true)) {
+            eventLoop().execute(readTask);
+        }
+    }
+
+    private void readInbound() {
+        readScheduled.set(false);
+        if (!isRegistered() || !readPending || state == State.CLOSED || inbound.isEmpty()) {
+            return; // a read request is only used up by a batch that delivers something
+        }
+        readPending = false;
+        ChannelPipeline pipeline = pipeline();
+        long drained = 0;
+        int n = 0;
+        for (Object m; n < READ_BATCH && (m = inbound.poll()) != null; n++) {
+            drained += sizeOf(m);
+            pipeline.fireChannelRead(m);
+        }
+        long left = queuedBytes.addAndGet(-drained);
+        if (n > 0) {
+            pipeline.fireChannelReadComplete();
+        }
+        SelfChannel p = peer;
+        if (p != null && left <= capacity / 2 && p.writerWaiting.compareAndSet(true, false)) {
+            p.eventLoop().execute(p.resumeTask);
+        }
+        if (!inbound.isEmpty()) {
+            scheduleRead();
+        }
+    }
+
+    private void resumeWrites() {
+        ((SelfUnsafe) unsafe()).resume();
+    }
+
+    private static long sizeOf(Object msg) {
+        if (msg instanceof AmFrame f) {
+            return f.length() + MESSAGE_OVERHEAD;
+        }
+        if (msg instanceof ByteBuf b) {
+            return b.readableBytes() + MESSAGE_OVERHEAD;
+        }
+        return MESSAGE_OVERHEAD;
+    }
+
+    private final class SelfUnsafe extends AbstractUnsafe {
+        @Override
+        public void connect(SocketAddress remote, SocketAddress local, ChannelPromise promise) {
+            promise.setFailure(new IllegalStateException("self channels are connected by SelfIface.connect"));
+        }
+
+        void resume() {
+            flush0();
+        }
+    }
+}

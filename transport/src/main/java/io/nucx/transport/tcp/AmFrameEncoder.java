@@ -1,0 +1,66 @@
+package io.nucx.transport.tcp;
+
+import io.netty.buffer.ByteBuf;
+import io.netty.channel.ChannelHandler;
+import io.netty.channel.ChannelHandlerContext;
+import io.netty.channel.ChannelOutboundHandlerAdapter;
+import io.netty.channel.ChannelPromise;
+import io.nucx.transport.AmFrame;
+
+/**
+ * Writes {@link AmFrame}s as {@link AmFrameLayout}. Small frames are copied into one buffer; larger payloads go
+ * out as their own buffer behind the prefix, so the socket gathers them without a copy. The frame's promise is
+ * completed by the write that carries its last byte.
+ */
+@ChannelHandler.Sharable
+public final class AmFrameEncoder extends ChannelOutboundHandlerAdapter {
+
+    /** Payloads up to this size are copied next to the prefix: one small write beats two. */
+    static final int COPY_THRESHOLD = 1024;
+
+    public static final AmFrameEncoder INSTANCE = new AmFrameEncoder();
+
+    private AmFrameEncoder() {
+    }
+
+    @Override
+    public void write(ChannelHandlerContext ctx, Object msg, ChannelPromise promise) {
+        if (!(msg instanceof AmFrame frame)) {
+            ctx.write(msg, promise);
+            return;
+        }
+        ByteBuf prefix = null;
+        try {
+            ByteBuf header = frame.header();
+            ByteBuf payload = frame.payload();
+            int headerLength = header.readableBytes();
+            int payloadLength = payload.readableBytes();
+            boolean copyPayload = payloadLength <= COPY_THRESHOLD;
+            prefix = ctx.alloc().directBuffer(AmFrameLayout.PREFIX_LENGTH + headerLength
+                    + (copyPayload ? payloadLength : 0));
+            prefix.writeByte(frame.amId());
+            prefix.writeByte(frame.flags());
+            prefix.writeShortLE(headerLength);
+            prefix.writeIntLE(payloadLength);
+            prefix.writeBytes(header, header.readerIndex(), headerLength);
+            if (copyPayload) {
+                prefix.writeBytes(payload, payload.readerIndex(), payloadLength);
+                ByteBuf out = prefix;
+                prefix = null;
+                ctx.write(out, promise);
+            } else {
+                ByteBuf out = prefix;
+                prefix = null;
+                ctx.write(out, ctx.voidPromise());
+                ctx.write(payload.retain(), promise);
+            }
+        } catch (Throwable t) {
+            if (prefix != null) {
+                prefix.release();
+            }
+            promise.tryFailure(t);
+        } finally {
+            frame.release();
+        }
+    }
+}

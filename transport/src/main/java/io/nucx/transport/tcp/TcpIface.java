@@ -1,0 +1,261 @@
+package io.nucx.transport.tcp;
+
+import io.netty.bootstrap.Bootstrap;
+import io.netty.bootstrap.ServerBootstrap;
+import io.netty.channel.Channel;
+import io.netty.channel.ChannelFuture;
+import io.netty.channel.ChannelHandler;
+import io.netty.channel.ChannelInitializer;
+import io.netty.channel.ChannelOption;
+import io.netty.channel.EventLoop;
+import io.netty.channel.WriteBufferWaterMark;
+import io.netty.util.concurrent.Future;
+import io.nucx.transport.Capability;
+import io.nucx.transport.Device;
+import io.nucx.transport.HostId;
+import io.nucx.transport.Iface;
+import io.nucx.transport.IfaceAttributes;
+import io.nucx.transport.IfaceParams;
+import io.nucx.transport.NucxConfig;
+import io.nucx.transport.Transport;
+
+import java.net.InetAddress;
+import java.net.InetSocketAddress;
+import java.net.NetworkInterface;
+import java.net.UnknownHostException;
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.Arrays;
+import java.util.EnumSet;
+import java.util.function.Supplier;
+
+/**
+ * A listening TCP socket on the worker's loop. Accepted and connected lanes get the same pipeline:
+ * {@link AmFrameDecoder}, {@link AmFrameEncoder}, then the caller's lane handler.
+ *
+ * <p>Device address: {@code host id:u64, ip length:u8, ip bytes}. Iface address: {@code port:u16}. A loopback
+ * address is reachable only from the same host id (same kernel and network namespace), as in UCT tcp.
+ */
+final class TcpIface implements Iface {
+
+    /** UCX's tcp latency constant, 5.2 us, plus 576 bits on the wire (research/ucx-internals.md §5). */
+    private static final double LATENCY_BASE = 5.2e-6;
+    /** UCX's tcp per-message overhead. */
+    private static final double OVERHEAD = 50e-6;
+    /** UCX caps tcp bandwidth at UCX_TCP_MAX_BW = 2200 MB/s. */
+    private static final double MAX_BANDWIDTH = 2200e6;
+    /** Header room in one frame: the eager FIRST header is 24 bytes; wireup carries its address as payload. */
+    static final int MAX_HEADER = 64;
+
+    private final Transport transport;
+    private final Device device;
+    private final TcpIoMode mode;
+    private final EventLoop loop;
+    private final Channel server;
+    private final IfaceAttributes attributes;
+    private final byte[] deviceAddress;
+    private final byte[] ifaceAddress;
+    private final int segSize;
+
+    private TcpIface(Transport transport, Device device, TcpIoMode mode, EventLoop loop, Channel server,
+                     IfaceAttributes attributes, byte[] deviceAddress, byte[] ifaceAddress, int segSize) {
+        this.transport = transport;
+        this.device = device;
+        this.mode = mode;
+        this.loop = loop;
+        this.server = server;
+        this.attributes = attributes;
+        this.deviceAddress = deviceAddress;
+        this.ifaceAddress = ifaceAddress;
+        this.segSize = segSize;
+    }
+
+    static TcpIface open(Transport transport, IfaceParams params) throws Exception {
+        NucxConfig config = params.config();
+        EventLoop loop = params.eventLoop();
+        TcpIoMode mode = TcpIoMode.of(loop);
+        if (mode == null) {
+            throw new IllegalArgumentException("tcp needs an io_uring, epoll or nio event loop; got "
+                    + loop.getClass().getName());
+        }
+        String forced = config.choice(NucxConfig.TCP_IO, "auto", "io_uring", "epoll", "nio");
+        if (!forced.equals("auto") && !forced.equals(mode.configName())) {
+            throw config.invalid(NucxConfig.TCP_IO, "the worker's event loop runs " + mode.configName()
+                    + "; give the worker a " + forced + " event loop group or drop the setting");
+        }
+        int segSize = (int) config.memunits(NucxConfig.TCP_SEG_SIZE, 8192, 16L << 20);
+        InetAddress bind = TcpTransport.bindAddress(config);
+        Supplier<ChannelHandler> accepted = params.acceptedLane();
+        ServerBootstrap sb = new ServerBootstrap()
+                .group(loop, loop)
+                .channel(mode.serverChannel())
+                .option(ChannelOption.SO_REUSEADDR, true)
+                .childOption(ChannelOption.TCP_NODELAY, true)
+                .childOption(ChannelOption.WRITE_BUFFER_WATER_MARK, waterMark(segSize))
+                .childHandler(new ChannelInitializer<>() {
+                    @Override
+                    protected void initChannel(Channel ch) {
+                        ch.pipeline().addLast("nucx.frameDecoder", new AmFrameDecoder(MAX_HEADER, segSize));
+                        ch.pipeline().addLast("nucx.frameEncoder", AmFrameEncoder.INSTANCE);
+                        ch.pipeline().addLast("nucx.lane", accepted.get());
+                    }
+                });
+        Channel server = sb.bind(new InetSocketAddress(bind, 0)).sync().channel();
+        InetSocketAddress local = (InetSocketAddress) server.localAddress();
+        InetAddress advertised = bind.isAnyLocalAddress() ? advertisedAddress() : bind;
+        Device device = params.device();
+        IfaceAttributes attrs = attributes(device, segSize);
+        byte[] ip = advertised.getAddress();
+        byte[] dev = ByteBuffer.allocate(9 + ip.length).order(ByteOrder.LITTLE_ENDIAN)
+                .putLong(HostId.get()).put((byte) ip.length).put(ip).array();
+        byte[] iface = ByteBuffer.allocate(2).order(ByteOrder.LITTLE_ENDIAN).putShort((short) local.getPort()).array();
+        return new TcpIface(transport, device, mode, loop, server, attrs, dev, iface, segSize);
+    }
+
+    private static WriteBufferWaterMark waterMark(int segSize) {
+        // At least two fragments in flight before the lane reports itself unwritable.
+        int high = Math.max(256 * 1024, 2 * segSize);
+        return new WriteBufferWaterMark(high / 2, high);
+    }
+
+    private static InetAddress advertisedAddress() throws Exception {
+        for (NetworkInterface ni : java.util.Collections.list(NetworkInterface.getNetworkInterfaces())) {
+            if (!ni.isUp() || ni.isLoopback()) {
+                continue;
+            }
+            for (InetAddress a : java.util.Collections.list(ni.getInetAddresses())) {
+                if (a instanceof java.net.Inet4Address) {
+                    return a;
+                }
+            }
+        }
+        return InetAddress.getLoopbackAddress();
+    }
+
+    static IfaceAttributes attributes(Device device, int segSize) {
+        double bitsPerSecond = linkSpeedBitsPerSecond(device.name());
+        int mtu = 1500;
+        double bandwidth = Math.min(bitsPerSecond / 8 * (mtu - 40) / (mtu + 38), MAX_BANDWIDTH);
+        return new IfaceAttributes(
+                EnumSet.of(Capability.AM_SHORT, Capability.AM_BCOPY, Capability.PENDING, Capability.CONNECT_TO_IFACE,
+                        Capability.CB_SYNC, Capability.ERRHANDLE_PEER_FAILURE, Capability.EP_CHECK),
+                Math.min(segSize, 8192), segSize, MAX_HEADER,
+                LATENCY_BASE + 576 / bitsPerSecond, 0, 0, bandwidth, OVERHEAD, 0);
+    }
+
+    /** /sys/class/net/DEV/speed in Mb/s; loopback and unknown speeds count as 10 Gb/s. */
+    private static double linkSpeedBitsPerSecond(String dev) {
+        try {
+            long mbps = Long.parseLong(Files.readString(Path.of("/sys/class/net", dev, "speed")).trim());
+            if (mbps > 0) {
+                return mbps * 1e6;
+            }
+        } catch (Exception e) {
+            // lo and virtual devices have no speed
+        }
+        return 10e9;
+    }
+
+    @Override
+    public Transport transport() {
+        return transport;
+    }
+
+    @Override
+    public Device device() {
+        return device;
+    }
+
+    @Override
+    public IfaceAttributes attributes() {
+        return attributes;
+    }
+
+    @Override
+    public byte[] deviceAddress() {
+        return deviceAddress.clone();
+    }
+
+    @Override
+    public byte[] ifaceAddress() {
+        return ifaceAddress.clone();
+    }
+
+    TcpIoMode mode() {
+        return mode;
+    }
+
+    @Override
+    public boolean isReachable(byte[] remoteDevice, byte[] remoteIface) {
+        InetSocketAddress remote = remoteSocketAddress(remoteDevice, remoteIface);
+        if (remote == null) {
+            return false;
+        }
+        ByteBuffer dev = ByteBuffer.wrap(remoteDevice).order(ByteOrder.LITTLE_ENDIAN);
+        long remoteHost = dev.getLong();
+        byte[] localIp = Arrays.copyOfRange(deviceAddress, 9, deviceAddress.length);
+        if (remote.getAddress().getAddress().length != localIp.length) {
+            return false; // IPv4 does not reach IPv6 here
+        }
+        if (remote.getAddress().isLoopbackAddress()) {
+            return remoteHost == HostId.get();
+        }
+        return true;
+    }
+
+    /** The remote socket address, or null when the bytes are not a tcp address. */
+    static InetSocketAddress remoteSocketAddress(byte[] remoteDevice, byte[] remoteIface) {
+        if (remoteDevice.length < 9 || remoteIface.length != 2) {
+            return null;
+        }
+        ByteBuffer dev = ByteBuffer.wrap(remoteDevice).order(ByteOrder.LITTLE_ENDIAN);
+        dev.getLong();
+        int ipLength = dev.get() & 0xff;
+        if ((ipLength != 4 && ipLength != 16) || dev.remaining() != ipLength) {
+            return null;
+        }
+        byte[] ip = new byte[ipLength];
+        dev.get(ip);
+        int port = ByteBuffer.wrap(remoteIface).order(ByteOrder.LITTLE_ENDIAN).getShort() & 0xffff;
+        try {
+            return new InetSocketAddress(InetAddress.getByAddress(ip), port);
+        } catch (UnknownHostException e) {
+            return null;
+        }
+    }
+
+    @Override
+    public ChannelFuture connect(byte[] remoteDevice, byte[] remoteIface, ChannelHandler laneHandler) {
+        InetSocketAddress remote = remoteSocketAddress(remoteDevice, remoteIface);
+        if (remote == null) {
+            return server.newFailedFuture(new IllegalArgumentException("not a tcp address: device "
+                    + Arrays.toString(remoteDevice) + ", iface " + Arrays.toString(remoteIface)));
+        }
+        return new Bootstrap()
+                .group(loop)
+                .channel(mode.socketChannel())
+                .option(ChannelOption.TCP_NODELAY, true)
+                .option(ChannelOption.WRITE_BUFFER_WATER_MARK, waterMark(segSize))
+                .handler(new ChannelInitializer<>() {
+                    @Override
+                    protected void initChannel(Channel ch) {
+                        ch.pipeline().addLast("nucx.frameDecoder", new AmFrameDecoder(MAX_HEADER, segSize));
+                        ch.pipeline().addLast("nucx.frameEncoder", AmFrameEncoder.INSTANCE);
+                        ch.pipeline().addLast("nucx.lane", laneHandler);
+                    }
+                })
+                .connect(remote);
+    }
+
+    @Override
+    public Future<?> close() {
+        return server.close();
+    }
+
+    @Override
+    public String toString() {
+        return "tcp/" + device.name() + "(" + mode.configName() + " " + server.localAddress() + ")";
+    }
+}

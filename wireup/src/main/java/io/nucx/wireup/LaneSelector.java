@@ -1,0 +1,102 @@
+package io.nucx.wireup;
+
+import io.nucx.transport.Capability;
+import io.nucx.transport.Iface;
+
+import java.util.ArrayList;
+import java.util.List;
+
+/**
+ * Chooses lanes from the two workers' addresses with UCX's scores (src/ucp/wireup/select.c), so that both peers,
+ * running this on the same two addresses, choose the same lanes.
+ *
+ * <p>AM lane, "best for short messages": {@code score = 1e-3 / (latency + local overhead + remote overhead)}, where
+ * latency is the mean of both sides' latency. Ties go to the higher priority sum, then to the transport name.
+ * Requires AM_BCOPY on both sides and a max bcopy of at least 64 bytes, and the local iface must reach the remote one.
+ */
+public final class LaneSelector {
+
+    /** UCX rejects an AM lane that cannot carry 64 bytes in one bcopy. */
+    static final int MIN_AM_BCOPY = 64;
+
+    /** The chosen AM lane: which local iface talks to which remote entry, and why. */
+    public record Lane(Iface iface, WorkerAddress.Entry local, WorkerAddress.Entry remote, double score) {
+        /** "tcp/lo" style name. */
+        public String name() {
+            return iface.transport().name() + "/" + iface.device().name();
+        }
+
+        /** The tighter of the two sides' limits. */
+        public int maxShort() {
+            return Math.min(local.maxShort(), remote.maxShort());
+        }
+
+        public int maxBcopy() {
+            return Math.min(local.maxBcopy(), remote.maxBcopy());
+        }
+    }
+
+    private LaneSelector() {
+    }
+
+    /**
+     * Selects the AM lane.
+     *
+     * @param ifaces   this worker's ifaces, in the same order as {@code local.entries()}
+     * @throws UnreachableException listing every candidate and why it lost, when none fits
+     */
+    public static Lane selectAmLane(List<Iface> ifaces, WorkerAddress local, WorkerAddress remote) {
+        Lane best = null;
+        List<String> reasons = new ArrayList<>();
+        for (int i = 0; i < ifaces.size(); i++) {
+            Iface iface = ifaces.get(i);
+            WorkerAddress.Entry l = local.entries().get(i);
+            if (!l.has(Capability.AM_BCOPY) || l.maxBcopy() < MIN_AM_BCOPY) {
+                reasons.add(l.transport() + ": no AM bcopy of " + MIN_AM_BCOPY + " bytes here");
+                continue;
+            }
+            for (WorkerAddress.Entry r : remote.entries()) {
+                if (!r.transport().equals(l.transport())) {
+                    continue;
+                }
+                if (!r.has(Capability.AM_BCOPY) || r.maxBcopy() < MIN_AM_BCOPY) {
+                    reasons.add(r.transport() + ": peer has no AM bcopy of " + MIN_AM_BCOPY + " bytes");
+                    continue;
+                }
+                if (!iface.isReachable(r.deviceAddress(), r.ifaceAddress())) {
+                    reasons.add(r.transport() + ": unreachable from " + iface);
+                    continue;
+                }
+                double score = amScore(l, r);
+                Lane cand = new Lane(iface, l, r, score);
+                if (best == null || better(cand, best)) {
+                    best = cand;
+                }
+            }
+        }
+        if (best == null) {
+            List<String> remoteTls = remote.entries().stream().map(WorkerAddress.Entry::transport).toList();
+            throw new UnreachableException("no AM transport to " + remote.name() + " (" + Long.toHexString(remote.uuid())
+                    + ", offers " + remoteTls + "): " + (reasons.isEmpty() ? "no transport in common" : reasons));
+        }
+        return best;
+    }
+
+    /** UCX's {@code ucp_wireup_am_score_func}. */
+    static double amScore(WorkerAddress.Entry l, WorkerAddress.Entry r) {
+        double latency = ((double) l.latency() + (double) r.latency()) / 2;
+        return 1e-3 / (latency + l.overhead() + r.overhead());
+    }
+
+    private static boolean better(Lane a, Lane b) {
+        if (a.score() != b.score()) {
+            return a.score() > b.score();
+        }
+        int pa = a.local().priority() + a.remote().priority();
+        int pb = b.local().priority() + b.remote().priority();
+        if (pa != pb) {
+            return pa > pb;
+        }
+        return a.local().transport().compareTo(b.local().transport()) < 0;
+    }
+}

@@ -1,0 +1,103 @@
+package io.nucx.wireup;
+
+import io.netty.channel.ChannelHandler;
+import io.netty.channel.EventLoop;
+import io.netty.channel.EventLoopGroup;
+import io.netty.channel.MultiThreadIoEventLoopGroup;
+import io.netty.util.concurrent.DefaultThreadFactory;
+import io.nucx.transport.NucxConfig;
+import io.nucx.transport.tcp.TcpIoMode;
+
+import java.util.LinkedHashMap;
+import java.util.Map;
+
+/**
+ * Starts a {@link Worker} the way a Netty bootstrap starts a server:
+ * <pre>{@code
+ * Worker worker = new NucxBootstrap()
+ *         .group(myEventLoopGroup)                 // optional: share the threads of an existing Netty app
+ *         .config("TLS", "tcp,self")               // optional: over NUCX_* variables
+ *         .endpointHandler(new ChannelInitializer<Endpoint>() {
+ *             protected void initChannel(Endpoint ep) { ep.pipeline().addLast(new MyHandler()); }
+ *         })
+ *         .start();
+ * Endpoint ep = worker.connect(peerAddress);       // writable at once
+ * ep.tagSend(42, buf);
+ * }</pre>
+ * Without a group the worker makes a one-thread group of the configured TCP engine and shuts it down on close.
+ */
+public final class NucxBootstrap {
+
+    private EventLoopGroup group;
+    private Context context;
+    private final Map<String, String> overrides = new LinkedHashMap<>();
+    private String name = "worker";
+    private ChannelHandler endpointHandler;
+    private Boolean busyPoll;
+
+    /** The group whose next loop the worker binds to. */
+    public NucxBootstrap group(EventLoopGroup group) {
+        this.group = group;
+        return this;
+    }
+
+    /** A context shared by several workers; otherwise one is made from the configuration. */
+    public NucxBootstrap context(Context context) {
+        this.context = context;
+        return this;
+    }
+
+    /** A configuration override, e.g. {@code config("TLS", "tcp")}; wins over NUCX_* variables. */
+    public NucxBootstrap config(String name, String value) {
+        overrides.put(name, value);
+        return this;
+    }
+
+    /** The worker's name, carried in its address for logs. */
+    public NucxBootstrap name(String name) {
+        this.name = name;
+        return this;
+    }
+
+    /** Added to the pipeline of every endpoint, connected or accepted (typically a ChannelInitializer). */
+    public NucxBootstrap endpointHandler(ChannelHandler handler) {
+        this.endpointHandler = handler;
+        return this;
+    }
+
+    /** Spin the worker's own loop instead of blocking (only for a group the worker makes itself). */
+    public NucxBootstrap busyPoll(boolean busyPoll) {
+        this.busyPoll = busyPoll;
+        return this;
+    }
+
+    /** Opens the ifaces and returns the running worker. */
+    public Worker start() throws Exception {
+        Context ctx = context;
+        if (ctx == null) {
+            ctx = Context.create(NucxConfig.of(overrides));
+        } else if (!overrides.isEmpty()) {
+            throw new IllegalStateException("give config overrides to the Context, not to the bootstrap, when you "
+                    + "pass a Context");
+        }
+        EventLoopGroup owned = null;
+        EventLoop loop;
+        if (group != null) {
+            loop = group.next();
+        } else {
+            boolean spin = busyPoll != null ? busyPoll : ctx.config().bool(NucxConfig.BUSY_POLL);
+            TcpIoMode mode = TcpIoMode.configured(ctx.config(), spin);
+            owned = new MultiThreadIoEventLoopGroup(1, new DefaultThreadFactory("nucx-" + name, true),
+                    mode.ioHandlerFactory(spin));
+            loop = owned.next();
+        }
+        try {
+            return new Worker(ctx, loop, owned, name, endpointHandler);
+        } catch (Exception | Error e) {
+            if (owned != null) {
+                owned.shutdownGracefully(0, 0, java.util.concurrent.TimeUnit.SECONDS);
+            }
+            throw e;
+        }
+    }
+}

@@ -1,0 +1,68 @@
+package io.nucx.wireup;
+
+import io.netty.channel.ChannelHandlerContext;
+import io.netty.channel.ChannelOutboundHandlerAdapter;
+import io.netty.channel.ChannelPromise;
+import io.netty.channel.PendingWriteQueue;
+
+import java.nio.channels.ClosedChannelException;
+
+/**
+ * The first handler of an endpoint that is still wiring up (UCX's wireup_ep proxy). Every write is queued with its
+ * promise, in order, and counts toward the endpoint's writability; a flush is remembered. When the lanes are connected
+ * the wireup replaces this handler with the {@link LaneDispatcher} ({@code pipeline.replace}); on removal the queued
+ * writes replay in order through the dispatcher that took its place. If the endpoint closes or wireup fails first,
+ * every queued write is failed and released, once.
+ */
+final class StubHandler extends ChannelOutboundHandlerAdapter {
+
+    private PendingWriteQueue pending;
+    private boolean flushRequested;
+    private boolean ready;
+    private Throwable failure;
+
+    @Override
+    public void handlerAdded(ChannelHandlerContext ctx) {
+        pending = new PendingWriteQueue(ctx);
+    }
+
+    @Override
+    public void write(ChannelHandlerContext ctx, Object msg, ChannelPromise promise) {
+        pending.add(msg, promise);
+    }
+
+    @Override
+    public void flush(ChannelHandlerContext ctx) {
+        flushRequested = true;
+    }
+
+    /** Marks the lanes connected; the replay happens when the wireup removes this handler. */
+    void ready() {
+        ready = true;
+    }
+
+    /** Wireup failed: queued writes fail with {@code cause} when this handler goes. */
+    void fail(Throwable cause) {
+        if (failure == null) {
+            failure = cause;
+        }
+    }
+
+    /** Writes waiting, for tests and diagnostics. */
+    int queued() {
+        return pending == null ? 0 : pending.size();
+    }
+
+    @Override
+    public void handlerRemoved(ChannelHandlerContext ctx) {
+        if (ready && failure == null && ctx.channel().isOpen()) {
+            // ctx's neighbours now point at the handler that replaced us, so these writes go through it.
+            pending.removeAndWriteAll();
+            if (flushRequested) {
+                ctx.flush();
+            }
+        } else {
+            pending.removeAndFailAll(failure != null ? failure : new ClosedChannelException());
+        }
+    }
+}

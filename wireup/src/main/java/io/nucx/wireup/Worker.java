@@ -1,0 +1,251 @@
+package io.nucx.wireup;
+
+import io.netty.buffer.ByteBuf;
+import io.netty.channel.Channel;
+import io.netty.channel.ChannelHandler;
+import io.netty.channel.EventLoop;
+import io.netty.channel.EventLoopGroup;
+import io.netty.util.concurrent.Future;
+import io.netty.util.concurrent.Promise;
+import io.netty.util.concurrent.PromiseCombiner;
+import io.nucx.protocol.ProtocolCounters;
+import io.nucx.protocol.tag.EagerTagReceiver;
+import io.nucx.protocol.tag.TagMatcher;
+import io.nucx.protocol.tag.TagMessage;
+import io.nucx.transport.Iface;
+import io.nucx.transport.IfaceAttributes;
+import io.nucx.transport.IfaceParams;
+import io.nucx.transport.NucxConfig;
+import io.nucx.transport.Transport;
+
+import java.nio.channels.ClosedChannelException;
+import java.util.ArrayList;
+import java.util.Collection;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ThreadLocalRandom;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicLong;
+
+/**
+ * UCP's worker, bound to one event loop: it owns one iface per transport, its endpoints and its tag matching, and
+ * touches them only on that loop, so none of it needs locks. Public methods may be called from any thread; they hand
+ * their work to the loop.
+ */
+public final class Worker {
+
+    private final Context context;
+    private final EventLoop loop;
+    private final EventLoopGroup ownedGroup;
+    private final long uuid;
+    private final String name;
+    private final ChannelHandler endpointInitializer;
+    private final List<Iface> ifaces = new ArrayList<>();
+    private final WorkerAddress address;
+    private final ProtocolCounters counters = new ProtocolCounters();
+    private final TagMatcher matcher;
+    private final EagerTagReceiver eagerReceiver;
+    private final Map<Long, Endpoint> endpoints = new ConcurrentHashMap<>();
+    private final AtomicLong nextEndpointId = new AtomicLong();
+    private final AtomicBoolean closed = new AtomicBoolean();
+    private final Promise<Void> closeFuture;
+    /** Seeded at random so message ids differ between workers (UCX's am_message_id). Loop only. */
+    private long nextMessageId = ThreadLocalRandom.current().nextLong();
+
+    Worker(Context context, EventLoop loop, EventLoopGroup ownedGroup, String name, ChannelHandler endpointInitializer)
+            throws Exception {
+        this.context = context;
+        this.loop = loop;
+        this.ownedGroup = ownedGroup;
+        this.uuid = ThreadLocalRandom.current().nextLong();
+        this.name = name;
+        this.endpointInitializer = endpointInitializer;
+        this.closeFuture = loop.newPromise();
+        NucxConfig config = context.config();
+        this.matcher = new TagMatcher(loop, io.netty.buffer.ByteBufAllocator.DEFAULT,
+                config.memunits(NucxConfig.MAX_MSG_SIZE), (ep, tag) -> ((Endpoint) ep).deliversToPipeline(tag));
+        this.eagerReceiver = new EagerTagReceiver(matcher);
+        List<WorkerAddress.Entry> entries = new ArrayList<>();
+        try {
+            for (Transport t : context.transports()) {
+                Iface iface = t.openIface(new IfaceParams(loop, t.defaultDevice(config),
+                        () -> new LaneHandler(this, null), config));
+                ifaces.add(iface);
+                IfaceAttributes a = iface.attributes();
+                entries.add(new WorkerAddress.Entry(t.name(), a.capabilities(), a.maxShort(), a.maxBcopy(),
+                        (float) a.latencySeconds(), (float) a.overheadSeconds(), (float) a.bandwidth(), a.priority(),
+                        iface.deviceAddress(), iface.ifaceAddress()));
+            }
+        } catch (Exception | Error e) {
+            for (Iface i : ifaces) {
+                i.close();
+            }
+            throw e;
+        }
+        this.address = new WorkerAddress(uuid, name, entries);
+    }
+
+    public long uuid() {
+        return uuid;
+    }
+
+    public String name() {
+        return name;
+    }
+
+    public Context context() {
+        return context;
+    }
+
+    /** The loop every endpoint and lane of this worker runs on. */
+    public EventLoop eventLoop() {
+        return loop;
+    }
+
+    /** This worker's address, to give to peers. */
+    public WorkerAddress address() {
+        return address;
+    }
+
+    /** The opened ifaces, one per selected transport. */
+    public List<Iface> ifaces() {
+        return List.copyOf(ifaces);
+    }
+
+    /** How many messages each protocol carried. */
+    public ProtocolCounters counters() {
+        return counters;
+    }
+
+    /** Endpoints currently open. */
+    public Collection<Endpoint> endpoints() {
+        return List.copyOf(endpoints.values());
+    }
+
+    ChannelHandler endpointInitializer() {
+        return endpointInitializer;
+    }
+
+    TagMatcher matcher() {
+        return matcher;
+    }
+
+    EagerTagReceiver eagerReceiver() {
+        return eagerReceiver;
+    }
+
+    long nextMessageId() {
+        return nextMessageId++;
+    }
+
+    /**
+     * Creates an endpoint to {@code remote} and returns it at once: writes are queued until its lanes connect, then
+     * replayed in order. Lane selection happens here, so an unreachable peer fails now, with every reason.
+     */
+    public Endpoint connect(WorkerAddress remote) {
+        if (closed.get()) {
+            throw new IllegalStateException("worker " + name + " is closed");
+        }
+        LaneSelector.Lane lane = LaneSelector.selectAmLane(ifaces, address, remote);
+        Endpoint ep = Endpoint.outgoing(this, nextEndpointId.getAndIncrement(), remote, lane);
+        endpoints.put(ep.endpointId(), ep);
+        loop.register(ep).addListener(f -> {
+            if (f.isSuccess()) {
+                ep.connectLanes(lane);
+            } else {
+                ep.close();
+            }
+        });
+        return ep;
+    }
+
+    /** Connects to the address in its packed form. */
+    public Endpoint connect(byte[] remoteAddress) {
+        return connect(WorkerAddress.decode(remoteAddress));
+    }
+
+    /** A wireup REQUEST arrived on a lane a peer connected: make the endpoint replies go out on. Loop only. */
+    Endpoint acceptEndpoint(WireupMessage request, Channel lane) {
+        WorkerAddress remote = request.address();
+        LaneSelector.Lane sel = LaneSelector.selectAmLane(ifaces, address, remote);
+        Endpoint ep = Endpoint.incoming(this, nextEndpointId.getAndIncrement(), remote, sel, lane);
+        endpoints.put(ep.endpointId(), ep);
+        loop.register(ep);
+        if (closed.get()) {
+            ep.close();
+        }
+        return ep;
+    }
+
+    void endpointClosed(Endpoint ep) {
+        endpoints.remove(ep.endpointId());
+    }
+
+    /**
+     * Receives a tagged message whose tag matches {@code tag} under {@code mask} (mask -1: exact tag; 0: any tag).
+     * Receives are matched in the order they were posted; a message that arrived earlier is taken at once.
+     * The future's message is the caller's to release.
+     */
+    public Future<TagMessage> tagRecv(long tag, long mask) {
+        return tagRecv(tag, mask, null);
+    }
+
+    /**
+     * As {@link #tagRecv(long, long)}, writing the message into {@code into} (its writable bytes are the limit;
+     * a longer message fails with {@code MessageTruncatedException}). The future's message content is a retained
+     * slice of {@code into}.
+     */
+    public Future<TagMessage> tagRecv(long tag, long mask, ByteBuf into) {
+        Promise<TagMessage> p = loop.newPromise();
+        if (loop.inEventLoop()) {
+            matcher.post(tag, mask, into, p);
+        } else {
+            loop.execute(() -> matcher.post(tag, mask, into, p));
+        }
+        return p;
+    }
+
+    /** Messages that arrived and wait for a receive; loop only. */
+    public int unexpectedCount() {
+        assert loop.inEventLoop();
+        return matcher.unexpectedCount();
+    }
+
+    /**
+     * Closes every endpoint (queued and in-flight sends fail), fails every posted receive, releases every held
+     * message, closes the ifaces, and shuts down the event loop group if the worker made its own.
+     */
+    public Future<Void> close() {
+        if (closed.compareAndSet(false, true)) {
+            loop.execute(this::close0);
+        }
+        return closeFuture;
+    }
+
+    private void close0() {
+        PromiseCombiner all = new PromiseCombiner(loop);
+        for (Endpoint ep : endpoints.values()) {
+            all.add(ep.close());
+        }
+        for (Iface i : ifaces) {
+            all.add(i.close());
+        }
+        Promise<Void> done = loop.newPromise();
+        all.finish(done);
+        done.addListener(f -> {
+            matcher.close(new ClosedChannelException());
+            if (ownedGroup != null) {
+                ownedGroup.shutdownGracefully(0, 2, java.util.concurrent.TimeUnit.SECONDS)
+                        .addListener(g -> closeFuture.trySuccess(null));
+            } else {
+                closeFuture.trySuccess(null);
+            }
+        });
+    }
+
+    @Override
+    public String toString() {
+        return "Worker(" + name + " " + Long.toHexString(uuid) + " on " + ifaces + ")";
+    }
+}
