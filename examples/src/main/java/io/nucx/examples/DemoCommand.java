@@ -1,0 +1,118 @@
+package io.nucx.examples;
+
+import io.nucx.examples.perf.PerfParams;
+import io.nucx.examples.perf.PerfReporter;
+import io.nucx.examples.perf.PerfResult;
+import io.nucx.examples.perf.PerfTestType;
+import io.nucx.examples.perf.Perftest;
+import io.nucx.transport.NucxConfig;
+import io.nucx.transport.Transport;
+import io.nucx.transport.Transports;
+import io.nucx.transport.self.SelfTransport;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Option;
+
+import java.io.File;
+import java.io.PrintStream;
+import java.net.ServerSocket;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.concurrent.Callable;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * {@code nucx demo}: two workers exchange tagged messages over every available transport, a ping-pong and a
+ * bandwidth run each, printed as perftest tables and summed up at the end. Between processes where the transport
+ * crosses processes (tcp: the server is a second JVM), inside one JVM for self.
+ */
+@Command(name = "demo", mixinStandardHelpOptions = true,
+        description = "Two workers exchange data over every available transport; perftest-style tables.")
+final class DemoCommand implements Callable<Integer> {
+
+    @Option(names = "--lat-iters", defaultValue = "100000", description = "Ping-pong iterations (8 B).")
+    long latIterations;
+
+    @Option(names = "--bw-iters", defaultValue = "2000", description = "Bandwidth iterations (1 MiB).")
+    long bwIterations;
+
+    @Override
+    public Integer call() throws Exception {
+        NucxConfig config = NucxConfig.fromEnvironment().validate();
+        PrintStream out = System.out;
+        List<String[]> summary = new ArrayList<>();
+        for (Transport t : Transports.selected(config)) {
+            for (PerfParams p : List.of(
+                    new PerfParams(PerfTestType.TAG_LAT, 8, latIterations, 10_000, 32, 50.0, false),
+                    new PerfParams(PerfTestType.TAG_BW, 1 << 20, bwIterations, 100, 32, 50.0, false))) {
+                boolean sameProcess = t.name().equals(SelfTransport.NAME);
+                out.printf(Locale.ROOT, "%n=== %s: %s, %d B, %d iterations, %s ===%n", t.name(), p.test().testName(),
+                        p.messageSize(), p.iterations(), sameProcess ? "two workers in this JVM"
+                                : "server in a second JVM process");
+                PerfResult r = sameProcess ? inProcess(t.name(), p, out) : twoProcesses(t.name(), p, out);
+                summary.add(new String[] {t.name(), p.test().testName(), Integer.toString(p.messageSize()),
+                        String.format(Locale.ROOT, "%.3f", r.overallLatencyUs()),
+                        String.format(Locale.ROOT, "%.2f", r.overallBandwidth()),
+                        String.format(Locale.ROOT, "%.0f", r.overallMessageRate())});
+            }
+        }
+        out.println();
+        out.println("Summary (overall values of each run's Final line):");
+        out.printf(Locale.ROOT, "%-10s %-8s %9s %14s %14s %14s%n", "transport", "test", "size", "latency(us)",
+                "bw (MB/s)", "msg/s");
+        for (String[] row : summary) {
+            out.printf(Locale.ROOT, "%-10s %-8s %9s %14s %14s %14s%n", (Object[]) row);
+        }
+        return 0;
+    }
+
+    private static int freePort() throws Exception {
+        try (ServerSocket s = new ServerSocket(0)) {
+            return s.getLocalPort();
+        }
+    }
+
+    private static PerfResult inProcess(String tls, PerfParams p, PrintStream out) throws Exception {
+        int port = freePort();
+        ExecutorService server = Executors.newSingleThreadExecutor();
+        try {
+            PrintStream quiet = new PrintStream(java.io.OutputStream.nullOutputStream());
+            Future<?> served = server.submit(() -> {
+                Perftest.serve(port, Map.of("TLS", tls), false, quiet);
+                return null;
+            });
+            PerfResult r = Perftest.run("127.0.0.1", port, p, Map.of("TLS", tls), false,
+                    new PerfReporter(out, false, PerftestCommand.onTerminal()));
+            served.get(60, TimeUnit.SECONDS);
+            return r;
+        } finally {
+            server.shutdownNow();
+        }
+    }
+
+    private static PerfResult twoProcesses(String tls, PerfParams p, PrintStream out) throws Exception {
+        int port = freePort();
+        String java = ProcessHandle.current().info().command().orElse("java");
+        List<String> cmd = new ArrayList<>(List.of(java, "--enable-native-access=ALL-UNNAMED", "-cp",
+                System.getProperty("java.class.path"), NucxMain.class.getName(), "perftest", "-p",
+                Integer.toString(port)));
+        ProcessBuilder pb = new ProcessBuilder(cmd).redirectErrorStream(true)
+                .redirectOutput(new File(System.getProperty("java.io.tmpdir"), "nucx-demo-server-" + port + ".log"));
+        pb.environment().put("NUCX_TLS", tls);
+        Process server = pb.start();
+        try {
+            PerfResult r = Perftest.run("127.0.0.1", port, p, Map.of("TLS", tls), true,
+                    new PerfReporter(out, false, PerftestCommand.onTerminal()));
+            if (!server.waitFor(60, TimeUnit.SECONDS)) {
+                throw new IllegalStateException("demo server process did not finish");
+            }
+            return r;
+        } finally {
+            server.destroyForcibly();
+        }
+    }
+}

@@ -1,0 +1,122 @@
+package io.nucx.examples;
+
+import io.netty.channel.EventLoopGroup;
+import io.netty.channel.MultiThreadIoEventLoopGroup;
+import io.netty.channel.nio.NioIoHandler;
+import io.nucx.transport.Capability;
+import io.nucx.transport.Device;
+import io.nucx.transport.Iface;
+import io.nucx.transport.IfaceAttributes;
+import io.nucx.transport.IfaceParams;
+import io.nucx.transport.NucxConfig;
+import io.nucx.transport.Transport;
+import io.nucx.transport.Transports;
+import io.nucx.transport.tcp.TcpIoMode;
+import io.nucx.transport.tcp.TcpTransport;
+import io.netty.channel.ChannelInboundHandlerAdapter;
+import picocli.CommandLine.Command;
+
+import java.io.PrintStream;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Locale;
+import java.util.concurrent.Callable;
+
+/** {@code nucx info}: every transport, whether it runs here (or why not), its devices and attributes, as ucx_info -d. */
+@Command(name = "info", mixinStandardHelpOptions = true,
+        description = "List transports, their availability, devices and attributes (like ucx_info -d).")
+final class InfoCommand implements Callable<Integer> {
+
+    @Override
+    public Integer call() throws Exception {
+        NucxConfig config = NucxConfig.fromEnvironment().validate();
+        print(config, System.out);
+        return 0;
+    }
+
+    static void print(NucxConfig config, PrintStream out) throws Exception {
+        EventLoopGroup group = new MultiThreadIoEventLoopGroup(1, NioIoHandler.newFactory());
+        try {
+            for (Transport t : Transports.all()) {
+                out.println("#");
+                out.println("#      Transport: " + t.name());
+                if (!t.availability().isAvailable()) {
+                    out.println("#   Availability: unavailable: " + t.availability().reason());
+                    continue;
+                }
+                out.println("#   Availability: available");
+                Device dev = t.defaultDevice(config);
+                List<String> devices = new ArrayList<>();
+                for (Device d : t.devices(config)) {
+                    devices.add(d.name());
+                }
+                out.println("#        Devices: " + String.join(", ", devices));
+                out.println("#         Device: " + dev.name() + "  (the one workers open)");
+                out.println("#           Type: " + dev.type());
+                Iface iface = t.openIface(new IfaceParams(group.next(), dev, ChannelInboundHandlerAdapter::new,
+                        config.with("TCP_IO", "nio")));
+                try {
+                    printAttributes(iface.attributes(), out);
+                    out.println("#       device address: " + iface.deviceAddress().length + " bytes");
+                    out.println("#        iface address: " + iface.ifaceAddress().length + " bytes");
+                } finally {
+                    iface.close().sync();
+                }
+                if (t.name().equals(TcpTransport.NAME)) {
+                    for (TcpIoMode m : TcpIoMode.values()) {
+                        out.println(String.format(Locale.ROOT, "#    %17s: %s", "engine " + m.configName(),
+                                m.availability()));
+                    }
+                    out.println("#      engine selected: " + TcpIoMode.configured(config, false).configName()
+                            + " (NUCX_TCP_IO=" + config.string(NucxConfig.TCP_IO) + ")");
+                }
+            }
+            out.println("#");
+        } finally {
+            group.shutdownGracefully(0, 0, java.util.concurrent.TimeUnit.SECONDS).sync();
+        }
+    }
+
+    static void printAttributes(IfaceAttributes a, PrintStream out) {
+        out.println("#");
+        out.println("#      capabilities:");
+        out.println(String.format(Locale.ROOT, "#            bandwidth: %.2f/ppn + %.2f MB/sec",
+                a.bandwidthShared() / 1e6, a.bandwidthDedicated() / 1e6));
+        out.println(String.format(Locale.ROOT, "#              latency: %.0f nsec", a.latencySeconds() * 1e9));
+        out.println(String.format(Locale.ROOT, "#             overhead: %.0f nsec", a.overheadSeconds() * 1e9));
+        if (a.has(Capability.AM_SHORT)) {
+            out.println("#             am_short: <= " + units(a.maxShort()));
+        }
+        if (a.has(Capability.AM_BCOPY)) {
+            out.println("#             am_bcopy: <= " + units(a.maxBcopy()));
+        }
+        out.println("#            am header: <= " + a.maxHeader());
+        List<String> conn = new ArrayList<>();
+        if (a.has(Capability.CONNECT_TO_EP)) {
+            conn.add("to ep");
+        }
+        if (a.has(Capability.CONNECT_TO_IFACE)) {
+            conn.add("to iface");
+        }
+        out.println("#           connection: " + String.join(", ", conn));
+        out.println("#      device priority: " + a.priority());
+        List<String> err = new ArrayList<>();
+        if (a.has(Capability.ERRHANDLE_PEER_FAILURE)) {
+            err.add("peer failure");
+        }
+        if (a.has(Capability.EP_CHECK)) {
+            err.add("ep_check");
+        }
+        out.println("#       error handling: " + (err.isEmpty() ? "none" : String.join(", ", err)));
+    }
+
+    static String units(long v) {
+        if (v >= (1 << 20) && v % (1 << 20) == 0) {
+            return (v >> 20) + "M";
+        }
+        if (v >= 1024 && v % 1024 == 0) {
+            return (v >> 10) + "K";
+        }
+        return Long.toString(v);
+    }
+}

@@ -1,0 +1,82 @@
+package io.nucx.examples;
+
+import io.nucx.examples.perf.PerfParams;
+import io.nucx.examples.perf.PerfReporter;
+import io.nucx.examples.perf.PerfTestType;
+import io.nucx.examples.perf.Perftest;
+import io.nucx.transport.NucxConfig;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Option;
+import picocli.CommandLine.Parameters;
+
+import java.util.Map;
+import java.util.concurrent.Callable;
+
+/**
+ * {@code nucx perftest}: run as ucx_perftest is run. Server: {@code nucx perftest -p PORT}. Client:
+ * {@code nucx perftest HOST -p PORT -t tag_lat -s 8 -n 100000}. Transports come from {@code NUCX_TLS}.
+ */
+@Command(name = "perftest", mixinStandardHelpOptions = true,
+        description = "Measure latency and bandwidth like ucx_perftest. Without HOST: serve one test.")
+final class PerftestCommand implements Callable<Integer> {
+
+    @Parameters(index = "0", arity = "0..1", paramLabel = "HOST", description = "Server to connect to (client mode).")
+    String host;
+
+    @Option(names = "-p", paramLabel = "PORT", description = "Set-up port (default: ${DEFAULT-VALUE}).",
+            defaultValue = "13337")
+    int port;
+
+    @Option(names = "-t", paramLabel = "TEST", description = "Test: tag_lat | tag_bw (default: ${DEFAULT-VALUE}).",
+            defaultValue = "tag_lat")
+    String test;
+
+    @Option(names = "-s", paramLabel = "SIZE", description = "Message size in bytes (default: ${DEFAULT-VALUE}).",
+            defaultValue = "8")
+    int size;
+
+    @Option(names = "-n", paramLabel = "ITERS", description = "Iterations (default: ${DEFAULT-VALUE}).",
+            defaultValue = "1000000")
+    long iterations;
+
+    @Option(names = "-w", paramLabel = "WARMUP", description = "Warm-up iterations, at most 100 ms "
+            + "(default: ${DEFAULT-VALUE}).", defaultValue = "10000")
+    long warmup;
+
+    @Option(names = "-O", paramLabel = "WINDOW", description = "Outstanding sends in bandwidth tests "
+            + "(default: ${DEFAULT-VALUE}).", defaultValue = "32")
+    int window;
+
+    @Option(names = "-R", paramLabel = "RANK", description = "Latency percentile to report (default: ${DEFAULT-VALUE}).",
+            defaultValue = "50.0")
+    double percentile;
+
+    @Option(names = "-f", description = "Print only the final result.")
+    boolean finalOnly;
+
+    @Override
+    public Integer call() throws Exception {
+        NucxConfig config = NucxConfig.fromEnvironment().validate();
+        boolean busyPoll = busyPoll(config);
+        if (host == null) {
+            Perftest.serve(port, Map.of(), busyPoll, System.out);
+            return 0;
+        }
+        PerfParams params = new PerfParams(PerfTestType.of(test), size, iterations, warmup, window, percentile,
+                finalOnly);
+        Perftest.run(host, port, params, Map.of(), busyPoll, new PerfReporter(System.out, finalOnly, onTerminal()));
+        return 0;
+    }
+
+    /** Like ucx_perftest, spin by default; NUCX_BUSY_POLL=n makes the loops block instead. */
+    static boolean busyPoll(NucxConfig config) {
+        boolean explicit = System.getenv("NUCX_BUSY_POLL") != null || System.getProperty("nucx.busy.poll") != null;
+        return !explicit || config.bool(NucxConfig.BUSY_POLL);
+    }
+
+    /** Progress rows only when a person is watching. */
+    static boolean onTerminal() {
+        java.io.Console c = System.console();
+        return c != null && c.isTerminal();
+    }
+}

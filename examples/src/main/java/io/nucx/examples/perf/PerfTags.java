@@ -1,0 +1,18 @@
+package io.nucx.examples.perf;
+
+/** Tags of the perftest conversation; the server answers by tag, so the client drives every phase. */
+final class PerfTags {
+    /** Client to server: answer with {@link #PONG} of the same size. */
+    static final long PING = 1;
+    static final long PONG = 2;
+    /** Client to server: count and drop. */
+    static final long DATA = 3;
+    /** Client to server: answer {@link #SYNC_ACK} (after every DATA before it, since one lane keeps order). */
+    static final long SYNC = 4;
+    static final long SYNC_ACK = 5;
+    /** Client to server: the run is over. */
+    static final long FINISH = 6;
+
+    private PerfTags() {
+    }
+}

@@ -1,0 +1,125 @@
+package io.nucx.examples.perf;
+
+import io.nucx.wireup.Endpoint;
+import io.nucx.wireup.NucxBootstrap;
+import io.nucx.wireup.Worker;
+import io.nucx.wireup.WorkerAddress;
+
+import java.io.BufferedReader;
+import java.io.IOException;
+import java.io.InputStreamReader;
+import java.io.PrintStream;
+import java.io.PrintWriter;
+import java.net.InetSocketAddress;
+import java.net.ServerSocket;
+import java.net.Socket;
+import java.nio.charset.StandardCharsets;
+import java.util.Map;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * ucx_perftest's two roles over nucx. As with ucx_perftest, the server listens on a plain TCP port used only to set
+ * up (the client sends the test parameters; both exchange worker addresses), then each side connects an endpoint to
+ * the other and the client measures.
+ */
+public final class Perftest {
+
+    /** How long either side waits for the other at set-up and for the run's end. */
+    private static final long RUN_TIMEOUT_SECONDS = 600;
+
+    private Perftest() {
+    }
+
+    private static Worker startWorker(String name, Map<String, String> config, boolean busyPoll) throws Exception {
+        NucxBootstrap b = new NucxBootstrap().name(name).busyPoll(busyPoll);
+        config.forEach(b::config);
+        return b.start();
+    }
+
+    /** Serves one test on {@code port}, printing what ucx_perftest's server prints. */
+    public static void serve(int port, Map<String, String> config, boolean busyPoll, PrintStream out)
+            throws Exception {
+        try (ServerSocket listener = new ServerSocket()) {
+            listener.setReuseAddress(true);
+            listener.bind(new InetSocketAddress(port));
+            out.println("Waiting for connection...");
+            out.flush();
+            try (Socket s = listener.accept()) {
+                out.println("Accepted connection from " + s.getInetAddress().getHostAddress() + ":" + s.getPort());
+                BufferedReader in = reader(s);
+                PrintWriter w = writer(s);
+                PerfParams params = PerfParams.decode(readLine(in, "test parameters"));
+                new PerfReporter(out, false, false).banner(params);
+                Worker worker = startWorker("perftest-server", config, busyPoll);
+                try {
+                    w.println(worker.address().toHex());
+                    w.flush();
+                    WorkerAddress client = WorkerAddress.fromHex(readLine(in, "client worker address"));
+                    Endpoint ep = worker.connect(client);
+                    new TagPerfServer(worker, ep, params.messageSize()).start()
+                            .get(RUN_TIMEOUT_SECONDS, TimeUnit.SECONDS);
+                } finally {
+                    worker.close().get(10, TimeUnit.SECONDS);
+                }
+            }
+        }
+    }
+
+    /** Runs one test against a server, printing ucx_perftest's table; returns the final row. */
+    public static PerfResult run(String host, int port, PerfParams params, Map<String, String> config,
+                                 boolean busyPoll, PerfReporter reporter) throws Exception {
+        Worker worker = startWorker("perftest-client", config, busyPoll);
+        try (Socket s = connect(host, port)) {
+            BufferedReader in = reader(s);
+            PrintWriter w = writer(s);
+            w.println(params.encode());
+            w.flush();
+            WorkerAddress server = WorkerAddress.fromHex(readLine(in, "server worker address"));
+            w.println(worker.address().toHex());
+            w.flush();
+            Endpoint ep = worker.connect(server);
+            reporter.header(params);
+            PerfResult r = new TagPerfClient(worker, ep, params, reporter).start()
+                    .get(RUN_TIMEOUT_SECONDS, TimeUnit.SECONDS);
+            reporter.finalRow(r);
+            ep.tagSend(PerfTags.FINISH, io.netty.buffer.Unpooled.EMPTY_BUFFER).sync();
+            return r;
+        } finally {
+            worker.close().get(10, TimeUnit.SECONDS);
+        }
+    }
+
+    /** The server may still be starting: retry the set-up connection for a while, as a person would. */
+    private static Socket connect(String host, int port) throws IOException, InterruptedException {
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
+        while (true) {
+            try {
+                Socket s = new Socket();
+                s.connect(new InetSocketAddress(host, port), 5000);
+                return s;
+            } catch (IOException e) {
+                if (System.nanoTime() > deadline) {
+                    throw new IOException("cannot reach perftest server " + host + ":" + port + ": " + e.getMessage(), e);
+                }
+                Thread.sleep(100);
+            }
+        }
+    }
+
+    private static BufferedReader reader(Socket s) throws IOException {
+        s.setSoTimeout((int) TimeUnit.SECONDS.toMillis(60));
+        return new BufferedReader(new InputStreamReader(s.getInputStream(), StandardCharsets.US_ASCII));
+    }
+
+    private static PrintWriter writer(Socket s) throws IOException {
+        return new PrintWriter(s.getOutputStream(), false, StandardCharsets.US_ASCII);
+    }
+
+    private static String readLine(BufferedReader in, String what) throws IOException {
+        String line = in.readLine();
+        if (line == null) {
+            throw new IOException("perftest peer closed the set-up connection before sending the " + what);
+        }
+        return line;
+    }
+}

@@ -1,0 +1,194 @@
+package io.nucx.examples.perf;
+
+import io.netty.buffer.ByteBuf;
+import io.netty.buffer.Unpooled;
+import io.netty.channel.ChannelFuture;
+import io.netty.util.concurrent.Future;
+import io.netty.util.concurrent.GenericFutureListener;
+import io.netty.util.concurrent.Promise;
+import io.nucx.protocol.tag.TagMessage;
+import io.nucx.wireup.Endpoint;
+import io.nucx.wireup.Worker;
+import org.HdrHistogram.Histogram;
+
+/**
+ * The measuring side of a tag test, run entirely on the worker's event loop: each completion starts the next step,
+ * so no thread hand-off sits inside the measured loop.
+ * <ul>
+ *   <li>tag_lat: post a receive for PONG, send PING; one iteration per round trip.</li>
+ *   <li>tag_bw: keep {@code window} DATA sends outstanding; the run ends when the server acknowledges a SYNC sent
+ *       after the last DATA, so the time counts delivery, not just local completion.</li>
+ * </ul>
+ * Warm-up runs the same loop first (at most {@code warmup} iterations or 100 ms).
+ */
+final class TagPerfClient {
+
+    private enum Phase { WARMUP, MEASURE, DONE }
+
+    private final Worker worker;
+    private final Endpoint ep;
+    private final PerfParams params;
+    private final PerfReporter reporter;
+    private final Promise<PerfResult> result;
+    private final ByteBuf payload;
+    private final Histogram interval = new Histogram(3_600_000_000_000L, 3);
+    private final Histogram overall = new Histogram(3_600_000_000_000L, 3);
+
+    private Phase phase = Phase.WARMUP;
+    private long phaseStart;
+    private long iter;
+    private long target;
+    private long lastStamp;
+    private long lastReport;
+    private long lastReportIter;
+    // bandwidth state
+    private long sent;
+    private int outstanding;
+
+    private final GenericFutureListener<Future<TagMessage>> onPong = this::onPong;
+    private final GenericFutureListener<ChannelFuture> onSent = this::onSent;
+
+    TagPerfClient(Worker worker, Endpoint ep, PerfParams params, PerfReporter reporter) {
+        this.worker = worker;
+        this.ep = ep;
+        this.params = params;
+        this.reporter = reporter;
+        this.result = worker.eventLoop().newPromise();
+        byte[] bytes = new byte[params.messageSize()];
+        for (int i = 0; i < bytes.length; i++) {
+            bytes[i] = (byte) i;
+        }
+        this.payload = Unpooled.unreleasableBuffer(Unpooled.directBuffer(bytes.length).writeBytes(bytes));
+    }
+
+    Future<PerfResult> start() {
+        worker.eventLoop().execute(() -> beginPhase(Phase.WARMUP));
+        return result;
+    }
+
+    private void beginPhase(Phase p) {
+        phase = p;
+        iter = 0;
+        phaseStart = System.nanoTime();
+        lastStamp = phaseStart;
+        lastReport = phaseStart;
+        lastReportIter = 0;
+        target = p == Phase.WARMUP ? params.warmup() : params.iterations();
+        sent = 0;
+        outstanding = 0;
+        if (target == 0) {
+            endPhase();
+            return;
+        }
+        if (params.test().pingPong()) {
+            ping();
+        } else {
+            sendMore();
+        }
+    }
+
+    private boolean warmupOver(long now) {
+        return phase == Phase.WARMUP && now - phaseStart > PerfParams.WARMUP_BUDGET_NANOS;
+    }
+
+    // ---------------------------------------------------------------- tag_lat
+
+    private void ping() {
+        worker.tagRecv(PerfTags.PONG, -1L).addListener(onPong);
+        ep.writeAndFlush(new TagMessage(PerfTags.PING, payload.retainedDuplicate()), ep.voidPromise());
+    }
+
+    private void onPong(Future<TagMessage> f) {
+        if (!f.isSuccess()) {
+            fail(f.cause());
+            return;
+        }
+        f.getNow().release();
+        long now = System.nanoTime();
+        record(now);
+        if (++iter >= target || warmupOver(now)) {
+            endPhase();
+        } else {
+            ping();
+        }
+    }
+
+    // ---------------------------------------------------------------- tag_bw
+
+    private void sendMore() {
+        boolean wrote = false;
+        while (outstanding < params.window() && sent < target) {
+            outstanding++;
+            sent++;
+            ep.write(new TagMessage(PerfTags.DATA, payload.retainedDuplicate())).addListener(onSent);
+            wrote = true;
+        }
+        if (wrote) {
+            ep.flush();
+        }
+    }
+
+    private void onSent(ChannelFuture f) {
+        if (!f.isSuccess()) {
+            fail(f.cause());
+            return;
+        }
+        outstanding--;
+        long now = System.nanoTime();
+        record(now);
+        iter++;
+        if (warmupOver(now)) {
+            target = sent; // stop issuing; finish what is in flight
+        }
+        if (iter >= target) {
+            worker.tagRecv(PerfTags.SYNC_ACK, -1L).addListener((Future<TagMessage> ack) -> {
+                if (ack.isSuccess()) {
+                    ack.getNow().release();
+                    endPhase();
+                } else {
+                    fail(ack.cause());
+                }
+            });
+            ep.writeAndFlush(new TagMessage(PerfTags.SYNC, Unpooled.EMPTY_BUFFER), ep.voidPromise());
+        } else {
+            sendMore();
+        }
+    }
+
+    // ---------------------------------------------------------------- accounting
+
+    private void record(long now) {
+        if (phase != Phase.MEASURE) {
+            return;
+        }
+        long dt = now - lastStamp;
+        lastStamp = now;
+        interval.recordValue(Math.max(dt, 1));
+        overall.recordValue(Math.max(dt, 1));
+        if (reporter.wantsProgress() && now - lastReport >= 1_000_000_000L) {
+            reporter.progress(PerfResult.of(params.test().pingPong(), params.messageSize(), iter + 1,
+                    iter + 1 - lastReportIter, now - lastReport, now - phaseStart,
+                    interval.getValueAtPercentile(params.percentile())));
+            interval.reset();
+            lastReport = now;
+            lastReportIter = iter + 1;
+        }
+    }
+
+    private void endPhase() {
+        long now = System.nanoTime();
+        if (phase == Phase.WARMUP) {
+            beginPhase(Phase.MEASURE);
+            return;
+        }
+        phase = Phase.DONE;
+        Histogram h = interval.getTotalCount() > 0 ? interval : overall;
+        result.trySuccess(PerfResult.of(params.test().pingPong(), params.messageSize(), iter, iter - lastReportIter,
+                now - lastReport, now - phaseStart, h.getValueAtPercentile(params.percentile())));
+    }
+
+    private void fail(Throwable cause) {
+        phase = Phase.DONE;
+        result.tryFailure(cause);
+    }
+}

@@ -1,0 +1,66 @@
+package io.nucx.examples.perf;
+
+import io.netty.buffer.ByteBuf;
+import io.netty.buffer.Unpooled;
+import io.netty.util.concurrent.Future;
+import io.netty.util.concurrent.GenericFutureListener;
+import io.netty.util.concurrent.Promise;
+import io.nucx.protocol.tag.TagMessage;
+import io.nucx.wireup.Endpoint;
+import io.nucx.wireup.Worker;
+
+/**
+ * The answering side of a tag test, on the worker's loop: one receive posted at a time for any tag, answered by tag
+ * ({@link PerfTags}). Completes when FINISH arrives.
+ */
+final class TagPerfServer {
+
+    private final Worker worker;
+    private final Endpoint ep;
+    private final ByteBuf reply;
+    private final Promise<Long> done;
+    private final GenericFutureListener<Future<TagMessage>> onMessage = this::onMessage;
+    private long received;
+
+    TagPerfServer(Worker worker, Endpoint ep, int maxSize) {
+        this.worker = worker;
+        this.ep = ep;
+        this.reply = Unpooled.unreleasableBuffer(Unpooled.directBuffer(maxSize).writeZero(maxSize));
+        this.done = worker.eventLoop().newPromise();
+    }
+
+    /** Completes with the number of DATA messages received when the client says FINISH. */
+    Future<Long> start() {
+        worker.eventLoop().execute(this::post);
+        return done;
+    }
+
+    private void post() {
+        worker.tagRecv(0, 0, null).addListener(onMessage);
+    }
+
+    private void onMessage(Future<TagMessage> f) {
+        if (!f.isSuccess()) {
+            done.tryFailure(f.cause());
+            return;
+        }
+        TagMessage m = f.getNow();
+        long tag = m.tag();
+        int size = m.content().readableBytes();
+        m.release();
+        if (tag == PerfTags.PING) {
+            ep.writeAndFlush(new TagMessage(PerfTags.PONG, reply.retainedSlice(0, size)), ep.voidPromise());
+        } else if (tag == PerfTags.DATA) {
+            received++;
+        } else if (tag == PerfTags.SYNC) {
+            ep.writeAndFlush(new TagMessage(PerfTags.SYNC_ACK, Unpooled.EMPTY_BUFFER), ep.voidPromise());
+        } else if (tag == PerfTags.FINISH) {
+            done.trySuccess(received);
+            return;
+        } else {
+            done.tryFailure(new IllegalStateException("unexpected perftest tag " + tag));
+            return;
+        }
+        post();
+    }
+}
