@@ -63,6 +63,7 @@ final class LaneHandler extends ChannelInboundHandlerAdapter {
     public void exceptionCaught(ChannelHandlerContext ctx, Throwable cause) {
         if (failure == null) {
             failure = cause;
+            worker.laneFailed(cause);
             LOG.warn("closing lane {} -> {} of worker {}: {}", ctx.channel().localAddress(),
                     ctx.channel().remoteAddress(), worker.name(), cause.toString());
         }

@@ -85,7 +85,8 @@ public final class LaneSelector {
     /** UCX's {@code ucp_wireup_am_score_func}. */
     static double amScore(WorkerAddress.Entry l, WorkerAddress.Entry r) {
         double latency = ((double) l.latency() + (double) r.latency()) / 2;
-        return 1e-3 / (latency + l.overhead() + r.overhead());
+        // Sum the two overheads first: float addition is not associative, and both peers must get the same bits.
+        return 1e-3 / (latency + ((double) l.overhead() + (double) r.overhead()));
     }
 
     private static boolean better(Lane a, Lane b) {

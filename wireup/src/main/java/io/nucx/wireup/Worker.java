@@ -49,6 +49,7 @@ public final class Worker {
     private final Map<Long, Endpoint> endpoints = new ConcurrentHashMap<>();
     private final AtomicLong nextEndpointId = new AtomicLong();
     private final AtomicBoolean closed = new AtomicBoolean();
+    private final java.util.Deque<Throwable> laneFailures = new java.util.concurrent.ConcurrentLinkedDeque<>();
     private final Promise<Void> closeFuture;
     /** Seeded at random so message ids differ between workers (UCX's am_message_id). Loop only. */
     private long nextMessageId = ThreadLocalRandom.current().nextLong();
@@ -176,6 +177,19 @@ public final class Worker {
             ep.close();
         }
         return ep;
+    }
+
+    /** A lane was closed because of {@code cause}; the last few are kept for diagnostics. */
+    void laneFailed(Throwable cause) {
+        laneFailures.addLast(cause);
+        while (laneFailures.size() > 16) {
+            laneFailures.pollFirst();
+        }
+    }
+
+    /** Why recent lanes were closed (malformed frames, protocol errors), oldest first, at most 16. */
+    public List<Throwable> laneFailures() {
+        return List.copyOf(laneFailures);
     }
 
     void endpointClosed(Endpoint ep) {

@@ -21,7 +21,8 @@ import java.util.function.LongSupplier;
  *   <li>{@code egr/multi/bcopy}: an EAGER_FIRST frame then EAGER_MIDDLE frames, each at most max bcopy.</li>
  * </ul>
  * Fragments are slices of the message (no copy); the send's promise rides on the last fragment, so it completes when
- * the whole message has left (the buffer is reusable), and fails if any fragment failed.
+ * the whole message has left (the buffer is reusable). Earlier fragments carry the void promise: a lane whose write
+ * fails closes, and with it every later fragment fails, so the send's promise fails too.
  */
 public final class EagerTagSendHandler extends ChannelOutboundHandlerAdapter {
 

@@ -40,6 +40,11 @@ public final class SelfChannel extends AbstractChannel {
     private static final int READ_BATCH = 64;
 
     private final ChannelConfig config = new DefaultChannelConfig(this);
+
+    {
+        // Frames weigh their bytes toward the water mark (Netty's default estimator counts unknown types as 8).
+        config.setMessageSizeEstimator(FrameSizeEstimator.INSTANCE);
+    }
     private final Queue<Object> inbound = new ConcurrentLinkedQueue<>();
     private final AtomicLong queuedBytes = new AtomicLong();
     private final AtomicBoolean readScheduled = new AtomicBoolean();
@@ -241,6 +246,18 @@ public final class SelfChannel extends AbstractChannel {
             return b.readableBytes() + MESSAGE_OVERHEAD;
         }
         return MESSAGE_OVERHEAD;
+    }
+
+    /** Sizes {@link AmFrame}s by their bytes, everything else as Netty's default estimator does. */
+    private static final class FrameSizeEstimator implements io.netty.channel.MessageSizeEstimator {
+        static final FrameSizeEstimator INSTANCE = new FrameSizeEstimator();
+        private static final Handle HANDLE = msg -> msg instanceof AmFrame f ? f.length()
+                : io.netty.channel.DefaultMessageSizeEstimator.DEFAULT.newHandle().size(msg);
+
+        @Override
+        public Handle newHandle() {
+            return HANDLE;
+        }
     }
 
     private final class SelfUnsafe extends AbstractUnsafe {

@@ -39,14 +39,17 @@ public final class AmFrameDecoder extends ByteToMessageDecoder {
             int headerLength = in.getUnsignedShortLE(start + HEADER_LENGTH_OFFSET);
             long payloadLength = in.getUnsignedIntLE(start + PAYLOAD_LENGTH_OFFSET);
             if (amId == 0) {
+                in.skipBytes(in.readableBytes()); // the stream is lost: do not report it again on close
                 throw new CorruptedFrameException("frame with am id 0 (reserved) at stream offset "
                         + start + " from " + ctx.channel().remoteAddress());
             }
             if (headerLength > maxHeader) {
+                in.skipBytes(in.readableBytes()); // the stream is lost: do not report it again on close
                 throw new TooLongFrameException("frame header length " + headerLength + " exceeds limit "
                         + maxHeader + " (am id " + amId + ") from " + ctx.channel().remoteAddress());
             }
             if (payloadLength > maxPayload) {
+                in.skipBytes(in.readableBytes()); // the stream is lost: do not report it again on close
                 throw new TooLongFrameException("frame payload length " + payloadLength + " exceeds limit "
                         + maxPayload + " (am id " + amId + ") from " + ctx.channel().remoteAddress());
             }
@@ -62,6 +65,17 @@ public final class AmFrameDecoder extends ByteToMessageDecoder {
             if (ctx.isRemoved()) {
                 return;
             }
+        }
+    }
+
+    @Override
+    protected void decodeLast(ChannelHandlerContext ctx, ByteBuf in, List<Object> out) {
+        decode(ctx, in, out);
+        if (in.isReadable()) {
+            int pending = in.readableBytes();
+            in.skipBytes(pending);
+            throw new CorruptedFrameException("connection from " + ctx.channel().remoteAddress()
+                    + " closed in the middle of a frame (" + pending + " bytes of it received)");
         }
     }
 }

@@ -1,0 +1,23 @@
+package io.nucx.it;
+
+import io.nucx.transport.tcp.TcpIoMode;
+
+import java.util.Arrays;
+import java.util.stream.Stream;
+
+/** The TCP engines every tcp test runs on. An engine that cannot load here is skipped with its reason. */
+final class Engines {
+    private Engines() {
+    }
+
+    static Stream<String> all() {
+        return Arrays.stream(TcpIoMode.values()).map(TcpIoMode::configName);
+    }
+
+    static void assumeAvailable(String engine) {
+        TcpIoMode mode = Arrays.stream(TcpIoMode.values()).filter(m -> m.configName().equals(engine)).findFirst()
+                .orElseThrow();
+        org.junit.jupiter.api.Assumptions.assumeTrue(mode.availability().isAvailable(),
+                () -> engine + " unavailable here: " + mode.availability().reason());
+    }
+}

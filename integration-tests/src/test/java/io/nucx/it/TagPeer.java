@@ -1,0 +1,62 @@
+package io.nucx.it;
+
+import io.netty.buffer.Unpooled;
+import io.nucx.protocol.tag.TagMessage;
+import io.nucx.transport.testing.LeakRecorder;
+import io.nucx.wireup.Endpoint;
+import io.nucx.wireup.NucxBootstrap;
+import io.nucx.wireup.Worker;
+
+import java.nio.charset.StandardCharsets;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * The other process of the multi-process tests. Starts a worker (transports and engine from NUCX_* in its
+ * environment), prints {@code ADDRESS <hex>}, receives {@code count} messages with any tag, checks each one against
+ * {@link MessagePlan} and that they came in send order, then answers on the endpoint the worker created for the
+ * sender with a report (tag {@link #REPORT_TAG}): "OK <count> <bytes>" or the first error. Exits 3 on a leak.
+ */
+public final class TagPeer {
+
+    static final long REPORT_TAG = 0x7fff_0000_0000_0000L;
+
+    public static void main(String[] args) throws Exception {
+        LeakRecorder.install();
+        int count = Integer.parseInt(args[0]);
+        Worker worker = new NucxBootstrap().name("peer").start();
+        System.out.println("ADDRESS " + worker.address().toHex());
+        System.out.flush();
+        String report;
+        long bytes = 0;
+        try {
+            report = null;
+            for (int i = 0; i < count && report == null; i++) {
+                TagMessage m = worker.tagRecv(0, 0).get(120, TimeUnit.SECONDS);
+                try {
+                    if (m.tag() != i) {
+                        report = "message " + i + " arrived with tag " + m.tag() + " (out of order)";
+                    } else {
+                        report = MessagePlan.check(i, m.content());
+                        bytes += m.content().readableBytes();
+                    }
+                } finally {
+                    m.release();
+                }
+            }
+        } catch (Exception e) {
+            report = "receive failed: " + e;
+        }
+        if (report == null) {
+            report = "OK " + count + " " + bytes;
+        }
+        Endpoint reply = worker.endpoints().iterator().next();
+        reply.tagSend(REPORT_TAG, Unpooled.copiedBuffer(report, StandardCharsets.UTF_8)).sync();
+        worker.close().get(10, TimeUnit.SECONDS);
+        var leaks = LeakRecorder.collect();
+        if (!leaks.isEmpty()) {
+            System.err.println("peer leaked " + leaks.size() + " buffer(s)");
+            System.exit(3);
+        }
+        System.exit(0);
+    }
+}

@@ -1,0 +1,186 @@
+package io.nucx.transport;
+
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.function.Executable;
+
+import java.util.Map;
+import java.util.stream.Stream;
+
+import static org.junit.jupiter.api.Assertions.assertAll;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertSame;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+class NucxConfigTest {
+
+    private static final Map<String, String> NO_ENV = Map.of();
+
+    private static NucxConfig config(Map<String, String> overrides) {
+        return NucxConfig.of(overrides, NO_ENV);
+    }
+
+    private static void assertMessageNames(Exception e, String... words) {
+        for (String w : words) {
+            assertTrue(e.getMessage().contains(w), () -> "'" + e.getMessage() + "' should name " + w);
+        }
+    }
+
+    @Test
+    void parseMemunitsAcceptsNumbersWithBinaryUnits() {
+        assertAll(
+                () -> assertEquals(4096, NucxConfig.parseMemunits("4096")),
+                () -> assertEquals(0, NucxConfig.parseMemunits("0")),
+                () -> assertEquals(65536, NucxConfig.parseMemunits("64k")),
+                () -> assertEquals(65536, NucxConfig.parseMemunits("64K")),
+                () -> assertEquals(65536, NucxConfig.parseMemunits("64kb")),
+                () -> assertEquals(8192, NucxConfig.parseMemunits(" 8k ")),
+                () -> assertEquals(1048576, NucxConfig.parseMemunits("1m")),
+                () -> assertEquals(2147483648L, NucxConfig.parseMemunits("2g")),
+                () -> assertEquals(100, NucxConfig.parseMemunits("100b")));
+    }
+
+    @Test
+    void parseMemunitsRejectsWhatIsNotASizeQuotingTheText() {
+        assertAll(Stream.of("12q", "-1", "-1k", "", "k", "1.5m", "one", "99999999999g").map(text -> (Executable) () -> {
+            IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
+                    () -> NucxConfig.parseMemunits(text), text);
+            assertMessageNames(e, "'" + text + "'");
+        }));
+    }
+
+    @Test
+    void defaultsValidate() {
+        NucxConfig c = config(Map.of());
+        assertSame(c, c.validate());
+        assertEquals("all", c.string(NucxConfig.TLS));
+        assertEquals(64 * 1024, c.memunits(NucxConfig.TCP_SEG_SIZE));
+        assertEquals(1L << 20, c.memunits(NucxConfig.SELF_QUEUE_BYTES));
+        assertFalse(c.bool(NucxConfig.BUSY_POLL));
+    }
+
+    @Test
+    void badChoiceNamesTheSettingAndTheValue() {
+        NucxConfigException e = assertThrows(NucxConfigException.class,
+                () -> config(Map.of("TCP_IO", "bogus")).validate());
+        assertMessageNames(e, "TCP_IO", "bogus", "nio");
+    }
+
+    @Test
+    void badValueFromTheEnvironmentNamesTheVariable() {
+        NucxConfigException e = assertThrows(NucxConfigException.class,
+                () -> NucxConfig.of(Map.of(), Map.of("NUCX_TCP_IO", "bogus")).validate());
+        assertMessageNames(e, "NUCX_TCP_IO", "bogus");
+    }
+
+    @Test
+    void unknownOverrideKeyIsRejectedAtOnce() {
+        NucxConfigException e = assertThrows(NucxConfigException.class, () -> config(Map.of("TCP_IOO", "nio")));
+        assertMessageNames(e, "TCP_IOO", "TCP_IO");
+    }
+
+    @Test
+    void overrideKeyMayCarryTheNucxPrefix() {
+        assertEquals("tcp", config(Map.of("NUCX_TLS", "tcp")).string(NucxConfig.TLS));
+    }
+
+    @Test
+    void unknownNucxEnvironmentVariableIsRejected() {
+        NucxConfigException e = assertThrows(NucxConfigException.class,
+                () -> NucxConfig.of(Map.of(), Map.of("NUCX_FOO", "1")).validate());
+        assertMessageNames(e, "NUCX_FOO");
+    }
+
+    @Test
+    void unrelatedEnvironmentVariablesAreIgnored() {
+        NucxConfig.of(Map.of(), Map.of("UCX_TLS", "rc", "NUCXFOO", "1", "PATH", "/bin")).validate();
+    }
+
+    @Test
+    void overrideBeatsEnvironmentWhichBeatsDefault() {
+        Map<String, String> env = Map.of("NUCX_SELF_QUEUE_BYTES", "16k", "NUCX_TLS", "self");
+        NucxConfig c = NucxConfig.of(Map.of("TLS", "tcp"), env);
+        assertEquals("tcp", c.string(NucxConfig.TLS));
+        assertEquals(16 * 1024, c.memunits(NucxConfig.SELF_QUEUE_BYTES));
+        assertEquals("auto", c.string(NucxConfig.TCP_IO));
+        assertEquals("self", c.with("TLS", "self").string(NucxConfig.TLS));
+        assertEquals("tcp", c.string(NucxConfig.TLS), "with() returns a copy");
+    }
+
+    @Test
+    void systemPropertyBeatsEnvironment() {
+        String property = NucxConfig.SELF_QUEUE_BYTES.propertyName();
+        assertEquals("nucx.self.queue.bytes", property);
+        System.setProperty(property, "32k");
+        try {
+            NucxConfig c = NucxConfig.of(Map.of(), Map.of("NUCX_SELF_QUEUE_BYTES", "16k"));
+            assertEquals(32 * 1024, c.memunits(NucxConfig.SELF_QUEUE_BYTES));
+            assertEquals(8 * 1024, NucxConfig.of(Map.of("SELF_QUEUE_BYTES", "8k"), NO_ENV)
+                    .memunits(NucxConfig.SELF_QUEUE_BYTES), "an explicit override beats the property");
+        } finally {
+            System.clearProperty(property);
+        }
+    }
+
+    @Test
+    void unknownNucxSystemPropertyIsRejected() {
+        System.setProperty("nucx.no.such.setting", "1");
+        try {
+            NucxConfigException e = assertThrows(NucxConfigException.class, () -> config(Map.of()).validate());
+            assertMessageNames(e, "nucx.no.such.setting");
+        } finally {
+            System.clearProperty("nucx.no.such.setting");
+        }
+    }
+
+    @Test
+    void tcpSegSizeOutsideItsBoundsIsRejected() {
+        assertAll(Stream.of("4k", "8191", "17m").map(value -> (Executable) () -> {
+            NucxConfigException e = assertThrows(NucxConfigException.class,
+                    () -> config(Map.of("TCP_SEG_SIZE", value)).validate(), value);
+            assertMessageNames(e, "TCP_SEG_SIZE", value, "8192");
+        }));
+    }
+
+    @Test
+    void tcpSegSizeAtItsBoundsIsAccepted() {
+        for (String value : new String[] {"8k", "8192", "16m"}) {
+            config(Map.of("TCP_SEG_SIZE", value)).validate();
+        }
+    }
+
+    @Test
+    void unparsableSizeNamesTheSetting() {
+        NucxConfigException e = assertThrows(NucxConfigException.class,
+                () -> config(Map.of("SELF_QUEUE_BYTES", "lots")).validate());
+        assertMessageNames(e, "SELF_QUEUE_BYTES", "lots");
+    }
+
+    @Test
+    void busyPollAcceptsTheUsualYesAndNoSpellings() {
+        assertAll(Stream.of("y", "YES", "on", "1", "true").map(v -> (Executable) () ->
+                assertTrue(config(Map.of("BUSY_POLL", v)).validate().bool(NucxConfig.BUSY_POLL), v)));
+        assertAll(Stream.of("n", "no", "off", "0", "False").map(v -> (Executable) () ->
+                assertFalse(config(Map.of("BUSY_POLL", v)).validate().bool(NucxConfig.BUSY_POLL), v)));
+    }
+
+    @Test
+    void busyPollRejectsOtherWords() {
+        NucxConfigException e = assertThrows(NucxConfigException.class,
+                () -> config(Map.of("BUSY_POLL", "maybe")).validate());
+        assertMessageNames(e, "BUSY_POLL", "maybe");
+    }
+
+    @Test
+    void emptyTransportListIsRejected() {
+        NucxConfigException e = assertThrows(NucxConfigException.class,
+                () -> config(Map.of("TLS", "  ")).validate());
+        assertMessageNames(e, "TLS");
+    }
+
+    @Test
+    void zeroMaxMessageSizeIsRejected() {
+        assertThrows(NucxConfigException.class, () -> config(Map.of("MAX_MSG_SIZE", "0")).validate());
+    }
+}

@@ -1,0 +1,276 @@
+package io.nucx.wireup;
+
+import io.netty.channel.ChannelFuture;
+import io.netty.channel.ChannelHandler;
+import io.netty.util.concurrent.Future;
+import io.netty.util.concurrent.ImmediateEventExecutor;
+import io.nucx.transport.Availability;
+import io.nucx.transport.Capability;
+import io.nucx.transport.Device;
+import io.nucx.transport.Iface;
+import io.nucx.transport.IfaceAttributes;
+import io.nucx.transport.NucxConfig;
+import io.nucx.transport.Transport;
+import org.junit.jupiter.api.Test;
+
+import java.util.EnumSet;
+import java.util.List;
+import java.util.Set;
+import java.util.SplittableRandom;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertSame;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/** Lane selection on hand-made addresses and fake ifaces whose reachability the test decides. */
+class LaneSelectorTest {
+
+    private static final Set<Capability> AM = EnumSet.of(Capability.AM_SHORT, Capability.AM_BCOPY);
+
+    /** An iface that only answers reachability; it never connects. */
+    private static final class FakeIface implements Iface {
+        private final String transport;
+        private final boolean reachable;
+
+        FakeIface(String transport, boolean reachable) {
+            this.transport = transport;
+            this.reachable = reachable;
+        }
+
+        @Override
+        public Transport transport() {
+            return new Transport() {
+                @Override
+                public String name() {
+                    return transport;
+                }
+
+                @Override
+                public Availability availability() {
+                    return Availability.available();
+                }
+
+                @Override
+                public List<Device> devices(NucxConfig config) {
+                    return List.of(device());
+                }
+
+                @Override
+                public Iface openIface(io.nucx.transport.IfaceParams params) {
+                    throw new UnsupportedOperationException();
+                }
+            };
+        }
+
+        @Override
+        public Device device() {
+            return new Device("fake0", transport);
+        }
+
+        @Override
+        public IfaceAttributes attributes() {
+            return new IfaceAttributes(AM, 8192, 65536, 64, 0, 0, 1e9, 0, 0, 0);
+        }
+
+        @Override
+        public byte[] deviceAddress() {
+            return new byte[0];
+        }
+
+        @Override
+        public byte[] ifaceAddress() {
+            return new byte[0];
+        }
+
+        @Override
+        public boolean isReachable(byte[] remoteDeviceAddress, byte[] remoteIfaceAddress) {
+            return reachable;
+        }
+
+        @Override
+        public ChannelFuture connect(byte[] remoteDeviceAddress, byte[] remoteIfaceAddress, ChannelHandler laneHandler) {
+            throw new UnsupportedOperationException();
+        }
+
+        @Override
+        public Future<?> close() {
+            return ImmediateEventExecutor.INSTANCE.newSucceededFuture(null);
+        }
+
+        @Override
+        public String toString() {
+            return "fake-" + transport;
+        }
+    }
+
+    private static WorkerAddress.Entry entry(String tl, Set<Capability> caps, int maxShort, int maxBcopy, float latency,
+                                             float overhead, int priority) {
+        return new WorkerAddress.Entry(tl, caps, maxShort, maxBcopy, latency, overhead, 1e9f, priority,
+                new byte[] {1}, new byte[] {2});
+    }
+
+    private static WorkerAddress.Entry tcp() {
+        return entry("tcp", AM, 8192, 65536, 5.2e-6f, 50e-6f, 0);
+    }
+
+    private static WorkerAddress.Entry self() {
+        return entry("self", AM, 8192, 65536, 0f, 1e-8f, 0);
+    }
+
+    private static WorkerAddress worker(String name, long uuid, WorkerAddress.Entry... entries) {
+        return new WorkerAddress(uuid, name, List.of(entries));
+    }
+
+    private static List<Iface> ifaces(boolean tcpReachable, boolean selfReachable) {
+        return List.of(new FakeIface("tcp", tcpReachable), new FakeIface("self", selfReachable));
+    }
+
+    private final WorkerAddress a = worker("a", 0xa, tcp(), self());
+    private final WorkerAddress b = worker("b", 0xb, tcp(), self());
+
+    @Test
+    void selfWinsWhenReachable() {
+        LaneSelector.Lane lane = LaneSelector.selectAmLane(ifaces(true, true), a, b);
+        assertEquals("self", lane.local().transport());
+        assertEquals("self", lane.remote().transport());
+        assertEquals("self/fake0", lane.name());
+        assertEquals(LaneSelector.amScore(self(), self()), lane.score());
+    }
+
+    @Test
+    void tcpWinsWhenSelfIsUnreachable() {
+        LaneSelector.Lane lane = LaneSelector.selectAmLane(ifaces(true, false), a, b);
+        assertEquals("tcp", lane.local().transport());
+        assertEquals("tcp/fake0", lane.name());
+    }
+
+    @Test
+    void bothPeersChooseTheSameTransportFromSwappedAddresses() {
+        for (boolean selfReachable : new boolean[] {true, false}) {
+            LaneSelector.Lane fromA = LaneSelector.selectAmLane(ifaces(true, selfReachable), a, b);
+            LaneSelector.Lane fromB = LaneSelector.selectAmLane(ifaces(true, selfReachable), b, a);
+            assertEquals(fromA.local().transport(), fromB.local().transport());
+            assertEquals(fromA.score(), fromB.score());
+        }
+    }
+
+    @Test
+    void scoreFollowsUcxAmScoreFormula() {
+        double expected = 1e-3 / ((5.2e-6f + 5.2e-6f) / 2.0 + 50e-6f + 50e-6f);
+        assertEquals(expected, LaneSelector.amScore(tcp(), tcp()), expected * 1e-12);
+        assertTrue(LaneSelector.amScore(self(), self()) > LaneSelector.amScore(tcp(), tcp()));
+    }
+
+    @Test
+    void amScoreIsTheSameFromBothSidesOfRealisticAddresses() {
+        SplittableRandom random = new SplittableRandom(7);
+        for (int i = 0; i < 10_000; i++) {
+            WorkerAddress.Entry l = entry("x", AM, 1, 64, (float) random.nextDouble(0, 1e-4),
+                    (float) random.nextDouble(0, 1e-4), 0);
+            WorkerAddress.Entry r = entry("x", AM, 1, 64, (float) random.nextDouble(0, 1e-4),
+                    (float) random.nextDouble(0, 1e-4), 0);
+            assertEquals(LaneSelector.amScore(l, r), LaneSelector.amScore(r, l), () -> l + " / " + r);
+        }
+    }
+
+    /**
+     * Both peers must compute bit-identical scores from the same two addresses, whatever the values: the sum of the
+     * two overheads must not depend on which side is local. Overheads and latencies of very different magnitudes
+     * expose summation order.
+     */
+    @Test
+    void amScoreIsTheSameFromBothSidesWhateverTheMagnitudes() {
+        SplittableRandom random = new SplittableRandom(11);
+        for (int i = 0; i < 10_000; i++) {
+            WorkerAddress.Entry l = entry("x", AM, 1, 64, anyMagnitude(random), anyMagnitude(random), 0);
+            WorkerAddress.Entry r = entry("x", AM, 1, 64, anyMagnitude(random), anyMagnitude(random), 0);
+            assertEquals(LaneSelector.amScore(l, r), LaneSelector.amScore(r, l), () -> l + " / " + r);
+        }
+    }
+
+    private static float anyMagnitude(SplittableRandom random) {
+        return (float) (random.nextDouble() * Math.pow(10, -random.nextInt(12)));
+    }
+
+    /**
+     * Two transports whose scores tie exactly when computed from a's side: a picks "aaa" by name. b computes the
+     * same two scores with local and remote swapped; unless the scores are symmetric bit for bit, b sees no tie and
+     * picks "bbb". Values: latency 1 s on both; aaa's overheads 2^-53 (a) and 2^-53 + 2^-60 (b); bbb's 2^-52 and 0.
+     */
+    @Test
+    void peersChooseTheSameLaneWhenTwoTransportsAlmostTie() {
+        float half = (float) Math.scalb(1.0, -53);
+        float halfPlus = (float) (Math.scalb(1.0, -53) + Math.scalb(1.0, -60));
+        float whole = (float) Math.scalb(1.0, -52);
+        WorkerAddress pa = worker("a", 0xa, entry("aaa", AM, 64, 64, 1f, half, 0), entry("bbb", AM, 64, 64, 1f, whole, 0));
+        WorkerAddress pb = worker("b", 0xb, entry("aaa", AM, 64, 64, 1f, halfPlus, 0), entry("bbb", AM, 64, 64, 1f, 0f, 0));
+        List<Iface> fa = List.of(new FakeIface("aaa", true), new FakeIface("bbb", true));
+        List<Iface> fb = List.of(new FakeIface("aaa", true), new FakeIface("bbb", true));
+        LaneSelector.Lane fromA = LaneSelector.selectAmLane(fa, pa, pb);
+        LaneSelector.Lane fromB = LaneSelector.selectAmLane(fb, pb, pa);
+        assertEquals(fromA.local().transport(), fromB.local().transport(), "a chose " + fromA.local().transport()
+                + " (score " + fromA.score() + "), b chose " + fromB.local().transport() + " (score " + fromB.score()
+                + ")");
+    }
+
+    @Test
+    void equalScoresGoToTheHigherPrioritySumThenToTheTransportName() {
+        WorkerAddress.Entry x = entry("x", AM, 64, 64, 1e-6f, 1e-6f, 1);
+        WorkerAddress.Entry y = entry("y", AM, 64, 64, 1e-6f, 1e-6f, 2);
+        List<Iface> f = List.of(new FakeIface("x", true), new FakeIface("y", true));
+        assertEquals("y", LaneSelector.selectAmLane(f, worker("a", 1, x, y), worker("b", 2, x, y)).local().transport());
+        WorkerAddress.Entry x0 = entry("x", AM, 64, 64, 1e-6f, 1e-6f, 0);
+        WorkerAddress.Entry y0 = entry("y", AM, 64, 64, 1e-6f, 1e-6f, 0);
+        assertEquals("x", LaneSelector.selectAmLane(List.of(new FakeIface("y", true), new FakeIface("x", true)),
+                worker("a", 1, y0, x0), worker("b", 2, x0, y0)).local().transport(), "name breaks the tie");
+    }
+
+    @Test
+    void laneLimitsAreTheTighterOfBothSides() {
+        WorkerAddress la = worker("a", 1, entry("tcp", AM, 8192, 65536, 1e-6f, 1e-6f, 0));
+        WorkerAddress lb = worker("b", 2, entry("tcp", AM, 1024, 70000, 1e-6f, 1e-6f, 0));
+        LaneSelector.Lane lane = LaneSelector.selectAmLane(List.of(new FakeIface("tcp", true)), la, lb);
+        assertEquals(1024, lane.maxShort());
+        assertEquals(65536, lane.maxBcopy());
+    }
+
+    @Test
+    void nothingReachableListsEveryCandidatesReason() {
+        FakeIface tcpIface = new FakeIface("tcp", false);
+        FakeIface selfIface = new FakeIface("self", false);
+        UnreachableException e = assertThrows(UnreachableException.class,
+                () -> LaneSelector.selectAmLane(List.of(tcpIface, selfIface), a, b));
+        assertTrue(e.getMessage().contains("tcp: unreachable from fake-tcp"), e.getMessage());
+        assertTrue(e.getMessage().contains("self: unreachable from fake-self"), e.getMessage());
+        assertTrue(e.getMessage().contains(" b "), e.getMessage());
+    }
+
+    @Test
+    void transportWithoutBcopyOnEitherSideIsNotAnAmLane() {
+        WorkerAddress.Entry noBcopy = entry("tcp", EnumSet.of(Capability.AM_SHORT), 64, 65536, 0f, 0f, 0);
+        WorkerAddress.Entry tinyBcopy = entry("self", AM, 64, LaneSelector.MIN_AM_BCOPY - 1, 0f, 0f, 0);
+        UnreachableException here = assertThrows(UnreachableException.class, () -> LaneSelector.selectAmLane(
+                ifaces(true, true), worker("a", 1, noBcopy, tinyBcopy), b));
+        assertTrue(here.getMessage().contains("tcp: no AM bcopy"), here.getMessage());
+        assertTrue(here.getMessage().contains("self: no AM bcopy"), here.getMessage());
+        UnreachableException there = assertThrows(UnreachableException.class, () -> LaneSelector.selectAmLane(
+                ifaces(true, true), a, worker("b", 2, noBcopy, tinyBcopy)));
+        assertTrue(there.getMessage().contains("tcp: peer has no AM bcopy"), there.getMessage());
+        assertTrue(there.getMessage().contains("self: peer has no AM bcopy"), there.getMessage());
+    }
+
+    @Test
+    void noTransportInCommonSaysSo() {
+        UnreachableException e = assertThrows(UnreachableException.class, () -> LaneSelector.selectAmLane(
+                List.of(new FakeIface("tcp", true)), worker("a", 1, tcp()), worker("b", 2, self())));
+        assertTrue(e.getMessage().contains("no transport in common"), e.getMessage());
+        assertTrue(e.getMessage().contains("[self]"), e.getMessage());
+    }
+
+    @Test
+    void chosenIfaceIsTheLocalOneOfTheWinningTransport() {
+        List<Iface> f = ifaces(true, true);
+        assertSame(f.get(1), LaneSelector.selectAmLane(f, a, b).iface());
+    }
+}

@@ -1,0 +1,185 @@
+package io.nucx.wireup;
+
+import io.netty.buffer.ByteBuf;
+import io.netty.buffer.Unpooled;
+import io.netty.channel.ChannelFuture;
+import io.netty.channel.ChannelFutureListener;
+import io.netty.channel.ChannelOutboundHandlerAdapter;
+import io.netty.channel.embedded.EmbeddedChannel;
+import org.junit.jupiter.api.Test;
+
+import java.io.IOException;
+import java.nio.channels.ClosedChannelException;
+import java.util.ArrayList;
+import java.util.List;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertInstanceOf;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertSame;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/** The wiring-up endpoint's write queue, on an embedded channel standing in for the endpoint. */
+class StubHandlerTest {
+
+    private static ByteBuf msg(int n) {
+        return Unpooled.buffer(4).writeInt(n);
+    }
+
+    private static List<Integer> drain(EmbeddedChannel ch) {
+        List<Integer> out = new ArrayList<>();
+        for (ByteBuf b; (b = ch.readOutbound()) != null; ) {
+            out.add(b.getInt(b.readerIndex()));
+            b.release();
+        }
+        return out;
+    }
+
+    /** What the wireup puts in the stub's place; it only passes writes on. */
+    private static ChannelOutboundHandlerAdapter next() {
+        return new ChannelOutboundHandlerAdapter();
+    }
+
+    @Test
+    void writesAndFlushesAreHeldUntilTheStubIsReplaced() {
+        StubHandler stub = new StubHandler();
+        EmbeddedChannel ch = new EmbeddedChannel(stub);
+        List<ChannelFuture> writes = new ArrayList<>();
+        for (int i = 1; i <= 3; i++) {
+            writes.add(ch.write(msg(i)));
+        }
+        ch.flush();
+        assertEquals(3, stub.queued());
+        assertNull(ch.readOutbound(), "nothing leaves while wiring up");
+        writes.forEach(w -> assertFalse(w.isDone()));
+        assertTrue(ch.isWritable());
+
+        stub.ready();
+        ch.pipeline().replace(stub, "next", next());
+        assertEquals(List.of(1, 2, 3), drain(ch), "replayed in order and flushed, as the flush was remembered");
+        writes.forEach(w -> assertTrue(w.isSuccess()));
+        assertEquals(0, stub.queued());
+        assertFalse(ch.finish());
+    }
+
+    @Test
+    void replayWithoutARememberedFlushWaitsForTheNextFlush() {
+        StubHandler stub = new StubHandler();
+        EmbeddedChannel ch = new EmbeddedChannel(stub);
+        ChannelFuture w1 = ch.write(msg(1));
+        stub.ready();
+        ch.pipeline().replace(stub, "next", next());
+        assertNull(ch.readOutbound());
+        assertFalse(w1.isDone());
+        ChannelFuture w2 = ch.write(msg(2));
+        ch.flush();
+        assertEquals(List.of(1, 2), drain(ch));
+        assertTrue(w1.isSuccess());
+        assertTrue(w2.isSuccess());
+        assertFalse(ch.finish());
+    }
+
+    @Test
+    void writeFromAListenerDuringReplayComesAfterTheQueuedWrites() {
+        StubHandler stub = new StubHandler();
+        EmbeddedChannel ch = new EmbeddedChannel(stub);
+        List<ChannelFuture> late = new ArrayList<>();
+        ChannelFuture w1 = ch.write(msg(1)).addListener((ChannelFutureListener) f ->
+                late.add(ch.writeAndFlush(msg(3))));
+        ChannelFuture w2 = ch.writeAndFlush(msg(2));
+        stub.ready();
+        ch.pipeline().replace(stub, "next", next());
+        ch.flush();
+        assertEquals(List.of(1, 2, 3), drain(ch));
+        assertTrue(w1.isSuccess());
+        assertTrue(w2.isSuccess());
+        assertEquals(1, late.size());
+        assertTrue(late.get(0).isSuccess());
+        assertFalse(ch.finish());
+    }
+
+    @Test
+    void queuedWritesCountTowardTheEndpointsWritability() {
+        StubHandler stub = new StubHandler();
+        EmbeddedChannel ch = new EmbeddedChannel(stub);
+        ch.config().setWriteBufferWaterMark(new io.netty.channel.WriteBufferWaterMark(8, 16));
+        ByteBuf big = Unpooled.buffer(64).writeZero(64);
+        ch.write(big);
+        assertFalse(ch.isWritable(), "queued bytes make the endpoint unwritable");
+        stub.ready();
+        ch.pipeline().replace(stub, "next", next());
+        ch.flush();
+        assertTrue(ch.isWritable());
+        ByteBuf out = ch.readOutbound();
+        assertSame(big, out);
+        out.release();
+        assertFalse(ch.finish());
+    }
+
+    @Test
+    void closeBeforeReadyFailsEveryWriteAndReleasesItsBuffer() {
+        StubHandler stub = new StubHandler();
+        EmbeddedChannel ch = new EmbeddedChannel(stub);
+        List<ByteBuf> bufs = new ArrayList<>();
+        List<ChannelFuture> writes = new ArrayList<>();
+        for (int i = 0; i < 3; i++) {
+            ByteBuf b = msg(i);
+            bufs.add(b);
+            writes.add(ch.write(b));
+        }
+        ch.flush();
+        assertFalse(ch.finish());
+        for (int i = 0; i < 3; i++) {
+            assertInstanceOf(ClosedChannelException.class, writes.get(i).cause(), "write " + i);
+            assertEquals(0, bufs.get(i).refCnt(), "buffer " + i);
+        }
+        assertNull(ch.readOutbound());
+    }
+
+    @Test
+    void readyStubRemovedFromAClosedChannelFailsItsWrites() {
+        StubHandler stub = new StubHandler();
+        EmbeddedChannel ch = new EmbeddedChannel(stub);
+        ByteBuf b = msg(1);
+        ChannelFuture w = ch.write(b);
+        stub.ready();
+        assertFalse(ch.finish());
+        assertInstanceOf(ClosedChannelException.class, w.cause());
+        assertEquals(0, b.refCnt());
+    }
+
+    @Test
+    void failedWireupFailsEveryWriteWithItsCause() {
+        StubHandler stub = new StubHandler();
+        EmbeddedChannel ch = new EmbeddedChannel(stub);
+        ByteBuf b1 = msg(1);
+        ByteBuf b2 = msg(2);
+        ChannelFuture w1 = ch.write(b1);
+        ChannelFuture w2 = ch.write(b2);
+        IOException cause = new IOException("connect refused");
+        stub.fail(cause);
+        stub.fail(new IOException("second cause is ignored"));
+        stub.ready(); // even if the lanes came up, the failure wins
+        ch.pipeline().replace(stub, "next", next());
+        assertSame(cause, w1.cause());
+        assertSame(cause, w2.cause());
+        assertEquals(0, b1.refCnt());
+        assertEquals(0, b2.refCnt());
+        assertNull(ch.readOutbound());
+        assertFalse(ch.finish());
+    }
+
+    @Test
+    void failedStubRemovedByCloseFailsWritesWithTheWireupCause() {
+        StubHandler stub = new StubHandler();
+        EmbeddedChannel ch = new EmbeddedChannel(stub);
+        ByteBuf b = msg(1);
+        ChannelFuture w = ch.write(b);
+        IOException cause = new IOException("unreachable");
+        stub.fail(cause);
+        assertFalse(ch.finish());
+        assertSame(cause, w.cause());
+        assertEquals(0, b.refCnt());
+    }
+}
