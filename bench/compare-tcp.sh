@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# Side by side, same run: nucx perftest vs ucx_perftest (apt ucx-utils) over tcp on loopback.
+# tag_lat 8 B and tag_bw 1 MiB; prints each tool's Final line and the ratios. Needs bin/build first.
+# Usage: bench/compare-tcp.sh [LAT_ITERS] [BW_ITERS]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+lat_n=${1:-1000000}
+bw_n=${2:-2000}
+command -v ucx_perftest >/dev/null || { echo "ucx_perftest missing: apt-get install -y ucx-utils" >&2; exit 1; }
+port=13500
+
+final() { grep '^Final:' | awk '{print $2, $3, $4, $5, $6, $7, $8, $9}'; }
+
+pair() { # name, server command, client command...
+    local name=$1 server=$2; shift 2
+    port=$((port + 1))
+    timeout 300 bash -c "$server -p $port" >/dev/null 2>&1 &
+    local spid=$!
+    sleep 1
+    local line
+    line=$(timeout 300 "$@" 127.0.0.1 -p $port | final)
+    wait $spid || true
+    echo "$name $line"
+}
+
+run_all() {
+    pair "ucx_lat"      "UCX_TLS=tcp ucx_perftest"                      env UCX_TLS=tcp ucx_perftest -t tag_lat -s 8 -n "$lat_n"
+    pair "nucx_lat"     "NUCX_TLS=tcp bin/nucx perftest"                env NUCX_TLS=tcp bin/nucx perftest -t tag_lat -s 8 -n "$lat_n"
+    pair "ucx_lo_lat"   "UCX_TLS=tcp UCX_NET_DEVICES=lo ucx_perftest"   env UCX_TLS=tcp UCX_NET_DEVICES=lo ucx_perftest -t tag_lat -s 8 -n "$lat_n"
+    pair "ucx_bw"       "UCX_TLS=tcp ucx_perftest"                      env UCX_TLS=tcp ucx_perftest -t tag_bw -s 1048576 -n "$bw_n"
+    pair "nucx_bw"      "NUCX_TLS=tcp bin/nucx perftest"                env NUCX_TLS=tcp bin/nucx perftest -t tag_bw -s 1048576 -n "$bw_n"
+    pair "ucx_lo_bw"    "UCX_TLS=tcp UCX_NET_DEVICES=lo ucx_perftest"   env UCX_TLS=tcp UCX_NET_DEVICES=lo ucx_perftest -t tag_bw -s 1048576 -n "$bw_n"
+}
+
+results=$(run_all)
+echo "name iterations p50_us avg_us overall_us avg_MBps overall_MBps avg_msgps overall_msgps"
+echo "$results"
+echo "$results" | awk '
+    {v[$1"_p50"]=$3; v[$1"_lat"]=$5; v[$1"_bw"]=$7}
+    END {
+        printf "latency ratio nucx/ucx (overall, lower is better): %.2f (vs ucx lo only: %.2f); median ratio %.2f\n",
+            v["nucx_lat_lat"]/v["ucx_lat_lat"], v["nucx_lat_lat"]/v["ucx_lo_lat_lat"], v["nucx_lat_p50"]/v["ucx_lat_p50"];
+        printf "bandwidth ratio nucx/ucx (overall, higher is better): %.2f (vs ucx lo only: %.2f)\n",
+            v["nucx_bw_bw"]/v["ucx_bw_bw"], v["nucx_bw_bw"]/v["ucx_lo_bw_bw"];
+    }'
