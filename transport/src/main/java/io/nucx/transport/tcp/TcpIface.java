@@ -97,9 +97,7 @@ final class TcpIface implements Iface {
                 .childHandler(new ChannelInitializer<>() {
                     @Override
                     protected void initChannel(Channel ch) {
-                        ch.pipeline().addLast("nucx.frameDecoder", new AmFrameDecoder(MAX_HEADER, segSize));
-                        ch.pipeline().addLast("nucx.frameEncoder", AmFrameEncoder.INSTANCE);
-                        ch.pipeline().addLast("nucx.lane", accepted.get());
+                        initLane(ch, segSize, accepted.get());
                     }
                 });
         Channel server = sb.bind(new InetSocketAddress(bind, 0)).sync().channel();
@@ -112,6 +110,13 @@ final class TcpIface implements Iface {
                 .putLong(HostId.get()).put((byte) ip.length).put(ip).array();
         byte[] iface = ByteBuffer.allocate(2).order(ByteOrder.LITTLE_ENDIAN).putShort((short) local.getPort()).array();
         return new TcpIface(transport, device, mode, loop, server, attrs, dev, iface, segSize);
+    }
+
+    /** Every tcp lane, connected or accepted: framing, then the owner's handler. */
+    private static void initLane(Channel ch, int segSize, ChannelHandler laneHandler) {
+        ch.pipeline().addLast("nucx.frameDecoder", new AmFrameDecoder(MAX_HEADER, segSize));
+        ch.pipeline().addLast("nucx.frameEncoder", AmFrameEncoder.INSTANCE);
+        ch.pipeline().addLast("nucx.lane", laneHandler);
     }
 
     private static WriteBufferWaterMark waterMark(int segSize) {
@@ -241,9 +246,7 @@ final class TcpIface implements Iface {
                 .handler(new ChannelInitializer<>() {
                     @Override
                     protected void initChannel(Channel ch) {
-                        ch.pipeline().addLast("nucx.frameDecoder", new AmFrameDecoder(MAX_HEADER, segSize));
-                        ch.pipeline().addLast("nucx.frameEncoder", AmFrameEncoder.INSTANCE);
-                        ch.pipeline().addLast("nucx.lane", laneHandler);
+                        initLane(ch, segSize, laneHandler);
                     }
                 })
                 .connect(remote);
