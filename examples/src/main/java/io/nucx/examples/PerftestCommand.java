@@ -62,8 +62,7 @@ final class PerftestCommand implements Callable<Integer> {
             Perftest.serve(port, Map.of(), busyPoll, System.out);
             return 0;
         }
-        PerfParams params = new PerfParams(PerfTestType.of(test), size, iterations, warmup, window, percentile,
-                finalOnly);
+        PerfParams params = new PerfParams(PerfTestType.of(test), size, iterations, warmup, window, percentile);
         Perftest.run(host, port, params, Map.of(), busyPoll, new PerfReporter(System.out, finalOnly, onTerminal()));
         return 0;
     }

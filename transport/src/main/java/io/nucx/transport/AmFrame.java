@@ -3,7 +3,6 @@ package io.nucx.transport;
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.Unpooled;
 import io.netty.util.AbstractReferenceCounted;
-import io.netty.util.ReferenceCounted;
 
 /**
  * One active message as every AM-capable lane carries it: {@code {am id, flags, header, payload}}.
@@ -81,7 +80,7 @@ public final class AmFrame extends AbstractReferenceCounted {
     }
 
     @Override
-    public ReferenceCounted touch() {
+    public AmFrame touch() {
         return touch(null);
     }
 

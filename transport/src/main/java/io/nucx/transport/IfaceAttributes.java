@@ -30,6 +30,12 @@ public record IfaceAttributes(Set<Capability> capabilities, int maxShort, int ma
         return capabilities.contains(c);
     }
 
+    /** The same attributes with the AM size limits narrowed, e.g. to the smaller of two peers' limits. */
+    public IfaceAttributes withAmLimits(int maxShort, int maxBcopy) {
+        return new IfaceAttributes(capabilities, maxShort, maxBcopy, maxHeader, latencySeconds, latencyPerEp,
+                bandwidthDedicated, bandwidthShared, overheadSeconds, priority);
+    }
+
     /** Bandwidth as UCX's v2 model uses it: dedicated + shared / min(ppn, 8), with one process per node here. */
     public double bandwidth() {
         return bandwidthDedicated + bandwidthShared;

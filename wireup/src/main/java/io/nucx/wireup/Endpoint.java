@@ -15,7 +15,6 @@ import io.netty.handler.codec.UnsupportedMessageTypeException;
 import io.nucx.protocol.EndpointConfig;
 import io.nucx.protocol.tag.EagerTagSendHandler;
 import io.nucx.protocol.tag.TagMessage;
-import io.nucx.transport.IfaceAttributes;
 
 import java.net.SocketAddress;
 import java.nio.channels.ClosedChannelException;
@@ -63,11 +62,8 @@ public final class Endpoint extends AbstractChannel {
         this.remote = remote;
         this.localAddress = new EndpointAddress(worker.uuid(), worker.name());
         this.remoteAddress = new EndpointAddress(remote.uuid(), remote.name());
-        IfaceAttributes attrs = lane.iface().attributes();
-        IfaceAttributes laneAttrs = new IfaceAttributes(attrs.capabilities(), lane.maxShort(), lane.maxBcopy(),
-                attrs.maxHeader(), attrs.latencySeconds(), attrs.latencyPerEp(), attrs.bandwidthDedicated(),
-                attrs.bandwidthShared(), attrs.overheadSeconds(), attrs.priority());
-        this.endpointConfig = new EndpointConfig(lane.name(), laneAttrs);
+        this.endpointConfig = new EndpointConfig(lane.name(),
+                lane.iface().attributes().withAmLimits(lane.maxShort(), lane.maxBcopy()));
         ChannelPipeline p = pipeline();
         if (connectedLane == null) {
             state = State.WIRING_UP;

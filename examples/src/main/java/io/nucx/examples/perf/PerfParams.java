@@ -5,7 +5,7 @@ package io.nucx.examples.perf;
  * 100 ms warm-up budget), a window of 32 outstanding sends for bandwidth tests, the 50th percentile.
  */
 public record PerfParams(PerfTestType test, int messageSize, long iterations, long warmup, int window,
-                         double percentile, boolean finalOnly) {
+                         double percentile) {
 
     public static final long DEFAULT_ITERATIONS = 1_000_000;
     public static final long DEFAULT_WARMUP = 10_000;
@@ -42,6 +42,6 @@ public record PerfParams(PerfTestType test, int messageSize, long iterations, lo
             throw new IllegalArgumentException("bad perftest parameters from client: '" + line + "'");
         }
         return new PerfParams(PerfTestType.of(f[0]), Integer.parseInt(f[1]), Long.parseLong(f[2]),
-                Long.parseLong(f[3]), Integer.parseInt(f[4]), 50.0, false);
+                Long.parseLong(f[3]), Integer.parseInt(f[4]), 50.0);
     }
 }

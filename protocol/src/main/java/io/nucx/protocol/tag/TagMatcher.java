@@ -58,14 +58,12 @@ public final class TagMatcher {
     /** An arrived message nobody has received yet. {@code data} is null while its fragments are still coming. */
     private static final class Unexpected {
         final long tag;
-        final int length;
         ByteBuf data;
         Reassembly reassembly;
         boolean consumed;
 
-        Unexpected(long tag, int length) {
+        Unexpected(long tag) {
             this.tag = tag;
-            this.length = length;
         }
     }
 
@@ -260,7 +258,7 @@ public final class TagMatcher {
             source.pipeline().fireChannelRead(new TagMessage(tag, payload));
             source.pipeline().fireChannelReadComplete();
         } else {
-            addUnexpected(new Unexpected(tag, payload.readableBytes())).data = payload;
+            addUnexpected(new Unexpected(tag)).data = payload;
         }
     }
 
@@ -295,7 +293,7 @@ public final class TagMatcher {
             } else if (pipelineDelivery.test(source, tag)) {
                 ra.target = source;
             } else {
-                Unexpected u = addUnexpected(new Unexpected(tag, (int) total));
+                Unexpected u = addUnexpected(new Unexpected(tag));
                 u.reassembly = ra;
                 ra.target = u;
             }

@@ -28,10 +28,11 @@ import java.util.function.Supplier;
  */
 final class SelfIface implements Iface {
 
+    /** Random per JVM, so an address from another process never matches. */
     static final long PROCESS_ID = ThreadLocalRandom.current().nextLong() | 1;
     private static final AtomicLong NEXT_ID = new AtomicLong(1);
     private static final Map<Long, SelfIface> IFACES = new ConcurrentHashMap<>();
-    /** UCX self: latency 0, overhead 10 ns, about 6.9 GB/s. */
+    /** Largest frame; frames are handed over, not copied, so a large one costs nothing extra. */
     static final int SEG_SIZE = 64 * 1024;
 
     private final Transport transport;
@@ -49,6 +50,7 @@ final class SelfIface implements Iface {
         this.id = NEXT_ID.getAndIncrement();
         this.capacity = params.config().memunits(NucxConfig.SELF_QUEUE_BYTES, 4096, 1L << 30);
         this.acceptedLane = params.acceptedLane();
+        // UCX's self: latency 0, overhead 10 ns, about 6.9 GB/s.
         this.attributes = new IfaceAttributes(
                 EnumSet.of(Capability.AM_SHORT, Capability.AM_BCOPY, Capability.PENDING, Capability.CONNECT_TO_IFACE,
                         Capability.CB_SYNC, Capability.ERRHANDLE_PEER_FAILURE),

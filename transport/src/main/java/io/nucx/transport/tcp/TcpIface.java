@@ -188,10 +188,6 @@ final class TcpIface implements Iface {
         return ifaceAddress.clone();
     }
 
-    TcpIoMode mode() {
-        return mode;
-    }
-
     @Override
     public boolean isReachable(byte[] remoteDevice, byte[] remoteIface) {
         InetSocketAddress remote = remoteSocketAddress(remoteDevice, remoteIface);
