@@ -51,6 +51,12 @@ public final class NucxConfig {
     /** Largest tagged message a receiver accepts; checked before any allocation. */
     public static final Entry MAX_MSG_SIZE = define("MAX_MSG_SIZE", "1g",
             "Largest tagged message a receiver accepts (checked before allocating)");
+    /** Print each protocol table when it is built, like UCX_PROTO_INFO. */
+    public static final Entry PROTO_INFO = define("PROTO_INFO", "n",
+            "Print each protocol selection table when it is first built (y/n)");
+    /** Size from which bcopy protocols are forced (and below which they are not used), like UCX_BCOPY_THRESH. */
+    public static final Entry BCOPY_THRESH = define("BCOPY_THRESH", "auto",
+            "Force copy-in/copy-out protocols from this message size on: auto or a size");
     /** Progress mode of workers created by nucx: spin (busy-poll) or block. */
     public static final Entry BUSY_POLL = define("BUSY_POLL", "n",
             "Busy-poll the worker's event loop (y) or block until woken (n)");
@@ -169,6 +175,14 @@ public final class NucxConfig {
         }
     }
 
+    /** A memory size, or -1 for "auto". */
+    public long memunitsOrAuto(Entry e, long min, long max) {
+        if (raw(e).trim().equalsIgnoreCase("auto")) {
+            return -1;
+        }
+        return memunits(e, min, max);
+    }
+
     /** A memory size bounded to [min, max]. */
     public long memunits(Entry e, long min, long max) {
         long v = memunits(e);
@@ -233,6 +247,8 @@ public final class NucxConfig {
         memunits(SELF_QUEUE_BYTES, 4096, 1L << 30);
         memunits(MAX_MSG_SIZE, 1, Integer.MAX_VALUE - 64);
         bool(BUSY_POLL);
+        bool(PROTO_INFO);
+        memunitsOrAuto(BCOPY_THRESH, 0, Long.MAX_VALUE - 1);
         if (string(TLS).isEmpty()) {
             throw invalid(TLS, "empty transport list");
         }

@@ -13,6 +13,7 @@ import io.netty.channel.ChannelPromise;
 import io.netty.channel.EventLoop;
 import io.netty.handler.codec.UnsupportedMessageTypeException;
 import io.nucx.protocol.EndpointConfig;
+import io.nucx.protocol.select.SelectionKey;
 import io.nucx.protocol.tag.EagerTagSendHandler;
 import io.nucx.protocol.tag.TagMessage;
 
@@ -74,8 +75,10 @@ public final class Endpoint extends AbstractChannel {
             amLane = connectedLane;
             p.addLast(LANES, new LaneDispatcher(connectedLane));
         }
-        p.addLast(TAG_EAGER, new EagerTagSendHandler(endpointConfig, worker::nextMessageId, config::sendTag,
-                worker.counters()));
+        SelectionKey.Locality locality = lane.iface().transport().name().equals("self")
+                ? SelectionKey.Locality.SELF : SelectionKey.Locality.INTER_NODE;
+        p.addLast(TAG_EAGER, new EagerTagSendHandler(worker.selectionCache(endpointConfig, locality),
+                worker::nextMessageId, config::sendTag, worker.counters()));
         ChannelHandler init = worker.endpointInitializer();
         if (init != null) {
             p.addLast(init);

@@ -8,7 +8,12 @@ import io.netty.channel.EventLoopGroup;
 import io.netty.util.concurrent.Future;
 import io.netty.util.concurrent.Promise;
 import io.netty.util.concurrent.PromiseCombiner;
+import io.nucx.protocol.EndpointConfig;
 import io.nucx.protocol.ProtocolCounters;
+import io.nucx.protocol.select.ProtoCandidate;
+import io.nucx.protocol.select.SelectionCache;
+import io.nucx.protocol.select.SelectionKey;
+import io.nucx.protocol.tag.EagerProtocols;
 import io.nucx.protocol.tag.EagerTagReceiver;
 import io.nucx.protocol.tag.TagMatcher;
 import io.nucx.protocol.tag.TagMessage;
@@ -49,6 +54,9 @@ public final class Worker {
     private final Map<Long, Endpoint> endpoints = new ConcurrentHashMap<>();
     private final AtomicLong nextEndpointId = new AtomicLong();
     private final AtomicBoolean closed = new AtomicBoolean();
+    private final Map<CacheKey, SelectionCache> selectionCaches = new ConcurrentHashMap<>();
+    private final long bcopyThresh;
+    private final boolean protoInfo;
     private final java.util.Deque<Throwable> laneFailures = new java.util.concurrent.ConcurrentLinkedDeque<>();
     private final Promise<Void> closeFuture;
     /** Seeded at random so message ids differ between workers (UCX's am_message_id). Loop only. */
@@ -64,6 +72,8 @@ public final class Worker {
         this.endpointInitializer = endpointInitializer;
         this.closeFuture = loop.newPromise();
         NucxConfig config = context.config();
+        this.bcopyThresh = config.memunitsOrAuto(NucxConfig.BCOPY_THRESH, 0, Long.MAX_VALUE - 1);
+        this.protoInfo = config.bool(NucxConfig.PROTO_INFO);
         this.matcher = new TagMatcher(loop, io.netty.buffer.ByteBufAllocator.DEFAULT,
                 config.memunits(NucxConfig.MAX_MSG_SIZE), (ep, tag) -> ((Endpoint) ep).deliversToPipeline(tag));
         this.eagerReceiver = new EagerTagReceiver(matcher);
@@ -122,6 +132,19 @@ public final class Worker {
     /** Endpoints currently open. */
     public Collection<Endpoint> endpoints() {
         return List.copyOf(endpoints.values());
+    }
+
+    private record CacheKey(EndpointConfig config, SelectionKey.Locality locality) {
+    }
+
+    /**
+     * The protocol tables of an endpoint configuration, shared by every endpoint of this worker with an equal one.
+     * With NUCX_PROTO_INFO=y each new table is printed to standard output.
+     */
+    SelectionCache selectionCache(EndpointConfig config, SelectionKey.Locality locality) {
+        return selectionCaches.computeIfAbsent(new CacheKey(config, locality), k -> new SelectionCache(
+                EagerProtocols.ALL, config, locality, bcopyThresh < 0 ? ProtoCandidate.AUTO : bcopyThresh,
+                protoInfo ? table -> System.out.print(table) : null));
     }
 
     ChannelHandler endpointInitializer() {

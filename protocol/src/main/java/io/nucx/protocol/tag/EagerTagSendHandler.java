@@ -7,6 +7,10 @@ import io.netty.channel.ChannelPromise;
 import io.nucx.protocol.AmIds;
 import io.nucx.protocol.EndpointConfig;
 import io.nucx.protocol.ProtocolCounters;
+import io.nucx.protocol.select.ProtoCandidate;
+import io.nucx.protocol.select.Protocol;
+import io.nucx.protocol.select.SelectionCache;
+import io.nucx.protocol.select.SelectionKey;
 import io.nucx.transport.AmFrame;
 
 import java.util.concurrent.atomic.LongAdder;
@@ -14,7 +18,8 @@ import java.util.function.LongSupplier;
 
 /**
  * Turns outbound {@link TagMessage}s (and plain {@link ByteBuf}s, sent with the endpoint's default tag) into eager
- * active messages on the endpoint's AM lane:
+ * active messages on the endpoint's AM lane, with the protocol the endpoint's {@link SelectionCache} table gives for
+ * the message's key and size ({@link EagerProtocols}):
  * <ul>
  *   <li>{@code egr/short}: one EAGER_ONLY frame when the payload fits the lane's max short;</li>
  *   <li>{@code egr/single/bcopy}: one EAGER_ONLY frame up to the lane's max bcopy;</li>
@@ -30,34 +35,48 @@ public final class EagerTagSendHandler extends ChannelOutboundHandlerAdapter {
     public static final String EGR_SINGLE_BCOPY = "egr/single/bcopy";
     public static final String EGR_MULTI_BCOPY = "egr/multi/bcopy";
 
-    private final int maxShortPayload;
-    private final int maxSinglePayload;
     private final int firstPayload;
     private final int middlePayload;
+    private final SelectionCache protocols;
+    private final long[] keys = new long[4]; // [heap contig, direct contig, heap iov, direct iov]
     private final LongSupplier messageIds;
     private final LongSupplier defaultTag;
     private final LongAdder shortCount;
     private final LongAdder singleCount;
     private final LongAdder multiCount;
 
+    /** A handler selecting among {@link EagerProtocols#ALL} by cost alone, with a cache of its own. */
+    public EagerTagSendHandler(EndpointConfig config, LongSupplier messageIds, LongSupplier defaultTag,
+                               ProtocolCounters counters) {
+        this(new SelectionCache(EagerProtocols.ALL, config, SelectionKey.Locality.INTER_NODE, ProtoCandidate.AUTO,
+                null), messageIds, defaultTag, counters);
+    }
+
     /**
-     * @param config     the endpoint's lanes
+     * @param protocols  the protocol tables of the endpoint's configuration (shared with like endpoints)
      * @param messageIds the worker's message-id source (unique per sender)
      * @param defaultTag the tag of plain {@link ByteBuf} writes, read at each write
      */
-    public EagerTagSendHandler(EndpointConfig config, LongSupplier messageIds, LongSupplier defaultTag,
+    public EagerTagSendHandler(SelectionCache protocols, LongSupplier messageIds, LongSupplier defaultTag,
                                ProtocolCounters counters) {
-        int maxShort = config.amLaneAttrs().maxShort();
+        EndpointConfig config = protocols.config();
         int maxBcopy = config.amLaneAttrs().maxBcopy();
         if (maxBcopy <= EagerHeaders.FIRST_LENGTH) {
             throw new IllegalArgumentException("AM lane " + config.amLane() + " max bcopy " + maxBcopy
                     + " leaves no room for eager payload");
         }
         // A frame's size limit counts header and payload, as UCT's max_short/max_bcopy do.
-        this.maxShortPayload = maxShort - EagerHeaders.ONLY_LENGTH;
-        this.maxSinglePayload = maxBcopy - EagerHeaders.ONLY_LENGTH;
         this.firstPayload = maxBcopy - EagerHeaders.FIRST_LENGTH;
         this.middlePayload = maxBcopy - EagerHeaders.MIDDLE_LENGTH;
+        this.protocols = protocols;
+        int i = 0;
+        for (SelectionKey.DatatypeClass dt : new SelectionKey.DatatypeClass[] {SelectionKey.DatatypeClass.CONTIG,
+                SelectionKey.DatatypeClass.IOV}) {
+            for (SelectionKey.MemoryType mem : new SelectionKey.MemoryType[] {SelectionKey.MemoryType.HEAP,
+                    SelectionKey.MemoryType.DIRECT}) {
+                keys[i++] = SelectionKey.pack(SelectionKey.Operation.TAG_SEND, 0, dt, mem, protocols.locality());
+            }
+        }
         this.messageIds = messageIds;
         this.defaultTag = defaultTag;
         this.shortCount = counters.counter(EGR_SHORT);
@@ -81,13 +100,20 @@ public final class EagerTagSendHandler extends ChannelOutboundHandlerAdapter {
         }
         try {
             int length = content.readableBytes();
-            if (length <= maxSinglePayload) {
+            int keyIndex = (content.hasArray() ? 0 : 1) + (content.nioBufferCount() > 1 ? 2 : 0);
+            ProtoCandidate chosen = protocols.table(keys[keyIndex]).lookup(length);
+            Protocol p = chosen == null ? null : chosen.protocol();
+            if (p == EagerProtocols.SHORT || p == EagerProtocols.SINGLE_BCOPY) {
                 ByteBuf header = ctx.alloc().buffer(EagerHeaders.ONLY_LENGTH).writeLongLE(tag);
-                (length <= maxShortPayload ? shortCount : singleCount).increment();
+                (p == EagerProtocols.SHORT ? shortCount : singleCount).increment();
                 ctx.write(AmFrame.of(AmIds.EAGER_ONLY, 0, header, content.retainedSlice()), promise);
-            } else {
+            } else if (p == EagerProtocols.MULTI_BCOPY) {
                 multiCount.increment();
                 writeFragments(ctx, tag, content, length, promise);
+            } else {
+                promise.tryFailure(new IllegalStateException("no protocol sends a " + length + "-byte "
+                        + SelectionKey.describe(keys[keyIndex]) + " on " + protocols.config().amLane()
+                        + (p == null ? "" : " (selected " + p.name() + ", which this handler does not run)")));
             }
         } finally {
             io.netty.util.ReferenceCountUtil.release(msg);
