@@ -13,6 +13,14 @@ public final class AmIds {
     public static final int EAGER_FIRST = 3;
     /** Later fragment: {@code message id:u64, offset:u64} + payload. */
     public static final int EAGER_MIDDLE = 4;
+    /** Rendezvous request to send: {@code tag:u64, sender request id:u64, size:u64}. */
+    public static final int RNDV_RTS = 9;
+    /** Rendezvous acknowledgement to the sender: {@code sender request id:u64, status:i8}. */
+    public static final int RNDV_ATS = 10;
+    /** Ready to receive: {@code sender request id:u64, receiver request id:u64, size:u64}. */
+    public static final int RNDV_RTR = 11;
+    /** Rendezvous data: {@code receiver request id:u64, offset:u64} + payload. */
+    public static final int RNDV_DATA = 12;
 
     private AmIds() {
     }
@@ -24,6 +32,10 @@ public final class AmIds {
             case EAGER_ONLY -> "EAGER_ONLY";
             case EAGER_FIRST -> "EAGER_FIRST";
             case EAGER_MIDDLE -> "EAGER_MIDDLE";
+            case RNDV_RTS -> "RNDV_RTS";
+            case RNDV_ATS -> "RNDV_ATS";
+            case RNDV_RTR -> "RNDV_RTR";
+            case RNDV_DATA -> "RNDV_DATA";
             default -> "AM#" + amId;
         };
     }

@@ -57,6 +57,9 @@ public final class NucxConfig {
     /** Size from which bcopy protocols are forced (and below which they are not used), like UCX_BCOPY_THRESH. */
     public static final Entry BCOPY_THRESH = define("BCOPY_THRESH", "auto",
             "Force copy-in/copy-out protocols from this message size on: auto or a size");
+    /** Size from which rendezvous is forced (and below which it is not used), like UCX_RNDV_THRESH. */
+    public static final Entry RNDV_THRESH = define("RNDV_THRESH", "auto",
+            "Force rendezvous from this message size on: auto (the cost model's crossover) or a size");
     /** Progress mode of workers created by nucx: spin (busy-poll) or block. */
     public static final Entry BUSY_POLL = define("BUSY_POLL", "n",
             "Busy-poll the worker's event loop (y) or block until woken (n)");
@@ -249,6 +252,7 @@ public final class NucxConfig {
         bool(BUSY_POLL);
         bool(PROTO_INFO);
         memunitsOrAuto(BCOPY_THRESH, 0, Long.MAX_VALUE - 1);
+        memunitsOrAuto(RNDV_THRESH, 0, Long.MAX_VALUE - 1);
         if (string(TLS).isEmpty()) {
             throw invalid(TLS, "empty transport list");
         }

@@ -15,6 +15,8 @@ import io.netty.handler.codec.UnsupportedMessageTypeException;
 import io.nucx.protocol.EndpointConfig;
 import io.nucx.protocol.select.SelectionKey;
 import io.nucx.protocol.tag.EagerTagSendHandler;
+import io.nucx.protocol.tag.RndvTagSendHandler;
+import io.nucx.transport.AmFrame;
 import io.nucx.protocol.tag.TagMessage;
 
 import java.net.SocketAddress;
@@ -26,7 +28,8 @@ import java.nio.channels.ClosedChannelException;
  *
  * <pre>
  *   user handlers                                  (tail)
- *   nucx.tag.eager   EagerTagSendHandler           TagMessage / ByteBuf → eager AM frames
+ *   nucx.tag.eager   EagerTagSendHandler           selects the protocol; TagMessage / ByteBuf → eager AM frames
+ *   nucx.tag.rndv    RndvTagSendHandler            rendezvous sends → RTS, then data on RTR
  *   nucx.stub        StubHandler ──(lanes up: pipeline.replace)──▶ nucx.lanes LaneDispatcher → AM lane channel
  *                                                  (head)
  * </pre>
@@ -44,6 +47,7 @@ public final class Endpoint extends AbstractChannel {
     static final String STUB = "nucx.stub";
     static final String LANES = "nucx.lanes";
     static final String TAG_EAGER = "nucx.tag.eager";
+    static final String TAG_RNDV = "nucx.tag.rndv";
 
     private final Worker worker;
     private final long id;
@@ -75,6 +79,7 @@ public final class Endpoint extends AbstractChannel {
             amLane = connectedLane;
             p.addLast(LANES, new LaneDispatcher(connectedLane));
         }
+        p.addLast(TAG_RNDV, new RndvTagSendHandler(endpointConfig, worker.rndvSends()));
         SelectionKey.Locality locality = lane.iface().transport().name().equals("self")
                 ? SelectionKey.Locality.SELF : SelectionKey.Locality.INTER_NODE;
         p.addLast(TAG_EAGER, new EagerTagSendHandler(worker.selectionCache(endpointConfig, locality),
@@ -167,9 +172,21 @@ public final class Endpoint extends AbstractChannel {
         close();
     }
 
+    /** Sends a protocol control frame (RTR, ATS) below the protocol handlers; dropped if the endpoint is gone. */
+    void sendControl(AmFrame frame) {
+        io.netty.channel.ChannelHandlerContext ctx = pipeline().context(TAG_RNDV);
+        if (ctx == null || !isOpen()) {
+            frame.release();
+            return;
+        }
+        ctx.writeAndFlush(frame, voidPromise());
+    }
+
     /** The AM lane went away: nothing more can be sent or received. */
     void laneInactive(Throwable cause) {
-        worker.matcher().onSourceClosed(this, cause != null ? cause : new ClosedChannelException());
+        Throwable why = cause != null ? cause : new ClosedChannelException();
+        worker.matcher().onSourceClosed(this, why);
+        worker.rndvSends().onEndpointClosed(this, why);
         if (stub != null && cause != null) {
             stub.fail(cause);
         }

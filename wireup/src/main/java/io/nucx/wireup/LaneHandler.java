@@ -52,6 +52,13 @@ final class LaneHandler extends ChannelInboundHandlerAdapter {
                 }
                 worker.eagerReceiver().onFrame(endpoint, frame);
             }
+            case AmIds.RNDV_RTS, AmIds.RNDV_RTR, AmIds.RNDV_DATA, AmIds.RNDV_ATS -> {
+                if (endpoint == null) {
+                    frame.release();
+                    throw new ProtocolException(AmIds.name(frame.amId()) + " before the wireup REQUEST");
+                }
+                worker.rndvReceiver().onFrame(endpoint, frame);
+            }
             default -> {
                 frame.release();
                 throw new ProtocolException("unknown active message id " + frame.amId());

@@ -13,7 +13,15 @@ import io.nucx.protocol.ProtocolCounters;
 import io.nucx.protocol.select.ProtoCandidate;
 import io.nucx.protocol.select.SelectionCache;
 import io.nucx.protocol.select.SelectionKey;
+import io.nucx.protocol.AmIds;
+import io.nucx.protocol.select.Protocol;
 import io.nucx.protocol.tag.EagerProtocols;
+import io.nucx.protocol.tag.RndvControl;
+import io.nucx.protocol.tag.RndvHeaders;
+import io.nucx.protocol.tag.RndvProtocols;
+import io.nucx.protocol.tag.RndvReceiver;
+import io.nucx.protocol.tag.RndvSends;
+import io.nucx.transport.AmFrame;
 import io.nucx.protocol.tag.EagerTagReceiver;
 import io.nucx.protocol.tag.TagMatcher;
 import io.nucx.protocol.tag.TagMessage;
@@ -56,7 +64,10 @@ public final class Worker {
     private final AtomicBoolean closed = new AtomicBoolean();
     private final Map<CacheKey, SelectionCache> selectionCaches = new ConcurrentHashMap<>();
     private final long bcopyThresh;
+    private final long rndvThresh;
     private final boolean protoInfo;
+    private final RndvSends rndvSends = new RndvSends();
+    private final RndvReceiver rndvReceiver;
     private final java.util.Deque<Throwable> laneFailures = new java.util.concurrent.ConcurrentLinkedDeque<>();
     private final Promise<Void> closeFuture;
     /** Seeded at random so message ids differ between workers (UCX's am_message_id). Loop only. */
@@ -73,10 +84,25 @@ public final class Worker {
         this.closeFuture = loop.newPromise();
         NucxConfig config = context.config();
         this.bcopyThresh = config.memunitsOrAuto(NucxConfig.BCOPY_THRESH, 0, Long.MAX_VALUE - 1);
+        this.rndvThresh = config.memunitsOrAuto(NucxConfig.RNDV_THRESH, 0, Long.MAX_VALUE - 1);
         this.protoInfo = config.bool(NucxConfig.PROTO_INFO);
         this.matcher = new TagMatcher(loop, io.netty.buffer.ByteBufAllocator.DEFAULT,
-                config.memunits(NucxConfig.MAX_MSG_SIZE), (ep, tag) -> ((Endpoint) ep).deliversToPipeline(tag));
+                config.memunits(NucxConfig.MAX_MSG_SIZE), (ep, tag) -> ((Endpoint) ep).deliversToPipeline(tag),
+                new RndvControl() {
+                    @Override
+                    public void sendRtr(Channel ep, long senderReqId, long receiverReqId, long size) {
+                        ((Endpoint) ep).sendControl(AmFrame.of(AmIds.RNDV_RTR, ep.alloc().buffer(RndvHeaders.RTR_LENGTH)
+                                .writeLongLE(senderReqId).writeLongLE(receiverReqId).writeLongLE(size)));
+                    }
+
+                    @Override
+                    public void sendAts(Channel ep, long senderReqId, int status) {
+                        ((Endpoint) ep).sendControl(AmFrame.of(AmIds.RNDV_ATS, ep.alloc().buffer(RndvHeaders.ATS_LENGTH)
+                                .writeLongLE(senderReqId).writeByte(status)));
+                    }
+                });
         this.eagerReceiver = new EagerTagReceiver(matcher);
+        this.rndvReceiver = new RndvReceiver(matcher, rndvSends);
         List<WorkerAddress.Entry> entries = new ArrayList<>();
         try {
             for (Transport t : context.transports()) {
@@ -134,6 +160,10 @@ public final class Worker {
         return List.copyOf(endpoints.values());
     }
 
+    /** Every tag protocol this worker runs, in registration (tie-break) order. */
+    static final List<Protocol> REGISTRY = List.of(EagerProtocols.SHORT, EagerProtocols.SINGLE_BCOPY,
+            EagerProtocols.MULTI_BCOPY, RndvProtocols.TAG_RNDV);
+
     private record CacheKey(EndpointConfig config, SelectionKey.Locality locality) {
     }
 
@@ -143,8 +173,8 @@ public final class Worker {
      */
     SelectionCache selectionCache(EndpointConfig config, SelectionKey.Locality locality) {
         return selectionCaches.computeIfAbsent(new CacheKey(config, locality), k -> new SelectionCache(
-                EagerProtocols.ALL, config, locality, bcopyThresh < 0 ? ProtoCandidate.AUTO : bcopyThresh,
-                protoInfo ? table -> System.out.print(table) : null));
+                REGISTRY, config, locality, bcopyThresh < 0 ? ProtoCandidate.AUTO : bcopyThresh,
+                rndvThresh < 0 ? ProtoCandidate.AUTO : rndvThresh, protoInfo ? table -> System.out.print(table) : null));
     }
 
     ChannelHandler endpointInitializer() {
@@ -157,6 +187,14 @@ public final class Worker {
 
     EagerTagReceiver eagerReceiver() {
         return eagerReceiver;
+    }
+
+    RndvReceiver rndvReceiver() {
+        return rndvReceiver;
+    }
+
+    RndvSends rndvSends() {
+        return rndvSends;
     }
 
     long nextMessageId() {
@@ -272,6 +310,7 @@ public final class Worker {
         all.finish(done);
         done.addListener(f -> {
             matcher.close(new ClosedChannelException());
+            rndvSends.close(new ClosedChannelException());
             if (ownedGroup != null) {
                 ownedGroup.shutdownGracefully(0, 2, java.util.concurrent.TimeUnit.SECONDS)
                         .addListener(g -> closeFuture.trySuccess(null));

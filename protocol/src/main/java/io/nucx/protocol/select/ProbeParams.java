@@ -6,9 +6,11 @@ import io.nucx.protocol.EndpointConfig;
  * What a probe sees: the endpoint's lanes, the selection key, and the user thresholds.
  *
  * @param bcopyThresh {@code NUCX_BCOPY_THRESH}: {@link ProtoCandidate#AUTO} or a size
+ * @param rndvThresh  {@code NUCX_RNDV_THRESH}: {@link ProtoCandidate#AUTO} or a size
  * @param copyBandwidth memcpy bandwidth used for copy costs, bytes/s (UCX_BCOPY_BW, 7000 MB/s by default in v2)
  */
-public record ProbeParams(EndpointConfig endpoint, long key, long bcopyThresh, double copyBandwidth) {
+public record ProbeParams(EndpointConfig endpoint, long key, long bcopyThresh, long rndvThresh,
+                          double copyBandwidth) {
     /** UCX protocols v2's auto memcpy bandwidth. */
     public static final double DEFAULT_COPY_BANDWIDTH = 7000e6;
 }

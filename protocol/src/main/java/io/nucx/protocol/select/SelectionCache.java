@@ -18,6 +18,7 @@ public final class SelectionCache {
     private final EndpointConfig config;
     private final SelectionKey.Locality locality;
     private final long bcopyThresh;
+    private final long rndvThresh;
     private final Consumer<String> onNewTable;
     private final Map<Long, ProtoTable> tables = new HashMap<>();
     private long lastKey = -1;
@@ -27,11 +28,12 @@ public final class SelectionCache {
      * @param onNewTable receives each new table formatted as UCX_PROTO_INFO prints it, or null to skip formatting
      */
     public SelectionCache(List<Protocol> registry, EndpointConfig config, SelectionKey.Locality locality,
-                          long bcopyThresh, Consumer<String> onNewTable) {
+                          long bcopyThresh, long rndvThresh, Consumer<String> onNewTable) {
         this.registry = List.copyOf(registry);
         this.config = config;
         this.locality = locality;
         this.bcopyThresh = bcopyThresh;
+        this.rndvThresh = rndvThresh;
         this.onNewTable = onNewTable;
     }
 
@@ -51,7 +53,7 @@ public final class SelectionCache {
         }
         ProtoTable t = tables.get(key);
         if (t == null) {
-            t = ProtoSelector.select(registry, new ProbeParams(config, key, bcopyThresh,
+            t = ProtoSelector.select(registry, new ProbeParams(config, key, bcopyThresh, rndvThresh,
                     ProbeParams.DEFAULT_COPY_BANDWIDTH));
             tables.put(key, t);
             if (onNewTable != null) {

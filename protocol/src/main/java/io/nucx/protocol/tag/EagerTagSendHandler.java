@@ -23,7 +23,8 @@ import java.util.function.LongSupplier;
  * <ul>
  *   <li>{@code egr/short}: one EAGER_ONLY frame when the payload fits the lane's max short;</li>
  *   <li>{@code egr/single/bcopy}: one EAGER_ONLY frame up to the lane's max bcopy;</li>
- *   <li>{@code egr/multi/bcopy}: an EAGER_FIRST frame then EAGER_MIDDLE frames, each at most max bcopy.</li>
+ *   <li>{@code egr/multi/bcopy}: an EAGER_FIRST frame then EAGER_MIDDLE frames, each at most max bcopy;</li>
+ *   <li>{@code tag/rndv}: handed down as a {@link RndvSendRequest} to {@link RndvTagSendHandler}.</li>
  * </ul>
  * Fragments are slices of the message (no copy); the send's promise rides on the last fragment, so it completes when
  * the whole message has left (the buffer is reusable). Earlier fragments carry the void promise: a lane whose write
@@ -34,6 +35,7 @@ public final class EagerTagSendHandler extends ChannelOutboundHandlerAdapter {
     public static final String EGR_SHORT = "egr/short";
     public static final String EGR_SINGLE_BCOPY = "egr/single/bcopy";
     public static final String EGR_MULTI_BCOPY = "egr/multi/bcopy";
+    public static final String TAG_RNDV = "tag/rndv";
 
     private final int firstPayload;
     private final int middlePayload;
@@ -44,12 +46,13 @@ public final class EagerTagSendHandler extends ChannelOutboundHandlerAdapter {
     private final LongAdder shortCount;
     private final LongAdder singleCount;
     private final LongAdder multiCount;
+    private final LongAdder rndvCount;
 
     /** A handler selecting among {@link EagerProtocols#ALL} by cost alone, with a cache of its own. */
     public EagerTagSendHandler(EndpointConfig config, LongSupplier messageIds, LongSupplier defaultTag,
                                ProtocolCounters counters) {
         this(new SelectionCache(EagerProtocols.ALL, config, SelectionKey.Locality.INTER_NODE, ProtoCandidate.AUTO,
-                null), messageIds, defaultTag, counters);
+                ProtoCandidate.AUTO, null), messageIds, defaultTag, counters);
     }
 
     /**
@@ -82,6 +85,7 @@ public final class EagerTagSendHandler extends ChannelOutboundHandlerAdapter {
         this.shortCount = counters.counter(EGR_SHORT);
         this.singleCount = counters.counter(EGR_SINGLE_BCOPY);
         this.multiCount = counters.counter(EGR_MULTI_BCOPY);
+        this.rndvCount = counters.counter(TAG_RNDV);
     }
 
     @Override
@@ -110,6 +114,9 @@ public final class EagerTagSendHandler extends ChannelOutboundHandlerAdapter {
             } else if (p == EagerProtocols.MULTI_BCOPY) {
                 multiCount.increment();
                 writeFragments(ctx, tag, content, length, promise);
+            } else if (p == RndvProtocols.TAG_RNDV) {
+                rndvCount.increment();
+                ctx.write(new RndvSendRequest(tag, content.retain()), promise); // RndvTagSendHandler, below us
             } else {
                 promise.tryFailure(new IllegalStateException("no protocol sends a " + length + "-byte "
                         + SelectionKey.describe(keys[keyIndex]) + " on " + protocols.config().amLane()

@@ -61,6 +61,10 @@ public final class TagMatcher {
         ByteBuf data;
         Reassembly reassembly;
         boolean consumed;
+        /** An RTS: the data is still at the sender. */
+        Channel rtsSource;
+        long rtsSenderReqId;
+        long rtsSize;
 
         Unexpected(long tag) {
             this.tag = tag;
@@ -78,6 +82,9 @@ public final class TagMatcher {
         Object target;
         /** Writer index of the user's buffer when the message is written straight into it. */
         int intoWriterIndex = -1;
+
+        /** The map this reassembly is filed in: eager by message id, rendezvous by receiver request id. */
+        Map<Long, Reassembly> home;
 
         Reassembly(long msgId, long tag, Channel source, int total) {
             this.msgId = msgId;
@@ -97,7 +104,10 @@ public final class TagMatcher {
     private final Map<Long, ArrayDeque<Unexpected>> unexpectedByTag = new HashMap<>();
     private final ArrayDeque<Unexpected> unexpectedAll = new ArrayDeque<>();
     private final Map<Long, Reassembly> reassemblies = new HashMap<>();
+    private final Map<Long, Reassembly> rndvReceives = new HashMap<>();
+    private final RndvControl rndv;
     private long nextSn;
+    private long nextReceiverReqId = 1;
     private int expectedCount;
     private int unexpectedCount;
     private boolean closed;
@@ -108,6 +118,16 @@ public final class TagMatcher {
      */
     public TagMatcher(EventExecutor loop, ByteBufAllocator alloc, long maxMessageSize,
                       BiPredicate<Channel, Long> pipelineDelivery) {
+        this(loop, alloc, maxMessageSize, pipelineDelivery, null);
+    }
+
+    /**
+     * @param rndv answers rendezvous requests (RTR / ATS); null when rendezvous is not in use (an RTS is then a
+     *             protocol error)
+     */
+    public TagMatcher(EventExecutor loop, ByteBufAllocator alloc, long maxMessageSize,
+                      BiPredicate<Channel, Long> pipelineDelivery, RndvControl rndv) {
+        this.rndv = rndv;
         this.loop = loop;
         this.alloc = alloc;
         this.maxMessageSize = maxMessageSize;
@@ -126,7 +146,7 @@ public final class TagMatcher {
 
     /** Messages whose fragments are still arriving. */
     public int reassemblyCount() {
-        return reassemblies.size();
+        return reassemblies.size() + rndvReceives.size();
     }
 
     // ---------------------------------------------------------------- receives
@@ -151,6 +171,8 @@ public final class TagMatcher {
                 wildcardExpected.add(r);
             }
             expectedCount++;
+        } else if (u.rtsSource != null) {
+            startRndvReceive(r, u.rtsSource, u.tag, u.rtsSize, u.rtsSenderReqId);
         } else if (u.data != null) {
             ByteBuf data = u.data;
             u.data = null;
@@ -300,6 +322,7 @@ public final class TagMatcher {
             if (ra.target != null && ra.buffer == null) {
                 ra.buffer = alloc.buffer((int) total);
             }
+            ra.home = reassemblies;
             reassemblies.put(msgId, ra);
             append(ra, 0, payload);
         } finally {
@@ -336,7 +359,7 @@ public final class TagMatcher {
         }
         ra.received += n;
         if (ra.received == ra.total) {
-            reassemblies.remove(ra.msgId);
+            ra.home.remove(ra.msgId);
             complete(ra);
         }
     }
@@ -363,6 +386,73 @@ public final class TagMatcher {
             ch.pipeline().fireChannelReadComplete();
         } else if (data != null) {
             data.release();
+        }
+    }
+
+    /** A rendezvous request arrived (RNDV_RTS): match it now, or keep it unexpected until a receive wants it. */
+    public void onRts(Channel source, long tag, long senderReqId, long size) {
+        assert loop.inEventLoop();
+        if (rndv == null) {
+            throw new ProtocolException("rendezvous request from " + source + ", but rendezvous is not enabled here");
+        }
+        if (size > maxMessageSize || size < 0) {
+            throw new ProtocolException("rendezvous request " + senderReqId + " announces " + size
+                    + " bytes; NUCX_MAX_MSG_SIZE allows " + maxMessageSize);
+        }
+        Receive r = takeExpected(tag);
+        if (r != null) {
+            startRndvReceive(r, source, tag, size, senderReqId);
+        } else if (pipelineDelivery.test(source, tag)) {
+            startRndvReceive(source, source, tag, size, senderReqId);
+        } else {
+            Unexpected u = addUnexpected(new Unexpected(tag));
+            u.rtsSource = source;
+            u.rtsSenderReqId = senderReqId;
+            u.rtsSize = size;
+        }
+    }
+
+    /** Places the data where it goes ({@code target}: a Receive or the endpoint channel) and asks for it (RTR). */
+    private void startRndvReceive(Object target, Channel source, long tag, long size, long senderReqId) {
+        if (target instanceof Receive r && r.into != null && size > r.into.writableBytes()) {
+            r.promise.tryFailure(new MessageTruncatedException(tag, size, r.into.writableBytes()));
+            rndv.sendAts(source, senderReqId, RndvHeaders.STATUS_TRUNCATED);
+            return;
+        }
+        Reassembly ra = new Reassembly(nextReceiverReqId++, tag, source, (int) size);
+        ra.target = target;
+        if (target instanceof Receive r && r.into != null) {
+            ra.intoWriterIndex = r.into.writerIndex();
+            ra.buffer = r.into.retainedSlice(ra.intoWriterIndex, (int) size).writerIndex(0);
+        } else {
+            ra.buffer = alloc.buffer((int) size);
+        }
+        if (size == 0) {
+            complete(ra);
+            rndv.sendAts(source, senderReqId, RndvHeaders.STATUS_OK);
+            return;
+        }
+        ra.home = rndvReceives;
+        rndvReceives.put(ra.msgId, ra);
+        rndv.sendRtr(source, senderReqId, ra.msgId, size);
+    }
+
+    /** Rendezvous data arrived (RNDV_DATA). Takes ownership of {@code payload}. */
+    public void onRndvData(Channel source, long receiverReqId, long offset, ByteBuf payload) {
+        assert loop.inEventLoop();
+        try {
+            Reassembly ra = rndvReceives.get(receiverReqId);
+            if (ra == null || ra.source != source) {
+                throw new ProtocolException("rendezvous data for unknown receive " + receiverReqId + " from "
+                        + source);
+            }
+            if (offset < 0 || offset + payload.readableBytes() > ra.total) {
+                throw new ProtocolException("rendezvous data [" + offset + ", +" + payload.readableBytes()
+                        + ") lies outside receive " + receiverReqId + " of " + ra.total + " bytes");
+            }
+            append(ra, (int) offset, payload);
+        } finally {
+            payload.release();
         }
     }
 
@@ -405,13 +495,21 @@ public final class TagMatcher {
     public void onSourceClosed(Channel source, Throwable cause) {
         assert loop.inEventLoop();
         List<Reassembly> dead = new ArrayList<>();
-        for (Reassembly ra : reassemblies.values()) {
-            if (ra.source == source) {
-                dead.add(ra);
+        for (Map<Long, Reassembly> m : List.of(reassemblies, rndvReceives)) {
+            for (Reassembly ra : m.values()) {
+                if (ra.source == source) {
+                    dead.add(ra);
+                }
+            }
+        }
+        for (Unexpected u : unexpectedAll) {
+            if (!u.consumed && u.rtsSource == source) { // its data can no longer be fetched
+                u.consumed = true;
+                unexpectedCount--;
             }
         }
         for (Reassembly ra : dead) {
-            reassemblies.remove(ra.msgId);
+            ra.home.remove(ra.msgId);
             abort(ra, new java.io.IOException("sender " + source + " went away after " + ra.received + " of "
                     + ra.total + " bytes of message " + Long.toHexString(ra.msgId), cause));
         }
@@ -437,10 +535,12 @@ public final class TagMatcher {
             return;
         }
         closed = true;
-        for (Reassembly ra : new ArrayList<>(reassemblies.values())) {
-            abort(ra, cause);
+        for (Map<Long, Reassembly> m : List.of(reassemblies, rndvReceives)) {
+            for (Reassembly ra : new ArrayList<>(m.values())) {
+                abort(ra, cause);
+            }
+            m.clear();
         }
-        reassemblies.clear();
         List<Receive> receives = new ArrayList<>(wildcardExpected);
         exactExpected.values().forEach(receives::addAll);
         wildcardExpected.clear();

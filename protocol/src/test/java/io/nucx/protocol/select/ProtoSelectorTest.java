@@ -52,7 +52,7 @@ class ProtoSelectorTest {
     @Test
     void eagerProtocolsOnAMockLaneGiveTheGoldenTable() {
         ProtoTable t = ProtoSelector.select(EagerProtocols.ALL,
-                new ProbeParams(mockLane(128, 1024), TAG_CONTIG_HEAP, ProtoCandidate.AUTO, 7000e6));
+                new ProbeParams(mockLane(128, 1024), TAG_CONTIG_HEAP, ProtoCandidate.AUTO, ProtoCandidate.AUTO, 7000e6));
         List<ProtoTable.Entry> e = t.entries();
         assertEquals(3, e.size(), t.format("mock"));
         assertRange(e.get(0), 0, 120, EagerProtocols.SHORT);
@@ -66,7 +66,7 @@ class ProtoSelectorTest {
     @Test
     void bcopyThresholdForcesCopyProtocolsFromItsSizeOnAndForbidsThemBelow() {
         ProtoTable t = ProtoSelector.select(EagerProtocols.ALL,
-                new ProbeParams(mockLane(128, 1024), TAG_CONTIG_HEAP, 64, 7000e6));
+                new ProbeParams(mockLane(128, 1024), TAG_CONTIG_HEAP, 64, ProtoCandidate.AUTO, 7000e6));
         List<ProtoTable.Entry> e = t.entries();
         assertRange(e.get(0), 0, 63, EagerProtocols.SHORT);
         assertRange(e.get(1), 64, 1016, EagerProtocols.SINGLE_BCOPY);
@@ -91,7 +91,7 @@ class ProtoSelectorTest {
         long getKey = SelectionKey.pack(SelectionKey.Operation.GET, 0, SelectionKey.DatatypeClass.CONTIG,
                 SelectionKey.MemoryType.HEAP, SelectionKey.Locality.INTER_NODE);
         ProtoTable t = ProtoSelector.select(EagerProtocols.ALL,
-                new ProbeParams(mockLane(128, 1024), getKey, ProtoCandidate.AUTO, 7000e6));
+                new ProbeParams(mockLane(128, 1024), getKey, ProtoCandidate.AUTO, ProtoCandidate.AUTO, 7000e6));
         assertTrue(t.entries().isEmpty());
     }
 

@@ -1,0 +1,58 @@
+package io.nucx.protocol.tag;
+
+import io.netty.buffer.ByteBuf;
+import io.netty.channel.Channel;
+import io.nucx.protocol.AmIds;
+import io.nucx.protocol.ProtocolException;
+import io.nucx.transport.AmFrame;
+
+/**
+ * Parses arriving rendezvous frames ({@link RndvHeaders}): RTS and DATA go to the receive side ({@link TagMatcher}),
+ * RTR and ATS to the send side ({@link RndvSends}). A header of the wrong length is a protocol error.
+ */
+public final class RndvReceiver {
+
+    private final TagMatcher matcher;
+    private final RndvSends sends;
+
+    public RndvReceiver(TagMatcher matcher, RndvSends sends) {
+        this.matcher = matcher;
+        this.sends = sends;
+    }
+
+    /** Handles one rendezvous frame that arrived for the endpoint {@code source}; releases the frame. */
+    public void onFrame(Channel source, AmFrame frame) {
+        try {
+            ByteBuf h = frame.header();
+            int at = h.readerIndex();
+            switch (frame.amId()) {
+                case AmIds.RNDV_RTS -> {
+                    check(frame, RndvHeaders.RTS_LENGTH);
+                    matcher.onRts(source, h.getLongLE(at), h.getLongLE(at + 8), h.getLongLE(at + 16));
+                }
+                case AmIds.RNDV_RTR -> {
+                    check(frame, RndvHeaders.RTR_LENGTH);
+                    sends.onRtr(source, h.getLongLE(at), h.getLongLE(at + 8), h.getLongLE(at + 16));
+                }
+                case AmIds.RNDV_DATA -> {
+                    check(frame, RndvHeaders.DATA_LENGTH);
+                    matcher.onRndvData(source, h.getLongLE(at), h.getLongLE(at + 8), frame.payload().retain());
+                }
+                case AmIds.RNDV_ATS -> {
+                    check(frame, RndvHeaders.ATS_LENGTH);
+                    sends.onAts(source, h.getLongLE(at), h.getByte(at + 8));
+                }
+                default -> throw new ProtocolException("not a rendezvous frame: " + AmIds.name(frame.amId()));
+            }
+        } finally {
+            frame.release();
+        }
+    }
+
+    private static void check(AmFrame frame, int headerLength) {
+        if (frame.header().readableBytes() != headerLength) {
+            throw new ProtocolException(AmIds.name(frame.amId()) + " header is " + frame.header().readableBytes()
+                    + " bytes, expected " + headerLength);
+        }
+    }
+}

@@ -1,0 +1,172 @@
+package io.nucx.wireup;
+
+import io.netty.buffer.ByteBuf;
+import io.netty.buffer.Unpooled;
+import io.netty.channel.ChannelFuture;
+import io.netty.util.concurrent.Future;
+import io.nucx.protocol.tag.EagerTagSendHandler;
+import io.nucx.protocol.tag.MessageTruncatedException;
+import io.nucx.protocol.tag.TagMessage;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
+
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeUnit;
+
+import static io.nucx.wireup.InProcessTagExchangeTest.assertPattern;
+import static io.nucx.wireup.InProcessTagExchangeTest.pattern;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertInstanceOf;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/** Rendezvous (RTS, RTR, data; ATS on truncation) between two workers, over tcp and self. */
+@Timeout(120)
+class RendezvousTest {
+
+    private final List<Worker> workers = new ArrayList<>();
+
+    private Worker start(String name, String tls, String rndvThresh) throws Exception {
+        Worker w = new NucxBootstrap().name(name).config("TLS", tls).config("RNDV_THRESH", rndvThresh).start();
+        workers.add(w);
+        return w;
+    }
+
+    @AfterEach
+    void closeAll() throws Exception {
+        for (Worker w : workers) {
+            w.close().get(10, TimeUnit.SECONDS);
+        }
+    }
+
+    @ParameterizedTest(name = "{0}")
+    @ValueSource(strings = {"tcp", "self"})
+    void messagesAboveTheThresholdGoByRendezvousPostedBeforeOrAfterTheyArrive(String tls) throws Exception {
+        Worker a = start("a", tls, "1k");
+        Worker b = start("b", tls, "1k");
+        int[] sizes = {0, 100, 1023, 1024, 5000, 100_000, (4 << 20) + 3};
+        int rndvSizes = 4; // 1024 and above
+        Endpoint ep = a.connect(b.address());
+        // Half the receives are posted first (expected RTS), half after the RTS arrived (unexpected RTS).
+        List<Future<TagMessage>> early = new ArrayList<>();
+        for (int i = 0; i < sizes.length; i += 2) {
+            early.add(b.tagRecv(i, -1L));
+        }
+        List<ChannelFuture> sends = new ArrayList<>();
+        for (int i = 0; i < sizes.length; i++) {
+            sends.add(ep.tagSend(i, pattern(i, sizes[i])));
+        }
+        for (int i = 0; i < sizes.length; i++) {
+            Future<TagMessage> f = i % 2 == 0 ? early.get(i / 2) : b.tagRecv(i, -1L);
+            TagMessage m = f.get(30, TimeUnit.SECONDS);
+            try {
+                assertPattern(i, sizes[i], m.content());
+            } finally {
+                m.release();
+            }
+        }
+        for (ChannelFuture f : sends) {
+            assertTrue(f.await(10, TimeUnit.SECONDS) && f.isSuccess(), () -> "send failed: " + f.cause());
+        }
+        assertEquals(rndvSizes, a.counters().count(EagerTagSendHandler.TAG_RNDV));
+    }
+
+    @ParameterizedTest(name = "{0}")
+    @ValueSource(strings = {"tcp", "self"})
+    void aReceiveTooSmallFailsWithTruncationAndTheSenderIsTold(String tls) throws Exception {
+        Worker a = start("a", tls, "1k");
+        Worker b = start("b", tls, "1k");
+        ByteBuf small = Unpooled.buffer(100);
+        try {
+            Future<TagMessage> recv = b.tagRecv(7, -1L, small);
+            ChannelFuture send = a.connect(b.address()).tagSend(7, pattern(7, 5000));
+            ExecutionException re = assertThrows(ExecutionException.class, () -> recv.get(30, TimeUnit.SECONDS));
+            assertInstanceOf(MessageTruncatedException.class, re.getCause());
+            assertTrue(send.await(30, TimeUnit.SECONDS));
+            assertInstanceOf(MessageTruncatedException.class, send.cause(), "the sender is told");
+            assertEquals(0, small.readableBytes(), "nothing written into the too-small buffer");
+            // the endpoint still works after a refused rendezvous
+            Future<TagMessage> next = b.tagRecv(8, -1L);
+            a.endpoints().iterator().next().tagSend(8, pattern(8, 3000)).sync();
+            TagMessage m = next.get(30, TimeUnit.SECONDS);
+            try {
+                assertPattern(8, 3000, m.content());
+            } finally {
+                m.release();
+            }
+        } finally {
+            small.release();
+        }
+    }
+
+    @ParameterizedTest(name = "{0}")
+    @ValueSource(strings = {"tcp", "self"})
+    void aRendezvousIntoTheUsersBufferLandsThereWithoutAnotherCopy(String tls) throws Exception {
+        Worker a = start("a", tls, "1k");
+        Worker b = start("b", tls, "1k");
+        ByteBuf into = Unpooled.directBuffer(300_000);
+        try {
+            Future<TagMessage> recv = b.tagRecv(9, -1L, into);
+            a.connect(b.address()).tagSend(9, pattern(9, 200_000));
+            TagMessage m = recv.get(30, TimeUnit.SECONDS);
+            try {
+                assertPattern(9, 200_000, m.content());
+                assertEquals(200_000, into.readableBytes());
+            } finally {
+                m.release();
+            }
+        } finally {
+            into.release();
+        }
+    }
+
+    @ParameterizedTest(name = "{0}")
+    @ValueSource(strings = {"tcp", "self"})
+    void aSendWaitingForItsReceiverFailsWhenThePeerGoesAway(String tls) throws Exception {
+        Worker a = start("a", tls, "1k");
+        Worker b = start("b", tls, "1k");
+        Endpoint ep = a.connect(b.address());
+        ChannelFuture send = ep.tagSend(1, pattern(1, 10_000)); // nobody receives: the RTS waits unexpected
+        awaitUnexpected(b);
+        assertFalse(send.isDone(), "a rendezvous send completes only when the data has gone");
+        b.close().get(10, TimeUnit.SECONDS);
+        assertTrue(send.await(10, TimeUnit.SECONDS));
+        assertFalse(send.isSuccess());
+    }
+
+    private static void awaitUnexpected(Worker w) throws Exception {
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+        while (w.eventLoop().submit(w::unexpectedCount).get() == 0) {
+            assertTrue(System.nanoTime() < deadline, "the RTS never arrived");
+            Thread.sleep(5);
+        }
+    }
+
+    @ParameterizedTest(name = "{0}")
+    @ValueSource(strings = {"tcp"})
+    void theAutomaticThresholdSendsLargeMessagesByRendezvousAndSmallOnesEagerly(String tls) throws Exception {
+        Worker a = start("a", tls, "auto");
+        Worker b = start("b", tls, "auto");
+        Endpoint ep = a.connect(b.address());
+        int big = 64 << 20;
+        Future<TagMessage> r1 = b.tagRecv(1, -1L);
+        Future<TagMessage> r2 = b.tagRecv(2, -1L);
+        ep.tagSend(1, pattern(1, 1 << 20));
+        ep.tagSend(2, pattern(2, big));
+        for (Future<TagMessage> f : List.of(r1, r2)) {
+            TagMessage m = f.get(60, TimeUnit.SECONDS);
+            try {
+                assertPattern(m.tag(), m.tag() == 1 ? 1 << 20 : big, m.content());
+            } finally {
+                m.release();
+            }
+        }
+        assertEquals(1, a.counters().count(EagerTagSendHandler.EGR_MULTI_BCOPY), "1 MiB goes eager on tcp");
+        assertEquals(1, a.counters().count(EagerTagSendHandler.TAG_RNDV), "64 MiB goes by rendezvous on tcp");
+    }
+}
