@@ -34,11 +34,15 @@ final class MessagePlan {
 
     /** Works on plain arrays: under PARANOID leak detection every per-byte access to a ByteBuf records a trace. */
     static ByteBuf content(int index) {
-        return Unpooled.wrappedBuffer(bytes(index));
+        return Unpooled.wrappedBuffer(bytes(index, size(index)));
     }
 
-    private static byte[] bytes(int index) {
-        int n = size(index);
+    /** Message {@code index} at a size of the caller's choosing. */
+    static ByteBuf content(int index, int n) {
+        return Unpooled.wrappedBuffer(bytes(index, n));
+    }
+
+    private static byte[] bytes(int index, int n) {
         byte[] b = new byte[n];
         SplittableRandom r = new SplittableRandom(index);
         int i = 0;
@@ -57,13 +61,17 @@ final class MessagePlan {
 
     /** Null when {@code actual} is message {@code index} byte for byte; otherwise what differs. */
     static String check(int index, ByteBuf actual) {
-        int n = size(index);
+        return check(index, size(index), actual);
+    }
+
+    /** As {@link #check(int, ByteBuf)} for message {@code index} at size {@code n}. */
+    static String check(int index, int n, ByteBuf actual) {
         if (actual.readableBytes() != n) {
             return "message " + index + ": " + actual.readableBytes() + " bytes, expected " + n;
         }
         byte[] got = new byte[n];
         actual.getBytes(actual.readerIndex(), got);
-        int at = java.util.Arrays.mismatch(bytes(index), got);
+        int at = java.util.Arrays.mismatch(bytes(index, n), got);
         return at < 0 ? null : "message " + index + ": byte " + at + " differs";
     }
 }
