@@ -27,9 +27,23 @@ import java.util.concurrent.Callable;
         description = "List transports, their availability, devices and attributes (like ucx_info -d).")
 final class InfoCommand implements Callable<Integer> {
 
+    @picocli.CommandLine.Option(names = "--proto", paramLabel = "ADDRESS",
+            description = "Print the protocol tables an endpoint to this worker address (hex) would use; "
+                    + "nothing is sent.")
+    String protoAddress;
+
     @Override
     public Integer call() throws Exception {
         NucxConfig config = NucxConfig.fromEnvironment().validate();
+        if (protoAddress != null) {
+            io.nucx.wireup.Worker w = new io.nucx.wireup.NucxBootstrap().name("info").start();
+            try {
+                System.out.print(w.protocolInfo(io.nucx.wireup.WorkerAddress.fromHex(protoAddress)));
+            } finally {
+                w.close().get(10, java.util.concurrent.TimeUnit.SECONDS);
+            }
+            return 0;
+        }
         print(config, System.out);
         return 0;
     }

@@ -13,7 +13,6 @@ import io.netty.channel.ChannelPromise;
 import io.netty.channel.EventLoop;
 import io.netty.handler.codec.UnsupportedMessageTypeException;
 import io.nucx.protocol.EndpointConfig;
-import io.nucx.protocol.select.SelectionKey;
 import io.nucx.protocol.tag.EagerTagSendHandler;
 import io.nucx.protocol.tag.RndvTagSendHandler;
 import io.nucx.transport.AmFrame;
@@ -67,8 +66,7 @@ public final class Endpoint extends AbstractChannel {
         this.remote = remote;
         this.localAddress = new EndpointAddress(worker.uuid(), worker.name());
         this.remoteAddress = new EndpointAddress(remote.uuid(), remote.name());
-        this.endpointConfig = new EndpointConfig(lane.name(),
-                lane.iface().attributes().withAmLimits(lane.maxShort(), lane.maxBcopy()));
+        this.endpointConfig = lane.endpointConfig();
         ChannelPipeline p = pipeline();
         if (connectedLane == null) {
             state = State.WIRING_UP;
@@ -80,9 +78,7 @@ public final class Endpoint extends AbstractChannel {
             p.addLast(LANES, new LaneDispatcher(connectedLane));
         }
         p.addLast(TAG_RNDV, new RndvTagSendHandler(endpointConfig, worker.rndvSends()));
-        SelectionKey.Locality locality = lane.iface().transport().name().equals("self")
-                ? SelectionKey.Locality.SELF : SelectionKey.Locality.INTER_NODE;
-        p.addLast(TAG_EAGER, new EagerTagSendHandler(worker.selectionCache(endpointConfig, locality),
+        p.addLast(TAG_EAGER, new EagerTagSendHandler(worker.selectionCache(endpointConfig, lane.locality()),
                 worker::nextMessageId, config::sendTag, worker.counters()));
         ChannelHandler init = worker.endpointInitializer();
         if (init != null) {

@@ -1,5 +1,7 @@
 package io.nucx.wireup;
 
+import io.nucx.protocol.EndpointConfig;
+import io.nucx.protocol.select.SelectionKey;
 import io.nucx.transport.Capability;
 import io.nucx.transport.Iface;
 
@@ -33,6 +35,17 @@ public final class LaneSelector {
 
         public int maxBcopy() {
             return Math.min(local.maxBcopy(), remote.maxBcopy());
+        }
+
+        /** What the protocols of an endpoint on this lane work with: its name and the tighter of both limits. */
+        public EndpointConfig endpointConfig() {
+            return new EndpointConfig(name(), iface.attributes().withAmLimits(maxShort(), maxBcopy()));
+        }
+
+        /** Where the peer is, for selection keys: self in this process, otherwise across a network. */
+        public SelectionKey.Locality locality() {
+            return iface.transport().name().equals("self") ? SelectionKey.Locality.SELF
+                    : SelectionKey.Locality.INTER_NODE;
         }
     }
 

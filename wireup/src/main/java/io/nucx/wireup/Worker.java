@@ -177,6 +177,23 @@ public final class Worker {
                 rndvThresh < 0 ? ProtoCandidate.AUTO : rndvThresh, protoInfo ? table -> System.out.print(table) : null));
     }
 
+    /**
+     * The protocol tables an endpoint to {@code remote} would use, as NUCX_PROTO_INFO prints them, without connecting
+     * or sending anything: the lanes are chosen from the two addresses, the tables built from the lanes.
+     */
+    public String protocolInfo(WorkerAddress remote) throws Exception {
+        LaneSelector.Lane lane = LaneSelector.selectAmLane(ifaces, address, remote);
+        SelectionCache cache = selectionCache(lane.endpointConfig(), lane.locality());
+        StringBuilder out = new StringBuilder();
+        for (SelectionKey.MemoryType mem : new SelectionKey.MemoryType[] {SelectionKey.MemoryType.HEAP,
+                SelectionKey.MemoryType.DIRECT}) {
+            long key = SelectionKey.pack(SelectionKey.Operation.TAG_SEND, 0, SelectionKey.DatatypeClass.CONTIG, mem,
+                    lane.locality());
+            out.append(loop.submit(() -> cache.table(key).format(lane.name())).get());
+        }
+        return out.toString();
+    }
+
     ChannelHandler endpointInitializer() {
         return endpointInitializer;
     }

@@ -169,4 +169,17 @@ class RendezvousTest {
         assertEquals(1, a.counters().count(EagerTagSendHandler.EGR_MULTI_BCOPY), "1 MiB goes eager on tcp");
         assertEquals(1, a.counters().count(EagerTagSendHandler.TAG_RNDV), "64 MiB goes by rendezvous on tcp");
     }
+
+    @ParameterizedTest(name = "{0}")
+    @ValueSource(strings = {"tcp", "self"})
+    void protocolInfoShowsTheTablesWithoutConnecting(String tls) throws Exception {
+        Worker a = start("a", tls, "4k");
+        Worker b = start("b", tls, "auto");
+        String forced = a.protocolInfo(b.address());
+        assertTrue(forced.contains("4K..inf | (?) rendezvous"), forced);
+        assertTrue(forced.contains("0..4095 | eager short"), forced);
+        String auto = b.protocolInfo(a.address());
+        assertTrue(auto.contains("multi-frag eager copy-in copy-out") && auto.contains("(?) rendezvous"), auto);
+        assertEquals(0, a.endpoints().size() + b.endpoints().size(), "nothing was connected");
+    }
 }
