@@ -126,6 +126,14 @@ public final class Endpoint extends AbstractChannel {
         return writeAndFlush(new TagMessage(tag, data));
     }
 
+    /**
+     * Sends a tagged message whose future completes only once the receiver has matched it (and the data has gone),
+     * like {@code ucp_tag_send_sync_nbx}; it goes by rendezvous whatever its size.
+     */
+    public ChannelFuture tagSendSync(long tag, ByteBuf data) {
+        return writeAndFlush(new TagMessage(tag, data, true));
+    }
+
     // ------------------------------------------------------------ wireup (event loop only)
 
     void connectLanes(LaneSelector.Lane lane) {

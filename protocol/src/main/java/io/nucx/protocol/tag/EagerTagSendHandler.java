@@ -40,7 +40,8 @@ public final class EagerTagSendHandler extends ChannelOutboundHandlerAdapter {
     private final int firstPayload;
     private final int middlePayload;
     private final SelectionCache protocols;
-    private final long[] keys = new long[4]; // [heap contig, direct contig, heap iov, direct iov]
+    /** Keys by [sync][iov][direct]: built once, so a send costs an index and a table lookup. */
+    private final long[] keys = new long[8];
     private final LongSupplier messageIds;
     private final LongSupplier defaultTag;
     private final LongAdder shortCount;
@@ -72,13 +73,12 @@ public final class EagerTagSendHandler extends ChannelOutboundHandlerAdapter {
         this.firstPayload = maxBcopy - EagerHeaders.FIRST_LENGTH;
         this.middlePayload = maxBcopy - EagerHeaders.MIDDLE_LENGTH;
         this.protocols = protocols;
-        int i = 0;
-        for (SelectionKey.DatatypeClass dt : new SelectionKey.DatatypeClass[] {SelectionKey.DatatypeClass.CONTIG,
-                SelectionKey.DatatypeClass.IOV}) {
-            for (SelectionKey.MemoryType mem : new SelectionKey.MemoryType[] {SelectionKey.MemoryType.HEAP,
-                    SelectionKey.MemoryType.DIRECT}) {
-                keys[i++] = SelectionKey.pack(SelectionKey.Operation.TAG_SEND, 0, dt, mem, protocols.locality());
-            }
+        for (int i = 0; i < keys.length; i++) {
+            keys[i] = SelectionKey.pack((i & 4) != 0 ? SelectionKey.Operation.TAG_SEND_SYNC
+                            : SelectionKey.Operation.TAG_SEND, 0,
+                    (i & 2) != 0 ? SelectionKey.DatatypeClass.IOV : SelectionKey.DatatypeClass.CONTIG,
+                    (i & 1) != 0 ? SelectionKey.MemoryType.DIRECT : SelectionKey.MemoryType.HEAP,
+                    protocols.locality());
         }
         this.messageIds = messageIds;
         this.defaultTag = defaultTag;
@@ -92,9 +92,11 @@ public final class EagerTagSendHandler extends ChannelOutboundHandlerAdapter {
     public void write(ChannelHandlerContext ctx, Object msg, ChannelPromise promise) {
         long tag;
         ByteBuf content;
+        boolean sync = false;
         if (msg instanceof TagMessage m) {
             tag = m.tag();
             content = m.content();
+            sync = m.sync();
         } else if (msg instanceof ByteBuf b) {
             tag = defaultTag.getAsLong();
             content = b;
@@ -104,7 +106,7 @@ public final class EagerTagSendHandler extends ChannelOutboundHandlerAdapter {
         }
         try {
             int length = content.readableBytes();
-            int keyIndex = (content.hasArray() ? 0 : 1) + (content.nioBufferCount() > 1 ? 2 : 0);
+            int keyIndex = (content.hasArray() ? 0 : 1) + (content.nioBufferCount() > 1 ? 2 : 0) + (sync ? 4 : 0);
             ProtoCandidate chosen = protocols.table(keys[keyIndex]).lookup(length);
             Protocol p = chosen == null ? null : chosen.protocol();
             if (p == EagerProtocols.SHORT || p == EagerProtocols.SINGLE_BCOPY) {

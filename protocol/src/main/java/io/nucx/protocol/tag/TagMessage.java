@@ -7,10 +7,25 @@ import io.netty.buffer.DefaultByteBufHolder;
 public final class TagMessage extends DefaultByteBufHolder {
 
     private final long tag;
+    private final boolean sync;
 
     public TagMessage(long tag, ByteBuf content) {
+        this(tag, content, false);
+    }
+
+    /**
+     * @param sync a synchronous send: its future completes only once the receiver has matched the message
+     *             (UCX's {@code ucp_tag_send_sync_nbx})
+     */
+    public TagMessage(long tag, ByteBuf content, boolean sync) {
         super(content);
         this.tag = tag;
+        this.sync = sync;
+    }
+
+    /** Whether sending it waits for the receiver to match it. */
+    public boolean sync() {
+        return sync;
     }
 
     public long tag() {
@@ -19,7 +34,7 @@ public final class TagMessage extends DefaultByteBufHolder {
 
     @Override
     public TagMessage replace(ByteBuf content) {
-        return new TagMessage(tag, content);
+        return new TagMessage(tag, content, sync);
     }
 
     @Override
