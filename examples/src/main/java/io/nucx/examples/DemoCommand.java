@@ -47,8 +47,8 @@ final class DemoCommand implements Callable<Integer> {
         List<String[]> summary = new ArrayList<>();
         for (Transport t : Transports.selected(config)) {
             for (PerfParams p : List.of(
-                    new PerfParams(PerfTestType.TAG_LAT, 8, latIterations, 10_000, 32, 50.0),
-                    new PerfParams(PerfTestType.TAG_BW, 1 << 20, bwIterations, 100, 32, 50.0))) {
+                    new PerfParams(PerfTestType.TAG_LAT, 8, latIterations, 10_000, 32, 50.0, false),
+                    new PerfParams(PerfTestType.TAG_BW, 1 << 20, bwIterations, 100, 32, 50.0, false))) {
                 boolean sameProcess = t.name().equals(SelfTransport.NAME);
                 out.printf(Locale.ROOT, "%n=== %s: %s, %d B, %d iterations, %s ===%n", t.name(), p.test().testName(),
                         p.messageSize(), p.iterations(), sameProcess ? "two workers in this JVM"

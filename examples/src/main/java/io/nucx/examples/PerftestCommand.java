@@ -27,7 +27,8 @@ final class PerftestCommand implements Callable<Integer> {
             defaultValue = "13337")
     int port;
 
-    @Option(names = "-t", paramLabel = "TEST", description = "Test: tag_lat | tag_bw (default: ${DEFAULT-VALUE}).",
+    @Option(names = "-t", paramLabel = "TEST",
+            description = "Test: tag_lat | tag_bw | tag_sync_lat | tag_sync_bw (default: ${DEFAULT-VALUE}).",
             defaultValue = "tag_lat")
     String test;
 
@@ -51,6 +52,10 @@ final class PerftestCommand implements Callable<Integer> {
             defaultValue = "50.0")
     double percentile;
 
+    @Option(names = "-D", paramLabel = "DATATYPE", description = "Send datatype: contig | iov (default: "
+            + "${DEFAULT-VALUE}).", defaultValue = "contig")
+    String datatype;
+
     @Option(names = "-f", description = "Print only the final result.")
     boolean finalOnly;
 
@@ -62,9 +67,19 @@ final class PerftestCommand implements Callable<Integer> {
             Perftest.serve(port, Map.of(), busyPoll, System.out);
             return 0;
         }
-        PerfParams params = new PerfParams(PerfTestType.of(test), size, iterations, warmup, window, percentile);
+        PerfParams params = new PerfParams(PerfTestType.of(test), size, iterations, warmup, window, percentile,
+                datatype(datatype));
         Perftest.run(host, port, params, Map.of(), busyPoll, new PerfReporter(System.out, finalOnly, onTerminal()));
         return 0;
+    }
+
+    private static boolean datatype(String d) {
+        return switch (d) {
+            case "contig" -> false;
+            case "iov" -> true;
+            default -> throw new picocli.CommandLine.ParameterException(new picocli.CommandLine(new PerftestCommand()),
+                    "-D: unknown datatype '" + d + "' (contig | iov)");
+        };
     }
 
     /** Like ucx_perftest, spin by default; NUCX_BUSY_POLL=n makes the loops block instead. */

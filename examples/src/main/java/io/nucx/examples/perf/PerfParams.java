@@ -1,11 +1,12 @@
 package io.nucx.examples.perf;
 
 /**
- * One perftest run, with ucx_perftest's defaults: 1,000,000 iterations, 10,000 warm-up iterations (bounded by a
+ * One perftest run ({@code iov}: the send buffer is a two-part composite, ucx_perftest's {@code -D iov}), with
+ * ucx_perftest's defaults: 1,000,000 iterations, 10,000 warm-up iterations (bounded by a
  * 100 ms warm-up budget), a window of 32 outstanding sends for bandwidth tests, the 50th percentile.
  */
 public record PerfParams(PerfTestType test, int messageSize, long iterations, long warmup, int window,
-                         double percentile) {
+                         double percentile, boolean iov) {
 
     public static final long DEFAULT_ITERATIONS = 1_000_000;
     public static final long DEFAULT_WARMUP = 10_000;
@@ -33,15 +34,16 @@ public record PerfParams(PerfTestType test, int messageSize, long iterations, lo
 
     /** The line the client sends the server over the setup socket. */
     String encode() {
-        return test.testName() + " " + messageSize + " " + iterations + " " + warmup + " " + window;
+        return test.testName() + " " + messageSize + " " + iterations + " " + warmup + " " + window + " "
+                + (iov ? "iov" : "contig");
     }
 
     static PerfParams decode(String line) {
         String[] f = line.trim().split(" ");
-        if (f.length != 5) {
+        if (f.length != 6) {
             throw new IllegalArgumentException("bad perftest parameters from client: '" + line + "'");
         }
         return new PerfParams(PerfTestType.of(f[0]), Integer.parseInt(f[1]), Long.parseLong(f[2]),
-                Long.parseLong(f[3]), Integer.parseInt(f[4]), 50.0);
+                Long.parseLong(f[3]), Integer.parseInt(f[4]), 50.0, f[5].equals("iov"));
     }
 }

@@ -4,17 +4,26 @@ import java.util.Arrays;
 
 /** The tests, named and described as ucx_perftest names and describes them. */
 public enum PerfTestType {
-    TAG_LAT("tag_lat", "tag match latency", true),
-    TAG_BW("tag_bw", "tag match bandwidth", false);
+    TAG_LAT("tag_lat", "tag match latency", true, false),
+    TAG_BW("tag_bw", "tag match bandwidth", false, false),
+    TAG_SYNC_LAT("tag_sync_lat", "tag sync match latency", true, true),
+    TAG_SYNC_BW("tag_sync_bw", "tag sync match bandwidth", false, true);
 
     private final String name;
     private final String description;
     private final boolean pingPong;
+    private final boolean sync;
 
-    PerfTestType(String name, String description, boolean pingPong) {
+    PerfTestType(String name, String description, boolean pingPong, boolean sync) {
         this.name = name;
         this.description = description;
         this.pingPong = pingPong;
+        this.sync = sync;
+    }
+
+    /** Sends are synchronous (complete when the receiver matched). */
+    public boolean sync() {
+        return sync;
     }
 
     public String testName() {

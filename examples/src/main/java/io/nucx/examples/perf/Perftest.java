@@ -56,7 +56,7 @@ public final class Perftest {
                     w.flush();
                     WorkerAddress client = WorkerAddress.fromHex(readLine(in, "client worker address"));
                     Endpoint ep = worker.connect(client);
-                    new TagPerfServer(worker, ep, params.messageSize()).start()
+                    new TagPerfServer(worker, ep, params.messageSize(), params.test().sync()).start()
                             .get(RUN_TIMEOUT_SECONDS, TimeUnit.SECONDS);
                 } finally {
                     worker.close().get(10, TimeUnit.SECONDS);

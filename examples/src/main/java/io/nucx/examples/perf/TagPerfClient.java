@@ -30,7 +30,9 @@ final class TagPerfClient {
     private final PerfParams params;
     private final PerfReporter reporter;
     private final Promise<PerfResult> result;
+    /** Sent again and again (as retained duplicates); {@link #owned} is released when the run ends. */
     private final ByteBuf payload;
+    private final ByteBuf owned;
     private final Histogram interval = new Histogram(3_600_000_000_000L, 3);
     private final Histogram overall = new Histogram(3_600_000_000_000L, 3);
 
@@ -58,11 +60,20 @@ final class TagPerfClient {
         for (int i = 0; i < bytes.length; i++) {
             bytes[i] = (byte) i;
         }
-        this.payload = Unpooled.unreleasableBuffer(Unpooled.directBuffer(bytes.length).writeBytes(bytes));
+        ByteBuf contig = Unpooled.directBuffer(bytes.length).writeBytes(bytes);
+        ByteBuf send = contig;
+        if (params.iov() && bytes.length > 1) { // two parts: the selection key says IOV
+            int half = bytes.length / 2;
+            send = Unpooled.wrappedBuffer(contig.retainedSlice(0, half), contig.retainedSlice(half, bytes.length - half));
+            contig.release(); // the composite's parts keep the memory
+        }
+        this.owned = send;
+        this.payload = Unpooled.unreleasableBuffer(send);
     }
 
     Future<PerfResult> start() {
         worker.eventLoop().execute(() -> beginPhase(Phase.WARMUP));
+        result.addListener(f -> owned.release()); // sends still in flight hold their own duplicates
         return result;
     }
 
@@ -95,7 +106,8 @@ final class TagPerfClient {
 
     private void ping() {
         worker.tagRecv(PerfTags.PONG, -1L).addListener(onPong);
-        ep.writeAndFlush(new TagMessage(PerfTags.PING, payload.retainedDuplicate()), ep.voidPromise());
+        ep.writeAndFlush(new TagMessage(PerfTags.PING, payload.retainedDuplicate(), params.test().sync()),
+                ep.voidPromise());
     }
 
     private void onPong(Future<TagMessage> f) {
@@ -120,7 +132,8 @@ final class TagPerfClient {
         while (outstanding < params.window() && sent < target) {
             outstanding++;
             sent++;
-            ep.write(new TagMessage(PerfTags.DATA, payload.retainedDuplicate())).addListener(onSent);
+            ep.write(new TagMessage(PerfTags.DATA, payload.retainedDuplicate(), params.test().sync()))
+                    .addListener(onSent);
             wrote = true;
         }
         if (wrote) {

@@ -18,20 +18,25 @@ final class TagPerfServer {
     private final Worker worker;
     private final Endpoint ep;
     private final ByteBuf reply;
+    private final ByteBuf owned;
     private final Promise<Long> done;
+    private final boolean sync;
     private final GenericFutureListener<Future<TagMessage>> onMessage = this::onMessage;
     private long received;
 
-    TagPerfServer(Worker worker, Endpoint ep, int maxSize) {
+    TagPerfServer(Worker worker, Endpoint ep, int maxSize, boolean sync) {
+        this.sync = sync;
         this.worker = worker;
         this.ep = ep;
-        this.reply = Unpooled.unreleasableBuffer(Unpooled.directBuffer(maxSize).writeZero(maxSize));
+        this.owned = Unpooled.directBuffer(maxSize).writeZero(maxSize);
+        this.reply = Unpooled.unreleasableBuffer(owned);
         this.done = worker.eventLoop().newPromise();
     }
 
     /** Completes with the number of DATA messages received when the client says FINISH. */
     Future<Long> start() {
         worker.eventLoop().execute(this::post);
+        done.addListener(f -> owned.release());
         return done;
     }
 
@@ -49,7 +54,7 @@ final class TagPerfServer {
         int size = m.content().readableBytes();
         m.release();
         if (tag == PerfTags.PING) {
-            ep.writeAndFlush(new TagMessage(PerfTags.PONG, reply.retainedSlice(0, size)), ep.voidPromise());
+            ep.writeAndFlush(new TagMessage(PerfTags.PONG, reply.retainedSlice(0, size), sync), ep.voidPromise());
         } else if (tag == PerfTags.DATA) {
             received++;
         } else if (tag == PerfTags.SYNC) {
