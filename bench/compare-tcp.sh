@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Side by side, same run: nucx perftest vs ucx_perftest (apt ucx-utils) over tcp on loopback.
-# tag_lat 8 B and tag_bw 1 MiB; prints each tool's Final line and the ratios. Needs bin/build first.
-# Usage: bench/compare-tcp.sh [LAT_ITERS] [BW_ITERS]
+# tag_lat 8 B, tag_bw 64 KiB and tag_bw 1 MiB; prints each tool's Final line and the ratios. Needs bin/build first.
+# Usage: bench/compare-tcp.sh [LAT_ITERS] [BW_ITERS (1 MiB; 64 KiB runs 16x as many)]
 set -euo pipefail
 cd "$(dirname "$0")/.."
 lat_n=${1:-1000000}
@@ -30,6 +30,9 @@ run_all() {
     pair "ucx_bw"       "UCX_TLS=tcp ucx_perftest"                      env UCX_TLS=tcp ucx_perftest -t tag_bw -s 1048576 -n "$bw_n"
     pair "nucx_bw"      "NUCX_TLS=tcp bin/nucx perftest"                env NUCX_TLS=tcp bin/nucx perftest -t tag_bw -s 1048576 -n "$bw_n"
     pair "ucx_lo_bw"    "UCX_TLS=tcp UCX_NET_DEVICES=lo ucx_perftest"   env UCX_TLS=tcp UCX_NET_DEVICES=lo ucx_perftest -t tag_bw -s 1048576 -n "$bw_n"
+    pair "ucx_bw64"     "UCX_TLS=tcp ucx_perftest"                      env UCX_TLS=tcp ucx_perftest -t tag_bw -s 65536 -n $((bw_n * 16))
+    pair "nucx_bw64"    "NUCX_TLS=tcp bin/nucx perftest"                env NUCX_TLS=tcp bin/nucx perftest -t tag_bw -s 65536 -n $((bw_n * 16))
+    pair "ucx_lo_bw64"  "UCX_TLS=tcp UCX_NET_DEVICES=lo ucx_perftest"   env UCX_TLS=tcp UCX_NET_DEVICES=lo ucx_perftest -t tag_bw -s 65536 -n $((bw_n * 16))
 }
 
 results=$(run_all)
@@ -40,6 +43,8 @@ echo "$results" | awk '
     END {
         printf "latency ratio nucx/ucx (overall, lower is better): %.2f (vs ucx lo only: %.2f); median ratio %.2f\n",
             v["nucx_lat_lat"]/v["ucx_lat_lat"], v["nucx_lat_lat"]/v["ucx_lo_lat_lat"], v["nucx_lat_p50"]/v["ucx_lat_p50"];
-        printf "bandwidth ratio nucx/ucx (overall, higher is better): %.2f (vs ucx lo only: %.2f)\n",
+        printf "bandwidth ratio 1 MiB nucx/ucx (overall, higher is better): %.2f (vs ucx lo only: %.2f)\n",
             v["nucx_bw_bw"]/v["ucx_bw_bw"], v["nucx_bw_bw"]/v["ucx_lo_bw_bw"];
+        printf "bandwidth ratio 64 KiB nucx/ucx (overall, higher is better): %.2f (vs ucx lo only: %.2f)\n",
+            v["nucx_bw64_bw"]/v["ucx_bw64_bw"], v["nucx_bw64_bw"]/v["ucx_lo_bw64_bw"];
     }'

@@ -32,13 +32,26 @@ final class InfoCommand implements Callable<Integer> {
                     + "nothing is sent.")
     String protoAddress;
 
+    @picocli.CommandLine.Option(names = "--plot", paramLabel = "FILE.png",
+            description = "With --proto: also draw the heap-memory table's envelope (time vs size per protocol).")
+    java.io.File plot;
+
     @Override
     public Integer call() throws Exception {
         NucxConfig config = NucxConfig.fromEnvironment().validate();
+        if (plot != null && protoAddress == null) {
+            throw new picocli.CommandLine.ParameterException(new picocli.CommandLine(this), "--plot needs --proto");
+        }
         if (protoAddress != null) {
             io.nucx.wireup.Worker w = new io.nucx.wireup.NucxBootstrap().name("info").start();
             try {
-                System.out.print(w.protocolInfo(io.nucx.wireup.WorkerAddress.fromHex(protoAddress)));
+                io.nucx.wireup.WorkerAddress peer = io.nucx.wireup.WorkerAddress.fromHex(protoAddress);
+                System.out.print(w.protocolInfo(peer));
+                if (plot != null) {
+                    ProtoPlot.write(w.protocolTable(peer, io.nucx.protocol.select.SelectionKey.MemoryType.HEAP),
+                            "nucx", plot);
+                    System.out.println("plot written to " + plot);
+                }
             } finally {
                 w.close().get(10, java.util.concurrent.TimeUnit.SECONDS);
             }

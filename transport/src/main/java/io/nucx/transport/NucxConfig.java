@@ -60,6 +60,9 @@ public final class NucxConfig {
     /** Size from which rendezvous is forced (and below which it is not used), like UCX_RNDV_THRESH. */
     public static final Entry RNDV_THRESH = define("RNDV_THRESH", "auto",
             "Force rendezvous from this message size on: auto (the cost model's crossover) or a size");
+    /** Which protocols may be selected, like UCX_PROTOS: names or globs, comma-separated; '^' excludes them. */
+    public static final Entry PROTOS = define("PROTOS", "all",
+            "Protocols that may be selected: all, a comma list of names/globs (egr/*,tag/rndv), or ^list to exclude");
     /** Progress mode of workers created by nucx: spin (busy-poll) or block. */
     public static final Entry BUSY_POLL = define("BUSY_POLL", "n",
             "Busy-poll the worker's event loop (y) or block until woken (n)");

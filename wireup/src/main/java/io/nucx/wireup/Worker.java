@@ -11,6 +11,7 @@ import io.netty.util.concurrent.PromiseCombiner;
 import io.nucx.protocol.EndpointConfig;
 import io.nucx.protocol.ProtocolCounters;
 import io.nucx.protocol.select.ProtoCandidate;
+import io.nucx.protocol.select.ProtoTable;
 import io.nucx.protocol.select.SelectionCache;
 import io.nucx.protocol.select.SelectionKey;
 import io.nucx.protocol.AmIds;
@@ -67,6 +68,7 @@ public final class Worker {
     private final long rndvThresh;
     private final boolean protoInfo;
     private final RndvSends rndvSends = new RndvSends();
+    private final List<Protocol> protocols;
     private final RndvReceiver rndvReceiver;
     private final java.util.Deque<Throwable> laneFailures = new java.util.concurrent.ConcurrentLinkedDeque<>();
     private final Promise<Void> closeFuture;
@@ -86,6 +88,7 @@ public final class Worker {
         this.bcopyThresh = config.memunitsOrAuto(NucxConfig.BCOPY_THRESH, 0, Long.MAX_VALUE - 1);
         this.rndvThresh = config.memunitsOrAuto(NucxConfig.RNDV_THRESH, 0, Long.MAX_VALUE - 1);
         this.protoInfo = config.bool(NucxConfig.PROTO_INFO);
+        this.protocols = enabledProtocols(config);
         this.matcher = new TagMatcher(loop, io.netty.buffer.ByteBufAllocator.DEFAULT,
                 config.memunits(NucxConfig.MAX_MSG_SIZE), (ep, tag) -> ((Endpoint) ep).deliversToPipeline(tag),
                 new RndvControl() {
@@ -164,6 +167,37 @@ public final class Worker {
     static final List<Protocol> REGISTRY = List.of(EagerProtocols.SHORT, EagerProtocols.SINGLE_BCOPY,
             EagerProtocols.MULTI_BCOPY, RndvProtocols.TAG_RNDV);
 
+    /**
+     * {@link #REGISTRY} filtered by NUCX_PROTOS: "all", names or globs ({@code egr/*}), or {@code ^...} to exclude.
+     * A name that matches no protocol is refused, naming the setting.
+     */
+    static List<Protocol> enabledProtocols(NucxConfig config) {
+        String spec = config.string(NucxConfig.PROTOS);
+        if (spec.equals("all")) {
+            return REGISTRY;
+        }
+        boolean exclude = spec.startsWith("^");
+        List<java.util.regex.Pattern> patterns = new ArrayList<>();
+        for (String part : (exclude ? spec.substring(1) : spec).split(",")) {
+            String glob = part.trim();
+            java.util.regex.Pattern re = java.util.regex.Pattern.compile(
+                    java.util.regex.Pattern.quote(glob).replace("*", "\\E.*\\Q"));
+            if (REGISTRY.stream().noneMatch(p -> re.matcher(p.name()).matches())) {
+                throw config.invalid(NucxConfig.PROTOS, "'" + glob + "' matches no protocol; known: "
+                        + REGISTRY.stream().map(Protocol::name).toList());
+            }
+            patterns.add(re);
+        }
+        List<Protocol> out = new ArrayList<>();
+        for (Protocol p : REGISTRY) {
+            boolean listed = patterns.stream().anyMatch(re -> re.matcher(p.name()).matches());
+            if (listed != exclude) {
+                out.add(p);
+            }
+        }
+        return List.copyOf(out);
+    }
+
     private record CacheKey(EndpointConfig config, SelectionKey.Locality locality) {
     }
 
@@ -173,23 +207,29 @@ public final class Worker {
      */
     SelectionCache selectionCache(EndpointConfig config, SelectionKey.Locality locality) {
         return selectionCaches.computeIfAbsent(new CacheKey(config, locality), k -> new SelectionCache(
-                REGISTRY, config, locality, bcopyThresh < 0 ? ProtoCandidate.AUTO : bcopyThresh,
+                protocols, config, locality, bcopyThresh < 0 ? ProtoCandidate.AUTO : bcopyThresh,
                 rndvThresh < 0 ? ProtoCandidate.AUTO : rndvThresh, protoInfo ? table -> System.out.print(table) : null));
     }
 
     /**
-     * The protocol tables an endpoint to {@code remote} would use, as NUCX_PROTO_INFO prints them, without connecting
-     * or sending anything: the lanes are chosen from the two addresses, the tables built from the lanes.
+     * The protocol table an endpoint to {@code remote} would use for tagged sends from {@code memory}, without
+     * connecting or sending anything: the lanes are chosen from the two addresses, the table built from the lanes.
      */
-    public String protocolInfo(WorkerAddress remote) throws Exception {
+    public ProtoTable protocolTable(WorkerAddress remote, SelectionKey.MemoryType memory) throws Exception {
         LaneSelector.Lane lane = LaneSelector.selectAmLane(ifaces, address, remote);
         SelectionCache cache = selectionCache(lane.endpointConfig(), lane.locality());
+        long key = SelectionKey.pack(SelectionKey.Operation.TAG_SEND, 0, SelectionKey.DatatypeClass.CONTIG, memory,
+                lane.locality());
+        return loop.submit(() -> cache.table(key)).get();
+    }
+
+    /** {@link #protocolTable} for heap and direct memory, as NUCX_PROTO_INFO prints them. */
+    public String protocolInfo(WorkerAddress remote) throws Exception {
         StringBuilder out = new StringBuilder();
         for (SelectionKey.MemoryType mem : new SelectionKey.MemoryType[] {SelectionKey.MemoryType.HEAP,
                 SelectionKey.MemoryType.DIRECT}) {
-            long key = SelectionKey.pack(SelectionKey.Operation.TAG_SEND, 0, SelectionKey.DatatypeClass.CONTIG, mem,
-                    lane.locality());
-            out.append(loop.submit(() -> cache.table(key).format(lane.name())).get());
+            ProtoTable t = protocolTable(remote, mem);
+            out.append(t.format(t.entries().isEmpty() ? "" : t.entries().get(0).candidate().config()));
         }
         return out.toString();
     }

@@ -134,4 +134,35 @@ class BootstrapTest {
             }
         }
     }
+
+    @Test
+    void protosThatNameNoProtocolStopStartUpNamingTheSetting() {
+        NucxConfigException e = assertThrows(NucxConfigException.class,
+                () -> new NucxBootstrap().config("TLS", "self").config("PROTOS", "egr/*,rndv/nope").start());
+        assertTrue(e.getMessage().contains("PROTOS") && e.getMessage().contains("rndv/nope"), e.getMessage());
+    }
+
+    @Test
+    void protosRestrictWhatTheTablesMayChoose() throws Exception {
+        List<Worker> workers = new ArrayList<>();
+        try {
+            Worker a = new NucxBootstrap().name("a").config("TLS", "self").config("PROTOS", "^tag/rndv").start();
+            workers.add(a);
+            Worker b = new NucxBootstrap().name("b").config("TLS", "self").config("PROTOS", "egr/short").start();
+            workers.add(b);
+            String noRndv = a.protocolInfo(b.address());
+            assertTrue(noRndv.contains("multi-frag eager") && !noRndv.contains("rendezvous"), noRndv);
+            String onlyShort = b.protocolInfo(a.address());
+            assertTrue(onlyShort.contains("eager short") && !onlyShort.contains("copy-in"), onlyShort);
+            // a message no enabled protocol can carry fails its send, saying why
+            Endpoint ep = b.connect(a.address());
+            var f = ep.tagSend(1, Unpooled.wrappedBuffer(new byte[100_000])).await();
+            assertTrue(f.cause() != null && f.cause().getMessage().contains("no protocol sends a 100000-byte"),
+                    String.valueOf(f.cause()));
+        } finally {
+            for (Worker w : workers) {
+                w.close().get(10, TimeUnit.SECONDS);
+            }
+        }
+    }
 }

@@ -120,7 +120,7 @@ public final class ProtoSelector {
                 }
             }
             if (end == ProtoPerf.MAX_SIZE) {
-                return new ProtoTable(key, out);
+                return new ProtoTable(key, out, candidates);
             }
             size = end + 1;
         }

@@ -16,10 +16,17 @@ public final class ProtoTable {
 
     private final long key;
     private final Entry[] entries;
+    private final List<ProtoCandidate> candidates;
 
-    ProtoTable(long key, List<Entry> entries) {
+    ProtoTable(long key, List<Entry> entries, List<ProtoCandidate> candidates) {
         this.key = key;
         this.entries = entries.toArray(new Entry[0]);
+        this.candidates = List.copyOf(candidates);
+    }
+
+    /** Every probed candidate, chosen or not, in registration order (for plots and explanations). */
+    public List<ProtoCandidate> candidates() {
+        return candidates;
     }
 
     public long key() {
