@@ -12,8 +12,8 @@ import java.util.concurrent.TimeUnit;
 
 /**
  * The other process of the multi-process tests. Starts a worker (transports and engine from NUCX_* in its
- * environment), prints {@code ADDRESS <hex>}, receives {@code count} messages with any tag (all of one size if a
- * second argument gives it), checks each one against {@link MessagePlan} and that they came in send order, then answers on the endpoint the worker created for the
+ * environment), prints {@code ADDRESS <hex>}, receives {@code count} messages with any tag (sizes from a
+ * comma-separated second argument, in turn, if given), checks each one against {@link MessagePlan} and that they came in send order, then answers on the endpoint the worker created for the
  * sender with a report (tag {@link #REPORT_TAG}): "OK <count> <bytes>" or the first error. Exits 3 on a leak.
  */
 public final class TagPeer {
@@ -23,7 +23,9 @@ public final class TagPeer {
     public static void main(String[] args) throws Exception {
         LeakRecorder.install();
         int count = Integer.parseInt(args[0]);
-        int fixedSize = args.length > 1 ? Integer.parseInt(args[1]) : -1; // every message this size, if given
+        // Message i has size sizes[i % n] if sizes are given (comma-separated), else MessagePlan's size.
+        int[] sizes = args.length > 1 ? java.util.Arrays.stream(args[1].split(",")).mapToInt(Integer::parseInt)
+                .toArray() : null;
         Worker worker = new NucxBootstrap().name("peer").start();
         System.out.println("ADDRESS " + worker.address().toHex());
         System.out.flush();
@@ -37,8 +39,8 @@ public final class TagPeer {
                     if (m.tag() != i) {
                         report = "message " + i + " arrived with tag " + m.tag() + " (out of order)";
                     } else {
-                        report = fixedSize < 0 ? MessagePlan.check(i, m.content())
-                                : MessagePlan.check(i, fixedSize, m.content());
+                        report = sizes == null ? MessagePlan.check(i, m.content())
+                                : MessagePlan.check(i, sizes[i % sizes.length], m.content());
                         bytes += m.content().readableBytes();
                     }
                 } finally {

@@ -1,5 +1,7 @@
 package io.nucx.it;
 
+import io.nucx.protocol.select.ProtoTable;
+import io.nucx.protocol.select.SelectionKey;
 import io.nucx.protocol.tag.EagerTagSendHandler;
 import io.nucx.protocol.tag.TagMessage;
 import io.nucx.wireup.Endpoint;
@@ -50,6 +52,40 @@ class TwoProcessRendezvousTest {
                 worker.close().get(10, TimeUnit.SECONDS);
             }
             assertEquals(0, peer.waitFor(60), () -> "peer exit code; stderr:\n" + peer.stderr());
+        }
+    }
+
+    /** Both sides of the cost model's eager/rendezvous crossover, read from the sender's own table. */
+    @Test
+    void theSizesEitherSideOfTheComputedThresholdTakeEagerAndRendezvous() throws Exception {
+        Worker worker = new NucxBootstrap().name("sender").config("TLS", "tcp").start();
+        try {
+            // The peer runs the same tcp iface on this host, so its table equals the one to our own address.
+            ProtoTable t = worker.protocolTable(worker.address(), SelectionKey.MemoryType.HEAP);
+            long threshold = t.entries().stream().filter(e -> e.candidate().protocol().name().equals("tag/rndv"))
+                    .findFirst().orElseThrow().start();
+            assertTrue(threshold > 65536 && threshold < (256 << 20), "threshold " + threshold);
+            String sizesArg = (threshold - 1) + "," + threshold;
+            try (PeerProcess peer = PeerProcess.start(TagPeer.class, Map.of("NUCX_TLS", "tcp"), "2", sizesArg)) {
+                WorkerAddress peerAddress = WorkerAddress.fromHex(peer.awaitLine("ADDRESS"));
+                var report = worker.tagRecv(TagPeer.REPORT_TAG, -1L);
+                Endpoint ep = worker.connect(peerAddress);
+                assertTrue(ep.tagSend(0, MessagePlan.content(0, (int) threshold - 1)).await(60, TimeUnit.SECONDS));
+                assertTrue(ep.tagSend(1, MessagePlan.content(1, (int) threshold)).await(60, TimeUnit.SECONDS));
+                TagMessage m = report.get(60, TimeUnit.SECONDS);
+                String text;
+                try {
+                    text = m.content().toString(StandardCharsets.UTF_8);
+                } finally {
+                    m.release();
+                }
+                assertEquals("OK 2 " + (2 * threshold - 1), text, () -> "peer: " + text + "\n" + peer.stderr());
+                assertEquals(1, worker.counters().count(EagerTagSendHandler.EGR_MULTI_BCOPY), "threshold - 1: eager");
+                assertEquals(1, worker.counters().count(EagerTagSendHandler.TAG_RNDV), "threshold: rendezvous");
+                assertEquals(0, peer.waitFor(60), () -> "peer exit code; stderr:\n" + peer.stderr());
+            }
+        } finally {
+            worker.close().get(10, TimeUnit.SECONDS);
         }
     }
 }

@@ -1,6 +1,7 @@
 package io.nucx.it;
 
 import io.netty.channel.ChannelFuture;
+import io.nucx.protocol.tag.EagerTagSendHandler;
 import io.nucx.protocol.tag.TagMessage;
 import io.nucx.wireup.Endpoint;
 import io.nucx.wireup.NucxBootstrap;
@@ -68,6 +69,10 @@ class TwoProcessTagTest {
                     m.release();
                 }
                 assertTrue(text.startsWith("OK " + COUNT + " "), () -> "peer reports: " + text + "\n" + peer.stderr());
+                for (String protocol : new String[] {EagerTagSendHandler.EGR_SHORT,
+                        EagerTagSendHandler.EGR_SINGLE_BCOPY, EagerTagSendHandler.EGR_MULTI_BCOPY}) {
+                    assertTrue(worker.counters().count(protocol) > 0, protocol + " carried none of the sizes");
+                }
             } finally {
                 worker.close().get(10, TimeUnit.SECONDS);
             }
