@@ -13,6 +13,12 @@ public final class AmIds {
     public static final int EAGER_FIRST = 3;
     /** Later fragment: {@code message id:u64, offset:u64} + payload. */
     public static final int EAGER_MIDDLE = 4;
+    /** A whole synchronous message: {@code tag:u64, sender request id:u64} + payload. */
+    public static final int EAGER_SYNC_ONLY = 6;
+    /** First fragment of a synchronous message: {@code tag, total length, message id, sender request id} (u64). */
+    public static final int EAGER_SYNC_FIRST = 7;
+    /** The receiver matched a synchronous message: {@code sender request id:u64, status:i8}. */
+    public static final int EAGER_SYNC_ACK = 8;
     /** Rendezvous request to send: {@code tag:u64, sender request id:u64, size:u64}. */
     public static final int RNDV_RTS = 9;
     /** Rendezvous acknowledgement to the sender: {@code sender request id:u64, status:i8}. */
@@ -32,6 +38,9 @@ public final class AmIds {
             case EAGER_ONLY -> "EAGER_ONLY";
             case EAGER_FIRST -> "EAGER_FIRST";
             case EAGER_MIDDLE -> "EAGER_MIDDLE";
+            case EAGER_SYNC_ONLY -> "EAGER_SYNC_ONLY";
+            case EAGER_SYNC_FIRST -> "EAGER_SYNC_FIRST";
+            case EAGER_SYNC_ACK -> "EAGER_SYNC_ACK";
             case RNDV_RTS -> "RNDV_RTS";
             case RNDV_ATS -> "RNDV_ATS";
             case RNDV_RTR -> "RNDV_RTR";

@@ -79,7 +79,7 @@ public final class Endpoint extends AbstractChannel {
         }
         p.addLast(TAG_RNDV, new RndvTagSendHandler(endpointConfig, worker.rndvSends()));
         p.addLast(TAG_EAGER, new EagerTagSendHandler(worker.selectionCache(endpointConfig, lane.locality()),
-                worker::nextMessageId, config::sendTag, worker.counters()));
+                worker::nextMessageId, config::sendTag, worker.counters(), worker.syncSends()));
         ChannelHandler init = worker.endpointInitializer();
         if (init != null) {
             p.addLast(init);
@@ -128,7 +128,8 @@ public final class Endpoint extends AbstractChannel {
 
     /**
      * Sends a tagged message whose future completes only once the receiver has matched it (and the data has gone),
-     * like {@code ucp_tag_send_sync_nbx}; it goes by rendezvous whatever its size.
+     * like {@code ucp_tag_send_sync_nbx}: eager with an acknowledgement ({@code egrsnc/*}) or rendezvous, as the
+     * protocol table says.
      */
     public ChannelFuture tagSendSync(long tag, ByteBuf data) {
         return writeAndFlush(new TagMessage(tag, data, true));
@@ -191,6 +192,7 @@ public final class Endpoint extends AbstractChannel {
         Throwable why = cause != null ? cause : new ClosedChannelException();
         worker.matcher().onSourceClosed(this, why);
         worker.rndvSends().onEndpointClosed(this, why);
+        worker.syncSends().onEndpointClosed(this, why);
         if (stub != null && cause != null) {
             stub.fail(cause);
         }

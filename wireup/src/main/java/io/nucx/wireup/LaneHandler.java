@@ -45,7 +45,8 @@ final class LaneHandler extends ChannelInboundHandlerAdapter {
                     frame.release();
                 }
             }
-            case AmIds.EAGER_ONLY, AmIds.EAGER_FIRST, AmIds.EAGER_MIDDLE -> {
+            case AmIds.EAGER_ONLY, AmIds.EAGER_FIRST, AmIds.EAGER_MIDDLE, AmIds.EAGER_SYNC_ONLY, AmIds.EAGER_SYNC_FIRST,
+                 AmIds.EAGER_SYNC_ACK -> {
                 if (endpoint == null) {
                     frame.release();
                     throw new ProtocolException(AmIds.name(frame.amId()) + " before the wireup REQUEST");

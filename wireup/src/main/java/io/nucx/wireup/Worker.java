@@ -16,8 +16,10 @@ import io.nucx.protocol.select.SelectionCache;
 import io.nucx.protocol.select.SelectionKey;
 import io.nucx.protocol.AmIds;
 import io.nucx.protocol.select.Protocol;
+import io.nucx.protocol.tag.EagerHeaders;
 import io.nucx.protocol.tag.EagerProtocols;
-import io.nucx.protocol.tag.RndvControl;
+import io.nucx.protocol.tag.SyncSends;
+import io.nucx.protocol.tag.TagReplies;
 import io.nucx.protocol.tag.RndvHeaders;
 import io.nucx.protocol.tag.RndvProtocols;
 import io.nucx.protocol.tag.RndvReceiver;
@@ -68,6 +70,7 @@ public final class Worker {
     private final long rndvThresh;
     private final boolean protoInfo;
     private final RndvSends rndvSends = new RndvSends();
+    private final SyncSends syncSends = new SyncSends();
     private final List<Protocol> protocols;
     private final RndvReceiver rndvReceiver;
     private final java.util.Deque<Throwable> laneFailures = new java.util.concurrent.ConcurrentLinkedDeque<>();
@@ -91,11 +94,18 @@ public final class Worker {
         this.protocols = enabledProtocols(config);
         this.matcher = new TagMatcher(loop, io.netty.buffer.ByteBufAllocator.DEFAULT,
                 config.memunits(NucxConfig.MAX_MSG_SIZE), (ep, tag) -> ((Endpoint) ep).deliversToPipeline(tag),
-                new RndvControl() {
+                new TagReplies() {
                     @Override
                     public void sendRtr(Channel ep, long senderReqId, long receiverReqId, long size) {
                         ((Endpoint) ep).sendControl(AmFrame.of(AmIds.RNDV_RTR, ep.alloc().buffer(RndvHeaders.RTR_LENGTH)
                                 .writeLongLE(senderReqId).writeLongLE(receiverReqId).writeLongLE(size)));
+                    }
+
+                    @Override
+                    public void sendSyncAck(Channel ep, long senderReqId, int status) {
+                        ((Endpoint) ep).sendControl(AmFrame.of(AmIds.EAGER_SYNC_ACK,
+                                ep.alloc().buffer(EagerHeaders.SYNC_ACK_LENGTH).writeLongLE(senderReqId)
+                                        .writeByte(status)));
                     }
 
                     @Override
@@ -104,7 +114,7 @@ public final class Worker {
                                 .writeLongLE(senderReqId).writeByte(status)));
                     }
                 });
-        this.eagerReceiver = new EagerTagReceiver(matcher);
+        this.eagerReceiver = new EagerTagReceiver(matcher, syncSends);
         this.rndvReceiver = new RndvReceiver(matcher, rndvSends);
         List<WorkerAddress.Entry> entries = new ArrayList<>();
         try {
@@ -165,7 +175,8 @@ public final class Worker {
 
     /** Every tag protocol this worker runs, in registration (tie-break) order. */
     static final List<Protocol> REGISTRY = List.of(EagerProtocols.SHORT, EagerProtocols.SINGLE_BCOPY,
-            EagerProtocols.MULTI_BCOPY, RndvProtocols.TAG_RNDV);
+            EagerProtocols.MULTI_BCOPY, EagerProtocols.SYNC_SINGLE_BCOPY, EagerProtocols.SYNC_MULTI_BCOPY,
+            RndvProtocols.TAG_RNDV);
 
     /**
      * {@link #REGISTRY} filtered by NUCX_PROTOS: "all", names or globs ({@code egr/*}), or {@code ^...} to exclude.
@@ -252,6 +263,10 @@ public final class Worker {
 
     RndvSends rndvSends() {
         return rndvSends;
+    }
+
+    SyncSends syncSends() {
+        return syncSends;
     }
 
     long nextMessageId() {
@@ -368,6 +383,7 @@ public final class Worker {
         done.addListener(f -> {
             matcher.close(new ClosedChannelException());
             rndvSends.close(new ClosedChannelException());
+            syncSends.close(new ClosedChannelException());
             if (ownedGroup != null) {
                 ownedGroup.shutdownGracefully(0, 2, java.util.concurrent.TimeUnit.SECONDS)
                         .addListener(g -> closeFuture.trySuccess(null));

@@ -183,22 +183,4 @@ class RendezvousTest {
         assertEquals(0, a.endpoints().size() + b.endpoints().size(), "nothing was connected");
     }
 
-    @ParameterizedTest(name = "{0}")
-    @ValueSource(strings = {"tcp", "self"})
-    void aSyncSendCompletesOnlyOnceTheReceiverMatchedIt(String tls) throws Exception {
-        Worker a = start("a", tls, "auto");
-        Worker b = start("b", tls, "auto");
-        Endpoint ep = a.connect(b.address());
-        ChannelFuture sync = ep.tagSendSync(5, pattern(5, 8));
-        awaitUnexpected(b);
-        assertFalse(sync.isDone(), "not matched yet: the sync send must still be pending");
-        TagMessage m = b.tagRecv(5, -1L).get(30, TimeUnit.SECONDS);
-        try {
-            assertPattern(5, 8, m.content());
-        } finally {
-            m.release();
-        }
-        assertTrue(sync.await(10, TimeUnit.SECONDS) && sync.isSuccess(), () -> "sync send: " + sync.cause());
-        assertEquals(1, a.counters().count(EagerTagSendHandler.TAG_RNDV), "a sync send of 8 B goes by rendezvous");
-    }
 }

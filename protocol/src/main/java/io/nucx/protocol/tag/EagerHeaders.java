@@ -14,12 +14,20 @@ package io.nucx.protocol.tag;
  * EAGER_MIDDLE  +----------------+----------------+
  *               | message id:u64 |   offset:u64   |  + payload bytes at offset
  *               +----------------+----------------+
+ * EAGER_SYNC_ONLY / EAGER_SYNC_FIRST: the ONLY / FIRST header followed by {@code sender request id:u64}; the
+ * receiver answers EAGER_SYNC_ACK {@code sender request id:u64, status:i8} when a receive has matched it.
  * </pre>
  */
 public final class EagerHeaders {
     public static final int ONLY_LENGTH = 8;
     public static final int FIRST_LENGTH = 24;
     public static final int MIDDLE_LENGTH = 16;
+    /** EAGER_SYNC_ONLY: the EAGER_ONLY header plus the sender's request id. */
+    public static final int SYNC_ONLY_LENGTH = 16;
+    /** EAGER_SYNC_FIRST: the EAGER_FIRST header plus the sender's request id. */
+    public static final int SYNC_FIRST_LENGTH = 32;
+    /** EAGER_SYNC_ACK: sender request id, status. */
+    public static final int SYNC_ACK_LENGTH = 9;
 
     public static final int TAG_OFFSET = 0;
     public static final int FIRST_TOTAL_OFFSET = 8;

@@ -33,10 +33,24 @@ public final class EagerProtocols {
     public static final Protocol MULTI_BCOPY = new Eager(EagerTagSendHandler.EGR_MULTI_BCOPY,
             "multi-frag eager copy-in copy-out", Kind.MULTI);
 
-    /** Registration order: ties go to the earlier. */
-    public static final List<Protocol> ALL = List.of(SHORT, SINGLE_BCOPY, MULTI_BCOPY);
+    /** {@code egrsnc/single/bcopy}: one frame; the send completes when the receiver acknowledges the match. */
+    public static final Protocol SYNC_SINGLE_BCOPY = new Eager("egrsnc/single/bcopy",
+            "eager synchronous copy-in copy-out", Kind.SYNC_SINGLE);
+    /** {@code egrsnc/multi/bcopy}: fragments; completes when the receiver acknowledges the match. */
+    public static final Protocol SYNC_MULTI_BCOPY = new Eager("egrsnc/multi/bcopy",
+            "multi-frag eager synchronous copy-in copy-out", Kind.SYNC_MULTI);
 
-    private enum Kind { SHORT, SINGLE, MULTI }
+    /** Registration order: ties go to the earlier. */
+    public static final List<Protocol> ALL = List.of(SHORT, SINGLE_BCOPY, MULTI_BCOPY, SYNC_SINGLE_BCOPY,
+            SYNC_MULTI_BCOPY);
+
+    private enum Kind {
+        SHORT, SINGLE, MULTI, SYNC_SINGLE, SYNC_MULTI;
+
+        boolean sync() {
+            return this == SYNC_SINGLE || this == SYNC_MULTI;
+        }
+    }
 
     private EagerProtocols() {
     }
@@ -45,7 +59,9 @@ public final class EagerProtocols {
         @Override
         public void probe(ProbeParams params, Consumer<ProtoCandidate> out) {
             long key = params.key();
-            if (SelectionKey.operation(key) != SelectionKey.Operation.TAG_SEND
+            SelectionKey.Operation op = kind.sync() ? SelectionKey.Operation.TAG_SEND_SYNC
+                    : SelectionKey.Operation.TAG_SEND;
+            if (SelectionKey.operation(key) != op
                     || SelectionKey.datatype(key) == SelectionKey.DatatypeClass.GENERIC) {
                 return;
             }
@@ -64,9 +80,10 @@ public final class EagerProtocols {
                     }
                     single(perf, max, ovh, copy, wire, lane.latencySeconds(), 0);
                 }
-                case SINGLE -> single(perf, lane.maxBcopy() - EagerHeaders.ONLY_LENGTH, ovh, copy, wire,
+                case SINGLE, SYNC_SINGLE -> single(perf, lane.maxBcopy() - (kind.sync()
+                                ? EagerHeaders.SYNC_ONLY_LENGTH : EagerHeaders.ONLY_LENGTH), ovh, copy, wire,
                         lane.latencySeconds(), REQUEST_OVERHEAD);
-                case MULTI -> {
+                case MULTI, SYNC_MULTI -> {
                     // Per-fragment costs are amortised into the slope (UCX's pipeline extrapolation).
                     double frag = lane.maxBcopy() - EagerHeaders.MIDDLE_LENGTH;
                     long max = ProtoPerf.MAX_SIZE;
@@ -77,6 +94,14 @@ public final class EagerProtocols {
                     perf.add(0, max, PerfFactor.LATENCY, LinearFunc.constant(lane.latencySeconds()));
                 }
                 default -> throw new IllegalStateException(kind.toString());
+            }
+            if (kind.sync()) {
+                // The acknowledgement: the receiver sends it, we receive it, and it crosses the wire once.
+                List<ProtoPerf.Segment> segs = perf.segments();
+                long end = segs.get(segs.size() - 1).end();
+                perf.add(0, end, PerfFactor.REMOTE_CPU, LinearFunc.constant(ovh));
+                perf.add(0, end, PerfFactor.LOCAL_CPU, LinearFunc.constant(ovh));
+                perf.add(0, end, PerfFactor.LATENCY, LinearFunc.constant(lane.latencySeconds()));
             }
             out.accept(new ProtoCandidate(this, thresh, priority, perf, params.endpoint().amLane()));
         }

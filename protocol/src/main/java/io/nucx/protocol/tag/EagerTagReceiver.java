@@ -13,9 +13,16 @@ import io.nucx.transport.AmFrame;
 public final class EagerTagReceiver {
 
     private final TagMatcher matcher;
+    private final SyncSends syncSends;
 
     public EagerTagReceiver(TagMatcher matcher) {
+        this(matcher, null);
+    }
+
+    /** @param syncSends where EAGER_SYNC_ACKs for this worker's synchronous sends go; null if it sends none */
+    public EagerTagReceiver(TagMatcher matcher, SyncSends syncSends) {
         this.matcher = matcher;
+        this.syncSends = syncSends;
     }
 
     /** Handles one eager frame that arrived for the endpoint {@code source}; releases the frame. */
@@ -34,6 +41,26 @@ public final class EagerTagReceiver {
                             h.getLongLE(at + EagerHeaders.FIRST_TOTAL_OFFSET),
                             h.getLongLE(at + EagerHeaders.FIRST_MSG_ID_OFFSET), frame.payload().retain());
                 }
+                case AmIds.EAGER_SYNC_ONLY -> {
+                    check(frame, EagerHeaders.SYNC_ONLY_LENGTH);
+                    long reqId = nonNegative(frame, h.getLongLE(at + EagerHeaders.ONLY_LENGTH));
+                    matcher.onEagerOnly(source, h.getLongLE(at + EagerHeaders.TAG_OFFSET), reqId,
+                            frame.payload().retain());
+                }
+                case AmIds.EAGER_SYNC_FIRST -> {
+                    check(frame, EagerHeaders.SYNC_FIRST_LENGTH);
+                    long reqId = nonNegative(frame, h.getLongLE(at + EagerHeaders.FIRST_LENGTH));
+                    matcher.onEagerFirst(source, h.getLongLE(at + EagerHeaders.TAG_OFFSET),
+                            h.getLongLE(at + EagerHeaders.FIRST_TOTAL_OFFSET),
+                            h.getLongLE(at + EagerHeaders.FIRST_MSG_ID_OFFSET), reqId, frame.payload().retain());
+                }
+                case AmIds.EAGER_SYNC_ACK -> {
+                    check(frame, EagerHeaders.SYNC_ACK_LENGTH);
+                    if (syncSends == null) {
+                        throw new ProtocolException("EAGER_SYNC_ACK, but this worker sends no synchronous messages");
+                    }
+                    syncSends.onAck(source, h.getLongLE(at), h.getByte(at + 8));
+                }
                 case AmIds.EAGER_MIDDLE -> {
                     check(frame, EagerHeaders.MIDDLE_LENGTH);
                     matcher.onEagerMiddle(source, h.getLongLE(at + EagerHeaders.MIDDLE_MSG_ID_OFFSET),
@@ -44,6 +71,13 @@ public final class EagerTagReceiver {
         } finally {
             frame.release();
         }
+    }
+
+    private static long nonNegative(AmFrame frame, long reqId) {
+        if (reqId < 0) {
+            throw new ProtocolException(AmIds.name(frame.amId()) + " with request id " + reqId);
+        }
+        return reqId;
     }
 
     private static void check(AmFrame frame, int headerLength) {

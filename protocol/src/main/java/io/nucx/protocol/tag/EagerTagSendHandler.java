@@ -48,21 +48,26 @@ public final class EagerTagSendHandler extends ChannelOutboundHandlerAdapter {
     private final LongAdder singleCount;
     private final LongAdder multiCount;
     private final LongAdder rndvCount;
+    private final LongAdder syncSingleCount;
+    private final LongAdder syncMultiCount;
+    private final SyncSends syncSends;
 
     /** A handler selecting among {@link EagerProtocols#ALL} by cost alone, with a cache of its own. */
     public EagerTagSendHandler(EndpointConfig config, LongSupplier messageIds, LongSupplier defaultTag,
                                ProtocolCounters counters) {
         this(new SelectionCache(EagerProtocols.ALL, config, SelectionKey.Locality.INTER_NODE, ProtoCandidate.AUTO,
-                ProtoCandidate.AUTO, null), messageIds, defaultTag, counters);
+                ProtoCandidate.AUTO, null), messageIds, defaultTag, counters, new SyncSends());
     }
 
     /**
      * @param protocols  the protocol tables of the endpoint's configuration (shared with like endpoints)
      * @param messageIds the worker's message-id source (unique per sender)
      * @param defaultTag the tag of plain {@link ByteBuf} writes, read at each write
+     * @param syncSends  the worker's synchronous sends waiting for acknowledgement
      */
     public EagerTagSendHandler(SelectionCache protocols, LongSupplier messageIds, LongSupplier defaultTag,
-                               ProtocolCounters counters) {
+                               ProtocolCounters counters, SyncSends syncSends) {
+        this.syncSends = syncSends;
         EndpointConfig config = protocols.config();
         int maxBcopy = config.amLaneAttrs().maxBcopy();
         if (maxBcopy <= EagerHeaders.FIRST_LENGTH) {
@@ -86,6 +91,8 @@ public final class EagerTagSendHandler extends ChannelOutboundHandlerAdapter {
         this.singleCount = counters.counter(EGR_SINGLE_BCOPY);
         this.multiCount = counters.counter(EGR_MULTI_BCOPY);
         this.rndvCount = counters.counter(TAG_RNDV);
+        this.syncSingleCount = counters.counter(EagerProtocols.SYNC_SINGLE_BCOPY.name());
+        this.syncMultiCount = counters.counter(EagerProtocols.SYNC_MULTI_BCOPY.name());
     }
 
     @Override
@@ -116,6 +123,8 @@ public final class EagerTagSendHandler extends ChannelOutboundHandlerAdapter {
             } else if (p == EagerProtocols.MULTI_BCOPY) {
                 multiCount.increment();
                 writeFragments(ctx, tag, content, length, promise);
+            } else if (p == EagerProtocols.SYNC_SINGLE_BCOPY || p == EagerProtocols.SYNC_MULTI_BCOPY) {
+                writeSync(ctx, tag, content, length, p == EagerProtocols.SYNC_MULTI_BCOPY, promise);
             } else if (p == RndvProtocols.TAG_RNDV) {
                 rndvCount.increment();
                 ctx.write(new RndvSendRequest(tag, content.retain()), promise); // RndvTagSendHandler, below us
@@ -129,15 +138,50 @@ public final class EagerTagSendHandler extends ChannelOutboundHandlerAdapter {
         }
     }
 
+    /**
+     * A synchronous eager send: the frames carry the request id, the user's promise waits in {@link SyncSends} for
+     * EAGER_SYNC_ACK; if the data cannot be written the promise fails at once.
+     */
+    private void writeSync(ChannelHandlerContext ctx, long tag, ByteBuf content, int length, boolean multi,
+                           ChannelPromise promise) {
+        long id = syncSends.add(tag, length, ctx.channel(), promise);
+        ChannelPromise written = ctx.newPromise();
+        written.addListener(f -> {
+            if (!f.isSuccess()) {
+                syncSends.failed(id, f.cause());
+            }
+        });
+        if (multi) {
+            syncMultiCount.increment();
+            writeFragments(ctx, tag, content, length, id, written);
+        } else {
+            syncSingleCount.increment();
+            ByteBuf header = ctx.alloc().buffer(EagerHeaders.SYNC_ONLY_LENGTH).writeLongLE(tag).writeLongLE(id);
+            ctx.write(AmFrame.of(AmIds.EAGER_SYNC_ONLY, 0, header, content.retainedSlice()), written);
+        }
+    }
+
     private void writeFragments(ChannelHandlerContext ctx, long tag, ByteBuf content, int length,
+                                ChannelPromise promise) {
+        writeFragments(ctx, tag, content, length, -1, promise);
+    }
+
+    /** FIRST then MIDDLE frames; a synchronous send ({@code syncId >= 0}) starts with EAGER_SYNC_FIRST. */
+    private void writeFragments(ChannelHandlerContext ctx, long tag, ByteBuf content, int length, long syncId,
                                 ChannelPromise promise) {
         long msgId = messageIds.getAsLong();
         int start = content.readerIndex();
-        ByteBuf first = ctx.alloc().buffer(EagerHeaders.FIRST_LENGTH)
-                .writeLongLE(tag).writeLongLE(length).writeLongLE(msgId);
-        ctx.write(AmFrame.of(AmIds.EAGER_FIRST, 0, first, content.retainedSlice(start, firstPayload)),
-                ctx.voidPromise());
-        for (int offset = firstPayload; offset < length; offset += middlePayload) {
+        boolean sync = syncId >= 0;
+        int firstLength = sync ? EagerHeaders.SYNC_FIRST_LENGTH : EagerHeaders.FIRST_LENGTH;
+        int first0 = sync ? firstPayload - (EagerHeaders.SYNC_FIRST_LENGTH - EagerHeaders.FIRST_LENGTH) : firstPayload;
+        ByteBuf first = ctx.alloc().buffer(firstLength).writeLongLE(tag).writeLongLE(length).writeLongLE(msgId);
+        if (sync) {
+            first.writeLongLE(syncId);
+        }
+        first0 = Math.min(first0, length); // NUCX_PROTOS may leave this protocol for small messages too
+        ctx.write(AmFrame.of(sync ? AmIds.EAGER_SYNC_FIRST : AmIds.EAGER_FIRST, 0, first,
+                content.retainedSlice(start, first0)), first0 == length ? promise : ctx.voidPromise());
+        for (int offset = first0; offset < length; offset += middlePayload) {
             int n = Math.min(middlePayload, length - offset);
             ByteBuf header = ctx.alloc().buffer(EagerHeaders.MIDDLE_LENGTH).writeLongLE(msgId).writeLongLE(offset);
             boolean last = offset + n == length;

@@ -16,7 +16,7 @@ import java.util.function.Consumer;
  * receive overhead, UCX's 275 ns rts knob, one latency), the RTR answer (overheads, one latency), then the data as
  * multi-fragment active messages; the whole scaled by {@code 1 - RNDV_PERF_DIFF} (0.99) so that rendezvous wins
  * near-ties. The threshold is where this line crosses the eager lines, never a constant; {@code NUCX_RNDV_THRESH}
- * forces it (priority 60 beats the copy protocols' 20). Synchronous sends always take it: the sender learns of the
+ * forces it (priority 60 beats the copy protocols' 20). Synchronous sends may take it too: the sender learns of the
  * match from the RTR (or ATS), so its future completes only after the receiver matched.
  */
 public final class RndvProtocols {

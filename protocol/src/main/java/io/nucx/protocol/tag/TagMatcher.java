@@ -61,6 +61,9 @@ public final class TagMatcher {
         ByteBuf data;
         Reassembly reassembly;
         boolean consumed;
+        /** A synchronous eager message: the sender waits for an acknowledgement of the match. */
+        Channel syncSource;
+        long syncReqId;
         /** An RTS: the data is still at the sender. */
         Channel rtsSource;
         long rtsSenderReqId;
@@ -105,7 +108,7 @@ public final class TagMatcher {
     private final ArrayDeque<Unexpected> unexpectedAll = new ArrayDeque<>();
     private final Map<Long, Reassembly> reassemblies = new HashMap<>();
     private final Map<Long, Reassembly> rndvReceives = new HashMap<>();
-    private final RndvControl rndv;
+    private final TagReplies replies;
     private long nextSn;
     private long nextReceiverReqId = 1;
     private int expectedCount;
@@ -122,12 +125,12 @@ public final class TagMatcher {
     }
 
     /**
-     * @param rndv answers rendezvous requests (RTR / ATS); null when rendezvous is not in use (an RTS is then a
-     *             protocol error)
+     * @param rndv answers senders (RTR, ATS, sync acknowledgements); null when nothing may be answered (an RTS or
+     *             a synchronous message is then a protocol error)
      */
     public TagMatcher(EventExecutor loop, ByteBufAllocator alloc, long maxMessageSize,
-                      BiPredicate<Channel, Long> pipelineDelivery, RndvControl rndv) {
-        this.rndv = rndv;
+                      BiPredicate<Channel, Long> pipelineDelivery, TagReplies rndv) {
+        this.replies = rndv;
         this.loop = loop;
         this.alloc = alloc;
         this.maxMessageSize = maxMessageSize;
@@ -173,12 +176,17 @@ public final class TagMatcher {
             expectedCount++;
         } else if (u.rtsSource != null) {
             startRndvReceive(r, u.rtsSource, u.tag, u.rtsSize, u.rtsSenderReqId);
-        } else if (u.data != null) {
-            ByteBuf data = u.data;
-            u.data = null;
-            deliver(r, u.tag, data);
         } else {
-            u.reassembly.target = r; // still arriving: the receive completes with the last fragment
+            if (u.syncSource != null) {
+                acknowledge(u.syncSource, u.syncReqId, r, u.data != null ? u.data.readableBytes() : u.reassembly.total);
+            }
+            if (u.data != null) {
+                ByteBuf data = u.data;
+                u.data = null;
+                deliver(r, u.tag, data);
+            } else {
+                u.reassembly.target = r; // still arriving: the receive completes with the last fragment
+            }
         }
     }
 
@@ -272,20 +280,56 @@ public final class TagMatcher {
 
     /** A whole message arrived (EAGER_ONLY). Takes ownership of {@code payload}. */
     public void onEagerOnly(Channel source, long tag, ByteBuf payload) {
+        onEagerOnly(source, tag, -1, payload);
+    }
+
+    /**
+     * A whole message arrived (EAGER_ONLY, or EAGER_SYNC_ONLY when {@code syncReqId >= 0}: the sender is acknowledged
+     * when a receive matches it). Takes ownership of {@code payload}.
+     */
+    public void onEagerOnly(Channel source, long tag, long syncReqId, ByteBuf payload) {
         assert loop.inEventLoop();
         Receive r = takeExpected(tag);
         if (r != null) {
+            if (syncReqId >= 0) {
+                acknowledge(source, syncReqId, r, payload.readableBytes());
+            }
             deliver(r, tag, payload);
         } else if (pipelineDelivery.test(source, tag)) {
+            if (syncReqId >= 0) {
+                acknowledge(source, syncReqId, null, 0);
+            }
             source.pipeline().fireChannelRead(new TagMessage(tag, payload));
             source.pipeline().fireChannelReadComplete();
         } else {
-            addUnexpected(new Unexpected(tag)).data = payload;
+            Unexpected u = addUnexpected(new Unexpected(tag));
+            u.data = payload;
+            if (syncReqId >= 0) {
+                u.syncSource = source;
+                u.syncReqId = syncReqId;
+            }
         }
+    }
+
+    /** Tells a synchronous sender its message was matched by {@code r} (null: the pipeline took it). */
+    private void acknowledge(Channel source, long syncReqId, Receive r, long length) {
+        if (replies == null) {
+            throw new ProtocolException("synchronous message from " + source + ", but no replies can be sent here");
+        }
+        boolean truncated = r != null && r.into != null && length > r.into.writableBytes();
+        replies.sendSyncAck(source, syncReqId, truncated ? RndvHeaders.STATUS_TRUNCATED : RndvHeaders.STATUS_OK);
     }
 
     /** The first fragment of a message arrived (EAGER_FIRST). Takes ownership of {@code payload}. */
     public void onEagerFirst(Channel source, long tag, long total, long msgId, ByteBuf payload) {
+        onEagerFirst(source, tag, total, msgId, -1, payload);
+    }
+
+    /**
+     * The first fragment of a message arrived (EAGER_FIRST, or EAGER_SYNC_FIRST when {@code syncReqId >= 0}).
+     * Takes ownership of {@code payload}.
+     */
+    public void onEagerFirst(Channel source, long tag, long total, long msgId, long syncReqId, ByteBuf payload) {
         assert loop.inEventLoop();
         try {
             if (total > maxMessageSize || total < 0) {
@@ -303,6 +347,9 @@ public final class TagMatcher {
             Receive r = takeExpected(tag);
             if (r != null) {
                 ra.target = r;
+                if (syncReqId >= 0) {
+                    acknowledge(source, syncReqId, r, total);
+                }
                 if (r.into != null) {
                     if (total > r.into.writableBytes()) {
                         r.promise.tryFailure(new MessageTruncatedException(tag, total, r.into.writableBytes()));
@@ -314,10 +361,17 @@ public final class TagMatcher {
                 }
             } else if (pipelineDelivery.test(source, tag)) {
                 ra.target = source;
+                if (syncReqId >= 0) {
+                    acknowledge(source, syncReqId, null, 0);
+                }
             } else {
                 Unexpected u = addUnexpected(new Unexpected(tag));
                 u.reassembly = ra;
                 ra.target = u;
+                if (syncReqId >= 0) {
+                    u.syncSource = source;
+                    u.syncReqId = syncReqId;
+                }
             }
             if (ra.target != null && ra.buffer == null) {
                 ra.buffer = alloc.buffer((int) total);
@@ -392,7 +446,7 @@ public final class TagMatcher {
     /** A rendezvous request arrived (RNDV_RTS): match it now, or keep it unexpected until a receive wants it. */
     public void onRts(Channel source, long tag, long senderReqId, long size) {
         assert loop.inEventLoop();
-        if (rndv == null) {
+        if (replies == null) {
             throw new ProtocolException("rendezvous request from " + source + ", but rendezvous is not enabled here");
         }
         if (size > maxMessageSize || size < 0) {
@@ -416,7 +470,7 @@ public final class TagMatcher {
     private void startRndvReceive(Object target, Channel source, long tag, long size, long senderReqId) {
         if (target instanceof Receive r && r.into != null && size > r.into.writableBytes()) {
             r.promise.tryFailure(new MessageTruncatedException(tag, size, r.into.writableBytes()));
-            rndv.sendAts(source, senderReqId, RndvHeaders.STATUS_TRUNCATED);
+            replies.sendAts(source, senderReqId, RndvHeaders.STATUS_TRUNCATED);
             return;
         }
         Reassembly ra = new Reassembly(nextReceiverReqId++, tag, source, (int) size);
@@ -429,12 +483,12 @@ public final class TagMatcher {
         }
         if (size == 0) {
             complete(ra);
-            rndv.sendAts(source, senderReqId, RndvHeaders.STATUS_OK);
+            replies.sendAts(source, senderReqId, RndvHeaders.STATUS_OK);
             return;
         }
         ra.home = rndvReceives;
         rndvReceives.put(ra.msgId, ra);
-        rndv.sendRtr(source, senderReqId, ra.msgId, size);
+        replies.sendRtr(source, senderReqId, ra.msgId, size);
     }
 
     /** Rendezvous data arrived (RNDV_DATA). Takes ownership of {@code payload}. */

@@ -1,0 +1,115 @@
+package io.nucx.wireup;
+
+import io.netty.buffer.ByteBuf;
+import io.netty.buffer.Unpooled;
+import io.netty.channel.ChannelFuture;
+import io.netty.util.concurrent.Future;
+import io.nucx.protocol.tag.EagerProtocols;
+import io.nucx.protocol.tag.EagerTagSendHandler;
+import io.nucx.protocol.tag.MessageTruncatedException;
+import io.nucx.protocol.tag.TagMessage;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.CsvSource;
+import org.junit.jupiter.params.provider.ValueSource;
+
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeUnit;
+
+import static io.nucx.wireup.InProcessTagExchangeTest.assertPattern;
+import static io.nucx.wireup.InProcessTagExchangeTest.pattern;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertInstanceOf;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/** tagSendSync: completes only once the receiver matched the message, by whichever protocol the table chose. */
+@Timeout(120)
+class SyncSendTest {
+
+    private final List<Worker> workers = new ArrayList<>();
+
+    private Worker start(String name, String tls) throws Exception {
+        Worker w = new NucxBootstrap().name(name).config("TLS", tls).start();
+        workers.add(w);
+        return w;
+    }
+
+    @AfterEach
+    void closeAll() throws Exception {
+        for (Worker w : workers) {
+            w.close().get(10, TimeUnit.SECONDS);
+        }
+    }
+
+    private static void awaitUnexpected(Worker w) throws Exception {
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+        while (w.eventLoop().submit(w::unexpectedCount).get() == 0) {
+            assertTrue(System.nanoTime() < deadline, "the message never arrived");
+            Thread.sleep(5);
+        }
+    }
+
+    /** Sizes on both sides of the sync single / multi boundary and, on self, past the rendezvous threshold. */
+    @ParameterizedTest(name = "{0} {1} B")
+    @CsvSource({
+            "tcp, 8, egrsnc/single/bcopy",
+            "tcp, 65520, egrsnc/single/bcopy",
+            "tcp, 65521, egrsnc/multi/bcopy",
+            "tcp, 1000000, egrsnc/multi/bcopy",
+            "self, 8, egrsnc/single/bcopy",
+            "self, 200000, tag/rndv"})
+    void aSyncSendCompletesOnlyOnceTheReceiverMatchedIt(String tls, int size, String protocol) throws Exception {
+        Worker a = start("a", tls);
+        Worker b = start("b", tls);
+        Endpoint ep = a.connect(b.address());
+        ChannelFuture sync = ep.tagSendSync(5, pattern(5, size));
+        awaitUnexpected(b);
+        Thread.sleep(50); // give a wrong early completion the time to show
+        assertFalse(sync.isDone(), "not matched yet: the sync send must still be pending");
+        TagMessage m = b.tagRecv(5, -1L).get(30, TimeUnit.SECONDS);
+        try {
+            assertPattern(5, size, m.content());
+        } finally {
+            m.release();
+        }
+        assertTrue(sync.await(10, TimeUnit.SECONDS) && sync.isSuccess(), () -> "sync send: " + sync.cause());
+        assertEquals(1, a.counters().count(protocol), () -> "expected " + protocol + ": " + a.counters().snapshot());
+    }
+
+    @ParameterizedTest(name = "{0}")
+    @ValueSource(strings = {"tcp", "self"})
+    void aSyncSendMatchedByATooSmallReceiveFailsOnBothSides(String tls) throws Exception {
+        Worker a = start("a", tls);
+        Worker b = start("b", tls);
+        ByteBuf small = Unpooled.buffer(10);
+        try {
+            Future<TagMessage> recv = b.tagRecv(6, -1L, small);
+            ChannelFuture sync = a.connect(b.address()).tagSendSync(6, pattern(6, 100));
+            ExecutionException re = assertThrows(ExecutionException.class, () -> recv.get(30, TimeUnit.SECONDS));
+            assertInstanceOf(MessageTruncatedException.class, re.getCause());
+            assertTrue(sync.await(30, TimeUnit.SECONDS));
+            assertInstanceOf(MessageTruncatedException.class, sync.cause(), "the sender is told");
+            assertEquals(1, a.counters().count(EagerProtocols.SYNC_SINGLE_BCOPY.name()));
+        } finally {
+            small.release();
+        }
+    }
+
+    @ParameterizedTest(name = "{0}")
+    @ValueSource(strings = {"tcp", "self"})
+    void aSyncSendFailsWhenThePeerGoesAwayBeforeMatching(String tls) throws Exception {
+        Worker a = start("a", tls);
+        Worker b = start("b", tls);
+        ChannelFuture sync = a.connect(b.address()).tagSendSync(7, pattern(7, 10));
+        awaitUnexpected(b);
+        b.close().get(10, TimeUnit.SECONDS);
+        assertTrue(sync.await(10, TimeUnit.SECONDS));
+        assertFalse(sync.isSuccess(), "a peer that never matched cannot have acknowledged");
+        assertEquals(0, a.counters().count(EagerTagSendHandler.TAG_RNDV));
+    }
+}
