@@ -1,0 +1,157 @@
+package io.nucx.transport.cma;
+
+import io.nucx.transport.Availability;
+import io.nucx.transport.HostId;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.nio.file.Files;
+import java.nio.file.Path;
+
+/**
+ * Zero-copy GET and PUT between processes on one host with {@code process_vm_readv} / {@code process_vm_writev}
+ * (UCX's {@code uct/sm/scopy/cma}). One instance per thread (event loop): it owns the iovec and errno scratch memory.
+ *
+ * <table>
+ *   <caption>operation → system call</caption>
+ *   <tr><th>GET (read the peer's memory into ours)</th><td>process_vm_readv</td></tr>
+ *   <tr><th>PUT (write our memory into the peer's)</th><td>process_vm_writev</td></tr>
+ * </table>
+ * Transfers go in chunks of at most {@link #CHUNK} bytes, as UCX's scopy does, so one call never copies for long;
+ * a short transfer continues where it stopped.
+ */
+public final class Cma implements AutoCloseable {
+
+    /** UCX scopy's segment size. */
+    public static final long CHUNK = 512 * 1024;
+
+    private static final int PID = pid0();
+    private static final Availability AVAILABILITY = probe();
+
+    private final Arena arena = Arena.ofConfined();
+    private final MemorySegment local = arena.allocate(CmaNative.IOVEC);
+    private final MemorySegment remote = arena.allocate(CmaNative.IOVEC);
+    private final MemorySegment capture = CmaNative.newCaptureState(arena);
+
+    /** Whether cross-memory attach works here, or why not (bindings, kernel, Yama ptrace_scope, seccomp). */
+    public static Availability availability() {
+        return AVAILABILITY;
+    }
+
+    /** This process's pid. */
+    public static int pid() {
+        return PID;
+    }
+
+    private static int pid0() {
+        return (int) ProcessHandle.current().pid();
+    }
+
+    private static Availability probe() {
+        if (CmaNative.UNAVAILABILITY != null) {
+            return Availability.unavailable("cma: " + CmaNative.UNAVAILABILITY);
+        }
+        try {
+            String scope = Files.readString(Path.of("/proc/sys/kernel/yama/ptrace_scope")).trim();
+            if (scope.equals("2") || scope.equals("3")) {
+                return Availability.unavailable("cma: Yama ptrace_scope is " + scope
+                        + " (only CAP_SYS_PTRACE, or nobody, may attach)");
+            }
+        } catch (java.io.IOException e) {
+            // no Yama: classic ptrace permissions apply
+        }
+        // Self-test, as UCX does: write 8 bytes into our own memory through the kernel.
+        try (Cma cma = new Cma(); Arena a = Arena.ofConfined()) {
+            MemorySegment src = a.allocate(8).fill((byte) 7);
+            MemorySegment dst = a.allocate(8);
+            cma.put(new RemoteKey(HostId.get(), PID, dst.address(), 8), 0, src);
+            if (dst.get(java.lang.foreign.ValueLayout.JAVA_BYTE, 7) != 7) {
+                return Availability.unavailable("cma: self-test wrote nothing");
+            }
+            return Availability.available();
+        } catch (CmaException e) {
+            return Availability.unavailable("cma: self-test failed: " + e.getMessage());
+        }
+    }
+
+    /** Reads {@code dst.byteSize()} bytes at {@code key.address + offset} of the peer into {@code dst}. */
+    public void get(RemoteKey key, long offset, MemorySegment dst) throws CmaException {
+        transfer(CmaNative.READV, "process_vm_readv", key, offset, dst);
+    }
+
+    /** Writes {@code src} to {@code key.address + offset} of the peer. */
+    public void put(RemoteKey key, long offset, MemorySegment src) throws CmaException {
+        transfer(CmaNative.WRITEV, "process_vm_writev", key, offset, src);
+    }
+
+    private void transfer(java.lang.invoke.MethodHandle call, String name, RemoteKey key, long offset,
+                          MemorySegment mine) throws CmaException {
+        long n = mine.byteSize();
+        if (offset < 0 || offset + n > key.length()) {
+            throw new CmaException(name + ": [" + offset + ", +" + n + ") lies outside the peer's " + key.length()
+                    + "-byte region", 22);
+        }
+        if (key.hostId() != HostId.get()) {
+            throw new CmaException(name + ": the region belongs to another host (host id "
+                    + Long.toHexString(key.hostId()) + ")", 22);
+        }
+        long done = 0;
+        while (done < n) {
+            long len = Math.min(CHUNK, n - done);
+            local.set(java.lang.foreign.ValueLayout.ADDRESS, CmaNative.IOV_BASE, mine.asSlice(done, len));
+            local.set(java.lang.foreign.ValueLayout.JAVA_LONG, CmaNative.IOV_LEN, len);
+            long remoteAddress = key.address() + offset + done;
+            remote.set(java.lang.foreign.ValueLayout.ADDRESS, CmaNative.IOV_BASE,
+                    MemorySegment.ofAddress(remoteAddress));
+            remote.set(java.lang.foreign.ValueLayout.JAVA_LONG, CmaNative.IOV_LEN, len);
+            long r;
+            try {
+                r = (long) call.invokeExact(capture, key.pid(), local, 1L, remote, 1L, 0L);
+            } catch (Throwable t) {
+                throw new IllegalStateException(name + " downcall failed", t);
+            }
+            if (r < 0) {
+                int errno = CmaNative.errno(capture);
+                throw new CmaException(name + "(pid " + key.pid() + ", local 0x" + Long.toHexString(mine.address()
+                        + done) + "+" + len + ", remote 0x" + Long.toHexString(remoteAddress) + "+" + len + "): "
+                        + CmaNative.errnoName(errno), errno);
+            }
+            if (r == 0) {
+                throw new CmaException(name + "(pid " + key.pid() + "): transferred nothing at remote 0x"
+                        + Long.toHexString(remoteAddress), 0);
+            }
+            done += r;
+        }
+    }
+
+    /**
+     * Whether this process may read {@code pid}'s memory, as UCX checks at wireup: read 16 bytes from address 0. The
+     * kernel checks permission before the address, so EFAULT means "allowed", EPERM "refused".
+     */
+    public boolean mayAccess(int pid) throws CmaException {
+        local.set(java.lang.foreign.ValueLayout.ADDRESS, CmaNative.IOV_BASE, MemorySegment.NULL);
+        local.set(java.lang.foreign.ValueLayout.JAVA_LONG, CmaNative.IOV_LEN, 16L);
+        remote.set(java.lang.foreign.ValueLayout.ADDRESS, CmaNative.IOV_BASE, MemorySegment.NULL);
+        remote.set(java.lang.foreign.ValueLayout.JAVA_LONG, CmaNative.IOV_LEN, 16L);
+        long r;
+        try {
+            r = (long) CmaNative.READV.invokeExact(capture, pid, local, 1L, remote, 1L, 0L);
+        } catch (Throwable t) {
+            throw new IllegalStateException("process_vm_readv downcall failed", t);
+        }
+        int errno = r < 0 ? CmaNative.errno(capture) : 0;
+        if (r >= 0 || errno == CmaNative.EFAULT) {
+            return true;
+        }
+        if (errno == CmaNative.EPERM) {
+            return false;
+        }
+        throw new CmaException("process_vm_readv(pid " + pid + ") permission probe: " + CmaNative.errnoName(errno),
+                errno);
+    }
+
+    @Override
+    public void close() {
+        arena.close();
+    }
+}

@@ -1,0 +1,18 @@
+package io.nucx.transport.cma;
+
+import java.io.IOException;
+
+/** A cross-memory-attach call failed; the message names the call, the peer, both ranges and errno. */
+public final class CmaException extends IOException {
+    private final int errno;
+
+    CmaException(String message, int errno) {
+        super(message);
+        this.errno = errno;
+    }
+
+    /** The C errno the call failed with. */
+    public int errno() {
+        return errno;
+    }
+}

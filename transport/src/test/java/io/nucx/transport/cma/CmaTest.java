@@ -1,0 +1,123 @@
+package io.nucx.transport.cma;
+
+import org.junit.jupiter.api.AfterAll;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.CsvSource;
+
+import java.io.BufferedReader;
+import java.io.InputStreamReader;
+import java.io.PrintWriter;
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.util.HexFormat;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.jupiter.api.Assumptions.assumeTrue;
+
+/** GET and PUT of 1 B to 256 MiB into a second JVM's native memory, content checked; errors named. */
+@Timeout(300)
+class CmaTest {
+
+    static final long REGION = 256L << 20;
+    private static Process peer;
+    private static BufferedReader peerOut;
+    private static PrintWriter peerIn;
+    private static RemoteKey key;
+
+    /** The byte every test expects at absolute offset {@code i} of a region filled with {@code seed}. */
+    static byte pattern(long i, int seed) {
+        long x = (i + seed) * 0x9E3779B97F4A7C15L;
+        return (byte) (x >>> 56);
+    }
+
+    static void fill(MemorySegment s, long base, int seed) {
+        for (long i = 0; i < s.byteSize(); i++) {
+            s.set(ValueLayout.JAVA_BYTE, i, pattern(base + i, seed));
+        }
+    }
+
+    static long firstMismatch(MemorySegment s, long base, int seed) {
+        for (long i = 0; i < s.byteSize(); i++) {
+            if (s.get(ValueLayout.JAVA_BYTE, i) != pattern(base + i, seed)) {
+                return base + i;
+            }
+        }
+        return -1;
+    }
+
+    @BeforeAll
+    static void startPeer() throws Exception {
+        assumeTrue(Cma.availability().isAvailable(), () -> "cma unavailable here: " + Cma.availability().reason());
+        String java = ProcessHandle.current().info().command().orElseThrow();
+        peer = new ProcessBuilder(List.of(java, "--enable-native-access=ALL-UNNAMED", "-cp",
+                System.getProperty("java.class.path"), CmaPeer.class.getName(), Long.toString(REGION)))
+                .redirectError(ProcessBuilder.Redirect.INHERIT).start();
+        peerOut = new BufferedReader(new InputStreamReader(peer.getInputStream()));
+        peerIn = new PrintWriter(peer.getOutputStream(), true);
+        String line = peerOut.readLine();
+        assertTrue(line != null && line.startsWith("KEY "), "peer said: " + line);
+        key = RemoteKey.unpack(HexFormat.of().parseHex(line.substring(4)));
+        assertEquals(peer.pid(), key.pid());
+    }
+
+    @AfterAll
+    static void stopPeer() throws Exception {
+        if (peer != null) {
+            peerIn.println("EXIT");
+            assertTrue(peer.waitFor(30, TimeUnit.SECONDS));
+        }
+    }
+
+    @ParameterizedTest(name = "GET {1} B at {0}")
+    @CsvSource({"0, 1", "4093, 4096", "1000, 1048579", "7, 67108864", "0, 268435456"})
+    void getReadsThePeersMemoryByteForByte(long offset, long length) throws Exception {
+        try (Arena arena = Arena.ofConfined(); Cma cma = new Cma()) {
+            MemorySegment dst = arena.allocate(length);
+            cma.get(key, offset, dst);
+            assertEquals(-1, firstMismatch(dst, offset, 1), "first wrong byte");
+        }
+    }
+
+    @ParameterizedTest(name = "PUT {1} B at {0}")
+    @CsvSource({"100, 1", "8191, 4096", "3, 1048579", "0, 134217728"})
+    void putWritesThePeersMemoryAndThePeerSeesIt(long offset, long length) throws Exception {
+        int seed = (int) (offset + length) | 2;
+        try (Arena arena = Arena.ofConfined(); Cma cma = new Cma()) {
+            MemorySegment src = arena.allocate(length);
+            fill(src, offset, seed);
+            cma.put(key, offset, src);
+        }
+        peerIn.println("CHECK " + offset + " " + length + " " + seed);
+        assertEquals("OK", peerOut.readLine());
+        try (Arena arena = Arena.ofConfined(); Cma cma = new Cma()) { // restore for the GET tests
+            MemorySegment src = arena.allocate(length);
+            fill(src, offset, 1);
+            cma.put(key, offset, src);
+        }
+    }
+
+    @Test
+    void errorsNameTheCallThePeerAndErrno() throws Exception {
+        try (Arena arena = Arena.ofConfined(); Cma cma = new Cma()) {
+            MemorySegment dst = arena.allocate(64);
+            CmaException outside = assertThrows(CmaException.class, () -> cma.get(key, REGION - 10, dst));
+            assertTrue(outside.getMessage().contains("outside"), outside.getMessage());
+            RemoteKey unmapped = new RemoteKey(key.hostId(), key.pid(), 16, 64);
+            CmaException fault = assertThrows(CmaException.class, () -> cma.get(unmapped, 0, dst));
+            assertEquals(CmaNative.EFAULT, fault.errno());
+            assertTrue(fault.getMessage().contains("process_vm_readv(pid " + key.pid()), fault.getMessage());
+            RemoteKey gone = new RemoteKey(key.hostId(), Integer.MAX_VALUE - 1, key.address(), 64);
+            CmaException esrch = assertThrows(CmaException.class, () -> cma.get(gone, 0, dst));
+            assertEquals(CmaNative.ESRCH, esrch.errno(), esrch.getMessage());
+            assertTrue(cma.mayAccess((int) peer.pid()), "the peer is ours to read");
+        }
+    }
+}
