@@ -1,0 +1,50 @@
+package io.nucx.transport.shm;
+
+/**
+ * Layout of a single-producer single-consumer ring in a shared file (after Agrona's {@code RingBufferDescriptor}
+ * and Aeron's {@code CncFileDescriptor}): a header, the record area, then a trailer whose counters each own a
+ * 128-byte stretch so the producer's and the consumer's writes never share a cache line (or its neighbour, for the
+ * adjacent-line prefetcher).
+ *
+ * <pre>
+ *  0                      HEADER_LENGTH              HEADER_LENGTH + capacity
+ *  +----------------------+--------------------------+-------------------------------------------------------+
+ *  | magic u64, version   |  records (capacity bytes,|  tail u64 (producer) | head u64 (consumer) | sleeping  |
+ *  | u32, capacity u32    |  a power of two)         |  128 B               | 128 B               | u32, 128 B |
+ *  +----------------------+--------------------------+-------------------------------------------------------+
+ * </pre>
+ * Positions only grow; a position's index in the record area is {@code position & (capacity - 1)}.
+ */
+public final class RingDescriptor {
+
+    /** "NUCXRING" in ASCII, read as a little-endian long. */
+    public static final long MAGIC = 0x474E495258435555L;
+    /** Layout version; a file of another version is refused. */
+    public static final int VERSION = 1;
+    public static final int HEADER_LENGTH = 128;
+    public static final int MAGIC_OFFSET = 0;
+    public static final int VERSION_OFFSET = 8;
+    public static final int CAPACITY_OFFSET = 12;
+    /** Each counter's own stretch of the trailer. */
+    public static final int COUNTER_PAD = 128;
+    public static final int TAIL_OFFSET = 0;
+    public static final int HEAD_OFFSET = COUNTER_PAD;
+    public static final int SLEEPING_OFFSET = 2 * COUNTER_PAD;
+    public static final int TRAILER_LENGTH = 3 * COUNTER_PAD;
+
+    private RingDescriptor() {
+    }
+
+    /** Bytes a file for a ring of {@code capacity} takes. */
+    public static long fileLength(int capacity) {
+        checkCapacity(capacity);
+        return HEADER_LENGTH + (long) capacity + TRAILER_LENGTH;
+    }
+
+    public static void checkCapacity(int capacity) {
+        if (capacity < 1024 || Integer.bitCount(capacity) != 1) {
+            throw new IllegalArgumentException("ring capacity must be a power of two of at least 1024, got "
+                    + capacity);
+        }
+    }
+}

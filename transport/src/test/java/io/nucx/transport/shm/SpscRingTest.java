@@ -1,0 +1,167 @@
+package io.nucx.transport.shm;
+
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+
+import java.io.IOException;
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.attribute.PosixFilePermissions;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/** The shared-memory ring: records in order, padding at the wrap, full means false, files checked; across JVMs. */
+@Timeout(120)
+class SpscRingTest {
+
+    private Path dir;
+
+    @BeforeEach
+    void makeDir() throws IOException {
+        Path shm = Path.of("/dev/shm");
+        dir = Files.createTempDirectory(Files.isDirectory(shm) ? shm : Path.of(System.getProperty("java.io.tmpdir")),
+                "nucx-ring-test");
+    }
+
+    @AfterEach
+    void removeDir() throws IOException {
+        try (var files = Files.list(dir)) {
+            for (Path p : files.toList()) {
+                Files.delete(p);
+            }
+        }
+        Files.delete(dir);
+    }
+
+    /** Record i's payload length: 8 .. 1000 bytes, varied so records straddle the wrap at different points. */
+    static int sizeOf(long i) {
+        return 8 + (int) ((i * 7919) % 993);
+    }
+
+    static void fill(MemorySegment payload, long i) {
+        payload.set(ValueLayout.JAVA_LONG_UNALIGNED, 0, i);
+        for (long k = 8; k < payload.byteSize(); k++) {
+            payload.set(ValueLayout.JAVA_BYTE, k, (byte) (i + k));
+        }
+    }
+
+    static String check(MemorySegment payload, long i) {
+        if (payload.byteSize() != sizeOf(i)) {
+            return "record " + i + " is " + payload.byteSize() + " bytes, expected " + sizeOf(i);
+        }
+        long seq = payload.get(ValueLayout.JAVA_LONG_UNALIGNED, 0);
+        if (seq != i) {
+            return "record " + i + " carries sequence " + seq;
+        }
+        for (long k = 8; k < payload.byteSize(); k++) {
+            if (payload.get(ValueLayout.JAVA_BYTE, k) != (byte) (i + k)) {
+                return "record " + i + " byte " + k + " differs";
+            }
+        }
+        return null;
+    }
+
+    @Test
+    void recordsComeOutInOrderAcrossManyWrapsAndAFullRingRefusesWrites() throws Exception {
+        try (SpscRing ring = SpscRing.create(dir.resolve("r"), 4096); Arena arena = Arena.ofConfined()) {
+            MemorySegment buf = arena.allocate(ring.maxPayload());
+            long written = 0;
+            long read = 0;
+            boolean sawFull = false;
+            List<String> errors = new ArrayList<>();
+            while (read < 5000) {
+                while (written < 5000) {
+                    MemorySegment p = buf.asSlice(0, Math.min(sizeOf(written), ring.maxPayload()));
+                    fill(p, written);
+                    if (!ring.write(1, p)) {
+                        sawFull = true;
+                        break;
+                    }
+                    written++;
+                }
+                long[] next = {read};
+                read += ring.read((type, payload) -> {
+                    long i = next[0]++;
+                    String e = payload.byteSize() == Math.min(sizeOf(i), ring.maxPayload())
+                            && payload.get(ValueLayout.JAVA_LONG_UNALIGNED, 0) == i ? null : "record " + i + " wrong";
+                    if (e != null) {
+                        errors.add(e);
+                    }
+                }, 7);
+            }
+            assertTrue(errors.isEmpty(), errors.toString());
+            assertTrue(sawFull, "a 4 KiB ring must fill up");
+            assertEquals(0, ring.size());
+        }
+    }
+
+    @Test
+    void aRecordThatCanNeverFitIsRefusedAndTypeMinusOneIsReserved() throws Exception {
+        try (SpscRing ring = SpscRing.create(dir.resolve("r"), 4096); Arena arena = Arena.ofConfined()) {
+            assertThrows(IllegalArgumentException.class, () -> ring.write(1, arena.allocate(ring.maxPayload() + 1)));
+            assertThrows(IllegalArgumentException.class, () -> ring.write(-1, arena.allocate(8)));
+            assertTrue(ring.write(1, arena.allocate(ring.maxPayload())));
+        }
+    }
+
+    @Test
+    void filesAreCreatedPrivateAndForeignOrDamagedFilesAreRefused() throws Exception {
+        Path p = dir.resolve("r");
+        try (SpscRing ring = SpscRing.create(p, 4096)) {
+            assertEquals("rw-------", PosixFilePermissions.toString(Files.getPosixFilePermissions(p)));
+            assertThrows(java.nio.file.FileAlreadyExistsException.class, () -> SpscRing.create(p, 4096));
+        }
+        Path junk = dir.resolve("junk");
+        Files.write(junk, new byte[8192]);
+        IOException e = assertThrows(IOException.class, () -> SpscRing.open(junk));
+        assertTrue(e.getMessage().contains("not a nucx ring"), e.getMessage());
+        Path cut = dir.resolve("cut");
+        Files.write(cut, java.util.Arrays.copyOf(Files.readAllBytes(p), 5000));
+        IOException e2 = assertThrows(IOException.class, () -> SpscRing.open(cut));
+        assertTrue(e2.getMessage().contains("needs"), e2.getMessage());
+    }
+
+    @Test
+    void anotherProcessWritesAMillionRecordsAndEveryOneArrivesIntactInOrder() throws Exception {
+        long count = 1_000_000;
+        Path p = dir.resolve("xproc");
+        try (SpscRing ring = SpscRing.create(p, 64 * 1024)) {
+            String java = ProcessHandle.current().info().command().orElseThrow();
+            Process producer = new ProcessBuilder(List.of(java, "--enable-native-access=ALL-UNNAMED", "-cp",
+                    System.getProperty("java.class.path"), RingProducer.class.getName(), p.toString(),
+                    Long.toString(count))).inheritIO().start();
+            long[] next = {0};
+            String[] error = {null};
+            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(90);
+            while (next[0] < count && error[0] == null) {
+                int n = ring.read((type, payload) -> {
+                    if (error[0] == null) {
+                        error[0] = check(payload, next[0]);
+                    }
+                    next[0]++;
+                }, 256);
+                if (n == 0) {
+                    assertTrue(System.nanoTime() < deadline, "stalled after " + next[0] + " records");
+                    assertFalse(!producer.isAlive() && producer.exitValue() != 0 && ring.size() == 0,
+                            "producer died with " + (producer.isAlive() ? "-" : producer.exitValue()));
+                    Thread.onSpinWait();
+                }
+            }
+            assertEquals(null, error[0]);
+            assertEquals(count, next[0]);
+            assertTrue(producer.waitFor(30, TimeUnit.SECONDS));
+            assertEquals(0, producer.exitValue());
+        }
+    }
+}
