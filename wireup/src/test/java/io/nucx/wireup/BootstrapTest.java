@@ -110,7 +110,7 @@ class BootstrapTest {
                 new Thread(() -> {
                     for (int i = 0; i < perSender; i++) {
                         ep.tagSend(((long) sender << 32) | i,
-                                InProcessTagExchangeTest.pattern(sender * 1000L + i, size));
+                                TestWorkers.pattern(sender * 1000L + i, size));
                     }
                     sent.countDown();
                 }).start();
@@ -123,7 +123,7 @@ class BootstrapTest {
                     int sender = (int) (m.tag() >>> 32);
                     int i = (int) m.tag();
                     assertEquals(next[sender]++, i, "per-sender order");
-                    InProcessTagExchangeTest.assertPattern(sender * 1000L + i, size, m.content());
+                    TestWorkers.assertPattern(sender * 1000L + i, size, m.content());
                 } finally {
                     m.release();
                 }

@@ -7,7 +7,7 @@ import io.netty.util.concurrent.Future;
 import io.nucx.protocol.tag.EagerTagSendHandler;
 import io.nucx.protocol.tag.MessageTruncatedException;
 import io.nucx.protocol.tag.TagMessage;
-import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.extension.RegisterExtension;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
@@ -17,8 +17,9 @@ import java.util.List;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 
-import static io.nucx.wireup.InProcessTagExchangeTest.assertPattern;
-import static io.nucx.wireup.InProcessTagExchangeTest.pattern;
+import static io.nucx.wireup.TestWorkers.assertPattern;
+import static io.nucx.wireup.TestWorkers.awaitUnexpected;
+import static io.nucx.wireup.TestWorkers.pattern;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertInstanceOf;
@@ -29,26 +30,16 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 @Timeout(120)
 class RendezvousTest {
 
-    private final List<Worker> workers = new ArrayList<>();
+    @RegisterExtension
+    final TestWorkers workers = new TestWorkers();
 
-    private Worker start(String name, String tls, String rndvThresh) throws Exception {
-        Worker w = new NucxBootstrap().name(name).config("TLS", tls).config("RNDV_THRESH", rndvThresh).start();
-        workers.add(w);
-        return w;
-    }
 
-    @AfterEach
-    void closeAll() throws Exception {
-        for (Worker w : workers) {
-            w.close().get(10, TimeUnit.SECONDS);
-        }
-    }
 
     @ParameterizedTest(name = "{0}")
     @ValueSource(strings = {"tcp", "self"})
     void messagesAboveTheThresholdGoByRendezvousPostedBeforeOrAfterTheyArrive(String tls) throws Exception {
-        Worker a = start("a", tls, "1k");
-        Worker b = start("b", tls, "1k");
+        Worker a = workers.start("a", "TLS", tls, "RNDV_THRESH", "1k");
+        Worker b = workers.start("b", "TLS", tls, "RNDV_THRESH", "1k");
         int[] sizes = {0, 100, 1023, 1024, 5000, 100_000, (4 << 20) + 3};
         int rndvSizes = 4; // 1024 and above
         Endpoint ep = a.connect(b.address());
@@ -79,8 +70,8 @@ class RendezvousTest {
     @ParameterizedTest(name = "{0}")
     @ValueSource(strings = {"tcp", "self"})
     void aReceiveTooSmallFailsWithTruncationAndTheSenderIsTold(String tls) throws Exception {
-        Worker a = start("a", tls, "1k");
-        Worker b = start("b", tls, "1k");
+        Worker a = workers.start("a", "TLS", tls, "RNDV_THRESH", "1k");
+        Worker b = workers.start("b", "TLS", tls, "RNDV_THRESH", "1k");
         ByteBuf small = Unpooled.buffer(100);
         try {
             Future<TagMessage> recv = b.tagRecv(7, -1L, small);
@@ -107,8 +98,8 @@ class RendezvousTest {
     @ParameterizedTest(name = "{0}")
     @ValueSource(strings = {"tcp", "self"})
     void aRendezvousIntoTheUsersBufferLandsThereWithoutAnotherCopy(String tls) throws Exception {
-        Worker a = start("a", tls, "1k");
-        Worker b = start("b", tls, "1k");
+        Worker a = workers.start("a", "TLS", tls, "RNDV_THRESH", "1k");
+        Worker b = workers.start("b", "TLS", tls, "RNDV_THRESH", "1k");
         ByteBuf into = Unpooled.directBuffer(300_000);
         try {
             Future<TagMessage> recv = b.tagRecv(9, -1L, into);
@@ -128,8 +119,8 @@ class RendezvousTest {
     @ParameterizedTest(name = "{0}")
     @ValueSource(strings = {"tcp", "self"})
     void aSendWaitingForItsReceiverFailsWhenThePeerGoesAway(String tls) throws Exception {
-        Worker a = start("a", tls, "1k");
-        Worker b = start("b", tls, "1k");
+        Worker a = workers.start("a", "TLS", tls, "RNDV_THRESH", "1k");
+        Worker b = workers.start("b", "TLS", tls, "RNDV_THRESH", "1k");
         Endpoint ep = a.connect(b.address());
         ChannelFuture send = ep.tagSend(1, pattern(1, 10_000)); // nobody receives: the RTS waits unexpected
         awaitUnexpected(b);
@@ -139,19 +130,12 @@ class RendezvousTest {
         assertFalse(send.isSuccess());
     }
 
-    private static void awaitUnexpected(Worker w) throws Exception {
-        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
-        while (w.eventLoop().submit(w::unexpectedCount).get() == 0) {
-            assertTrue(System.nanoTime() < deadline, "the RTS never arrived");
-            Thread.sleep(5);
-        }
-    }
 
     @ParameterizedTest(name = "{0}")
     @ValueSource(strings = {"tcp"})
     void theAutomaticThresholdSendsLargeMessagesByRendezvousAndSmallOnesEagerly(String tls) throws Exception {
-        Worker a = start("a", tls, "auto");
-        Worker b = start("b", tls, "auto");
+        Worker a = workers.start("a", "TLS", tls, "RNDV_THRESH", "auto");
+        Worker b = workers.start("b", "TLS", tls, "RNDV_THRESH", "auto");
         Endpoint ep = a.connect(b.address());
         int big = 64 << 20;
         Future<TagMessage> r1 = b.tagRecv(1, -1L);
@@ -173,8 +157,8 @@ class RendezvousTest {
     @ParameterizedTest(name = "{0}")
     @ValueSource(strings = {"tcp", "self"})
     void protocolInfoShowsTheTablesWithoutConnecting(String tls) throws Exception {
-        Worker a = start("a", tls, "4k");
-        Worker b = start("b", tls, "auto");
+        Worker a = workers.start("a", "TLS", tls, "RNDV_THRESH", "4k");
+        Worker b = workers.start("b", "TLS", tls, "RNDV_THRESH", "auto");
         String forced = a.protocolInfo(b.address());
         assertTrue(forced.contains("4K..inf | (?) rendezvous"), forced);
         assertTrue(forced.contains("0..4095 | eager short"), forced);

@@ -8,19 +8,18 @@ import io.nucx.protocol.tag.EagerProtocols;
 import io.nucx.protocol.tag.EagerTagSendHandler;
 import io.nucx.protocol.tag.MessageTruncatedException;
 import io.nucx.protocol.tag.TagMessage;
-import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.extension.RegisterExtension;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.CsvSource;
 import org.junit.jupiter.params.provider.ValueSource;
 
-import java.util.ArrayList;
-import java.util.List;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 
-import static io.nucx.wireup.InProcessTagExchangeTest.assertPattern;
-import static io.nucx.wireup.InProcessTagExchangeTest.pattern;
+import static io.nucx.wireup.TestWorkers.assertPattern;
+import static io.nucx.wireup.TestWorkers.awaitUnexpected;
+import static io.nucx.wireup.TestWorkers.pattern;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertInstanceOf;
@@ -31,28 +30,11 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 @Timeout(120)
 class SyncSendTest {
 
-    private final List<Worker> workers = new ArrayList<>();
+    @RegisterExtension
+    final TestWorkers workers = new TestWorkers();
 
-    private Worker start(String name, String tls) throws Exception {
-        Worker w = new NucxBootstrap().name(name).config("TLS", tls).start();
-        workers.add(w);
-        return w;
-    }
 
-    @AfterEach
-    void closeAll() throws Exception {
-        for (Worker w : workers) {
-            w.close().get(10, TimeUnit.SECONDS);
-        }
-    }
 
-    private static void awaitUnexpected(Worker w) throws Exception {
-        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
-        while (w.eventLoop().submit(w::unexpectedCount).get() == 0) {
-            assertTrue(System.nanoTime() < deadline, "the message never arrived");
-            Thread.sleep(5);
-        }
-    }
 
     /** Sizes on both sides of the sync single / multi boundary and, on self, past the rendezvous threshold. */
     @ParameterizedTest(name = "{0} {1} B")
@@ -64,8 +46,8 @@ class SyncSendTest {
             "self, 8, egrsnc/single/bcopy",
             "self, 200000, tag/rndv"})
     void aSyncSendCompletesOnlyOnceTheReceiverMatchedIt(String tls, int size, String protocol) throws Exception {
-        Worker a = start("a", tls);
-        Worker b = start("b", tls);
+        Worker a = workers.start("a", "TLS", tls);
+        Worker b = workers.start("b", "TLS", tls);
         Endpoint ep = a.connect(b.address());
         ChannelFuture sync = ep.tagSendSync(5, pattern(5, size));
         awaitUnexpected(b);
@@ -84,8 +66,8 @@ class SyncSendTest {
     @ParameterizedTest(name = "{0}")
     @ValueSource(strings = {"tcp", "self"})
     void aSyncSendMatchedByATooSmallReceiveFailsOnBothSides(String tls) throws Exception {
-        Worker a = start("a", tls);
-        Worker b = start("b", tls);
+        Worker a = workers.start("a", "TLS", tls);
+        Worker b = workers.start("b", "TLS", tls);
         ByteBuf small = Unpooled.buffer(10);
         try {
             Future<TagMessage> recv = b.tagRecv(6, -1L, small);
@@ -103,8 +85,8 @@ class SyncSendTest {
     @ParameterizedTest(name = "{0}")
     @ValueSource(strings = {"tcp", "self"})
     void aSyncSendFailsWhenThePeerGoesAwayBeforeMatching(String tls) throws Exception {
-        Worker a = start("a", tls);
-        Worker b = start("b", tls);
+        Worker a = workers.start("a", "TLS", tls);
+        Worker b = workers.start("b", "TLS", tls);
         ChannelFuture sync = a.connect(b.address()).tagSendSync(7, pattern(7, 10));
         awaitUnexpected(b);
         b.close().get(10, TimeUnit.SECONDS);

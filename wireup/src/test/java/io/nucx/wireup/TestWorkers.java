@@ -1,0 +1,70 @@
+package io.nucx.wireup;
+
+import io.netty.buffer.ByteBuf;
+import io.netty.buffer.Unpooled;
+import org.junit.jupiter.api.extension.AfterEachCallback;
+import org.junit.jupiter.api.extension.ExtensionContext;
+
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+import java.util.SplittableRandom;
+import java.util.concurrent.TimeUnit;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/**
+ * Workers a test starts, closed after each test ({@code @RegisterExtension}), and the helpers the in-process tests
+ * share: deterministic message content and waiting for a message to arrive unexpected.
+ */
+final class TestWorkers implements AfterEachCallback {
+
+    private final List<Worker> workers = new ArrayList<>();
+
+    /** Starts a worker with {@code settings} given as name, value pairs (e.g. "TLS", "tcp"). */
+    Worker start(String name, String... settings) throws Exception {
+        NucxBootstrap b = new NucxBootstrap().name(name);
+        for (int i = 0; i < settings.length; i += 2) {
+            b.config(settings[i], settings[i + 1]);
+        }
+        Worker w = b.start();
+        workers.add(w);
+        return w;
+    }
+
+    @Override
+    public void afterEach(ExtensionContext context) throws Exception {
+        for (Worker w : workers) {
+            w.close().get(10, TimeUnit.SECONDS);
+        }
+        workers.clear();
+    }
+
+    /** Message content derived from {@code seed}; wrapped arrays are not leak-tracked. */
+    static ByteBuf pattern(long seed, int length) {
+        byte[] b = new byte[length];
+        new SplittableRandom(seed).nextBytes(b);
+        return Unpooled.wrappedBuffer(b);
+    }
+
+    /** Compares as arrays: under PARANOID leak detection every ByteBuf access records a trace. */
+    static void assertPattern(long seed, int length, ByteBuf actual) {
+        assertEquals(length, actual.readableBytes(), "length");
+        byte[] expected = new byte[length];
+        new SplittableRandom(seed).nextBytes(expected);
+        byte[] got = new byte[length];
+        actual.getBytes(actual.readerIndex(), got);
+        int at = Arrays.mismatch(expected, got);
+        assertTrue(at < 0, () -> "content of " + length + "-byte message differs at byte " + at);
+    }
+
+    /** Waits (bounded) until {@code w} holds a message nobody has received yet. */
+    static void awaitUnexpected(Worker w) throws Exception {
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+        while (w.eventLoop().submit(w::unexpectedCount).get() == 0) {
+            assertTrue(System.nanoTime() < deadline, "no message arrived");
+            Thread.sleep(5);
+        }
+    }
+}
