@@ -7,21 +7,7 @@ cd "$(dirname "$0")/.."
 lat_n=${1:-1000000}
 bw_n=${2:-2000}
 command -v ucx_perftest >/dev/null || { echo "ucx_perftest missing: apt-get install -y ucx-utils" >&2; exit 1; }
-port=13500
-
-final() { grep '^Final:' | awk '{print $2, $3, $4, $5, $6, $7, $8, $9}'; }
-
-pair() { # name, server command, client command...
-    local name=$1 server=$2; shift 2
-    port=$((port + 1))
-    timeout 300 bash -c "$server -p $port" >/dev/null 2>&1 &
-    local spid=$!
-    sleep 1
-    local line
-    line=$(timeout 300 "$@" 127.0.0.1 -p $port | final)
-    wait $spid || true
-    echo "$name $line"
-}
+. bench/lib.sh
 
 run_all() {
     pair "ucx_lat"      "UCX_TLS=tcp ucx_perftest"                      env UCX_TLS=tcp ucx_perftest -t tag_lat -s 8 -n "$lat_n"

@@ -40,17 +40,41 @@ class TwoProcessTagTest {
     @ParameterizedTest(name = "tcp over {0}")
     @MethodSource("engines")
     void tenThousandMessagesArriveIntactAndInOrder(String engine) throws Exception {
+        exchange("tcp", engine, COUNT);
+    }
+
+    /** shm rings, with each engine as the one the shm loop wraps (it carries the doorbell). */
+    @ParameterizedTest(name = "shm around {0}")
+    @MethodSource("engines")
+    void aHundredThousandMessagesOverShmArriveIntactAndInOrder(String engine) throws Exception {
+        exchange("shm", engine, SHM_COUNT);
+    }
+
+    static final int SHM_COUNT = 100_000;
+
+    private void exchange(String tls, String engine, int count) throws Exception {
         Engines.assumeAvailable(engine);
-        Map<String, String> env = Map.of("NUCX_TLS", "tcp", "NUCX_TCP_IO", engine);
-        try (PeerProcess peer = PeerProcess.start(TagPeer.class, env, Integer.toString(COUNT))) {
+        Map<String, String> env = Map.of("NUCX_TLS", tls, "NUCX_TCP_IO", engine);
+        try (PeerProcess peer = PeerProcess.start(TagPeer.class, env, Integer.toString(count))) {
             WorkerAddress peerAddress = WorkerAddress.fromHex(peer.awaitLine("ADDRESS"));
-            Worker worker = new NucxBootstrap().name("sender").config("TLS", "tcp").config("TCP_IO", engine).start();
+            Worker worker = new NucxBootstrap().name("sender").config("TLS", tls).config("TCP_IO", engine).start();
             try {
                 var report = worker.tagRecv(TagPeer.REPORT_TAG, -1L);
-                Endpoint ep = worker.connect(peerAddress);
-                assertFalse(ep.isActive(), "the endpoint must still be wiring up when the first writes are made");
+                assertEquals(tls, worker.address().entries().get(0).transport(), "the worker's only transport");
                 ArrayDeque<ChannelFuture> inFlight = new ArrayDeque<>();
-                for (int i = 0; i < COUNT; i++) {
+                // Connect and make the first writes in one task on the worker's loop: the lane cannot finish
+                // connecting before the task ends, so these writes are certainly queued by the stub.
+                boolean[] activeWhenWritten = new boolean[1];
+                Endpoint ep = worker.eventLoop().submit(() -> {
+                    Endpoint e = worker.connect(peerAddress);
+                    activeWhenWritten[0] = e.isActive();
+                    for (int i = 0; i < WRITTEN_BEFORE_CONNECT; i++) {
+                        inFlight.add(e.tagSend(i, MessagePlan.content(i)));
+                    }
+                    return e;
+                }).get(30, TimeUnit.SECONDS);
+                assertFalse(activeWhenWritten[0], "the endpoint must still be wiring up when the first writes are made");
+                for (int i = WRITTEN_BEFORE_CONNECT; i < count; i++) {
                     inFlight.add(ep.tagSend(i, MessagePlan.content(i)));
                     if (i >= WRITTEN_BEFORE_CONNECT && inFlight.size() > WINDOW) {
                         ChannelFuture f = inFlight.poll();
@@ -68,7 +92,7 @@ class TwoProcessTagTest {
                 } finally {
                     m.release();
                 }
-                assertTrue(text.startsWith("OK " + COUNT + " "), () -> "peer reports: " + text + "\n" + peer.stderr());
+                assertTrue(text.startsWith("OK " + count + " "), () -> "peer reports: " + text + "\n" + peer.stderr());
                 for (String protocol : new String[] {EagerTagSendHandler.EGR_SHORT,
                         EagerTagSendHandler.EGR_SINGLE_BCOPY, EagerTagSendHandler.EGR_MULTI_BCOPY}) {
                     assertTrue(worker.counters().count(protocol) > 0, protocol + " carried none of the sizes");

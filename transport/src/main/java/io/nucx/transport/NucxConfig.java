@@ -48,6 +48,15 @@ public final class NucxConfig {
     /** Bytes a self channel's receiver may hold before its writer sees backpressure. */
     public static final Entry SELF_QUEUE_BYTES = define("SELF_QUEUE_BYTES", "1m",
             "Bytes a self (in-process) channel's receiver may hold before the writer stops");
+    /** How long an idle shm loop keeps polling its rings before it parks and asks to be woken. */
+    public static final Entry SHM_SPIN = define("SHM_SPIN", "100us",
+            "Time an idle event loop with shm channels polls its rings before parking (e.g. 0, 50us, 1ms)");
+    /** Bytes of each shm ring (one per direction per connection). */
+    public static final Entry SHM_RING_SIZE = define("SHM_RING_SIZE", "4m",
+            "Bytes of each shm ring, a power of two (one ring per direction per connection)");
+    /** Largest active-message payload one shm record carries. */
+    public static final Entry SHM_SEG_SIZE = define("SHM_SEG_SIZE", "64k",
+            "Largest payload of one shm active-message record (bcopy fragment size); at most ring size / 8");
     /** Largest tagged message a receiver accepts; checked before any allocation. */
     public static final Entry MAX_MSG_SIZE = define("MAX_MSG_SIZE", "1g",
             "Largest tagged message a receiver accepts (checked before allocating)");
@@ -198,6 +207,39 @@ public final class NucxConfig {
         return v;
     }
 
+    /** A duration in nanoseconds: a number with a unit ns, us, ms or s ("0" alone is allowed). */
+    public long nanos(Entry e, long maxNanos) {
+        String v = raw(e).trim().toLowerCase(Locale.ROOT);
+        long mult;
+        String num;
+        if (v.endsWith("ns")) {
+            mult = 1;
+            num = v.substring(0, v.length() - 2);
+        } else if (v.endsWith("us")) {
+            mult = 1_000;
+            num = v.substring(0, v.length() - 2);
+        } else if (v.endsWith("ms")) {
+            mult = 1_000_000;
+            num = v.substring(0, v.length() - 2);
+        } else if (v.endsWith("s")) {
+            mult = 1_000_000_000;
+            num = v.substring(0, v.length() - 1);
+        } else if (v.equals("0")) {
+            return 0;
+        } else {
+            throw invalid(e, "expected a duration with a unit, e.g. 100us, 2ms, 1s");
+        }
+        try {
+            long n = Math.multiplyExact(Long.parseLong(num.trim()), mult);
+            if (n < 0 || n > maxNanos) {
+                throw invalid(e, "must be between 0 and " + maxNanos + " ns");
+            }
+            return n;
+        } catch (NumberFormatException | ArithmeticException ex) {
+            throw invalid(e, "not a duration (expected e.g. 100us, 2ms, 1s)");
+        }
+    }
+
     /** Parses "64k", "1m", "4096", "2g". */
     public static long parseMemunits(String text) {
         String v = text.trim().toLowerCase(Locale.ROOT);
@@ -227,6 +269,26 @@ public final class NucxConfig {
         }
     }
 
+    /** {@link #SHM_RING_SIZE}, checked to be a power of two between 64 KiB and 1 GiB. */
+    public int shmRingSize() {
+        long v = memunits(SHM_RING_SIZE, 64 << 10, 1 << 30);
+        if (Long.bitCount(v) != 1) {
+            throw invalid(SHM_RING_SIZE, "must be a power of two");
+        }
+        return (int) v;
+    }
+
+    /** {@link #SHM_SEG_SIZE}, checked against the ring: one record takes at most an eighth of it. */
+    public int shmSegSize() {
+        long v = memunits(SHM_SEG_SIZE, 4096, 128L << 20);
+        long max = shmRingSize() / 8 - 64;
+        if (v > max) {
+            throw invalid(SHM_SEG_SIZE, "at most " + max + " bytes with NUCX_SHM_RING_SIZE=" + raw(SHM_RING_SIZE)
+                    + " (one record takes at most an eighth of the ring)");
+        }
+        return (int) v;
+    }
+
     /** Builds the exception that names the variable, its value and what was expected. */
     public NucxConfigException invalid(Entry e, String why) {
         return new NucxConfigException("invalid value '" + raw(e) + "' for " + source(e) + ": " + why);
@@ -251,6 +313,9 @@ public final class NucxConfig {
         choice(TCP_IO, "auto", "io_uring", "epoll", "nio");
         memunits(TCP_SEG_SIZE, 8192, 16L << 20);
         memunits(SELF_QUEUE_BYTES, 4096, 1L << 30);
+        nanos(SHM_SPIN, 10_000_000_000L);
+        shmRingSize();
+        shmSegSize();
         memunits(MAX_MSG_SIZE, 1, Integer.MAX_VALUE - 64);
         bool(BUSY_POLL);
         bool(PROTO_INFO);

@@ -28,6 +28,14 @@ public interface Transport {
         return devices.get(0);
     }
 
+    /**
+     * Whether an iface can be opened on {@code loop}: some transports need their own kind of event loop (shm
+     * polls rings, so its loops run a {@code ShmIoHandler}).
+     */
+    default Availability availabilityOn(io.netty.channel.EventLoop loop) {
+        return Availability.available();
+    }
+
     /** Opens an iface on the event loop in {@code params}; the returned iface is bound and ready to connect. */
     Iface openIface(IfaceParams params) throws Exception;
 }

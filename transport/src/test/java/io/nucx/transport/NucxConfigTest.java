@@ -51,6 +51,22 @@ class NucxConfigTest {
     }
 
     @Test
+    void badShmSettingsStopStartUpNamingTheVariable() {
+        assertAll(
+                () -> assertMessageNames(assertThrows(NucxConfigException.class,
+                        () -> NucxConfig.of(Map.of(), Map.of("NUCX_SHM_RING_SIZE", "3m")).validate()), "NUCX_SHM_RING_SIZE",
+                        "power of two"),
+                () -> assertMessageNames(assertThrows(NucxConfigException.class,
+                        () -> NucxConfig.of(Map.of(), Map.of("NUCX_SHM_SPIN", "fast")).validate()), "NUCX_SHM_SPIN", "'fast'"),
+                () -> assertMessageNames(assertThrows(NucxConfigException.class,
+                        () -> NucxConfig.of(Map.of(), Map.of("NUCX_SHM_SEG_SIZE", "1m")).validate()), "NUCX_SHM_SEG_SIZE",
+                        "eighth of the ring"));
+        NucxConfig c = config(Map.of("NUCX_SHM_SPIN", "2ms"));
+        assertEquals(2_000_000, c.nanos(NucxConfig.SHM_SPIN, Long.MAX_VALUE));
+        assertEquals(0, config(Map.of("NUCX_SHM_SPIN", "0")).nanos(NucxConfig.SHM_SPIN, 1));
+    }
+
+    @Test
     void defaultsValidate() {
         NucxConfig c = config(Map.of());
         assertSame(c, c.validate());

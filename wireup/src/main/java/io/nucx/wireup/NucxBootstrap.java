@@ -4,6 +4,7 @@ import io.netty.channel.ChannelHandler;
 import io.netty.channel.EventLoop;
 import io.netty.channel.EventLoopGroup;
 import io.netty.channel.MultiThreadIoEventLoopGroup;
+import io.nucx.transport.shm.ShmIoHandler;
 import io.netty.util.concurrent.DefaultThreadFactory;
 import io.nucx.transport.NucxConfig;
 import io.nucx.transport.tcp.TcpIoMode;
@@ -24,7 +25,10 @@ import java.util.Map;
  * Endpoint ep = worker.connect(peerAddress);       // writable at once
  * ep.tagSend(42, buf);
  * }</pre>
- * Without a group the worker makes a one-thread group of the configured TCP engine and shuts it down on close.
+ * Without a group the worker makes a one-thread group of the configured TCP engine wrapped in the shm engine
+ * ({@link ShmIoHandler}) and shuts it down on close. A group of your own carries shm lanes only if it was made
+ * the same way, e.g. {@code new MultiThreadIoEventLoopGroup(n, ShmIoHandler.newFactory(NioIoHandler.newFactory(),
+ * 100_000))}; otherwise shm is left out of "all" (and named in NUCX_TLS, it stops start-up with the reason).
  */
 public final class NucxBootstrap {
 
@@ -87,8 +91,10 @@ public final class NucxBootstrap {
         } else {
             boolean spin = busyPoll != null ? busyPoll : ctx.config().bool(NucxConfig.BUSY_POLL);
             TcpIoMode mode = TcpIoMode.configured(ctx.config(), spin);
+            // The shm engine wraps the TCP one, so one thread serves both kinds of lane.
             owned = new MultiThreadIoEventLoopGroup(1, new DefaultThreadFactory("nucx-" + name, true),
-                    mode.ioHandlerFactory(spin));
+                    ShmIoHandler.newFactory(mode.ioHandlerFactory(spin),
+                            ctx.config().nanos(NucxConfig.SHM_SPIN, 10_000_000_000L)));
             loop = owned.next();
         }
         try {

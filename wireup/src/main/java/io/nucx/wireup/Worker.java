@@ -118,7 +118,15 @@ public final class Worker {
         this.rndvReceiver = new RndvReceiver(matcher, rndvSends);
         List<WorkerAddress.Entry> entries = new ArrayList<>();
         try {
+            boolean allTransports = config.string(NucxConfig.TLS).equalsIgnoreCase("all");
             for (Transport t : context.transports()) {
+                io.nucx.transport.Availability onLoop = t.availabilityOn(loop);
+                if (!onLoop.isAvailable()) {
+                    if (allTransports) {
+                        continue; // "all" means all that can run here; a named transport must run
+                    }
+                    throw config.invalid(NucxConfig.TLS, onLoop.reason());
+                }
                 Iface iface = t.openIface(new IfaceParams(loop, t.defaultDevice(config),
                         () -> new LaneHandler(this, null), config));
                 ifaces.add(iface);

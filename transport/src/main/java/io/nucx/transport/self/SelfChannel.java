@@ -11,6 +11,7 @@ import io.netty.channel.DefaultChannelConfig;
 import io.netty.channel.EventLoop;
 import io.netty.util.ReferenceCountUtil;
 import io.nucx.transport.AmFrame;
+import io.nucx.transport.AmFrameSizeEstimator;
 
 import java.net.SocketAddress;
 import java.nio.channels.ClosedChannelException;
@@ -43,7 +44,7 @@ public final class SelfChannel extends AbstractChannel {
 
     {
         // Frames weigh their bytes toward the water mark (Netty's default estimator counts unknown types as 8).
-        config.setMessageSizeEstimator(FrameSizeEstimator.INSTANCE);
+        config.setMessageSizeEstimator(AmFrameSizeEstimator.INSTANCE);
     }
     private final Queue<Object> inbound = new ConcurrentLinkedQueue<>();
     private final AtomicLong queuedBytes = new AtomicLong();
@@ -246,18 +247,6 @@ public final class SelfChannel extends AbstractChannel {
             return b.readableBytes() + MESSAGE_OVERHEAD;
         }
         return MESSAGE_OVERHEAD;
-    }
-
-    /** Sizes {@link AmFrame}s by their bytes, everything else as Netty's default estimator does. */
-    private static final class FrameSizeEstimator implements io.netty.channel.MessageSizeEstimator {
-        static final FrameSizeEstimator INSTANCE = new FrameSizeEstimator();
-        private static final Handle HANDLE = msg -> msg instanceof AmFrame f ? f.length()
-                : io.netty.channel.DefaultMessageSizeEstimator.DEFAULT.newHandle().size(msg);
-
-        @Override
-        public Handle newHandle() {
-            return HANDLE;
-        }
     }
 
     private final class SelfUnsafe extends AbstractUnsafe {

@@ -8,10 +8,13 @@ package io.nucx.transport.shm;
  *
  * <pre>
  *  0                      HEADER_LENGTH              HEADER_LENGTH + capacity
- *  +----------------------+--------------------------+-------------------------------------------------------+
- *  | magic u64, version   |  records (capacity bytes,|  tail u64 (producer) | head u64 (consumer) | sleeping  |
- *  | u32, capacity u32    |  a power of two)         |  128 B               | 128 B               | u32, 128 B |
- *  +----------------------+--------------------------+-------------------------------------------------------+
+ *  +----------------------+--------------------------+-----------------------------------------------------------+
+ *  | magic u64, version   |  records (capacity bytes,|  tail u64 (producer) | head u64 (consumer) | consumer      |
+ *  | u32, capacity u32    |  a power of two)         |  128 B               | 128 B               | sleeping u32, |
+ *  |                      |                          |                      |                     | 128 B; writer |
+ *  |                      |                          |                      |                     | waiting u32,  |
+ *  |                      |                          |                      |                     | 128 B         |
+ *  +----------------------+--------------------------+-----------------------------------------------------------+
  * </pre>
  * Positions only grow; a position's index in the record area is {@code position & (capacity - 1)}.
  */
@@ -20,7 +23,7 @@ public final class RingDescriptor {
     /** "NUCXRING" in ASCII, read as a little-endian long. */
     public static final long MAGIC = 0x474E495258435555L;
     /** Layout version; a file of another version is refused. */
-    public static final int VERSION = 1;
+    public static final int VERSION = 2;
     public static final int HEADER_LENGTH = 128;
     public static final int MAGIC_OFFSET = 0;
     public static final int VERSION_OFFSET = 8;
@@ -29,8 +32,11 @@ public final class RingDescriptor {
     public static final int COUNTER_PAD = 128;
     public static final int TAIL_OFFSET = 0;
     public static final int HEAD_OFFSET = COUNTER_PAD;
+    /** Set by a consumer about to park; the producer rings the doorbell when it finds it set. */
     public static final int SLEEPING_OFFSET = 2 * COUNTER_PAD;
-    public static final int TRAILER_LENGTH = 3 * COUNTER_PAD;
+    /** Set by a producer that found the ring full; the consumer rings the doorbell once it has made room. */
+    public static final int WRITER_WAITING_OFFSET = 3 * COUNTER_PAD;
+    public static final int TRAILER_LENGTH = 4 * COUNTER_PAD;
 
     private RingDescriptor() {
     }

@@ -1,10 +1,13 @@
 package io.nucx.transport.shm;
 
+import io.netty.buffer.ByteBuf;
+
 import java.io.IOException;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.lang.invoke.VarHandle;
+import java.nio.ByteBuffer;
 import java.nio.channels.FileChannel;
 import java.nio.file.FileAlreadyExistsException;
 import java.nio.file.Files;
@@ -50,8 +53,12 @@ public final class SpscRing implements AutoCloseable {
     private final long tailAt;
     private final long headAt;
     private final int maxRecord;
+    private final long sleepingAt;
+    private final long writerWaitingAt;
     /** Producer side: the last head it read. */
     private long headCache;
+    /** Producer side: the tail a claimed record publishes on commit. */
+    private long pendingTail;
 
     private SpscRing(Path file, Arena arena, MemorySegment segment, int capacity) {
         this.file = file;
@@ -63,6 +70,8 @@ public final class SpscRing implements AutoCloseable {
         this.tailAt = data + capacity + RingDescriptor.TAIL_OFFSET;
         this.headAt = data + capacity + RingDescriptor.HEAD_OFFSET;
         this.maxRecord = capacity / 8;
+        this.sleepingAt = data + capacity + RingDescriptor.SLEEPING_OFFSET;
+        this.writerWaitingAt = data + capacity + RingDescriptor.WRITER_WAITING_OFFSET;
     }
 
     /** Creates the file (mode 0600, refused if it exists) and maps a fresh ring of {@code capacity} bytes. */
@@ -146,12 +155,57 @@ public final class SpscRing implements AutoCloseable {
      * @throws IllegalArgumentException if the payload can never fit ({@link #maxPayload()})
      */
     public boolean write(int type, MemorySegment payload) {
+        long at = claim(type, payload.byteSize());
+        if (at < 0) {
+            return false;
+        }
+        MemorySegment.copy(payload, 0, segment, at + HEADER_LENGTH, payload.byteSize());
+        commit(at, type, payload.byteSize());
+        return true;
+    }
+
+    /**
+     * Appends one record whose payload is {@code first} then {@code second} (their readable bytes, indices left
+     * alone); false when the ring has no room now. Heap buffers are copied without allocating.
+     */
+    public boolean write(int type, ByteBuf first, ByteBuf second) {
+        int a = first.readableBytes();
+        int b = second.readableBytes();
+        long at = claim(type, (long) a + b);
+        if (at < 0) {
+            return false;
+        }
+        copyIn(first, at + HEADER_LENGTH);
+        copyIn(second, at + HEADER_LENGTH + a);
+        commit(at, type, (long) a + b);
+        return true;
+    }
+
+    private void copyIn(ByteBuf src, long at) {
+        int length = src.readableBytes();
+        if (length == 0) {
+            return;
+        }
+        if (src.hasArray()) {
+            MemorySegment.copy(src.array(), src.arrayOffset() + src.readerIndex(), segment, ValueLayout.JAVA_BYTE,
+                    at, length);
+            return;
+        }
+        for (ByteBuffer nio : src.nioBuffers(src.readerIndex(), length)) {
+            int n = nio.remaining();
+            MemorySegment.copy(MemorySegment.ofBuffer(nio), 0, segment, at, n);
+            at += n;
+        }
+    }
+
+    /** Reserves room for a record (writing the wrap padding if needed); its offset, or -1 when full. */
+    private long claim(int type, long payloadLength) {
         if (type == PADDING_TYPE) {
             throw new IllegalArgumentException("record type " + PADDING_TYPE + " is reserved for padding");
         }
-        long length = payload.byteSize() + HEADER_LENGTH;
+        long length = payloadLength + HEADER_LENGTH;
         if (length > maxRecord) {
-            throw new IllegalArgumentException("record of " + payload.byteSize() + " bytes exceeds the ring's "
+            throw new IllegalArgumentException("record of " + payloadLength + " bytes exceeds the ring's "
                     + "largest payload " + maxPayload());
         }
         int recordLength = aligned((int) length);
@@ -163,7 +217,7 @@ public final class SpscRing implements AutoCloseable {
         if (needed > capacity - (tail - headCache)) {
             headCache = (long) LONG.getAcquire(segment, headAt);
             if (needed > capacity - (tail - headCache)) {
-                return false;
+                return -1;
             }
         }
         if (padding > 0) {
@@ -171,12 +225,68 @@ public final class SpscRing implements AutoCloseable {
             INT.setRelease(segment, data + index + LENGTH_OFFSET, padding);
             index = 0;
         }
-        long at = data + index;
+        pendingTail = tail + needed;
+        return data + index;
+    }
+
+    /** Publishes the claimed record: type, then length (release), then tail (release). */
+    private void commit(long at, int type, long payloadLength) {
         INT.set(segment, at + TYPE_OFFSET, type);
-        MemorySegment.copy(payload, 0, segment, at + HEADER_LENGTH, payload.byteSize());
-        INT.setRelease(segment, at + LENGTH_OFFSET, (int) length);
-        LONG.setRelease(segment, tailAt, tail + needed);
-        return true;
+        INT.setRelease(segment, at + LENGTH_OFFSET, (int) (payloadLength + HEADER_LENGTH));
+        LONG.setRelease(segment, tailAt, pendingTail);
+    }
+
+    /** Producer: whether a record of {@code payloadLength} bytes fits now (reads the consumer's head). */
+    public boolean hasRoomFor(int payloadLength) {
+        long tail = (long) LONG.get(segment, tailAt);
+        headCache = (long) LONG.getAcquire(segment, headAt);
+        int recordLength = aligned(payloadLength + HEADER_LENGTH);
+        int toEnd = capacity - (int) (tail & mask);
+        long needed = recordLength > toEnd ? (long) toEnd + recordLength : recordLength;
+        return needed <= capacity - (tail - headCache);
+    }
+
+    // ---------------------------------------------------------------- sleep and wake handshake
+    //
+    // The eventcount pattern, both ways: a side about to park sets its flag, issues a full fence (StoreLoad) and
+    // re-checks the ring; the other side, after publishing, issues a full fence and reads the flag. One of the two
+    // always sees the other's store, so a wake-up is never lost; the common case (nobody asleep) costs a fence and
+    // a load, no system call.
+
+    /** Consumer: announces it is about to park; then re-check {@link #isEmpty()} before parking. */
+    public void markConsumerSleeping() {
+        INT.setVolatile(segment, sleepingAt, 1);
+        VarHandle.fullFence();
+    }
+
+    /** Consumer: awake again. */
+    public void clearConsumerSleeping() {
+        INT.setRelease(segment, sleepingAt, 0);
+    }
+
+    /** Producer, after publishing: true (once) if the consumer was asleep and must be woken. */
+    public boolean takeConsumerSleeping() {
+        VarHandle.fullFence();
+        return (int) INT.getVolatile(segment, sleepingAt) != 0 && INT.compareAndSet(segment, sleepingAt, 1, 0);
+    }
+
+    /** Producer: announces it waits for room; then re-check {@link #hasRoomFor} before parking. */
+    public void markWriterWaiting() {
+        INT.setVolatile(segment, writerWaitingAt, 1);
+        VarHandle.fullFence();
+    }
+
+    /** Consumer, after consuming: true (once) if the producer waits for room and must be woken. */
+    public boolean takeWriterWaiting() {
+        VarHandle.fullFence();
+        return (int) INT.getVolatile(segment, writerWaitingAt) != 0
+                && INT.compareAndSet(segment, writerWaitingAt, 1, 0);
+    }
+
+    /** Consumer: whether the next record is not yet written. */
+    public boolean isEmpty() {
+        long head = (long) LONG.get(segment, headAt);
+        return (int) INT.getAcquire(segment, data + (head & mask) + LENGTH_OFFSET) == 0;
     }
 
     // ---------------------------------------------------------------- consumer
@@ -197,6 +307,12 @@ public final class SpscRing implements AutoCloseable {
                 }
                 int type = (int) INT.get(segment, at + TYPE_OFFSET);
                 int recordLength = type == PADDING_TYPE ? length : aligned(length);
+                // The other process writes these words: check them before trusting them with an offset.
+                if ((type == PADDING_TYPE ? length <= 0 : length < HEADER_LENGTH || length > maxRecord)
+                        || recordLength > capacity - (int) (head & mask)) {
+                    throw new RingCorruptedException(file + ": record at position " + head + " has length " + length
+                            + " (type " + type + "), not possible in a ring of " + capacity + " bytes");
+                }
                 if (type != PADDING_TYPE) {
                     count++;
                     handler.onRecord(type, segment.asSlice(at + HEADER_LENGTH, length - HEADER_LENGTH));

@@ -1,46 +1,83 @@
 package io.nucx.transport.tcp;
 
+import io.netty.channel.Channel;
 import io.netty.channel.EventLoop;
 import io.netty.channel.IoEventLoop;
-import io.netty.channel.IoHandler;
+import io.netty.channel.IoHandle;
 import io.netty.channel.IoHandlerFactory;
 import io.netty.channel.SelectStrategy;
 import io.netty.channel.ServerChannel;
 import io.netty.channel.epoll.Epoll;
+import io.netty.channel.epoll.EpollDomainSocketChannel;
+import io.netty.channel.epoll.EpollIoHandle;
+import io.netty.channel.epoll.EpollServerDomainSocketChannel;
 import io.netty.channel.epoll.EpollIoHandler;
 import io.netty.channel.epoll.EpollServerSocketChannel;
 import io.netty.channel.epoll.EpollSocketChannel;
+import io.netty.channel.nio.NioIoHandle;
 import io.netty.channel.nio.NioIoHandler;
+import io.netty.channel.socket.nio.NioDomainSocketChannel;
+import io.netty.channel.socket.nio.NioServerDomainSocketChannel;
 import io.netty.channel.socket.SocketChannel;
 import io.netty.channel.socket.nio.NioServerSocketChannel;
 import io.netty.channel.socket.nio.NioSocketChannel;
+import io.netty.channel.unix.DomainSocketAddress;
 import io.netty.channel.uring.IoUring;
+import io.netty.channel.uring.IoUringDomainSocketChannel;
+import io.netty.channel.uring.IoUringIoHandle;
+import io.netty.channel.uring.IoUringServerDomainSocketChannel;
 import io.netty.channel.uring.IoUringIoHandler;
 import io.netty.channel.uring.IoUringServerSocketChannel;
 import io.netty.channel.uring.IoUringSocketChannel;
 import io.nucx.transport.Availability;
 import io.nucx.transport.NucxConfig;
 
+import java.net.SocketAddress;
+import java.net.UnixDomainSocketAddress;
+import java.nio.file.Path;
+
 /**
  * The three engines Netty runs TCP on, in the order nucx prefers them. Netty's channel classes are used as they
  * are; this only chooses among them and says why one is missing.
  */
 public enum TcpIoMode {
-    IO_URING("io_uring", IoUringIoHandler.class, IoUringSocketChannel.class, IoUringServerSocketChannel.class),
-    EPOLL("epoll", EpollIoHandler.class, EpollSocketChannel.class, EpollServerSocketChannel.class),
-    NIO("nio", NioIoHandler.class, NioSocketChannel.class, NioServerSocketChannel.class);
+    IO_URING("io_uring", IoUringIoHandle.class, IoUringSocketChannel.class, IoUringServerSocketChannel.class,
+            IoUringDomainSocketChannel.class, IoUringServerDomainSocketChannel.class),
+    EPOLL("epoll", EpollIoHandle.class, EpollSocketChannel.class, EpollServerSocketChannel.class,
+            EpollDomainSocketChannel.class, EpollServerDomainSocketChannel.class),
+    NIO("nio", NioIoHandle.class, NioSocketChannel.class, NioServerSocketChannel.class,
+            NioDomainSocketChannel.class, NioServerDomainSocketChannel.class);
 
     private final String configName;
-    private final Class<? extends IoHandler> handlerType;
+    private final Class<? extends IoHandle> handleType;
     private final Class<? extends SocketChannel> socketChannel;
     private final Class<? extends ServerChannel> serverChannel;
+    private final Class<? extends Channel> domainSocketChannel;
+    private final Class<? extends ServerChannel> serverDomainSocketChannel;
 
-    TcpIoMode(String configName, Class<? extends IoHandler> handlerType, Class<? extends SocketChannel> socketChannel,
-              Class<? extends ServerChannel> serverChannel) {
+    TcpIoMode(String configName, Class<? extends IoHandle> handleType, Class<? extends SocketChannel> socketChannel,
+              Class<? extends ServerChannel> serverChannel, Class<? extends Channel> domainSocketChannel,
+              Class<? extends ServerChannel> serverDomainSocketChannel) {
         this.configName = configName;
-        this.handlerType = handlerType;
+        this.handleType = handleType;
         this.socketChannel = socketChannel;
         this.serverChannel = serverChannel;
+        this.domainSocketChannel = domainSocketChannel;
+        this.serverDomainSocketChannel = serverDomainSocketChannel;
+    }
+
+    /** This engine's Unix-domain stream socket (the shm transport's setup and doorbell connection). */
+    public Class<? extends Channel> domainSocketChannel() {
+        return domainSocketChannel;
+    }
+
+    public Class<? extends ServerChannel> serverDomainSocketChannel() {
+        return serverDomainSocketChannel;
+    }
+
+    /** The address type this engine's domain sockets take for a socket file. */
+    public SocketAddress domainSocketAddress(Path file) {
+        return this == NIO ? UnixDomainSocketAddress.of(file) : new DomainSocketAddress(file.toString());
     }
 
     /** The value of {@code NUCX_TCP_IO} that forces this engine. */
@@ -81,9 +118,12 @@ public enum TcpIoMode {
         };
     }
 
-    /** Whether channels of this engine can be registered on {@code loop}. */
+    /**
+     * Whether channels of this engine can be registered on {@code loop}: asked by handle type, not handler class,
+     * so that a loop whose handler wraps this engine's (the shm transport's) counts too.
+     */
     public boolean isCompatible(EventLoop loop) {
-        return loop instanceof IoEventLoop io && io.isIoType(handlerType);
+        return loop instanceof IoEventLoop io && io.isCompatible(handleType);
     }
 
     /** The engine a loop runs, or null if it is none of the three (e.g. a LocalIoHandler loop). */

@@ -116,6 +116,38 @@ class SpscRingTest {
     }
 
     @Test
+    void aLengthNoProducerWritesIsReportedNotFollowed() throws Exception {
+        Path p = dir.resolve("corrupt");
+        try (SpscRing ring = SpscRing.create(p, 4096); Arena arena = Arena.ofConfined()) {
+            assertTrue(ring.write(1, arena.allocate(16)));
+            // Another process scribbles over the first record's length word (the record area follows the header).
+            try (java.nio.channels.FileChannel ch = java.nio.channels.FileChannel.open(p,
+                    java.nio.file.StandardOpenOption.WRITE)) {
+                ch.write(java.nio.ByteBuffer.allocate(4).order(java.nio.ByteOrder.LITTLE_ENDIAN).putInt(0, 1 << 20),
+                        RingDescriptor.HEADER_LENGTH + RecordDescriptor.LENGTH_OFFSET);
+            }
+            RingCorruptedException e = assertThrows(RingCorruptedException.class,
+                    () -> ring.read((type, payload) -> { }, 10));
+            assertTrue(e.getMessage().contains("length 1048576"), e.getMessage());
+        }
+    }
+
+    @Test
+    void theSleepAndWaitFlagsAreTakenOnce() throws Exception {
+        try (SpscRing ring = SpscRing.create(dir.resolve("flags"), 4096)) {
+            assertFalse(ring.takeConsumerSleeping());
+            ring.markConsumerSleeping();
+            assertTrue(ring.takeConsumerSleeping());
+            assertFalse(ring.takeConsumerSleeping(), "one wake-up per sleep");
+            assertFalse(ring.takeWriterWaiting());
+            ring.markWriterWaiting();
+            assertTrue(ring.takeWriterWaiting());
+            assertFalse(ring.takeWriterWaiting());
+            assertTrue(ring.isEmpty());
+        }
+    }
+
+    @Test
     void filesAreCreatedPrivateAndForeignOrDamagedFilesAreRefused() throws Exception {
         Path p = dir.resolve("r");
         try (SpscRing ring = SpscRing.create(p, 4096)) {

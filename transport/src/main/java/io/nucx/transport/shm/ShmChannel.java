@@ -1,0 +1,426 @@
+package io.nucx.transport.shm;
+
+import io.netty.buffer.ByteBuf;
+import io.netty.buffer.Unpooled;
+import io.netty.channel.AbstractChannel;
+import io.netty.channel.Channel;
+import io.netty.channel.ChannelConfig;
+import io.netty.channel.ChannelMetadata;
+import io.netty.channel.ChannelOutboundBuffer;
+import io.netty.channel.ChannelPromise;
+import io.netty.channel.DefaultChannelConfig;
+import io.netty.channel.EventLoop;
+import io.netty.channel.IoEvent;
+import io.netty.channel.IoEventLoop;
+import io.netty.channel.IoRegistration;
+import io.netty.handler.codec.CorruptedFrameException;
+import io.nucx.transport.AmFrame;
+import io.nucx.transport.AmFrameSizeEstimator;
+
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.net.SocketAddress;
+import java.nio.channels.ClosedChannelException;
+import java.nio.channels.NotYetConnectedException;
+import java.util.concurrent.RejectedExecutionException;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * A lane over two shared-memory rings: it writes {@link AmFrame}s into the peer's inbound ring and reads its own
+ * inbound ring when its loop's {@link ShmIoHandler} polls it. The Unix socket the two sides met on stays open as
+ * the doorbell and as the liveness signal: when it closes, the peer is gone.
+ *
+ * <p>A record carries one frame: its type word packs the am id, the flags and the header length; its payload is the
+ * header then the payload bytes. A write completes once the record is in the ring. A full ring leaves the frame in
+ * Netty's outbound buffer (where it counts toward the water mark, so the lane turns unwritable) until the reader has
+ * made room; nothing is dropped.
+ */
+public final class ShmChannel extends AbstractChannel {
+
+    private enum State { OPEN, CONNECTED, CLOSED }
+
+    private static final ChannelMetadata METADATA = new ChannelMetadata(false);
+    private static final int READ_BATCH = 64;
+    private static final int MAX_HEADER = 0x7fff;
+    /** One byte rung on the peer's socket; shared and never released. */
+    private static final ByteBuf DOORBELL = Unpooled.unreleasableBuffer(
+            Unpooled.directBuffer(1).writeByte(1).asReadOnly());
+
+    private final ChannelConfig config = new DefaultChannelConfig(this);
+
+    {
+        config.setMessageSizeEstimator(AmFrameSizeEstimator.INSTANCE);
+    }
+
+    private final ShmAddress.Socket localAddress;
+    private final int maxRecordPayload;
+    private final SpscRing.RecordHandler onRecord = this::onRecord;
+
+    private volatile State state = State.OPEN;
+    private ShmAddress.Socket remoteAddress;
+    private SpscRing in;
+    private SpscRing out;
+    private Channel doorbell;
+    private IoRegistration registration;
+    private boolean readPending;
+    /** A full ring held back the outbound buffer; poll() resumes it once there is room. */
+    private boolean writeBlocked;
+    private boolean reading;
+    private int delivered;
+    private Throwable closeCause;
+
+    ShmChannel(ShmAddress local, int maxRecordPayload) {
+        super(null);
+        this.localAddress = new ShmAddress.Socket(local);
+        this.maxRecordPayload = maxRecordPayload;
+    }
+
+    /** Gives the channel its rings and doorbell once the handshake is done; it is active from then on. */
+    void connect(ShmAddress remote, SpscRing in, SpscRing out, Channel doorbell) {
+        this.remoteAddress = new ShmAddress.Socket(remote);
+        this.in = in;
+        this.out = out;
+        this.doorbell = doorbell;
+        this.state = State.CONNECTED;
+    }
+
+    /** The peer's process id. */
+    public long peerPid() {
+        return remoteAddress == null ? -1 : remoteAddress.address.pid();
+    }
+
+    @Override
+    public ChannelConfig config() {
+        return config;
+    }
+
+    @Override
+    public boolean isOpen() {
+        return state != State.CLOSED;
+    }
+
+    @Override
+    public boolean isActive() {
+        return state == State.CONNECTED;
+    }
+
+    @Override
+    public ChannelMetadata metadata() {
+        return METADATA;
+    }
+
+    @Override
+    protected AbstractUnsafe newUnsafe() {
+        return new ShmUnsafe();
+    }
+
+    @Override
+    protected boolean isCompatible(EventLoop loop) {
+        return loop instanceof IoEventLoop io && io.isCompatible(ShmUnsafe.class);
+    }
+
+    @Override
+    protected void doRegister(ChannelPromise promise) {
+        ((IoEventLoop) eventLoop()).register((ShmUnsafe) unsafe()).addListener(f -> {
+            if (f.isSuccess()) {
+                registration = (IoRegistration) f.getNow();
+                promise.setSuccess();
+            } else {
+                promise.setFailure(f.cause());
+            }
+        });
+    }
+
+    @Override
+    protected void doDeregister() {
+        IoRegistration r = registration;
+        if (r != null) {
+            registration = null;
+            r.cancel();
+        }
+    }
+
+    @Override
+    protected SocketAddress localAddress0() {
+        return localAddress;
+    }
+
+    @Override
+    protected SocketAddress remoteAddress0() {
+        return remoteAddress;
+    }
+
+    @Override
+    protected void doBind(SocketAddress localAddress) {
+        throw new UnsupportedOperationException("a shm channel is created connected by ShmIface.connect");
+    }
+
+    @Override
+    protected void doDisconnect() {
+        doClose();
+    }
+
+    @Override
+    protected void doClose() {
+        State old = state;
+        state = State.CLOSED;
+        if (old == State.CLOSED) {
+            return;
+        }
+        Channel d = doorbell;
+        if (d != null) {
+            d.close(); // the peer sees its doorbell close: that is how it learns we are gone
+        }
+        if (reading) {
+            eventLoop().execute(this::unmap); // still inside a ring read: unmap once it has returned
+        } else {
+            unmap();
+        }
+    }
+
+    private void unmap() {
+        if (in != null) {
+            in.close();
+        }
+        if (out != null) {
+            out.close();
+        }
+    }
+
+    @Override
+    protected void doBeginRead() {
+        readPending = true;
+    }
+
+    @Override
+    protected Object filterOutboundMessage(Object msg) {
+        if (msg instanceof AmFrame f) {
+            if (f.header().readableBytes() > MAX_HEADER || f.length() > maxRecordPayload) {
+                throw new IllegalArgumentException("frame of " + f.length() + " bytes (header "
+                        + f.header().readableBytes() + ") exceeds the shm record limit " + maxRecordPayload);
+            }
+            return msg;
+        }
+        throw new UnsupportedOperationException("a shm lane carries AmFrames, not " + msg.getClass().getName());
+    }
+
+    @Override
+    protected void doWrite(ChannelOutboundBuffer buffer) throws Exception {
+        switch (state) {
+            case OPEN -> throw new NotYetConnectedException();
+            case CLOSED -> throw new ClosedChannelException();
+            default -> { }
+        }
+        boolean wrote = false;
+        for (Object msg; (msg = buffer.current()) != null; ) {
+            AmFrame f = (AmFrame) msg;
+            int type = f.amId() | f.flags() << 8 | f.header().readableBytes() << 16;
+            if (!out.write(type, f.header(), f.payload())) {
+                writeBlocked = true;
+                break;
+            }
+            buffer.remove();
+            wrote = true;
+        }
+        if (buffer.current() == null) {
+            writeBlocked = false;
+        }
+        if (wrote && out.takeConsumerSleeping()) {
+            ringDoorbell();
+        }
+    }
+
+    private void ringDoorbell() {
+        Channel d = doorbell;
+        if (d.isActive()) {
+            d.writeAndFlush(DOORBELL.duplicate(), d.voidPromise());
+        }
+    }
+
+    /** Reads up to a batch of records into the pipeline; returns how many. */
+    private int readInbound() {
+        if (!readPending || state != State.CONNECTED) {
+            return 0;
+        }
+        delivered = 0;
+        reading = true;
+        int n;
+        try {
+            n = in.read(onRecord, READ_BATCH);
+        } catch (RingCorruptedException e) {
+            reading = false;
+            fail(e);
+            return 1;
+        } finally {
+            reading = false;
+        }
+        if (n > 0) {
+            if (delivered > 0) {
+                readPending = false;
+                pipeline().fireChannelReadComplete();
+            }
+            if (state == State.CONNECTED && in.takeWriterWaiting()) {
+                ringDoorbell();
+            }
+        }
+        return n;
+    }
+
+    private void onRecord(int type, MemorySegment record) {
+        if (state != State.CONNECTED) {
+            return; // closed by a handler during this batch: the rest is dropped with the connection
+        }
+        int amId = type & 0xff;
+        int flags = (type >>> 8) & 0xff;
+        int headerLength = type >>> 16;
+        long length = record.byteSize();
+        if (amId == 0 || headerLength > length || length > maxRecordPayload) {
+            fail(new CorruptedFrameException("shm record from pid " + peerPid() + " with am id " + amId
+                    + ", header length " + headerLength + " and length " + length + " (limit " + maxRecordPayload
+                    + ")"));
+            return;
+        }
+        ByteBuf buf = alloc().heapBuffer((int) length);
+        MemorySegment.copy(record, ValueLayout.JAVA_BYTE, 0, buf.array(), buf.arrayOffset(), (int) length);
+        buf.writerIndex((int) length);
+        ByteBuf header = buf.retainedSlice(0, headerLength);
+        ByteBuf payload = length == headerLength ? Unpooled.EMPTY_BUFFER
+                : buf.retainedSlice(headerLength, (int) length - headerLength);
+        buf.release();
+        delivered++;
+        pipeline().fireChannelRead(AmFrame.of(amId, flags, header, payload));
+    }
+
+    /** Closes with {@code cause} reported down the pipeline first (a corrupt ring, a vanished peer). */
+    private void fail(Throwable cause) {
+        if (state == State.CLOSED) {
+            return;
+        }
+        closeCause = cause;
+        pipeline().fireExceptionCaught(cause);
+        failFlushed(cause);
+        unsafe().close(unsafe().voidPromise());
+    }
+
+    private void failFlushed(Throwable cause) {
+        ChannelOutboundBuffer buffer = unsafe().outboundBuffer();
+        if (buffer != null) {
+            while (buffer.current() != null) {
+                buffer.remove(cause);
+            }
+        }
+    }
+
+    /**
+     * The doorbell socket closed: the peer closed or died. What it committed before is still delivered, then the
+     * channel closes and writes still queued fail with {@link ShmPeerGoneException}.
+     */
+    void peerGone() {
+        if (state == State.CLOSED) {
+            return;
+        }
+        if (state == State.CONNECTED) {
+            readPending = true; // deliver all that is left even if the pipeline asked for no more reads
+            while (state == State.CONNECTED && readInbound() > 0) {
+                readPending = true;
+            }
+        }
+        if (state != State.CLOSED) {
+            boolean exited = ProcessHandle.of(peerPid()).isEmpty();
+            reapPeerFiles(peerPid(), 0);
+            ShmPeerGoneException e = new ShmPeerGoneException("shm peer (pid " + peerPid() + ") closed its "
+                    + "connection" + (exited ? ": the process has exited" : ""));
+            closeCause = e;
+            failFlushed(e);
+            unsafe().close(unsafe().voidPromise());
+        }
+    }
+
+    /**
+     * Deletes the iface socket a killed peer had no chance to delete. A killed process lingers as a zombie until
+     * its parent reaps it, so look again a little later if it still seems to exist.
+     */
+    private void reapPeerFiles(long pid, int attempt) {
+        if (ShmFiles.reapIfDead(ShmFiles.DIR, pid) > 0 || ProcessHandle.of(pid).isEmpty() || attempt >= 3) {
+            return;
+        }
+        try {
+            eventLoop().schedule(() -> reapPeerFiles(pid, attempt + 1), 1L << attempt, TimeUnit.SECONDS);
+        } catch (RejectedExecutionException e) {
+            // the loop is shutting down; the next start reaps them
+        }
+    }
+
+    /** Why the channel closed, if it was not closed locally. */
+    public Throwable closeCause() {
+        return closeCause;
+    }
+
+    /** The ring this end writes into (tests reach the shared memory through it). */
+    SpscRing outboundRing() {
+        return out;
+    }
+
+    /** Bytes written by the peer and not yet read. */
+    public long queuedInbound() {
+        return in == null || state == State.CLOSED ? 0 : in.size();
+    }
+
+    private final class ShmUnsafe extends AbstractUnsafe implements ShmIoHandle {
+        @Override
+        public void connect(SocketAddress remote, SocketAddress local, ChannelPromise promise) {
+            promise.setFailure(new UnsupportedOperationException("shm channels are connected by ShmIface.connect"));
+        }
+
+        @Override
+        public int poll() {
+            if (state != State.CONNECTED) {
+                return 0;
+            }
+            int work = readInbound();
+            if (writeBlocked && state == State.CONNECTED && out.hasRoomFor(nextRecordPayload())) {
+                flush0();
+                work++;
+            }
+            return work;
+        }
+
+        private int nextRecordPayload() {
+            ChannelOutboundBuffer b = outboundBuffer();
+            Object m = b == null ? null : b.current();
+            return m instanceof AmFrame f ? f.length() : 0;
+        }
+
+        @Override
+        public boolean prepareToPark() {
+            if (state != State.CONNECTED) {
+                return true;
+            }
+            in.markConsumerSleeping();
+            if (writeBlocked) {
+                out.markWriterWaiting();
+                if (out.hasRoomFor(nextRecordPayload())) {
+                    return false;
+                }
+            }
+            return !readPending || in.isEmpty();
+        }
+
+        @Override
+        public void unpark() {
+            if (state == State.CONNECTED) {
+                in.clearConsumerSleeping();
+            }
+        }
+
+        @Override
+        public void handle(IoRegistration registration, IoEvent ioEvent) {
+            // polled, never signalled
+        }
+
+        @Override
+        public void close() {
+            close(voidPromise());
+        }
+    }
+}

@@ -1,0 +1,233 @@
+package io.nucx.transport.shm;
+
+import io.netty.channel.IoHandle;
+import io.netty.channel.IoHandler;
+import io.netty.channel.IoHandlerContext;
+import io.netty.channel.IoHandlerFactory;
+import io.netty.channel.IoOps;
+import io.netty.channel.IoRegistration;
+
+import java.util.Arrays;
+
+/**
+ * An event loop's I/O engine for shm channels that wraps the engine of the loop's other channels (epoll, io_uring
+ * or NIO), so TCP and shm channels share one loop. Each pass polls every shm handle, then runs the wrapped engine
+ * without blocking. When the rings have been idle for the spin time, the loop may park: it flags itself asleep in
+ * each inbound ring (and as waiting in each full outbound ring), re-checks them, and only then blocks in the
+ * wrapped engine. A producer that finds the flag writes one byte to the connection's Unix socket, which the wrapped
+ * engine polls: that is the doorbell. A futex cannot wake an epoll or NIO wait and an eventfd needs descriptor
+ * passing; the setup socket is already there and every engine can poll it (UCX's posix transport signals through
+ * a Unix socket for the same reason).
+ *
+ * <p>Without shm handles it is the wrapped engine and nothing else: no spinning, no extra cost.
+ */
+public final class ShmIoHandler implements IoHandler {
+
+    private static final ShmIoHandle[] NONE = new ShmIoHandle[0];
+
+    private final IoHandler delegate;
+    private final long spinNanos;
+    /** Replaced, never mutated, so a poll pass may iterate it while a handle deregisters. Loop thread only. */
+    private ShmIoHandle[] handles = NONE;
+    /** When the polls began finding nothing; 0 while active. */
+    private long idleSince;
+    private final NonBlocking nonBlocking = new NonBlocking();
+
+    private ShmIoHandler(IoHandler delegate, long spinNanos) {
+        this.delegate = delegate;
+        this.spinNanos = spinNanos;
+    }
+
+    /**
+     * A factory of loops that run shm channels next to the channels of {@code delegate}'s engine.
+     *
+     * @param spinNanos how long an idle loop keeps polling its rings before it parks ({@code NUCX_SHM_SPIN})
+     */
+    public static IoHandlerFactory newFactory(IoHandlerFactory delegate, long spinNanos) {
+        if (spinNanos < 0) {
+            throw new IllegalArgumentException("spin time must not be negative: " + spinNanos);
+        }
+        return new IoHandlerFactory() {
+            @Override
+            public IoHandler newHandler(io.netty.util.concurrent.ThreadAwareExecutor executor) {
+                return new ShmIoHandler(delegate.newHandler(executor), spinNanos);
+            }
+
+            @Override
+            public boolean isChangingThreadSupported() {
+                return delegate.isChangingThreadSupported();
+            }
+        };
+    }
+
+    @Override
+    public void initialize() {
+        delegate.initialize();
+    }
+
+    @Override
+    public int run(IoHandlerContext context) {
+        ShmIoHandle[] hs = handles;
+        if (hs.length == 0) {
+            return delegate.run(context);
+        }
+        int work = 0;
+        for (ShmIoHandle h : hs) {
+            work += h.poll();
+        }
+        if (work > 0) {
+            idleSince = 0;
+            return work + delegate.run(nonBlocking.wrap(context));
+        }
+        long now = System.nanoTime();
+        if (idleSince == 0) {
+            idleSince = now;
+        }
+        if (!context.canBlock() || now - idleSince < spinNanos) {
+            return delegate.run(nonBlocking.wrap(context));
+        }
+        boolean park = true;
+        int armed = 0;
+        for (; armed < hs.length && park; armed++) {
+            park = hs[armed].prepareToPark();
+        }
+        try {
+            return delegate.run(park ? context : nonBlocking.wrap(context));
+        } finally {
+            for (int i = 0; i < armed; i++) {
+                hs[i].unpark();
+            }
+            idleSince = 0;
+        }
+    }
+
+    @Override
+    public IoRegistration register(IoHandle handle) throws Exception {
+        if (!(handle instanceof ShmIoHandle shm)) {
+            return delegate.register(handle);
+        }
+        ShmIoHandle[] hs = Arrays.copyOf(handles, handles.length + 1);
+        hs[hs.length - 1] = shm;
+        handles = hs;
+        idleSince = 0;
+        Registration r = new Registration(shm);
+        shm.registered();
+        return r;
+    }
+
+    private void remove(ShmIoHandle handle) {
+        ShmIoHandle[] hs = handles;
+        for (int i = 0; i < hs.length; i++) {
+            if (hs[i] == handle) {
+                ShmIoHandle[] n = new ShmIoHandle[hs.length - 1];
+                System.arraycopy(hs, 0, n, 0, i);
+                System.arraycopy(hs, i + 1, n, i, hs.length - i - 1);
+                handles = n;
+                return;
+            }
+        }
+    }
+
+    @Override
+    public void wakeup() {
+        delegate.wakeup();
+    }
+
+    @Override
+    public boolean isCompatible(Class<? extends IoHandle> handleType) {
+        return ShmIoHandle.class.isAssignableFrom(handleType) || delegate.isCompatible(handleType);
+    }
+
+    @Override
+    public void prepareToDestroy() {
+        for (ShmIoHandle h : handles) {
+            try {
+                h.close();
+            } catch (Exception ignored) {
+                // closing on shutdown; the channel reports its own errors
+            }
+        }
+        delegate.prepareToDestroy();
+    }
+
+    @Override
+    public void destroy() {
+        delegate.destroy();
+    }
+
+    /** Registered shm handles, for tests and diagnostics. */
+    int handleCount() {
+        return handles.length;
+    }
+
+    private final class Registration implements IoRegistration {
+        private final ShmIoHandle handle;
+        private boolean valid = true;
+
+        Registration(ShmIoHandle handle) {
+            this.handle = handle;
+        }
+
+        @Override
+        @SuppressWarnings("unchecked")
+        public <T> T attachment() {
+            return (T) ShmIoHandler.this;
+        }
+
+        @Override
+        public long submit(IoOps ops) {
+            throw new UnsupportedOperationException("shm handles are polled; they submit no operations");
+        }
+
+        @Override
+        public boolean isValid() {
+            return valid;
+        }
+
+        @Override
+        public boolean cancel() {
+            if (!valid) {
+                return false;
+            }
+            valid = false;
+            remove(handle);
+            handle.unregistered();
+            return true;
+        }
+    }
+
+    /** The loop's context with blocking taken away, for the wrapped engine's passes between ring polls. */
+    private static final class NonBlocking implements IoHandlerContext {
+        private IoHandlerContext context;
+
+        NonBlocking wrap(IoHandlerContext c) {
+            this.context = c;
+            return this;
+        }
+
+        @Override
+        public boolean canBlock() {
+            return false;
+        }
+
+        @Override
+        public long delayNanos(long currentTimeNanos) {
+            return 0;
+        }
+
+        @Override
+        public long deadlineNanos() {
+            return context.deadlineNanos();
+        }
+
+        @Override
+        public void reportActiveIoTime(long activeNanos) {
+            context.reportActiveIoTime(activeNanos);
+        }
+
+        @Override
+        public boolean shouldReportActiveIoTime() {
+            return context.shouldReportActiveIoTime();
+        }
+    }
+}

@@ -1,0 +1,57 @@
+package io.nucx.transport.shm;
+
+import io.netty.channel.EventLoop;
+import io.netty.channel.IoEventLoop;
+import io.nucx.transport.Availability;
+import io.nucx.transport.Device;
+import io.nucx.transport.Iface;
+import io.nucx.transport.IfaceParams;
+import io.nucx.transport.NucxConfig;
+import io.nucx.transport.Transport;
+
+import java.nio.file.Files;
+import java.util.List;
+
+/**
+ * Shared-memory transport between processes of one host: a ring per direction per connection in a file under
+ * {@code /dev/shm}, mapped with FFM; channels run on loops whose engine is a {@link ShmIoHandler}.
+ */
+public final class ShmTransport implements Transport {
+
+    public static final String NAME = "shm";
+    public static final Device MEMORY = new Device("memory", "shm");
+
+    @Override
+    public String name() {
+        return NAME;
+    }
+
+    @Override
+    public Availability availability() {
+        if (!Files.isDirectory(ShmFiles.DIR) || !Files.isWritable(ShmFiles.DIR)) {
+            return Availability.unavailable("shm: " + ShmFiles.DIR + " is not a writable directory");
+        }
+        return Availability.available();
+    }
+
+    @Override
+    public Availability availabilityOn(EventLoop loop) {
+        return isCompatible(loop) ? Availability.available() : Availability.unavailable("shm: the event loop "
+                + "was not made with ShmIoHandler.newFactory(...), so it cannot poll rings (" + loop.getClass()
+                .getSimpleName() + ")");
+    }
+
+    static boolean isCompatible(EventLoop loop) {
+        return loop instanceof IoEventLoop io && io.isCompatible(ShmIoHandle.class);
+    }
+
+    @Override
+    public List<Device> devices(NucxConfig config) {
+        return availability().isAvailable() ? List.of(MEMORY) : List.of();
+    }
+
+    @Override
+    public Iface openIface(IfaceParams params) throws Exception {
+        return ShmIface.open(this, params, ShmFiles.DIR);
+    }
+}
