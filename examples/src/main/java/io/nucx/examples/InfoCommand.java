@@ -72,6 +72,9 @@ final class InfoCommand implements Callable<Integer> {
                     continue;
                 }
                 out.println("#   Availability: available");
+                if (t.name().equals(io.nucx.transport.cma.CmaTransport.NAME)) {
+                    out.println("#         Access: " + io.nucx.transport.cma.Cma.accessSummary());
+                }
                 Device dev = t.defaultDevice(config);
                 List<String> devices = new ArrayList<>();
                 for (Device d : t.devices(config)) {
@@ -117,7 +120,17 @@ final class InfoCommand implements Callable<Integer> {
         if (a.has(Capability.AM_BCOPY)) {
             out.println("#             am_bcopy: <= " + units(a.maxBcopy()));
         }
-        out.println("#            am header: <= " + a.maxHeader());
+        if (a.has(Capability.AM_SHORT) || a.has(Capability.AM_BCOPY)) {
+            out.println("#            am header: <= " + a.maxHeader());
+        } else {
+            out.println("#                   am: none (an RMA-only transport: never the AM lane)");
+        }
+        if (a.has(Capability.GET_ZCOPY)) {
+            out.println("#            get_zcopy: <= " + zcopyUnits(a.maxZcopy()));
+        }
+        if (a.has(Capability.PUT_ZCOPY)) {
+            out.println("#            put_zcopy: <= " + zcopyUnits(a.maxZcopy()));
+        }
         List<String> conn = new ArrayList<>();
         if (a.has(Capability.CONNECT_TO_EP)) {
             conn.add("to ep");
@@ -135,6 +148,10 @@ final class InfoCommand implements Callable<Integer> {
             err.add("ep_check");
         }
         out.println("#       error handling: " + (err.isEmpty() ? "none" : String.join(", ", err)));
+    }
+
+    private static String zcopyUnits(long v) {
+        return v == Long.MAX_VALUE ? "unlimited" : units(v);
     }
 
     static String units(long v) {

@@ -25,10 +25,56 @@ final class PeerProcess implements AutoCloseable {
     }
 
     static PeerProcess start(Class<?> main, Map<String, String> env, String... args) throws IOException {
+        return start(List.of(), System.getProperty("java.class.path"), main, env, args);
+    }
+
+    /**
+     * The peer as another user ({@code setpriv --reuid=uid --regid=uid --clear-groups}), so that the kernel applies
+     * ptrace rules to it (root's CAP_SYS_PTRACE would let it read anyone). Needs root. The class path is copied to a
+     * world-readable temporary directory first: the user cannot read /root/.m2. The copy is deleted on close.
+     */
+    static PeerProcess startAs(int uid, Class<?> main, Map<String, String> env, String... args) throws IOException {
+        Path dir = Files.createTempDirectory("nucx-peer-cp");
+        List<String> entries = new ArrayList<>();
+        int n = 0;
+        for (String entry : System.getProperty("java.class.path").split(java.io.File.pathSeparator)) {
+            Path src = Path.of(entry);
+            if (!Files.exists(src)) {
+                continue;
+            }
+            Path dst = dir.resolve((n++) + "-" + src.getFileName());
+            try (var walk = Files.walk(src)) {
+                for (Path p : (Iterable<Path>) walk::iterator) {
+                    Path to = dst.resolve(src.relativize(p).toString());
+                    if (Files.isDirectory(p)) {
+                        Files.createDirectories(to);
+                    } else {
+                        Files.copy(p, to);
+                    }
+                }
+            }
+            entries.add(dst.toString());
+        }
+        try (var walk = Files.walk(dir)) {
+            for (Path p : (Iterable<Path>) walk::iterator) {
+                Files.setPosixFilePermissions(p, java.nio.file.attribute.PosixFilePermissions.fromString(
+                        Files.isDirectory(p) ? "rwxr-xr-x" : "rw-r--r--"));
+            }
+        }
+        PeerProcess peer = start(List.of("setpriv", "--reuid=" + uid, "--regid=" + uid, "--clear-groups"),
+                String.join(java.io.File.pathSeparator, entries), main, env, args);
+        peer.copiedClassPath = dir;
+        return peer;
+    }
+
+    private Path copiedClassPath;
+
+    private static PeerProcess start(List<String> prefix, String classPath, Class<?> main, Map<String, String> env,
+                                     String... args) throws IOException {
         String java = ProcessHandle.current().info().command().orElseThrow();
-        List<String> cmd = new ArrayList<>(List.of(java, "--enable-native-access=ALL-UNNAMED",
-                "-Dio.netty.leakDetection.level=paranoid", "-Xmx1g", "-cp", System.getProperty("java.class.path"),
-                main.getName()));
+        List<String> cmd = new ArrayList<>(prefix);
+        cmd.addAll(List.of(java, "--enable-native-access=ALL-UNNAMED",
+                "-Dio.netty.leakDetection.level=paranoid", "-Xmx1g", "-cp", classPath, main.getName()));
         cmd.addAll(List.of(args));
         Path err = Files.createTempFile("nucx-peer", ".err");
         ProcessBuilder pb = new ProcessBuilder(cmd).redirectError(err.toFile());
@@ -71,5 +117,12 @@ final class PeerProcess implements AutoCloseable {
     public void close() throws IOException {
         process.destroyForcibly();
         Files.deleteIfExists(stderr);
+        if (copiedClassPath != null) {
+            try (var walk = Files.walk(copiedClassPath)) {
+                for (Path p : walk.sorted(java.util.Comparator.reverseOrder()).toList()) {
+                    Files.deleteIfExists(p);
+                }
+            }
+        }
     }
 }

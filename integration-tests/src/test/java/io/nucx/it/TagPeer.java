@@ -14,7 +14,9 @@ import java.util.concurrent.TimeUnit;
  * The other process of the multi-process tests. Starts a worker (transports and engine from NUCX_* in its
  * environment), prints {@code ADDRESS <hex>}, receives {@code count} messages with any tag (sizes from a
  * comma-separated second argument, in turn, if given), checks each one against {@link MessagePlan} and that they came in send order, then answers on the endpoint the worker created for the
- * sender with a report (tag {@link #REPORT_TAG}): "OK <count> <bytes>" or the first error. Exits 3 on a leak.
+ * sender with a report (tag {@link #REPORT_TAG}): "OK <count> <bytes>" or the first error. Before the report it
+ * prints {@code LANES rma=... refusal=...} and {@code COUNTERS {...}} (its endpoint's RMA lane and protocol
+ * counters). Exits 3 on a leak.
  */
 public final class TagPeer {
 
@@ -54,6 +56,10 @@ public final class TagPeer {
             report = "OK " + count + " " + bytes;
         }
         Endpoint reply = worker.endpoints().iterator().next();
+        // What carried the data on this side, for tests that ask (rndv/get/zcopy read, or refused and fell back).
+        System.out.println("LANES rma=" + reply.rmaLane() + " refusal=" + reply.rmaRefusal());
+        System.out.println("COUNTERS " + worker.counters().snapshot());
+        System.out.flush();
         reply.tagSend(REPORT_TAG, Unpooled.copiedBuffer(report, StandardCharsets.UTF_8)).sync();
         worker.close().get(10, TimeUnit.SECONDS);
         var leaks = LeakRecorder.collect();

@@ -27,6 +27,15 @@ public interface Iface {
     boolean isReachable(byte[] remoteDeviceAddress, byte[] remoteIfaceAddress);
 
     /**
+     * Whether this process may operate on the remote iface's memory, checked when lanes are selected (cma: the
+     * kernel's ptrace permission). Null when allowed; otherwise the reason, naming the error. Transports that touch
+     * no remote memory allow everything.
+     */
+    default String accessRefusal(byte[] remoteDeviceAddress, byte[] remoteIfaceAddress) {
+        return null;
+    }
+
+    /**
      * Connects a lane to a remote iface (connect-to-iface). The lane's pipeline gets the transport's framing
      * handlers followed by {@code laneHandler}; the future completes when the lane is active.
      */

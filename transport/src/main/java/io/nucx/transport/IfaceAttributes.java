@@ -17,10 +17,19 @@ import java.util.Set;
  * @param bandwidthShared bytes/second shared with other processes on the device
  * @param overheadSeconds CPU time to send or receive one message, seconds
  * @param priority        tie-breaker between equal scores (higher wins)
+ * @param maxZcopy        largest PUT/GET zero-copy transfer, bytes (0 without PUT_ZCOPY/GET_ZCOPY)
  */
 public record IfaceAttributes(Set<Capability> capabilities, int maxShort, int maxBcopy, int maxHeader,
                               double latencySeconds, double latencyPerEp, double bandwidthDedicated,
-                              double bandwidthShared, double overheadSeconds, int priority) {
+                              double bandwidthShared, double overheadSeconds, int priority, long maxZcopy) {
+
+    /** Attributes of an iface without zero-copy RMA. */
+    public IfaceAttributes(Set<Capability> capabilities, int maxShort, int maxBcopy, int maxHeader,
+                           double latencySeconds, double latencyPerEp, double bandwidthDedicated,
+                           double bandwidthShared, double overheadSeconds, int priority) {
+        this(capabilities, maxShort, maxBcopy, maxHeader, latencySeconds, latencyPerEp, bandwidthDedicated,
+                bandwidthShared, overheadSeconds, priority, 0);
+    }
 
     public IfaceAttributes {
         capabilities = capabilities.isEmpty() ? EnumSet.noneOf(Capability.class) : EnumSet.copyOf(capabilities);
@@ -33,7 +42,7 @@ public record IfaceAttributes(Set<Capability> capabilities, int maxShort, int ma
     /** The same attributes with the AM size limits narrowed, e.g. to the smaller of two peers' limits. */
     public IfaceAttributes withAmLimits(int maxShort, int maxBcopy) {
         return new IfaceAttributes(capabilities, maxShort, maxBcopy, maxHeader, latencySeconds, latencyPerEp,
-                bandwidthDedicated, bandwidthShared, overheadSeconds, priority);
+                bandwidthDedicated, bandwidthShared, overheadSeconds, priority, maxZcopy);
     }
 
     /** Bandwidth as UCX's v2 model uses it: dedicated + shared / min(ppn, 8), with one process per node here. */

@@ -52,6 +52,7 @@ public final class Endpoint extends AbstractChannel {
     private final long id;
     private final WorkerAddress remote;
     private final EndpointConfig endpointConfig;
+    private final LaneSelector.Lanes lanes;
     private final EndpointChannelConfig config = new EndpointChannelConfig(this);
     private final EndpointAddress localAddress;
     private final EndpointAddress remoteAddress;
@@ -59,7 +60,7 @@ public final class Endpoint extends AbstractChannel {
     private volatile Channel amLane;
     private StubHandler stub;
 
-    private Endpoint(Worker worker, long id, WorkerAddress remote, LaneSelector.Lane lane, Channel connectedLane) {
+    private Endpoint(Worker worker, long id, WorkerAddress remote, LaneSelector.Lanes lane, Channel connectedLane) {
         super(null);
         this.worker = worker;
         this.id = id;
@@ -67,6 +68,7 @@ public final class Endpoint extends AbstractChannel {
         this.localAddress = new EndpointAddress(worker.uuid(), worker.name());
         this.remoteAddress = new EndpointAddress(remote.uuid(), remote.name());
         this.endpointConfig = lane.endpointConfig();
+        this.lanes = lane;
         ChannelPipeline p = pipeline();
         if (connectedLane == null) {
             state = State.WIRING_UP;
@@ -87,12 +89,12 @@ public final class Endpoint extends AbstractChannel {
     }
 
     /** An endpoint this worker connects; its AM lane is connected after registration. */
-    static Endpoint outgoing(Worker worker, long id, WorkerAddress remote, LaneSelector.Lane lane) {
+    static Endpoint outgoing(Worker worker, long id, WorkerAddress remote, LaneSelector.Lanes lane) {
         return new Endpoint(worker, id, remote, lane, null);
     }
 
     /** An endpoint for a peer that connected to us, on the lane it came in by. */
-    static Endpoint incoming(Worker worker, long id, WorkerAddress remote, LaneSelector.Lane lane, Channel laneCh) {
+    static Endpoint incoming(Worker worker, long id, WorkerAddress remote, LaneSelector.Lanes lane, Channel laneCh) {
         return new Endpoint(worker, id, remote, lane, laneCh);
     }
 
@@ -114,6 +116,19 @@ public final class Endpoint extends AbstractChannel {
     /** The lanes and their limits the protocols work with. */
     public EndpointConfig endpointConfig() {
         return endpointConfig;
+    }
+
+    /** "cma/memory" when this endpoint may read the peer's memory (rndv/get/zcopy), else null. */
+    public String rmaLane() {
+        return endpointConfig.rmaLane();
+    }
+
+    /**
+     * Why this endpoint has no RMA lane although the peer offered one (the kernel refused: EPERM; another host), or
+     * null. Rendezvous then moves the data as active-message fragments ({@code tag/rndv}).
+     */
+    public String rmaRefusal() {
+        return lanes.rmaRefusal();
     }
 
     /** The AM lane's transport channel, once connected. */
@@ -287,7 +302,7 @@ public final class Endpoint extends AbstractChannel {
     @Override
     public String toString() {
         return "Endpoint(#" + id + " " + localAddress + " -> " + remoteAddress + ", " + state
-                + (amLane != null ? ", " + endpointConfig.amLane() : "") + ")";
+                + (amLane != null ? ", " + lanes.describe() : "") + ")";
     }
 
     private final class EndpointUnsafe extends AbstractUnsafe {

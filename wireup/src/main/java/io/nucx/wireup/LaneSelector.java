@@ -15,6 +15,13 @@ import java.util.List;
  * <p>AM lane, "best for short messages": {@code score = 1e-3 / (latency + local overhead + remote overhead)}, where
  * latency is the mean of both sides' latency. Ties go to the higher priority sum, then to the transport name.
  * Requires AM_BCOPY on both sides and a max bcopy of at least 64 bytes, and the local iface must reach the remote one.
+ *
+ * <p>RMA lane ({@code rndv/get/zcopy} reads the peer's memory through it), UCX's RMA_BW score "best for 256 KiB":
+ * {@code score = 1 / (256 KiB / min bandwidth + latency + local overhead)}; requires GET_ZCOPY on both sides and
+ * reachability, then the transport's own permission check ({@link Iface#accessRefusal}: cma asks the kernel whether
+ * we may read the peer). A refused lane is not used, and the refusal is kept as a reason. Each side decides for
+ * itself, because the kernel may let one process read the other but not the reverse: the reading side (the receiver
+ * of a rendezvous) asks for the data by RTR when it may not read.
  */
 public final class LaneSelector {
 
@@ -49,7 +56,88 @@ public final class LaneSelector {
         }
     }
 
+    /** The chosen RMA lane. */
+    public record RmaLane(Iface iface, WorkerAddress.Entry local, WorkerAddress.Entry remote, double score) {
+        public String name() {
+            return iface.transport().name() + "/" + iface.device().name();
+        }
+    }
+
+    /**
+     * Every lane of an endpoint.
+     *
+     * @param am         the AM lane
+     * @param rma        the RMA lane, or null
+     * @param rmaRefusal why there is no RMA lane although a transport offered one (refused by the kernel, another
+     *                   host), or null
+     */
+    public record Lanes(Lane am, RmaLane rma, String rmaRefusal) {
+        /** The configuration the protocols see: both lanes' names and attributes. */
+        public EndpointConfig endpointConfig() {
+            EndpointConfig amOnly = am.endpointConfig();
+            return rma == null ? amOnly : new EndpointConfig(amOnly.amLane(), amOnly.amLaneAttrs(), rma.name(),
+                    rma.iface().attributes());
+        }
+
+        public SelectionKey.Locality locality() {
+            return am.locality();
+        }
+
+        /** "tcp/lo; rma cma/memory" or "tcp/lo; no rma lane: why" for tables and logs. */
+        public String describe() {
+            return am.name() + (rma != null ? "; rma " + rma.name()
+                    : rmaRefusal != null ? "; no rma lane: " + rmaRefusal : "");
+        }
+    }
+
+    /** UCX's RMA_BW score is computed for this size. */
+    static final double RMA_BW_SIZE = 256 * 1024;
+
     private LaneSelector() {
+    }
+
+    /** Selects the AM lane ({@link #selectAmLane}) and, where one is reachable and permitted, the RMA lane. */
+    public static Lanes selectLanes(List<Iface> ifaces, WorkerAddress local, WorkerAddress remote) {
+        Lane am = selectAmLane(ifaces, local, remote);
+        RmaLane best = null;
+        List<String> refusals = new ArrayList<>();
+        List<RmaLane> candidates = new ArrayList<>();
+        for (int i = 0; i < ifaces.size(); i++) {
+            Iface iface = ifaces.get(i);
+            WorkerAddress.Entry l = local.entries().get(i);
+            if (!l.has(Capability.GET_ZCOPY)) {
+                continue;
+            }
+            for (WorkerAddress.Entry r : remote.entries()) {
+                if (!r.transport().equals(l.transport()) || !r.has(Capability.GET_ZCOPY)) {
+                    continue;
+                }
+                if (!iface.isReachable(r.deviceAddress(), r.ifaceAddress())) {
+                    refusals.add(r.transport() + ": unreachable from " + iface + " (another host)");
+                    continue;
+                }
+                candidates.add(new RmaLane(iface, l, r, rmaBwScore(l, r)));
+            }
+        }
+        // Best first; ask the kernel only about the ones we would use.
+        candidates.sort((a, b) -> a.score() != b.score() ? Double.compare(b.score(), a.score())
+                : a.local().transport().compareTo(b.local().transport()));
+        for (RmaLane c : candidates) {
+            String refusal = c.iface().accessRefusal(c.remote().deviceAddress(), c.remote().ifaceAddress());
+            if (refusal == null) {
+                best = c;
+                break;
+            }
+            refusals.add(refusal);
+        }
+        return new Lanes(am, best, best == null && !refusals.isEmpty() ? String.join("; ", refusals) : null);
+    }
+
+    /** UCX's {@code ucp_wireup_rma_bw_score_func} without registration cost (cma registers nothing). */
+    static double rmaBwScore(WorkerAddress.Entry l, WorkerAddress.Entry r) {
+        double bw = Math.min((double) l.bandwidth(), (double) r.bandwidth());
+        double latency = ((double) l.latency() + (double) r.latency()) / 2;
+        return 1 / (RMA_BW_SIZE / bw + latency + (double) l.overhead());
     }
 
     /**

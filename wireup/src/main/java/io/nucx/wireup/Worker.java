@@ -33,6 +33,8 @@ import io.nucx.transport.IfaceAttributes;
 import io.nucx.transport.IfaceParams;
 import io.nucx.transport.NucxConfig;
 import io.nucx.transport.Transport;
+import io.nucx.transport.cma.Cma;
+import io.nucx.transport.cma.CmaException;
 
 import java.nio.channels.ClosedChannelException;
 import java.util.ArrayList;
@@ -75,6 +77,9 @@ public final class Worker {
     private final RndvReceiver rndvReceiver;
     private final java.util.Deque<Throwable> laneFailures = new java.util.concurrent.ConcurrentLinkedDeque<>();
     private final Promise<Void> closeFuture;
+    /** Reads peers' memory for rndv/get/zcopy; made on the loop at first use (it is confined to its thread). */
+    private Cma cma;
+    private final java.util.Deque<Throwable> rmaFailures = new java.util.concurrent.ConcurrentLinkedDeque<>();
     /** Seeded at random so message ids differ between workers (UCX's am_message_id). Loop only. */
     private long nextMessageId = ThreadLocalRandom.current().nextLong();
 
@@ -113,7 +118,17 @@ public final class Worker {
                         ((Endpoint) ep).sendControl(AmFrame.of(AmIds.RNDV_ATS, ep.alloc().buffer(RndvHeaders.ATS_LENGTH)
                                 .writeLongLE(senderReqId).writeByte(status)));
                     }
-                });
+
+                    @Override
+                    public Cma rndvGetReader(Channel ep) {
+                        return ((Endpoint) ep).endpointConfig().hasRmaLane() ? cma() : null;
+                    }
+
+                    @Override
+                    public void rndvGetFailed(Channel ep, CmaException cause) {
+                        rmaFailed(ep, cause);
+                    }
+                }, counters);
         this.eagerReceiver = new EagerTagReceiver(matcher, syncSends);
         this.rndvReceiver = new RndvReceiver(matcher, rndvSends);
         List<WorkerAddress.Entry> entries = new ArrayList<>();
@@ -184,7 +199,7 @@ public final class Worker {
     /** Every tag protocol this worker runs, in registration (tie-break) order. */
     static final List<Protocol> REGISTRY = List.of(EagerProtocols.SHORT, EagerProtocols.SINGLE_BCOPY,
             EagerProtocols.MULTI_BCOPY, EagerProtocols.SYNC_SINGLE_BCOPY, EagerProtocols.SYNC_MULTI_BCOPY,
-            RndvProtocols.TAG_RNDV);
+            RndvProtocols.TAG_RNDV, RndvProtocols.GET_ZCOPY);
 
     /**
      * {@link #REGISTRY} filtered by NUCX_PROTOS: "all", names or globs ({@code egr/*}), or {@code ^...} to exclude.
@@ -235,7 +250,7 @@ public final class Worker {
      * connecting or sending anything: the lanes are chosen from the two addresses, the table built from the lanes.
      */
     public ProtoTable protocolTable(WorkerAddress remote, SelectionKey.MemoryType memory) throws Exception {
-        LaneSelector.Lane lane = LaneSelector.selectAmLane(ifaces, address, remote);
+        LaneSelector.Lanes lane = LaneSelector.selectLanes(ifaces, address, remote);
         SelectionCache cache = selectionCache(lane.endpointConfig(), lane.locality());
         long key = SelectionKey.pack(SelectionKey.Operation.TAG_SEND, 0, SelectionKey.DatatypeClass.CONTIG, memory,
                 lane.locality());
@@ -245,6 +260,8 @@ public final class Worker {
     /** {@link #protocolTable} for heap and direct memory, as NUCX_PROTO_INFO prints them. */
     public String protocolInfo(WorkerAddress remote) throws Exception {
         StringBuilder out = new StringBuilder();
+        out.append("# lanes to ").append(remote.name()).append(": ")
+                .append(LaneSelector.selectLanes(ifaces, address, remote).describe()).append('\n');
         for (SelectionKey.MemoryType mem : new SelectionKey.MemoryType[] {SelectionKey.MemoryType.HEAP,
                 SelectionKey.MemoryType.DIRECT}) {
             ProtoTable t = protocolTable(remote, mem);
@@ -289,12 +306,12 @@ public final class Worker {
         if (closed.get()) {
             throw new IllegalStateException("worker " + name + " is closed");
         }
-        LaneSelector.Lane lane = LaneSelector.selectAmLane(ifaces, address, remote);
+        LaneSelector.Lanes lane = LaneSelector.selectLanes(ifaces, address, remote);
         Endpoint ep = Endpoint.outgoing(this, nextEndpointId.getAndIncrement(), remote, lane);
         endpoints.put(ep.endpointId(), ep);
         loop.register(ep).addListener(f -> {
             if (f.isSuccess()) {
-                ep.connectLanes(lane);
+                ep.connectLanes(lane.am());
             } else {
                 ep.close();
             }
@@ -310,7 +327,7 @@ public final class Worker {
     /** A wireup REQUEST arrived on a lane a peer connected: make the endpoint replies go out on. Loop only. */
     Endpoint acceptEndpoint(WireupMessage request, Channel lane) {
         WorkerAddress remote = request.address();
-        LaneSelector.Lane sel = LaneSelector.selectAmLane(ifaces, address, remote);
+        LaneSelector.Lanes sel = LaneSelector.selectLanes(ifaces, address, remote);
         Endpoint ep = Endpoint.incoming(this, nextEndpointId.getAndIncrement(), remote, sel, lane);
         endpoints.put(ep.endpointId(), ep);
         loop.register(ep);
@@ -331,6 +348,29 @@ public final class Worker {
     /** Why recent lanes were closed (malformed frames, protocol errors), oldest first, at most 16. */
     public List<Throwable> laneFailures() {
         return List.copyOf(laneFailures);
+    }
+
+    /** The worker's cma reader, made on first use. Loop only. */
+    private Cma cma() {
+        assert loop.inEventLoop();
+        if (cma == null) {
+            cma = new Cma();
+        }
+        return cma;
+    }
+
+    /** A read of a peer's memory failed at run time; the message went by RTR instead. Keeps the last 16. */
+    private void rmaFailed(Channel ep, CmaException cause) {
+        rmaFailures.addLast(new WireupException("rndv/get/zcopy on " + ep + " fell back to RTR: " + cause.getMessage(),
+                cause));
+        while (rmaFailures.size() > 16) {
+            rmaFailures.pollFirst();
+        }
+    }
+
+    /** Why recent reads of peers' memory failed (each message then went by RTR), oldest first, at most 16. */
+    public List<Throwable> rmaFailures() {
+        return List.copyOf(rmaFailures);
     }
 
     void endpointClosed(Endpoint ep) {
@@ -390,6 +430,10 @@ public final class Worker {
         all.finish(done);
         done.addListener(f -> {
             matcher.close(new ClosedChannelException());
+            if (cma != null) { // after the matcher: it cancelled every read in progress
+                cma.close();
+                cma = null;
+            }
             rndvSends.close(new ClosedChannelException());
             syncSends.close(new ClosedChannelException());
             if (ownedGroup != null) {

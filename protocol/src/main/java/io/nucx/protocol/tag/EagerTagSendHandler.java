@@ -24,7 +24,8 @@ import java.util.function.LongSupplier;
  *   <li>{@code egr/short}: one EAGER_ONLY frame when the payload fits the lane's max short;</li>
  *   <li>{@code egr/single/bcopy}: one EAGER_ONLY frame up to the lane's max bcopy;</li>
  *   <li>{@code egr/multi/bcopy}: an EAGER_FIRST frame then EAGER_MIDDLE frames, each at most max bcopy;</li>
- *   <li>{@code tag/rndv}: handed down as a {@link RndvSendRequest} to {@link RndvTagSendHandler}.</li>
+ *   <li>{@code tag/rndv}: handed down as a {@link RndvSendRequest} to {@link RndvTagSendHandler};</li>
+ *   <li>{@code rndv/get/zcopy}: the same, asking it to put the buffer's remote key in the RTS.</li>
  * </ul>
  * Fragments are slices of the message (no copy); the send's promise rides on the last fragment, so it completes when
  * the whole message has left (the buffer is reusable). Earlier fragments carry the void promise: a lane whose write
@@ -36,6 +37,7 @@ public final class EagerTagSendHandler extends ChannelOutboundHandlerAdapter {
     public static final String EGR_SINGLE_BCOPY = "egr/single/bcopy";
     public static final String EGR_MULTI_BCOPY = "egr/multi/bcopy";
     public static final String TAG_RNDV = "tag/rndv";
+    public static final String RNDV_GET_ZCOPY = "rndv/get/zcopy";
 
     private final int firstPayload;
     private final int middlePayload;
@@ -48,6 +50,7 @@ public final class EagerTagSendHandler extends ChannelOutboundHandlerAdapter {
     private final LongAdder singleCount;
     private final LongAdder multiCount;
     private final LongAdder rndvCount;
+    private final LongAdder getZcopyCount;
     private final LongAdder syncSingleCount;
     private final LongAdder syncMultiCount;
     private final SyncSends syncSends;
@@ -91,6 +94,7 @@ public final class EagerTagSendHandler extends ChannelOutboundHandlerAdapter {
         this.singleCount = counters.counter(EGR_SINGLE_BCOPY);
         this.multiCount = counters.counter(EGR_MULTI_BCOPY);
         this.rndvCount = counters.counter(TAG_RNDV);
+        this.getZcopyCount = counters.counter(RNDV_GET_ZCOPY);
         this.syncSingleCount = counters.counter(EagerProtocols.SYNC_SINGLE_BCOPY.name());
         this.syncMultiCount = counters.counter(EagerProtocols.SYNC_MULTI_BCOPY.name());
     }
@@ -128,6 +132,14 @@ public final class EagerTagSendHandler extends ChannelOutboundHandlerAdapter {
             } else if (p == RndvProtocols.TAG_RNDV) {
                 rndvCount.increment();
                 ctx.write(new RndvSendRequest(tag, content.retain()), promise); // RndvTagSendHandler, below us
+            } else if (p == RndvProtocols.GET_ZCOPY) {
+                if (RndvTagSendHandler.remoteKey(content) != null) {
+                    getZcopyCount.increment();
+                    ctx.write(new RndvSendRequest(tag, content.retain(), true), promise);
+                } else { // direct but not one native run (e.g. a read-only view): the receiver asks by RTR
+                    rndvCount.increment();
+                    ctx.write(new RndvSendRequest(tag, content.retain()), promise);
+                }
             } else {
                 promise.tryFailure(new IllegalStateException("no protocol sends a " + length + "-byte "
                         + SelectionKey.describe(keys[keyIndex]) + " on " + protocols.config().amLane()

@@ -7,7 +7,9 @@ import io.nucx.protocol.select.ProtoCandidate;
 import io.nucx.protocol.select.ProtoPerf;
 import io.nucx.protocol.select.Protocol;
 import io.nucx.protocol.select.SelectionKey;
+import io.nucx.transport.Capability;
 import io.nucx.transport.IfaceAttributes;
+import io.nucx.transport.cma.Cma;
 
 import java.util.function.Consumer;
 
@@ -63,6 +65,73 @@ public final class RndvProtocols {
                     .add(0, max, PerfFactor.LATENCY, LinearFunc.constant(3 * lat))
                     .scale(PERF_DIFF_FACTOR);
             out.accept(new ProtoCandidate(this, params.rndvThresh(), 60, perf, params.endpoint().amLane()));
+        }
+
+        @Override
+        public String toString() {
+            return name();
+        }
+    };
+
+    /** Receiver-side counters: data read from the sender by cma, or asked for by RTR although a key came. */
+    public static final String RECV_GET_COUNTER = "recv:rndv/get/zcopy";
+    public static final String RECV_GET_FALLBACK_COUNTER = "recv:rndv/rtr(fallback)";
+
+    /**
+     * {@code rndv/get/zcopy} (UCX's tag/rndv with the remote variant "zero-copy read from remote"): the RTS carries
+     * the remote key of the send buffer; the receiver reads it with the RMA lane (cma: process_vm_readv) straight
+     * into the receive buffer and answers ATS, which completes the send. Cost, per UCX v2's rts + get model:
+     * <ul>
+     *   <li>cpu: RTS out (AM overhead + rts knob), ATS in; no copy on the sender;</li>
+     *   <li>cpu-remote: RTS in, ATS out, one RMA call per {@code Cma.CHUNK} (its overhead amortised into the slope);
+     *       no copy: the data lands in the receive buffer;</li>
+     *   <li>tl-remote: the receiver pulls the bytes at the RMA lane's bandwidth;</li>
+     *   <li>lat: RTS and ATS cross the AM lane, the GET the RMA lane;</li>
+     * </ul>
+     * all × 0.99 like {@code tag/rndv}. Declines without an RMA lane with GET_ZCOPY, for heap memory (the GC moves
+     * it: no address another process could read) and for non-contiguous data. Shares {@code tag/rndv}'s user
+     * threshold and priority.
+     */
+    public static final Protocol GET_ZCOPY = new Protocol() {
+        @Override
+        public String name() {
+            return "rndv/get/zcopy";
+        }
+
+        @Override
+        public String description() {
+            return "(?) rendezvous zero-copy read from remote";
+        }
+
+        @Override
+        public void probe(ProbeParams params, Consumer<ProtoCandidate> out) {
+            long key = params.key();
+            SelectionKey.Operation op = SelectionKey.operation(key);
+            if ((op != SelectionKey.Operation.TAG_SEND && op != SelectionKey.Operation.TAG_SEND_SYNC)
+                    || SelectionKey.datatype(key) != SelectionKey.DatatypeClass.CONTIG
+                    || SelectionKey.memoryType(key) == SelectionKey.MemoryType.HEAP
+                    || !params.endpoint().hasRmaLane()) {
+                return;
+            }
+            IfaceAttributes rma = params.endpoint().rmaLaneAttrs();
+            if (!rma.has(Capability.GET_ZCOPY)) {
+                return;
+            }
+            IfaceAttributes am = params.endpoint().amLaneAttrs();
+            double ovh = am.overheadSeconds();
+            long max = Math.min(ProtoPerf.MAX_SIZE, rma.maxZcopy());
+            ProtoPerf perf = new ProtoPerf()
+                    // RTS out, ATS in
+                    .add(1, max, PerfFactor.LOCAL_CPU, LinearFunc.constant(ovh + RTS_OVERHEAD + ovh))
+                    // RTS in, the reads, ATS out
+                    .add(1, max, PerfFactor.REMOTE_CPU, new LinearFunc(ovh + rma.overheadSeconds() + ovh,
+                            rma.overheadSeconds() / Cma.CHUNK))
+                    .add(1, max, PerfFactor.REMOTE_TL, LinearFunc.slope(1 / rma.bandwidth()))
+                    .add(1, max, PerfFactor.LATENCY, LinearFunc.constant(2 * am.latencySeconds()
+                            + rma.latencySeconds()))
+                    .scale(PERF_DIFF_FACTOR);
+            out.accept(new ProtoCandidate(this, params.rndvThresh(), 60, perf, params.endpoint().amLane() + " + "
+                    + params.endpoint().rmaLane()));
         }
 
         @Override

@@ -7,7 +7,7 @@ import io.nucx.protocol.ProtocolException;
 import io.nucx.transport.AmFrame;
 
 /**
- * Parses arriving rendezvous frames ({@link RndvHeaders}): RTS and DATA go to the receive side ({@link TagMatcher}),
+ * Parses arriving rendezvous frames ({@link RndvHeaders}): RTS (with or without a remote key) and DATA go to the receive side ({@link TagMatcher}),
  * RTR and ATS to the send side ({@link RndvSends}). A header of the wrong length is a protocol error.
  */
 public final class RndvReceiver {
@@ -27,8 +27,8 @@ public final class RndvReceiver {
             int at = h.readerIndex();
             switch (frame.amId()) {
                 case AmIds.RNDV_RTS -> {
-                    check(frame, RndvHeaders.RTS_LENGTH);
-                    matcher.onRts(source, h.getLongLE(at), h.getLongLE(at + 8), h.getLongLE(at + 16));
+                    io.nucx.transport.cma.RemoteKey key = RndvHeaders.readRtsKey(h); // checks the length
+                    matcher.onRts(source, h.getLongLE(at), h.getLongLE(at + 8), h.getLongLE(at + 16), key);
                 }
                 case AmIds.RNDV_RTR -> {
                     check(frame, RndvHeaders.RTR_LENGTH);

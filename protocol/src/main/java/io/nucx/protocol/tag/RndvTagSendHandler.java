@@ -7,12 +7,15 @@ import io.netty.channel.ChannelPromise;
 import io.nucx.protocol.AmIds;
 import io.nucx.protocol.EndpointConfig;
 import io.nucx.transport.AmFrame;
+import io.nucx.transport.cma.RemoteKey;
 
 /**
  * The rendezvous protocol over active messages ({@code tag/rndv}, data as {@code rndv/am/bcopy}), sender side:
  * a {@link RndvSendRequest} becomes an RTS frame; the message waits in {@link RndvSends} until the receiver matched
  * it and answered RTR (then the data goes as RNDV_DATA fragments, the last carrying the send's promise) or ATS
  * (the receive was too small: the send fails with {@link MessageTruncatedException}). Other messages pass through.
+ * For {@code rndv/get/zcopy} the RTS also carries the buffer's remote key; the receiver reads the data itself and
+ * answers ATS, which completes the send and releases the buffer (or, if it may not read, answers RTR as above).
  */
 public final class RndvTagSendHandler extends ChannelOutboundHandlerAdapter {
 
@@ -32,8 +35,21 @@ public final class RndvTagSendHandler extends ChannelOutboundHandlerAdapter {
         }
         ByteBuf content = req.content();
         long id = sends.add(req.tag(), content, promise, ctx, fragment); // owns the request's reference now
-        ByteBuf header = ctx.alloc().buffer(RndvHeaders.RTS_LENGTH).writeLongLE(req.tag()).writeLongLE(id)
-                .writeLongLE(content.readableBytes());
+        RemoteKey key = req.offerGet() ? remoteKey(content) : null;
+        ByteBuf header = RndvHeaders.writeRts(ctx.alloc().buffer(key == null ? RndvHeaders.RTS_LENGTH
+                : RndvHeaders.RTS_RKEY_LENGTH), req.tag(), id, content.readableBytes(), key);
         ctx.write(AmFrame.of(AmIds.RNDV_RTS, header), ctx.voidPromise());
+    }
+
+    /**
+     * The key another process reads {@code content} with: only for one contiguous run of native memory (a direct
+     * buffer, or a composite of one direct component); null otherwise (heap memory moves with the GC), and the
+     * receiver then asks for the data by RTR. {@link RndvSends} holds the buffer until ATS, so the memory stays.
+     */
+    static RemoteKey remoteKey(ByteBuf content) {
+        if (content.readableBytes() == 0 || !content.isDirect() || content.nioBufferCount() != 1) {
+            return null;
+        }
+        return RemoteKey.of(content.nioBuffer());
     }
 }

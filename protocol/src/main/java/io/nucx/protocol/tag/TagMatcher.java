@@ -6,8 +6,14 @@ import io.netty.channel.Channel;
 import io.netty.util.ReferenceCountUtil;
 import io.netty.util.concurrent.EventExecutor;
 import io.netty.util.concurrent.Promise;
+import io.nucx.protocol.ProtocolCounters;
 import io.nucx.protocol.ProtocolException;
+import io.nucx.transport.HostId;
+import io.nucx.transport.cma.Cma;
+import io.nucx.transport.cma.CmaException;
+import io.nucx.transport.cma.RemoteKey;
 
+import java.lang.foreign.MemorySegment;
 import java.nio.channels.ClosedChannelException;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
@@ -15,6 +21,7 @@ import java.util.HashMap;
 import java.util.Iterator;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.atomic.LongAdder;
 import java.util.function.BiPredicate;
 
 /**
@@ -68,6 +75,8 @@ public final class TagMatcher {
         Channel rtsSource;
         long rtsSenderReqId;
         long rtsSize;
+        /** The sender's remote key ({@code rndv/get/zcopy}), or null. */
+        RemoteKey rtsKey;
 
         Unexpected(long tag) {
             this.tag = tag;
@@ -88,6 +97,8 @@ public final class TagMatcher {
 
         /** The map this reassembly is filed in: eager by message id, rendezvous by receiver request id. */
         Map<Long, Reassembly> home;
+        /** A rendezvous whose data this side is reading from the sender (rndv/get/zcopy), or null. */
+        RndvGet get;
 
         Reassembly(long msgId, long tag, Channel source, int total) {
             this.msgId = msgId;
@@ -109,6 +120,8 @@ public final class TagMatcher {
     private final Map<Long, Reassembly> reassemblies = new HashMap<>();
     private final Map<Long, Reassembly> rndvReceives = new HashMap<>();
     private final TagReplies replies;
+    private final LongAdder getCount;
+    private final LongAdder getFallbackCount;
     private long nextSn;
     private long nextReceiverReqId = 1;
     private int expectedCount;
@@ -130,6 +143,14 @@ public final class TagMatcher {
      */
     public TagMatcher(EventExecutor loop, ByteBufAllocator alloc, long maxMessageSize,
                       BiPredicate<Channel, Long> pipelineDelivery, TagReplies rndv) {
+        this(loop, alloc, maxMessageSize, pipelineDelivery, rndv, new ProtocolCounters());
+    }
+
+    /** @param counters where the receive side counts how rendezvous data came ({@link RndvProtocols}) */
+    public TagMatcher(EventExecutor loop, ByteBufAllocator alloc, long maxMessageSize,
+                      BiPredicate<Channel, Long> pipelineDelivery, TagReplies rndv, ProtocolCounters counters) {
+        this.getCount = counters.counter(RndvProtocols.RECV_GET_COUNTER);
+        this.getFallbackCount = counters.counter(RndvProtocols.RECV_GET_FALLBACK_COUNTER);
         this.replies = rndv;
         this.loop = loop;
         this.alloc = alloc;
@@ -175,7 +196,7 @@ public final class TagMatcher {
             }
             expectedCount++;
         } else if (u.rtsSource != null) {
-            startRndvReceive(r, u.rtsSource, u.tag, u.rtsSize, u.rtsSenderReqId);
+            startRndvReceive(r, u.rtsSource, u.tag, u.rtsSize, u.rtsSenderReqId, u.rtsKey);
         } else {
             if (u.syncSource != null) {
                 acknowledge(u.syncSource, u.syncReqId, r, u.data != null ? u.data.readableBytes() : u.reassembly.total);
@@ -445,6 +466,14 @@ public final class TagMatcher {
 
     /** A rendezvous request arrived (RNDV_RTS): match it now, or keep it unexpected until a receive wants it. */
     public void onRts(Channel source, long tag, long senderReqId, long size) {
+        onRts(source, tag, senderReqId, size, null);
+    }
+
+    /**
+     * As {@link #onRts(Channel, long, long, long)}; with {@code key} non-null the sender offers its buffer to be read
+     * ({@code rndv/get/zcopy}).
+     */
+    public void onRts(Channel source, long tag, long senderReqId, long size, RemoteKey key) {
         assert loop.inEventLoop();
         if (replies == null) {
             throw new ProtocolException("rendezvous request from " + source + ", but rendezvous is not enabled here");
@@ -455,19 +484,24 @@ public final class TagMatcher {
         }
         Receive r = takeExpected(tag);
         if (r != null) {
-            startRndvReceive(r, source, tag, size, senderReqId);
+            startRndvReceive(r, source, tag, size, senderReqId, key);
         } else if (pipelineDelivery.test(source, tag)) {
-            startRndvReceive(source, source, tag, size, senderReqId);
+            startRndvReceive(source, source, tag, size, senderReqId, key);
         } else {
             Unexpected u = addUnexpected(new Unexpected(tag));
             u.rtsSource = source;
             u.rtsSenderReqId = senderReqId;
             u.rtsSize = size;
+            u.rtsKey = key;
         }
     }
 
-    /** Places the data where it goes ({@code target}: a Receive or the endpoint channel) and asks for it (RTR). */
-    private void startRndvReceive(Object target, Channel source, long tag, long size, long senderReqId) {
+    /**
+     * Places the data where it goes ({@code target}: a Receive or the endpoint channel), then reads it from the sender
+     * when it offered a key and this endpoint may read the sender (rndv/get/zcopy), or asks for it (RTR).
+     */
+    private void startRndvReceive(Object target, Channel source, long tag, long size, long senderReqId,
+                                  RemoteKey key) {
         if (target instanceof Receive r && r.into != null && size > r.into.writableBytes()) {
             r.promise.tryFailure(new MessageTruncatedException(tag, size, r.into.writableBytes()));
             replies.sendAts(source, senderReqId, RndvHeaders.STATUS_TRUNCATED);
@@ -488,7 +522,100 @@ public final class TagMatcher {
         }
         ra.home = rndvReceives;
         rndvReceives.put(ra.msgId, ra);
+        if (key != null) {
+            Cma cma = replies.rndvGetReader(source);
+            if (cma != null && key.hostId() == HostId.get()) {
+                ra.get = new RndvGet(ra, key, cma, senderReqId);
+                ra.get.run();
+                return;
+            }
+            getFallbackCount.increment(); // no permitted RMA lane on this side: the sender sends the data
+        }
         replies.sendRtr(source, senderReqId, ra.msgId, size);
+    }
+
+    /**
+     * Reads a rendezvous message from the sender's memory, {@link Cma#CHUNK} bytes per event-loop turn so that
+     * other endpoints are served in between (cma calls block for the copy): straight into the receive buffer when it
+     * is one run of native memory, otherwise through a pooled direct bounce buffer and a copy. When done, ATS tells
+     * the sender to complete and release. A failed read (EPERM, ESRCH, EFAULT at run time) asks for the data by RTR
+     * instead; nothing was appended yet, so the RNDV_DATA fragments fill the buffer from the start.
+     */
+    private final class RndvGet implements Runnable {
+        private final Reassembly ra;
+        private final RemoteKey key;
+        private final Cma cma;
+        private final long senderReqId;
+        private final MemorySegment direct;
+        private ByteBuf bounce;
+        private MemorySegment bounceSegment;
+        private long done;
+        private boolean cancelled;
+
+        RndvGet(Reassembly ra, RemoteKey key, Cma cma, long senderReqId) {
+            this.ra = ra;
+            this.key = key;
+            this.cma = cma;
+            this.senderReqId = senderReqId;
+            ByteBuf dst = ra.buffer;
+            if (dst.isDirect() && dst.nioBufferCount() == 1) {
+                direct = MemorySegment.ofBuffer(dst.nioBuffer(0, ra.total));
+            } else {
+                direct = null;
+                int n = (int) Math.min(Cma.CHUNK, ra.total);
+                bounce = alloc.directBuffer(n, n);
+                bounceSegment = MemorySegment.ofBuffer(bounce.nioBuffer(0, n));
+            }
+        }
+
+        @Override
+        public void run() {
+            if (cancelled) {
+                return;
+            }
+            int n = (int) Math.min(Cma.CHUNK, ra.total - done);
+            try {
+                if (direct != null) {
+                    cma.get(key, done, direct.asSlice(done, n));
+                } else {
+                    cma.get(key, done, bounceSegment.asSlice(0, n));
+                    ra.buffer.setBytes((int) done, bounce, 0, n);
+                }
+            } catch (CmaException e) {
+                release();
+                ra.get = null;
+                getFallbackCount.increment();
+                replies.rndvGetFailed(ra.source, e);
+                replies.sendRtr(ra.source, senderReqId, ra.msgId, ra.total);
+                return;
+            }
+            done += n;
+            if (done < ra.total) {
+                loop.execute(this);
+                return;
+            }
+            release();
+            ra.get = null;
+            rndvReceives.remove(ra.msgId);
+            ra.received = ra.total;
+            getCount.increment();
+            complete(ra);
+            replies.sendAts(ra.source, senderReqId, RndvHeaders.STATUS_OK);
+        }
+
+        /** The receive was aborted (sender gone, worker closed): stop reading, give the bounce buffer back. */
+        void cancel() {
+            cancelled = true;
+            release();
+        }
+
+        private void release() {
+            if (bounce != null) {
+                bounce.release();
+                bounce = null;
+                bounceSegment = null;
+            }
+        }
     }
 
     /** Rendezvous data arrived (RNDV_DATA). Takes ownership of {@code payload}. */
@@ -570,6 +697,10 @@ public final class TagMatcher {
     }
 
     private void abort(Reassembly ra, Throwable cause) {
+        if (ra.get != null) {
+            ra.get.cancel();
+            ra.get = null;
+        }
         if (ra.buffer != null) {
             ra.buffer.release();
             ra.buffer = null;

@@ -1,6 +1,8 @@
 package io.nucx.protocol.tag;
 
 import io.netty.channel.Channel;
+import io.nucx.transport.cma.Cma;
+import io.nucx.transport.cma.CmaException;
 
 /** How the receive side answers the sender on the endpoint a message came from; the worker implements it. */
 public interface TagReplies {
@@ -13,4 +15,16 @@ public interface TagReplies {
 
     /** Tell a synchronous eager sender its message was matched ({@link RndvHeaders#STATUS_OK} or truncated). */
     void sendSyncAck(Channel endpoint, long senderReqId, int status);
+
+    /**
+     * What reads a sender's memory for {@code rndv/get/zcopy} on this endpoint: the worker's {@link Cma} when the
+     * endpoint has an RMA lane the kernel permitted, else null (the data is then asked for by RTR).
+     */
+    default Cma rndvGetReader(Channel endpoint) {
+        return null;
+    }
+
+    /** A read of the sender's memory failed at run time; the data is asked for by RTR instead. For diagnostics. */
+    default void rndvGetFailed(Channel endpoint, CmaException cause) {
+    }
 }

@@ -38,6 +38,32 @@ public final class Cma implements AutoCloseable {
         return AVAILABILITY;
     }
 
+    /**
+     * Who may be read from here, for {@code nucx info}: the pid, Yama's ptrace_scope and whether this process has
+     * CAP_SYS_PTRACE (then the kernel refuses nothing); without it, peers of another user or non-dumpable peers are
+     * refused with EPERM when lanes are selected.
+     */
+    public static String accessSummary() {
+        String scope;
+        try {
+            scope = "Yama ptrace_scope " + Files.readString(Path.of("/proc/sys/kernel/yama/ptrace_scope")).trim();
+        } catch (java.io.IOException e) {
+            scope = "no Yama (classic ptrace rules)";
+        }
+        boolean ptrace = false;
+        try {
+            for (String line : Files.readAllLines(Path.of("/proc/self/status"))) {
+                if (line.startsWith("CapEff:")) {
+                    ptrace = (Long.parseUnsignedLong(line.substring(7).trim(), 16) & (1L << 19)) != 0;
+                }
+            }
+        } catch (java.io.IOException | NumberFormatException e) {
+            // unknown: say no, the conservative answer
+        }
+        return "pid " + PID + ", " + scope + (ptrace ? ", CAP_SYS_PTRACE: may read any local process"
+                : ", no CAP_SYS_PTRACE: peers of another user or non-dumpable are refused (EPERM)");
+    }
+
     /** This process's pid. */
     public static int pid() {
         return PID;

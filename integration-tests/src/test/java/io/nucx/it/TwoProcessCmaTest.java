@@ -1,0 +1,154 @@
+package io.nucx.it;
+
+import io.netty.buffer.ByteBuf;
+import io.netty.buffer.ByteBufAllocator;
+import io.nucx.protocol.select.ProtoTable;
+import io.nucx.protocol.select.SelectionKey;
+import io.nucx.protocol.tag.EagerTagSendHandler;
+import io.nucx.protocol.tag.RndvProtocols;
+import io.nucx.protocol.tag.TagMessage;
+import io.nucx.transport.cma.Cma;
+import io.nucx.wireup.Endpoint;
+import io.nucx.wireup.NucxBootstrap;
+import io.nucx.wireup.Worker;
+import io.nucx.wireup.WorkerAddress;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.Map;
+import java.util.concurrent.TimeUnit;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.jupiter.api.Assumptions.assumeTrue;
+
+/**
+ * rndv/get/zcopy between two JVMs on this host over tcp + cma: the receiver reads the sender's direct buffers with
+ * process_vm_readv. And the kernel's refusal: a receiver running as another, unprivileged user may not read the
+ * sender (EPERM at lane selection); its endpoint says so and the messages still arrive, by RTR and AM fragments.
+ */
+@Timeout(300)
+class TwoProcessCmaTest {
+
+    private static final Map<String, String> TLS = Map.of("NUCX_TLS", "tcp,cma");
+
+    @BeforeEach
+    void cma() {
+        assumeTrue(Cma.availability().isAvailable(), () -> Cma.availability().reason());
+    }
+
+    /** Message {@code index} of {@link MessagePlan} in a direct buffer (bulk copy: PARANOID makes per-byte slow). */
+    private static ByteBuf direct(int index, int n) {
+        ByteBuf heap = MessagePlan.content(index, n);
+        try {
+            return ByteBufAllocator.DEFAULT.directBuffer(n).writeBytes(heap);
+        } finally {
+            heap.release();
+        }
+    }
+
+    private static long getZcopyThreshold(Worker w, WorkerAddress peer) throws Exception {
+        ProtoTable t = w.protocolTable(peer, SelectionKey.MemoryType.DIRECT);
+        return t.entries().stream().filter(e -> e.candidate().protocol() == RndvProtocols.GET_ZCOPY).findFirst()
+                .orElseThrow(() -> new AssertionError("no rndv/get/zcopy in\n" + t.format("to peer"))).start();
+    }
+
+    /** Sends {@code sizes} as messages 0..n-1, then returns the peer's report. */
+    private static String sendAll(Worker worker, PeerProcess peer, WorkerAddress peerAddress, int[] sizes)
+            throws Exception {
+        var report = worker.tagRecv(TagPeer.REPORT_TAG, -1L);
+        Endpoint ep = worker.connect(peerAddress);
+        for (int i = 0; i < sizes.length; i++) {
+            var f = ep.tagSend(i, direct(i, sizes[i]));
+            assertTrue(f.await(120, TimeUnit.SECONDS), "send " + i + " of " + sizes[i] + " bytes timed out");
+            assertTrue(f.isSuccess(), () -> "send failed: " + f.cause() + "\n" + peer.stderr());
+        }
+        TagMessage m = report.get(120, TimeUnit.SECONDS);
+        try {
+            return m.content().toString(StandardCharsets.UTF_8);
+        } finally {
+            m.release();
+        }
+    }
+
+    private static String join(int[] sizes) {
+        return String.join(",", java.util.Arrays.stream(sizes).mapToObj(Integer::toString).toList());
+    }
+
+    @Test
+    void fromJustAboveTheThresholdTo256MiBTheReceiverReadsTheSendersMemory() throws Exception {
+        Worker worker = new NucxBootstrap().name("sender").config("TLS", "tcp,cma").start();
+        try {
+            // The peer runs the same transports on this host, so its address gives the same table as ours.
+            long threshold = getZcopyThreshold(worker, worker.address());
+            int[] sizes = {(int) threshold + 1, 1 << 20, 64 << 20, 256 << 20};
+            try (PeerProcess peer = PeerProcess.start(TagPeer.class, TLS, Integer.toString(sizes.length),
+                    join(sizes))) {
+                WorkerAddress peerAddress = WorkerAddress.fromHex(peer.awaitLine("ADDRESS"));
+                assertEquals(threshold, getZcopyThreshold(worker, peerAddress), "same table to the real peer");
+                String report = sendAll(worker, peer, peerAddress, sizes);
+                long total = java.util.Arrays.stream(sizes).asLongStream().sum();
+                assertEquals("OK " + sizes.length + " " + total, report, () -> report + "\n" + peer.stderr());
+                assertEquals(sizes.length, worker.counters().count(EagerTagSendHandler.RNDV_GET_ZCOPY));
+                assertEquals(0, worker.counters().count(EagerTagSendHandler.TAG_RNDV));
+                String lanes = peer.awaitLine("LANES");
+                assertEquals("rma=cma/memory refusal=null", lanes);
+                String counters = peer.awaitLine("COUNTERS");
+                assertTrue(counters.contains(RndvProtocols.RECV_GET_COUNTER + "=" + sizes.length), counters);
+                assertTrue(!counters.contains(RndvProtocols.RECV_GET_FALLBACK_COUNTER + "=")
+                        || counters.contains(RndvProtocols.RECV_GET_FALLBACK_COUNTER + "=0"), counters);
+                assertEquals(0, peer.waitFor(60), () -> "peer exit code; stderr:\n" + peer.stderr());
+            }
+        } finally {
+            worker.close().get(10, TimeUnit.SECONDS);
+        }
+    }
+
+    /**
+     * The receiver runs as nobody (uid 65534) and the sender as root: root may read anyone (CAP_SYS_PTRACE), so the
+     * sender offers get/zcopy, but the kernel refuses the receiver (different user, no capability): its endpoint has
+     * no RMA lane and names EPERM, and it asks for every message by RTR; the data arrive by AM fragments (tag/rndv's
+     * data path), byte for byte.
+     */
+    @Test
+    void aReceiverTheKernelRefusesAsksByRtrAndEveryMessageArrives() throws Exception {
+        assumeTrue(isRoot(), "needs root to start the peer as another user");
+        Worker worker = new NucxBootstrap().name("sender").config("TLS", "tcp,cma").start();
+        try {
+            long threshold = getZcopyThreshold(worker, worker.address());
+            int[] sizes = {(int) threshold + 1, 1 << 20, 16 << 20};
+            try (PeerProcess peer = PeerProcess.startAs(65534, TagPeer.class, TLS, Integer.toString(sizes.length),
+                    join(sizes))) {
+                WorkerAddress peerAddress = WorkerAddress.fromHex(peer.awaitLine("ADDRESS"));
+                String report = sendAll(worker, peer, peerAddress, sizes);
+                long total = java.util.Arrays.stream(sizes).asLongStream().sum();
+                assertEquals("OK " + sizes.length + " " + total, report, () -> report + "\n" + peer.stderr());
+                String lanes = peer.awaitLine("LANES");
+                assertTrue(lanes.startsWith("rma=null refusal=cma: process_vm_readv(pid "), lanes);
+                assertTrue(lanes.contains("EPERM"), lanes);
+                String counters = peer.awaitLine("COUNTERS");
+                assertTrue(counters.contains(RndvProtocols.RECV_GET_FALLBACK_COUNTER + "=" + sizes.length), counters);
+                assertTrue(!counters.contains(RndvProtocols.RECV_GET_COUNTER + "=")
+                        || counters.contains(RndvProtocols.RECV_GET_COUNTER + "=0"), counters);
+                assertEquals(sizes.length, worker.counters().count(EagerTagSendHandler.RNDV_GET_ZCOPY),
+                        "root may read the peer, so it offered its buffers");
+                assertEquals(0, peer.waitFor(60), () -> "peer exit code; stderr:\n" + peer.stderr());
+            }
+        } finally {
+            worker.close().get(10, TimeUnit.SECONDS);
+        }
+    }
+
+    private static boolean isRoot() throws Exception {
+        for (String line : Files.readAllLines(Path.of("/proc/self/status"))) {
+            if (line.startsWith("Uid:")) {
+                return line.substring(4).trim().split("\\s+")[1].equals("0");
+            }
+        }
+        return false;
+    }
+}

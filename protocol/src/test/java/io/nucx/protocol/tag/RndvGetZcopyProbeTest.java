@@ -1,0 +1,194 @@
+package io.nucx.protocol.tag;
+
+import io.nucx.protocol.EndpointConfig;
+import io.nucx.protocol.select.LinearFunc;
+import io.nucx.protocol.select.PerfFactor;
+import io.nucx.protocol.select.ProbeParams;
+import io.nucx.protocol.select.ProtoCandidate;
+import io.nucx.protocol.select.ProtoPerf;
+import io.nucx.protocol.select.ProtoSelector;
+import io.nucx.protocol.select.ProtoTable;
+import io.nucx.protocol.select.Protocol;
+import io.nucx.protocol.select.SelectionKey;
+import io.nucx.transport.Capability;
+import io.nucx.transport.IfaceAttributes;
+import io.nucx.transport.cma.Cma;
+import org.junit.jupiter.api.Test;
+
+import java.util.ArrayList;
+import java.util.EnumSet;
+import java.util.List;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertSame;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/**
+ * {@code rndv/get/zcopy}'s probe and where the selection engine puts it, on mock lanes with stated figures: a
+ * tcp-like AM lane (UCX's tcp: 5.26 us, 50 us overhead, 2.2 GB/s, 64 KiB frames) and a cma-like RMA lane (UCX's cma:
+ * 80 ns, 2 us, 11145 MB/s).
+ */
+class RndvGetZcopyProbeTest {
+
+    private static final double COPY_BW = ProbeParams.DEFAULT_COPY_BANDWIDTH;
+    private static final IfaceAttributes TCP = new IfaceAttributes(EnumSet.of(Capability.AM_SHORT,
+            Capability.AM_BCOPY), 8192, 65536, 64, 5.26e-6, 0, 0, 2.2e9, 50e-6, 0);
+    private static final IfaceAttributes CMA = new IfaceAttributes(EnumSet.of(Capability.GET_ZCOPY,
+            Capability.PUT_ZCOPY), 0, 0, 0, 80e-9, 0, 11145e6, 0, 2e-6, 0, Long.MAX_VALUE);
+    private static final EndpointConfig TCP_ONLY = new EndpointConfig("tcp/lo", TCP);
+    private static final EndpointConfig TCP_CMA = new EndpointConfig("tcp/lo", TCP, "cma/memory", CMA);
+    private static final List<Protocol> REGISTRY = List.of(EagerProtocols.SHORT, EagerProtocols.SINGLE_BCOPY,
+            EagerProtocols.MULTI_BCOPY, RndvProtocols.TAG_RNDV, RndvProtocols.GET_ZCOPY);
+
+    private static long key(SelectionKey.DatatypeClass dt, SelectionKey.MemoryType mem) {
+        return SelectionKey.pack(SelectionKey.Operation.TAG_SEND, 0, dt, mem, SelectionKey.Locality.INTER_NODE);
+    }
+
+    private static final long DIRECT = key(SelectionKey.DatatypeClass.CONTIG, SelectionKey.MemoryType.DIRECT);
+
+    private static List<ProtoCandidate> probe(EndpointConfig config, long key) {
+        List<ProtoCandidate> out = new ArrayList<>();
+        RndvProtocols.GET_ZCOPY.probe(new ProbeParams(config, key, ProtoCandidate.AUTO, ProtoCandidate.AUTO, COPY_BW),
+                out::add);
+        return out;
+    }
+
+    @Test
+    void theProbeDeclinesHeapMemoryNonContiguousDataAndEndpointsWithoutAPermittedRmaLane() {
+        assertEquals(List.of(), probe(TCP_CMA, key(SelectionKey.DatatypeClass.CONTIG, SelectionKey.MemoryType.HEAP)),
+                "heap: the GC moves it, no other process may read it");
+        assertEquals(List.of(), probe(TCP_CMA, key(SelectionKey.DatatypeClass.IOV, SelectionKey.MemoryType.DIRECT)),
+                "non-contiguous");
+        assertEquals(List.of(), probe(TCP_ONLY, DIRECT), "no RMA lane (none offered, or refused by the kernel)");
+        IfaceAttributes putOnly = new IfaceAttributes(EnumSet.of(Capability.PUT_ZCOPY), 0, 0, 0, 80e-9, 0,
+                11145e6, 0, 2e-6, 0, Long.MAX_VALUE);
+        assertEquals(List.of(), probe(new EndpointConfig("tcp/lo", TCP, "x/y", putOnly), DIRECT), "no GET_ZCOPY");
+        assertEquals(1, probe(TCP_CMA, key(SelectionKey.DatatypeClass.CONTIG, SelectionKey.MemoryType.NATIVE)).size());
+    }
+
+    @Test
+    void theProbeDeclaresControlMessagesLatencyAndCmaBandwidthWithNoCopy() {
+        List<ProtoCandidate> c = probe(TCP_CMA, DIRECT);
+        assertEquals(1, c.size());
+        ProtoCandidate cand = c.get(0);
+        assertEquals(60, cand.cfgPriority(), "forced like tag/rndv by NUCX_RNDV_THRESH");
+        assertEquals("tcp/lo + cma/memory", cand.config());
+        List<ProtoPerf.Segment> segs = cand.perf().segments();
+        assertEquals(1, segs.size());
+        assertEquals(1, segs.get(0).start(), "a 0-byte message has nothing to read");
+        double d = RndvProtocols.PERF_DIFF_FACTOR;
+        double ovh = TCP.overheadSeconds();
+        ProtoPerf.Segment s = segs.get(0);
+        assertFunc(d * (2 * ovh + RndvProtocols.RTS_OVERHEAD), 0, s.factor(PerfFactor.LOCAL_CPU), "sender: RTS, ATS");
+        assertFunc(d * (2 * ovh + CMA.overheadSeconds()), d * CMA.overheadSeconds() / Cma.CHUNK,
+                s.factor(PerfFactor.REMOTE_CPU), "receiver: RTS, one read per chunk, ATS; no copy");
+        assertFunc(0, d / CMA.bandwidth(), s.factor(PerfFactor.REMOTE_TL), "the receiver pulls at cma bandwidth");
+        assertFunc(0, 0, s.factor(PerfFactor.LOCAL_TL), "nothing crosses the AM lane but control");
+        assertFunc(d * (2 * TCP.latencySeconds() + CMA.latencySeconds()), 0, s.factor(PerfFactor.LATENCY),
+                "RTS, ATS, the read");
+    }
+
+    private static void assertFunc(double c, double m, LinearFunc f, String what) {
+        assertEquals(c, f.c(), Math.abs(c) * 1e-12, what + ": constant");
+        assertEquals(m, f.m(), Math.abs(m) * 1e-12, what + ": slope");
+    }
+
+    /** get/zcopy's flattened line (sum of factors, as the engine compares single sends). */
+    private static LinearFunc getLine(IfaceAttributes am) {
+        double d = RndvProtocols.PERF_DIFF_FACTOR;
+        double ovh = am.overheadSeconds();
+        return new LinearFunc(d * (4 * ovh + RndvProtocols.RTS_OVERHEAD + CMA.overheadSeconds()
+                + 2 * am.latencySeconds() + CMA.latencySeconds()),
+                d * (CMA.overheadSeconds() / Cma.CHUNK + 1 / CMA.bandwidth()));
+    }
+
+    /** egr/short and egr/single/bcopy's lines: overheads (+ request for bcopy), two copies, the wire. */
+    private static LinearFunc singleLine(IfaceAttributes am, boolean bcopy) {
+        return new LinearFunc(2 * am.overheadSeconds() + EagerProtocols.SINGLE_OVERHEAD
+                + (bcopy ? EagerProtocols.REQUEST_OVERHEAD : 0) + am.latencySeconds(),
+                2 / COPY_BW + 1 / am.bandwidth());
+    }
+
+    private static LinearFunc multiLine(IfaceAttributes am) {
+        double ovh = am.overheadSeconds();
+        double frag = am.maxBcopy() - EagerHeaders.MIDDLE_LENGTH;
+        return new LinearFunc(2 * ovh + EagerProtocols.REQUEST_OVERHEAD + EagerProtocols.MULTI_OVERHEAD
+                + am.latencySeconds(), 2 / COPY_BW + (2 * ovh + EagerProtocols.MULTI_OVERHEAD) / frag
+                + 1 / am.bandwidth());
+    }
+
+    private static double at(LinearFunc f, double size) {
+        return f.c() + f.m() * size;
+    }
+
+    /**
+     * tcp + cma: the 50 us tcp overheads make get/zcopy's constant about 4 overheads, and eager's per-fragment
+     * overheads make multi-fragment eager steeper than get/zcopy from its first size: the rendezvous starts where
+     * single-fragment eager ends (its line still below get's there), far below tag/rndv's crossover without cma.
+     */
+    @Test
+    void onTcpWithCmaGetZcopyTakesOverWhereSingleFragmentEagerEndsFarBelowTagRndv() {
+        ProtoTable t = ProtoSelector.select(REGISTRY, new ProbeParams(TCP_CMA, DIRECT, ProtoCandidate.AUTO,
+                ProtoCandidate.AUTO, COPY_BW));
+        List<ProtoTable.Entry> e = t.entries();
+        String printed = t.format("tcp/lo + cma/memory");
+        assertEquals(3, e.size(), printed);
+        assertSame(EagerProtocols.SHORT, e.get(0).candidate().protocol(), printed);
+        assertSame(EagerProtocols.SINGLE_BCOPY, e.get(1).candidate().protocol(), printed);
+        assertSame(RndvProtocols.GET_ZCOPY, e.get(2).candidate().protocol(), printed);
+        long singleEnd = TCP.maxBcopy() - EagerHeaders.ONLY_LENGTH;
+        assertEquals(singleEnd, e.get(1).end(), printed);
+        assertEquals(singleEnd + 1, e.get(2).start(), printed);
+        assertEquals(ProtoPerf.MAX_SIZE, e.get(2).end());
+        LinearFunc get = getLine(TCP);
+        assertTrue(at(singleLine(TCP, true), singleEnd + 0.5) < at(get, singleEnd + 0.5), "single bcopy still cheaper");
+        assertTrue(at(multiLine(TCP), singleEnd + 1.5) > at(get, singleEnd + 1.5), "multi-frag already dearer");
+        assertTrue(multiLine(TCP).m() > get.m(), "and it stays dearer: steeper");
+        assertTrue(printed.contains("(?) rendezvous zero-copy read from remote"), printed);
+
+        ProtoTable without = ProtoSelector.select(REGISTRY, new ProbeParams(TCP_ONLY, DIRECT, ProtoCandidate.AUTO,
+                ProtoCandidate.AUTO, COPY_BW));
+        ProtoTable.Entry rndv = without.entries().get(without.entries().size() - 1);
+        assertSame(RndvProtocols.TAG_RNDV, rndv.candidate().protocol(), without.format("tcp/lo"));
+        assertTrue(rndv.start() > 10 * e.get(2).start(), "tag/rndv from " + rndv.start() + ", get/zcopy from "
+                + e.get(2).start());
+
+        // Heap memory on the same endpoint: get/zcopy declined, the threshold is tag/rndv's as without cma.
+        ProtoTable heap = ProtoSelector.select(REGISTRY, new ProbeParams(TCP_CMA, key(SelectionKey.DatatypeClass.CONTIG,
+                SelectionKey.MemoryType.HEAP), ProtoCandidate.AUTO, ProtoCandidate.AUTO, COPY_BW));
+        ProtoTable.Entry heapLast = heap.entries().get(heap.entries().size() - 1);
+        assertSame(RndvProtocols.TAG_RNDV, heapLast.candidate().protocol(), heap.format("heap"));
+        assertEquals(rndv.start(), heapLast.start(), heap.format("heap"));
+    }
+
+    /**
+     * A self-like AM lane (UCX's self: no latency, 10 ns overhead, 6.9 GB/s) + cma: the crossover falls inside eager
+     * short's range and equals the closed form {@code (Cg - Cs) / (ms - mg)}, decided at size + 0.5.
+     */
+    @Test
+    void onAFastAmLaneTheThresholdIsTheClosedFormCrossoverOfEagerAndGet() {
+        IfaceAttributes self = new IfaceAttributes(EnumSet.of(Capability.AM_SHORT, Capability.AM_BCOPY), 8192,
+                65536, 64, 0, 0, 6.9e9, 0, 10e-9, 0);
+        ProtoTable t = ProtoSelector.select(REGISTRY, new ProbeParams(new EndpointConfig("self/memory", self,
+                "cma/memory", CMA), DIRECT, ProtoCandidate.AUTO, ProtoCandidate.AUTO, COPY_BW));
+        List<ProtoTable.Entry> e = t.entries();
+        String printed = t.format("self/memory + cma/memory");
+        assertEquals(2, e.size(), printed);
+        assertSame(EagerProtocols.SHORT, e.get(0).candidate().protocol(), printed);
+        assertSame(RndvProtocols.GET_ZCOPY, e.get(1).candidate().protocol(), printed);
+        LinearFunc get = getLine(self);
+        LinearFunc shortLine = singleLine(self, false);
+        double closed = (get.c() - shortLine.c()) / (shortLine.m() - get.m());
+        assertTrue(closed < self.maxShort() - EagerHeaders.ONLY_LENGTH, "inside eager short: " + closed);
+        assertEquals((long) Math.floor(closed - 0.5) + 1, e.get(1).start(), "closed form " + closed + "\n" + printed);
+    }
+
+    @Test
+    void aUserRendezvousThresholdForcesGetZcopyFromThatSize() {
+        ProtoTable t = ProtoSelector.select(REGISTRY, new ProbeParams(TCP_CMA, DIRECT, ProtoCandidate.AUTO, 4096,
+                COPY_BW));
+        ProtoCandidate at = t.lookup(4096);
+        assertSame(RndvProtocols.GET_ZCOPY, at.protocol(), t.format("thresh 4k"));
+        assertTrue(t.lookup(4095).protocol() != RndvProtocols.GET_ZCOPY, t.format("thresh 4k"));
+    }
+}

@@ -1,0 +1,132 @@
+package io.nucx.wireup;
+
+import io.netty.buffer.ByteBuf;
+import io.netty.buffer.ByteBufAllocator;
+import io.netty.channel.ChannelFuture;
+import io.netty.util.concurrent.Future;
+import io.nucx.protocol.AmIds;
+import io.nucx.protocol.tag.EagerTagSendHandler;
+import io.nucx.protocol.tag.RndvHeaders;
+import io.nucx.protocol.tag.RndvProtocols;
+import io.nucx.protocol.tag.TagMessage;
+import io.nucx.transport.AmFrame;
+import io.nucx.transport.cma.Cma;
+import io.nucx.transport.cma.RemoteKey;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.extension.RegisterExtension;
+
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+
+import static io.nucx.wireup.TestWorkers.assertPattern;
+import static io.nucx.wireup.TestWorkers.pattern;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.jupiter.api.Assumptions.assumeTrue;
+
+/**
+ * rndv/get/zcopy between two workers of this JVM over tcp + cma (the kernel treats our own pid as any peer, and
+ * always lets a process read itself): lanes, protocol choice by memory type, data, counters on both sides, and a
+ * malformed RTS closing only its lane.
+ */
+@Timeout(120)
+class RndvGetZcopyTest {
+
+    @RegisterExtension
+    final TestWorkers workers = new TestWorkers();
+
+    @BeforeEach
+    void cma() {
+        assumeTrue(Cma.availability().isAvailable(), () -> Cma.availability().reason());
+    }
+
+    private static ByteBuf direct(long seed, int n) {
+        ByteBuf heap = pattern(seed, n);
+        try {
+            return ByteBufAllocator.DEFAULT.directBuffer(n).writeBytes(heap);
+        } finally {
+            heap.release();
+        }
+    }
+
+    @Test
+    void directSendsAboveTheThresholdAreReadByTheReceiverAndHeapSendsGoByAmFragments() throws Exception {
+        Worker a = workers.start("a", "TLS", "tcp,cma");
+        Worker b = workers.start("b", "TLS", "tcp,cma");
+        Endpoint ep = a.connect(b.address());
+        assertEquals("cma/memory", ep.rmaLane());
+        assertNull(ep.rmaRefusal());
+        long threshold = a.protocolTable(b.address(), io.nucx.protocol.select.SelectionKey.MemoryType.DIRECT)
+                .entries().stream().filter(e -> e.candidate().protocol() == RndvProtocols.GET_ZCOPY).findFirst()
+                .orElseThrow().start();
+        int[] sizes = {(int) threshold, (int) threshold + 1, 3 << 20, (8 << 20) + 5};
+        List<Future<TagMessage>> early = new ArrayList<>();
+        for (int i = 0; i < sizes.length; i += 2) {
+            early.add(b.tagRecv(i, -1L)); // expected RTS; the others arrive unexpected
+        }
+        List<ChannelFuture> sends = new ArrayList<>();
+        for (int i = 0; i < sizes.length; i++) {
+            sends.add(ep.tagSend(i, direct(i, sizes[i])));
+        }
+        ChannelFuture heapSend = ep.tagSend(100, pattern(100, 16 << 20)); // heap: get/zcopy declined; above tcp's tag/rndv threshold
+        for (int i = 0; i < sizes.length; i++) {
+            TagMessage m = (i % 2 == 0 ? early.get(i / 2) : b.tagRecv(i, -1L)).get(30, TimeUnit.SECONDS);
+            try {
+                assertPattern(i, sizes[i], m.content());
+            } finally {
+                m.release();
+            }
+        }
+        TagMessage hm = b.tagRecv(100, -1L).get(30, TimeUnit.SECONDS);
+        try {
+            assertPattern(100, 16 << 20, hm.content());
+        } finally {
+            hm.release();
+        }
+        for (ChannelFuture f : sends) {
+            assertTrue(f.await(10, TimeUnit.SECONDS) && f.isSuccess(), () -> "send failed: " + f.cause());
+        }
+        assertTrue(heapSend.await(10, TimeUnit.SECONDS) && heapSend.isSuccess());
+        assertEquals(sizes.length, a.counters().count(EagerTagSendHandler.RNDV_GET_ZCOPY), "sender offered");
+        assertEquals(sizes.length, b.counters().count(RndvProtocols.RECV_GET_COUNTER), "receiver read");
+        assertEquals(0, b.counters().count(RndvProtocols.RECV_GET_FALLBACK_COUNTER));
+        assertEquals(1, a.counters().count(EagerTagSendHandler.TAG_RNDV), "heap message by AM fragments");
+        assertEquals(0, a.eventLoop().submit(() -> a.rndvSends().size()).get(), "every send released on ATS");
+    }
+
+    @Test
+    void anRtsWithABadRemoteKeyLengthClosesThatLaneWithAClearErrorAndTheWorkerGoesOn() throws Exception {
+        Worker a = workers.start("a", "TLS", "tcp,cma");
+        Worker b = workers.start("b", "TLS", "tcp,cma");
+        Endpoint ep = a.connect(b.address());
+        ep.tagSend(1, pattern(1, 10)).sync(); // wired up
+        TagMessage first = b.tagRecv(1, -1L).get(10, TimeUnit.SECONDS);
+        first.release();
+        ByteBuf h = RndvHeaders.writeRts(ep.alloc().buffer(), 2, 1, 4096,
+                new RemoteKey(1, 1, 0x1000, 4096));
+        h.setShortLE(RndvHeaders.RTS_LENGTH, 13); // the key length field lies
+        ep.amLane().writeAndFlush(AmFrame.of(AmIds.RNDV_RTS, h)).sync();
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+        while (b.laneFailures().isEmpty() && System.nanoTime() < deadline) {
+            Thread.sleep(10);
+        }
+        assertTrue(b.laneFailures().stream().anyMatch(t -> String.valueOf(t.getMessage())
+                .contains("RNDV_RTS remote key length is 13, expected 28")), () -> "failures: " + b.laneFailures());
+        assertTrue(ep.closeFuture().await(10, TimeUnit.SECONDS), "the lane, and with it the endpoint, closed");
+        // The worker still serves a new endpoint, by get/zcopy too.
+        Endpoint again = a.connect(b.address());
+        Future<TagMessage> r = b.tagRecv(3, -1L);
+        again.tagSend(3, direct(3, 1 << 20)).sync();
+        TagMessage m = r.get(10, TimeUnit.SECONDS);
+        try {
+            assertPattern(3, 1 << 20, m.content());
+        } finally {
+            m.release();
+        }
+        assertEquals(1, b.counters().count(RndvProtocols.RECV_GET_COUNTER));
+    }
+}
