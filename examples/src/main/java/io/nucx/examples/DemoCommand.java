@@ -45,16 +45,16 @@ final class DemoCommand implements Callable<Integer> {
         NucxConfig config = NucxConfig.fromEnvironment().validate();
         PrintStream out = System.out;
         List<String[]> summary = new ArrayList<>();
-        for (Transport t : Transports.selected(config)) {
+        for (String tls : runs(Transports.selected(config))) {
             for (PerfParams p : List.of(
                     new PerfParams(PerfTestType.TAG_LAT, 8, latIterations, 10_000, 32, 50.0, false),
                     new PerfParams(PerfTestType.TAG_BW, 1 << 20, bwIterations, 100, 32, 50.0, false))) {
-                boolean sameProcess = t.name().equals(SelfTransport.NAME);
-                out.printf(Locale.ROOT, "%n=== %s: %s, %d B, %d iterations, %s ===%n", t.name(), p.test().testName(),
+                boolean sameProcess = tls.equals(SelfTransport.NAME);
+                out.printf(Locale.ROOT, "%n=== %s: %s, %d B, %d iterations, %s ===%n", tls, p.test().testName(),
                         p.messageSize(), p.iterations(), sameProcess ? "two workers in this JVM"
                                 : "server in a second JVM process");
-                PerfResult r = sameProcess ? inProcess(t.name(), p, out) : twoProcesses(t.name(), p, out);
-                summary.add(new String[] {t.name(), p.test().testName(), Integer.toString(p.messageSize()),
+                PerfResult r = sameProcess ? inProcess(tls, p, out) : twoProcesses(tls, p, out);
+                summary.add(new String[] {tls, p.test().testName(), Integer.toString(p.messageSize()),
                         String.format(Locale.ROOT, "%.3f", r.overallLatencyUs()),
                         String.format(Locale.ROOT, "%.2f", r.overallBandwidth()),
                         String.format(Locale.ROOT, "%.0f", r.overallMessageRate())});
@@ -68,6 +68,25 @@ final class DemoCommand implements Callable<Integer> {
             out.printf(Locale.ROOT, "%-10s %-8s %9s %14s %14s %14s%n", (Object[]) row);
         }
         return 0;
+    }
+
+    /**
+     * One run per transport that carries active messages, alone; an RMA-only transport (cma) runs next to the
+     * same-host one (shm, else tcp), where rendezvous reads the sender's memory through it.
+     */
+    static List<String> runs(List<Transport> selected) {
+        List<String> runs = new ArrayList<>();
+        List<String> rmaOnly = new ArrayList<>();
+        for (Transport t : selected) {
+            (t.carriesActiveMessages() ? runs : rmaOnly).add(t.name());
+        }
+        String host = runs.contains("shm") ? "shm" : runs.contains("tcp") ? "tcp" : null;
+        if (host != null) {
+            for (String rma : rmaOnly) {
+                runs.add(host + "," + rma);
+            }
+        }
+        return runs;
     }
 
     private static int freePort() throws Exception {

@@ -28,6 +28,11 @@ public interface Transport {
         return devices.get(0);
     }
 
+    /** False for RMA-only transports (cma): they never carry active messages, so they cannot be a worker's only one. */
+    default boolean carriesActiveMessages() {
+        return true;
+    }
+
     /**
      * Whether an iface can be opened on {@code loop}: some transports need their own kind of event loop (shm
      * polls rings, so its loops run a {@code ShmIoHandler}).

@@ -25,6 +25,11 @@ public final class CmaTransport implements Transport {
     }
 
     @Override
+    public boolean carriesActiveMessages() {
+        return false;
+    }
+
+    @Override
     public Availability availability() {
         return Cma.availability();
     }
