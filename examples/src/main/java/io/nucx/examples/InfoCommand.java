@@ -62,7 +62,9 @@ final class InfoCommand implements Callable<Integer> {
     }
 
     static void print(NucxConfig config, PrintStream out) throws Exception {
-        EventLoopGroup group = new MultiThreadIoEventLoopGroup(1, NioIoHandler.newFactory());
+        // The loop workers get (the shm engine around a tcp one), so that every transport can open an iface on it.
+        EventLoopGroup group = new MultiThreadIoEventLoopGroup(1,
+                io.nucx.transport.shm.ShmIoHandler.newFactory(NioIoHandler.newFactory(), 0));
         try {
             for (Transport t : Transports.all()) {
                 out.println("#");

@@ -87,7 +87,7 @@ class CmaTest {
     }
 
     @ParameterizedTest(name = "PUT {1} B at {0}")
-    @CsvSource({"100, 1", "8191, 4096", "3, 1048579", "0, 134217728"})
+    @CsvSource({"100, 1", "8191, 4096", "3, 1048579", "0, 134217728", "0, 268435456"})
     void putWritesThePeersMemoryAndThePeerSeesIt(long offset, long length) throws Exception {
         int seed = (int) (offset + length) | 2;
         try (Arena arena = Arena.ofConfined(); Cma cma = new Cma()) {
