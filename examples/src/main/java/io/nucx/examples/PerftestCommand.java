@@ -2,9 +2,11 @@ package io.nucx.examples;
 
 import io.nucx.examples.perf.PerfParams;
 import io.nucx.examples.perf.PerfReporter;
+import io.nucx.examples.perf.PerfResult;
 import io.nucx.examples.perf.PerfTestType;
 import io.nucx.examples.perf.Perftest;
 import io.nucx.transport.NucxConfig;
+import picocli.CommandLine;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
 import picocli.CommandLine.Parameters;
@@ -56,6 +58,14 @@ final class PerftestCommand implements Callable<Integer> {
             + "${DEFAULT-VALUE}).", defaultValue = "contig")
     String datatype;
 
+    @Option(names = "--warmup-time", paramLabel = "SECONDS", description = "Longest warm-up, seconds (default: "
+            + "${DEFAULT-VALUE}, ucx_perftest's budget; give the JIT compiler a few seconds with -w large).",
+            defaultValue = "0.1")
+    double warmupSeconds;
+
+    @Option(names = "--tail", description = "After the Final line, print p90/p99/p99.9/p99.99/max of the run.")
+    boolean tail;
+
     @Option(names = "-f", description = "Print only the final result.")
     boolean finalOnly;
 
@@ -67,9 +77,17 @@ final class PerftestCommand implements Callable<Integer> {
             Perftest.serve(port, Map.of(), busyPoll, System.out);
             return 0;
         }
+        if (!(warmupSeconds >= 0 && warmupSeconds <= 3600)) {
+            throw new CommandLine.ParameterException(new CommandLine(this), "--warmup-time must be between 0 and "
+                    + "3600 seconds, got " + warmupSeconds);
+        }
         PerfParams params = new PerfParams(PerfTestType.of(test), size, iterations, warmup, window, percentile,
-                datatype(datatype));
-        Perftest.run(host, port, params, Map.of(), busyPoll, new PerfReporter(System.out, finalOnly, onTerminal()));
+                datatype(datatype), (long) (warmupSeconds * 1e9));
+        PerfReporter reporter = new PerfReporter(System.out, finalOnly, onTerminal());
+        PerfResult r = Perftest.run(host, port, params, Map.of(), busyPoll, reporter);
+        if (tail) {
+            reporter.tailRow(r);
+        }
         return 0;
     }
 

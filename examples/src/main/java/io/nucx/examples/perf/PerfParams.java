@@ -3,10 +3,10 @@ package io.nucx.examples.perf;
 /**
  * One perftest run ({@code iov}: the send buffer is a two-part composite, ucx_perftest's {@code -D iov}), with
  * ucx_perftest's defaults: 1,000,000 iterations, 10,000 warm-up iterations (bounded by a
- * 100 ms warm-up budget), a window of 32 outstanding sends for bandwidth tests, the 50th percentile.
+ * 100 ms warm-up budget, which {@code warmupNanos} can raise: a JVM's JIT compiler needs seconds), a window of 32 outstanding sends for bandwidth tests, the 50th percentile.
  */
 public record PerfParams(PerfTestType test, int messageSize, long iterations, long warmup, int window,
-                         double percentile, boolean iov) {
+                         double percentile, boolean iov, long warmupNanos) {
 
     public static final long DEFAULT_ITERATIONS = 1_000_000;
     public static final long DEFAULT_WARMUP = 10_000;
@@ -14,7 +14,16 @@ public record PerfParams(PerfTestType test, int messageSize, long iterations, lo
     /** ucx_perftest stops warming up after 100 ms whatever -w says. */
     public static final long WARMUP_BUDGET_NANOS = 100_000_000L;
 
+    /** With ucx_perftest's 100 ms warm-up budget. */
+    public PerfParams(PerfTestType test, int messageSize, long iterations, long warmup, int window, double percentile,
+                      boolean iov) {
+        this(test, messageSize, iterations, warmup, window, percentile, iov, WARMUP_BUDGET_NANOS);
+    }
+
     public PerfParams {
+        if (warmupNanos < 0) {
+            throw new IllegalArgumentException("warm-up time must be >= 0, got " + warmupNanos + " ns");
+        }
         if (messageSize < 0) {
             throw new IllegalArgumentException("message size must be >= 0, got " + messageSize);
         }

@@ -70,6 +70,16 @@ public final class PerfReporter {
         row(finalOnly ? "          " : "Final:    ", r);
     }
 
+    /** The run's tail percentiles, a line ucx_perftest does not print (its runs have no JIT or GC to hide). */
+    public void tailRow(PerfResult r) {
+        PerfResult.Tail t = r.tail();
+        if (t != null) {
+            out.println(String.format(Locale.ROOT, "Tail (usec): p90 %.3f  p99 %.3f  p99.9 %.3f  p99.99 %.3f  max %.3f",
+                    t.p90(), t.p99(), t.p999(), t.p9999(), t.max()));
+            out.flush();
+        }
+    }
+
     private void row(String prefix, PerfResult r) {
         out.println(prefix + String.format(Locale.ROOT, "%18.0f %10.3f %9.3f %9.3f %11.2f %10.2f %11.0f %11.0f",
                 (double) r.iterations(), r.percentileLatencyUs(), r.averageLatencyUs(), r.overallLatencyUs(),

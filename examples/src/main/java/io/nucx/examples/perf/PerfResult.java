@@ -7,7 +7,11 @@ package io.nucx.examples.perf;
  */
 public record PerfResult(long iterations, double percentileLatencyUs, double averageLatencyUs,
                          double overallLatencyUs, double averageBandwidth, double overallBandwidth,
-                         double averageMessageRate, double overallMessageRate) {
+                         double averageMessageRate, double overallMessageRate, Tail tail) {
+
+    /** Percentiles of the time per iteration over the whole measured run, usec (one-way for ping-pong). */
+    public record Tail(double p90, double p99, double p999, double p9999, double max) {
+    }
 
     private static final double MIB = 1024.0 * 1024.0;
 
@@ -21,6 +25,12 @@ public record PerfResult(long iterations, double percentileLatencyUs, double ave
      */
     static PerfResult of(boolean pingPong, int messageSize, long iterations, long intervalIters, long intervalNanos,
                          long totalNanos, double percentileNs) {
+        return of(pingPong, messageSize, iterations, intervalIters, intervalNanos, totalNanos, percentileNs, null);
+    }
+
+    /** The same with the run's tail, taken from {@code overall} (per-iteration times in ns). */
+    static PerfResult of(boolean pingPong, int messageSize, long iterations, long intervalIters, long intervalNanos,
+                         long totalNanos, double percentileNs, org.HdrHistogram.Histogram overall) {
         double factor = pingPong ? 2.0 : 1.0;
         double avgLat = intervalIters == 0 ? 0 : intervalNanos / 1000.0 / intervalIters / factor;
         double allLat = iterations == 0 ? 0 : totalNanos / 1000.0 / iterations / factor;
@@ -29,6 +39,10 @@ public record PerfResult(long iterations, double percentileLatencyUs, double ave
         double allBw = totalNanos == 0 ? 0 : messageSize * (double) iterations * factor / MIB / (totalNanos / 1e9);
         double avgMr = intervalNanos == 0 ? 0 : intervalIters / (intervalNanos / 1e9) * factor;
         double allMr = totalNanos == 0 ? 0 : iterations / (totalNanos / 1e9) * factor;
-        return new PerfResult(iterations, percentileNs / 1000.0 / factor, avgLat, allLat, avgBw, allBw, avgMr, allMr);
+        Tail tail = overall == null ? null : new Tail(overall.getValueAtPercentile(90) / 1000.0 / factor,
+                overall.getValueAtPercentile(99) / 1000.0 / factor, overall.getValueAtPercentile(99.9) / 1000.0 / factor,
+                overall.getValueAtPercentile(99.99) / 1000.0 / factor, overall.getMaxValue() / 1000.0 / factor);
+        return new PerfResult(iterations, percentileNs / 1000.0 / factor, avgLat, allLat, avgBw, allBw, avgMr, allMr,
+                tail);
     }
 }

@@ -19,7 +19,7 @@ import org.HdrHistogram.Histogram;
  *   <li>tag_bw: keep {@code window} DATA sends outstanding; the run ends when the server acknowledges a SYNC sent
  *       after the last DATA, so the time counts delivery, not just local completion.</li>
  * </ul>
- * Warm-up runs the same loop first (at most {@code warmup} iterations or 100 ms).
+ * Warm-up runs the same loop first (at most {@code warmup} iterations or {@code warmupNanos}, 100 ms by default).
  */
 final class TagPerfClient {
 
@@ -87,6 +87,8 @@ final class TagPerfClient {
         target = p == Phase.WARMUP ? params.warmup() : params.iterations();
         sent = 0;
         outstanding = 0;
+        interval.reset();
+        overall.reset(); // the tail describes the measured run only
         if (target == 0) {
             endPhase();
             return;
@@ -99,7 +101,7 @@ final class TagPerfClient {
     }
 
     private boolean warmupOver(long now) {
-        return phase == Phase.WARMUP && now - phaseStart > PerfParams.WARMUP_BUDGET_NANOS;
+        return phase == Phase.WARMUP && now - phaseStart > params.warmupNanos();
     }
 
     // ---------------------------------------------------------------- tag_lat
@@ -197,7 +199,7 @@ final class TagPerfClient {
         phase = Phase.DONE;
         Histogram h = interval.getTotalCount() > 0 ? interval : overall;
         result.trySuccess(PerfResult.of(params.test().pingPong(), params.messageSize(), iter, iter - lastReportIter,
-                now - lastReport, now - phaseStart, h.getValueAtPercentile(params.percentile())));
+                now - lastReport, now - phaseStart, h.getValueAtPercentile(params.percentile()), overall));
     }
 
     private void fail(Throwable cause) {

@@ -50,6 +50,9 @@ class PerftestTest {
 
         assertEquals(iterations, r.iterations());
         assertTrue(r.overallLatencyUs() > 0 && r.overallMessageRate() > 0, r.toString());
+        PerfResult.Tail t = r.tail();
+        assertTrue(t != null && t.p90() > 0 && t.p90() <= t.p99() && t.p99() <= t.p999() && t.p999() <= t.p9999()
+                && t.p9999() <= t.max(), () -> "tail " + t);
         String client = clientOut.toString(StandardCharsets.UTF_8);
         String finalLine = client.lines().filter(l -> l.startsWith("Final:")).findFirst().orElseThrow(
                 () -> new AssertionError("no Final line:\n" + client));
