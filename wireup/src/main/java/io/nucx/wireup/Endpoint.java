@@ -410,8 +410,8 @@ public final class Endpoint extends AbstractChannel {
                 fail(new ConnectionResetException(id, remoteAddress, "the peer closed the " + lane
                         + " connection (its process exited or was killed)", null));
             } else if (laneCause instanceof java.io.IOException) {
-                fail(new ConnectionResetException(id, remoteAddress, "the " + lane + " connection failed: "
-                        + laneCause, laneCause));
+                fail(new ConnectionResetException(id, remoteAddress, "the " + lane + " connection failed (peer process "
+                        + "gone or network lost): " + laneCause, laneCause));
             } else {
                 fail(new EndpointException(id, remoteAddress, "the " + lane + " lane was closed after an error: "
                         + laneCause, laneCause));
