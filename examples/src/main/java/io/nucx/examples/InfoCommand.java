@@ -32,6 +32,15 @@ final class InfoCommand implements Callable<Integer> {
                     + "nothing is sent.")
     String protoAddress;
 
+    @picocli.CommandLine.Option(names = "--lanes", paramLabel = "ADDRESS",
+            description = "Print the lanes an endpoint to this worker address (hex) would choose and why: every "
+                    + "candidate with its UCX score, and which lane is AM, RMA and keepalive; nothing is sent.")
+    String lanesAddress;
+
+    @picocli.CommandLine.Option(names = "--err-mode", paramLabel = "MODE",
+            description = "With --lanes: the endpoint's error mode, peer or none (default: NUCX_ERR_MODE).")
+    String errMode;
+
     @picocli.CommandLine.Option(names = "--plot", paramLabel = "FILE.png",
             description = "With --proto: also draw the heap-memory table's envelope (time vs size per protocol).")
     java.io.File plot;
@@ -41,6 +50,19 @@ final class InfoCommand implements Callable<Integer> {
         NucxConfig config = NucxConfig.fromEnvironment().validate();
         if (plot != null && protoAddress == null) {
             throw new picocli.CommandLine.ParameterException(new picocli.CommandLine(this), "--plot needs --proto");
+        }
+        if (errMode != null && lanesAddress == null) {
+            throw new picocli.CommandLine.ParameterException(new picocli.CommandLine(this), "--err-mode needs --lanes");
+        }
+        if (lanesAddress != null) {
+            io.nucx.wireup.WorkerAddress peer = io.nucx.wireup.WorkerAddress.fromHex(lanesAddress);
+            io.nucx.wireup.Worker w = new io.nucx.wireup.NucxBootstrap().name("info").start();
+            try {
+                System.out.print(lanes(w, peer, errMode));
+            } finally {
+                w.close().get(10, java.util.concurrent.TimeUnit.SECONDS);
+            }
+            return 0;
         }
         if (protoAddress != null) {
             io.nucx.wireup.Worker w = new io.nucx.wireup.NucxBootstrap().name("info").start();
@@ -59,6 +81,16 @@ final class InfoCommand implements Callable<Integer> {
         }
         print(config, System.out);
         return 0;
+    }
+
+    /** What {@code --lanes} prints: the worker's own lane selection toward {@code peer}, with its trace. */
+    static String lanes(io.nucx.wireup.Worker w, io.nucx.wireup.WorkerAddress peer, String errMode) {
+        io.nucx.wireup.ErrorMode mode = errMode == null ? w.defaultErrorMode() : switch (errMode.toLowerCase(Locale.ROOT)) {
+            case "peer" -> io.nucx.wireup.ErrorMode.PEER;
+            case "none" -> io.nucx.wireup.ErrorMode.NONE;
+            default -> throw new IllegalArgumentException("--err-mode: '" + errMode + "' is not peer or none");
+        };
+        return w.laneInfo(peer, mode);
     }
 
     static void print(NucxConfig config, PrintStream out) throws Exception {

@@ -8,8 +8,10 @@ import org.junit.jupiter.api.Test;
 import java.io.ByteArrayOutputStream;
 import java.io.PrintStream;
 import java.nio.charset.StandardCharsets;
+import java.util.List;
 import java.util.Map;
 
+import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /** {@code nucx info} opens an iface of every available transport and prints its attributes. */
@@ -33,5 +35,37 @@ class InfoCommandTest {
             assertTrue(section.contains("bandwidth") || section.contains("am:"),
                     () -> t.name() + " printed no attributes:\n" + section);
         }
+    }
+
+    /**
+     * {@code --lanes}: computed on both sides from the same two addresses, the chosen lanes and their scores agree;
+     * the output names the AM, RMA and keepalive lanes and scores every candidate.
+     */
+    @Test
+    void lanesArePrintedWithScoresAndAreTheSameFromBothSides() throws Exception {
+        io.nucx.wireup.Worker a = new io.nucx.wireup.NucxBootstrap().name("a").config("TLS", "tcp,self").start();
+        io.nucx.wireup.Worker b = new io.nucx.wireup.NucxBootstrap().name("b").config("TLS", "tcp,self").start();
+        try {
+            String fromA = InfoCommand.lanes(a, b.address(), "peer");
+            String fromB = InfoCommand.lanes(b, a.address(), "peer");
+            for (String text : List.of(fromA, fromB)) {
+                assertTrue(text.contains("CHOSEN: AM lane self/"), text);
+                assertTrue(text.matches("(?s).*am +tcp +-> tcp +[0-9.e+-]+ +lower than self/.*"), text);
+                assertTrue(text.contains("keepalive  self/"), text);
+                assertTrue(text.contains("lane[0] self/"), text);
+                assertTrue(text.contains(": am, keepalive"), text);
+            }
+            // Same candidates, same scores, same verdicts: only the header (names, uuids) differs.
+            assertEquals(body(fromA), body(fromB));
+            String none = InfoCommand.lanes(a, b.address(), "none");
+            assertTrue(none.contains("keepalive  none (error mode none)"), none);
+        } finally {
+            a.close().get(10, java.util.concurrent.TimeUnit.SECONDS);
+            b.close().get(10, java.util.concurrent.TimeUnit.SECONDS);
+        }
+    }
+
+    private static String body(String laneInfo) {
+        return laneInfo.substring(laneInfo.indexOf("# criterion"));
     }
 }

@@ -93,6 +93,22 @@ final class PeerProcess implements AutoCloseable {
         throw new IOException("peer exited (" + exitInfo() + ") before printing '" + prefix + "'; stderr:\n" + stderr());
     }
 
+    long pid() {
+        return process.pid();
+    }
+
+    /** Sends a signal by name ("STOP", "CONT", "KILL") with kill(1), and checks that kill succeeded. */
+    void signal(String name) throws IOException, InterruptedException {
+        Process kill = new ProcessBuilder("kill", "-" + name, Long.toString(process.pid())).inheritIO().start();
+        if (!kill.waitFor(10, TimeUnit.SECONDS) || kill.exitValue() != 0) {
+            throw new IOException("kill -" + name + " " + process.pid() + " failed");
+        }
+    }
+
+    boolean isAlive() {
+        return process.isAlive();
+    }
+
     int waitFor(long seconds) throws InterruptedException {
         if (!process.waitFor(seconds, TimeUnit.SECONDS)) {
             process.destroyForcibly();

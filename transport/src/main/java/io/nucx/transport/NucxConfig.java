@@ -72,6 +72,15 @@ public final class NucxConfig {
     /** Which protocols may be selected, like UCX_PROTOS: names or globs, comma-separated; '^' excludes them. */
     public static final Entry PROTOS = define("PROTOS", "all",
             "Protocols that may be selected: all, a comma list of names/globs (egr/*,tag/rndv), or ^list to exclude");
+    /** Error handling of new endpoints, like ucp_ep_params.err_mode: peer (keepalive, fail on peer loss) or none. */
+    public static final Entry ERR_MODE = define("ERR_MODE", "peer",
+            "Error handling of new endpoints: peer (keepalive; a lost peer fails the endpoint's operations) or none");
+    /** How often a worker checks its error-mode-peer endpoints (UCX_KEEPALIVE_INTERVAL; UCX's 20 s is for clusters). */
+    public static final Entry KEEPALIVE_INTERVAL = define("KEEPALIVE_INTERVAL", "1s",
+            "Keepalive period: each tick sends EP_CHECK on every peer-mode endpoint (10ms..1h, or inf for none)");
+    /** Silence after which a peer is declared hung; a few intervals, so one late tick is not a failure. */
+    public static final Entry KEEPALIVE_TIMEOUT = define("KEEPALIVE_TIMEOUT", "5s",
+            "A peer-mode endpoint that hears nothing from its peer this long fails (at least 2 x KEEPALIVE_INTERVAL)");
     /** Progress mode of workers created by nucx: spin (busy-poll) or block. */
     public static final Entry BUSY_POLL = define("BUSY_POLL", "n",
             "Busy-poll the worker's event loop (y) or block until woken (n)");
@@ -289,6 +298,33 @@ public final class NucxConfig {
         return (int) v;
     }
 
+    /** Shortest keepalive period: a tick walks every endpoint, so a shorter one costs more than it detects. */
+    public static final long MIN_KEEPALIVE_INTERVAL_NANOS = 10_000_000L;
+    private static final long MAX_KEEPALIVE_NANOS = 3_600_000_000_000L;
+
+    /** {@link #KEEPALIVE_INTERVAL} in nanoseconds, 10 ms to 1 h; {@code Long.MAX_VALUE} for "inf" (no keepalive). */
+    public long keepaliveIntervalNanos() {
+        if (string(KEEPALIVE_INTERVAL).equalsIgnoreCase("inf")) {
+            return Long.MAX_VALUE;
+        }
+        long v = nanos(KEEPALIVE_INTERVAL, MAX_KEEPALIVE_NANOS);
+        if (v < MIN_KEEPALIVE_INTERVAL_NANOS) {
+            throw invalid(KEEPALIVE_INTERVAL, "must be at least 10ms (or inf to turn keepalive off)");
+        }
+        return v;
+    }
+
+    /** {@link #KEEPALIVE_TIMEOUT} in nanoseconds, checked to be at least twice the interval (when there is one). */
+    public long keepaliveTimeoutNanos() {
+        long v = nanos(KEEPALIVE_TIMEOUT, MAX_KEEPALIVE_NANOS);
+        long interval = keepaliveIntervalNanos();
+        if (interval != Long.MAX_VALUE && v < 2 * interval) {
+            throw invalid(KEEPALIVE_TIMEOUT, "must be at least twice NUCX_KEEPALIVE_INTERVAL=" + raw(KEEPALIVE_INTERVAL)
+                    + ", so that one late tick does not fail a live peer");
+        }
+        return v;
+    }
+
     /** Builds the exception that names the variable, its value and what was expected. */
     public NucxConfigException invalid(Entry e, String why) {
         return new NucxConfigException("invalid value '" + raw(e) + "' for " + source(e) + ": " + why);
@@ -319,6 +355,8 @@ public final class NucxConfig {
         memunits(MAX_MSG_SIZE, 1, Integer.MAX_VALUE - 64);
         bool(BUSY_POLL);
         bool(PROTO_INFO);
+        choice(ERR_MODE, "peer", "none");
+        keepaliveTimeoutNanos(); // checks the interval too
         memunitsOrAuto(BCOPY_THRESH, 0, Long.MAX_VALUE - 1);
         memunitsOrAuto(RNDV_THRESH, 0, Long.MAX_VALUE - 1);
         if (string(TLS).isEmpty()) {

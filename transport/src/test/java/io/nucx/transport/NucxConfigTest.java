@@ -199,4 +199,35 @@ class NucxConfigTest {
     void zeroMaxMessageSizeIsRejected() {
         assertThrows(NucxConfigException.class, () -> config(Map.of("MAX_MSG_SIZE", "0")).validate());
     }
+
+    @Test
+    void keepaliveDefaultsAreOneSecondAndFiveSeconds() {
+        NucxConfig c = config(Map.of());
+        assertEquals(1_000_000_000L, c.keepaliveIntervalNanos());
+        assertEquals(5_000_000_000L, c.keepaliveTimeoutNanos());
+        assertEquals("peer", c.choice(NucxConfig.ERR_MODE, "peer", "none"));
+        assertEquals(Long.MAX_VALUE, config(Map.of("KEEPALIVE_INTERVAL", "inf")).validate().keepaliveIntervalNanos());
+        assertEquals(250_000_000L, config(Map.of("KEEPALIVE_INTERVAL", "250ms", "KEEPALIVE_TIMEOUT", "500ms"))
+                .validate().keepaliveIntervalNanos());
+    }
+
+    @Test
+    void badKeepaliveSettingsStopStartUpNamingTheVariable() {
+        assertAll(
+                () -> assertMessageNames(assertThrows(NucxConfigException.class,
+                        () -> NucxConfig.of(Map.of(), Map.of("NUCX_KEEPALIVE_INTERVAL", "often")).validate()),
+                        "NUCX_KEEPALIVE_INTERVAL", "'often'"),
+                () -> assertMessageNames(assertThrows(NucxConfigException.class,
+                        () -> NucxConfig.of(Map.of(), Map.of("NUCX_KEEPALIVE_INTERVAL", "1ms")).validate()),
+                        "NUCX_KEEPALIVE_INTERVAL", "at least 10ms"),
+                () -> assertMessageNames(assertThrows(NucxConfigException.class,
+                        () -> NucxConfig.of(Map.of(), Map.of("NUCX_KEEPALIVE_INTERVAL", "2h")).validate()),
+                        "NUCX_KEEPALIVE_INTERVAL", "'2h'"),
+                () -> assertMessageNames(assertThrows(NucxConfigException.class,
+                        () -> NucxConfig.of(Map.of(), Map.of("NUCX_KEEPALIVE_TIMEOUT", "1500ms")).validate()),
+                        "NUCX_KEEPALIVE_TIMEOUT", "'1500ms'", "twice NUCX_KEEPALIVE_INTERVAL=1s"),
+                () -> assertMessageNames(assertThrows(NucxConfigException.class,
+                        () -> NucxConfig.of(Map.of(), Map.of("NUCX_ERR_MODE", "failover")).validate()),
+                        "NUCX_ERR_MODE", "'failover'", "peer | none"));
+    }
 }

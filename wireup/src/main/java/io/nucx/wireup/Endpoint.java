@@ -20,6 +20,7 @@ import io.nucx.protocol.tag.TagMessage;
 
 import java.net.SocketAddress;
 import java.nio.channels.ClosedChannelException;
+import java.util.List;
 
 /**
  * A UCP endpoint as a Netty {@link Channel}: its pipeline is the endpoint's protocol stack, and users add their own
@@ -36,10 +37,25 @@ import java.nio.channels.ClosedChannelException;
  * at once; the stub only waits for the lane channel to connect. Inbound frames arrive on the lane and go to the
  * worker's tag matching; those routed to this endpoint ({@link EndpointOption#PIPELINE_TAG_MASK}) come up this
  * pipeline as {@link TagMessage}s.
+ *
+ * <p><b>Failure</b> (error mode {@link ErrorMode#PEER}, the default): the peer's connection closing, an EP_REMOVED
+ * from the peer, or NUCX_KEEPALIVE_TIMEOUT of silence fails the endpoint once: every operation outstanding or queued on
+ * it (writes still in the stub, in the pipeline or in the lane's outbound buffer, rendezvous and synchronous sends
+ * waiting for the peer, partly received messages from it) fails with an {@link EndpointException} naming the peer
+ * and the reason ({@link ConnectionResetException}, {@link EndpointTimeoutException}) and its buffers are released;
+ * then an {@link EndpointErrorEvent} goes through the pipeline ({@code userEventTriggered}),
+ * {@link #errorFuture()} fails with the same cause, and the endpoint closes. Posted receives belong to the worker and
+ * stay. The worker and its other endpoints go on.
+ *
+ * <p><b>Close</b> ({@link #close()}) is graceful: writes queued in the stub go out first, rendezvous and synchronous
+ * sends wait (at most NUCX_KEEPALIVE_TIMEOUT) for the peer, then the endpoint sends EP_REMOVED after everything it
+ * wrote and closes its lane. The peer's endpoint fails with {@link ConnectionResetException} ("closed by its owner"),
+ * so what the peer still had outstanding toward us fails at once instead of waiting for a timeout.
  */
 public final class Endpoint extends AbstractChannel {
 
-    private enum State { WIRING_UP, CONNECTED, CLOSED }
+    /** WIRING_UP until the AM lane connects; CLOSING while a graceful close waits for sends and the peer's answer. */
+    private enum State { WIRING_UP, CONNECTED, CLOSING, CLOSED }
 
     private static final ChannelMetadata METADATA = new ChannelMetadata(false);
 
@@ -56,15 +72,34 @@ public final class Endpoint extends AbstractChannel {
     private final EndpointChannelConfig config = new EndpointChannelConfig(this);
     private final EndpointAddress localAddress;
     private final EndpointAddress remoteAddress;
+    private final ErrorMode errorMode;
+    private final io.netty.util.concurrent.Promise<Void> errorPromise;
+    private final io.netty.util.concurrent.Promise<Void> wireupPromise;
     private volatile State state;
     private volatile Channel amLane;
     private StubHandler stub;
+    /** The peer's id for this endpoint: from the REQUEST (accepted) or the REPLY (connected). Loop only. */
+    private long remoteEpId = WireupMessage.INVALID_EP_ID;
+    /** Set by any frame from the peer, cleared by each keepalive tick; loop only, so a plain field. */
+    private boolean heard = true;
+    private int silentTicks;
+    /** Why the endpoint failed, set once. Loop only. */
+    private EndpointException failure;
+    private boolean outstandingReleased;
+    /** The graceful close has written EP_REMOVED: the lane closing now is expected. */
+    private boolean closeMessageSent;
+    private io.netty.util.concurrent.Future<?> closeTimer;
 
-    private Endpoint(Worker worker, long id, WorkerAddress remote, LaneSelector.Lanes lane, Channel connectedLane) {
+    private Endpoint(Worker worker, long id, WorkerAddress remote, LaneSelector.Lanes lane, Channel connectedLane,
+                     ErrorMode errorMode, long remoteEpId) {
         super(null);
         this.worker = worker;
         this.id = id;
         this.remote = remote;
+        this.errorMode = errorMode;
+        this.remoteEpId = remoteEpId;
+        this.errorPromise = worker.eventLoop().newPromise();
+        this.wireupPromise = worker.eventLoop().newPromise();
         this.localAddress = new EndpointAddress(worker.uuid(), worker.name());
         this.remoteAddress = new EndpointAddress(remote.uuid(), remote.name());
         this.endpointConfig = lane.endpointConfig();
@@ -77,7 +112,8 @@ public final class Endpoint extends AbstractChannel {
         } else {
             state = State.CONNECTED;
             amLane = connectedLane;
-            p.addLast(LANES, new LaneDispatcher(connectedLane));
+            p.addLast(LANES, new LaneDispatcher(this, connectedLane));
+            wireupPromise.setSuccess(null);
         }
         p.addLast(TAG_RNDV, new RndvTagSendHandler(endpointConfig, worker.rndvSends()));
         p.addLast(TAG_EAGER, new EagerTagSendHandler(worker.selectionCache(endpointConfig, lane.locality()),
@@ -89,13 +125,40 @@ public final class Endpoint extends AbstractChannel {
     }
 
     /** An endpoint this worker connects; its AM lane is connected after registration. */
-    static Endpoint outgoing(Worker worker, long id, WorkerAddress remote, LaneSelector.Lanes lane) {
-        return new Endpoint(worker, id, remote, lane, null);
+    static Endpoint outgoing(Worker worker, long id, WorkerAddress remote, LaneSelector.Lanes lane, ErrorMode mode) {
+        return new Endpoint(worker, id, remote, lane, null, mode, WireupMessage.INVALID_EP_ID);
     }
 
-    /** An endpoint for a peer that connected to us, on the lane it came in by. */
-    static Endpoint incoming(Worker worker, long id, WorkerAddress remote, LaneSelector.Lanes lane, Channel laneCh) {
-        return new Endpoint(worker, id, remote, lane, laneCh);
+    /** An endpoint for a peer that connected to us, on the lane it came in by; {@code remoteEpId} from its REQUEST. */
+    static Endpoint incoming(Worker worker, long id, WorkerAddress remote, LaneSelector.Lanes lane, Channel laneCh,
+                             ErrorMode mode, long remoteEpId) {
+        return new Endpoint(worker, id, remote, lane, laneCh, mode, remoteEpId);
+    }
+
+    /** This endpoint's error handling: {@link ErrorMode#PEER} runs keepalive on it. */
+    public ErrorMode errorMode() {
+        return errorMode;
+    }
+
+    /** The lanes chosen for this endpoint (AM, RMA, keepalive). */
+    public LaneSelector.Lanes lanes() {
+        return lanes;
+    }
+
+    /**
+     * Completes when the endpoint is wired up both ways: for a connected endpoint when the peer's REPLY arrives (it
+     * then knows the peer's endpoint id), for an accepted one at once. Fails if the endpoint fails first.
+     */
+    public io.netty.util.concurrent.Future<Void> wireupFuture() {
+        return wireupPromise;
+    }
+
+    /**
+     * Completes when the endpoint ends: failed with the {@link EndpointException} that ended it (the same cause every
+     * outstanding operation got), or succeeded when it was closed here without failure.
+     */
+    public io.netty.util.concurrent.Future<Void> errorFuture() {
+        return errorPromise;
     }
 
     /** The worker this endpoint belongs to. */
@@ -160,8 +223,8 @@ public final class Endpoint extends AbstractChannel {
             if (done.isSuccess()) {
                 lanesConnected(done.channel());
             } else {
-                wireupFailed(new WireupException("endpoint to " + remoteAddress + ": connecting " + lane.name()
-                        + " failed: " + done.cause(), done.cause()));
+                fail(new EndpointException(id, remoteAddress, "connecting " + lane.name() + " failed: " + done.cause(),
+                        done.cause()));
             }
         });
     }
@@ -171,25 +234,159 @@ public final class Endpoint extends AbstractChannel {
             lane.close(); // closed while connecting
             return;
         }
-        WireupMessage request = new WireupMessage(WireupMessage.REQUEST, WireupMessage.ERR_MODE_NONE, 0, id,
-                WireupMessage.INVALID_EP_ID, worker.address());
-        lane.write(request.toFrame(lane.alloc()), lane.voidPromise());
+        lane.write(WireupMessage.request(errorMode, id, worker.address()).toFrame(lane.alloc()), lane.voidPromise());
         amLane = lane;
         state = State.CONNECTED;
         StubHandler s = stub;
         stub = null;
         s.ready();
-        pipeline().replace(s, LANES, new LaneDispatcher(lane));
+        pipeline().replace(s, LANES, new LaneDispatcher(this, lane));
         lane.flush();
         pipeline().fireChannelActive();
     }
 
-    private void wireupFailed(Throwable cause) {
+    /** The peer's REPLY: it made its endpoint, whose id EP_CHECK will carry. */
+    void onReply(WireupMessage reply) {
+        if (remoteEpId != WireupMessage.INVALID_EP_ID) {
+            throw new io.nucx.protocol.ProtocolException("second wireup REPLY on " + this);
+        }
+        remoteEpId = reply.srcEpId();
+        wireupPromise.trySuccess(null);
+    }
+
+    /** The peer's id of this endpoint, or -1 before its REPLY. Loop only. */
+    long remoteEndpointId() {
+        return remoteEpId;
+    }
+
+    /** A frame from the peer arrived: it is alive. */
+    void heard() {
+        heard = true;
+    }
+
+    /**
+     * One keepalive tick (error mode peer): fail after {@code silentLimit} ticks without a frame from the peer,
+     * otherwise send EP_CHECK on the keepalive lane. Before the REPLY there is no id to check, but silence still
+     * counts, so a peer that never answers the REQUEST fails the endpoint too.
+     */
+    void keepaliveTick(int silentLimit, long timeoutNanos) {
+        assert eventLoop().inEventLoop();
+        if (errorMode != ErrorMode.PEER || failure != null || state == State.CLOSED) {
+            return;
+        }
+        if (heard) {
+            heard = false;
+            silentTicks = 0;
+        } else if (++silentTicks >= silentLimit) {
+            fail(new EndpointTimeoutException(id, remoteAddress, "no answer from the peer for "
+                    + java.time.Duration.ofNanos(timeoutNanos) + " (NUCX_KEEPALIVE_TIMEOUT) on "
+                    + (lanes.keepalive() != null ? lanes.keepalive().name() : lanes.am().name())
+                    + (state == State.WIRING_UP ? ", lane never connected"
+                    : remoteEpId == WireupMessage.INVALID_EP_ID ? ", no REPLY to the wireup REQUEST" : "")
+                    + ": the peer is hung, stopped or unreachable"));
+            return;
+        }
+        Channel lane = amLane;
+        // An unwritable lane already holds frames for the peer; a probe behind them tells it nothing sooner.
+        if (lane != null && remoteEpId != WireupMessage.INVALID_EP_ID && lane.isActive() && lane.isWritable()) {
+            lane.writeAndFlush(WireupMessage.epCheck(errorMode, id, remoteEpId).toFrame(lane.alloc()),
+                    lane.voidPromise());
+        }
+    }
+
+    /** The peer sent EP_REMOVED: it closed this endpoint's other side, or does not know it. */
+    void remoteRemoved(String reason) {
+        if (state == State.CLOSING && closeMessageSent) {
+            close(); // both sides said goodbye: nothing more will come either way
+            return;
+        }
+        fail(new ConnectionResetException(id, remoteAddress, "the peer removed its endpoint: " + reason, null));
+    }
+
+    /**
+     * Fails the endpoint once (see the class comment): outstanding operations fail with {@code cause} and release their
+     * buffers, the error event fires, {@link #errorFuture()} fails, and the endpoint closes. Loop only.
+     */
+    void fail(EndpointException cause) {
+        assert eventLoop().inEventLoop();
+        if (failure != null || state == State.CLOSED) {
+            return;
+        }
+        failure = cause;
         if (stub != null) {
             stub.fail(cause);
         }
-        pipeline().fireExceptionCaught(cause);
+        releaseOutstanding(cause);
+        wireupPromise.tryFailure(cause);
+        if (isRegistered()) {
+            pipeline().fireUserEventTriggered(new EndpointErrorEvent(cause));
+        }
+        errorPromise.tryFailure(cause);
         close();
+    }
+
+    /** Why this endpoint failed, or null. Loop only. */
+    EndpointException failure() {
+        return failure;
+    }
+
+    /** Fails what waits on the peer through this endpoint and drops its partial messages; once. */
+    private void releaseOutstanding(Throwable cause) {
+        if (outstandingReleased) {
+            return;
+        }
+        outstandingReleased = true;
+        worker.matcher().onSourceClosed(this, cause);
+        worker.rndvSends().onEndpointClosed(this, cause);
+        worker.syncSends().onEndpointClosed(this, cause);
+    }
+
+    /**
+     * The graceful close, from the {@link LaneDispatcher} (the bottom of a wired-up pipeline) when a close passes it:
+     * waits for this endpoint's rendezvous and synchronous sends (at most {@link Worker#closeWaitNanos}), then writes
+     * EP_REMOVED behind everything already written and waits (as long again at most) for the peer to close the lane.
+     * The peer closes it once it has read everything before EP_REMOVED; closing it here first could drop what an
+     * in-process (self) lane still holds for the peer. The caller's promise completes when the endpoint is closed.
+     */
+    void closeGracefully(io.netty.channel.ChannelHandlerContext ctx, ChannelPromise promise) {
+        Channel lane = amLane;
+        if (failure != null || state != State.CONNECTED || lane == null || !lane.isActive()) {
+            ctx.close(promise);
+            return;
+        }
+        state = State.CLOSING;
+        closeFuture().addListener(f -> promise.trySuccess());
+        long waitNanos = worker.closeWaitNanos();
+        List<io.netty.util.concurrent.Future<?>> waits = new java.util.ArrayList<>(worker.rndvSends().promisesOf(this));
+        waits.addAll(worker.syncSends().promisesOf(this));
+        Runnable sendRemoved = () -> {
+            if (failure != null || !lane.isActive()) {
+                close();
+                return;
+            }
+            closeMessageSent = true;
+            lane.writeAndFlush(WireupMessage.epRemoved(id, remoteEpId, "endpoint #" + id + " of " + localAddress
+                    + " closed by its owner").toFrame(lane.alloc()), lane.voidPromise());
+            closeTimer = eventLoop().schedule(() -> {
+                close(); // the peer did not close its side in time
+            }, waitNanos, java.util.concurrent.TimeUnit.NANOSECONDS);
+        };
+        if (waits.isEmpty()) {
+            sendRemoved.run();
+            return;
+        }
+        io.netty.util.concurrent.Promise<Void> all = eventLoop().newPromise();
+        io.netty.util.concurrent.PromiseCombiner combiner = new io.netty.util.concurrent.PromiseCombiner(eventLoop());
+        for (io.netty.util.concurrent.Future<?> w : waits) {
+            combiner.add(w);
+        }
+        combiner.finish(all);
+        io.netty.util.concurrent.Future<?> timeout = eventLoop().schedule(() -> all.trySuccess(null), waitNanos,
+                java.util.concurrent.TimeUnit.NANOSECONDS);
+        all.addListener(f -> {
+            timeout.cancel(false);
+            sendRemoved.run(); // a failed send is the caller's to see on its own future; the close goes on
+        });
     }
 
     /** Sends a protocol control frame (RTR, ATS) below the protocol handlers; dropped if the endpoint is gone. */
@@ -202,14 +399,23 @@ public final class Endpoint extends AbstractChannel {
         ctx.writeAndFlush(frame, voidPromise());
     }
 
-    /** The AM lane went away: nothing more can be sent or received. */
-    void laneInactive(Throwable cause) {
-        Throwable why = cause != null ? cause : new ClosedChannelException();
-        worker.matcher().onSourceClosed(this, why);
-        worker.rndvSends().onEndpointClosed(this, why);
-        worker.syncSends().onEndpointClosed(this, why);
-        if (stub != null && cause != null) {
-            stub.fail(cause);
+    /**
+     * The AM lane went away. Unless this endpoint closed it, that is a failure: the peer's process or connection went
+     * ({@code laneCause} null or an I/O error: {@link ConnectionResetException}), or a frame broke the protocol.
+     */
+    void laneInactive(Throwable laneCause) {
+        if (failure == null && state != State.CLOSED && !(state == State.CLOSING && closeMessageSent)) {
+            String lane = lanes.am().name();
+            if (laneCause == null) {
+                fail(new ConnectionResetException(id, remoteAddress, "the peer closed the " + lane
+                        + " connection (its process exited or was killed)", null));
+            } else if (laneCause instanceof java.io.IOException) {
+                fail(new ConnectionResetException(id, remoteAddress, "the " + lane + " connection failed (peer process "
+                        + "gone or network lost): " + laneCause, laneCause));
+            } else {
+                fail(new EndpointException(id, remoteAddress, "the " + lane + " lane was closed after an error: "
+                        + laneCause, laneCause));
+            }
         }
         close();
     }
@@ -234,6 +440,7 @@ public final class Endpoint extends AbstractChannel {
     public boolean isActive() {
         return state == State.CONNECTED;
     }
+
 
     @Override
     public boolean isWritable() {
@@ -279,6 +486,16 @@ public final class Endpoint extends AbstractChannel {
     @Override
     protected void doClose() {
         state = State.CLOSED;
+        if (closeTimer != null) {
+            closeTimer.cancel(false);
+        }
+        if (stub != null) {
+            stub.fail(failure != null ? failure : new ClosedChannelException());
+        }
+        // A close without failure: what still waits on the peer cannot complete any more.
+        releaseOutstanding(failure != null ? failure : new ClosedChannelException());
+        wireupPromise.tryFailure(failure != null ? failure : new ClosedChannelException());
+        errorPromise.trySuccess(null);
         Channel lane = amLane;
         if (lane != null) {
             lane.close();

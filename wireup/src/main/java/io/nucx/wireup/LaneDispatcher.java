@@ -13,13 +13,16 @@ import io.nucx.transport.AmFrame;
 /**
  * The bottom of a wired-up endpoint's pipeline: sends each {@link AmFrame} on the AM lane (a transport channel) and
  * completes the endpoint's promise from the lane's. Anything that is not a frame at this point is a bug above and
- * fails its promise.
+ * fails its promise. A write the lane fails after the endpoint failed gets the endpoint's cause (the lane only knows
+ * it was closed). A close passing here is the endpoint's graceful close ({@link Endpoint#closeGracefully}).
  */
 final class LaneDispatcher extends ChannelOutboundHandlerAdapter {
 
+    private final Endpoint endpoint;
     private final Channel amLane;
 
-    LaneDispatcher(Channel amLane) {
+    LaneDispatcher(Endpoint endpoint, Channel amLane) {
+        this.endpoint = endpoint;
         this.amLane = amLane;
     }
 
@@ -46,12 +49,18 @@ final class LaneDispatcher extends ChannelOutboundHandlerAdapter {
         }
     }
 
-    private static void complete(ChannelFuture lane, ChannelPromise endpoint) {
+    private void complete(ChannelFuture lane, ChannelPromise promise) {
         if (lane.isSuccess()) {
-            endpoint.trySuccess();
+            promise.trySuccess();
         } else {
-            endpoint.tryFailure(lane.cause());
+            EndpointException why = endpoint.failure();
+            promise.tryFailure(why != null ? why : lane.cause());
         }
+    }
+
+    @Override
+    public void close(ChannelHandlerContext ctx, ChannelPromise promise) {
+        endpoint.closeGracefully(ctx, promise);
     }
 
     @Override

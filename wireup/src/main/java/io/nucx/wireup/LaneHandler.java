@@ -12,7 +12,8 @@ import io.nucx.transport.AmFrame;
 /**
  * The last handler of every lane channel: hands each arriving frame to the worker by its AM id. A lane someone
  * connected to us starts without an endpoint; its first frame must be a wireup REQUEST, which creates one. A frame
- * that breaks the protocol closes this lane only; the worker and its other endpoints go on.
+ * that breaks the protocol closes this lane only; the worker and its other endpoints go on. Every frame tells the
+ * endpoint's keepalive that the peer is alive. Wireup messages are dispatched by type, one method each.
  */
 final class LaneHandler extends ChannelInboundHandlerAdapter {
 
@@ -36,11 +37,18 @@ final class LaneHandler extends ChannelInboundHandlerAdapter {
         switch (frame.amId()) {
             case AmIds.WIREUP -> {
                 try {
-                    WireupMessage m = WireupMessage.from(frame);
                     if (endpoint != null) {
-                        throw new ProtocolException("second wireup REQUEST on a lane of " + endpoint);
+                        endpoint.heard();
                     }
-                    endpoint = worker.acceptEndpoint(m, ctx.channel());
+                    WireupMessage m = WireupMessage.from(frame);
+                    switch (m.type()) {
+                        case WireupMessage.REQUEST -> onRequest(ctx, m);
+                        case WireupMessage.REPLY -> onReply(m);
+                        case WireupMessage.EP_CHECK -> onEpCheck(ctx, m);
+                        case WireupMessage.EP_REMOVED -> onEpRemoved(m);
+                        default -> throw new ProtocolException("wireup " + WireupMessage.typeName(m.type())
+                                + " is not handled");
+                    }
                 } finally {
                     frame.release();
                 }
@@ -51,6 +59,7 @@ final class LaneHandler extends ChannelInboundHandlerAdapter {
                     frame.release();
                     throw new ProtocolException(AmIds.name(frame.amId()) + " before the wireup REQUEST");
                 }
+                endpoint.heard();
                 worker.eagerReceiver().onFrame(endpoint, frame);
             }
             case AmIds.RNDV_RTS, AmIds.RNDV_RTR, AmIds.RNDV_DATA, AmIds.RNDV_ATS -> {
@@ -58,12 +67,52 @@ final class LaneHandler extends ChannelInboundHandlerAdapter {
                     frame.release();
                     throw new ProtocolException(AmIds.name(frame.amId()) + " before the wireup REQUEST");
                 }
+                endpoint.heard();
                 worker.rndvReceiver().onFrame(endpoint, frame);
             }
             default -> {
                 frame.release();
                 throw new ProtocolException("unknown active message id " + frame.amId());
             }
+        }
+    }
+
+    private void onRequest(ChannelHandlerContext ctx, WireupMessage m) {
+        if (endpoint != null) {
+            throw new ProtocolException("second wireup REQUEST on a lane of " + endpoint);
+        }
+        endpoint = worker.acceptEndpoint(m, ctx.channel());
+    }
+
+    private void onReply(WireupMessage m) {
+        if (endpoint == null) {
+            throw new ProtocolException("wireup REPLY on a lane without endpoint");
+        }
+        if (m.dstEpId() != endpoint.endpointId()) {
+            throw new ProtocolException("wireup REPLY for endpoint #" + m.dstEpId() + " on the lane of " + endpoint);
+        }
+        endpoint.onReply(m);
+    }
+
+    /**
+     * Keepalive probe: nothing to do if we know the endpoint it names (its arrival was the point); otherwise answer
+     * EP_REMOVED so the peer fails its endpoint at once instead of waiting (UCX's ucp_wireup_send_ep_removed).
+     */
+    private void onEpCheck(ChannelHandlerContext ctx, WireupMessage m) {
+        Endpoint known = worker.endpoint(m.dstEpId());
+        if (known != null && known == endpoint) { // also while it closes gracefully: it still takes frames
+            return;
+        }
+        String reason = "worker " + worker.name() + " (" + Long.toHexString(worker.uuid()) + ") has no endpoint #"
+                + m.dstEpId() + (known != null && known != endpoint ? " on this connection" : "");
+        ctx.writeAndFlush(WireupMessage.epRemoved(WireupMessage.INVALID_EP_ID, m.srcEpId(), reason)
+                .toFrame(ctx.alloc()), ctx.voidPromise());
+    }
+
+    /** The peer removed the endpoint of this lane (closed it, or did not know it): ours fails with a reset. */
+    private void onEpRemoved(WireupMessage m) {
+        if (endpoint != null && (m.dstEpId() == endpoint.endpointId() || m.dstEpId() == WireupMessage.INVALID_EP_ID)) {
+            endpoint.remoteRemoved(m.reason());
         }
     }
 

@@ -70,8 +70,10 @@ public final class LaneSelector {
      * @param rma        the RMA lane, or null
      * @param rmaRefusal why there is no RMA lane although a transport offered one (refused by the kernel, another
      *                   host), or null
+     * @param keepalive  the lane EP_CHECK goes on (error mode peer), or null (error mode none). nucx connects one
+     *                   lane for messages, so this is the AM lane, which in peer mode must handle peer failure.
      */
-    public record Lanes(Lane am, RmaLane rma, String rmaRefusal) {
+    public record Lanes(Lane am, RmaLane rma, String rmaRefusal, Lane keepalive) {
         /** The configuration the protocols see: both lanes' names and attributes. */
         public EndpointConfig endpointConfig() {
             EndpointConfig amOnly = am.endpointConfig();
@@ -83,10 +85,11 @@ public final class LaneSelector {
             return am.locality();
         }
 
-        /** "tcp/lo; rma cma/memory" or "tcp/lo; no rma lane: why" for tables and logs. */
+        /** "tcp/lo; rma cma/memory; keepalive tcp/lo" or "tcp/lo; no rma lane: why" for tables and logs. */
         public String describe() {
             return am.name() + (rma != null ? "; rma " + rma.name()
-                    : rmaRefusal != null ? "; no rma lane: " + rmaRefusal : "");
+                    : rmaRefusal != null ? "; no rma lane: " + rmaRefusal : "")
+                    + (keepalive != null ? "; keepalive " + keepalive.name() : "");
         }
     }
 
@@ -96,9 +99,21 @@ public final class LaneSelector {
     private LaneSelector() {
     }
 
-    /** Selects the AM lane ({@link #selectAmLane}) and, where one is reachable and permitted, the RMA lane. */
+    /** {@link #selectLanes(List, WorkerAddress, WorkerAddress, ErrorMode, List)} in error mode none, untraced. */
     public static Lanes selectLanes(List<Iface> ifaces, WorkerAddress local, WorkerAddress remote) {
-        Lane am = selectAmLane(ifaces, local, remote);
+        return selectLanes(ifaces, local, remote, ErrorMode.NONE, null);
+    }
+
+    /**
+     * Selects the AM lane ({@link #selectAmLane}), where one is reachable and permitted the RMA lane, and in error
+     * mode peer the keepalive lane.
+     *
+     * @param trace if not null, receives one line per candidate: criterion, pair, score and verdict (for
+     *              {@code nucx info --lanes})
+     */
+    public static Lanes selectLanes(List<Iface> ifaces, WorkerAddress local, WorkerAddress remote, ErrorMode mode,
+                                    List<String> trace) {
+        Lane am = selectAmLane(ifaces, local, remote, mode, trace);
         RmaLane best = null;
         List<String> refusals = new ArrayList<>();
         List<RmaLane> candidates = new ArrayList<>();
@@ -109,11 +124,16 @@ public final class LaneSelector {
                 continue;
             }
             for (WorkerAddress.Entry r : remote.entries()) {
-                if (!r.transport().equals(l.transport()) || !r.has(Capability.GET_ZCOPY)) {
+                if (!r.transport().equals(l.transport())) {
+                    continue;
+                }
+                if (!r.has(Capability.GET_ZCOPY)) {
+                    note(trace, "rma", l, r, Double.NaN, "peer has no GET_ZCOPY");
                     continue;
                 }
                 if (!iface.isReachable(r.deviceAddress(), r.ifaceAddress())) {
                     refusals.add(r.transport() + ": unreachable from " + iface + " (another host)");
+                    note(trace, "rma", l, r, Double.NaN, "unreachable from " + iface + " (another host)");
                     continue;
                 }
                 candidates.add(new RmaLane(iface, l, r, rmaBwScore(l, r)));
@@ -123,14 +143,37 @@ public final class LaneSelector {
         candidates.sort((a, b) -> a.score() != b.score() ? Double.compare(b.score(), a.score())
                 : a.local().transport().compareTo(b.local().transport()));
         for (RmaLane c : candidates) {
+            if (best != null) {
+                note(trace, "rma", c.local(), c.remote(), c.score(), "lower score than " + best.name());
+                continue;
+            }
             String refusal = c.iface().accessRefusal(c.remote().deviceAddress(), c.remote().ifaceAddress());
             if (refusal == null) {
                 best = c;
-                break;
+                note(trace, "rma", c.local(), c.remote(), c.score(), "CHOSEN: RMA lane " + c.name()
+                        + " (rndv/get/zcopy reads through it)");
+            } else {
+                refusals.add(refusal);
+                note(trace, "rma", c.local(), c.remote(), c.score(), "refused: " + refusal);
             }
-            refusals.add(refusal);
         }
-        return new Lanes(am, best, best == null && !refusals.isEmpty() ? String.join("; ", refusals) : null);
+        Lane keepalive = mode == ErrorMode.PEER ? am : null;
+        if (trace != null) {
+            trace.add(keepalive != null ? "keepalive  " + am.name() + ": the AM lane (error mode peer: it handles peer "
+                    + "failure; EP_CHECK goes on it every NUCX_KEEPALIVE_INTERVAL)"
+                    : "keepalive  none (error mode none)");
+        }
+        return new Lanes(am, best, best == null && !refusals.isEmpty() ? String.join("; ", refusals) : null,
+                keepalive);
+    }
+
+    private static void note(List<String> trace, String criterion, WorkerAddress.Entry l, WorkerAddress.Entry r,
+                             double score, String verdict) {
+        if (trace != null) {
+            trace.add(String.format(java.util.Locale.ROOT, "%-10s %-6s -> %-6s %-12s %s", criterion, l.transport(),
+                    r.transport(), Double.isNaN(score) ? "-" : String.format(java.util.Locale.ROOT, "%.6g", score),
+                    verdict));
+        }
     }
 
     /** UCX's {@code ucp_wireup_rma_bw_score_func} without registration cost (cma registers nothing). */
@@ -140,36 +183,56 @@ public final class LaneSelector {
         return 1 / (RMA_BW_SIZE / bw + latency + (double) l.overhead());
     }
 
+    /** {@link #selectAmLane(List, WorkerAddress, WorkerAddress, ErrorMode, List)} in error mode none. */
+    public static Lane selectAmLane(List<Iface> ifaces, WorkerAddress local, WorkerAddress remote) {
+        return selectAmLane(ifaces, local, remote, ErrorMode.NONE, null);
+    }
+
     /**
-     * Selects the AM lane.
+     * Selects the AM lane. In error mode peer both sides must handle peer failure (UCX makes
+     * ERRHANDLE_PEER_FAILURE mandatory then).
      *
      * @param ifaces   this worker's ifaces, in the same order as {@code local.entries()}
+     * @param trace    if not null, receives one line per candidate and its verdict
      * @throws UnreachableException listing every candidate and why it lost, when none fits
      */
-    public static Lane selectAmLane(List<Iface> ifaces, WorkerAddress local, WorkerAddress remote) {
+    public static Lane selectAmLane(List<Iface> ifaces, WorkerAddress local, WorkerAddress remote, ErrorMode mode,
+                                    List<String> trace) {
         Lane best = null;
         List<String> reasons = new ArrayList<>();
+        List<Lane> fitting = new ArrayList<>();
         for (int i = 0; i < ifaces.size(); i++) {
             Iface iface = ifaces.get(i);
             WorkerAddress.Entry l = local.entries().get(i);
             if (!l.has(Capability.AM_BCOPY) || l.maxBcopy() < MIN_AM_BCOPY) {
                 reasons.add(l.transport() + ": no AM bcopy of " + MIN_AM_BCOPY + " bytes here");
+                if (trace != null) {
+                    trace.add(String.format(java.util.Locale.ROOT, "%-10s %-6s %-22s %s", "am", l.transport(), "",
+                            "no AM bcopy of " + MIN_AM_BCOPY + " bytes here"));
+                }
                 continue;
             }
             for (WorkerAddress.Entry r : remote.entries()) {
                 if (!r.transport().equals(l.transport())) {
                     continue;
                 }
+                String why = null;
                 if (!r.has(Capability.AM_BCOPY) || r.maxBcopy() < MIN_AM_BCOPY) {
-                    reasons.add(r.transport() + ": peer has no AM bcopy of " + MIN_AM_BCOPY + " bytes");
+                    why = "peer has no AM bcopy of " + MIN_AM_BCOPY + " bytes";
+                } else if (mode == ErrorMode.PEER && !(l.has(Capability.ERRHANDLE_PEER_FAILURE)
+                        && r.has(Capability.ERRHANDLE_PEER_FAILURE))) {
+                    why = "no peer failure handling " + (l.has(Capability.ERRHANDLE_PEER_FAILURE) ? "at the peer"
+                            : "here") + " (needed by error mode peer)";
+                } else if (!iface.isReachable(r.deviceAddress(), r.ifaceAddress())) {
+                    why = "unreachable from " + iface;
+                }
+                if (why != null) {
+                    reasons.add(r.transport() + ": " + why);
+                    note(trace, "am", l, r, Double.NaN, why);
                     continue;
                 }
-                if (!iface.isReachable(r.deviceAddress(), r.ifaceAddress())) {
-                    reasons.add(r.transport() + ": unreachable from " + iface);
-                    continue;
-                }
-                double score = amScore(l, r);
-                Lane cand = new Lane(iface, l, r, score);
+                Lane cand = new Lane(iface, l, r, amScore(l, r));
+                fitting.add(cand);
                 if (best == null || better(cand, best)) {
                     best = cand;
                 }
@@ -179,6 +242,13 @@ public final class LaneSelector {
             List<String> remoteTls = remote.entries().stream().map(WorkerAddress.Entry::transport).toList();
             throw new UnreachableException("no AM transport to " + remote.name() + " (" + Long.toHexString(remote.uuid())
                     + ", offers " + remoteTls + "): " + (reasons.isEmpty() ? "no transport in common" : reasons));
+        }
+        for (Lane c : fitting) {
+            double latency = ((double) c.local().latency() + (double) c.remote().latency()) / 2;
+            String formula = String.format(java.util.Locale.ROOT, "= 1e-3 / (latency %.3g s + overheads %.3g + %.3g s)",
+                    latency, (double) c.local().overhead(), (double) c.remote().overhead());
+            note(trace, "am", c.local(), c.remote(), c.score(), (c == best ? "CHOSEN: AM lane " + c.name() + " "
+                    : "lower than " + best.name() + " (score, then priority, then name) ") + formula);
         }
         return best;
     }

@@ -11,8 +11,9 @@ import java.nio.channels.ClosedChannelException;
  * The first handler of an endpoint that is still wiring up (UCX's wireup_ep proxy). Every write is queued with its
  * promise, in order, and counts toward the endpoint's writability; a flush is remembered. When the lanes are connected
  * the wireup replaces this handler with the {@link LaneDispatcher} ({@code pipeline.replace}); on removal the queued
- * writes replay in order through the dispatcher that took its place. If the endpoint closes or wireup fails first,
- * every queued write is failed and released, once.
+ * writes replay in order through the dispatcher that took its place. If the endpoint fails first, every queued write
+ * is failed and released, once. A close while wiring up waits: it follows the replay (so it is graceful and flushes
+ * the queued writes), or follows the failure.
  */
 final class StubHandler extends ChannelOutboundHandlerAdapter {
 
@@ -20,6 +21,7 @@ final class StubHandler extends ChannelOutboundHandlerAdapter {
     private boolean flushRequested;
     private boolean ready;
     private Throwable failure;
+    private ChannelPromise deferredClose;
 
     @Override
     public void handlerAdded(ChannelHandlerContext ctx) {
@@ -34,6 +36,17 @@ final class StubHandler extends ChannelOutboundHandlerAdapter {
     @Override
     public void flush(ChannelHandlerContext ctx) {
         flushRequested = true;
+    }
+
+    @Override
+    public void close(ChannelHandlerContext ctx, ChannelPromise promise) {
+        if (failure != null || ready) {
+            ctx.close(promise); // a failing endpoint closes now
+        } else if (deferredClose == null) {
+            deferredClose = promise;
+        } else {
+            deferredClose.addListener(f -> promise.trySuccess()); // a second close while the first waits
+        }
     }
 
     /** Marks the lanes connected; the replay happens when the wireup removes this handler. */
@@ -63,6 +76,9 @@ final class StubHandler extends ChannelOutboundHandlerAdapter {
             }
         } else {
             pending.removeAndFailAll(failure != null ? failure : new ClosedChannelException());
+        }
+        if (deferredClose != null) {
+            ctx.close(deferredClose); // reaches the dispatcher that replaced us, or the head if the endpoint failed
         }
     }
 }

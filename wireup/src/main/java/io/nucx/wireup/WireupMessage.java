@@ -7,32 +7,85 @@ import io.nucx.protocol.AmIds;
 import io.nucx.protocol.ProtocolException;
 import io.nucx.transport.AmFrame;
 
+import java.nio.charset.StandardCharsets;
+
 /**
- * A wireup message (AM id {@link AmIds#WIREUP}), with UCX's header ({@code ucp_wireup_msg_t}); the packed worker
- * address of the sender is the payload.
+ * A wireup message (AM id {@link AmIds#WIREUP}), with UCX's header ({@code ucp_wireup_msg_t}, types numbered as
+ * UCX's {@code UCP_WIREUP_MSG_*}).
  *
  * <pre>
  *  +--------+----------+-----------+------------------+------------------+
  *  |  type  | err mode |  conn sn  |  src ep id       |  dst ep id       |
- *  |   u8   |    u8    |    u16    |      u64         |      u64         |  + worker address
+ *  |   u8   |    u8    |    u16    |      u64         |      u64         |  + payload (by type)
  *  +--------+----------+-----------+------------------+------------------+
  * </pre>
+ * Payload: REQUEST carries the sender's packed worker address; EP_REMOVED a UTF-8 reason of at most
+ * {@link #MAX_REASON} bytes (UCX sends none; ours names why, for the peer's exception); REPLY and EP_CHECK none.
+ * <ul>
+ *   <li>REQUEST: connecting side → acceptor, on a new lane; src = the connector's endpoint id.</li>
+ *   <li>REPLY: acceptor → connector; src = the acceptor's endpoint id, dst = the connector's. After it both sides
+ *       know the other's id (keepalive needs it).</li>
+ *   <li>EP_CHECK: keepalive probe; dst = the receiver's endpoint id. A receiver that does not know that id answers
+ *       EP_REMOVED.</li>
+ *   <li>EP_REMOVED: "the endpoint you talk to is gone": the answer to EP_CHECK for an unknown id, and what a
+ *       gracefully closing endpoint sends last. The receiver's endpoint fails with {@link ConnectionResetException}.
+ *       </li>
+ * </ul>
  */
-record WireupMessage(int type, int errMode, int connSn, long srcEpId, long dstEpId, WorkerAddress address) {
+record WireupMessage(int type, int errMode, int connSn, long srcEpId, long dstEpId, WorkerAddress address,
+                     String reason) {
 
     static final int REQUEST = 1;
+    static final int REPLY = 2;
+    static final int EP_CHECK = 4;
+    static final int EP_REMOVED = 5;
     static final int HEADER_LENGTH = 20;
     /** No endpoint id known yet. */
     static final long INVALID_EP_ID = -1L;
-    static final int ERR_MODE_NONE = 0;
+    static final int MAX_REASON = 512;
+
+    static WireupMessage request(ErrorMode mode, long srcEpId, WorkerAddress address) {
+        return new WireupMessage(REQUEST, mode.wire(), 0, srcEpId, INVALID_EP_ID, address, null);
+    }
+
+    static WireupMessage reply(ErrorMode mode, long srcEpId, long dstEpId) {
+        return new WireupMessage(REPLY, mode.wire(), 0, srcEpId, dstEpId, null, null);
+    }
+
+    static WireupMessage epCheck(ErrorMode mode, long srcEpId, long dstEpId) {
+        return new WireupMessage(EP_CHECK, mode.wire(), 0, srcEpId, dstEpId, null, null);
+    }
+
+    static WireupMessage epRemoved(long srcEpId, long dstEpId, String reason) {
+        return new WireupMessage(EP_REMOVED, ErrorMode.NONE.wire(), 0, srcEpId, dstEpId, null, reason);
+    }
+
+    static String typeName(int type) {
+        return switch (type) {
+            case REQUEST -> "REQUEST";
+            case REPLY -> "REPLY";
+            case EP_CHECK -> "EP_CHECK";
+            case EP_REMOVED -> "EP_REMOVED";
+            default -> "type " + type;
+        };
+    }
 
     AmFrame toFrame(ByteBufAllocator alloc) {
         ByteBuf header = alloc.buffer(HEADER_LENGTH).writeByte(type).writeByte(errMode).writeShortLE(connSn)
                 .writeLongLE(srcEpId).writeLongLE(dstEpId);
-        return AmFrame.of(AmIds.WIREUP, 0, header, Unpooled.wrappedBuffer(address.encode()));
+        ByteBuf payload;
+        if (address != null) {
+            payload = Unpooled.wrappedBuffer(address.encode());
+        } else if (reason != null) {
+            byte[] text = reason.getBytes(StandardCharsets.UTF_8);
+            payload = Unpooled.wrappedBuffer(text, 0, Math.min(text.length, MAX_REASON));
+        } else {
+            payload = Unpooled.EMPTY_BUFFER;
+        }
+        return AmFrame.of(AmIds.WIREUP, 0, header, payload);
     }
 
-    /** Parses a wireup frame (does not release it). */
+    /** Parses a wireup frame (does not release it); an unknown type or a bad payload is a protocol error. */
     static WireupMessage from(AmFrame frame) {
         ByteBuf h = frame.header();
         if (h.readableBytes() != HEADER_LENGTH) {
@@ -40,18 +93,38 @@ record WireupMessage(int type, int errMode, int connSn, long srcEpId, long dstEp
         }
         int at = h.readerIndex();
         int type = h.getUnsignedByte(at);
-        if (type != REQUEST) {
-            throw new ProtocolException("wireup message type " + type + " is not handled by this version");
+        int errMode = h.getUnsignedByte(at + 1);
+        int connSn = h.getUnsignedShortLE(at + 2);
+        long src = h.getLongLE(at + 4);
+        long dst = h.getLongLE(at + 12);
+        ByteBuf payload = frame.payload();
+        int length = payload.readableBytes();
+        switch (type) {
+            case REQUEST -> {
+                byte[] blob = new byte[length];
+                payload.getBytes(payload.readerIndex(), blob);
+                try {
+                    return new WireupMessage(type, errMode, connSn, src, dst, WorkerAddress.decode(blob), null);
+                } catch (InvalidAddressException e) {
+                    throw new ProtocolException("wireup REQUEST carries a bad worker address: " + e.getMessage());
+                }
+            }
+            case REPLY, EP_CHECK -> {
+                if (length != 0) {
+                    throw new ProtocolException("wireup " + typeName(type) + " with a " + length
+                            + "-byte payload (expected none)");
+                }
+                return new WireupMessage(type, errMode, connSn, src, dst, null, null);
+            }
+            case EP_REMOVED -> {
+                if (length > MAX_REASON) {
+                    throw new ProtocolException("wireup EP_REMOVED reason of " + length + " bytes (at most "
+                            + MAX_REASON + ")");
+                }
+                return new WireupMessage(type, errMode, connSn, src, dst, null,
+                        payload.toString(payload.readerIndex(), length, StandardCharsets.UTF_8));
+            }
+            default -> throw new ProtocolException("wireup message type " + type + " is not handled by this version");
         }
-        byte[] blob = new byte[frame.payload().readableBytes()];
-        frame.payload().getBytes(frame.payload().readerIndex(), blob);
-        WorkerAddress address;
-        try {
-            address = WorkerAddress.decode(blob);
-        } catch (InvalidAddressException e) {
-            throw new ProtocolException("wireup REQUEST carries a bad worker address: " + e.getMessage());
-        }
-        return new WireupMessage(type, h.getUnsignedByte(at + 1), h.getUnsignedShortLE(at + 2), h.getLongLE(at + 4),
-                h.getLongLE(at + 12), address);
     }
 }

@@ -80,6 +80,12 @@ public final class Worker {
     /** Reads peers' memory for rndv/get/zcopy; made on the loop at first use (it is confined to its thread). */
     private Cma cma;
     private final java.util.Deque<Throwable> rmaFailures = new java.util.concurrent.ConcurrentLinkedDeque<>();
+    private final ErrorMode defaultErrorMode;
+    private final long keepaliveIntervalNanos;
+    private final long keepaliveTimeoutNanos;
+    /** Ticks of silence that fail a peer-mode endpoint: the timeout rounded up to whole intervals. */
+    private final int keepaliveSilentTicks;
+    private final io.netty.util.concurrent.ScheduledFuture<?> keepaliveTask;
     /** Seeded at random so message ids differ between workers (UCX's am_message_id). Loop only. */
     private long nextMessageId = ThreadLocalRandom.current().nextLong();
 
@@ -97,6 +103,13 @@ public final class Worker {
         this.rndvThresh = config.memunitsOrAuto(NucxConfig.RNDV_THRESH, 0, Long.MAX_VALUE - 1);
         this.protoInfo = config.bool(NucxConfig.PROTO_INFO);
         this.protocols = enabledProtocols(config);
+        this.defaultErrorMode = config.choice(NucxConfig.ERR_MODE, "peer", "none").equals("peer") ? ErrorMode.PEER
+                : ErrorMode.NONE;
+        this.keepaliveIntervalNanos = config.keepaliveIntervalNanos();
+        this.keepaliveTimeoutNanos = config.keepaliveTimeoutNanos();
+        this.keepaliveSilentTicks = keepaliveIntervalNanos == Long.MAX_VALUE ? Integer.MAX_VALUE
+                : (int) Math.min(Integer.MAX_VALUE, (keepaliveTimeoutNanos + keepaliveIntervalNanos - 1)
+                / keepaliveIntervalNanos);
         this.matcher = new TagMatcher(loop, io.netty.buffer.ByteBufAllocator.DEFAULT,
                 config.memunits(NucxConfig.MAX_MSG_SIZE), (ep, tag) -> ((Endpoint) ep).deliversToPipeline(tag),
                 new TagReplies() {
@@ -157,6 +170,26 @@ public final class Worker {
             throw e;
         }
         this.address = new WorkerAddress(uuid, name, entries);
+        // One timer per worker, not per endpoint: a tick walks every endpoint (UCX's keepalive progress does too).
+        this.keepaliveTask = keepaliveIntervalNanos == Long.MAX_VALUE ? null : loop.scheduleAtFixedRate(
+                this::keepaliveTick, keepaliveIntervalNanos, keepaliveIntervalNanos,
+                java.util.concurrent.TimeUnit.NANOSECONDS);
+    }
+
+    private void keepaliveTick() {
+        for (Endpoint ep : endpoints.values()) {
+            ep.keepaliveTick(keepaliveSilentTicks, keepaliveTimeoutNanos);
+        }
+    }
+
+    /** How long a graceful close waits for the peer to take outstanding sends: NUCX_KEEPALIVE_TIMEOUT. */
+    long closeWaitNanos() {
+        return keepaliveTimeoutNanos;
+    }
+
+    /** The error mode of endpoints made by {@link #connect(WorkerAddress)} (NUCX_ERR_MODE). */
+    public ErrorMode defaultErrorMode() {
+        return defaultErrorMode;
     }
 
     public long uuid() {
@@ -257,6 +290,41 @@ public final class Worker {
         return loop.submit(() -> cache.table(key)).get();
     }
 
+    /**
+     * The lanes an endpoint to {@code remote} would use and why, without connecting: every candidate pair of
+     * transports per criterion (AM, RMA, keepalive) with its UCX score and verdict, then the chosen lanes. The peer
+     * computes the same from the same two addresses.
+     */
+    public String laneInfo(WorkerAddress remote, ErrorMode mode) {
+        List<String> trace = new ArrayList<>();
+        StringBuilder out = new StringBuilder();
+        out.append("# lanes from ").append(name).append(" (").append(Long.toHexString(uuid)).append(") to ")
+                .append(remote.name()).append(" (").append(Long.toHexString(remote.uuid())).append("), error mode ")
+                .append(mode.name().toLowerCase(java.util.Locale.ROOT)).append('\n');
+        out.append("# transports here: ").append(address.entries().stream().map(WorkerAddress.Entry::transport)
+                .toList()).append("; there: ").append(remote.entries().stream().map(WorkerAddress.Entry::transport)
+                .toList()).append('\n');
+        out.append(String.format(java.util.Locale.ROOT, "# %-10s %-6s    %-6s %-12s %s%n", "criterion", "local",
+                "remote", "score", "verdict"));
+        try {
+            LaneSelector.Lanes lanes = LaneSelector.selectLanes(ifaces, address, remote, mode, trace);
+            for (String line : trace) {
+                out.append("# ").append(line).append('\n');
+            }
+            out.append("# lane[0] ").append(lanes.am().name()).append(": am")
+                    .append(lanes.keepalive() != null ? ", keepalive" : "").append('\n');
+            if (lanes.rma() != null) {
+                out.append("# lane[1] ").append(lanes.rma().name()).append(": rma").append('\n');
+            }
+        } catch (UnreachableException e) {
+            for (String line : trace) {
+                out.append("# ").append(line).append('\n');
+            }
+            out.append("# no lanes: ").append(e.getMessage()).append('\n');
+        }
+        return out.toString();
+    }
+
     /** {@link #protocolTable} for heap and direct memory, as NUCX_PROTO_INFO prints them. */
     public String protocolInfo(WorkerAddress remote) throws Exception {
         StringBuilder out = new StringBuilder();
@@ -303,11 +371,16 @@ public final class Worker {
      * replayed in order. Lane selection happens here, so an unreachable peer fails now, with every reason.
      */
     public Endpoint connect(WorkerAddress remote) {
+        return connect(remote, defaultErrorMode);
+    }
+
+    /** {@link #connect(WorkerAddress)} with the given error mode; the peer's endpoint takes the same mode. */
+    public Endpoint connect(WorkerAddress remote, ErrorMode mode) {
         if (closed.get()) {
             throw new IllegalStateException("worker " + name + " is closed");
         }
-        LaneSelector.Lanes lane = LaneSelector.selectLanes(ifaces, address, remote);
-        Endpoint ep = Endpoint.outgoing(this, nextEndpointId.getAndIncrement(), remote, lane);
+        LaneSelector.Lanes lane = LaneSelector.selectLanes(ifaces, address, remote, mode, null);
+        Endpoint ep = Endpoint.outgoing(this, nextEndpointId.getAndIncrement(), remote, lane, mode);
         endpoints.put(ep.endpointId(), ep);
         loop.register(ep).addListener(f -> {
             if (f.isSuccess()) {
@@ -324,17 +397,29 @@ public final class Worker {
         return connect(WorkerAddress.decode(remoteAddress));
     }
 
-    /** A wireup REQUEST arrived on a lane a peer connected: make the endpoint replies go out on. Loop only. */
+    /**
+     * A wireup REQUEST arrived on a lane a peer connected: make the endpoint replies go out on, in the peer's error
+     * mode, and answer REPLY with its id. Loop only.
+     */
     Endpoint acceptEndpoint(WireupMessage request, Channel lane) {
         WorkerAddress remote = request.address();
-        LaneSelector.Lanes sel = LaneSelector.selectLanes(ifaces, address, remote);
-        Endpoint ep = Endpoint.incoming(this, nextEndpointId.getAndIncrement(), remote, sel, lane);
+        ErrorMode mode = ErrorMode.fromWire(request.errMode());
+        LaneSelector.Lanes sel = LaneSelector.selectLanes(ifaces, address, remote, mode, null);
+        Endpoint ep = Endpoint.incoming(this, nextEndpointId.getAndIncrement(), remote, sel, lane, mode,
+                request.srcEpId());
         endpoints.put(ep.endpointId(), ep);
         loop.register(ep);
+        lane.writeAndFlush(WireupMessage.reply(mode, ep.endpointId(), request.srcEpId()).toFrame(lane.alloc()),
+                lane.voidPromise());
         if (closed.get()) {
             ep.close();
         }
         return ep;
+    }
+
+    /** The open endpoint with this id, or null. */
+    Endpoint endpoint(long id) {
+        return endpoints.get(id);
     }
 
     /** A lane was closed because of {@code cause}; the last few are kept for diagnostics. */
@@ -419,6 +504,9 @@ public final class Worker {
     }
 
     private void close0() {
+        if (keepaliveTask != null) {
+            keepaliveTask.cancel(false);
+        }
         PromiseCombiner all = new PromiseCombiner(loop);
         for (Endpoint ep : endpoints.values()) {
             all.add(ep.close());

@@ -273,4 +273,32 @@ class LaneSelectorTest {
         List<Iface> f = ifaces(true, true);
         assertSame(f.get(1), LaneSelector.selectAmLane(f, a, b).iface());
     }
+
+    /** Error mode peer makes peer-failure handling mandatory (UCX too) and puts keepalive on the AM lane. */
+    @Test
+    void errorModePeerNeedsPeerFailureHandlingOnBothSidesAndKeepsAliveOnTheAmLane() {
+        Set<Capability> handled = EnumSet.of(Capability.AM_SHORT, Capability.AM_BCOPY,
+                Capability.ERRHANDLE_PEER_FAILURE);
+        WorkerAddress pa = worker("a", 1, entry("tcp", handled, 8192, 65536, 5.2e-6f, 50e-6f, 0), self());
+        WorkerAddress pb = worker("b", 2, entry("tcp", handled, 8192, 65536, 5.2e-6f, 50e-6f, 0), self());
+        List<String> traceA = new java.util.ArrayList<>();
+        List<String> traceB = new java.util.ArrayList<>();
+        LaneSelector.Lanes fromA = LaneSelector.selectLanes(ifaces(true, true), pa, pb, ErrorMode.PEER, traceA);
+        LaneSelector.Lanes fromB = LaneSelector.selectLanes(ifaces(true, true), pb, pa, ErrorMode.PEER, traceB);
+        // self would win on score but handles no peer failure in these addresses: tcp is chosen, on both sides.
+        assertEquals("tcp", fromA.am().local().transport());
+        assertEquals("tcp", fromB.am().local().transport());
+        assertEquals(fromA.am().score(), fromB.am().score());
+        assertSame(fromA.am(), fromA.keepalive());
+        assertEquals(traceA, traceB, "both peers trace the same candidates, scores and verdicts");
+        assertTrue(traceA.stream().anyMatch(l -> l.contains("self") && l.contains("no peer failure handling here")),
+                traceA::toString);
+        assertEquals("self", LaneSelector.selectLanes(ifaces(true, true), pa, pb, ErrorMode.NONE, null).am().local()
+                .transport(), "error mode none takes the best score");
+        assertEquals(null, LaneSelector.selectLanes(ifaces(true, true), pa, pb, ErrorMode.NONE, null).keepalive());
+        UnreachableException e = assertThrows(UnreachableException.class, () -> LaneSelector.selectLanes(
+                ifaces(true, true), a, b, ErrorMode.PEER, null));
+        assertTrue(e.getMessage().contains("tcp: no peer failure handling here (needed by error mode peer)"),
+                e.getMessage());
+    }
 }

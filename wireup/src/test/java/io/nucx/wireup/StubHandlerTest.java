@@ -117,8 +117,33 @@ class StubHandlerTest {
         assertFalse(ch.finish());
     }
 
+    /** A close while wiring up is graceful: it waits for the replay, then closes behind the queued writes. */
     @Test
-    void closeBeforeReadyFailsEveryWriteAndReleasesItsBuffer() {
+    void closeBeforeReadyWaitsForTheReplayThenCloses() {
+        StubHandler stub = new StubHandler();
+        EmbeddedChannel ch = new EmbeddedChannel(stub);
+        List<ChannelFuture> writes = new ArrayList<>();
+        for (int i = 1; i <= 3; i++) {
+            writes.add(ch.write(msg(i)));
+        }
+        ch.flush();
+        ChannelFuture close = ch.close();
+        ChannelFuture second = ch.close();
+        assertFalse(close.isDone() || second.isDone(), "the close waits for wireup");
+        assertTrue(ch.isOpen());
+        assertEquals(3, stub.queued());
+        stub.ready();
+        ch.pipeline().replace(stub, "next", next());
+        assertTrue(close.isSuccess() && second.isSuccess());
+        assertFalse(ch.isOpen());
+        assertEquals(List.of(1, 2, 3), drain(ch), "the queued writes went out before the close");
+        writes.forEach(w -> assertTrue(w.isSuccess()));
+        assertFalse(ch.finish());
+    }
+
+    /** If wireup fails while a close waits, the close goes through and every queued write fails and is released. */
+    @Test
+    void closeBeforeReadyOfAFailingEndpointFailsEveryWriteAndReleasesItsBuffer() {
         StubHandler stub = new StubHandler();
         EmbeddedChannel ch = new EmbeddedChannel(stub);
         List<ByteBuf> bufs = new ArrayList<>();
@@ -129,12 +154,17 @@ class StubHandlerTest {
             writes.add(ch.write(b));
         }
         ch.flush();
-        assertFalse(ch.finish());
+        ChannelFuture deferred = ch.close();
+        IOException cause = new IOException("peer unreachable");
+        stub.fail(cause);
+        assertTrue(ch.close().isSuccess(), "a failing endpoint's close is not deferred");
+        assertTrue(deferred.isSuccess());
         for (int i = 0; i < 3; i++) {
-            assertInstanceOf(ClosedChannelException.class, writes.get(i).cause(), "write " + i);
+            assertSame(cause, writes.get(i).cause(), "write " + i);
             assertEquals(0, bufs.get(i).refCnt(), "buffer " + i);
         }
         assertNull(ch.readOutbound());
+        assertFalse(ch.finish());
     }
 
     @Test

@@ -24,7 +24,12 @@ final class TestWorkers implements AfterEachCallback {
 
     /** Starts a worker with {@code settings} given as name, value pairs (e.g. "TLS", "tcp"). */
     Worker start(String name, String... settings) throws Exception {
-        NucxBootstrap b = new NucxBootstrap().name(name);
+        return start(name, null, settings);
+    }
+
+    /** As {@link #start(String, String...)}, adding {@code endpointHandler} to every endpoint's pipeline. */
+    Worker start(String name, io.netty.channel.ChannelHandler endpointHandler, String... settings) throws Exception {
+        NucxBootstrap b = new NucxBootstrap().name(name).endpointHandler(endpointHandler);
         for (int i = 0; i < settings.length; i += 2) {
             b.config(settings[i], settings[i + 1]);
         }

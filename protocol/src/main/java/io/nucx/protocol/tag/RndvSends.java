@@ -95,6 +95,17 @@ public final class RndvSends {
         }
     }
 
+    /** The promises of {@code endpoint}'s sends still waiting for the receiver (a graceful close waits for them). */
+    public List<io.netty.util.concurrent.Future<Void>> promisesOf(Channel endpoint) {
+        List<io.netty.util.concurrent.Future<Void>> out = new ArrayList<>();
+        for (Pending p : pending.values()) {
+            if (p.endpoint() == endpoint) {
+                out.add(p.promise());
+            }
+        }
+        return out;
+    }
+
     /** The endpoint went away: its waiting sends fail. */
     public void onEndpointClosed(Channel endpoint, Throwable cause) {
         List<Long> dead = new ArrayList<>();

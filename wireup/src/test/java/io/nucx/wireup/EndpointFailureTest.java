@@ -1,0 +1,257 @@
+package io.nucx.wireup;
+
+import io.netty.channel.ChannelFuture;
+import io.netty.channel.ChannelHandler;
+import io.netty.channel.ChannelHandlerContext;
+import io.netty.channel.ChannelInboundHandlerAdapter;
+import io.netty.util.concurrent.Future;
+import io.nucx.protocol.tag.TagMessage;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.extension.RegisterExtension;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
+
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+
+import static io.nucx.wireup.TestWorkers.assertPattern;
+import static io.nucx.wireup.TestWorkers.pattern;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertInstanceOf;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertSame;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/**
+ * Error mode peer inside one JVM: EP_CHECK / EP_REMOVED, keepalive timeout of a hung peer (its event loop blocked),
+ * graceful close of both sides, error mode none. Separate processes (SIGKILL, SIGSTOP) are in integration-tests.
+ */
+@Timeout(120)
+class EndpointFailureTest {
+
+    private static final String INTERVAL = "100ms";
+    private static final String TIMEOUT = "500ms";
+
+    @RegisterExtension
+    final TestWorkers workers = new TestWorkers();
+
+    /** Counts the error events each endpoint's pipeline sees. */
+    @ChannelHandler.Sharable
+    static final class ErrorEvents extends ChannelInboundHandlerAdapter {
+        final ConcurrentHashMap<Endpoint, AtomicInteger> counts = new ConcurrentHashMap<>();
+        final ConcurrentHashMap<Endpoint, EndpointException> causes = new ConcurrentHashMap<>();
+
+        @Override
+        public void userEventTriggered(ChannelHandlerContext ctx, Object evt) {
+            if (evt instanceof EndpointErrorEvent e) {
+                counts.computeIfAbsent((Endpoint) ctx.channel(), k -> new AtomicInteger()).incrementAndGet();
+                causes.put((Endpoint) ctx.channel(), e.cause());
+            }
+            ctx.fireUserEventTriggered(evt);
+        }
+
+        int count(Endpoint ep) {
+            AtomicInteger n = counts.get(ep);
+            return n == null ? 0 : n.get();
+        }
+    }
+
+    private Worker start(String name, ErrorEvents events, String... more) throws Exception {
+        List<String> s = new ArrayList<>(List.of("TLS", "tcp", "KEEPALIVE_INTERVAL", INTERVAL, "KEEPALIVE_TIMEOUT",
+                TIMEOUT, "RNDV_THRESH", "1k"));
+        s.addAll(List.of(more));
+        return workers.start(name, events, s.toArray(String[]::new));
+    }
+
+    private static Endpoint awaitAccepted(Worker w) throws Exception {
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+        while (w.endpoints().isEmpty()) {
+            assertTrue(System.nanoTime() < deadline, "no endpoint accepted by " + w.name());
+            Thread.sleep(5);
+        }
+        return w.endpoints().iterator().next();
+    }
+
+    private static Throwable failureOf(Future<?> f) throws InterruptedException {
+        assertTrue(f.await(10, TimeUnit.SECONDS), "not completed within 10 s");
+        assertFalse(f.isSuccess(), "succeeded, expected a failure");
+        return f.cause();
+    }
+
+    @Test
+    void wireupTellsBothSidesTheOthersEndpointId() throws Exception {
+        Worker a = start("a", null);
+        Worker b = start("b", null);
+        Endpoint ep = a.connect(b.address());
+        assertTrue(ep.wireupFuture().await(10, TimeUnit.SECONDS) && ep.wireupFuture().isSuccess(),
+                () -> "wireup: " + ep.wireupFuture().cause());
+        Endpoint peer = awaitAccepted(b);
+        assertEquals(peer.endpointId(), (long) a.eventLoop().submit(ep::remoteEndpointId).get());
+        assertEquals(ep.endpointId(), (long) b.eventLoop().submit(peer::remoteEndpointId).get());
+        assertSame(ErrorMode.PEER, peer.errorMode(), "the acceptor takes the connector's error mode");
+        assertSame(ep.lanes().am(), ep.lanes().keepalive(), "keepalive goes on the AM lane");
+    }
+
+    /** UCX: an EP_CHECK naming an endpoint the receiver does not know is answered with EP_REMOVED. */
+    @Test
+    void epCheckForAnUnknownEndpointIsAnsweredWithEpRemovedAndTheEndpointFailsWithReset() throws Exception {
+        ErrorEvents events = new ErrorEvents();
+        Worker a = start("a", events);
+        Worker b = start("b", null);
+        Endpoint ep = a.connect(b.address());
+        assertTrue(ep.wireupFuture().await(10, TimeUnit.SECONDS));
+        Future<TagMessage> posted = a.tagRecv(1, -1L);
+        // A probe for an id b never gave out, as if b had forgotten our endpoint.
+        a.eventLoop().submit(() -> ep.amLane().writeAndFlush(
+                WireupMessage.epCheck(ErrorMode.PEER, ep.endpointId(), 999_999).toFrame(ep.amLane().alloc()))).get();
+        Throwable cause = failureOf(ep.errorFuture());
+        assertInstanceOf(ConnectionResetException.class, cause);
+        assertTrue(cause.getMessage().contains("no endpoint #999999") && cause.getMessage().contains("b@"),
+                cause.getMessage());
+        assertEquals(ep.endpointId(), ((EndpointException) cause).endpointId());
+        assertTrue(ep.closeFuture().await(10, TimeUnit.SECONDS));
+        assertEquals(1, events.count(ep), "error event fired once");
+        assertSame(cause, events.causes.get(ep));
+        assertFalse(posted.isDone(), "a posted receive belongs to the worker and stays");
+        assertTrue(posted.cancel(false));
+    }
+
+    /**
+     * b's loop is blocked (a hung process keeps its sockets open, so only keepalive can tell): a's endpoint fails with
+     * EndpointTimeoutException within timeout + interval, and so do its waiting rendezvous and synchronous sends;
+     * a's endpoint to c keeps working.
+     */
+    @Test
+    void aHungPeerIsDetectedByKeepaliveAndEveryWaitingOperationFails() throws Exception {
+        ErrorEvents events = new ErrorEvents();
+        Worker a = start("a", events);
+        Worker b = start("b", null);
+        Worker c = start("c", null);
+        Endpoint toB = a.connect(b.address());
+        Endpoint toC = a.connect(c.address());
+        assertTrue(toB.wireupFuture().await(10, TimeUnit.SECONDS));
+        assertTrue(toC.wireupFuture().await(10, TimeUnit.SECONDS));
+        ChannelFuture rndv = toB.tagSend(1, pattern(1, 100_000)); // RTS waits at b for a receive
+        ChannelFuture sync = toB.tagSendSync(2, pattern(2, 100)); // waits for b's match
+        CountDownLatch release = new CountDownLatch(1);
+        long blocked = System.nanoTime();
+        b.eventLoop().execute(() -> {
+            try {
+                release.await(30, TimeUnit.SECONDS);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+        });
+        try {
+            ChannelFuture later = toB.tagSendSync(3, pattern(3, 100));
+            Throwable cause = failureOf(toB.errorFuture());
+            long detectedMs = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - blocked);
+            assertInstanceOf(EndpointTimeoutException.class, cause);
+            assertTrue(cause.getMessage().contains("b@") && cause.getMessage().contains("NUCX_KEEPALIVE_TIMEOUT"),
+                    cause.getMessage());
+            // Bound: 500 ms of silence counted in 100 ms ticks; generous slack for a shared 2-core machine.
+            assertTrue(detectedMs < 500 + 100 + 3000, "detected after " + detectedMs + " ms");
+            for (ChannelFuture f : List.of(rndv, sync, later)) {
+                assertSame(cause, failureOf(f), "every waiting operation fails with the endpoint's cause");
+            }
+            assertEquals(1, events.count(toB));
+            ChannelFuture afterFailure = toB.tagSend(4, pattern(4, 10));
+            assertNotNull(failureOf(afterFailure));
+            // The worker and its other endpoint go on.
+            Future<TagMessage> r = c.tagRecv(5, -1L);
+            assertTrue(toC.tagSend(5, pattern(5, 5000)).await(10, TimeUnit.SECONDS));
+            TagMessage m = r.get(10, TimeUnit.SECONDS);
+            try {
+                assertPattern(5, 5000, m.content());
+            } finally {
+                m.release();
+            }
+            assertNull(toC.errorFuture().cause());
+            assertFalse(toC.errorFuture().isDone());
+        } finally {
+            release.countDown();
+        }
+        // Once b runs again it finds a's side gone: its endpoint fails with a reset, not a timeout.
+        Endpoint fromA = b.endpoints().stream().findFirst().orElse(null);
+        if (fromA != null) {
+            assertInstanceOf(ConnectionResetException.class, failureOf(fromA.errorFuture()));
+        }
+    }
+
+    /** With error mode none nothing probes: the same hung peer goes unnoticed. */
+    @Test
+    void errorModeNoneRunsNoKeepalive() throws Exception {
+        Worker a = start("a", null);
+        Worker b = start("b", null);
+        Endpoint ep = a.connect(b.address(), ErrorMode.NONE);
+        assertTrue(ep.wireupFuture().await(10, TimeUnit.SECONDS));
+        assertSame(ErrorMode.NONE, awaitAccepted(b).errorMode());
+        assertNull(ep.lanes().keepalive());
+        CountDownLatch release = new CountDownLatch(1);
+        b.eventLoop().execute(() -> {
+            try {
+                release.await(30, TimeUnit.SECONDS);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+        });
+        try {
+            assertFalse(ep.errorFuture().await(1500, TimeUnit.MILLISECONDS), "three keepalive timeouts passed");
+            assertTrue(ep.isActive());
+        } finally {
+            release.countDown();
+        }
+    }
+
+    /**
+     * Graceful close: what a wrote (eager and rendezvous, some possibly still queued in the stub) arrives; a's close
+     * waits for its rendezvous send to be taken; then b's endpoint fails with a reset naming the close, and b's own
+     * rendezvous send toward a fails with it at once (not after a timeout).
+     */
+    @ParameterizedTest(name = "{0}")
+    @ValueSource(strings = {"tcp", "self"})
+    void closeFlushesWhatWasWrittenAndThePeerCompletesItsSideWithReset(String tls) throws Exception {
+        ErrorEvents aEvents = new ErrorEvents();
+        ErrorEvents bEvents = new ErrorEvents();
+        Worker a = start("a", aEvents, "TLS", tls, "KEEPALIVE_TIMEOUT", "20s");
+        Worker b = start("b", bEvents, "TLS", tls, "KEEPALIVE_TIMEOUT", "20s");
+        Endpoint ep = a.connect(b.address());
+        List<ChannelFuture> sends = new ArrayList<>();
+        for (int i = 0; i < 10; i++) {
+            sends.add(ep.tagSend(i, pattern(i, 100 * i)));
+        }
+        sends.add(ep.tagSend(10, pattern(10, 200_000))); // rendezvous: waits for b's receive
+        Endpoint peer = awaitAccepted(b);
+        ChannelFuture fromB = peer.tagSend(77, pattern(77, 50_000)); // rendezvous toward a, never received
+        Future<Void> closed = ep.close();
+        assertFalse(closed.await(300, TimeUnit.MILLISECONDS), "close waits for the rendezvous send");
+        for (int i = 0; i <= 10; i++) {
+            TagMessage m = b.tagRecv(i, -1L).get(10, TimeUnit.SECONDS);
+            try {
+                assertPattern(i, i == 10 ? 200_000 : 100 * i, m.content());
+            } finally {
+                m.release();
+            }
+        }
+        assertTrue(closed.await(10, TimeUnit.SECONDS) && closed.isSuccess(), () -> "close: " + closed.cause());
+        for (ChannelFuture f : sends) {
+            assertTrue(f.isSuccess(), () -> "send failed: " + f.cause());
+        }
+        assertTrue(ep.errorFuture().isSuccess(), "closed here without failure");
+        assertEquals(0, aEvents.count(ep));
+        Throwable peerCause = failureOf(peer.errorFuture());
+        assertInstanceOf(ConnectionResetException.class, peerCause);
+        assertTrue(peerCause.getMessage().contains("closed by its owner"), peerCause.getMessage());
+        assertSame(peerCause, failureOf(fromB));
+        assertTrue(peer.closeFuture().await(10, TimeUnit.SECONDS));
+        assertEquals(1, bEvents.count(peer));
+        assertTrue(a.endpoints().isEmpty() && b.endpoints().isEmpty());
+    }
+}
