@@ -77,6 +77,7 @@ public final class Endpoint extends AbstractChannel {
     private final io.netty.util.concurrent.Promise<Void> wireupPromise;
     private volatile State state;
     private volatile Channel amLane;
+    private Channel rmaChannel;
     private StubHandler stub;
     /** The peer's id for this endpoint: from the REQUEST (accepted) or the REPLY (connected). Loop only. */
     private long remoteEpId = WireupMessage.INVALID_EP_ID;
@@ -483,9 +484,33 @@ public final class Endpoint extends AbstractChannel {
         doClose();
     }
 
+    /**
+     * The RMA lane (a cma channel to the peer process) if lane selection chose one the kernel permits, connected on
+     * first use; null otherwise. Loop only.
+     */
+    Channel rmaChannel() {
+        assert eventLoop().inEventLoop();
+        LaneSelector.RmaLane sel = lanes.rma();
+        if (sel == null || state == State.CLOSED) {
+            return null;
+        }
+        if (rmaChannel == null) {
+            ChannelFuture f = sel.iface().connect(sel.remote().deviceAddress(), sel.remote().ifaceAddress(),
+                    new io.netty.channel.ChannelInboundHandlerAdapter());
+            if (!f.isSuccess()) { // a cma lane registers at once on our own loop, or not at all
+                return null;
+            }
+            rmaChannel = f.channel();
+        }
+        return rmaChannel;
+    }
+
     @Override
     protected void doClose() {
         state = State.CLOSED;
+        if (rmaChannel != null) {
+            rmaChannel.close();
+        }
         if (closeTimer != null) {
             closeTimer.cancel(false);
         }

@@ -33,7 +33,6 @@ import io.nucx.transport.IfaceAttributes;
 import io.nucx.transport.IfaceParams;
 import io.nucx.transport.NucxConfig;
 import io.nucx.transport.Transport;
-import io.nucx.transport.cma.Cma;
 import io.nucx.transport.cma.CmaException;
 
 import java.nio.channels.ClosedChannelException;
@@ -78,7 +77,6 @@ public final class Worker {
     private final java.util.Deque<Throwable> laneFailures = new java.util.concurrent.ConcurrentLinkedDeque<>();
     private final Promise<Void> closeFuture;
     /** Reads peers' memory for rndv/get/zcopy; made on the loop at first use (it is confined to its thread). */
-    private Cma cma;
     private final java.util.Deque<Throwable> rmaFailures = new java.util.concurrent.ConcurrentLinkedDeque<>();
     private final ErrorMode defaultErrorMode;
     private final long keepaliveIntervalNanos;
@@ -133,12 +131,12 @@ public final class Worker {
                     }
 
                     @Override
-                    public Cma rndvGetReader(Channel ep) {
-                        return ((Endpoint) ep).endpointConfig().hasRmaLane() ? cma() : null;
+                    public Channel rndvGetLane(Channel ep) {
+                        return ((Endpoint) ep).rmaChannel();
                     }
 
                     @Override
-                    public void rndvGetFailed(Channel ep, CmaException cause) {
+                    public void rndvGetFailed(Channel ep, Throwable cause) {
                         rmaFailed(ep, cause);
                     }
                 }, counters);
@@ -435,17 +433,9 @@ public final class Worker {
         return List.copyOf(laneFailures);
     }
 
-    /** The worker's cma reader, made on first use. Loop only. */
-    private Cma cma() {
-        assert loop.inEventLoop();
-        if (cma == null) {
-            cma = new Cma();
-        }
-        return cma;
-    }
 
     /** A read of a peer's memory failed at run time; the message went by RTR instead. Keeps the last 16. */
-    private void rmaFailed(Channel ep, CmaException cause) {
+    private void rmaFailed(Channel ep, Throwable cause) {
         rmaFailures.addLast(new WireupException("rndv/get/zcopy on " + ep + " fell back to RTR: " + cause.getMessage(),
                 cause));
         while (rmaFailures.size() > 16) {
@@ -518,10 +508,6 @@ public final class Worker {
         all.finish(done);
         done.addListener(f -> {
             matcher.close(new ClosedChannelException());
-            if (cma != null) { // after the matcher: it cancelled every read in progress
-                cma.close();
-                cma = null;
-            }
             rndvSends.close(new ClosedChannelException());
             syncSends.close(new ClosedChannelException());
             if (ownedGroup != null) {

@@ -5,6 +5,8 @@ import io.netty.buffer.ByteBufAllocator;
 import io.netty.channel.Channel;
 import io.netty.util.ReferenceCountUtil;
 import io.netty.util.concurrent.EventExecutor;
+import io.netty.util.concurrent.Future;
+import io.netty.util.concurrent.GenericFutureListener;
 import io.netty.util.concurrent.Promise;
 import io.nucx.protocol.ProtocolCounters;
 import io.nucx.protocol.ProtocolException;
@@ -12,6 +14,7 @@ import io.nucx.transport.HostId;
 import io.nucx.transport.cma.Cma;
 import io.nucx.transport.cma.CmaException;
 import io.nucx.transport.cma.RemoteKey;
+import io.nucx.transport.cma.RmaOp;
 
 import java.lang.foreign.MemorySegment;
 import java.nio.channels.ClosedChannelException;
@@ -523,10 +526,10 @@ public final class TagMatcher {
         ra.home = rndvReceives;
         rndvReceives.put(ra.msgId, ra);
         if (key != null) {
-            Cma cma = replies.rndvGetReader(source);
-            if (cma != null && key.hostId() == HostId.get()) {
-                ra.get = new RndvGet(ra, key, cma, senderReqId);
-                ra.get.run();
+            Channel lane = replies.rndvGetLane(source);
+            if (lane != null && lane.isActive() && key.hostId() == HostId.get()) {
+                ra.get = new RndvGet(ra, key, lane, senderReqId);
+                ra.get.next();
                 return;
             }
             getFallbackCount.increment(); // no permitted RMA lane on this side: the sender sends the data
@@ -535,27 +538,31 @@ public final class TagMatcher {
     }
 
     /**
-     * Reads a rendezvous message from the sender's memory, {@link Cma#CHUNK} bytes per event-loop turn so that
-     * other endpoints are served in between (cma calls block for the copy): straight into the receive buffer when it
-     * is one run of native memory, otherwise through a pooled direct bounce buffer and a copy. When done, ATS tells
-     * the sender to complete and release. A failed read (EPERM, ESRCH, EFAULT at run time) asks for the data by RTR
-     * instead; nothing was appended yet, so the RNDV_DATA fragments fill the buffer from the start.
+     * Reads a rendezvous message from the sender's memory through the endpoint's RMA lane (a cma channel, which
+     * moves {@link Cma#CHUNK} bytes per event-loop turn so other endpoints are served in between): as one operation
+     * straight into the receive buffer when it is one run of native memory, otherwise chunk by chunk through a pooled
+     * direct bounce buffer and a copy. When done, ATS tells the sender to complete and release. A failed read (EPERM,
+     * ESRCH, EFAULT at run time) asks for the data by RTR instead; nothing was appended yet, so the RNDV_DATA
+     * fragments fill the buffer from the start.
      */
-    private final class RndvGet implements Runnable {
+    private final class RndvGet {
         private final Reassembly ra;
         private final RemoteKey key;
-        private final Cma cma;
+        private final Channel lane;
         private final long senderReqId;
         private final MemorySegment direct;
+        private final GenericFutureListener<Future<Void>> onDone = this::onDone;
+        private final Runnable nextChunk = this::next;
         private ByteBuf bounce;
         private MemorySegment bounceSegment;
+        private RmaOp op;
         private long done;
         private boolean cancelled;
 
-        RndvGet(Reassembly ra, RemoteKey key, Cma cma, long senderReqId) {
+        RndvGet(Reassembly ra, RemoteKey key, Channel lane, long senderReqId) {
             this.ra = ra;
             this.key = key;
-            this.cma = cma;
+            this.lane = lane;
             this.senderReqId = senderReqId;
             ByteBuf dst = ra.buffer;
             if (dst.isDirect() && dst.nioBufferCount() == 1) {
@@ -568,31 +575,35 @@ public final class TagMatcher {
             }
         }
 
-        @Override
-        public void run() {
+        void next() {
             if (cancelled) {
                 return;
             }
-            int n = (int) Math.min(Cma.CHUNK, ra.total - done);
-            try {
-                if (direct != null) {
-                    cma.get(key, done, direct.asSlice(done, n));
-                } else {
-                    cma.get(key, done, bounceSegment.asSlice(0, n));
-                    ra.buffer.setBytes((int) done, bounce, 0, n);
-                }
-            } catch (CmaException e) {
+            op = direct != null ? RmaOp.get(key, 0, direct)
+                    : RmaOp.get(key, done, bounceSegment.asSlice(0, Math.min(Cma.CHUNK, ra.total - done)));
+            lane.writeAndFlush(op).addListener(onDone);
+        }
+
+        private void onDone(Future<Void> f) {
+            if (cancelled) {
+                return; // the receive was aborted; cancel() gave everything back
+            }
+            if (!f.isSuccess()) {
                 release();
                 ra.get = null;
                 getFallbackCount.increment();
-                replies.rndvGetFailed(ra.source, e);
+                replies.rndvGetFailed(ra.source, f.cause());
                 replies.sendRtr(ra.source, senderReqId, ra.msgId, ra.total);
                 return;
             }
-            done += n;
-            if (done < ra.total) {
-                loop.execute(this);
-                return;
+            if (direct == null) {
+                int n = (int) op.length();
+                ra.buffer.setBytes((int) done, bounce, 0, n);
+                done += n;
+                if (done < ra.total) {
+                    loop.execute(nextChunk); // one chunk per loop turn, and no recursion through listeners
+                    return;
+                }
             }
             release();
             ra.get = null;
@@ -603,9 +614,15 @@ public final class TagMatcher {
             replies.sendAts(ra.source, senderReqId, RndvHeaders.STATUS_OK);
         }
 
-        /** The receive was aborted (sender gone, worker closed): stop reading, give the bounce buffer back. */
+        /**
+         * The receive was aborted (sender gone, worker closed): the operation stops before its next chunk (we are on
+         * the loop the lane runs on, so none is in progress now), then the bounce buffer goes back.
+         */
         void cancel() {
             cancelled = true;
+            if (op != null) {
+                op.cancel();
+            }
             release();
         }
 

@@ -1,7 +1,6 @@
 package io.nucx.protocol.tag;
 
 import io.netty.channel.Channel;
-import io.nucx.transport.cma.Cma;
 import io.nucx.transport.cma.CmaException;
 
 /** How the receive side answers the sender on the endpoint a message came from; the worker implements it. */
@@ -17,14 +16,15 @@ public interface TagReplies {
     void sendSyncAck(Channel endpoint, long senderReqId, int status);
 
     /**
-     * What reads a sender's memory for {@code rndv/get/zcopy} on this endpoint: the worker's {@link Cma} when the
-     * endpoint has an RMA lane the kernel permitted, else null (the data is then asked for by RTR).
+     * The lane that reads a sender's memory for {@code rndv/get/zcopy} on this endpoint: its RMA lane (a
+     * {@link io.nucx.transport.cma.CmaChannel}, which takes {@link io.nucx.transport.cma.RmaOp}s) when it has one the
+     * kernel permitted, else null (the data is then asked for by RTR).
      */
-    default Cma rndvGetReader(Channel endpoint) {
+    default Channel rndvGetLane(Channel endpoint) {
         return null;
     }
 
     /** A read of the sender's memory failed at run time; the data is asked for by RTR instead. For diagnostics. */
-    default void rndvGetFailed(Channel endpoint, CmaException cause) {
+    default void rndvGetFailed(Channel endpoint, Throwable cause) {
     }
 }

@@ -10,7 +10,7 @@ import io.nucx.protocol.ProtocolCounters;
 import io.nucx.protocol.ProtocolException;
 import io.nucx.transport.HostId;
 import io.nucx.transport.cma.Cma;
-import io.nucx.transport.cma.CmaException;
+import io.nucx.transport.cma.CmaChannel;
 import io.nucx.transport.cma.RemoteKey;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
@@ -41,7 +41,8 @@ import static org.junit.jupiter.api.Assumptions.assumeTrue;
 class RndvGetReceiveTest {
 
     private EmbeddedChannel ch;
-    private Cma cma;
+    /** The RMA lane the worker would give: a cma channel to this very process, or null when cma cannot run here. */
+    private Channel cma;
     private TagMatcher matcher;
     private final ProtocolCounters counters = new ProtocolCounters();
     private final List<String> replies = new ArrayList<>();
@@ -50,7 +51,10 @@ class RndvGetReceiveTest {
     @BeforeEach
     void setUp() {
         ch = new EmbeddedChannel();
-        cma = Cma.availability().isAvailable() ? new Cma() : null;
+        if (Cma.availability().isAvailable()) {
+            cma = CmaChannel.toProcess(Cma.pid());
+            ch.eventLoop().register(cma);
+        }
         matcher = new TagMatcher(ch.eventLoop(), ByteBufAllocator.DEFAULT, 1 << 30, (c, t) -> false, new TagReplies() {
             @Override
             public void sendRtr(Channel ep, long senderReqId, long receiverReqId, long size) {
@@ -68,12 +72,12 @@ class RndvGetReceiveTest {
             }
 
             @Override
-            public Cma rndvGetReader(Channel ep) {
+            public Channel rndvGetLane(Channel ep) {
                 return cma;
             }
 
             @Override
-            public void rndvGetFailed(Channel ep, CmaException cause) {
+            public void rndvGetFailed(Channel ep, Throwable cause) {
                 replies.add("FAILED " + cause.getMessage());
             }
         }, counters);
@@ -85,6 +89,7 @@ class RndvGetReceiveTest {
         held.forEach(ByteBuf::release);
         if (cma != null) {
             cma.close();
+            ch.runPendingTasks();
         }
         assertFalse(ch.finishAndReleaseAll());
     }
@@ -269,7 +274,7 @@ class RndvGetReceiveTest {
 
     @Test
     void anEndpointThatMayNotReadAsksByRtr() {
-        Cma saved = cma;
+        Channel saved = cma;
         cma = null; // what the worker answers for an endpoint whose cma lane the kernel refused
         try {
             byte[] data = pattern(6, 3000);

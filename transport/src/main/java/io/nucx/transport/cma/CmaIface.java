@@ -113,11 +113,19 @@ final class CmaIface implements Iface {
         }
     }
 
-    /** cma moves memory, not messages: it has no lane channel. Lane selection never asks it for one. */
+    /**
+     * An RMA lane to the peer process: a {@link CmaChannel}, active as soon as it is registered (nothing to set up:
+     * the kernel checks permission on every call, and the permission probe ran at lane selection).
+     */
     @Override
     public ChannelFuture connect(byte[] remoteDevice, byte[] remoteIface, ChannelHandler laneHandler) {
-        throw new UnsupportedOperationException("cma carries no active messages; it is an RMA lane without a "
-                + "channel, read through Cma.get");
+        CmaChannel ch = new CmaChannel(pidOf(remoteDevice));
+        if (!isReachable(remoteDevice, remoteIface)) {
+            ch.unsafe().closeForcibly();
+            return ch.newFailedFuture(new IllegalArgumentException("cma cannot reach a process on another host"));
+        }
+        ch.pipeline().addLast("nucx.lane", laneHandler);
+        return loop.register(ch);
     }
 
     @Override
