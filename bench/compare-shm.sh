@@ -2,11 +2,14 @@
 # Side by side, same run: nucx perftest over shm vs ucx_perftest (apt ucx-utils) with UCX_TLS=posix,self,cma.
 # tag_lat 8 B and 64 KiB, tag_bw 8 B (message rate), 64 KiB and 1 MiB; prints each Final line and the ratios.
 # Needs bin/build first. Usage: bench/compare-shm.sh [LAT_ITERS] [BW_ITERS (1 MiB)] [NUCX_TLS (default shm)]
+# WARMUP_SECONDS (default 30) warms nucx up that long first: on two cores busy with two spinning loops, the JIT
+# compiler needs tens of seconds to finish; ucx_perftest has nothing to warm up. WARMUP_SECONDS=0.1 measures cold.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 lat_n=${1:-1000000}
 bw_n=${2:-5000}
 tls=${3:-shm}
+warm="-w 1000000000 --warmup-time ${WARMUP_SECONDS:-30} --tail"
 command -v ucx_perftest >/dev/null || { echo "ucx_perftest missing: apt-get install -y ucx-utils" >&2; exit 1; }
 . bench/lib.sh
 ucx="UCX_TLS=posix,self,cma ucx_perftest"
@@ -14,15 +17,15 @@ nucx="NUCX_TLS=$tls bin/nucx perftest"
 
 run_all() {
     pair ucx_lat8     "$ucx"  env UCX_TLS=posix,self,cma ucx_perftest -t tag_lat -s 8 -n "$lat_n"
-    pair nucx_lat8    "$nucx" env NUCX_TLS="$tls" bin/nucx perftest -t tag_lat -s 8 -n "$lat_n"
+    pair nucx_lat8    "$nucx" env NUCX_TLS="$tls" bin/nucx perftest $warm -t tag_lat -s 8 -n "$lat_n"
     pair ucx_rate8    "$ucx"  env UCX_TLS=posix,self,cma ucx_perftest -t tag_bw -s 8 -n "$lat_n"
-    pair nucx_rate8   "$nucx" env NUCX_TLS="$tls" bin/nucx perftest -t tag_bw -s 8 -n "$lat_n"
+    pair nucx_rate8   "$nucx" env NUCX_TLS="$tls" bin/nucx perftest $warm -t tag_bw -s 8 -n "$lat_n"
     pair ucx_lat64k   "$ucx"  env UCX_TLS=posix,self,cma ucx_perftest -t tag_lat -s 65536 -n $((bw_n * 16))
-    pair nucx_lat64k  "$nucx" env NUCX_TLS="$tls" bin/nucx perftest -t tag_lat -s 65536 -n $((bw_n * 16))
+    pair nucx_lat64k  "$nucx" env NUCX_TLS="$tls" bin/nucx perftest $warm -t tag_lat -s 65536 -n $((bw_n * 16))
     pair ucx_bw64k    "$ucx"  env UCX_TLS=posix,self,cma ucx_perftest -t tag_bw -s 65536 -n $((bw_n * 16))
-    pair nucx_bw64k   "$nucx" env NUCX_TLS="$tls" bin/nucx perftest -t tag_bw -s 65536 -n $((bw_n * 16))
+    pair nucx_bw64k   "$nucx" env NUCX_TLS="$tls" bin/nucx perftest $warm -t tag_bw -s 65536 -n $((bw_n * 16))
     pair ucx_bw1m     "$ucx"  env UCX_TLS=posix,self,cma ucx_perftest -t tag_bw -s 1048576 -n "$bw_n"
-    pair nucx_bw1m    "$nucx" env NUCX_TLS="$tls" bin/nucx perftest -t tag_bw -s 1048576 -n "$bw_n"
+    pair nucx_bw1m    "$nucx" env NUCX_TLS="$tls" bin/nucx perftest $warm -t tag_bw -s 1048576 -n "$bw_n"
 }
 
 results=$(run_all)

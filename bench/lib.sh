@@ -9,8 +9,9 @@ pair() { # name, server command, client command...
     timeout 300 bash -c "$server -p $port" >/dev/null 2>&1 &
     local spid=$!
     sleep 1
-    local line
-    line=$(timeout 300 "$@" 127.0.0.1 -p $port | final)
+    local out
+    out=$(timeout 300 "$@" 127.0.0.1 -p $port)
     wait $spid || true
-    echo "$name $line"
+    echo "$name $(echo "$out" | final)"
+    if echo "$out" | grep -q '^Tail'; then echo "${name}_tail $(echo "$out" | grep '^Tail' | cut -d: -f2-)"; fi
 }

@@ -112,7 +112,11 @@ public enum TcpIoMode {
         return switch (this) {
             case IO_URING -> IoUringIoHandler.newFactory();
             case EPOLL -> busyPoll
-                    ? EpollIoHandler.newFactory(0, () -> (selectSupplier, hasTasks) -> SelectStrategy.BUSY_WAIT)
+                    // Spin only when nothing else is due: BUSY_WAIT loops in native code until a descriptor is ready,
+                    // so with tasks waiting (or when the shm engine asks for a pass without blocking) it must not
+                    // be chosen, or the loop sits there while tasks and shm rings wait.
+                    ? EpollIoHandler.newFactory(0, () -> (selectSupplier, hasTasks) -> hasTasks
+                            ? selectSupplier.get() : SelectStrategy.BUSY_WAIT)
                     : EpollIoHandler.newFactory();
             case NIO -> NioIoHandler.newFactory();
         };
