@@ -25,11 +25,11 @@ import static io.nucx.transport.shm.RecordDescriptor.aligned;
  * A single-producer single-consumer ring of records in a file mapped into two processes ({@link RingDescriptor},
  * {@link RecordDescriptor}); Agrona's {@code OneToOneRingBuffer} design over an FFM {@link MemorySegment}.
  *
- * <p>Memory ordering: the producer writes a record's type and payload with plain stores, then its length with a
- * release store, then the tail with a release store; the consumer reads the length with an acquire load, so the
- * payload is visible once the length is. The consumer zeroes what it consumed (so a zero length means "not written
- * yet" when the ring comes round again) before it publishes the head with a release store; the producer reads the
- * head with an acquire load only when its cached head says the ring looks full.
+ * <p>Memory ordering: the producer writes a record's type, payload and length with plain stores, then the tail with
+ * a release store; the consumer reads the tail with an acquire load, so every record before it is visible, and reads
+ * no further (unlike Agrona's ring, which finds the end by a zero length and must zero what it consumed: that was a
+ * third pass over every byte). It publishes the head with a release store; the producer reads the head with an
+ * acquire load only when its cached head says the ring looks full.
  *
  * <p>Backpressure is a return value: {@link #write} returns false when the ring is full.
  */
@@ -285,33 +285,37 @@ public final class SpscRing implements AutoCloseable {
 
     /** Consumer: whether the next record is not yet written. */
     public boolean isEmpty() {
-        long head = (long) LONG.get(segment, headAt);
-        return (int) INT.getAcquire(segment, data + (head & mask) + LENGTH_OFFSET) == 0;
+        return (long) LONG.getAcquire(segment, tailAt) == (long) LONG.get(segment, headAt);
     }
 
     // ---------------------------------------------------------------- consumer
 
-    /** Hands up to {@code limit} records to {@code handler}, in order; returns how many (padding not counted). */
+    /**
+     * Hands up to {@code limit} records to {@code handler}, in order; returns how many (padding not counted). Reads
+     * what the tail (acquired once) says is published, so consumed bytes need no zeroing: a later lap's record may
+     * start inside an old payload, but never beyond the tail.
+     */
     public int read(RecordHandler handler, int limit) {
         long head = (long) LONG.get(segment, headAt); // only we write it
+        long tail = (long) LONG.getAcquire(segment, tailAt);
+        if (tail - head < 0 || tail - head > capacity) {
+            throw new RingCorruptedException(file + ": tail " + tail + " and head " + head + " are not " + capacity
+                    + " bytes apart or less");
+        }
         long start = head;
         int count = 0;
         try {
-            // Never go a full lap in one call: the record at start + capacity is the one this call began with,
-            // not yet zeroed.
-            while (count < limit && head - start < capacity) {
+            while (count < limit && head < tail) {
                 long at = data + (head & mask);
-                int length = (int) INT.getAcquire(segment, at + LENGTH_OFFSET);
-                if (length == 0) {
-                    break;
-                }
+                int length = (int) INT.get(segment, at + LENGTH_OFFSET);
                 int type = (int) INT.get(segment, at + TYPE_OFFSET);
                 int recordLength = type == PADDING_TYPE ? length : aligned(length);
                 // The other process writes these words: check them before trusting them with an offset.
                 if ((type == PADDING_TYPE ? length <= 0 : length < HEADER_LENGTH || length > maxRecord)
-                        || recordLength > capacity - (int) (head & mask)) {
+                        || recordLength > capacity - (int) (head & mask) || recordLength > tail - head) {
                     throw new RingCorruptedException(file + ": record at position " + head + " has length " + length
-                            + " (type " + type + "), not possible in a ring of " + capacity + " bytes");
+                            + " (type " + type + "), not possible in a ring of " + capacity + " bytes with "
+                            + (tail - head) + " published");
                 }
                 if (type != PADDING_TYPE) {
                     count++;
@@ -321,15 +325,7 @@ public final class SpscRing implements AutoCloseable {
             }
         } finally {
             if (head != start) {
-                // Zero what was consumed, then publish the head: the producer may reuse it only after this.
-                long from = start & mask;
-                long consumed = head - start;
-                long first = Math.min(consumed, capacity - from);
-                segment.asSlice(data + from, first).fill((byte) 0);
-                if (consumed > first) {
-                    segment.asSlice(data, consumed - first).fill((byte) 0);
-                }
-                LONG.setRelease(segment, headAt, head);
+                LONG.setRelease(segment, headAt, head); // the producer may reuse what we read only after this
             }
         }
         return count;
