@@ -93,8 +93,10 @@ public final class NucxBootstrap {
             TcpIoMode mode = TcpIoMode.configured(ctx.config(), spin);
             // The shm engine wraps the TCP one, so one thread serves both kinds of lane.
             owned = new MultiThreadIoEventLoopGroup(1, new DefaultThreadFactory("nucx-" + name, true),
-                    ShmIoHandler.newFactory(mode.ioHandlerFactory(spin),
-                            ctx.config().nanos(NucxConfig.SHM_SPIN, 10_000_000_000L)));
+                    // Busy-polling never parks: the wrapped engine would spin in native code until a socket is
+                    // ready, and timers (keepalive) would wait for it.
+                    ShmIoHandler.newFactory(mode.ioHandlerFactory(spin), spin ? Long.MAX_VALUE
+                            : ctx.config().nanos(NucxConfig.SHM_SPIN, 10_000_000_000L)));
             loop = owned.next();
         }
         try {

@@ -45,7 +45,8 @@ public final class ShmIoHandler implements IoHandler {
     /**
      * A factory of loops that run shm channels next to the channels of {@code delegate}'s engine.
      *
-     * @param spinNanos how long an idle loop keeps polling its rings before it parks ({@code NUCX_SHM_SPIN})
+     * @param spinNanos how long an idle loop keeps polling its rings before it parks ({@code NUCX_SHM_SPIN});
+     *                  {@code Long.MAX_VALUE} never parks (busy-polling)
      */
     public static IoHandlerFactory newFactory(IoHandlerFactory delegate, long spinNanos) {
         if (spinNanos < 0) {
