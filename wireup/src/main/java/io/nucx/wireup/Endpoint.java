@@ -54,7 +54,10 @@ import java.util.List;
  */
 public final class Endpoint extends AbstractChannel {
 
-    /** WIRING_UP until the AM lane connects; CLOSING while a graceful close waits for sends and the peer's answer. */
+    /**
+     * WIRING_UP while writes wait in the stub (until the lane the pair will use is known and connected); CLOSING while
+     * a graceful close waits for sends and the peer's answer.
+     */
     private enum State { WIRING_UP, CONNECTED, CLOSING, CLOSED }
 
     private static final ChannelMetadata METADATA = new ChannelMetadata(false);
@@ -77,6 +80,10 @@ public final class Endpoint extends AbstractChannel {
     private final io.netty.util.concurrent.Promise<Void> wireupPromise;
     private volatile State state;
     private volatile Channel amLane;
+    /** This endpoint's number among the connections between the two workers (see {@link EndpointMatch}). */
+    private final int connSn;
+    /** The lane this endpoint connected itself to carry its REQUEST; null for endpoints created on demand. */
+    private Channel ownLane;
     private Channel rmaChannel;
     private StubHandler stub;
     /** The peer's id for this endpoint: from the REQUEST (accepted) or the REPLY (connected). Loop only. */
@@ -92,10 +99,11 @@ public final class Endpoint extends AbstractChannel {
     private io.netty.util.concurrent.Future<?> closeTimer;
 
     private Endpoint(Worker worker, long id, WorkerAddress remote, LaneSelector.Lanes lane, Channel connectedLane,
-                     ErrorMode errorMode, long remoteEpId) {
+                     ErrorMode errorMode, long remoteEpId, int connSn) {
         super(null);
         this.worker = worker;
         this.id = id;
+        this.connSn = connSn;
         this.remote = remote;
         this.errorMode = errorMode;
         this.remoteEpId = remoteEpId;
@@ -125,15 +133,21 @@ public final class Endpoint extends AbstractChannel {
         }
     }
 
-    /** An endpoint this worker connects; its AM lane is connected after registration. */
-    static Endpoint outgoing(Worker worker, long id, WorkerAddress remote, LaneSelector.Lanes lane, ErrorMode mode) {
-        return new Endpoint(worker, id, remote, lane, null, mode, WireupMessage.INVALID_EP_ID);
+    /** An endpoint this worker connects as connection {@code connSn} to the peer; its lane connects after registration. */
+    static Endpoint outgoing(Worker worker, long id, WorkerAddress remote, LaneSelector.Lanes lane, ErrorMode mode,
+                             int connSn) {
+        return new Endpoint(worker, id, remote, lane, null, mode, WireupMessage.INVALID_EP_ID, connSn);
     }
 
-    /** An endpoint for a peer that connected to us, on the lane it came in by; {@code remoteEpId} from its REQUEST. */
+    /** An endpoint for a peer that connected to us, on the lane it came in by; id and number from its REQUEST. */
     static Endpoint incoming(Worker worker, long id, WorkerAddress remote, LaneSelector.Lanes lane, Channel laneCh,
-                             ErrorMode mode, long remoteEpId) {
-        return new Endpoint(worker, id, remote, lane, laneCh, mode, remoteEpId);
+                             ErrorMode mode, long remoteEpId, int connSn) {
+        return new Endpoint(worker, id, remote, lane, laneCh, mode, remoteEpId, connSn);
+    }
+
+    /** This endpoint's connection number to its peer (UCX's conn_sn): the n-th connect between the two workers. */
+    int connSn() {
+        return connSn;
     }
 
     /** This endpoint's error handling: {@link ErrorMode#PEER} runs keepalive on it. */
@@ -216,26 +230,47 @@ public final class Endpoint extends AbstractChannel {
 
     // ------------------------------------------------------------ wireup (event loop only)
 
-    void connectLanes(LaneSelector.Lane lane) {
+    /**
+     * Connects this endpoint's own lane to the peer's iface and sends the REQUEST on it. Writes stay in the stub until
+     * it is certain which lane the pair will use: at once on the worker with the lower uuid (its own lane always
+     * carries the winning REQUEST, see {@link Worker#onRequest}); on the higher-uuid worker only when the REPLY
+     * comes or the peer's REQUEST pairs with this endpoint, so nothing is ever written on a lane that is dropped.
+     */
+    void connectLanes() {
         assert eventLoop().inEventLoop();
+        if (state != State.WIRING_UP || remoteEpId != WireupMessage.INVALID_EP_ID) {
+            return; // closed, or already paired with the peer's REQUEST
+        }
+        LaneSelector.Lane lane = lanes.am();
         LaneHandler handler = new LaneHandler(worker, this);
         ChannelFuture f = lane.iface().connect(lane.remote().deviceAddress(), lane.remote().ifaceAddress(), handler);
         f.addListener((ChannelFutureListener) done -> {
             if (done.isSuccess()) {
-                lanesConnected(done.channel());
-            } else {
+                ownLaneConnected(done.channel());
+            } else if (remoteEpId == WireupMessage.INVALID_EP_ID) {
                 fail(new EndpointException(id, remoteAddress, "connecting " + lane.name() + " failed: " + done.cause(),
                         done.cause()));
             }
         });
     }
 
-    private void lanesConnected(Channel lane) {
-        if (state != State.WIRING_UP) {
-            lane.close(); // closed while connecting
+    private void ownLaneConnected(Channel lane) {
+        if (state != State.WIRING_UP || remoteEpId != WireupMessage.INVALID_EP_ID) {
+            lane.close(); // closed while connecting, or the peer's REQUEST paired with us meanwhile: nothing sent on it
             return;
         }
-        lane.write(WireupMessage.request(errorMode, id, worker.address()).toFrame(lane.alloc()), lane.voidPromise());
+        ownLane = lane;
+        lane.write(WireupMessage.request(errorMode, connSn, id, worker.address()).toFrame(lane.alloc()),
+                lane.voidPromise());
+        if (Long.compareUnsigned(worker.uuid(), remote.uuid()) <= 0) {
+            switchToLane(lane);
+        } else {
+            lane.flush();
+        }
+    }
+
+    /** The pair's lane is known and connected: the stub steps aside and its queued writes replay onto the lane. */
+    private void switchToLane(Channel lane) {
         amLane = lane;
         state = State.CONNECTED;
         StubHandler s = stub;
@@ -246,13 +281,43 @@ public final class Endpoint extends AbstractChannel {
         pipeline().fireChannelActive();
     }
 
-    /** The peer's REPLY: it made its endpoint, whose id EP_CHECK will carry. */
+    /**
+     * Simultaneous connect, this worker having the higher uuid: the peer's REQUEST (arrived on {@code peerLane}, the
+     * lane the peer opened) pairs with this endpoint, and the pair uses that lane. The REPLY goes on our own lane if
+     * our REQUEST went there (behind it, so the peer sees our REQUEST, and ignores it, before the REPLY; the peer then
+     * closes that lane), else on the peer's lane; our lane, if still connecting, is closed once connected.
+     */
+    void pairWithRequest(WireupMessage request, Channel peerLane) {
+        assert eventLoop().inEventLoop() && state == State.WIRING_UP;
+        remoteEpId = request.srcEpId();
+        Channel replyOn = ownLane != null && ownLane.isActive() ? ownLane : peerLane;
+        replyOn.writeAndFlush(WireupMessage.reply(errorMode, connSn, id, remoteEpId).toFrame(replyOn.alloc()),
+                replyOn.voidPromise());
+        switchToLane(peerLane);
+        wireupPromise.trySuccess(null);
+    }
+
+    /** The peer's REPLY: it made (or paired) its endpoint, whose id EP_CHECK will carry. */
     void onReply(WireupMessage reply) {
         if (remoteEpId != WireupMessage.INVALID_EP_ID) {
             throw new io.nucx.protocol.ProtocolException("second wireup REPLY on " + this);
         }
         remoteEpId = reply.srcEpId();
+        worker.endpointMatched(this);
+        if (state == State.WIRING_UP && ownLane != null) {
+            switchToLane(ownLane);
+        }
         wireupPromise.trySuccess(null);
+    }
+
+    /** Whether the pair's lane is the one this endpoint opened (else the peer's). Loop only; for tests. */
+    boolean usesOwnLane() {
+        return ownLane != null && amLane == ownLane;
+    }
+
+    /** Whether this endpoint sent a REQUEST and still waits for its REPLY. Loop only. */
+    boolean awaitsReply() {
+        return ownLane != null && remoteEpId == WireupMessage.INVALID_EP_ID && state != State.CLOSED;
     }
 
     /** The peer's id of this endpoint, or -1 before its REPLY. Loop only. */
@@ -282,7 +347,7 @@ public final class Endpoint extends AbstractChannel {
             fail(new EndpointTimeoutException(id, remoteAddress, "no answer from the peer for "
                     + java.time.Duration.ofNanos(timeoutNanos) + " (NUCX_KEEPALIVE_TIMEOUT) on "
                     + (lanes.keepalive() != null ? lanes.keepalive().name() : lanes.am().name())
-                    + (state == State.WIRING_UP ? ", lane never connected"
+                    + (ownLane == null && amLane == null ? ", lane never connected"
                     : remoteEpId == WireupMessage.INVALID_EP_ID ? ", no REPLY to the wireup REQUEST" : "")
                     + ": the peer is hung, stopped or unreachable"));
             return;
@@ -404,7 +469,10 @@ public final class Endpoint extends AbstractChannel {
      * The AM lane went away. Unless this endpoint closed it, that is a failure: the peer's process or connection went
      * ({@code laneCause} null or an I/O error: {@link ConnectionResetException}), or a frame broke the protocol.
      */
-    void laneInactive(Throwable laneCause) {
+    void laneInactive(Channel laneCh, Throwable laneCause) {
+        if (laneCh != amLane && !(laneCh == ownLane && remoteEpId == WireupMessage.INVALID_EP_ID)) {
+            return; // a lane dropped after a simultaneous connect, not one the endpoint uses
+        }
         if (failure == null && state != State.CLOSED && !(state == State.CLOSING && closeMessageSent)) {
             String lane = lanes.am().name();
             if (laneCause == null) {
@@ -524,6 +592,9 @@ public final class Endpoint extends AbstractChannel {
         Channel lane = amLane;
         if (lane != null) {
             lane.close();
+        }
+        if (ownLane != null && ownLane != lane) {
+            ownLane.close();
         }
         worker.endpointClosed(this);
     }

@@ -22,9 +22,12 @@ import java.nio.charset.StandardCharsets;
  * Payload: REQUEST carries the sender's packed worker address; EP_REMOVED a UTF-8 reason of at most
  * {@link #MAX_REASON} bytes (UCX sends none; ours names why, for the peer's exception); REPLY and EP_CHECK none.
  * <ul>
- *   <li>REQUEST: connecting side → acceptor, on a new lane; src = the connector's endpoint id.</li>
- *   <li>REPLY: acceptor → connector; src = the acceptor's endpoint id, dst = the connector's. After it both sides
- *       know the other's id (keepalive needs it).</li>
+ *   <li>REQUEST: connecting side → acceptor, on the lane the connector opened; conn sn = the connector's number
+ *       for this connection to the acceptor's uuid (0, 1, 2... per peer; see {@link EndpointMatch}), src = the
+ *       connector's endpoint id, dst = none.</li>
+ *   <li>REPLY: acceptor → connector; src = the acceptor's endpoint id, dst = the connector's, conn sn echoed. After
+ *       it both sides know the other's id (keepalive needs it). In a simultaneous connect the REPLY goes on the
+ *       replier's own lane, behind its own (ignored) REQUEST, so the peer always sees that REQUEST first.</li>
  *   <li>EP_CHECK: keepalive probe; dst = the receiver's endpoint id. A receiver that does not know that id answers
  *       EP_REMOVED.</li>
  *   <li>EP_REMOVED: "the endpoint you talk to is gone": the answer to EP_CHECK for an unknown id, and what a
@@ -44,12 +47,12 @@ record WireupMessage(int type, int errMode, int connSn, long srcEpId, long dstEp
     static final long INVALID_EP_ID = -1L;
     static final int MAX_REASON = 512;
 
-    static WireupMessage request(ErrorMode mode, long srcEpId, WorkerAddress address) {
-        return new WireupMessage(REQUEST, mode.wire(), 0, srcEpId, INVALID_EP_ID, address, null);
+    static WireupMessage request(ErrorMode mode, int connSn, long srcEpId, WorkerAddress address) {
+        return new WireupMessage(REQUEST, mode.wire(), connSn, srcEpId, INVALID_EP_ID, address, null);
     }
 
-    static WireupMessage reply(ErrorMode mode, long srcEpId, long dstEpId) {
-        return new WireupMessage(REPLY, mode.wire(), 0, srcEpId, dstEpId, null, null);
+    static WireupMessage reply(ErrorMode mode, int connSn, long srcEpId, long dstEpId) {
+        return new WireupMessage(REPLY, mode.wire(), connSn, srcEpId, dstEpId, null, null);
     }
 
     static WireupMessage epCheck(ErrorMode mode, long srcEpId, long dstEpId) {
