@@ -30,6 +30,12 @@ class TwoProcessWireupTest {
         simultaneousRounds(Map.of(), ROUNDS);
     }
 
+    /** The same over tcp lanes connected endpoint to endpoint: the REQUESTs cross on the auxiliary lanes. */
+    @Test
+    void simultaneousConnectsOverP2pLanesEndWithOnePairEachRound() throws Exception {
+        simultaneousRounds(Map.of("TCP_CONNECT", "p2p"), 50);
+    }
+
     static void simultaneousRounds(Map<String, String> settings, int rounds) throws Exception {
         Map<String, String> env = new java.util.HashMap<>(Map.of("NUCX_TLS", "tcp", "NUCX_RNDV_THRESH", "1k"));
         NucxBootstrap b = new NucxBootstrap().name("test").config("TLS", "tcp").config("RNDV_THRESH", "1k");
@@ -48,6 +54,7 @@ class TwoProcessWireupTest {
                     peer.send("ROUND " + r);
                     ConnectRound mine = ConnectRound.run(w, address, r, 0);
                     assertNull(mine.error(), mine.error());
+                    assertEquals("p2p".equals(settings.get("TCP_CONNECT")), mine.endpoint().lanes().am().p2p());
                     assertEquals(java.util.List.of(mine.endpoint()), java.util.List.copyOf(w.endpoints()),
                             () -> "round " + round + ": exactly one endpoint here, the one connect returned");
                     String[] theirs = peer.awaitLine("RESULT " + r + " ").split(" ", 2);

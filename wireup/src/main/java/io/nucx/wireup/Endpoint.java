@@ -84,6 +84,12 @@ public final class Endpoint extends AbstractChannel {
     private final int connSn;
     /** The lane this endpoint connected itself to carry its REQUEST; null for endpoints created on demand. */
     private Channel ownLane;
+    /** p2p AM lane: the transport endpoint, its lane once connected, whether the peer's side is connected. */
+    private io.nucx.transport.P2pEndpoint p2pEndpoint;
+    private Channel p2pLane;
+    private boolean p2pRemoteConnected;
+    /** p2p: this side dials the peer's endpoint (it sent the REQUEST that was answered) and sends the ACK. */
+    private boolean p2pDialer;
     private Channel rmaChannel;
     private StubHandler stub;
     /** The peer's id for this endpoint: from the REQUEST (accepted) or the REPLY (connected). Loop only. */
@@ -242,6 +248,9 @@ public final class Endpoint extends AbstractChannel {
             return; // closed, or already paired with the peer's REQUEST
         }
         LaneSelector.Lane lane = lanes.am();
+        if (lane.p2p()) {
+            p2pEndpoint(); // its address goes in the REQUEST
+        }
         LaneHandler handler = new LaneHandler(worker, this);
         ChannelFuture f = lane.iface().connect(lane.remote().deviceAddress(), lane.remote().ifaceAddress(), handler);
         f.addListener((ChannelFutureListener) done -> {
@@ -260,9 +269,9 @@ public final class Endpoint extends AbstractChannel {
             return;
         }
         ownLane = lane;
-        lane.write(WireupMessage.request(errorMode, connSn, id, worker.address()).toFrame(lane.alloc()),
-                lane.voidPromise());
-        if (Long.compareUnsigned(worker.uuid(), remote.uuid()) <= 0) {
+        lane.write(WireupMessage.request(errorMode, connSn, id, worker.address(), p2pEndpoint != null
+                ? p2pEndpoint.address() : WireupMessage.NO_EP_ADDRESS).toFrame(lane.alloc()), lane.voidPromise());
+        if (!lanes.am().p2p() && Long.compareUnsigned(worker.uuid(), remote.uuid()) <= 0) {
             switchToLane(lane);
         } else {
             lane.flush();
@@ -291,10 +300,75 @@ public final class Endpoint extends AbstractChannel {
         assert eventLoop().inEventLoop() && state == State.WIRING_UP;
         remoteEpId = request.srcEpId();
         Channel replyOn = ownLane != null && ownLane.isActive() ? ownLane : peerLane;
-        replyOn.writeAndFlush(WireupMessage.reply(errorMode, connSn, id, remoteEpId).toFrame(replyOn.alloc()),
-                replyOn.voidPromise());
+        replyOn.writeAndFlush(WireupMessage.reply(errorMode, connSn, id, remoteEpId, localEpAddress())
+                .toFrame(replyOn.alloc()), replyOn.voidPromise());
+        if (lanes.am().p2p()) {
+            return; // the peer dials our p2p endpoint; its ACK on that lane completes the wireup
+        }
         switchToLane(peerLane);
         wireupPromise.trySuccess(null);
+    }
+
+    /** REPLY to the REQUEST that created this endpoint on demand, on the lane it came by. */
+    void replyTo(WireupMessage request, Channel lane) {
+        lane.writeAndFlush(WireupMessage.reply(errorMode, connSn, id, remoteEpId, localEpAddress())
+                .toFrame(lane.alloc()), lane.voidPromise());
+    }
+
+    /** Our p2p endpoint's address for the peer, or none when the AM lane connects to the iface. */
+    private byte[] localEpAddress() {
+        return lanes.am().p2p() ? p2pEndpoint().address() : WireupMessage.NO_EP_ADDRESS;
+    }
+
+    /** The transport endpoint of a p2p AM lane, made on first use; its lane, once connected, waits for the switch. */
+    private io.nucx.transport.P2pEndpoint p2pEndpoint() {
+        if (p2pEndpoint == null) {
+            p2pEndpoint = lanes.am().iface().createEndpoint(new LaneHandler(worker, this));
+            p2pEndpoint.connected().addListener(f -> {
+                if (f.isSuccess()) {
+                    Channel lane = (Channel) f.getNow();
+                    if (state == State.CLOSED) {
+                        lane.close();
+                    } else if (p2pLane == null) {
+                        p2pLane = lane;
+                        maybeSwitchToP2p();
+                    }
+                }
+            });
+        }
+        return p2pEndpoint;
+    }
+
+    /**
+     * UCX's rule: switch the stub to the p2p lane when both sides are connected: ours (the lane is up) and the peer's
+     * (the REPLY told the dialer; the ACK tells the other side). The dialer's ACK goes first on the lane, before the
+     * replayed writes. The auxiliary lane has done its job then and is closed by its owner.
+     */
+    private void maybeSwitchToP2p() {
+        if (state != State.WIRING_UP || p2pLane == null || !p2pRemoteConnected) {
+            return;
+        }
+        if (p2pDialer) {
+            p2pLane.write(WireupMessage.ack(errorMode, connSn, id, remoteEpId).toFrame(p2pLane.alloc()),
+                    p2pLane.voidPromise());
+        }
+        switchToLane(p2pLane);
+        wireupPromise.trySuccess(null);
+        if (ownLane != null && ownLane != p2pLane) {
+            ownLane.close();
+        }
+    }
+
+    /** The dialer's ACK arrived on the p2p lane: the peer is connected too. */
+    void onAck(WireupMessage ack, Channel lane) {
+        if (!lanes.am().p2p() || p2pDialer || p2pRemoteConnected) {
+            throw new io.nucx.protocol.ProtocolException("unexpected wireup ACK on " + this);
+        }
+        if (p2pLane == null) {
+            p2pLane = lane;
+        }
+        p2pRemoteConnected = true;
+        maybeSwitchToP2p();
     }
 
     /** The peer's REPLY: it made (or paired) its endpoint, whose id EP_CHECK will carry. */
@@ -304,10 +378,32 @@ public final class Endpoint extends AbstractChannel {
         }
         remoteEpId = reply.srcEpId();
         worker.endpointMatched(this);
+        if (lanes.am().p2p()) {
+            dialP2p(reply.epAddress());
+            return;
+        }
         if (state == State.WIRING_UP && ownLane != null) {
             switchToLane(ownLane);
         }
         wireupPromise.trySuccess(null);
+    }
+
+    /** The requester's side of a p2p lane: connect our endpoint to the one the REPLY named; ACK once connected. */
+    private void dialP2p(byte[] remoteEpAddress) {
+        if (remoteEpAddress == null || remoteEpAddress.length == 0) {
+            throw new io.nucx.protocol.ProtocolException("wireup REPLY without an endpoint address for the p2p lane "
+                    + lanes.am().name() + " of " + this);
+        }
+        p2pDialer = true;
+        p2pRemoteConnected = true; // the REPLY says the peer's endpoint exists and waits for us
+        LaneSelector.Lane lane = lanes.am();
+        p2pEndpoint().connect(lane.remote().deviceAddress(), lane.remote().ifaceAddress(), remoteEpAddress)
+                .addListener((ChannelFutureListener) f -> {
+                    if (!f.isSuccess()) {
+                        fail(new EndpointException(id, remoteAddress, "connecting the p2p lane " + lane.name()
+                                + " to the peer's endpoint failed: " + f.cause(), f.cause()));
+                    }
+                });
     }
 
     /** Whether the pair's lane is the one this endpoint opened (else the peer's). Loop only; for tests. */
@@ -470,7 +566,8 @@ public final class Endpoint extends AbstractChannel {
      * ({@code laneCause} null or an I/O error: {@link ConnectionResetException}), or a frame broke the protocol.
      */
     void laneInactive(Channel laneCh, Throwable laneCause) {
-        if (laneCh != amLane && !(laneCh == ownLane && remoteEpId == WireupMessage.INVALID_EP_ID)) {
+        boolean waitsOnIt = laneCh == ownLane && remoteEpId == WireupMessage.INVALID_EP_ID;
+        if (laneCh != amLane && laneCh != p2pLane && !waitsOnIt) {
             return; // a lane dropped after a simultaneous connect, not one the endpoint uses
         }
         if (failure == null && state != State.CLOSED && !(state == State.CLOSING && closeMessageSent)) {
@@ -595,6 +692,12 @@ public final class Endpoint extends AbstractChannel {
         }
         if (ownLane != null && ownLane != lane) {
             ownLane.close();
+        }
+        if (p2pLane != null && p2pLane != lane) {
+            p2pLane.close();
+        }
+        if (p2pEndpoint != null) {
+            p2pEndpoint.close();
         }
         worker.endpointClosed(this);
     }

@@ -56,6 +56,7 @@ final class LaneHandler extends ChannelInboundHandlerAdapter {
                     switch (m.type()) {
                         case WireupMessage.REQUEST -> onRequest(ctx, m);
                         case WireupMessage.REPLY -> onReply(ctx, m);
+                        case WireupMessage.ACK -> onAck(ctx, m);
                         case WireupMessage.EP_CHECK -> onEpCheck(ctx, m);
                         case WireupMessage.EP_REMOVED -> onEpRemoved(m);
                         default -> throw new ProtocolException("wireup " + WireupMessage.typeName(m.type())
@@ -181,6 +182,14 @@ final class LaneHandler extends ChannelInboundHandlerAdapter {
         target.heard();
         target.onReply(m);
         ctx.close();
+    }
+
+    private void onAck(ChannelHandlerContext ctx, WireupMessage m) {
+        if (endpoint == null || m.dstEpId() != endpoint.endpointId()) {
+            throw new ProtocolException("wireup ACK for endpoint #" + m.dstEpId() + " on a lane of "
+                    + (endpoint != null ? endpoint : "no endpoint"));
+        }
+        endpoint.onAck(m, ctx.channel());
     }
 
     /**

@@ -469,7 +469,9 @@ public final class Worker {
             }
             if (expected == null) {
                 LaneSelector.Lanes sel = LaneSelector.selectLanes(ifaces, address, remote, mode, null);
-                ep = Endpoint.incoming(this, nextEndpointId.getAndIncrement(), remote, sel, lane, mode,
+                // A p2p AM lane is not the lane the REQUEST came by: the endpoint waits for it in its stub.
+                ep = Endpoint.incoming(this, nextEndpointId.getAndIncrement(), remote, sel,
+                        sel.am().p2p() ? null : lane, mode,
                         request.srcEpId(), request.connSn());
                 endpoints.put(ep.endpointId(), ep);
                 loop.register(ep); // on the loop: done before a connect on another thread can adopt it
@@ -491,8 +493,7 @@ public final class Worker {
             expected.pairWithRequest(request, lane);
             return new RequestOutcome.Accepted(expected);
         }
-        lane.writeAndFlush(WireupMessage.reply(mode, request.connSn(), ep.endpointId(), request.srcEpId())
-                .toFrame(lane.alloc()), lane.voidPromise());
+        ep.replyTo(request, lane);
         if (closed.get()) {
             ep.close();
         }

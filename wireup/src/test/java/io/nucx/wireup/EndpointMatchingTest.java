@@ -117,10 +117,13 @@ class EndpointMatchingTest {
      * REQUEST. Writes queued before, during and after wireup (eager, rendezvous and synchronous) arrive once, in order.
      */
     @ParameterizedTest(name = "{0}")
-    @ValueSource(strings = {"tcp", "self"})
-    void simultaneousConnectsEndWithOnePairOnTheLowerUuidsLane(String tls) throws Exception {
-        Worker a = workers.start("a", "TLS", tls, "RNDV_THRESH", "1k");
-        Worker b = workers.start("b", "TLS", tls, "RNDV_THRESH", "1k");
+    @ValueSource(strings = {"tcp", "self", "tcp-p2p"})
+    void simultaneousConnectsEndWithOnePairOnTheLowerUuidsLane(String mode) throws Exception {
+        String tls = mode.equals("tcp-p2p") ? "tcp" : mode;
+        String connect = mode.equals("tcp-p2p") ? "p2p" : "iface";
+        Worker a = workers.start("a", "TLS", tls, "RNDV_THRESH", "1k", "TCP_CONNECT", connect);
+        Worker b = workers.start("b", "TLS", tls, "RNDV_THRESH", "1k", "TCP_CONNECT", connect);
+
         boolean aLower = Long.compareUnsigned(a.uuid(), b.uuid()) < 0;
         int[] sizes = {10, 5000, 64, 100, 3000, 20};
         for (int round = 0; round < 25; round++) {
@@ -144,6 +147,7 @@ class EndpointMatchingTest {
             }
             Endpoint ea = a.connect(b.address());
             Endpoint eb = b.connect(a.address());
+            assertEquals(connect.equals("p2p"), ea.lanes().am().p2p(), "lane kind");
             List<ChannelFuture> sends = new ArrayList<>();
             for (int i = 0; i < 3; i++) { // before wireup
                 sends.add(send(ea, tagA, round, i, sizes[i]));
@@ -169,8 +173,13 @@ class EndpointMatchingTest {
             assertEquals(List.of(eb), awaitEndpoints(b, 1), () -> "round " + r + ": one endpoint at b");
             assertEquals(eb.endpointId(), (long) onLoop(a, ea::remoteEndpointId));
             assertEquals(ea.endpointId(), (long) onLoop(b, eb::remoteEndpointId));
-            assertEquals(aLower, (boolean) onLoop(a, ea::usesOwnLane), "the pair uses the lower uuid's lane");
-            assertEquals(!aLower, (boolean) onLoop(b, eb::usesOwnLane), "the pair uses the lower uuid's lane");
+            if (connect.equals("iface")) {
+                assertEquals(aLower, (boolean) onLoop(a, ea::usesOwnLane), "the pair uses the lower uuid's lane");
+                assertEquals(!aLower, (boolean) onLoop(b, eb::usesOwnLane), "the pair uses the lower uuid's lane");
+            } else {
+                assertTrue(ea.amLane() != null && ea.amLane().isActive() && eb.amLane().isActive(), "p2p lanes up");
+                assertTrue(!onLoop(a, ea::usesOwnLane) && !onLoop(b, eb::usesOwnLane), "the aux lane carries no data");
+            }
             assertArrayEquals(new int[] {0, 0}, a.matchQueueSizes(b.uuid()));
             assertArrayEquals(new int[] {0, 0}, b.matchQueueSizes(a.uuid()));
             assertEquals(0, (int) onLoop(a, a::unexpectedCount), "nothing duplicated");
@@ -188,8 +197,10 @@ class EndpointMatchingTest {
         Worker higher = aLower ? b : a;
         assertEquals(25, higher.counters().count(Worker.WIREUP_REQUEST_PAIRED), "every round paired at the higher");
         assertEquals(0, lower.counters().count(Worker.WIREUP_REQUEST_PAIRED));
+        assertEquals(0, a.counters().count(Worker.WIREUP_ADOPTED) + b.counters().count(Worker.WIREUP_ADOPTED),
+                "no round adopted: both endpoints were EXPECTED before either REQUEST was read");
         assertEquals(0, higher.counters().count(Worker.WIREUP_REQUEST_IGNORED));
-        System.out.println(tls + ": the higher's REQUEST reached the lower and was ignored in "
+        System.out.println(mode + ": the higher's REQUEST reached the lower and was ignored in "
                 + lower.counters().count(Worker.WIREUP_REQUEST_IGNORED) + " of 25 rounds (else the pairing came first)");
     }
 
