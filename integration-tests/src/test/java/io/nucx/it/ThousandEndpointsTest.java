@@ -24,7 +24,8 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * peer has 1,000 too): every endpoint wires up, carries a synchronous send both ways (data there, acknowledgement
  * back), keeps up keepalive, and closes gracefully, after which the peer has no endpoint left.
  *
- * <p>It prints the wireup time per endpoint (connect() to the peer's REPLY) measured with HdrHistogram, twice: one
+ * <p>It prints the wireup time per endpoint (connect() to {@code wireupFuture()}: the peer's REPLY; with p2p lanes the
+ * switch to the dialled lane after the REPLY) measured with HdrHistogram, twice: one
  * endpoint at a time (latency), then for a burst of another 1,000 connected at once (each endpoint's own time, all
  * in flight together). These are figures, not assertions: BENCHMARKS.md records them with this test as the command.
  */
