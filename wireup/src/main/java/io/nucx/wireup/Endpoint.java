@@ -34,7 +34,8 @@ import java.util.List;
  *                                                  (head)
  * </pre>
  * Lanes are chosen when the endpoint is created (both addresses are known), so protocols fragment for the right lane
- * at once; the stub only waits for the lane channel to connect. Inbound frames arrive on the lane and go to the
+ * at once; the stub only waits until the pair's lane is known and connected (see {@link Worker#onRequest} for
+ * simultaneous connects, and the p2p handshake in {@link #onReply}). Inbound frames arrive on the lane and go to the
  * worker's tag matching; those routed to this endpoint ({@link EndpointOption#PIPELINE_TAG_MASK}) come up this
  * pipeline as {@link TagMessage}s.
  *
@@ -168,7 +169,8 @@ public final class Endpoint extends AbstractChannel {
 
     /**
      * Completes when the endpoint is wired up both ways: for a connected endpoint when the peer's REPLY arrives (it
-     * then knows the peer's endpoint id), for an accepted one at once. Fails if the endpoint fails first.
+     * then knows the peer's endpoint id) or its REQUEST paired with ours, for an accepted one at once; with a p2p lane
+     * when the stub switches to it (after ACK). Fails if the endpoint fails first.
      */
     public io.netty.util.concurrent.Future<Void> wireupFuture() {
         return wireupPromise;
