@@ -83,6 +83,13 @@ final class PeerProcess implements AutoCloseable {
         return new PeerProcess(pb.start(), err);
     }
 
+    /** Writes one line to the peer's standard input. */
+    void send(String line) throws IOException {
+        var in = process.getOutputStream();
+        in.write((line + "\n").getBytes(StandardCharsets.UTF_8));
+        in.flush();
+    }
+
     /** Reads stdout lines until one starts with {@code prefix}; returns the rest of it. */
     String awaitLine(String prefix) throws IOException {
         for (String line; (line = stdout.readLine()) != null; ) {

@@ -6,7 +6,8 @@ import io.nucx.wireup.NucxBootstrap;
 import io.nucx.wireup.Worker;
 import io.nucx.wireup.WorkerAddress;
 import org.HdrHistogram.Histogram;
-import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
 import org.junit.jupiter.api.Timeout;
 
 import java.util.ArrayList;
@@ -23,7 +24,8 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * peer has 1,000 too): every endpoint wires up, carries a synchronous send both ways (data there, acknowledgement
  * back), keeps up keepalive, and closes gracefully, after which the peer has no endpoint left.
  *
- * <p>It prints the wireup time per endpoint (connect() to the peer's REPLY) measured with HdrHistogram, twice: one
+ * <p>It prints the wireup time per endpoint (connect() to {@code wireupFuture()}: the peer's REPLY; with p2p lanes the
+ * switch to the dialled lane after the REPLY) measured with HdrHistogram, twice: one
  * endpoint at a time (latency), then for a burst of another 1,000 connected at once (each endpoint's own time, all
  * in flight together). These are figures, not assertions: BENCHMARKS.md records them with this test as the command.
  */
@@ -32,12 +34,18 @@ class ThousandEndpointsTest {
 
     private static final int ENDPOINTS = 1000;
 
-    @Test
-    void aThousandEndpointsToOnePeerWireUpCarryTrafficAndCloseCleanly() throws Exception {
-        try (PeerProcess peer = PeerProcess.start(FailurePeer.class, Map.of("NUCX_TLS", "tcp"), "serve",
-                Integer.toString(2 * ENDPOINTS))) {
+    /**
+     * {@code iface}: each endpoint's lane connects to the peer's listening socket and carries the REQUEST; {@code p2p}
+     * (NUCX_TCP_CONNECT=p2p): an auxiliary lane carries REQUEST and REPLY, then a second connection is dialled to the
+     * peer's endpoint and carries the ACK and the data, and the auxiliary lane closes.
+     */
+    @ParameterizedTest(name = "tcp {0}")
+    @ValueSource(strings = {"iface", "p2p"})
+    void aThousandEndpointsToOnePeerWireUpCarryTrafficAndCloseCleanly(String connect) throws Exception {
+        try (PeerProcess peer = PeerProcess.start(FailurePeer.class, Map.of("NUCX_TLS", "tcp", "NUCX_TCP_CONNECT",
+                connect), "serve", Integer.toString(2 * ENDPOINTS))) {
             WorkerAddress address = WorkerAddress.fromHex(peer.awaitLine("ADDRESS"));
-            Worker w = new NucxBootstrap().name("many").config("TLS", "tcp").start();
+            Worker w = new NucxBootstrap().name("many").config("TLS", "tcp").config("TCP_CONNECT", connect).start();
             try {
                 // Warm-up: JIT the wireup path on both sides, then close (graceful, so the peer forgets them).
                 for (int i = 0; i < 50; i++) {
@@ -115,14 +123,15 @@ class ThousandEndpointsTest {
                     assertTrue(ep.errorFuture().isSuccess(), () -> ep + ": " + ep.errorFuture().cause());
                 }
                 System.out.println(String.format(Locale.ROOT,
-                        "WIREUP one at a time: %d endpoints in %d ms; per endpoint median %.1f us, p99 %.1f us, "
+                        "WIREUP " + connect + " one at a time: %d endpoints in %d ms; per endpoint median %.1f us, p99 %.1f us, "
                                 + "max %.1f us", ENDPOINTS, sequentialMs, us(oneAtATime, 50), us(oneAtATime, 99),
                         oneAtATime.getMaxValue() / 1e3));
                 System.out.println(String.format(Locale.ROOT,
-                        "WIREUP burst of %d at once: all in %d ms; per endpoint median %.1f us, p99 %.1f us, "
+                        "WIREUP " + connect + " burst of %d at once: all in %d ms; per endpoint median %.1f us, p99 %.1f us, "
                                 + "max %.1f us", ENDPOINTS, burstMs, us(burst, 50), us(burst, 99),
                         burst.getMaxValue() / 1e3));
-                System.out.println("CLOSE " + eps.size() + " endpoints gracefully: " + closeMs + " ms");
+                assertEquals(connect.equals("p2p"), eps.get(0).lanes().am().p2p(), "lane kind");
+                System.out.println("CLOSE " + connect + " " + eps.size() + " endpoints gracefully: " + closeMs + " ms");
             } finally {
                 w.close().get(60, TimeUnit.SECONDS);
             }

@@ -40,24 +40,37 @@ class TwoProcessTagTest {
     @ParameterizedTest(name = "tcp over {0}")
     @MethodSource("engines")
     void tenThousandMessagesArriveIntactAndInOrder(String engine) throws Exception {
-        exchange("tcp", engine, COUNT);
+        exchange("tcp", engine, COUNT, "iface");
+    }
+
+    /**
+     * tcp lanes connected endpoint to endpoint (NUCX_TCP_CONNECT=p2p) on both sides: REQUEST on the auxiliary lane,
+     * REPLY with the peer's endpoint address, the data lane dialled to it and ACK first on it. Writes made before
+     * (queued in the stub), during and after that exchange arrive intact and in order; the peer answers on the
+     * endpoint it created on demand, over a p2p lane too.
+     */
+    @ParameterizedTest(name = "tcp p2p over {0}")
+    @MethodSource("engines")
+    void tenThousandMessagesOverP2pLanesArriveIntactAndInOrder(String engine) throws Exception {
+        exchange("tcp", engine, COUNT, "p2p");
     }
 
     /** shm rings, with each engine as the one the shm loop wraps (it carries the doorbell). */
     @ParameterizedTest(name = "shm around {0}")
     @MethodSource("engines")
     void aHundredThousandMessagesOverShmArriveIntactAndInOrder(String engine) throws Exception {
-        exchange("shm", engine, SHM_COUNT);
+        exchange("shm", engine, SHM_COUNT, "iface");
     }
 
     static final int SHM_COUNT = 100_000;
 
-    private void exchange(String tls, String engine, int count) throws Exception {
+    private void exchange(String tls, String engine, int count, String connect) throws Exception {
         Engines.assumeAvailable(engine);
-        Map<String, String> env = Map.of("NUCX_TLS", tls, "NUCX_TCP_IO", engine);
+        Map<String, String> env = Map.of("NUCX_TLS", tls, "NUCX_TCP_IO", engine, "NUCX_TCP_CONNECT", connect);
         try (PeerProcess peer = PeerProcess.start(TagPeer.class, env, Integer.toString(count))) {
             WorkerAddress peerAddress = WorkerAddress.fromHex(peer.awaitLine("ADDRESS"));
-            Worker worker = new NucxBootstrap().name("sender").config("TLS", tls).config("TCP_IO", engine).start();
+            Worker worker = new NucxBootstrap().name("sender").config("TLS", tls).config("TCP_IO", engine)
+                    .config("TCP_CONNECT", connect).start();
             try {
                 var report = worker.tagRecv(TagPeer.REPORT_TAG, -1L);
                 assertEquals(tls, worker.address().entries().get(0).transport(), "the worker's only transport");
@@ -74,6 +87,7 @@ class TwoProcessTagTest {
                     return e;
                 }).get(30, TimeUnit.SECONDS);
                 assertFalse(activeWhenWritten[0], "the endpoint must still be wiring up when the first writes are made");
+                assertEquals(connect.equals("p2p"), ep.lanes().am().p2p(), () -> "lane kind: " + ep.lanes().describe());
                 for (int i = WRITTEN_BEFORE_CONNECT; i < count; i++) {
                     inFlight.add(ep.tagSend(i, MessagePlan.content(i)));
                     if (i >= WRITTEN_BEFORE_CONNECT && inFlight.size() > WINDOW) {
@@ -93,6 +107,7 @@ class TwoProcessTagTest {
                     m.release();
                 }
                 assertTrue(text.startsWith("OK " + count + " "), () -> "peer reports: " + text + "\n" + peer.stderr());
+                assertTrue(ep.wireupFuture().isSuccess(), () -> "wireup: " + ep.wireupFuture().cause());
                 for (String protocol : new String[] {EagerTagSendHandler.EGR_SHORT,
                         EagerTagSendHandler.EGR_SINGLE_BCOPY, EagerTagSendHandler.EGR_MULTI_BCOPY}) {
                     assertTrue(worker.counters().count(protocol) > 0, protocol + " carried none of the sizes");

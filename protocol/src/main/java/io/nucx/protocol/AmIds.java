@@ -2,7 +2,8 @@ package io.nucx.protocol;
 
 /**
  * Active-message ids, numbered as UCP's ({@code src/ucp/core/ucp_types.h}) so that a frame dump reads like UCX's.
- * Id 0 is reserved: the tcp framing rejects it.
+ * Id 0 is reserved: the tcp framing rejects it. Id 255 is the tcp transport's own (TcpIface.CONNECT_EP_AM_ID, the first
+ * frame of a p2p connection).
  */
 public final class AmIds {
     /** Wireup messages (REQUEST, REPLY, ACK, ...). */

@@ -41,6 +41,14 @@ public interface Iface {
      */
     ChannelFuture connect(byte[] remoteDeviceAddress, byte[] remoteIfaceAddress, ChannelHandler laneHandler);
 
+    /**
+     * Creates an endpoint to be connected endpoint to endpoint (ifaces with {@link Capability#CONNECT_TO_EP}); its
+     * lane's pipeline gets the transport's framing handlers followed by {@code laneHandler}, whichever side connects.
+     */
+    default P2pEndpoint createEndpoint(ChannelHandler laneHandler) {
+        throw new UnsupportedOperationException(transport().name() + " does not connect endpoint to endpoint");
+    }
+
     /** Closes the listening side; lanes already connected stay open until their owners close them. */
     Future<?> close();
 }

@@ -39,6 +39,10 @@ public final class NucxConfig {
     /** TCP engine: auto picks io_uring, then epoll, then nio. */
     public static final Entry TCP_IO = define("TCP_IO", "auto",
             "TCP I/O engine: auto | io_uring | epoll | nio");
+    /** How tcp lanes connect: to the peer's iface (listening socket), or endpoint to endpoint (p2p wireup). */
+    public static final Entry TCP_CONNECT = define("TCP_CONNECT", "iface",
+            "How tcp lanes connect: iface (to the peer's listening socket at once) | p2p (endpoint to endpoint after "
+                    + "a REQUEST/REPLY/ACK exchange on an auxiliary connect-to-iface lane)");
     /** Address the tcp iface listens on. */
     public static final Entry TCP_BIND_ADDR = define("TCP_BIND_ADDR", "127.0.0.1",
             "IP address the tcp iface binds to; its port is chosen by the system");
@@ -347,6 +351,7 @@ public final class NucxConfig {
             }
         }
         choice(TCP_IO, "auto", "io_uring", "epoll", "nio");
+        choice(TCP_CONNECT, "iface", "p2p");
         memunits(TCP_SEG_SIZE, 8192, 16L << 20);
         memunits(SELF_QUEUE_BYTES, 4096, 1L << 30);
         nanos(SHM_SPIN, 10_000_000_000L);

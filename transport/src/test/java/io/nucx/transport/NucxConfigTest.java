@@ -91,6 +91,16 @@ class NucxConfigTest {
     }
 
     @Test
+    void tcpConnectModeIsIfaceOrP2p() {
+        assertEquals("iface", config(Map.of()).choice(NucxConfig.TCP_CONNECT, "iface", "p2p"));
+        assertEquals("p2p", config(Map.of("TCP_CONNECT", "p2p")).validate().choice(NucxConfig.TCP_CONNECT, "iface",
+                "p2p"));
+        NucxConfigException e = assertThrows(NucxConfigException.class,
+                () -> NucxConfig.of(Map.of(), Map.of("NUCX_TCP_CONNECT", "ep")).validate());
+        assertMessageNames(e, "NUCX_TCP_CONNECT", "ep", "p2p");
+    }
+
+    @Test
     void unknownOverrideKeyIsRejectedAtOnce() {
         NucxConfigException e = assertThrows(NucxConfigException.class, () -> config(Map.of("TCP_IOO", "nio")));
         assertMessageNames(e, "TCP_IOO", "TCP_IO");

@@ -34,7 +34,8 @@ import java.util.List;
  *                                                  (head)
  * </pre>
  * Lanes are chosen when the endpoint is created (both addresses are known), so protocols fragment for the right lane
- * at once; the stub only waits for the lane channel to connect. Inbound frames arrive on the lane and go to the
+ * at once; the stub only waits until the pair's lane is known and connected (see {@link Worker#onRequest} for
+ * simultaneous connects, and the p2p handshake in {@link #onReply}). Inbound frames arrive on the lane and go to the
  * worker's tag matching; those routed to this endpoint ({@link EndpointOption#PIPELINE_TAG_MASK}) come up this
  * pipeline as {@link TagMessage}s.
  *
@@ -54,7 +55,10 @@ import java.util.List;
  */
 public final class Endpoint extends AbstractChannel {
 
-    /** WIRING_UP until the AM lane connects; CLOSING while a graceful close waits for sends and the peer's answer. */
+    /**
+     * WIRING_UP while writes wait in the stub (until the lane the pair will use is known and connected); CLOSING while
+     * a graceful close waits for sends and the peer's answer.
+     */
     private enum State { WIRING_UP, CONNECTED, CLOSING, CLOSED }
 
     private static final ChannelMetadata METADATA = new ChannelMetadata(false);
@@ -77,6 +81,16 @@ public final class Endpoint extends AbstractChannel {
     private final io.netty.util.concurrent.Promise<Void> wireupPromise;
     private volatile State state;
     private volatile Channel amLane;
+    /** This endpoint's number among the connections between the two workers (see {@link EndpointMatch}). */
+    private final int connSn;
+    /** The lane this endpoint connected itself to carry its REQUEST; null for endpoints created on demand. */
+    private Channel ownLane;
+    /** p2p AM lane: the transport endpoint, its lane once connected, whether the peer's side is connected. */
+    private io.nucx.transport.P2pEndpoint p2pEndpoint;
+    private Channel p2pLane;
+    private boolean p2pRemoteConnected;
+    /** p2p: this side dials the peer's endpoint (it sent the REQUEST that was answered) and sends the ACK. */
+    private boolean p2pDialer;
     private Channel rmaChannel;
     private StubHandler stub;
     /** The peer's id for this endpoint: from the REQUEST (accepted) or the REPLY (connected). Loop only. */
@@ -92,10 +106,11 @@ public final class Endpoint extends AbstractChannel {
     private io.netty.util.concurrent.Future<?> closeTimer;
 
     private Endpoint(Worker worker, long id, WorkerAddress remote, LaneSelector.Lanes lane, Channel connectedLane,
-                     ErrorMode errorMode, long remoteEpId) {
+                     ErrorMode errorMode, long remoteEpId, int connSn) {
         super(null);
         this.worker = worker;
         this.id = id;
+        this.connSn = connSn;
         this.remote = remote;
         this.errorMode = errorMode;
         this.remoteEpId = remoteEpId;
@@ -125,15 +140,21 @@ public final class Endpoint extends AbstractChannel {
         }
     }
 
-    /** An endpoint this worker connects; its AM lane is connected after registration. */
-    static Endpoint outgoing(Worker worker, long id, WorkerAddress remote, LaneSelector.Lanes lane, ErrorMode mode) {
-        return new Endpoint(worker, id, remote, lane, null, mode, WireupMessage.INVALID_EP_ID);
+    /** An endpoint this worker connects as connection {@code connSn} to the peer; its lane connects after registration. */
+    static Endpoint outgoing(Worker worker, long id, WorkerAddress remote, LaneSelector.Lanes lane, ErrorMode mode,
+                             int connSn) {
+        return new Endpoint(worker, id, remote, lane, null, mode, WireupMessage.INVALID_EP_ID, connSn);
     }
 
-    /** An endpoint for a peer that connected to us, on the lane it came in by; {@code remoteEpId} from its REQUEST. */
+    /** An endpoint for a peer that connected to us, on the lane it came in by; id and number from its REQUEST. */
     static Endpoint incoming(Worker worker, long id, WorkerAddress remote, LaneSelector.Lanes lane, Channel laneCh,
-                             ErrorMode mode, long remoteEpId) {
-        return new Endpoint(worker, id, remote, lane, laneCh, mode, remoteEpId);
+                             ErrorMode mode, long remoteEpId, int connSn) {
+        return new Endpoint(worker, id, remote, lane, laneCh, mode, remoteEpId, connSn);
+    }
+
+    /** This endpoint's connection number to its peer (UCX's conn_sn): the n-th connect between the two workers. */
+    int connSn() {
+        return connSn;
     }
 
     /** This endpoint's error handling: {@link ErrorMode#PEER} runs keepalive on it. */
@@ -148,7 +169,8 @@ public final class Endpoint extends AbstractChannel {
 
     /**
      * Completes when the endpoint is wired up both ways: for a connected endpoint when the peer's REPLY arrives (it
-     * then knows the peer's endpoint id), for an accepted one at once. Fails if the endpoint fails first.
+     * then knows the peer's endpoint id) or its REQUEST paired with ours, for an accepted one at once; with a p2p lane
+     * when the stub switches to it (after ACK). Fails if the endpoint fails first.
      */
     public io.netty.util.concurrent.Future<Void> wireupFuture() {
         return wireupPromise;
@@ -216,26 +238,50 @@ public final class Endpoint extends AbstractChannel {
 
     // ------------------------------------------------------------ wireup (event loop only)
 
-    void connectLanes(LaneSelector.Lane lane) {
+    /**
+     * Connects this endpoint's own lane to the peer's iface and sends the REQUEST on it. Writes stay in the stub until
+     * it is certain which lane the pair will use: at once on the worker with the lower uuid (its own lane always
+     * carries the winning REQUEST, see {@link Worker#onRequest}); on the higher-uuid worker only when the REPLY
+     * comes or the peer's REQUEST pairs with this endpoint, so nothing is ever written on a lane that is dropped.
+     */
+    void connectLanes() {
         assert eventLoop().inEventLoop();
+        if (state != State.WIRING_UP || remoteEpId != WireupMessage.INVALID_EP_ID) {
+            return; // closed, or already paired with the peer's REQUEST
+        }
+        LaneSelector.Lane lane = lanes.am();
+        if (lane.p2p()) {
+            p2pEndpoint(); // its address goes in the REQUEST
+        }
         LaneHandler handler = new LaneHandler(worker, this);
         ChannelFuture f = lane.iface().connect(lane.remote().deviceAddress(), lane.remote().ifaceAddress(), handler);
         f.addListener((ChannelFutureListener) done -> {
             if (done.isSuccess()) {
-                lanesConnected(done.channel());
-            } else {
+                ownLaneConnected(done.channel());
+            } else if (remoteEpId == WireupMessage.INVALID_EP_ID) {
                 fail(new EndpointException(id, remoteAddress, "connecting " + lane.name() + " failed: " + done.cause(),
                         done.cause()));
             }
         });
     }
 
-    private void lanesConnected(Channel lane) {
-        if (state != State.WIRING_UP) {
-            lane.close(); // closed while connecting
+    private void ownLaneConnected(Channel lane) {
+        if (state != State.WIRING_UP || remoteEpId != WireupMessage.INVALID_EP_ID) {
+            lane.close(); // closed while connecting, or the peer's REQUEST paired with us meanwhile: nothing sent on it
             return;
         }
-        lane.write(WireupMessage.request(errorMode, id, worker.address()).toFrame(lane.alloc()), lane.voidPromise());
+        ownLane = lane;
+        lane.write(WireupMessage.request(errorMode, connSn, id, worker.address(), p2pEndpoint != null
+                ? p2pEndpoint.address() : WireupMessage.NO_EP_ADDRESS).toFrame(lane.alloc()), lane.voidPromise());
+        if (!lanes.am().p2p() && Long.compareUnsigned(worker.uuid(), remote.uuid()) <= 0) {
+            switchToLane(lane);
+        } else {
+            lane.flush();
+        }
+    }
+
+    /** The pair's lane is known and connected: the stub steps aside and its queued writes replay onto the lane. */
+    private void switchToLane(Channel lane) {
         amLane = lane;
         state = State.CONNECTED;
         StubHandler s = stub;
@@ -246,13 +292,130 @@ public final class Endpoint extends AbstractChannel {
         pipeline().fireChannelActive();
     }
 
-    /** The peer's REPLY: it made its endpoint, whose id EP_CHECK will carry. */
+    /**
+     * Simultaneous connect, this worker having the higher uuid: the peer's REQUEST (arrived on {@code peerLane}, the
+     * lane the peer opened) pairs with this endpoint, and the pair uses that lane. The REPLY goes on our own lane if
+     * our REQUEST went there (behind it, so the peer sees our REQUEST, and ignores it, before the REPLY; the peer then
+     * closes that lane), else on the peer's lane; our lane, if still connecting, is closed once connected.
+     */
+    void pairWithRequest(WireupMessage request, Channel peerLane) {
+        assert eventLoop().inEventLoop() && state == State.WIRING_UP;
+        remoteEpId = request.srcEpId();
+        Channel replyOn = ownLane != null && ownLane.isActive() ? ownLane : peerLane;
+        replyOn.writeAndFlush(WireupMessage.reply(errorMode, connSn, id, remoteEpId, localEpAddress())
+                .toFrame(replyOn.alloc()), replyOn.voidPromise());
+        if (lanes.am().p2p()) {
+            return; // the peer dials our p2p endpoint; its ACK on that lane completes the wireup
+        }
+        switchToLane(peerLane);
+        wireupPromise.trySuccess(null);
+    }
+
+    /** REPLY to the REQUEST that created this endpoint on demand, on the lane it came by. */
+    void replyTo(WireupMessage request, Channel lane) {
+        lane.writeAndFlush(WireupMessage.reply(errorMode, connSn, id, remoteEpId, localEpAddress())
+                .toFrame(lane.alloc()), lane.voidPromise());
+    }
+
+    /** Our p2p endpoint's address for the peer, or none when the AM lane connects to the iface. */
+    private byte[] localEpAddress() {
+        return lanes.am().p2p() ? p2pEndpoint().address() : WireupMessage.NO_EP_ADDRESS;
+    }
+
+    /** The transport endpoint of a p2p AM lane, made on first use; its lane, once connected, waits for the switch. */
+    private io.nucx.transport.P2pEndpoint p2pEndpoint() {
+        if (p2pEndpoint == null) {
+            p2pEndpoint = lanes.am().iface().createEndpoint(new LaneHandler(worker, this));
+            p2pEndpoint.connected().addListener(f -> {
+                if (f.isSuccess()) {
+                    Channel lane = (Channel) f.getNow();
+                    if (state == State.CLOSED) {
+                        lane.close();
+                    } else if (p2pLane == null) {
+                        p2pLane = lane;
+                        maybeSwitchToP2p();
+                    }
+                }
+            });
+        }
+        return p2pEndpoint;
+    }
+
+    /**
+     * UCX's rule: switch the stub to the p2p lane when both sides are connected: ours (the lane is up) and the peer's
+     * (the REPLY told the dialer; the ACK tells the other side). The dialer's ACK goes first on the lane, before the
+     * replayed writes. The auxiliary lane has done its job then and is closed by its owner.
+     */
+    private void maybeSwitchToP2p() {
+        if (state != State.WIRING_UP || p2pLane == null || !p2pRemoteConnected) {
+            return;
+        }
+        if (p2pDialer) {
+            p2pLane.write(WireupMessage.ack(errorMode, connSn, id, remoteEpId).toFrame(p2pLane.alloc()),
+                    p2pLane.voidPromise());
+        }
+        switchToLane(p2pLane);
+        wireupPromise.trySuccess(null);
+        if (ownLane != null && ownLane != p2pLane) {
+            ownLane.close();
+        }
+    }
+
+    /** The dialer's ACK arrived on the p2p lane: the peer is connected too. */
+    void onAck(WireupMessage ack, Channel lane) {
+        if (!lanes.am().p2p() || p2pDialer || p2pRemoteConnected) {
+            throw new io.nucx.protocol.ProtocolException("unexpected wireup ACK on " + this);
+        }
+        if (p2pLane == null) {
+            p2pLane = lane;
+        }
+        p2pRemoteConnected = true;
+        maybeSwitchToP2p();
+    }
+
+    /** The peer's REPLY: it made (or paired) its endpoint, whose id EP_CHECK will carry. */
     void onReply(WireupMessage reply) {
         if (remoteEpId != WireupMessage.INVALID_EP_ID) {
             throw new io.nucx.protocol.ProtocolException("second wireup REPLY on " + this);
         }
         remoteEpId = reply.srcEpId();
+        worker.endpointMatched(this);
+        if (lanes.am().p2p()) {
+            dialP2p(reply.epAddress());
+            return;
+        }
+        if (state == State.WIRING_UP && ownLane != null) {
+            switchToLane(ownLane);
+        }
         wireupPromise.trySuccess(null);
+    }
+
+    /** The requester's side of a p2p lane: connect our endpoint to the one the REPLY named; ACK once connected. */
+    private void dialP2p(byte[] remoteEpAddress) {
+        if (remoteEpAddress == null || remoteEpAddress.length == 0) {
+            throw new io.nucx.protocol.ProtocolException("wireup REPLY without an endpoint address for the p2p lane "
+                    + lanes.am().name() + " of " + this);
+        }
+        p2pDialer = true;
+        p2pRemoteConnected = true; // the REPLY says the peer's endpoint exists and waits for us
+        LaneSelector.Lane lane = lanes.am();
+        p2pEndpoint().connect(lane.remote().deviceAddress(), lane.remote().ifaceAddress(), remoteEpAddress)
+                .addListener((ChannelFutureListener) f -> {
+                    if (!f.isSuccess()) {
+                        fail(new EndpointException(id, remoteAddress, "connecting the p2p lane " + lane.name()
+                                + " to the peer's endpoint failed: " + f.cause(), f.cause()));
+                    }
+                });
+    }
+
+    /** Whether the pair's lane is the one this endpoint opened (else the peer's). Loop only; for tests. */
+    boolean usesOwnLane() {
+        return ownLane != null && amLane == ownLane;
+    }
+
+    /** Whether this endpoint sent a REQUEST and still waits for its REPLY. Loop only. */
+    boolean awaitsReply() {
+        return ownLane != null && remoteEpId == WireupMessage.INVALID_EP_ID && state != State.CLOSED;
     }
 
     /** The peer's id of this endpoint, or -1 before its REPLY. Loop only. */
@@ -282,7 +445,7 @@ public final class Endpoint extends AbstractChannel {
             fail(new EndpointTimeoutException(id, remoteAddress, "no answer from the peer for "
                     + java.time.Duration.ofNanos(timeoutNanos) + " (NUCX_KEEPALIVE_TIMEOUT) on "
                     + (lanes.keepalive() != null ? lanes.keepalive().name() : lanes.am().name())
-                    + (state == State.WIRING_UP ? ", lane never connected"
+                    + (ownLane == null && amLane == null ? ", lane never connected"
                     : remoteEpId == WireupMessage.INVALID_EP_ID ? ", no REPLY to the wireup REQUEST" : "")
                     + ": the peer is hung, stopped or unreachable"));
             return;
@@ -404,7 +567,11 @@ public final class Endpoint extends AbstractChannel {
      * The AM lane went away. Unless this endpoint closed it, that is a failure: the peer's process or connection went
      * ({@code laneCause} null or an I/O error: {@link ConnectionResetException}), or a frame broke the protocol.
      */
-    void laneInactive(Throwable laneCause) {
+    void laneInactive(Channel laneCh, Throwable laneCause) {
+        boolean waitsOnIt = laneCh == ownLane && remoteEpId == WireupMessage.INVALID_EP_ID;
+        if (laneCh != amLane && laneCh != p2pLane && !waitsOnIt) {
+            return; // a lane dropped after a simultaneous connect, not one the endpoint uses
+        }
         if (failure == null && state != State.CLOSED && !(state == State.CLOSING && closeMessageSent)) {
             String lane = lanes.am().name();
             if (laneCause == null) {
@@ -524,6 +691,15 @@ public final class Endpoint extends AbstractChannel {
         Channel lane = amLane;
         if (lane != null) {
             lane.close();
+        }
+        if (ownLane != null && ownLane != lane) {
+            ownLane.close();
+        }
+        if (p2pLane != null && p2pLane != lane) {
+            p2pLane.close();
+        }
+        if (p2pEndpoint != null) {
+            p2pEndpoint.close();
         }
         worker.endpointClosed(this);
     }

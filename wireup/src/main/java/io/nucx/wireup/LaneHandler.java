@@ -22,6 +22,14 @@ final class LaneHandler extends ChannelInboundHandlerAdapter {
     private final Worker worker;
     private Endpoint endpoint;
     private Throwable failure;
+    /**
+     * The peer's REQUEST on this lane lost a simultaneous connect (its uuid is higher): the uuid it came from. The
+     * peer's REPLY to our own REQUEST follows on this lane, after which we close it. Valid when requestIgnored.
+     */
+    private long ignoredFrom;
+    private boolean requestIgnored;
+    /** Frames that arrived behind a REQUEST whose handling had to wait; null when not waiting. */
+    private java.util.ArrayDeque<AmFrame> held;
 
     LaneHandler(Worker worker, Endpoint endpoint) {
         this.worker = worker;
@@ -34,6 +42,10 @@ final class LaneHandler extends ChannelInboundHandlerAdapter {
             ReferenceCountUtil.release(msg);
             throw new ProtocolException("lane received " + msg.getClass().getName() + ", not a frame");
         }
+        if (held != null) {
+            held.add(frame); // behind a REQUEST that waits: keep the lane's order
+            return;
+        }
         switch (frame.amId()) {
             case AmIds.WIREUP -> {
                 try {
@@ -43,7 +55,8 @@ final class LaneHandler extends ChannelInboundHandlerAdapter {
                     WireupMessage m = WireupMessage.from(frame);
                     switch (m.type()) {
                         case WireupMessage.REQUEST -> onRequest(ctx, m);
-                        case WireupMessage.REPLY -> onReply(m);
+                        case WireupMessage.REPLY -> onReply(ctx, m);
+                        case WireupMessage.ACK -> onAck(ctx, m);
                         case WireupMessage.EP_CHECK -> onEpCheck(ctx, m);
                         case WireupMessage.EP_REMOVED -> onEpRemoved(m);
                         default -> throw new ProtocolException("wireup " + WireupMessage.typeName(m.type())
@@ -78,20 +91,105 @@ final class LaneHandler extends ChannelInboundHandlerAdapter {
     }
 
     private void onRequest(ChannelHandlerContext ctx, WireupMessage m) {
-        if (endpoint != null) {
-            throw new ProtocolException("second wireup REQUEST on a lane of " + endpoint);
+        if (endpoint != null || requestIgnored) {
+            throw new ProtocolException("second wireup REQUEST on a lane of " + (endpoint != null ? endpoint
+                    : "worker " + worker.name()));
         }
-        endpoint = worker.acceptEndpoint(m, ctx.channel());
+        if (m.dstEpId() != WireupMessage.INVALID_EP_ID) {
+            throw new ProtocolException("wireup REQUEST naming endpoint #" + m.dstEpId() + " (reconnecting an "
+                    + "existing endpoint is not supported)");
+        }
+        switch (worker.onRequest(m, ctx.channel())) {
+            case Worker.RequestOutcome.Accepted a -> endpoint = a.endpoint();
+            case Worker.RequestOutcome.Ignored i -> {
+                requestIgnored = true;
+                ignoredFrom = m.address().uuid();
+                i.expected().heard();
+            }
+            case Worker.RequestOutcome.Retry r -> {
+                // Our endpoint for this (uuid, conn_sn) is being registered on this loop by another thread's
+                // connect; its registration task is queued, so ask again behind it, holding later frames meanwhile.
+                if (held == null) {
+                    held = new java.util.ArrayDeque<>();
+                    ctx.channel().config().setAutoRead(false);
+                }
+                ctx.executor().execute(() -> retryRequest(ctx, m));
+            }
+        }
     }
 
-    private void onReply(WireupMessage m) {
-        if (endpoint == null) {
+    private void retryRequest(ChannelHandlerContext ctx, WireupMessage m) {
+        java.util.ArrayDeque<AmFrame> waiting = held;
+        held = null;
+        if (waiting == null) {
+            return; // the lane closed meanwhile and released them
+        }
+        try {
+            onRequest(ctx, m);
+        } catch (RuntimeException e) {
+            releaseAll(waiting);
+            exceptionCaught(ctx, e);
+            return;
+        }
+        if (held != null) {
+            held.addAll(waiting); // still waiting: keep them, in order
+            return;
+        }
+        ctx.channel().config().setAutoRead(true);
+        for (AmFrame f; (f = waiting.poll()) != null; ) {
+            if (held != null || !ctx.channel().isOpen()) {
+                f.release();
+                continue;
+            }
+            try {
+                channelRead(ctx, f);
+            } catch (RuntimeException e) {
+                releaseAll(waiting);
+                exceptionCaught(ctx, e);
+                return;
+            }
+        }
+    }
+
+    private static void releaseAll(java.util.ArrayDeque<AmFrame> frames) {
+        for (AmFrame f; (f = frames.poll()) != null; ) {
+            f.release();
+        }
+    }
+
+    /**
+     * The REPLY to our REQUEST: on our own lane, or (simultaneous connect) on the peer's lane whose REQUEST we ignored,
+     * behind that REQUEST. Then the peer's lane has done its job and we close it: the reader closes, so nothing the
+     * peer wrote on it can be dropped by an early close (self lanes drop what the reader has not read yet).
+     */
+    private void onReply(ChannelHandlerContext ctx, WireupMessage m) {
+        if (endpoint != null) {
+            if (m.dstEpId() != endpoint.endpointId()) {
+                throw new ProtocolException("wireup REPLY for endpoint #" + m.dstEpId() + " on the lane of "
+                        + endpoint);
+            }
+            endpoint.onReply(m);
+            return;
+        }
+        if (!requestIgnored) {
             throw new ProtocolException("wireup REPLY on a lane without endpoint");
         }
-        if (m.dstEpId() != endpoint.endpointId()) {
-            throw new ProtocolException("wireup REPLY for endpoint #" + m.dstEpId() + " on the lane of " + endpoint);
+        Endpoint target = worker.endpoint(m.dstEpId());
+        if (target == null || target.remoteWorkerAddress().uuid() != ignoredFrom || !target.awaitsReply()) {
+            throw new ProtocolException("wireup REPLY for endpoint #" + m.dstEpId() + ", which waits for no REPLY "
+                    + "from " + Long.toHexString(ignoredFrom));
         }
-        endpoint.onReply(m);
+        target.heard();
+        target.onReply(m);
+        ctx.close();
+    }
+
+    private void onAck(ChannelHandlerContext ctx, WireupMessage m) {
+        if (endpoint == null || m.dstEpId() != endpoint.endpointId()) {
+            throw new ProtocolException("wireup ACK for endpoint #" + m.dstEpId() + " on a lane of "
+                    + (endpoint != null ? endpoint : "no endpoint"));
+        }
+        endpoint.onAck(m, ctx.channel());
     }
 
     /**
@@ -129,8 +227,12 @@ final class LaneHandler extends ChannelInboundHandlerAdapter {
 
     @Override
     public void channelInactive(ChannelHandlerContext ctx) {
+        if (held != null) {
+            releaseAll(held);
+            held = null;
+        }
         if (endpoint != null) {
-            endpoint.laneInactive(failure);
+            endpoint.laneInactive(ctx.channel(), failure);
         }
         ctx.fireChannelInactive();
     }

@@ -35,6 +35,15 @@ public final class LaneSelector {
             return iface.transport().name() + "/" + iface.device().name();
         }
 
+        /**
+         * Whether the lane connects endpoint to endpoint: both sides offer CONNECT_TO_EP (tcp with
+         * NUCX_TCP_CONNECT=p2p). It is then a stub until a REQUEST/REPLY/ACK exchange on an auxiliary lane, the same
+         * transport connected to the peer's iface. Decided from the two entries only, so both peers agree.
+         */
+        public boolean p2p() {
+            return local.has(Capability.CONNECT_TO_EP) && remote.has(Capability.CONNECT_TO_EP);
+        }
+
         /** The tighter of the two sides' limits. */
         public int maxShort() {
             return Math.min(local.maxShort(), remote.maxShort());
@@ -87,7 +96,7 @@ public final class LaneSelector {
 
         /** "tcp/lo; rma cma/memory; keepalive tcp/lo" or "tcp/lo; no rma lane: why" for tables and logs. */
         public String describe() {
-            return am.name() + (rma != null ? "; rma " + rma.name()
+            return am.name() + (am.p2p() ? " (p2p)" : "") + (rma != null ? "; rma " + rma.name()
                     : rmaRefusal != null ? "; no rma lane: " + rmaRefusal : "")
                     + (keepalive != null ? "; keepalive " + keepalive.name() : "");
         }

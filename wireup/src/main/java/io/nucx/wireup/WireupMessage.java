@@ -19,12 +19,24 @@ import java.nio.charset.StandardCharsets;
  *  |   u8   |    u8    |    u16    |      u64         |      u64         |  + payload (by type)
  *  +--------+----------+-----------+------------------+------------------+
  * </pre>
- * Payload: REQUEST carries the sender's packed worker address; EP_REMOVED a UTF-8 reason of at most
- * {@link #MAX_REASON} bytes (UCX sends none; ours names why, for the peer's exception); REPLY and EP_CHECK none.
+ * Payload by type:
+ * <pre>
+ *  REQUEST     | address length:u16 | packed worker address | p2p endpoint address (the rest; empty if none) |
+ *  REPLY       | p2p endpoint address (empty if none; at most 255 bytes) |
+ *  EP_REMOVED  | UTF-8 reason, at most {@link #MAX_REASON} bytes (UCX sends none; ours names why) |
+ *  ACK, EP_CHECK: none
+ * </pre>
+ * UCX packs p2p endpoint addresses inside the worker address, per lane; nucx has one lane per endpoint, so its one
+ * endpoint address sits beside the worker address.
  * <ul>
- *   <li>REQUEST: connecting side → acceptor, on a new lane; src = the connector's endpoint id.</li>
- *   <li>REPLY: acceptor → connector; src = the acceptor's endpoint id, dst = the connector's. After it both sides
- *       know the other's id (keepalive needs it).</li>
+ *   <li>REQUEST: connecting side → acceptor, on the lane the connector opened; conn sn = the connector's number
+ *       for this connection to the acceptor's uuid (0, 1, 2... per peer; see {@link EndpointMatch}), src = the
+ *       connector's endpoint id, dst = none.</li>
+ *   <li>REPLY: acceptor → connector; src = the acceptor's endpoint id, dst = the connector's, conn sn echoed. After
+ *       it both sides know the other's id (keepalive needs it). In a simultaneous connect the REPLY goes on the
+ *       replier's own lane, behind its own (ignored) REQUEST, so the peer always sees that REQUEST first.</li>
+ *   <li>ACK: connector → acceptor, first frame on a p2p lane the connector dialled after the REPLY: both sides are
+ *       connected; the acceptor switches its stub to that lane. src/dst as REQUEST/REPLY.</li>
  *   <li>EP_CHECK: keepalive probe; dst = the receiver's endpoint id. A receiver that does not know that id answers
  *       EP_REMOVED.</li>
  *   <li>EP_REMOVED: "the endpoint you talk to is gone": the answer to EP_CHECK for an unknown id, and what a
@@ -33,10 +45,11 @@ import java.nio.charset.StandardCharsets;
  * </ul>
  */
 record WireupMessage(int type, int errMode, int connSn, long srcEpId, long dstEpId, WorkerAddress address,
-                     String reason) {
+                     byte[] epAddress, String reason) {
 
     static final int REQUEST = 1;
     static final int REPLY = 2;
+    static final int ACK = 3;
     static final int EP_CHECK = 4;
     static final int EP_REMOVED = 5;
     static final int HEADER_LENGTH = 20;
@@ -44,26 +57,34 @@ record WireupMessage(int type, int errMode, int connSn, long srcEpId, long dstEp
     static final long INVALID_EP_ID = -1L;
     static final int MAX_REASON = 512;
 
-    static WireupMessage request(ErrorMode mode, long srcEpId, WorkerAddress address) {
-        return new WireupMessage(REQUEST, mode.wire(), 0, srcEpId, INVALID_EP_ID, address, null);
+    static final byte[] NO_EP_ADDRESS = new byte[0];
+    static final int MAX_EP_ADDRESS = 255;
+
+    static WireupMessage request(ErrorMode mode, int connSn, long srcEpId, WorkerAddress address, byte[] epAddress) {
+        return new WireupMessage(REQUEST, mode.wire(), connSn, srcEpId, INVALID_EP_ID, address, epAddress, null);
     }
 
-    static WireupMessage reply(ErrorMode mode, long srcEpId, long dstEpId) {
-        return new WireupMessage(REPLY, mode.wire(), 0, srcEpId, dstEpId, null, null);
+    static WireupMessage reply(ErrorMode mode, int connSn, long srcEpId, long dstEpId, byte[] epAddress) {
+        return new WireupMessage(REPLY, mode.wire(), connSn, srcEpId, dstEpId, null, epAddress, null);
+    }
+
+    static WireupMessage ack(ErrorMode mode, int connSn, long srcEpId, long dstEpId) {
+        return new WireupMessage(ACK, mode.wire(), connSn, srcEpId, dstEpId, null, null, null);
     }
 
     static WireupMessage epCheck(ErrorMode mode, long srcEpId, long dstEpId) {
-        return new WireupMessage(EP_CHECK, mode.wire(), 0, srcEpId, dstEpId, null, null);
+        return new WireupMessage(EP_CHECK, mode.wire(), 0, srcEpId, dstEpId, null, null, null);
     }
 
     static WireupMessage epRemoved(long srcEpId, long dstEpId, String reason) {
-        return new WireupMessage(EP_REMOVED, ErrorMode.NONE.wire(), 0, srcEpId, dstEpId, null, reason);
+        return new WireupMessage(EP_REMOVED, ErrorMode.NONE.wire(), 0, srcEpId, dstEpId, null, null, reason);
     }
 
     static String typeName(int type) {
         return switch (type) {
             case REQUEST -> "REQUEST";
             case REPLY -> "REPLY";
+            case ACK -> "ACK";
             case EP_CHECK -> "EP_CHECK";
             case EP_REMOVED -> "EP_REMOVED";
             default -> "type " + type;
@@ -74,8 +95,13 @@ record WireupMessage(int type, int errMode, int connSn, long srcEpId, long dstEp
         ByteBuf header = alloc.buffer(HEADER_LENGTH).writeByte(type).writeByte(errMode).writeShortLE(connSn)
                 .writeLongLE(srcEpId).writeLongLE(dstEpId);
         ByteBuf payload;
-        if (address != null) {
-            payload = Unpooled.wrappedBuffer(address.encode());
+        if (type == REQUEST) {
+            byte[] a = address.encode();
+            byte[] ep = epAddress != null ? epAddress : NO_EP_ADDRESS;
+            payload = Unpooled.wrappedBuffer(java.nio.ByteBuffer.allocate(2 + a.length + ep.length)
+                    .order(java.nio.ByteOrder.LITTLE_ENDIAN).putShort((short) a.length).put(a).put(ep).flip());
+        } else if (type == REPLY && epAddress != null && epAddress.length > 0) {
+            payload = Unpooled.wrappedBuffer(epAddress);
         } else if (reason != null) {
             byte[] text = reason.getBytes(StandardCharsets.UTF_8);
             payload = Unpooled.wrappedBuffer(text, 0, Math.min(text.length, MAX_REASON));
@@ -101,27 +127,47 @@ record WireupMessage(int type, int errMode, int connSn, long srcEpId, long dstEp
         int length = payload.readableBytes();
         switch (type) {
             case REQUEST -> {
-                byte[] blob = new byte[length];
-                payload.getBytes(payload.readerIndex(), blob);
+                int addressLength = length < 2 ? -1 : payload.getUnsignedShortLE(payload.readerIndex());
+                if (addressLength < 0 || addressLength > length - 2) {
+                    throw new ProtocolException("wireup REQUEST of " + length + " payload bytes announces a "
+                            + addressLength + "-byte worker address");
+                }
+                byte[] blob = new byte[addressLength];
+                payload.getBytes(payload.readerIndex() + 2, blob);
+                byte[] ep = new byte[length - 2 - addressLength];
+                if (ep.length > MAX_EP_ADDRESS) {
+                    throw new ProtocolException("wireup REQUEST with a " + ep.length + "-byte endpoint address (at most "
+                            + MAX_EP_ADDRESS + ")");
+                }
+                payload.getBytes(payload.readerIndex() + 2 + addressLength, ep);
                 try {
-                    return new WireupMessage(type, errMode, connSn, src, dst, WorkerAddress.decode(blob), null);
+                    return new WireupMessage(type, errMode, connSn, src, dst, WorkerAddress.decode(blob), ep, null);
                 } catch (InvalidAddressException e) {
                     throw new ProtocolException("wireup REQUEST carries a bad worker address: " + e.getMessage());
                 }
             }
-            case REPLY, EP_CHECK -> {
+            case REPLY -> {
+                if (length > MAX_EP_ADDRESS) {
+                    throw new ProtocolException("wireup REPLY with a " + length + "-byte endpoint address (at most "
+                            + MAX_EP_ADDRESS + ")");
+                }
+                byte[] ep = new byte[length];
+                payload.getBytes(payload.readerIndex(), ep);
+                return new WireupMessage(type, errMode, connSn, src, dst, null, ep, null);
+            }
+            case ACK, EP_CHECK -> {
                 if (length != 0) {
                     throw new ProtocolException("wireup " + typeName(type) + " with a " + length
                             + "-byte payload (expected none)");
                 }
-                return new WireupMessage(type, errMode, connSn, src, dst, null, null);
+                return new WireupMessage(type, errMode, connSn, src, dst, null, null, null);
             }
             case EP_REMOVED -> {
                 if (length > MAX_REASON) {
                     throw new ProtocolException("wireup EP_REMOVED reason of " + length + " bytes (at most "
                             + MAX_REASON + ")");
                 }
-                return new WireupMessage(type, errMode, connSn, src, dst, null,
+                return new WireupMessage(type, errMode, connSn, src, dst, null, null,
                         payload.toString(payload.readerIndex(), length, StandardCharsets.UTF_8));
             }
             default -> throw new ProtocolException("wireup message type " + type + " is not handled by this version");

@@ -64,6 +64,8 @@ public final class Worker {
     private final TagMatcher matcher;
     private final EagerTagReceiver eagerReceiver;
     private final Map<Long, Endpoint> endpoints = new ConcurrentHashMap<>();
+    /** EXPECTED / UNEXPECTED endpoints by (peer uuid, conn_sn), and the per-peer numbering. */
+    private final EndpointMatch<Endpoint> match = new EndpointMatch<>();
     private final AtomicLong nextEndpointId = new AtomicLong();
     private final AtomicBoolean closed = new AtomicBoolean();
     private final Map<CacheKey, SelectionCache> selectionCaches = new ConcurrentHashMap<>();
@@ -372,17 +374,40 @@ public final class Worker {
         return connect(remote, defaultErrorMode);
     }
 
-    /** {@link #connect(WorkerAddress)} with the given error mode; the peer's endpoint takes the same mode. */
+    /**
+     * {@link #connect(WorkerAddress)} with the given error mode; the peer's endpoint takes the same mode.
+     *
+     * <p>Connections to one peer worker are numbered 0, 1, 2... (conn_sn, per peer uuid). If the peer already
+     * connected to us with this number and we created its endpoint on demand, that endpoint is returned (adopted)
+     * instead of a second one; it keeps the error mode the peer asked for. Otherwise the new endpoint waits in the
+     * EXPECTED queue, so that a REQUEST the peer sends for the same number pairs with it (simultaneous connect).
+     */
     public Endpoint connect(WorkerAddress remote, ErrorMode mode) {
         if (closed.get()) {
             throw new IllegalStateException("worker " + name + " is closed");
         }
         LaneSelector.Lanes lane = LaneSelector.selectLanes(ifaces, address, remote, mode, null);
-        Endpoint ep = Endpoint.outgoing(this, nextEndpointId.getAndIncrement(), remote, lane, mode);
-        endpoints.put(ep.endpointId(), ep);
+        // Loopback (our own uuid) is not matched: both ends would draw from the same sequence.
+        boolean matched = remote.uuid() != uuid;
+        Endpoint ep;
+        synchronized (match) { // drawing the number, adopting and queueing must be one step against REQUESTs
+            int sn = match.nextConnSn(remote.uuid());
+            if (matched) {
+                Endpoint adopted = match.takeUnexpected(remote.uuid(), sn);
+                if (adopted != null) {
+                    counters.counter(WIREUP_ADOPTED).increment();
+                    return adopted;
+                }
+            }
+            ep = Endpoint.outgoing(this, nextEndpointId.getAndIncrement(), remote, lane, mode, sn);
+            endpoints.put(ep.endpointId(), ep);
+            if (matched) {
+                match.addExpected(remote.uuid(), sn, ep);
+            }
+        }
         loop.register(ep).addListener(f -> {
             if (f.isSuccess()) {
-                ep.connectLanes(lane.am());
+                ep.connectLanes();
             } else {
                 ep.close();
             }
@@ -395,24 +420,89 @@ public final class Worker {
         return connect(WorkerAddress.decode(remoteAddress));
     }
 
+    /** Counter: a simultaneous connect's REQUEST from a higher-uuid peer, ignored. */
+    public static final String WIREUP_REQUEST_IGNORED = "wireup/request-ignored";
+    /** Counter: a simultaneous connect's REQUEST from a lower-uuid peer, paired with our EXPECTED endpoint. */
+    public static final String WIREUP_REQUEST_PAIRED = "wireup/request-paired";
+
+    /** Counter: a {@code connect} that adopted the endpoint an earlier REQUEST of the peer created. */
+    public static final String WIREUP_ADOPTED = "wireup/adopted";
+
+    /** What became of a REQUEST: see {@link #onRequest}. */
+    sealed interface RequestOutcome {
+        /** The request belongs to this endpoint: created for it, or the EXPECTED one it paired with. */
+        record Accepted(Endpoint endpoint) implements RequestOutcome {
+        }
+
+        /** Simultaneous connect, and the peer's uuid is higher: its request loses; our own REQUEST wins. */
+        record Ignored(Endpoint expected) implements RequestOutcome {
+        }
+
+        /** The EXPECTED endpoint is not registered yet (connect runs on another thread): ask again later. */
+        record Retry() implements RequestOutcome {
+        }
+    }
+
     /**
-     * A wireup REQUEST arrived on a lane a peer connected: make the endpoint replies go out on, in the peer's error
-     * mode, and answer REPLY with its id. Loop only.
+     * A wireup REQUEST arrived on {@code lane}. Loop only. UCX's rules (ucp_wireup_process_request):
+     * <ol>
+     *   <li>An endpoint of ours made by {@code connect} to that peer with the same conn_sn, still waiting for its
+     *       REPLY (EXPECTED), means both sides connected at once. The request of the higher-uuid worker is ignored:
+     *       if the peer's uuid is higher we ignore this one (ours, on our own lane, will be answered); if ours is
+     *       higher, our endpoint pairs with this request and answers it.</li>
+     *   <li>Otherwise an endpoint is created on demand (so protocols can reply), queued UNEXPECTED for a later
+     *       {@code connect} to adopt, and answered with REPLY.</li>
+     * </ol>
      */
-    Endpoint acceptEndpoint(WireupMessage request, Channel lane) {
+    RequestOutcome onRequest(WireupMessage request, Channel lane) {
+        assert loop.inEventLoop();
         WorkerAddress remote = request.address();
+        boolean matched = remote.uuid() != uuid;
         ErrorMode mode = ErrorMode.fromWire(request.errMode());
-        LaneSelector.Lanes sel = LaneSelector.selectLanes(ifaces, address, remote, mode, null);
-        Endpoint ep = Endpoint.incoming(this, nextEndpointId.getAndIncrement(), remote, sel, lane, mode,
-                request.srcEpId());
-        endpoints.put(ep.endpointId(), ep);
-        loop.register(ep);
-        lane.writeAndFlush(WireupMessage.reply(mode, ep.endpointId(), request.srcEpId()).toFrame(lane.alloc()),
-                lane.voidPromise());
+        Endpoint expected = null;
+        Endpoint ep = null;
+        // Looking for an EXPECTED endpoint and queueing an UNEXPECTED one is one step against a concurrent connect:
+        // otherwise a connect between the two would queue an EXPECTED endpoint and we would create a second pair.
+        synchronized (match) {
+            if (matched) {
+                expected = match.expected(remote.uuid(), request.connSn());
+            }
+            if (expected == null) {
+                LaneSelector.Lanes sel = LaneSelector.selectLanes(ifaces, address, remote, mode, null);
+                // A p2p AM lane is not the lane the REQUEST came by: the endpoint waits for it in its stub.
+                ep = Endpoint.incoming(this, nextEndpointId.getAndIncrement(), remote, sel,
+                        sel.am().p2p() ? null : lane, mode,
+                        request.srcEpId(), request.connSn());
+                endpoints.put(ep.endpointId(), ep);
+                loop.register(ep); // on the loop: done before a connect on another thread can adopt it
+                if (matched) {
+                    match.addUnexpected(remote.uuid(), request.connSn(), ep);
+                }
+            }
+        }
+        if (expected != null) {
+            if (!expected.isRegistered()) {
+                return new RequestOutcome.Retry();
+            }
+            if (Long.compareUnsigned(remote.uuid(), uuid) > 0) {
+                counters.counter(WIREUP_REQUEST_IGNORED).increment();
+                return new RequestOutcome.Ignored(expected);
+            }
+            counters.counter(WIREUP_REQUEST_PAIRED).increment();
+            match.remove(remote.uuid(), request.connSn(), expected);
+            expected.pairWithRequest(request, lane);
+            return new RequestOutcome.Accepted(expected);
+        }
+        ep.replyTo(request, lane);
         if (closed.get()) {
             ep.close();
         }
-        return ep;
+        return new RequestOutcome.Accepted(ep);
+    }
+
+    /** Queue sizes toward {@code peerUuid}, {expected, unexpected}; for tests. */
+    int[] matchQueueSizes(long peerUuid) {
+        return match.sizes(peerUuid);
     }
 
     /** The open endpoint with this id, or null. */
@@ -448,8 +538,14 @@ public final class Worker {
         return List.copyOf(rmaFailures);
     }
 
+    /** The endpoint no longer waits to be matched: paired with its peer, failed or closed. */
+    void endpointMatched(Endpoint ep) {
+        match.remove(ep.remoteWorkerAddress().uuid(), ep.connSn(), ep);
+    }
+
     void endpointClosed(Endpoint ep) {
         endpoints.remove(ep.endpointId());
+        endpointMatched(ep);
     }
 
     /**

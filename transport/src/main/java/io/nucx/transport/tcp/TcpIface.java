@@ -17,6 +17,7 @@ import io.nucx.transport.Iface;
 import io.nucx.transport.IfaceAttributes;
 import io.nucx.transport.IfaceParams;
 import io.nucx.transport.NucxConfig;
+import io.nucx.transport.P2pEndpoint;
 import io.nucx.transport.Transport;
 
 import java.net.InetAddress;
@@ -37,6 +38,14 @@ import java.util.function.Supplier;
  *
  * <p>Device address: {@code host id:u64, ip length:u8, ip bytes}. Iface address: {@code port:u16}. A loopback
  * address is reachable only from the same host id (same kernel and network namespace), as in UCT tcp.
+ *
+ * <p><b>p2p mode</b> (NUCX_TCP_CONNECT=p2p) adds CONNECT_TO_EP: lanes are then connected endpoint to endpoint
+ * ({@link #createEndpoint}). A tcp endpoint's address is a token {@code u64} registered in this iface. The side that
+ * connects dials the peer's listening socket and sends one frame first, {@code {am id 255, header = token:u64}}
+ * ({@link #CONNECT_EP_AM_ID}); the accepting iface hands that connection to the endpoint holding the token (its lane
+ * handler replaces the iface's accepted-lane handler) and completes the endpoint's {@link P2pEndpoint#connected()}.
+ * A connection naming an unknown token is closed. One TCP connection serves both directions, so only one side dials.
+ * The listening socket still takes connect-to-iface lanes (wireup's auxiliary lane).
  */
 final class TcpIface implements Iface {
 
@@ -48,6 +57,10 @@ final class TcpIface implements Iface {
     private static final double MAX_BANDWIDTH = 2200e6;
     /** Header room in one frame: the eager FIRST header is 24 bytes; wireup carries its address as payload. */
     static final int MAX_HEADER = 64;
+    /** The first frame of a connection dialled to an endpoint (p2p mode); AM ids up to 254 belong to protocols. */
+    public static final int CONNECT_EP_AM_ID = 255;
+    private static final io.netty.util.internal.logging.InternalLogger LOG =
+            io.netty.util.internal.logging.InternalLoggerFactory.getInstance(TcpIface.class);
 
     private final Transport transport;
     private final Device device;
@@ -58,9 +71,13 @@ final class TcpIface implements Iface {
     private final byte[] deviceAddress;
     private final byte[] ifaceAddress;
     private final int segSize;
+    private final boolean p2p;
+    /** p2p endpoints waiting to be reached, by token. Loop only. */
+    private final java.util.Map<Long, TcpP2pEndpoint> waiting = new java.util.HashMap<>();
+    private long nextToken = 1;
 
     private TcpIface(Transport transport, Device device, TcpIoMode mode, EventLoop loop, Channel server,
-                     IfaceAttributes attributes, byte[] deviceAddress, byte[] ifaceAddress, int segSize) {
+                     IfaceAttributes attributes, byte[] deviceAddress, byte[] ifaceAddress, int segSize, boolean p2p) {
         this.transport = transport;
         this.device = device;
         this.mode = mode;
@@ -70,6 +87,7 @@ final class TcpIface implements Iface {
         this.deviceAddress = deviceAddress;
         this.ifaceAddress = ifaceAddress;
         this.segSize = segSize;
+        this.p2p = p2p;
     }
 
     static TcpIface open(Transport transport, IfaceParams params) throws Exception {
@@ -86,6 +104,8 @@ final class TcpIface implements Iface {
                     + "; give the worker a " + forced + " event loop group or drop the setting");
         }
         int segSize = (int) config.memunits(NucxConfig.TCP_SEG_SIZE, 8192, 16L << 20);
+        boolean p2p = config.choice(NucxConfig.TCP_CONNECT, "iface", "p2p").equals("p2p");
+        TcpIface[] self = new TcpIface[1]; // accepted lanes of a p2p iface look up its endpoints
         InetAddress bind = TcpTransport.bindAddress(config);
         Supplier<ChannelHandler> accepted = params.acceptedLane();
         ServerBootstrap sb = new ServerBootstrap()
@@ -98,18 +118,22 @@ final class TcpIface implements Iface {
                     @Override
                     protected void initChannel(Channel ch) {
                         initLane(ch, segSize, accepted.get());
+                        if (p2p) {
+                            ch.pipeline().addBefore("nucx.lane", "nucx.tcp.ep", self[0].new EpAcceptor());
+                        }
                     }
                 });
         Channel server = sb.bind(new InetSocketAddress(bind, 0)).sync().channel();
         InetSocketAddress local = (InetSocketAddress) server.localAddress();
         InetAddress advertised = bind.isAnyLocalAddress() ? advertisedAddress() : bind;
         Device device = params.device();
-        IfaceAttributes attrs = attributes(device, segSize);
+        IfaceAttributes attrs = attributes(device, segSize, p2p);
         byte[] ip = advertised.getAddress();
         byte[] dev = ByteBuffer.allocate(9 + ip.length).order(ByteOrder.LITTLE_ENDIAN)
                 .putLong(HostId.get()).put((byte) ip.length).put(ip).array();
         byte[] iface = ByteBuffer.allocate(2).order(ByteOrder.LITTLE_ENDIAN).putShort((short) local.getPort()).array();
-        return new TcpIface(transport, device, mode, loop, server, attrs, dev, iface, segSize);
+        self[0] = new TcpIface(transport, device, mode, loop, server, attrs, dev, iface, segSize, p2p);
+        return self[0];
     }
 
     /** Every tcp lane, connected or accepted: framing, then the owner's handler. */
@@ -139,13 +163,16 @@ final class TcpIface implements Iface {
         return InetAddress.getLoopbackAddress();
     }
 
-    static IfaceAttributes attributes(Device device, int segSize) {
+    static IfaceAttributes attributes(Device device, int segSize, boolean p2p) {
         double bitsPerSecond = linkSpeedBitsPerSecond(device.name());
         int mtu = 1500;
         double bandwidth = Math.min(bitsPerSecond / 8 * (mtu - 40) / (mtu + 38), MAX_BANDWIDTH);
-        return new IfaceAttributes(
-                EnumSet.of(Capability.AM_SHORT, Capability.AM_BCOPY, Capability.PENDING, Capability.CONNECT_TO_IFACE,
-                        Capability.CB_SYNC, Capability.ERRHANDLE_PEER_FAILURE, Capability.EP_CHECK),
+        EnumSet<Capability> caps = EnumSet.of(Capability.AM_SHORT, Capability.AM_BCOPY, Capability.PENDING,
+                Capability.CONNECT_TO_IFACE, Capability.CB_SYNC, Capability.ERRHANDLE_PEER_FAILURE, Capability.EP_CHECK);
+        if (p2p) {
+            caps.add(Capability.CONNECT_TO_EP);
+        }
+        return new IfaceAttributes(caps,
                 Math.min(segSize, 8192), segSize, MAX_HEADER,
                 LATENCY_BASE + 576 / bitsPerSecond, 0, 0, bandwidth, OVERHEAD, 0);
     }
@@ -228,6 +255,107 @@ final class TcpIface implements Iface {
     }
 
     @Override
+    public P2pEndpoint createEndpoint(ChannelHandler laneHandler) {
+        assert loop.inEventLoop();
+        if (!p2p) {
+            throw new UnsupportedOperationException("tcp connects endpoint to endpoint only with NUCX_TCP_CONNECT=p2p");
+        }
+        TcpP2pEndpoint ep = new TcpP2pEndpoint(nextToken++, laneHandler);
+        waiting.put(ep.token, ep);
+        return ep;
+    }
+
+    /** A tcp endpoint of p2p mode: a token others dial to, or the dialling side. */
+    private final class TcpP2pEndpoint implements P2pEndpoint {
+        final long token;
+        final ChannelHandler laneHandler;
+        final io.netty.util.concurrent.Promise<Channel> connected = loop.newPromise();
+
+        TcpP2pEndpoint(long token, ChannelHandler laneHandler) {
+            this.token = token;
+            this.laneHandler = laneHandler;
+        }
+
+        @Override
+        public byte[] address() {
+            return ByteBuffer.allocate(8).order(ByteOrder.LITTLE_ENDIAN).putLong(token).array();
+        }
+
+        @Override
+        public ChannelFuture connect(byte[] remoteDevice, byte[] remoteIface, byte[] remoteEpAddress) {
+            waiting.remove(token, this); // we dial: nobody will dial us
+            if (remoteEpAddress.length != 8) {
+                return server.newFailedFuture(new IllegalArgumentException("not a tcp endpoint address: "
+                        + Arrays.toString(remoteEpAddress)));
+            }
+            long remoteToken = ByteBuffer.wrap(remoteEpAddress).order(ByteOrder.LITTLE_ENDIAN).getLong();
+            ChannelFuture dial = TcpIface.this.connect(remoteDevice, remoteIface, laneHandler);
+            io.netty.channel.ChannelPromise done = dial.channel().newPromise();
+            dial.addListener((io.netty.channel.ChannelFutureListener) f -> {
+                if (!f.isSuccess()) {
+                    done.tryFailure(f.cause());
+                    return;
+                }
+                // First on the connection, so the peer's iface knows the endpoint before any frame of the lane.
+                f.channel().writeAndFlush(io.nucx.transport.AmFrame.of(CONNECT_EP_AM_ID,
+                        f.channel().alloc().buffer(8).writeLongLE(remoteToken)), f.channel().voidPromise());
+                connected.trySuccess(f.channel());
+                done.trySuccess();
+            });
+            return done;
+        }
+
+        @Override
+        public io.netty.util.concurrent.Future<Channel> connected() {
+            return connected;
+        }
+
+        @Override
+        public void close() {
+            waiting.remove(token, this);
+            connected.tryFailure(new java.nio.channels.ClosedChannelException());
+        }
+    }
+
+    /**
+     * First handler of an accepted connection in p2p mode: a first frame naming an endpoint token gives the
+     * connection to that endpoint; any other first frame is a connect-to-iface lane, passed on untouched.
+     */
+    private final class EpAcceptor extends io.netty.channel.ChannelInboundHandlerAdapter {
+        @Override
+        public void channelRead(io.netty.channel.ChannelHandlerContext ctx, Object msg) {
+            if (!(msg instanceof io.nucx.transport.AmFrame frame) || frame.amId() != CONNECT_EP_AM_ID) {
+                ctx.pipeline().remove(this);
+                ctx.fireChannelRead(msg);
+                return;
+            }
+            long token;
+            try {
+                if (frame.header().readableBytes() != 8 || frame.payload().isReadable()) {
+                    throw new io.netty.handler.codec.CorruptedFrameException("endpoint connect frame with a "
+                            + frame.header().readableBytes() + "-byte header and " + frame.payload().readableBytes()
+                            + "-byte payload from " + ctx.channel().remoteAddress() + " (expected 8 and 0)");
+                }
+                token = frame.header().getLongLE(frame.header().readerIndex());
+            } finally {
+                frame.release();
+            }
+            TcpP2pEndpoint ep = waiting.remove(token);
+            if (ep == null) {
+                LOG.warn("closing connection from {}: it names tcp endpoint #{}, which {} does not wait for",
+                        ctx.channel().remoteAddress(), token, TcpIface.this);
+                ctx.close();
+                return;
+            }
+            ctx.pipeline().replace("nucx.lane", "nucx.lane", ep.laneHandler);
+            ctx.pipeline().remove(this);
+            if (!ep.connected.trySuccess(ctx.channel())) {
+                ctx.close(); // the endpoint closed meanwhile
+            }
+        }
+    }
+
+    @Override
     public ChannelFuture connect(byte[] remoteDevice, byte[] remoteIface, ChannelHandler laneHandler) {
         InetSocketAddress remote = remoteSocketAddress(remoteDevice, remoteIface);
         if (remote == null) {
@@ -255,6 +383,6 @@ final class TcpIface implements Iface {
 
     @Override
     public String toString() {
-        return "tcp/" + device.name() + "(" + mode.configName() + " " + server.localAddress() + ")";
+        return "tcp/" + device.name() + "(" + mode.configName() + (p2p ? " p2p " : " ") + server.localAddress() + ")";
     }
 }

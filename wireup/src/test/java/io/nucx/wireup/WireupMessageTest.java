@@ -1,0 +1,80 @@
+package io.nucx.wireup;
+
+import io.netty.buffer.ByteBufAllocator;
+import io.netty.buffer.Unpooled;
+import io.nucx.protocol.AmIds;
+import io.nucx.protocol.ProtocolException;
+import io.nucx.transport.AmFrame;
+import org.junit.jupiter.api.Test;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/** REQUEST / REPLY / ACK layouts: conn_sn, ids, worker address and p2p endpoint address survive the trip. */
+class WireupMessageTest {
+
+    private static WireupMessage roundTrip(WireupMessage m) {
+        AmFrame f = m.toFrame(ByteBufAllocator.DEFAULT);
+        try {
+            return WireupMessage.from(f);
+        } finally {
+            f.release();
+        }
+    }
+
+    @Test
+    void requestCarriesConnSnIdsAddressAndEndpointAddress() {
+        byte[] ep = {1, 2, 3, 4, 5, 6, 7, 8};
+        WireupMessage back = roundTrip(WireupMessage.request(ErrorMode.PEER, 65535, 42, WorkerAddressTest.sample(),
+                ep));
+        assertEquals(WireupMessage.REQUEST, back.type());
+        assertEquals(65535, back.connSn());
+        assertEquals(42, back.srcEpId());
+        assertEquals(WireupMessage.INVALID_EP_ID, back.dstEpId());
+        assertEquals(WorkerAddressTest.sample().uuid(), back.address().uuid());
+        assertArrayEquals(ep, back.epAddress());
+        assertEquals(0, roundTrip(WireupMessage.request(ErrorMode.NONE, 0, 1, WorkerAddressTest.sample(),
+                WireupMessage.NO_EP_ADDRESS)).epAddress().length);
+    }
+
+    @Test
+    void replyCarriesTheEndpointAddressAndAckNothing() {
+        WireupMessage reply = roundTrip(WireupMessage.reply(ErrorMode.PEER, 3, 7, 9, new byte[] {9, 9}));
+        assertEquals(3, reply.connSn());
+        assertEquals(7, reply.srcEpId());
+        assertEquals(9, reply.dstEpId());
+        assertArrayEquals(new byte[] {9, 9}, reply.epAddress());
+        WireupMessage ack = roundTrip(WireupMessage.ack(ErrorMode.PEER, 3, 9, 7));
+        assertEquals(WireupMessage.ACK, ack.type());
+        assertEquals(9, ack.srcEpId());
+        assertEquals(7, ack.dstEpId());
+    }
+
+    @Test
+    void aRequestWhoseAddressLengthOverrunsThePayloadIsAProtocolError() {
+        AmFrame f = AmFrame.of(AmIds.WIREUP, 0, Unpooled.buffer(WireupMessage.HEADER_LENGTH).writeByte(
+                WireupMessage.REQUEST).writeByte(0).writeShortLE(0).writeLongLE(1).writeLongLE(-1),
+                Unpooled.buffer(4).writeShortLE(500).writeShort(0));
+        try {
+            ProtocolException e = assertThrows(ProtocolException.class, () -> WireupMessage.from(f));
+            assertTrue(e.getMessage().contains("500-byte worker address"), e.getMessage());
+        } finally {
+            f.release();
+        }
+    }
+
+    @Test
+    void anAckWithAPayloadIsAProtocolError() {
+        AmFrame f = AmFrame.of(AmIds.WIREUP, 0, Unpooled.buffer(WireupMessage.HEADER_LENGTH).writeByte(
+                WireupMessage.ACK).writeByte(0).writeShortLE(0).writeLongLE(1).writeLongLE(2),
+                Unpooled.buffer(1).writeByte(1));
+        try {
+            ProtocolException e = assertThrows(ProtocolException.class, () -> WireupMessage.from(f));
+            assertTrue(e.getMessage().contains("ACK with a 1-byte payload"), e.getMessage());
+        } finally {
+            f.release();
+        }
+    }
+}
