@@ -93,9 +93,9 @@ public final class NucxBootstrap {
             TcpIoMode mode = TcpIoMode.configured(ctx.config(), spin);
             // The shm engine wraps the TCP one, so one thread serves both kinds of lane.
             owned = new MultiThreadIoEventLoopGroup(1, new DefaultThreadFactory("nucx-" + name, true),
-                    // Busy-polling never parks: the wrapped engine would spin in native code until a socket is
-                    // ready, and timers (keepalive) would wait for it.
-                    ShmIoHandler.newFactory(mode.ioHandlerFactory(spin), spin ? Long.MAX_VALUE
+                    // Busy-polling is done by the shm engine, in non-blocking passes of the wrapped one: epoll's own
+                    // busy wait spins in native code until a socket is ready, and tasks and timers wait for it.
+                    ShmIoHandler.newFactory(mode.ioHandlerFactory(), spin ? Long.MAX_VALUE
                             : ctx.config().nanos(NucxConfig.SHM_SPIN, 10_000_000_000L)));
             loop = owned.next();
         }

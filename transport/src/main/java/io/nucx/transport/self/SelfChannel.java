@@ -39,6 +39,7 @@ public final class SelfChannel extends AbstractChannel {
     /** Accounting weight of a message beyond its bytes, so that empty frames still fill the queue. */
     private static final int MESSAGE_OVERHEAD = 64;
     private static final int READ_BATCH = 64;
+    private static final int WRITE_BATCH = 256;
 
     private final ChannelConfig config = new DefaultChannelConfig(this);
 
@@ -166,7 +167,14 @@ public final class SelfChannel extends AbstractChannel {
         }
         SelfChannel p = peer;
         boolean moved = false;
+        int budget = WRITE_BATCH;
         for (Object msg; (msg = in.current()) != null; ) {
+            if (--budget < 0) {
+                // Bounded: completions run listeners that may write again, and a peer on another thread may drain
+                // as fast as we fill, so an unbounded loop could keep this event loop forever. Go on next turn.
+                eventLoop().execute(resumeTask);
+                break;
+            }
             if (!p.isOpen()) {
                 in.remove(new ClosedChannelException());
                 continue;

@@ -41,6 +41,7 @@ public final class ShmChannel extends AbstractChannel {
 
     private static final ChannelMetadata METADATA = new ChannelMetadata(false);
     private static final int READ_BATCH = 64;
+    private static final int WRITE_BATCH = 256;
     private static final int MAX_HEADER = 0x7fff;
     /** One byte rung on the peer's socket; shared and never released. */
     private static final ByteBuf DOORBELL = Unpooled.unreleasableBuffer(
@@ -63,7 +64,7 @@ public final class ShmChannel extends AbstractChannel {
     private Channel doorbell;
     private IoRegistration registration;
     private boolean readPending;
-    /** A full ring held back the outbound buffer; poll() resumes it once there is room. */
+    /** A full ring or the batch limit held back the outbound buffer; poll() resumes it once there is room. */
     private boolean writeBlocked;
     private boolean reading;
     private int delivered;
@@ -212,10 +213,14 @@ public final class ShmChannel extends AbstractChannel {
             default -> { }
         }
         boolean wrote = false;
+        int budget = WRITE_BATCH;
         for (Object msg; (msg = buffer.current()) != null; ) {
             AmFrame f = (AmFrame) msg;
             int type = f.amId() | f.flags() << 8 | f.header().readableBytes() << 16;
-            if (!out.write(type, f.header(), f.payload())) {
+            // A bounded batch: completing a write runs its listeners, which may write again, and with a reader that
+            // keeps up the ring never fills, so an unbounded loop would never give the event loop back (no reads,
+            // no other channels). The rest goes on the next pass, as Netty's write spin count does for sockets.
+            if (--budget < 0 || !out.write(type, f.header(), f.payload())) {
                 writeBlocked = true;
                 break;
             }

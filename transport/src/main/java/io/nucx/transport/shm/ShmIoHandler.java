@@ -46,7 +46,9 @@ public final class ShmIoHandler implements IoHandler {
      * A factory of loops that run shm channels next to the channels of {@code delegate}'s engine.
      *
      * @param spinNanos how long an idle loop keeps polling its rings before it parks ({@code NUCX_SHM_SPIN});
-     *                  {@code Long.MAX_VALUE} never parks (busy-polling)
+     *                  {@code Long.MAX_VALUE} never parks (busy-polling: the loop spins in non-blocking passes of
+     *                  the wrapped engine, which must not spin by itself; epoll's BUSY_WAIT waits in native code
+     *                  for a descriptor and lets neither tasks from other threads nor timers run)
      */
     public static IoHandlerFactory newFactory(IoHandlerFactory delegate, long spinNanos) {
         if (spinNanos < 0) {
@@ -74,7 +76,8 @@ public final class ShmIoHandler implements IoHandler {
     public int run(IoHandlerContext context) {
         ShmIoHandle[] hs = handles;
         if (hs.length == 0) {
-            return delegate.run(context);
+            // Busy-polling spins here too, in non-blocking passes, so tasks from other threads and timers run.
+            return delegate.run(spinNanos == Long.MAX_VALUE ? nonBlocking.wrap(context) : context);
         }
         int work = 0;
         for (ShmIoHandle h : hs) {

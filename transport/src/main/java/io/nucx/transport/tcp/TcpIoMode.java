@@ -5,7 +5,6 @@ import io.netty.channel.EventLoop;
 import io.netty.channel.IoEventLoop;
 import io.netty.channel.IoHandle;
 import io.netty.channel.IoHandlerFactory;
-import io.netty.channel.SelectStrategy;
 import io.netty.channel.ServerChannel;
 import io.netty.channel.epoll.Epoll;
 import io.netty.channel.epoll.EpollDomainSocketChannel;
@@ -105,19 +104,14 @@ public enum TcpIoMode {
     }
 
     /**
-     * A factory for event loops of this engine. Busy-poll spins epoll_wait with a zero timeout
-     * ({@link SelectStrategy#BUSY_WAIT}); only epoll supports it, so the other engines ignore the request.
+     * A factory for event loops of this engine. Busy-polling is not done here but by the shm engine wrapped around it
+     * ({@code ShmIoHandler}), in non-blocking passes: epoll's own busy wait spins in native code until a descriptor
+     * is ready, so tasks from other threads and timers would wait for it.
      */
-    public IoHandlerFactory ioHandlerFactory(boolean busyPoll) {
+    public IoHandlerFactory ioHandlerFactory() {
         return switch (this) {
             case IO_URING -> IoUringIoHandler.newFactory();
-            case EPOLL -> busyPoll
-                    // Spin only when nothing else is due: BUSY_WAIT loops in native code until a descriptor is ready,
-                    // so with tasks waiting (or when the shm engine asks for a pass without blocking) it must not
-                    // be chosen, or the loop sits there while tasks and shm rings wait.
-                    ? EpollIoHandler.newFactory(0, () -> (selectSupplier, hasTasks) -> hasTasks
-                            ? selectSupplier.get() : SelectStrategy.BUSY_WAIT)
-                    : EpollIoHandler.newFactory();
+            case EPOLL -> EpollIoHandler.newFactory();
             case NIO -> NioIoHandler.newFactory();
         };
     }
@@ -142,7 +136,7 @@ public enum TcpIoMode {
 
     /**
      * The engine {@code NUCX_TCP_IO} asks for: auto picks the first available (io_uring, epoll, nio; epoll first
-     * when busy-polling, since only epoll spins); a forced engine that cannot load fails with its reason.
+     * when busy-polling, whose non-blocking pass is one epoll_wait); a forced engine that cannot load fails with its reason.
      */
     public static TcpIoMode configured(NucxConfig config, boolean busyPoll) {
         String v = config.choice(NucxConfig.TCP_IO, "auto", "io_uring", "epoll", "nio");

@@ -193,6 +193,55 @@ class ShmChannelTest {
     }
 
     @Test
+    void aWriterWhoseCompletionsWriteAgainStillReadsWhatItsPeerSends() throws Exception {
+        // The reader drains as fast as the writer fills, so the ring never fills, and each completed write writes
+        // the next. Writes must still go in bounded batches, or the writer's loop would not poll its rings again
+        // until the flood ends: what the peer sends meanwhile (a keepalive probe, say) would wait.
+        CompletableFuture<Channel> acceptedSide = new CompletableFuture<>();
+        Iface server = iface(() -> new ChannelInboundHandlerAdapter() {
+            @Override
+            public void channelActive(ChannelHandlerContext ctx) {
+                acceptedSide.complete(ctx.channel());
+            }
+
+            @Override
+            public void channelRead(ChannelHandlerContext ctx, Object msg) {
+                ((AmFrame) msg).release();
+            }
+        });
+        Iface client = iface(Collector::new);
+        Collector mine = new Collector();
+        Channel ch = client.connect(server.deviceAddress(), server.ifaceAddress(), mine).sync().channel();
+        long limit = 100_000_000;
+        java.util.concurrent.atomic.AtomicLong written = new java.util.concurrent.atomic.AtomicLong();
+        java.util.concurrent.atomic.AtomicBoolean stop = new java.util.concurrent.atomic.AtomicBoolean();
+        io.netty.channel.ChannelFutureListener[] next = new io.netty.channel.ChannelFutureListener[1];
+        next[0] = f -> {
+            if (f.isSuccess() && !stop.get() && written.incrementAndGet() < limit) {
+                ch.writeAndFlush(AmFrame.of(5, 0, Unpooled.buffer(8).writeLongLE(0), Unpooled.EMPTY_BUFFER))
+                        .addListener(next[0]);
+            }
+        };
+        try {
+            ch.eventLoop().execute(() -> ch.writeAndFlush(AmFrame.of(5, 0, Unpooled.buffer(8).writeLongLE(0),
+                    Unpooled.EMPTY_BUFFER)).addListener(next[0]));
+            Thread.sleep(300); // the flood is under way
+            acceptedSide.get(5, TimeUnit.SECONDS).writeAndFlush(payload(42)).sync();
+            AmFrame back = mine.frames.poll(10, TimeUnit.SECONDS);
+            long during = written.get();
+            assertTrue(back != null, () -> "nothing read while writing (" + during + " writes so far)");
+            try {
+                assertNull(check(back, 42));
+            } finally {
+                back.release();
+            }
+            assertTrue(during < limit, "read during the flood, not after it");
+        } finally {
+            stop.set(true);
+        }
+    }
+
+    @Test
     void aCorruptRecordClosesOnlyThatConnection() throws Exception {
         List<Collector> accepted = new CopyOnWriteArrayList<>();
         Iface server = iface(() -> {
