@@ -73,6 +73,12 @@ final class TagPerfClient {
 
     Future<PerfResult> start() {
         worker.eventLoop().execute(() -> beginPhase(Phase.WARMUP));
+        // A server that dies mid-run leaves a receive posted for ever: end with the endpoint's failure instead.
+        ep.errorFuture().addListener(f -> {
+            if (!f.isSuccess()) {
+                result.tryFailure(f.cause());
+            }
+        });
         result.addListener(f -> owned.release()); // sends still in flight hold their own duplicates
         return result;
     }

@@ -36,6 +36,12 @@ final class TagPerfServer {
     /** Completes with the number of DATA messages received when the client says FINISH. */
     Future<Long> start() {
         worker.eventLoop().execute(this::post);
+        // A client that dies mid-run never sends FINISH: end with its endpoint's failure, not after the run timeout.
+        ep.errorFuture().addListener(f -> {
+            if (!f.isSuccess()) {
+                done.tryFailure(f.cause());
+            }
+        });
         done.addListener(f -> owned.release());
         return done;
     }
