@@ -33,7 +33,6 @@ import io.nucx.transport.IfaceAttributes;
 import io.nucx.transport.IfaceParams;
 import io.nucx.transport.NucxConfig;
 import io.nucx.transport.Transport;
-import io.nucx.transport.cma.CmaException;
 
 import java.nio.channels.ClosedChannelException;
 import java.util.ArrayList;

@@ -12,7 +12,6 @@ import io.nucx.protocol.ProtocolCounters;
 import io.nucx.protocol.ProtocolException;
 import io.nucx.transport.HostId;
 import io.nucx.transport.cma.Cma;
-import io.nucx.transport.cma.CmaException;
 import io.nucx.transport.cma.RemoteKey;
 import io.nucx.transport.cma.RmaOp;
 

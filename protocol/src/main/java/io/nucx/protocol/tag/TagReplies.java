@@ -1,7 +1,6 @@
 package io.nucx.protocol.tag;
 
 import io.netty.channel.Channel;
-import io.nucx.transport.cma.CmaException;
 
 /** How the receive side answers the sender on the endpoint a message came from; the worker implements it. */
 public interface TagReplies {

@@ -68,7 +68,6 @@ public final class ShmChannel extends AbstractChannel {
     private boolean writeBlocked;
     private boolean reading;
     private int delivered;
-    private Throwable closeCause;
 
     ShmChannel(ShmAddress local, int maxRecordPayload) {
         super(null);
@@ -301,7 +300,6 @@ public final class ShmChannel extends AbstractChannel {
         if (state == State.CLOSED) {
             return;
         }
-        closeCause = cause;
         pipeline().fireExceptionCaught(cause);
         failFlushed(cause);
         unsafe().close(unsafe().voidPromise());
@@ -335,7 +333,6 @@ public final class ShmChannel extends AbstractChannel {
             reapPeerFiles(peerPid(), 0);
             ShmPeerGoneException e = new ShmPeerGoneException("shm peer (pid " + peerPid() + ") closed its "
                     + "connection" + (exited ? ": the process has exited" : ""));
-            closeCause = e;
             failFlushed(e);
             unsafe().close(unsafe().voidPromise());
         }
@@ -356,19 +353,9 @@ public final class ShmChannel extends AbstractChannel {
         }
     }
 
-    /** Why the channel closed, if it was not closed locally. */
-    public Throwable closeCause() {
-        return closeCause;
-    }
-
     /** The ring this end writes into (tests reach the shared memory through it). */
     SpscRing outboundRing() {
         return out;
-    }
-
-    /** Bytes written by the peer and not yet read. */
-    public long queuedInbound() {
-        return in == null || state == State.CLOSED ? 0 : in.size();
     }
 
     private final class ShmUnsafe extends AbstractUnsafe implements ShmIoHandle {

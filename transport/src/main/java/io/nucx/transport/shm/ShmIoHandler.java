@@ -180,11 +180,6 @@ public final class ShmIoHandler implements IoHandler {
         delegate.destroy();
     }
 
-    /** Registered shm handles, for tests and diagnostics. */
-    int handleCount() {
-        return handles.length;
-    }
-
     private final class Registration implements IoRegistration {
         private final ShmIoHandle handle;
         private boolean valid = true;
