@@ -87,8 +87,9 @@ final class InfoCommand implements Callable<Integer> {
     static String lanes(io.nucx.wireup.Worker w, io.nucx.wireup.WorkerAddress peer, String errMode) {
         io.nucx.wireup.ErrorMode mode = errMode == null ? w.defaultErrorMode() : switch (errMode.toLowerCase(Locale.ROOT)) {
             case "peer" -> io.nucx.wireup.ErrorMode.PEER;
+            case "failover" -> io.nucx.wireup.ErrorMode.FAILOVER;
             case "none" -> io.nucx.wireup.ErrorMode.NONE;
-            default -> throw new IllegalArgumentException("--err-mode: '" + errMode + "' is not peer or none");
+            default -> throw new IllegalArgumentException("--err-mode: '" + errMode + "' is not peer, failover or none");
         };
         return w.laneInfo(peer, mode);
     }

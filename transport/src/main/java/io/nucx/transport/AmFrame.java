@@ -53,6 +53,14 @@ public final class AmFrame extends AbstractReferenceCounted {
         return payload;
     }
 
+    /**
+     * A second frame over the same bytes with its own indexes, holding its own references: a lane may consume it
+     * (writing moves reader indexes) while this one is kept, e.g. to be sent again on another lane.
+     */
+    public AmFrame retainedDuplicate() {
+        return new AmFrame(amId, flags, header.retainedDuplicate(), payload.retainedDuplicate());
+    }
+
     /** Header plus payload bytes: what the frame weighs against queue limits. */
     public int length() {
         return header.readableBytes() + payload.readableBytes();

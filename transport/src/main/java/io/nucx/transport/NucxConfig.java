@@ -76,9 +76,20 @@ public final class NucxConfig {
     /** Which protocols may be selected, like UCX_PROTOS: names or globs, comma-separated; '^' excludes them. */
     public static final Entry PROTOS = define("PROTOS", "all",
             "Protocols that may be selected: all, a comma list of names/globs (egr/*,tag/rndv), or ^list to exclude");
-    /** Error handling of new endpoints, like ucp_ep_params.err_mode: peer (keepalive, fail on peer loss) or none. */
+    /**
+     * Error handling of new endpoints, like ucp_ep_params.err_mode: peer (keepalive, fail on peer loss), failover
+     * (peer, and a lost lane is replaced with nothing lost or duplicated) or none.
+     */
     public static final Entry ERR_MODE = define("ERR_MODE", "peer",
-            "Error handling of new endpoints: peer (keepalive; a lost peer fails the endpoint's operations) or none");
+            "Error handling of new endpoints: peer (keepalive; a lost peer fails the endpoint's operations), failover "
+                    + "(as peer, and a failed lane is replaced by another transport, resending what it had not "
+                    + "confirmed) or none");
+    /** Lanes rendezvous data may be spread over, the AM lane included, like UCX_MAX_RNDV_LANES. */
+    public static final Entry MAX_RNDV_LANES = define("MAX_RNDV_LANES", "2",
+            "Lanes (transports) a rendezvous transfer may be spread over, the AM lane included (1..8)");
+    /** A lane much slower than the fastest holds a split transfer back more than it adds. */
+    public static final Entry MULTI_LANE_MAX_RATIO = define("MULTI_LANE_MAX_RATIO", "4",
+            "An AM_BW lane is used only if its bandwidth is at least the fastest lane's divided by this (1..1000)");
     /** How often a worker checks its error-mode-peer endpoints (UCX_KEEPALIVE_INTERVAL; UCX's 20 s is for clusters). */
     public static final Entry KEEPALIVE_INTERVAL = define("KEEPALIVE_INTERVAL", "1s",
             "Keepalive period: each tick sends EP_CHECK on every peer-mode endpoint (10ms..1h, or inf for none)");
@@ -192,6 +203,32 @@ public final class NucxConfig {
             }
         }
         throw invalid(e, "expected one of " + String.join(" | ", choices));
+    }
+
+    /** A whole number in [min, max]. */
+    public int integer(Entry e, int min, int max) {
+        try {
+            long v = Long.parseLong(raw(e).trim());
+            if (v < min || v > max) {
+                throw invalid(e, "must be between " + min + " and " + max);
+            }
+            return (int) v;
+        } catch (NumberFormatException ex) {
+            throw invalid(e, "not a whole number");
+        }
+    }
+
+    /** A number in [min, max]. */
+    public double decimal(Entry e, double min, double max) {
+        try {
+            double v = Double.parseDouble(raw(e).trim());
+            if (!(v >= min && v <= max)) {
+                throw invalid(e, "must be between " + min + " and " + max);
+            }
+            return v;
+        } catch (NumberFormatException ex) {
+            throw invalid(e, "not a number");
+        }
     }
 
     /** A memory size: a number with an optional unit b, k, m, g (powers of 1024). */
@@ -360,7 +397,9 @@ public final class NucxConfig {
         memunits(MAX_MSG_SIZE, 1, Integer.MAX_VALUE - 64);
         bool(BUSY_POLL);
         bool(PROTO_INFO);
-        choice(ERR_MODE, "peer", "none");
+        choice(ERR_MODE, "peer", "failover", "none");
+        integer(MAX_RNDV_LANES, 1, 8);
+        decimal(MULTI_LANE_MAX_RATIO, 1, 1000);
         keepaliveTimeoutNanos(); // checks the interval too
         memunitsOrAuto(BCOPY_THRESH, 0, Long.MAX_VALUE - 1);
         memunitsOrAuto(RNDV_THRESH, 0, Long.MAX_VALUE - 1);

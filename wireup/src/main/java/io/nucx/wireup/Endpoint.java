@@ -73,6 +73,8 @@ public final class Endpoint extends AbstractChannel {
     private final WorkerAddress remote;
     private final EndpointConfig endpointConfig;
     private final LaneSelector.Lanes lanes;
+    /** The message lanes (AM, AM_BW, replacements) and what goes on them. Loop only. */
+    private final MessageLanes messageLanes;
     private final EndpointChannelConfig config = new EndpointChannelConfig(this);
     private final EndpointAddress localAddress;
     private final EndpointAddress remoteAddress;
@@ -120,6 +122,7 @@ public final class Endpoint extends AbstractChannel {
         this.remoteAddress = new EndpointAddress(remote.uuid(), remote.name());
         this.endpointConfig = lane.endpointConfig();
         this.lanes = lane;
+        this.messageLanes = new MessageLanes(this, lane, errorMode == ErrorMode.FAILOVER);
         ChannelPipeline p = pipeline();
         if (connectedLane == null) {
             state = State.WIRING_UP;
@@ -128,7 +131,8 @@ public final class Endpoint extends AbstractChannel {
         } else {
             state = State.CONNECTED;
             amLane = connectedLane;
-            p.addLast(LANES, new LaneDispatcher(this, connectedLane));
+            messageLanes.slot(0).channel = connectedLane;
+            p.addLast(LANES, new LaneDispatcher(this, messageLanes));
             wireupPromise.setSuccess(null);
         }
         p.addLast(TAG_RNDV, new RndvTagSendHandler(endpointConfig, worker.rndvSends()));
@@ -217,6 +221,46 @@ public final class Endpoint extends AbstractChannel {
         return lanes.rmaRefusal();
     }
 
+    /**
+     * Takes message lane {@code index} down (0 is the lane carrying active messages now; AM_BW lanes follow), e.g. to
+     * drain a device. In error mode failover the endpoint goes on over the others, or a replacement (see
+     * {@link ErrorMode#FAILOVER}); otherwise losing a lane fails the endpoint. The future completes when the lane is
+     * closed.
+     */
+    public io.netty.util.concurrent.Future<Void> closeLane(int index) {
+        io.netty.util.concurrent.Promise<Void> done = eventLoop().newPromise();
+        eventLoop().execute(() -> {
+            if (index < 0 || index >= messageLanes.size()) {
+                done.tryFailure(new IllegalArgumentException("lane " + index + " of " + this + ": it has "
+                        + messageLanes.size() + " message lanes"));
+                return;
+            }
+            MessageLanes.Slot slot = index == 0 ? messageLanes.amSlot() : messageLanes.slot(index);
+            if (slot.channel == null || !slot.channel.isOpen()) {
+                done.tryFailure(new IllegalStateException("lane " + index + " (" + slot.name() + ") of " + this
+                        + " is not connected"));
+                return;
+            }
+            slot.channel.close().addListener(f -> done.trySuccess(null));
+        });
+        return done;
+    }
+
+    /** "transport/device" of each message lane in use (the AM lane first); failed lanes are left out. */
+    public io.netty.util.concurrent.Future<List<String>> laneNames() {
+        return eventLoop().submit(() -> {
+            List<String> out = new java.util.ArrayList<>();
+            out.add(messageLanes.amSlot().name());
+            for (int i = 0; i < messageLanes.size(); i++) {
+                MessageLanes.Slot s = messageLanes.slot(i);
+                if (s != messageLanes.amSlot() && s.channel != null && !s.failed) {
+                    out.add(s.name());
+                }
+            }
+            return out;
+        });
+    }
+
     /** The AM lane's transport channel, once connected. */
     public Channel amLane() {
         return amLane;
@@ -283,11 +327,12 @@ public final class Endpoint extends AbstractChannel {
     /** The pair's lane is known and connected: the stub steps aside and its queued writes replay onto the lane. */
     private void switchToLane(Channel lane) {
         amLane = lane;
+        messageLanes.slot(0).channel = lane;
         state = State.CONNECTED;
         StubHandler s = stub;
         stub = null;
         s.ready();
-        pipeline().replace(s, LANES, new LaneDispatcher(this, lane));
+        pipeline().replace(s, LANES, new LaneDispatcher(this, messageLanes));
         lane.flush();
         pipeline().fireChannelActive();
     }
@@ -356,6 +401,9 @@ public final class Endpoint extends AbstractChannel {
         }
         switchToLane(p2pLane);
         wireupPromise.trySuccess(null);
+        if (p2pDialer) {
+            connectBwLanes();
+        }
         if (ownLane != null && ownLane != p2pLane) {
             ownLane.close();
         }
@@ -388,6 +436,83 @@ public final class Endpoint extends AbstractChannel {
             switchToLane(ownLane);
         }
         wireupPromise.trySuccess(null);
+        connectBwLanes();
+    }
+
+    /**
+     * The side whose REQUEST was answered dials the AM_BW lanes (and, after a failover that left no lane, the
+     * replacement), so that each lane is connected exactly once: the other side waits for their LANE_ATTACH.
+     */
+    boolean dialsLanes() {
+        return usesOwnLane() || p2pDialer;
+    }
+
+    /** Connects lanes 1, 2... and announces each with LANE_ATTACH, its first frame; the peer then uses it too. */
+    private void connectBwLanes() {
+        for (int i = 1; i < lanes.count(); i++) {
+            MessageLanes.Slot slot = messageLanes.slot(i);
+            LaneSelector.Lane lane = slot.lane;
+            lane.iface().connect(lane.remote().deviceAddress(), lane.remote().ifaceAddress(),
+                    new LaneHandler(worker, this, i)).addListener((ChannelFutureListener) f -> {
+                        if (!f.isSuccess()) {
+                            // The AM lane carries everything still; the peer is reachable through it.
+                            worker.laneFailed(new WireupException("AM_BW lane " + lane.name() + " of " + this
+                                    + " did not connect: " + f.cause(), f.cause()));
+                        } else if (state == State.CLOSED || failure != null) {
+                            f.channel().close();
+                        } else {
+                            messageLanes.attached(slot, f.channel(), true);
+                        }
+                    });
+        }
+    }
+
+    /** The peer announced lane {@code index} on {@code ch} (LANE_ATTACH). */
+    void onLaneAttach(int index, String transport, Channel ch) {
+        messageLanes.onAttach(index, transport, ch);
+    }
+
+    /** A frame other than wireup arrived on lane {@code index}: counted for the peer's confirmation (failover). */
+    void frameReceived(int index) {
+        if (messageLanes.tracking()) {
+            messageLanes.received(index);
+        }
+    }
+
+    /** A read batch ended on lane {@code index}: confirm what arrived (failover). */
+    void readBatchEnded(int index, Channel ch) {
+        if (messageLanes.tracking() && state != State.CLOSED) {
+            messageLanes.confirmReceived(index, ch, id, remoteEpId);
+        }
+    }
+
+    /** The peer's LANE_ACK. */
+    void onLaneAck(int index, long count) {
+        if (!messageLanes.tracking()) {
+            throw new io.nucx.protocol.ProtocolException("LANE_ACK on " + this + ", which is not in error mode "
+                    + "failover");
+        }
+        messageLanes.onConfirmed(index, count);
+    }
+
+    /** The peer's LANE_FAILED. */
+    void onLaneFailed(int index, long count) {
+        messageLanes.onPeerFinal(index, count);
+    }
+
+    /** A failover made {@code lane} the AM lane: keepalive and the graceful close use it. */
+    void amLaneChanged(Channel lane) {
+        amLane = lane;
+    }
+
+    /** The message lanes; for tests and diagnostics. */
+    MessageLanes messageLanes() {
+        return messageLanes;
+    }
+
+    /** The peer as an address, for exceptions raised outside this class. */
+    EndpointAddress remoteAddressOfPeer() {
+        return remoteAddress;
     }
 
     /** The requester's side of a p2p lane: connect our endpoint to the one the REPLY named; ACK once connected. */
@@ -435,7 +560,7 @@ public final class Endpoint extends AbstractChannel {
      */
     void keepaliveTick(int silentLimit, long timeoutNanos) {
         assert eventLoop().inEventLoop();
-        if (errorMode != ErrorMode.PEER || failure != null || state == State.CLOSED) {
+        if (errorMode == ErrorMode.NONE || failure != null || state == State.CLOSED) {
             return;
         }
         if (heard) {
@@ -503,6 +628,7 @@ public final class Endpoint extends AbstractChannel {
         worker.matcher().onSourceClosed(this, cause);
         worker.rndvSends().onEndpointClosed(this, cause);
         worker.syncSends().onEndpointClosed(this, cause);
+        messageLanes.releaseAll(cause);
     }
 
     /**
@@ -523,6 +649,7 @@ public final class Endpoint extends AbstractChannel {
         long waitNanos = worker.closeWaitNanos();
         List<io.netty.util.concurrent.Future<?>> waits = new java.util.ArrayList<>(worker.rndvSends().promisesOf(this));
         waits.addAll(worker.syncSends().promisesOf(this));
+        waits.addAll(messageLanes.awaitingConfirmation()); // failover: sends complete when the peer confirmed them
         Runnable sendRemoved = () -> {
             if (failure != null || !lane.isActive()) {
                 close();
@@ -569,11 +696,15 @@ public final class Endpoint extends AbstractChannel {
      */
     void laneInactive(Channel laneCh, Throwable laneCause) {
         boolean waitsOnIt = laneCh == ownLane && remoteEpId == WireupMessage.INVALID_EP_ID;
-        if (laneCh != amLane && laneCh != p2pLane && !waitsOnIt) {
+        MessageLanes.Slot slot = messageLanes.slotOf(laneCh);
+        if (slot == null && laneCh != amLane && laneCh != p2pLane && !waitsOnIt) {
             return; // a lane dropped after a simultaneous connect, not one the endpoint uses
         }
+        if (slot != null && state == State.CONNECTED && failure == null && messageLanes.laneLost(slot)) {
+            return; // error mode failover: the endpoint goes on over the lanes left
+        }
         if (failure == null && state != State.CLOSED && !(state == State.CLOSING && closeMessageSent)) {
-            String lane = lanes.am().name();
+            String lane = slot != null ? slot.name() : lanes.am().name();
             if (laneCause == null) {
                 fail(new ConnectionResetException(id, remoteAddress, "the peer closed the " + lane
                         + " connection (its process exited or was killed)", null));
@@ -692,6 +823,7 @@ public final class Endpoint extends AbstractChannel {
         if (lane != null) {
             lane.close();
         }
+        messageLanes.closeAll(lane);
         if (ownLane != null && ownLane != lane) {
             ownLane.close();
         }

@@ -11,7 +11,14 @@ public enum ErrorMode {
      * Keepalive on the keepalive lane (wireup EP_CHECK every NUCX_KEEPALIVE_INTERVAL); a peer silent for
      * NUCX_KEEPALIVE_TIMEOUT fails the endpoint with {@link EndpointTimeoutException}. Lanes must handle peer failure.
      */
-    PEER(1);
+    PEER(1),
+    /**
+     * As {@link #PEER}, and a lane that fails while others remain (or another transport can replace it) does not fail
+     * the endpoint: frames are kept until the peer confirms them, and what the lost lane had not delivered is sent
+     * again on the lane that takes over (UCX's UCP_ERR_HANDLING_MODE_FAILOVER names the idea; see
+     * {@link MessageLanes}). A send completes when the peer confirmed it.
+     */
+    FAILOVER(2);
 
     private final int wire;
 

@@ -1,8 +1,5 @@
 package io.nucx.wireup;
 
-import io.netty.channel.Channel;
-import io.netty.channel.ChannelFuture;
-import io.netty.channel.ChannelFutureListener;
 import io.netty.channel.ChannelHandlerContext;
 import io.netty.channel.ChannelOutboundHandlerAdapter;
 import io.netty.channel.ChannelPromise;
@@ -11,23 +8,19 @@ import io.netty.util.ReferenceCountUtil;
 import io.nucx.transport.AmFrame;
 
 /**
- * The bottom of a wired-up endpoint's pipeline: sends each {@link AmFrame} on the AM lane (a transport channel) and
- * completes the endpoint's promise from the lane's. Anything that is not a frame at this point is a bug above and
- * fails its promise. A write the lane fails after the endpoint failed gets the endpoint's cause (the lane only knows
- * it was closed). A close passing here is the endpoint's graceful close ({@link Endpoint#closeGracefully}).
+ * The bottom of a wired-up endpoint's pipeline: hands each {@link AmFrame} to the endpoint's {@link MessageLanes}
+ * (the AM lane, rendezvous data spread over the AM_BW lanes, held during a failover), which completes the endpoint's
+ * promise from the lanes'. Anything that is not a frame at this point is a bug above and fails its promise. A close
+ * passing here is the endpoint's graceful close ({@link Endpoint#closeGracefully}).
  */
 final class LaneDispatcher extends ChannelOutboundHandlerAdapter {
 
     private final Endpoint endpoint;
-    private final Channel amLane;
+    private final MessageLanes lanes;
 
-    LaneDispatcher(Endpoint endpoint, Channel amLane) {
+    LaneDispatcher(Endpoint endpoint, MessageLanes lanes) {
         this.endpoint = endpoint;
-        this.amLane = amLane;
-    }
-
-    Channel amLane() {
-        return amLane;
+        this.lanes = lanes;
     }
 
     @Override
@@ -37,25 +30,7 @@ final class LaneDispatcher extends ChannelOutboundHandlerAdapter {
             promise.tryFailure(new UnsupportedMessageTypeException(msg, AmFrame.class));
             return;
         }
-        if (promise.isVoid()) {
-            amLane.write(frame, amLane.voidPromise());
-        } else {
-            ChannelFuture f = amLane.write(frame);
-            if (f.isDone()) {
-                complete(f, promise);
-            } else {
-                f.addListener((ChannelFutureListener) done -> complete(done, promise));
-            }
-        }
-    }
-
-    private void complete(ChannelFuture lane, ChannelPromise promise) {
-        if (lane.isSuccess()) {
-            promise.trySuccess();
-        } else {
-            EndpointException why = endpoint.failure();
-            promise.tryFailure(why != null ? why : lane.cause());
-        }
+        lanes.write(frame, promise);
     }
 
     @Override
@@ -65,6 +40,6 @@ final class LaneDispatcher extends ChannelOutboundHandlerAdapter {
 
     @Override
     public void flush(ChannelHandlerContext ctx) {
-        amLane.flush();
+        lanes.flush();
     }
 }

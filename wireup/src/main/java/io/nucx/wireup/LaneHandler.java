@@ -21,6 +21,8 @@ final class LaneHandler extends ChannelInboundHandlerAdapter {
 
     private final Worker worker;
     private Endpoint endpoint;
+    /** This lane's index among its endpoint's message lanes (0: the AM lane chosen at wireup). */
+    private int laneIndex;
     private Throwable failure;
     /**
      * The peer's REQUEST on this lane lost a simultaneous connect (its uuid is higher): the uuid it came from. The
@@ -32,8 +34,13 @@ final class LaneHandler extends ChannelInboundHandlerAdapter {
     private java.util.ArrayDeque<AmFrame> held;
 
     LaneHandler(Worker worker, Endpoint endpoint) {
+        this(worker, endpoint, 0);
+    }
+
+    LaneHandler(Worker worker, Endpoint endpoint, int laneIndex) {
         this.worker = worker;
         this.endpoint = endpoint;
+        this.laneIndex = laneIndex;
     }
 
     @Override
@@ -59,6 +66,9 @@ final class LaneHandler extends ChannelInboundHandlerAdapter {
                         case WireupMessage.ACK -> onAck(ctx, m);
                         case WireupMessage.EP_CHECK -> onEpCheck(ctx, m);
                         case WireupMessage.EP_REMOVED -> onEpRemoved(m);
+                        case WireupMessage.LANE_ATTACH -> onLaneAttach(ctx, m);
+                        case WireupMessage.LANE_ACK -> laneEndpoint(m).onLaneAck(m.lane(), m.value());
+                        case WireupMessage.LANE_FAILED -> laneEndpoint(m).onLaneFailed(m.lane(), m.value());
                         default -> throw new ProtocolException("wireup " + WireupMessage.typeName(m.type())
                                 + " is not handled");
                     }
@@ -73,6 +83,7 @@ final class LaneHandler extends ChannelInboundHandlerAdapter {
                     throw new ProtocolException(AmIds.name(frame.amId()) + " before the wireup REQUEST");
                 }
                 endpoint.heard();
+                endpoint.frameReceived(laneIndex);
                 worker.eagerReceiver().onFrame(endpoint, frame);
             }
             case AmIds.RNDV_RTS, AmIds.RNDV_RTR, AmIds.RNDV_DATA, AmIds.RNDV_ATS -> {
@@ -81,6 +92,7 @@ final class LaneHandler extends ChannelInboundHandlerAdapter {
                     throw new ProtocolException(AmIds.name(frame.amId()) + " before the wireup REQUEST");
                 }
                 endpoint.heard();
+                endpoint.frameReceived(laneIndex);
                 worker.rndvReceiver().onFrame(endpoint, frame);
             }
             default -> {
@@ -182,6 +194,46 @@ final class LaneHandler extends ChannelInboundHandlerAdapter {
         target.heard();
         target.onReply(m);
         ctx.close();
+    }
+
+    /**
+     * The peer connected this lane for one of its endpoint's lanes (an AM_BW lane, or a replacement after a failover):
+     * the first frame names our endpoint, and the peer's uuid and endpoint id must be the ones it was wired up with.
+     */
+    private void onLaneAttach(ChannelHandlerContext ctx, WireupMessage m) {
+        if (endpoint != null || requestIgnored) {
+            throw new ProtocolException("LANE_ATTACH on a lane of " + (endpoint != null ? endpoint
+                    : "worker " + worker.name()) + " that carries wireup already");
+        }
+        Endpoint target = worker.endpoint(m.dstEpId());
+        if (target == null || target.remoteWorkerAddress().uuid() != m.value()
+                || target.remoteEndpointId() != m.srcEpId()) {
+            throw new ProtocolException("LANE_ATTACH from endpoint #" + m.srcEpId() + " of " + Long.toHexString(m.value())
+                    + " for endpoint #" + m.dstEpId() + ", which " + (target == null ? "does not exist"
+                    : "is wired to #" + target.remoteEndpointId() + " of "
+                    + Long.toHexString(target.remoteWorkerAddress().uuid())));
+        }
+        target.heard();
+        target.onLaneAttach(m.lane(), m.reason(), ctx.channel());
+        endpoint = target;
+        laneIndex = m.lane();
+    }
+
+    /** The endpoint a LANE_ACK or LANE_FAILED is for: this lane's, named by id. */
+    private Endpoint laneEndpoint(WireupMessage m) {
+        if (endpoint == null || m.dstEpId() != endpoint.endpointId()) {
+            throw new ProtocolException("wireup " + WireupMessage.typeName(m.type()) + " for endpoint #" + m.dstEpId()
+                    + " on a lane of " + (endpoint != null ? endpoint : "no endpoint"));
+        }
+        return endpoint;
+    }
+
+    @Override
+    public void channelReadComplete(ChannelHandlerContext ctx) {
+        if (endpoint != null) {
+            endpoint.readBatchEnded(laneIndex, ctx.channel());
+        }
+        ctx.fireChannelReadComplete();
     }
 
     private void onAck(ChannelHandlerContext ctx, WireupMessage m) {

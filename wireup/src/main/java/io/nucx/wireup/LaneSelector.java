@@ -75,31 +75,69 @@ public final class LaneSelector {
     /**
      * Every lane of an endpoint.
      *
-     * @param am         the AM lane
+     * @param am         the AM lane (lane 0)
      * @param rma        the RMA lane, or null
      * @param rmaRefusal why there is no RMA lane although a transport offered one (refused by the kernel, another
      *                   host), or null
-     * @param keepalive  the lane EP_CHECK goes on (error mode peer), or null (error mode none). nucx connects one
-     *                   lane for messages, so this is the AM lane, which in peer mode must handle peer failure.
+     * @param keepalive  the lane EP_CHECK goes on (error modes peer and failover), or null (error mode none): the AM
+     *                   lane, which in those modes must handle peer failure
+     * @param bw         the AM_BW lanes besides the AM lane (lanes 1, 2...), best first: rendezvous data is spread
+     *                   over the AM lane and these in proportion to their bandwidth; empty when one lane suffices
      */
-    public record Lanes(Lane am, RmaLane rma, String rmaRefusal, Lane keepalive) {
-        /** The configuration the protocols see: both lanes' names and attributes. */
+    public record Lanes(Lane am, RmaLane rma, String rmaRefusal, Lane keepalive, List<Lane> bw) {
+        public Lanes(Lane am, RmaLane rma, String rmaRefusal, Lane keepalive) {
+            this(am, rma, rmaRefusal, keepalive, List.of());
+        }
+
+        public Lanes {
+            bw = List.copyOf(bw);
+        }
+
+        /** The configuration the protocols see: every lane's name and attributes. */
         public EndpointConfig endpointConfig() {
             EndpointConfig amOnly = am.endpointConfig();
-            return rma == null ? amOnly : new EndpointConfig(amOnly.amLane(), amOnly.amLaneAttrs(), rma.name(),
-                    rma.iface().attributes());
+            List<EndpointConfig.BwLane> extra = bw.stream().map(l -> new EndpointConfig.BwLane(l.name(),
+                    l.endpointConfig().amLaneAttrs())).toList();
+            return new EndpointConfig(amOnly.amLane(), amOnly.amLaneAttrs(), rma == null ? null : rma.name(),
+                    rma == null ? null : rma.iface().attributes(), extra);
         }
 
         public SelectionKey.Locality locality() {
             return am.locality();
         }
 
+        /** Lane {@code index}: 0 the AM lane, then the AM_BW lanes. */
+        public Lane lane(int index) {
+            return index == 0 ? am : bw.get(index - 1);
+        }
+
+        /** How many message lanes (AM + AM_BW). */
+        public int count() {
+            return 1 + bw.size();
+        }
+
         /** "tcp/lo; rma cma/memory; keepalive tcp/lo" or "tcp/lo; no rma lane: why" for tables and logs. */
         public String describe() {
-            return am.name() + (am.p2p() ? " (p2p)" : "") + (rma != null ? "; rma " + rma.name()
+            StringBuilder b = new StringBuilder(am.name()).append(am.p2p() ? " (p2p)" : "");
+            for (Lane l : bw) {
+                b.append(" + ").append(l.name());
+            }
+            return b + (rma != null ? "; rma " + rma.name()
                     : rmaRefusal != null ? "; no rma lane: " + rmaRefusal : "")
                     + (keepalive != null ? "; keepalive " + keepalive.name() : "");
         }
+    }
+
+    /**
+     * How many message lanes an endpoint may use and how slow the slowest may be (NUCX_MAX_RNDV_LANES,
+     * NUCX_MULTI_LANE_MAX_RATIO).
+     *
+     * @param maxLanes lanes for rendezvous data, the AM lane included (1: no AM_BW lanes)
+     * @param maxRatio a lane whose bandwidth is below the fastest chosen lane's divided by this is not used
+     */
+    public record BwLimits(int maxLanes, double maxRatio) {
+        /** No AM_BW lanes. */
+        public static final BwLimits SINGLE = new BwLimits(1, 1);
     }
 
     /** UCX's RMA_BW score is computed for this size. */
@@ -110,19 +148,26 @@ public final class LaneSelector {
 
     /** {@link #selectLanes(List, WorkerAddress, WorkerAddress, ErrorMode, List)} in error mode none, untraced. */
     public static Lanes selectLanes(List<Iface> ifaces, WorkerAddress local, WorkerAddress remote) {
-        return selectLanes(ifaces, local, remote, ErrorMode.NONE, null);
+        return selectLanes(ifaces, local, remote, ErrorMode.NONE, BwLimits.SINGLE, null);
+    }
+
+    /** {@link #selectLanes(List, WorkerAddress, WorkerAddress, ErrorMode, BwLimits, List)} with one message lane. */
+    public static Lanes selectLanes(List<Iface> ifaces, WorkerAddress local, WorkerAddress remote, ErrorMode mode,
+                                    List<String> trace) {
+        return selectLanes(ifaces, local, remote, mode, BwLimits.SINGLE, trace);
     }
 
     /**
-     * Selects the AM lane ({@link #selectAmLane}), where one is reachable and permitted the RMA lane, and in error
-     * mode peer the keepalive lane.
+     * Selects the AM lane ({@link #selectAmLane}), the AM_BW lanes ({@link #selectBwLanes}), where one is reachable
+     * and permitted the RMA lane, and in error modes peer and failover the keepalive lane.
      *
      * @param trace if not null, receives one line per candidate: criterion, pair, score and verdict (for
      *              {@code nucx info --lanes})
      */
     public static Lanes selectLanes(List<Iface> ifaces, WorkerAddress local, WorkerAddress remote, ErrorMode mode,
-                                    List<String> trace) {
-        Lane am = selectAmLane(ifaces, local, remote, mode, trace);
+                                    BwLimits limits, List<String> trace) {
+        Lane am = selectAmLane(ifaces, local, remote, mode, java.util.Set.of(), trace);
+        List<Lane> bw = selectBwLanes(ifaces, local, remote, mode, am, limits, trace);
         RmaLane best = null;
         List<String> refusals = new ArrayList<>();
         List<RmaLane> candidates = new ArrayList<>();
@@ -166,14 +211,14 @@ public final class LaneSelector {
                 note(trace, "rma", c.local(), c.remote(), c.score(), "refused: " + refusal);
             }
         }
-        Lane keepalive = mode == ErrorMode.PEER ? am : null;
+        Lane keepalive = mode != ErrorMode.NONE ? am : null;
         if (trace != null) {
-            trace.add(keepalive != null ? "keepalive  " + am.name() + ": the AM lane (error mode peer: it handles peer "
-                    + "failure; EP_CHECK goes on it every NUCX_KEEPALIVE_INTERVAL)"
-                    : "keepalive  none (error mode none)");
+            trace.add(keepalive != null ? "keepalive  " + am.name() + ": the AM lane (error mode "
+                    + mode.name().toLowerCase(java.util.Locale.ROOT) + ": it handles peer failure; EP_CHECK goes on "
+                    + "it every NUCX_KEEPALIVE_INTERVAL)" : "keepalive  none (error mode none)");
         }
         return new Lanes(am, best, best == null && !refusals.isEmpty() ? String.join("; ", refusals) : null,
-                keepalive);
+                keepalive, bw);
     }
 
     private static void note(List<String> trace, String criterion, WorkerAddress.Entry l, WorkerAddress.Entry r,
@@ -192,9 +237,9 @@ public final class LaneSelector {
         return 1 / (RMA_BW_SIZE / bw + latency + (double) l.overhead());
     }
 
-    /** {@link #selectAmLane(List, WorkerAddress, WorkerAddress, ErrorMode, List)} in error mode none. */
+    /** {@link #selectAmLane(List, WorkerAddress, WorkerAddress, ErrorMode, java.util.Set, List)} in error mode none. */
     public static Lane selectAmLane(List<Iface> ifaces, WorkerAddress local, WorkerAddress remote) {
-        return selectAmLane(ifaces, local, remote, ErrorMode.NONE, null);
+        return selectAmLane(ifaces, local, remote, ErrorMode.NONE, java.util.Set.of(), null);
     }
 
     /**
@@ -202,17 +247,22 @@ public final class LaneSelector {
      * ERRHANDLE_PEER_FAILURE mandatory then).
      *
      * @param ifaces   this worker's ifaces, in the same order as {@code local.entries()}
+     * @param excluded transports not to use (lane failover re-selects without the failed ones)
      * @param trace    if not null, receives one line per candidate and its verdict
      * @throws UnreachableException listing every candidate and why it lost, when none fits
      */
     public static Lane selectAmLane(List<Iface> ifaces, WorkerAddress local, WorkerAddress remote, ErrorMode mode,
-                                    List<String> trace) {
+                                    java.util.Set<String> excluded, List<String> trace) {
         Lane best = null;
         List<String> reasons = new ArrayList<>();
         List<Lane> fitting = new ArrayList<>();
         for (int i = 0; i < ifaces.size(); i++) {
             Iface iface = ifaces.get(i);
             WorkerAddress.Entry l = local.entries().get(i);
+            if (excluded.contains(l.transport())) {
+                reasons.add(l.transport() + ": failed on this endpoint");
+                continue;
+            }
             if (!l.has(Capability.AM_BCOPY) || l.maxBcopy() < MIN_AM_BCOPY) {
                 reasons.add(l.transport() + ": no AM bcopy of " + MIN_AM_BCOPY + " bytes here");
                 if (trace != null) {
@@ -228,7 +278,7 @@ public final class LaneSelector {
                 String why = null;
                 if (!r.has(Capability.AM_BCOPY) || r.maxBcopy() < MIN_AM_BCOPY) {
                     why = "peer has no AM bcopy of " + MIN_AM_BCOPY + " bytes";
-                } else if (mode == ErrorMode.PEER && !(l.has(Capability.ERRHANDLE_PEER_FAILURE)
+                } else if (mode != ErrorMode.NONE && !(l.has(Capability.ERRHANDLE_PEER_FAILURE)
                         && r.has(Capability.ERRHANDLE_PEER_FAILURE))) {
                     why = "no peer failure handling " + (l.has(Capability.ERRHANDLE_PEER_FAILURE) ? "at the peer"
                             : "here") + " (needed by error mode peer)";
@@ -260,6 +310,75 @@ public final class LaneSelector {
                     : "lower than " + best.name() + " (score, then priority, then name) ") + formula);
         }
         return best;
+    }
+
+    /**
+     * UCX's AM_BW lanes: reachable AM transport pairs other than the AM lane's transport, by
+     * {@code ucp_wireup_am_bw_score_func} (bytes per time for one max-bcopy fragment), best first, while fewer than
+     * {@code limits.maxLanes()} lanes are chosen and each carries at least 1/{@code maxRatio} of the fastest chosen
+     * lane's bandwidth (a much slower lane would hold a split transfer back more than it adds). Only lanes that
+     * connect to the peer's iface: a p2p AM_BW lane would need its own address exchange.
+     */
+    static List<Lane> selectBwLanes(List<Iface> ifaces, WorkerAddress local, WorkerAddress remote, ErrorMode mode,
+                                    Lane am, BwLimits limits, List<String> trace) {
+        List<Lane> candidates = new ArrayList<>();
+        for (int i = 0; i < ifaces.size(); i++) {
+            Iface iface = ifaces.get(i);
+            WorkerAddress.Entry l = local.entries().get(i);
+            if (l.transport().equals(am.local().transport()) || !l.has(Capability.AM_BCOPY)
+                    || l.maxBcopy() < MIN_AM_BCOPY) {
+                continue;
+            }
+            for (WorkerAddress.Entry r : remote.entries()) {
+                if (!r.transport().equals(l.transport()) || !r.has(Capability.AM_BCOPY) || r.maxBcopy() < MIN_AM_BCOPY
+                        || !r.has(Capability.CONNECT_TO_IFACE)) {
+                    continue;
+                }
+                if (mode != ErrorMode.NONE && !(l.has(Capability.ERRHANDLE_PEER_FAILURE)
+                        && r.has(Capability.ERRHANDLE_PEER_FAILURE))) {
+                    note(trace, "am_bw", l, r, Double.NaN, "no peer failure handling (needed by error mode "
+                            + mode.name().toLowerCase(java.util.Locale.ROOT) + ")");
+                    continue;
+                }
+                if (!iface.isReachable(r.deviceAddress(), r.ifaceAddress())) {
+                    continue; // unreachable pairs are listed by the AM criterion already
+                }
+                candidates.add(new Lane(iface, l, r, amBwScore(l, r)));
+            }
+        }
+        candidates.sort((a, b) -> a.score() != b.score() ? Double.compare(b.score(), a.score())
+                : a.local().transport().compareTo(b.local().transport()));
+        List<Lane> chosen = new ArrayList<>();
+        double fastest = bandwidth(am);
+        for (Lane c : candidates) {
+            String verdict;
+            if (1 + chosen.size() >= limits.maxLanes()) {
+                verdict = "not used: " + limits.maxLanes() + " lane(s) at most (NUCX_MAX_RNDV_LANES)";
+            } else if (bandwidth(c) * limits.maxRatio() < Math.max(fastest, bandwidth(c))) {
+                verdict = String.format(java.util.Locale.ROOT, "not used: %.0f MB/s is below 1/%.3g of %.0f MB/s "
+                        + "(NUCX_MULTI_LANE_MAX_RATIO)", bandwidth(c) / 1e6, limits.maxRatio(), fastest / 1e6);
+            } else {
+                chosen.add(c);
+                fastest = Math.max(fastest, bandwidth(c));
+                verdict = "CHOSEN: AM_BW lane[" + chosen.size() + "] " + c.name() + " (rendezvous data shares it)";
+            }
+            note(trace, "am_bw", c.local(), c.remote(), c.score(), verdict);
+        }
+        return chosen;
+    }
+
+    /** The bandwidth both sides of a lane can give. */
+    static double bandwidth(Lane lane) {
+        return Math.min((double) lane.local().bandwidth(), (double) lane.remote().bandwidth());
+    }
+
+    /** UCX's {@code ucp_wireup_am_bw_score_func}: bytes per second of one max-bcopy fragment, × 1e-5. */
+    static double amBwScore(WorkerAddress.Entry l, WorkerAddress.Entry r) {
+        double size = Math.min(l.maxBcopy(), r.maxBcopy());
+        double latency = ((double) l.latency() + (double) r.latency()) / 2;
+        double t = size / Math.min((double) l.bandwidth(), (double) r.bandwidth())
+                + ((double) l.overhead() + (double) r.overhead()) + latency;
+        return size / t * 1e-5;
     }
 
     /** UCX's {@code ucp_wireup_am_score_func}. */

@@ -45,13 +45,20 @@ import java.nio.charset.StandardCharsets;
  * </ul>
  */
 record WireupMessage(int type, int errMode, int connSn, long srcEpId, long dstEpId, WorkerAddress address,
-                     byte[] epAddress, String reason) {
+                     byte[] epAddress, String reason, int lane, long value) {
 
     static final int REQUEST = 1;
     static final int REPLY = 2;
     static final int ACK = 3;
     static final int EP_CHECK = 4;
     static final int EP_REMOVED = 5;
+    /** nucx's own types, after UCX's 0-8: a lane joins an endpoint, lane confirmations, a lost lane's final count. */
+    static final int LANE_ATTACH = 9;
+    static final int LANE_ACK = 10;
+    static final int LANE_FAILED = 11;
+    /** Lane messages' payload before LANE_ATTACH's transport name: {@code lane:u8, value:u64}. */
+    static final int LANE_PAYLOAD = 9;
+    static final int MAX_TRANSPORT_NAME = 32;
     static final int HEADER_LENGTH = 20;
     /** No endpoint id known yet. */
     static final long INVALID_EP_ID = -1L;
@@ -61,23 +68,35 @@ record WireupMessage(int type, int errMode, int connSn, long srcEpId, long dstEp
     static final int MAX_EP_ADDRESS = 255;
 
     static WireupMessage request(ErrorMode mode, int connSn, long srcEpId, WorkerAddress address, byte[] epAddress) {
-        return new WireupMessage(REQUEST, mode.wire(), connSn, srcEpId, INVALID_EP_ID, address, epAddress, null);
+        return new WireupMessage(REQUEST, mode.wire(), connSn, srcEpId, INVALID_EP_ID, address, epAddress, null, 0, 0);
     }
 
     static WireupMessage reply(ErrorMode mode, int connSn, long srcEpId, long dstEpId, byte[] epAddress) {
-        return new WireupMessage(REPLY, mode.wire(), connSn, srcEpId, dstEpId, null, epAddress, null);
+        return new WireupMessage(REPLY, mode.wire(), connSn, srcEpId, dstEpId, null, epAddress, null, 0, 0);
     }
 
     static WireupMessage ack(ErrorMode mode, int connSn, long srcEpId, long dstEpId) {
-        return new WireupMessage(ACK, mode.wire(), connSn, srcEpId, dstEpId, null, null, null);
+        return new WireupMessage(ACK, mode.wire(), connSn, srcEpId, dstEpId, null, null, null, 0, 0);
     }
 
     static WireupMessage epCheck(ErrorMode mode, long srcEpId, long dstEpId) {
-        return new WireupMessage(EP_CHECK, mode.wire(), 0, srcEpId, dstEpId, null, null, null);
+        return new WireupMessage(EP_CHECK, mode.wire(), 0, srcEpId, dstEpId, null, null, null, 0, 0);
     }
 
     static WireupMessage epRemoved(long srcEpId, long dstEpId, String reason) {
-        return new WireupMessage(EP_REMOVED, ErrorMode.NONE.wire(), 0, srcEpId, dstEpId, null, null, reason);
+        return new WireupMessage(EP_REMOVED, ErrorMode.NONE.wire(), 0, srcEpId, dstEpId, null, null, reason, 0, 0);
+    }
+
+    static WireupMessage laneAttach(long srcEpId, long dstEpId, int lane, long uuid, String transport) {
+        return new WireupMessage(LANE_ATTACH, 0, 0, srcEpId, dstEpId, null, null, transport, lane, uuid);
+    }
+
+    static WireupMessage laneAck(long srcEpId, long dstEpId, int lane, long count) {
+        return new WireupMessage(LANE_ACK, 0, 0, srcEpId, dstEpId, null, null, null, lane, count);
+    }
+
+    static WireupMessage laneFailed(long srcEpId, long dstEpId, int lane, long count) {
+        return new WireupMessage(LANE_FAILED, 0, 0, srcEpId, dstEpId, null, null, null, lane, count);
     }
 
     static String typeName(int type) {
@@ -87,6 +106,9 @@ record WireupMessage(int type, int errMode, int connSn, long srcEpId, long dstEp
             case ACK -> "ACK";
             case EP_CHECK -> "EP_CHECK";
             case EP_REMOVED -> "EP_REMOVED";
+            case LANE_ATTACH -> "LANE_ATTACH";
+            case LANE_ACK -> "LANE_ACK";
+            case LANE_FAILED -> "LANE_FAILED";
             default -> "type " + type;
         };
     }
@@ -100,6 +122,10 @@ record WireupMessage(int type, int errMode, int connSn, long srcEpId, long dstEp
             byte[] ep = epAddress != null ? epAddress : NO_EP_ADDRESS;
             payload = Unpooled.wrappedBuffer(java.nio.ByteBuffer.allocate(2 + a.length + ep.length)
                     .order(java.nio.ByteOrder.LITTLE_ENDIAN).putShort((short) a.length).put(a).put(ep).flip());
+        } else if (type == LANE_ATTACH || type == LANE_ACK || type == LANE_FAILED) {
+            byte[] name = type == LANE_ATTACH ? reason.getBytes(StandardCharsets.US_ASCII) : new byte[0];
+            payload = Unpooled.wrappedBuffer(java.nio.ByteBuffer.allocate(LANE_PAYLOAD + name.length)
+                    .order(java.nio.ByteOrder.LITTLE_ENDIAN).put((byte) lane).putLong(value).put(name).flip());
         } else if (type == REPLY && epAddress != null && epAddress.length > 0) {
             payload = Unpooled.wrappedBuffer(epAddress);
         } else if (reason != null) {
@@ -141,7 +167,7 @@ record WireupMessage(int type, int errMode, int connSn, long srcEpId, long dstEp
                 }
                 payload.getBytes(payload.readerIndex() + 2 + addressLength, ep);
                 try {
-                    return new WireupMessage(type, errMode, connSn, src, dst, WorkerAddress.decode(blob), ep, null);
+                    return new WireupMessage(type, errMode, connSn, src, dst, WorkerAddress.decode(blob), ep, null, 0, 0);
                 } catch (InvalidAddressException e) {
                     throw new ProtocolException("wireup REQUEST carries a bad worker address: " + e.getMessage());
                 }
@@ -153,14 +179,14 @@ record WireupMessage(int type, int errMode, int connSn, long srcEpId, long dstEp
                 }
                 byte[] ep = new byte[length];
                 payload.getBytes(payload.readerIndex(), ep);
-                return new WireupMessage(type, errMode, connSn, src, dst, null, ep, null);
+                return new WireupMessage(type, errMode, connSn, src, dst, null, ep, null, 0, 0);
             }
             case ACK, EP_CHECK -> {
                 if (length != 0) {
                     throw new ProtocolException("wireup " + typeName(type) + " with a " + length
                             + "-byte payload (expected none)");
                 }
-                return new WireupMessage(type, errMode, connSn, src, dst, null, null, null);
+                return new WireupMessage(type, errMode, connSn, src, dst, null, null, null, 0, 0);
             }
             case EP_REMOVED -> {
                 if (length > MAX_REASON) {
@@ -168,7 +194,25 @@ record WireupMessage(int type, int errMode, int connSn, long srcEpId, long dstEp
                             + MAX_REASON + ")");
                 }
                 return new WireupMessage(type, errMode, connSn, src, dst, null, null,
-                        payload.toString(payload.readerIndex(), length, StandardCharsets.UTF_8));
+                        payload.toString(payload.readerIndex(), length, StandardCharsets.UTF_8), 0, 0);
+            }
+            case LANE_ATTACH, LANE_ACK, LANE_FAILED -> {
+                int nameLength = length - LANE_PAYLOAD;
+                if (nameLength < 0 || (type == LANE_ATTACH ? nameLength == 0 || nameLength > MAX_TRANSPORT_NAME
+                        : nameLength != 0)) {
+                    throw new ProtocolException("wireup " + typeName(type) + " with a " + length + "-byte payload "
+                            + "(expected " + LANE_PAYLOAD + (type == LANE_ATTACH ? " + a transport name of 1-"
+                            + MAX_TRANSPORT_NAME : "") + ")");
+                }
+                int at0 = payload.readerIndex();
+                int lane = payload.getUnsignedByte(at0);
+                long value = payload.getLongLE(at0 + 1);
+                if (type != LANE_ATTACH && value < 0) {
+                    throw new ProtocolException("wireup " + typeName(type) + " counts " + value + " frames");
+                }
+                String transport = type == LANE_ATTACH
+                        ? payload.toString(at0 + LANE_PAYLOAD, nameLength, StandardCharsets.US_ASCII) : null;
+                return new WireupMessage(type, errMode, connSn, src, dst, null, null, transport, lane, value);
             }
             default -> throw new ProtocolException("wireup message type " + type + " is not handled by this version");
         }

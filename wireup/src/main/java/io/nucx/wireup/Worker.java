@@ -80,6 +80,8 @@ public final class Worker {
     /** Reads peers' memory for rndv/get/zcopy; made on the loop at first use (it is confined to its thread). */
     private final java.util.Deque<Throwable> rmaFailures = new java.util.concurrent.ConcurrentLinkedDeque<>();
     private final ErrorMode defaultErrorMode;
+    /** How many message lanes an endpoint may use (NUCX_MAX_RNDV_LANES, NUCX_MULTI_LANE_MAX_RATIO). */
+    private final LaneSelector.BwLimits bwLimits;
     private final long keepaliveIntervalNanos;
     private final long keepaliveTimeoutNanos;
     /** Ticks of silence that fail a peer-mode endpoint: the timeout rounded up to whole intervals. */
@@ -102,8 +104,13 @@ public final class Worker {
         this.rndvThresh = config.memunitsOrAuto(NucxConfig.RNDV_THRESH, 0, Long.MAX_VALUE - 1);
         this.protoInfo = config.bool(NucxConfig.PROTO_INFO);
         this.protocols = enabledProtocols(config);
-        this.defaultErrorMode = config.choice(NucxConfig.ERR_MODE, "peer", "none").equals("peer") ? ErrorMode.PEER
-                : ErrorMode.NONE;
+        this.defaultErrorMode = switch (config.choice(NucxConfig.ERR_MODE, "peer", "failover", "none")) {
+            case "peer" -> ErrorMode.PEER;
+            case "failover" -> ErrorMode.FAILOVER;
+            default -> ErrorMode.NONE;
+        };
+        this.bwLimits = new LaneSelector.BwLimits(config.integer(NucxConfig.MAX_RNDV_LANES, 1, 8),
+                config.decimal(NucxConfig.MULTI_LANE_MAX_RATIO, 1, 1000));
         this.keepaliveIntervalNanos = config.keepaliveIntervalNanos();
         this.keepaliveTimeoutNanos = config.keepaliveTimeoutNanos();
         this.keepaliveSilentTicks = keepaliveIntervalNanos == Long.MAX_VALUE ? Integer.MAX_VALUE
@@ -282,7 +289,7 @@ public final class Worker {
      * connecting or sending anything: the lanes are chosen from the two addresses, the table built from the lanes.
      */
     public ProtoTable protocolTable(WorkerAddress remote, SelectionKey.MemoryType memory) throws Exception {
-        LaneSelector.Lanes lane = LaneSelector.selectLanes(ifaces, address, remote);
+        LaneSelector.Lanes lane = LaneSelector.selectLanes(ifaces, address, remote, defaultErrorMode, bwLimits, null);
         SelectionCache cache = selectionCache(lane.endpointConfig(), lane.locality());
         long key = SelectionKey.pack(SelectionKey.Operation.TAG_SEND, 0, SelectionKey.DatatypeClass.CONTIG, memory,
                 lane.locality());
@@ -306,14 +313,18 @@ public final class Worker {
         out.append(String.format(java.util.Locale.ROOT, "# %-10s %-6s    %-6s %-12s %s%n", "criterion", "local",
                 "remote", "score", "verdict"));
         try {
-            LaneSelector.Lanes lanes = LaneSelector.selectLanes(ifaces, address, remote, mode, trace);
+            LaneSelector.Lanes lanes = LaneSelector.selectLanes(ifaces, address, remote, mode, bwLimits, trace);
             for (String line : trace) {
                 out.append("# ").append(line).append('\n');
             }
             out.append("# lane[0] ").append(lanes.am().name()).append(": am")
                     .append(lanes.keepalive() != null ? ", keepalive" : "").append('\n');
+            for (int i = 1; i < lanes.count(); i++) {
+                out.append("# lane[").append(i).append("] ").append(lanes.lane(i).name()).append(": am_bw")
+                        .append('\n');
+            }
             if (lanes.rma() != null) {
-                out.append("# lane[1] ").append(lanes.rma().name()).append(": rma").append('\n');
+                out.append("# rma lane ").append(lanes.rma().name()).append(": rma").append('\n');
             }
         } catch (UnreachableException e) {
             for (String line : trace) {
@@ -385,7 +396,7 @@ public final class Worker {
         if (closed.get()) {
             throw new IllegalStateException("worker " + name + " is closed");
         }
-        LaneSelector.Lanes lane = LaneSelector.selectLanes(ifaces, address, remote, mode, null);
+        LaneSelector.Lanes lane = LaneSelector.selectLanes(ifaces, address, remote, mode, bwLimits, null);
         // Loopback (our own uuid) is not matched: both ends would draw from the same sequence.
         boolean matched = remote.uuid() != uuid;
         Endpoint ep;
@@ -467,7 +478,7 @@ public final class Worker {
                 expected = match.expected(remote.uuid(), request.connSn());
             }
             if (expected == null) {
-                LaneSelector.Lanes sel = LaneSelector.selectLanes(ifaces, address, remote, mode, null);
+                LaneSelector.Lanes sel = LaneSelector.selectLanes(ifaces, address, remote, mode, bwLimits, null);
                 // A p2p AM lane is not the lane the REQUEST came by: the endpoint waits for it in its stub.
                 ep = Endpoint.incoming(this, nextEndpointId.getAndIncrement(), remote, sel,
                         sel.am().p2p() ? null : lane, mode,
@@ -502,6 +513,25 @@ public final class Worker {
     /** Queue sizes toward {@code peerUuid}, {expected, unexpected}; for tests. */
     int[] matchQueueSizes(long peerUuid) {
         return match.sizes(peerUuid);
+    }
+
+    /**
+     * A lane to {@code remote} over {@code transport} (a failover replacement the peer dialled), or null when this
+     * worker has no such transport or cannot reach the peer with it.
+     */
+    LaneSelector.Lane laneTo(WorkerAddress remote, String transport) {
+        for (int i = 0; i < ifaces.size(); i++) {
+            WorkerAddress.Entry l = address.entries().get(i);
+            if (!l.transport().equals(transport)) {
+                continue;
+            }
+            for (WorkerAddress.Entry r : remote.entries()) {
+                if (r.transport().equals(transport) && ifaces.get(i).isReachable(r.deviceAddress(), r.ifaceAddress())) {
+                    return new LaneSelector.Lane(ifaces.get(i), l, r, 0);
+                }
+            }
+        }
+        return null;
     }
 
     /** The open endpoint with this id, or null. */

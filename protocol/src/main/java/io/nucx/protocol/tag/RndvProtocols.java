@@ -18,7 +18,8 @@ import java.util.function.Consumer;
  * receive overhead, UCX's 275 ns rts knob, one latency), the RTR answer (overheads, one latency), then the data as
  * multi-fragment active messages; the whole scaled by {@code 1 - RNDV_PERF_DIFF} (0.99) so that rendezvous wins
  * near-ties. The threshold is where this line crosses the eager lines, never a constant; {@code NUCX_RNDV_THRESH}
- * forces it (priority 60 beats the copy protocols' 20). Synchronous sends may take it too: the sender learns of the
+ * forces it (priority 60 beats the copy protocols' 20). With AM_BW lanes the data's wire time is at the sum of the
+ * lanes' bandwidths, as the seed's multi-lane threshold sums them. Synchronous sends may take it too: the sender learns of the
  * match from the RTR (or ATS), so its future completes only after the receiver matched.
  */
 public final class RndvProtocols {
@@ -52,7 +53,7 @@ public final class RndvProtocols {
             double ovh = lane.overheadSeconds();
             double lat = lane.latencySeconds();
             double copy = 1 / params.copyBandwidth();
-            double frag = lane.maxBcopy() - RndvHeaders.DATA_LENGTH;
+            double frag = params.endpoint().minMaxBcopy() - RndvHeaders.DATA_LENGTH;
             long max = ProtoPerf.MAX_SIZE;
             ProtoPerf perf = new ProtoPerf()
                     // RTS out, RTR in, data out
@@ -61,7 +62,8 @@ public final class RndvProtocols {
                     // RTS in, RTR out (plus its protocol overhead), data in
                     .add(0, max, PerfFactor.REMOTE_CPU, new LinearFunc(ovh + ovh + RTR_OVERHEAD + ovh,
                             copy + ovh / frag))
-                    .add(0, max, PerfFactor.LOCAL_TL, LinearFunc.slope(1 / lane.bandwidth()))
+                    // multi-lane: the fragments are spread over the AM and AM_BW lanes by bandwidth (the seed's sum)
+                    .add(0, max, PerfFactor.LOCAL_TL, LinearFunc.slope(1 / params.endpoint().messageBandwidth()))
                     .add(0, max, PerfFactor.LATENCY, LinearFunc.constant(3 * lat))
                     .scale(PERF_DIFF_FACTOR);
             out.accept(new ProtoCandidate(this, params.rndvThresh(), 60, perf, params.endpoint().amLane()));

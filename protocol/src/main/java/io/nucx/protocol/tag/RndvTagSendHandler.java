@@ -24,7 +24,7 @@ public final class RndvTagSendHandler extends ChannelOutboundHandlerAdapter {
 
     public RndvTagSendHandler(EndpointConfig config, RndvSends sends) {
         this.sends = sends;
-        this.fragment = config.amLaneAttrs().maxBcopy() - RndvHeaders.DATA_LENGTH;
+        this.fragment = config.minMaxBcopy() - RndvHeaders.DATA_LENGTH; // each fragment fits every lane it may take
     }
 
     @Override

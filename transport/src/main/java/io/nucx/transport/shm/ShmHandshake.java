@@ -203,6 +203,13 @@ final class ShmHandshake extends ByteToMessageDecoder {
             public void channelRead(ChannelHandlerContext c, Object msg) {
                 ReferenceCountUtil.release(msg);
             }
+
+            @Override
+            public void exceptionCaught(ChannelHandlerContext c, Throwable cause) {
+                // A reset when the peer closed with doorbell bytes unread: the socket is gone either way, and its
+                // closing is how the lane learns the peer went.
+                c.close();
+            }
         });
         onDone.accept(r);
     }

@@ -1,0 +1,183 @@
+package io.nucx.wireup;
+
+import static io.nucx.wireup.TestWorkers.assertPattern;
+import static io.nucx.wireup.TestWorkers.pattern;
+
+import io.netty.channel.Channel;
+import io.netty.channel.ChannelFuture;
+import io.netty.util.concurrent.Future;
+import io.nucx.protocol.tag.TagMessage;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.extension.RegisterExtension;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.CsvSource;
+
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertInstanceOf;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/**
+ * Endpoints with more than one message lane, two workers in one JVM over real shm rings and tcp sockets: rendezvous
+ * data spread over the AM lane (shm) and an AM_BW lane (tcp) by bandwidth, and, in error mode failover, a lane lost
+ * mid-stream replaced with every message arriving exactly once and in order.
+ */
+@Timeout(120)
+class MultiLaneTest {
+
+    private static final long TAG = 42;
+
+    @RegisterExtension
+    final TestWorkers workers = new TestWorkers();
+
+    @Test
+    void rendezvousDataIsSpreadOverTheLanesByBandwidth() throws Exception {
+        Worker a = workers.start("a", "TLS", "shm,tcp", "MULTI_LANE_MAX_RATIO", "20", "RNDV_THRESH", "64k");
+        Worker b = workers.start("b", "TLS", "shm,tcp", "MULTI_LANE_MAX_RATIO", "20", "RNDV_THRESH", "64k");
+        Endpoint ab = a.connect(b.address());
+        Endpoint ba = awaitLanes(a, b, ab, 2);
+        assertTrue(ab.lanes().describe().startsWith("shm/") && ab.lanes().describe().contains(" + tcp/"),
+                ab.lanes().describe());
+        assertTrue(a.laneInfo(b.address(), ErrorMode.PEER).contains("CHOSEN: AM_BW lane[1] tcp/"));
+        int size = 4 << 20;
+        for (int round = 0; round < 2; round++) { // each side sends, each on its own lanes
+            Endpoint from = round == 0 ? ab : ba;
+            Worker to = round == 0 ? b : a;
+            List<Future<TagMessage>> recvs = new ArrayList<>();
+            List<ChannelFuture> sends = new ArrayList<>();
+            for (int i = 0; i < 16; i++) {
+                recvs.add(to.tagRecv(TAG, -1L));
+                sends.add(from.tagSend(TAG, pattern(round * 100 + i, size)));
+            }
+            for (int i = 0; i < 16; i++) {
+                TagMessage m = recvs.get(i).get(30, TimeUnit.SECONDS);
+                try {
+                    assertPattern(round * 100 + i, size, m.content());
+                } finally {
+                    m.release();
+                }
+                assertTrue(sends.get(i).await(10, TimeUnit.SECONDS) && sends.get(i).isSuccess());
+            }
+            long[] bytes = from.eventLoop().submit(() -> from.messageLanes().dataBytes()).get();
+            double tcpShare = (double) bytes[1] / (bytes[0] + bytes[1]);
+            // In proportion to the bandwidths the two addresses give (shm about 12 GB/s, tcp/lo about 1.2 GB/s).
+            double shmBw = LaneSelector.bandwidth(from.lanes().lane(0));
+            double tcpBw = LaneSelector.bandwidth(from.lanes().lane(1));
+            assertEquals(tcpBw / (shmBw + tcpBw), tcpShare, 0.02, "tcp's share of " + bytes[0] + " + " + bytes[1]);
+            assertEquals(16L * size, bytes[0] + bytes[1]);
+        }
+    }
+
+    @ParameterizedTest(name = "{0} lane(s), the {1} side drops its shm lane")
+    @CsvSource({"2, receiving", "2, sending", "1, receiving", "1, sending"})
+    void aLaneLostMidStreamIsReplacedWithEveryMessageOnceAndInOrder(int lanes, String side) throws Exception {
+        // With 2 lanes tcp is already there and takes over; with 1 the side that dialled connects tcp afresh.
+        String[] settings = {"TLS", "shm,tcp", "ERR_MODE", "failover", "MAX_RNDV_LANES", String.valueOf(lanes),
+                "MULTI_LANE_MAX_RATIO", "20", "RNDV_THRESH", "32k"};
+        Worker a = workers.start("a", settings);
+        Worker b = workers.start("b", settings);
+        Endpoint ab = a.connect(b.address());
+        Endpoint ba = awaitLanes(a, b, ab, lanes);
+        int count = 12_000;
+        List<Future<TagMessage>> recvs = new ArrayList<>();
+        for (int i = 0; i < count; i++) {
+            recvs.add(b.tagRecv(TAG, -1L)); // posted in order: receive i takes the i-th message to arrive
+        }
+        List<ChannelFuture> sends = new ArrayList<>();
+        for (int i = 0; i < count; i++) {
+            sends.add(ab.tagSend(TAG, pattern(i, size(i))));
+            if (i == count / 3) {
+                Endpoint dropping = side.equals("receiving") ? ba : ab;
+                dropping.eventLoop().submit(() -> dropping.messageLanes().slot(0).channel.close()).sync();
+            }
+            if (i % 500 == 499) {
+                sends.get(i).await(30, TimeUnit.SECONDS); // bounded in flight
+            }
+        }
+        for (int i = 0; i < count; i++) {
+            TagMessage m = recvs.get(i).get(30, TimeUnit.SECONDS);
+            try {
+                assertPattern(i, size(i), m.content());
+            } finally {
+                m.release();
+            }
+        }
+        for (ChannelFuture f : sends) {
+            assertTrue(f.await(10, TimeUnit.SECONDS) && f.isSuccess(), () -> "send failed: " + f.cause());
+        }
+        assertTrue(ab.isActive() && ba.isActive(), "both endpoints go on");
+        assertTrue(a.counters().count(MessageLanes.FAILOVER_COUNTER) >= 1);
+        assertTrue(b.counters().count(MessageLanes.FAILOVER_COUNTER) >= 1);
+        String amLane = ab.eventLoop().submit(() -> ab.messageLanes().amSlot().name()).get();
+        assertTrue(amLane.startsWith("tcp/"), amLane);
+        // Nothing arrived twice: a duplicate would wait here unmatched.
+        Thread.sleep(200);
+        assertEquals(0, b.eventLoop().submit(b::unexpectedCount).get().intValue());
+        assertEquals(0, ab.eventLoop().submit(() -> ab.messageLanes().unconfirmed()).get().intValue());
+        // And the endpoint still works both ways.
+        Future<TagMessage> back = a.tagRecv(7, -1L);
+        ba.tagSend(7, pattern(7, 100_000)).sync();
+        TagMessage m = back.get(30, TimeUnit.SECONDS);
+        try {
+            assertPattern(7, 100_000, m.content());
+        } finally {
+            m.release();
+        }
+    }
+
+    @Test
+    void withoutFailoverALostLaneFailsTheEndpoint() throws Exception {
+        String[] settings = {"TLS", "shm,tcp", "ERR_MODE", "peer", "MULTI_LANE_MAX_RATIO", "20"};
+        Worker a = workers.start("a", settings);
+        Worker b = workers.start("b", settings);
+        Endpoint ab = a.connect(b.address());
+        awaitLanes(a, b, ab, 2);
+        Channel tcp = ab.eventLoop().submit(() -> ab.messageLanes().slot(1).channel).get();
+        tcp.close().sync();
+        Throwable cause = ab.errorFuture().await(10, TimeUnit.SECONDS) ? ab.errorFuture().cause() : null;
+        assertInstanceOf(EndpointException.class, cause);
+        assertTrue(cause.getMessage().contains("tcp/"), cause.getMessage());
+        assertFalse(ab.isOpen());
+    }
+
+    private static int size(int i) {
+        return i % 50 == 0 ? 40_000 + i : 1 + (i * 37) % 3000;
+    }
+
+    /** Waits until both sides of the endpoint have {@code lanes} lanes up; returns the peer's endpoint. */
+    private static Endpoint awaitLanes(Worker a, Worker b, Endpoint ab, int lanes) throws Exception {
+        ab.wireupFuture().sync();
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+        Endpoint ba = null;
+        while (true) {
+            long remoteId = ab.eventLoop().submit(ab::remoteEndpointId).get();
+            ba = b.eventLoop().submit(() -> b.endpoint(remoteId)).get();
+            Endpoint peer = ba;
+            boolean up = ab.eventLoop().submit(() -> allUp(ab, lanes)).get()
+                    && peer != null && b.eventLoop().submit(() -> allUp(peer, lanes)).get();
+            if (up) {
+                return ba;
+            }
+            assertTrue(System.nanoTime() < deadline, "lanes did not come up");
+            Thread.sleep(5);
+        }
+    }
+
+    private static boolean allUp(Endpoint ep, int lanes) {
+        MessageLanes l = ep.messageLanes();
+        if (l.size() != lanes) {
+            return false;
+        }
+        for (int i = 0; i < lanes; i++) {
+            if (!l.slot(i).live()) {
+                return false;
+            }
+        }
+        return true;
+    }
+}
