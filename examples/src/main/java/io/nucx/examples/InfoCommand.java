@@ -89,7 +89,8 @@ final class InfoCommand implements Callable<Integer> {
             case "peer" -> io.nucx.wireup.ErrorMode.PEER;
             case "failover" -> io.nucx.wireup.ErrorMode.FAILOVER;
             case "none" -> io.nucx.wireup.ErrorMode.NONE;
-            default -> throw new IllegalArgumentException("--err-mode: '" + errMode + "' is not peer, failover or none");
+            default -> throw new IllegalArgumentException("--err-mode: '" + errMode
+                    + "' is not peer, failover or none");
         };
         return w.laneInfo(peer, mode);
     }

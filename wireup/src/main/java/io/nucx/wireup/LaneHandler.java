@@ -208,7 +208,8 @@ final class LaneHandler extends ChannelInboundHandlerAdapter {
         Endpoint target = worker.endpoint(m.dstEpId());
         if (target == null || target.remoteWorkerAddress().uuid() != m.value()
                 || target.remoteEndpointId() != m.srcEpId()) {
-            throw new ProtocolException("LANE_ATTACH from endpoint #" + m.srcEpId() + " of " + Long.toHexString(m.value())
+            throw new ProtocolException("LANE_ATTACH from endpoint #" + m.srcEpId() + " of "
+                    + Long.toHexString(m.value())
                     + " for endpoint #" + m.dstEpId() + ", which " + (target == null ? "does not exist"
                     : "is wired to #" + target.remoteEndpointId() + " of "
                     + Long.toHexString(target.remoteWorkerAddress().uuid())));

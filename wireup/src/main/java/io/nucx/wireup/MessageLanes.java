@@ -285,8 +285,8 @@ final class MessageLanes {
     // ------------------------------------------------------------ failover
 
     /**
-     * Lane {@code s} went inactive. Returns whether the endpoint goes on without it (failover); false means the endpoint
-     * fails (not tracking, or no transport is left).
+     * Lane {@code s} went inactive. Returns whether the endpoint goes on without it (failover); false means the
+     * endpoint fails (not tracking, or no transport is left).
      */
     boolean laneLost(Slot s) {
         if (!tracking || released) {

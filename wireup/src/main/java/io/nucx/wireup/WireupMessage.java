@@ -167,7 +167,8 @@ record WireupMessage(int type, int errMode, int connSn, long srcEpId, long dstEp
                 }
                 payload.getBytes(payload.readerIndex() + 2 + addressLength, ep);
                 try {
-                    return new WireupMessage(type, errMode, connSn, src, dst, WorkerAddress.decode(blob), ep, null, 0, 0);
+                    return new WireupMessage(type, errMode, connSn, src, dst, WorkerAddress.decode(blob), ep, null,
+                            0, 0);
                 } catch (InvalidAddressException e) {
                     throw new ProtocolException("wireup REQUEST carries a bad worker address: " + e.getMessage());
                 }

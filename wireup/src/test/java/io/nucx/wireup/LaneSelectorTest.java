@@ -301,4 +301,56 @@ class LaneSelectorTest {
         assertTrue(e.getMessage().contains("tcp: no peer failure handling here (needed by error mode peer)"),
                 e.getMessage());
     }
+
+    private static WorkerAddress.Entry withBandwidth(String tl, float latency, float bandwidth) {
+        return new WorkerAddress.Entry(tl, EnumSet.of(Capability.AM_SHORT, Capability.AM_BCOPY,
+                Capability.CONNECT_TO_IFACE), 8192, 65536, latency, 1e-7f, bandwidth, 0, new byte[] {1},
+                new byte[] {2});
+    }
+
+    /**
+     * AM_BW lanes: other reachable AM transports by UCX's am_bw score, no more than NUCX_MAX_RNDV_LANES in all, none
+     * slower than the fastest / NUCX_MULTI_LANE_MAX_RATIO; both peers choose the same, in the same order.
+     */
+    @Test
+    void bandwidthLanesFollowTheirLimitsAndAgreeOnBothSides() {
+        WorkerAddress pa = worker("a", 1, withBandwidth("fast", 1e-7f, 10e9f), withBandwidth("mid", 1e-6f, 2e9f),
+                withBandwidth("slow", 1e-6f, 1e8f));
+        WorkerAddress pb = worker("b", 2, withBandwidth("fast", 1e-7f, 10e9f), withBandwidth("mid", 1e-6f, 2e9f),
+                withBandwidth("slow", 1e-6f, 1e8f));
+        List<Iface> f = List.of(new FakeIface("fast", true), new FakeIface("mid", true), new FakeIface("slow", true));
+        java.util.function.BiFunction<Integer, Double, List<String>> bw = (max, ratio) -> {
+            List<String> ta = new java.util.ArrayList<>();
+            List<String> tb = new java.util.ArrayList<>();
+            LaneSelector.Lanes fromA = LaneSelector.selectLanes(f, pa, pb, ErrorMode.NONE,
+                    new LaneSelector.BwLimits(max, ratio), ta);
+            LaneSelector.Lanes fromB = LaneSelector.selectLanes(f, pb, pa, ErrorMode.NONE,
+                    new LaneSelector.BwLimits(max, ratio), tb);
+            assertEquals(fromA.describe(), fromB.describe());
+            assertEquals(ta, tb, "both peers trace the same");
+            assertEquals("fast", fromA.am().local().transport());
+            return fromA.bw().stream().map(l -> l.local().transport()).toList();
+        };
+        assertEquals(List.of(), bw.apply(1, 1000.0), "one lane: none");
+        assertEquals(List.of("mid"), bw.apply(2, 10.0), "2 GB/s is within 1/10 of 10 GB/s");
+        assertEquals(List.of("mid"), bw.apply(3, 10.0), "0.1 GB/s is not");
+        assertEquals(List.of(), bw.apply(3, 4.0), "neither is within 1/4");
+        assertEquals(List.of("mid", "slow"), bw.apply(3, 1000.0), "best score first");
+        LaneSelector.Lanes l = LaneSelector.selectLanes(f, pa, pb, ErrorMode.NONE, new LaneSelector.BwLimits(3, 1000),
+                null);
+        assertEquals(3, l.count());
+        assertEquals(List.of("mid/fake0", "slow/fake0"), l.endpointConfig().bwLanes().stream()
+                .map(io.nucx.protocol.EndpointConfig.BwLane::name).toList());
+        // Each fake iface says 1 GB/s: the protocols see the three lanes' bandwidth summed.
+        assertEquals(3e9, l.endpointConfig().messageBandwidth(), 1e3);
+    }
+
+    @Test
+    void amBwScoreFollowsUcxFormula() {
+        WorkerAddress.Entry l = withBandwidth("x", 2e-6f, 1e9f);
+        WorkerAddress.Entry r = withBandwidth("x", 4e-6f, 2e9f);
+        double size = 65536;
+        double t = size / 1e9 + ((double) 1e-7f + (double) 1e-7f) + ((double) 2e-6f + (double) 4e-6f) / 2;
+        assertEquals(size / t * 1e-5, LaneSelector.amBwScore(l, r), 1e-9);
+    }
 }

@@ -77,4 +77,47 @@ class WireupMessageTest {
             f.release();
         }
     }
+
+    @Test
+    void laneMessagesCarryLaneAndCountOrUuidAndTransport() {
+        WireupMessage attach = roundTrip(WireupMessage.laneAttach(3, 4, 1, 0xfeedL, "tcp"));
+        assertEquals(WireupMessage.LANE_ATTACH, attach.type());
+        assertEquals(1, attach.lane());
+        assertEquals(0xfeedL, attach.value());
+        assertEquals("tcp", attach.reason());
+        assertEquals(3, attach.srcEpId());
+        assertEquals(4, attach.dstEpId());
+        WireupMessage ack = roundTrip(WireupMessage.laneAck(3, 4, 2, 1L << 40));
+        assertEquals(WireupMessage.LANE_ACK, ack.type());
+        assertEquals(2, ack.lane());
+        assertEquals(1L << 40, ack.value());
+        WireupMessage lost = roundTrip(WireupMessage.laneFailed(3, 4, 0, 17));
+        assertEquals(WireupMessage.LANE_FAILED, lost.type());
+        assertEquals(17, lost.value());
+    }
+
+    @Test
+    void malformedLaneMessagesAreProtocolErrorsNamingTheValues() {
+        for (int[] c : new int[][] {{WireupMessage.LANE_ACK, 8}, {WireupMessage.LANE_ACK, 12},
+                {WireupMessage.LANE_ATTACH, 9}, {WireupMessage.LANE_ATTACH, 9 + 33}}) {
+            AmFrame f = AmFrame.of(AmIds.WIREUP, 0, Unpooled.buffer(WireupMessage.HEADER_LENGTH).writeByte(c[0])
+                    .writeByte(0).writeShortLE(0).writeLongLE(1).writeLongLE(2),
+                    Unpooled.wrappedBuffer(new byte[c[1]]));
+            try {
+                ProtocolException e = assertThrows(ProtocolException.class, () -> WireupMessage.from(f));
+                assertTrue(e.getMessage().contains(c[1] + "-byte payload"), e.getMessage());
+            } finally {
+                f.release();
+            }
+        }
+        AmFrame negative = AmFrame.of(AmIds.WIREUP, 0, Unpooled.buffer(WireupMessage.HEADER_LENGTH).writeByte(
+                WireupMessage.LANE_FAILED).writeByte(0).writeShortLE(0).writeLongLE(1).writeLongLE(2),
+                Unpooled.buffer(9).writeByte(0).writeLongLE(-5));
+        try {
+            ProtocolException e = assertThrows(ProtocolException.class, () -> WireupMessage.from(negative));
+            assertTrue(e.getMessage().contains("-5 frames"), e.getMessage());
+        } finally {
+            negative.release();
+        }
+    }
 }

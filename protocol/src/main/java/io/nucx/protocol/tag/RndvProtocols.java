@@ -19,8 +19,8 @@ import java.util.function.Consumer;
  * multi-fragment active messages; the whole scaled by {@code 1 - RNDV_PERF_DIFF} (0.99) so that rendezvous wins
  * near-ties. The threshold is where this line crosses the eager lines, never a constant; {@code NUCX_RNDV_THRESH}
  * forces it (priority 60 beats the copy protocols' 20). With AM_BW lanes the data's wire time is at the sum of the
- * lanes' bandwidths, as the seed's multi-lane threshold sums them. Synchronous sends may take it too: the sender learns of the
- * match from the RTR (or ATS), so its future completes only after the receiver matched.
+ * lanes' bandwidths, as the seed's multi-lane threshold sums them. Synchronous sends may take it too: the sender
+ * learns of the match from the RTR (or ATS), so its future completes only after the receiver matched.
  */
 public final class RndvProtocols {
 
