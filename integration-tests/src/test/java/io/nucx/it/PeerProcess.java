@@ -69,6 +69,12 @@ final class PeerProcess implements AutoCloseable {
 
     private Path copiedClassPath;
 
+    /** The peer run under {@code prefix}, e.g. {@code ip netns exec NAME} to put it in a network namespace. */
+    static PeerProcess startUnder(List<String> prefix, Class<?> main, Map<String, String> env, String... args)
+            throws IOException {
+        return start(prefix, System.getProperty("java.class.path"), main, env, args);
+    }
+
     private static PeerProcess start(List<String> prefix, String classPath, Class<?> main, Map<String, String> env,
                                      String... args) throws IOException {
         String java = ProcessHandle.current().info().command().orElseThrow();
