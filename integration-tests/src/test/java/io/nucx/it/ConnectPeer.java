@@ -9,7 +9,6 @@ import io.nucx.wireup.WorkerAddress;
 import java.io.BufferedReader;
 import java.io.InputStreamReader;
 import java.nio.charset.StandardCharsets;
-import java.util.concurrent.TimeUnit;
 
 /**
  * The other process of {@link TwoProcessWireupTest}. Starts a worker (settings from NUCX_* in its environment),
@@ -58,13 +57,7 @@ public final class ConnectPeer {
                             + worker.counters().count(Worker.WIREUP_REQUEST_PAIRED) + " "
                             + worker.counters().count(Worker.WIREUP_REQUEST_IGNORED));
                     System.out.flush();
-                    worker.close().get(20, TimeUnit.SECONDS);
-                    var leaks = LeakRecorder.collect();
-                    if (!leaks.isEmpty()) {
-                        System.err.println("peer leaked " + leaks.size() + " buffer(s)");
-                        System.exit(3);
-                    }
-                    System.exit(0);
+                    PeerExit.closeAndExit(worker, 20);
                 }
                 default -> throw new IllegalArgumentException("unknown command " + line);
             }

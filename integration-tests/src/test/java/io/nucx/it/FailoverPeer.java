@@ -75,12 +75,6 @@ public final class FailoverPeer {
         System.out.println("REPORT " + report);
         System.out.flush();
         ep.closeFuture().await(60, TimeUnit.SECONDS);
-        worker.close().get(20, TimeUnit.SECONDS);
-        var leaks = LeakRecorder.collect();
-        if (!leaks.isEmpty()) {
-            System.err.println("peer leaked " + leaks.size() + " buffer(s)");
-            System.exit(3);
-        }
-        System.exit(0);
+        PeerExit.closeAndExit(worker, 20);
     }
 }

@@ -41,13 +41,7 @@ public final class FailurePeer {
             case "serve" -> serve(worker, n);
             default -> throw new IllegalArgumentException("unknown role " + role);
         }
-        worker.close().get(20, TimeUnit.SECONDS);
-        var leaks = LeakRecorder.collect();
-        if (!leaks.isEmpty()) {
-            System.err.println("peer leaked " + leaks.size() + " buffer(s)");
-            System.exit(3);
-        }
-        System.exit(0);
+        PeerExit.closeAndExit(worker, 20);
     }
 
     private static void hold(Worker worker, int n) throws Exception {

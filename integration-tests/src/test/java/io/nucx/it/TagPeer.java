@@ -61,12 +61,6 @@ public final class TagPeer {
         System.out.println("COUNTERS " + worker.counters().snapshot());
         System.out.flush();
         reply.tagSend(REPORT_TAG, Unpooled.copiedBuffer(report, StandardCharsets.UTF_8)).sync();
-        worker.close().get(10, TimeUnit.SECONDS);
-        var leaks = LeakRecorder.collect();
-        if (!leaks.isEmpty()) {
-            System.err.println("peer leaked " + leaks.size() + " buffer(s)");
-            System.exit(3);
-        }
-        System.exit(0);
+        PeerExit.closeAndExit(worker, 10);
     }
 }
