@@ -257,6 +257,9 @@ final class MessageLanes {
     /** The peer's LANE_ACK: it has received {@code count} frames we sent on lane {@code index}. */
     void onConfirmed(int index, long count) {
         Slot s = checkedSlot(index, "LANE_ACK");
+        if (s.failed) {
+            return; // read from a lane being given up: its final count settles it (LANE_FAILED)
+        }
         long n = count - s.confirmed;
         if (n < 0 || n > s.unconfirmed.size()) {
             throw new ProtocolException("LANE_ACK confirms " + count + " frames on lane " + index + " of "
@@ -289,8 +292,8 @@ final class MessageLanes {
      * endpoint fails (not tracking, or no transport is left).
      */
     boolean laneLost(Slot s) {
-        if (!tracking || released) {
-            return false;
+        if (!tracking || released || endpoint.remoteEndpointId() == WireupMessage.INVALID_EP_ID) {
+            return false; // before the REPLY the peer could not tell which endpoint a new lane belongs to
         }
         if (s.failed) {
             return true;
