@@ -28,6 +28,10 @@ public final class AmIds {
     public static final int RNDV_RTR = 11;
     /** Rendezvous data: {@code receiver request id:u64, offset:u64} + payload. */
     public static final int RNDV_DATA = 12;
+    /** An atomic on registered memory: {@code request id, address, value, compare (u64), region:u32, op:u8, 3 pad}. */
+    public static final int ATOMIC_REQ = 20;
+    /** Its result: {@code request id:u64, status:u8, previous value:u64}. */
+    public static final int ATOMIC_REP = 21;
 
     private AmIds() {
     }
@@ -46,6 +50,8 @@ public final class AmIds {
             case RNDV_ATS -> "RNDV_ATS";
             case RNDV_RTR -> "RNDV_RTR";
             case RNDV_DATA -> "RNDV_DATA";
+            case ATOMIC_REQ -> "ATOMIC_REQ";
+            case ATOMIC_REP -> "ATOMIC_REP";
             default -> "AM#" + amId;
         };
     }

@@ -67,6 +67,7 @@ public final class Endpoint extends AbstractChannel {
     static final String LANES = "nucx.lanes";
     static final String TAG_EAGER = "nucx.tag.eager";
     static final String TAG_RNDV = "nucx.tag.rndv";
+    static final String AMO = "nucx.amo";
 
     private final Worker worker;
     private final long id;
@@ -138,6 +139,7 @@ public final class Endpoint extends AbstractChannel {
         p.addLast(TAG_RNDV, new RndvTagSendHandler(endpointConfig, worker.rndvSends()));
         p.addLast(TAG_EAGER, new EagerTagSendHandler(worker.selectionCache(endpointConfig, lane.locality()),
                 worker::nextMessageId, config::sendTag, worker.counters(), worker.syncSends()));
+        p.addLast(AMO, new io.nucx.protocol.amo.AmoSendHandler(worker.atomicRequests(), remote::uuid));
         ChannelHandler init = worker.endpointInitializer();
         if (init != null) {
             p.addLast(init);
@@ -259,6 +261,39 @@ public final class Endpoint extends AbstractChannel {
             }
             return out;
         });
+    }
+
+    /**
+     * Runs {@code op} with {@code value} on the 8-byte word at {@code address} of the peer's memory registered as
+     * {@code key} ({@link Worker#registerMemory} there); the future gets the word's previous value once the peer
+     * applied it (UCX's {@code ucp_atomic_op_nbx} with a result, done as active messages: no transport here has device
+     * atomics). For {@link io.nucx.protocol.amo.AtomicOp#CSWAP} use {@link #compareAndSwap}. Fails with
+     * {@link io.nucx.protocol.amo.RemoteAccessException} if the peer refuses (no such region, outside it,
+     * misaligned), or with the endpoint's failure.
+     */
+    public io.netty.util.concurrent.Future<Long> atomic(io.nucx.protocol.amo.AtomicOp op,
+                                                        io.nucx.protocol.amo.RemoteMemoryKey key, long address,
+                                                        long value) {
+        return atomic(op, key, address, value, 0);
+    }
+
+    /** Sets the word at {@code address} to {@code value} if it holds {@code expected}; the future gets what it held. */
+    public io.netty.util.concurrent.Future<Long> compareAndSwap(io.nucx.protocol.amo.RemoteMemoryKey key,
+                                                                long address, long expected, long value) {
+        return atomic(io.nucx.protocol.amo.AtomicOp.CSWAP, key, address, value, expected);
+    }
+
+    private io.netty.util.concurrent.Future<Long> atomic(io.nucx.protocol.amo.AtomicOp op,
+                                                         io.nucx.protocol.amo.RemoteMemoryKey key, long address,
+                                                         long value, long compare) {
+        io.netty.util.concurrent.Promise<Long> result = eventLoop().newPromise();
+        writeAndFlush(new io.nucx.protocol.amo.AtomicRequest(op, key, address, value, compare, result))
+                .addListener(f -> {
+                    if (!f.isSuccess()) {
+                        result.tryFailure(f.cause());
+                    }
+                });
+        return result;
     }
 
     /** The AM lane's transport channel, once connected. */
@@ -628,6 +663,7 @@ public final class Endpoint extends AbstractChannel {
         worker.matcher().onSourceClosed(this, cause);
         worker.rndvSends().onEndpointClosed(this, cause);
         worker.syncSends().onEndpointClosed(this, cause);
+        worker.atomicRequests().onEndpointClosed(this, cause);
         messageLanes.releaseAll(cause);
     }
 
@@ -649,6 +685,7 @@ public final class Endpoint extends AbstractChannel {
         long waitNanos = worker.closeWaitNanos();
         List<io.netty.util.concurrent.Future<?>> waits = new java.util.ArrayList<>(worker.rndvSends().promisesOf(this));
         waits.addAll(worker.syncSends().promisesOf(this));
+        waits.addAll(worker.atomicRequests().promisesOf(this));
         waits.addAll(messageLanes.awaitingConfirmation()); // failover: sends complete when the peer confirmed them
         Runnable sendRemoved = () -> {
             if (failure != null || !lane.isActive()) {

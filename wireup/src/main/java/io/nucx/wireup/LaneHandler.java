@@ -95,6 +95,15 @@ final class LaneHandler extends ChannelInboundHandlerAdapter {
                 endpoint.frameReceived(laneIndex);
                 worker.rndvReceiver().onFrame(endpoint, frame);
             }
+            case AmIds.ATOMIC_REQ, AmIds.ATOMIC_REP -> {
+                if (endpoint == null) {
+                    frame.release();
+                    throw new ProtocolException(AmIds.name(frame.amId()) + " before the wireup REQUEST");
+                }
+                endpoint.heard();
+                endpoint.frameReceived(laneIndex);
+                worker.amoReceiver().onFrame(endpoint, frame);
+            }
             default -> {
                 frame.release();
                 throw new ProtocolException("unknown active message id " + frame.amId());

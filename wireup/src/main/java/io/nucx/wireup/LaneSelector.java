@@ -167,6 +167,7 @@ public final class LaneSelector {
     public static Lanes selectLanes(List<Iface> ifaces, WorkerAddress local, WorkerAddress remote, ErrorMode mode,
                                     BwLimits limits, List<String> trace) {
         Lane am = selectAmLane(ifaces, local, remote, mode, java.util.Set.of(), trace);
+        traceAmo(ifaces, local, remote, trace);
         List<Lane> bw = selectBwLanes(ifaces, local, remote, mode, am, limits, trace);
         RmaLane best = null;
         List<String> refusals = new ArrayList<>();
@@ -219,6 +220,30 @@ public final class LaneSelector {
         }
         return new Lanes(am, best, best == null && !refusals.isEmpty() ? String.join("; ", refusals) : null,
                 keepalive, bw);
+    }
+
+    /**
+     * UCX's AMO criterion comes before RMA: a transport with device atomics (ATOMIC64 on both sides). None here has
+     * them, so nucx runs atomics as active messages on the AM lane ({@code amo/am}, UCX's software atomics); the trace
+     * says which it found.
+     */
+    private static void traceAmo(List<Iface> ifaces, WorkerAddress local, WorkerAddress remote, List<String> trace) {
+        if (trace == null) {
+            return;
+        }
+        List<String> device = new ArrayList<>();
+        for (int i = 0; i < ifaces.size(); i++) {
+            WorkerAddress.Entry l = local.entries().get(i);
+            for (WorkerAddress.Entry r : remote.entries()) {
+                if (r.transport().equals(l.transport()) && l.has(Capability.ATOMIC64) && r.has(Capability.ATOMIC64)
+                        && ifaces.get(i).isReachable(r.deviceAddress(), r.ifaceAddress())) {
+                    device.add(l.transport());
+                }
+            }
+        }
+        trace.add(device.isEmpty() ? "amo        none: no transport has device atomics (ATOMIC64) on both sides; "
+                + "atomics go as active messages on the AM lane (amo/am)"
+                : "amo        " + device + " offer ATOMIC64, but atomics go as active messages on the AM lane (amo/am)");
     }
 
     private static void note(List<String> trace, String criterion, WorkerAddress.Entry l, WorkerAddress.Entry r,

@@ -75,6 +75,10 @@ public final class Worker {
     private final SyncSends syncSends = new SyncSends();
     private final List<Protocol> protocols;
     private final RndvReceiver rndvReceiver;
+    /** Memory peers may operate on, our atomics waiting for their result, and the atomic protocol's receive side. */
+    private final io.nucx.protocol.amo.MemoryRegistry memory;
+    private final io.nucx.protocol.amo.AtomicRequests atomicRequests = new io.nucx.protocol.amo.AtomicRequests();
+    private final io.nucx.protocol.amo.AmoReceiver amoReceiver;
     private final java.util.Deque<Throwable> laneFailures = new java.util.concurrent.ConcurrentLinkedDeque<>();
     private final Promise<Void> closeFuture;
     /** Reads peers' memory for rndv/get/zcopy; made on the loop at first use (it is confined to its thread). */
@@ -150,6 +154,9 @@ public final class Worker {
                 }, counters);
         this.eagerReceiver = new EagerTagReceiver(matcher, syncSends);
         this.rndvReceiver = new RndvReceiver(matcher, rndvSends);
+        this.memory = new io.nucx.protocol.amo.MemoryRegistry(uuid);
+        this.amoReceiver = new io.nucx.protocol.amo.AmoReceiver(memory, atomicRequests,
+                (ep, frame) -> ((Endpoint) ep).sendControl(frame));
         List<WorkerAddress.Entry> entries = new ArrayList<>();
         try {
             boolean allTransports = config.string(NucxConfig.TLS).equalsIgnoreCase("all");
@@ -318,7 +325,8 @@ public final class Worker {
                 out.append("# ").append(line).append('\n');
             }
             out.append("# lane[0] ").append(lanes.am().name()).append(": am")
-                    .append(lanes.keepalive() != null ? ", keepalive" : "").append('\n');
+                    .append(lanes.keepalive() != null ? ", keepalive" : "").append(", amo (as active messages)")
+                    .append('\n');
             for (int i = 1; i < lanes.count(); i++) {
                 out.append("# lane[").append(i).append("] ").append(lanes.lane(i).name()).append(": am_bw")
                         .append('\n');
@@ -370,6 +378,30 @@ public final class Worker {
 
     SyncSends syncSends() {
         return syncSends;
+    }
+
+    io.nucx.protocol.amo.AtomicRequests atomicRequests() {
+        return atomicRequests;
+    }
+
+    io.nucx.protocol.amo.AmoReceiver amoReceiver() {
+        return amoReceiver;
+    }
+
+    /**
+     * Lets peers run atomics ({@link Endpoint#atomic}) on the 8-byte words of {@code segment} (native, 8-byte
+     * aligned): returns the key to give them (out of band, like the worker address, or in a message). The words are
+     * changed with the CPU's atomic instructions on this worker's loop, so local code that uses atomics on them
+     * (e.g. {@code ValueLayout.JAVA_LONG.varHandle()}) sees consistent values. Keep the segment alive until
+     * {@link #unregisterMemory}.
+     */
+    public io.nucx.protocol.amo.RemoteMemoryKey registerMemory(java.lang.foreign.MemorySegment segment) {
+        return memory.register(segment);
+    }
+
+    /** Peers' atomics on that region fail from now on (their request is answered with "no such region"). */
+    public void unregisterMemory(io.nucx.protocol.amo.RemoteMemoryKey key) {
+        memory.unregister(key);
     }
 
     long nextMessageId() {
