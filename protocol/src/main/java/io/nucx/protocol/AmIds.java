@@ -28,6 +28,18 @@ public final class AmIds {
     public static final int RNDV_RTR = 11;
     /** Rendezvous data: {@code receiver request id:u64, offset:u64} + payload. */
     public static final int RNDV_DATA = 12;
+    /**
+     * A whole message sent from the sender's buffer ({@code egr/single/zcopy}): {@code tag:u64, sender request id:u64}
+     * + payload. The receiver answers EAGER_ZCOPY_ACK when it has the message (arrival, not match).
+     */
+    public static final int EAGER_ZCOPY_ONLY = 24;
+    /**
+     * First fragment of a zero-copy message ({@code egr/multi/zcopy}): {@code tag, total length, message id, sender
+     * request id} (u64); EAGER_MIDDLE fragments follow. Acknowledged once every byte has arrived.
+     */
+    public static final int EAGER_ZCOPY_FIRST = 25;
+    /** The receiver has the whole zero-copy message: {@code sender request id:u64}. */
+    public static final int EAGER_ZCOPY_ACK = 26;
 
     private AmIds() {
     }
@@ -46,6 +58,9 @@ public final class AmIds {
             case RNDV_ATS -> "RNDV_ATS";
             case RNDV_RTR -> "RNDV_RTR";
             case RNDV_DATA -> "RNDV_DATA";
+            case EAGER_ZCOPY_ONLY -> "EAGER_ZCOPY_ONLY";
+            case EAGER_ZCOPY_FIRST -> "EAGER_ZCOPY_FIRST";
+            case EAGER_ZCOPY_ACK -> "EAGER_ZCOPY_ACK";
             default -> "AM#" + amId;
         };
     }

@@ -211,6 +211,18 @@ class NucxConfigTest {
     }
 
     @Test
+    void zcopyThresholdIsAutoASizeOrInfAndABadOneStopsStartUpNamingTheSetting() {
+        assertEquals(-1, config(Map.of()).validate().threshold(NucxConfig.ZCOPY_THRESH), "auto by default");
+        assertEquals(64 << 10, config(Map.of("ZCOPY_THRESH", "64k")).validate().threshold(NucxConfig.ZCOPY_THRESH));
+        assertEquals(0, config(Map.of("ZCOPY_THRESH", "0")).validate().threshold(NucxConfig.ZCOPY_THRESH));
+        assertEquals(Long.MAX_VALUE, config(Map.of("ZCOPY_THRESH", "INF")).validate()
+                .threshold(NucxConfig.ZCOPY_THRESH), "never");
+        assertAll(Stream.of("soon", "-1", "1x").map(v -> (Executable) () -> assertMessageNames(assertThrows(
+                NucxConfigException.class, () -> NucxConfig.of(Map.of(), Map.of("NUCX_ZCOPY_THRESH", v)).validate()),
+                "NUCX_ZCOPY_THRESH", "'" + v + "'", "auto, inf or a size")));
+    }
+
+    @Test
     void keepaliveDefaultsAreOneSecondAndFiveSeconds() {
         NucxConfig c = config(Map.of());
         assertEquals(1_000_000_000L, c.keepaliveIntervalNanos());
