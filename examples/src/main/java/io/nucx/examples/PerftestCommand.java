@@ -1,5 +1,6 @@
 package io.nucx.examples;
 
+import io.nucx.examples.perf.PerfDatatype;
 import io.nucx.examples.perf.PerfParams;
 import io.nucx.examples.perf.PerfReporter;
 import io.nucx.examples.perf.PerfResult;
@@ -54,8 +55,9 @@ final class PerftestCommand implements Callable<Integer> {
             defaultValue = "50.0")
     double percentile;
 
-    @Option(names = "-D", paramLabel = "DATATYPE", description = "Send datatype: contig | iov (default: "
-            + "${DEFAULT-VALUE}).", defaultValue = "contig")
+    @Option(names = "-D", paramLabel = "DATATYPE", description = "Send datatype: contig | iov, or the eager "
+            + "protocols: bcopy (no zero-copy) | zcopy (zero-copy wherever offered: tcp, messages over 1 KiB) "
+            + "(default: ${DEFAULT-VALUE}).", defaultValue = "contig")
     String datatype;
 
     @Option(names = "--warmup-time", paramLabel = "SECONDS", description = "Longest warm-up, seconds (default: "
@@ -69,8 +71,13 @@ final class PerftestCommand implements Callable<Integer> {
     @Option(names = "-f", description = "Print only the final result.")
     boolean finalOnly;
 
+    /** This command as picocli runs it: usage errors go to its error stream. */
+    @CommandLine.Spec
+    CommandLine.Model.CommandSpec spec;
+
     @Override
     public Integer call() throws Exception {
+        PerfDatatype sendDatatype = sendDatatype(); // checked in either role: a server given a bad -D says so too
         NucxConfig config = NucxConfig.fromEnvironment().validate();
         boolean busyPoll = busyPoll(config);
         if (host == null) {
@@ -82,7 +89,7 @@ final class PerftestCommand implements Callable<Integer> {
                     + "3600 seconds, got " + warmupSeconds);
         }
         PerfParams params = new PerfParams(PerfTestType.of(test), size, iterations, warmup, window, percentile,
-                datatype(datatype), (long) (warmupSeconds * 1e9));
+                sendDatatype, (long) (warmupSeconds * 1e9));
         PerfReporter reporter = new PerfReporter(System.out, finalOnly, onTerminal());
         PerfResult r = Perftest.run(host, port, params, Map.of(), busyPoll, reporter);
         if (tail) {
@@ -91,13 +98,12 @@ final class PerftestCommand implements Callable<Integer> {
         return 0;
     }
 
-    private static boolean datatype(String d) {
-        return switch (d) {
-            case "contig" -> false;
-            case "iov" -> true;
-            default -> throw new picocli.CommandLine.ParameterException(new picocli.CommandLine(new PerftestCommand()),
-                    "-D: unknown datatype '" + d + "' (contig | iov)");
-        };
+    private PerfDatatype sendDatatype() {
+        try {
+            return PerfDatatype.of(datatype);
+        } catch (IllegalArgumentException e) {
+            throw new CommandLine.ParameterException(spec.commandLine(), "-D: " + e.getMessage());
+        }
     }
 
     /** Like ucx_perftest, spin by default; NUCX_BUSY_POLL=n makes the loops block instead. */

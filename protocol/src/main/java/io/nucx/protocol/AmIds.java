@@ -32,6 +32,18 @@ public final class AmIds {
     public static final int ATOMIC_REQ = 20;
     /** Its result: {@code request id:u64, status:u8, previous value:u64}. */
     public static final int ATOMIC_REP = 21;
+    /**
+     * A whole message sent from the sender's buffer ({@code egr/single/zcopy}): {@code tag:u64, sender request id:u64}
+     * + payload. The receiver answers EAGER_ZCOPY_ACK when it has the message (arrival, not match).
+     */
+    public static final int EAGER_ZCOPY_ONLY = 24;
+    /**
+     * First fragment of a zero-copy message ({@code egr/multi/zcopy}): {@code tag, total length, message id, sender
+     * request id} (u64); EAGER_MIDDLE fragments follow. Acknowledged once every byte has arrived.
+     */
+    public static final int EAGER_ZCOPY_FIRST = 25;
+    /** The receiver has the whole zero-copy message: {@code sender request id:u64}. */
+    public static final int EAGER_ZCOPY_ACK = 26;
 
     private AmIds() {
     }
@@ -52,6 +64,9 @@ public final class AmIds {
             case RNDV_DATA -> "RNDV_DATA";
             case ATOMIC_REQ -> "ATOMIC_REQ";
             case ATOMIC_REP -> "ATOMIC_REP";
+            case EAGER_ZCOPY_ONLY -> "EAGER_ZCOPY_ONLY";
+            case EAGER_ZCOPY_FIRST -> "EAGER_ZCOPY_FIRST";
+            case EAGER_ZCOPY_ACK -> "EAGER_ZCOPY_ACK";
             default -> "AM#" + amId;
         };
     }

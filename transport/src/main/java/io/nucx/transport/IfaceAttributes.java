@@ -18,12 +18,19 @@ import java.util.Set;
  * @param overheadSeconds CPU time to send or receive one message, seconds
  * @param priority        tie-breaker between equal scores (higher wins)
  * @param maxZcopy        largest PUT/GET zero-copy transfer, bytes (0 without PUT_ZCOPY/GET_ZCOPY)
+ * @param amCopyMax       largest AM payload the transport copies into memory of its own when it is written (tcp: 1 KiB,
+ *                        next to the header; shm: every payload, {@link Integer#MAX_VALUE}: the ring write is the
+ *                        copy). A larger payload leaves from the caller's buffer (tcp's gathering write, which is what
+ *                        {@link Capability#AM_ZCOPY} offers; heap buffers excepted, which a socket channel copies into
+ *                        direct memory as they are written) or is handed to the receiver as it is (self: 0), so a
+ *                        sender that must be done with the buffer when the write completes copies it first
  */
 public record IfaceAttributes(Set<Capability> capabilities, int maxShort, int maxBcopy, int maxHeader,
                               double latencySeconds, double latencyPerEp, double bandwidthDedicated,
-                              double bandwidthShared, double overheadSeconds, int priority, long maxZcopy) {
+                              double bandwidthShared, double overheadSeconds, int priority, long maxZcopy,
+                              int amCopyMax) {
 
-    /** Attributes of an iface without zero-copy RMA. */
+    /** Attributes of an iface without zero-copy RMA that copies every AM payload it writes. */
     public IfaceAttributes(Set<Capability> capabilities, int maxShort, int maxBcopy, int maxHeader,
                            double latencySeconds, double latencyPerEp, double bandwidthDedicated,
                            double bandwidthShared, double overheadSeconds, int priority) {
@@ -31,7 +38,18 @@ public record IfaceAttributes(Set<Capability> capabilities, int maxShort, int ma
                 bandwidthShared, overheadSeconds, priority, 0);
     }
 
+    /** Attributes of an iface that copies every AM payload it writes (or has no AM at all). */
+    public IfaceAttributes(Set<Capability> capabilities, int maxShort, int maxBcopy, int maxHeader,
+                           double latencySeconds, double latencyPerEp, double bandwidthDedicated,
+                           double bandwidthShared, double overheadSeconds, int priority, long maxZcopy) {
+        this(capabilities, maxShort, maxBcopy, maxHeader, latencySeconds, latencyPerEp, bandwidthDedicated,
+                bandwidthShared, overheadSeconds, priority, maxZcopy, Integer.MAX_VALUE);
+    }
+
     public IfaceAttributes {
+        if (amCopyMax < 0) {
+            throw new IllegalArgumentException("amCopyMax must be >= 0, got " + amCopyMax);
+        }
         capabilities = capabilities.isEmpty() ? EnumSet.noneOf(Capability.class) : EnumSet.copyOf(capabilities);
     }
 
@@ -42,7 +60,18 @@ public record IfaceAttributes(Set<Capability> capabilities, int maxShort, int ma
     /** The same attributes with the AM size limits narrowed, e.g. to the smaller of two peers' limits. */
     public IfaceAttributes withAmLimits(int maxShort, int maxBcopy) {
         return new IfaceAttributes(capabilities, maxShort, maxBcopy, maxHeader, latencySeconds, latencyPerEp,
-                bandwidthDedicated, bandwidthShared, overheadSeconds, priority, maxZcopy);
+                bandwidthDedicated, bandwidthShared, overheadSeconds, priority, maxZcopy, amCopyMax);
+    }
+
+    /**
+     * Whether the transport copies a {@code length}-byte AM payload into memory of its own when it is written, so
+     * the caller's buffer is free once the write completes (see {@code amCopyMax}).
+     *
+     * @param heap whether the payload is heap memory: an {@link Capability#AM_ZCOPY} transport writes only native
+     *             memory from the caller's buffer (the GC moves heap arrays), so it copies heap payloads of any size
+     */
+    public boolean copiesAmPayload(int length, boolean heap) {
+        return length <= amCopyMax || (heap && has(Capability.AM_ZCOPY));
     }
 
     /** Bandwidth as UCX's v2 model uses it: dedicated + shared / min(ppn, 8), with one process per node here. */

@@ -70,6 +70,13 @@ public final class NucxConfig {
     /** Size from which bcopy protocols are forced (and below which they are not used), like UCX_BCOPY_THRESH. */
     public static final Entry BCOPY_THRESH = define("BCOPY_THRESH", "auto",
             "Force copy-in/copy-out protocols from this message size on: auto or a size");
+    /**
+     * Size from which the eager zero-copy protocols are forced (and below which they are not used), like
+     * UCX_ZCOPY_THRESH; its priority (30) lies between the copy protocols' (20) and rendezvous' (60).
+     */
+    public static final Entry ZCOPY_THRESH = define("ZCOPY_THRESH", "auto",
+            "Force eager zero-copy protocols (tcp, native memory) from this message size on: auto (the cost model's "
+                    + "crossover), a size, or inf (never)");
     /** Size from which rendezvous is forced (and below which it is not used), like UCX_RNDV_THRESH. */
     public static final Entry RNDV_THRESH = define("RNDV_THRESH", "auto",
             "Force rendezvous from this message size on: auto (the cost model's crossover) or a size");
@@ -248,6 +255,30 @@ public final class NucxConfig {
         return memunits(e, min, max);
     }
 
+    /**
+     * A size threshold as UCX reads them: -1 for "auto" (the cost model decides), {@link Long#MAX_VALUE} for "inf"
+     * (never), otherwise a memory size up to {@code Long.MAX_VALUE - 1}.
+     */
+    public long threshold(Entry e) {
+        String v = raw(e).trim();
+        if (v.equalsIgnoreCase("inf")) {
+            return Long.MAX_VALUE;
+        }
+        if (v.equalsIgnoreCase("auto")) {
+            return -1;
+        }
+        long size;
+        try {
+            size = parseMemunits(v);
+        } catch (IllegalArgumentException ex) {
+            throw invalid(e, "expected auto, inf or a size (e.g. 8192, 64k, 1m)");
+        }
+        if (size > Long.MAX_VALUE - 1) {
+            throw invalid(e, "must be at most " + (Long.MAX_VALUE - 1) + " bytes, or inf");
+        }
+        return size;
+    }
+
     /** A memory size bounded to [min, max]. */
     public long memunits(Entry e, long min, long max) {
         long v = memunits(e);
@@ -403,6 +434,7 @@ public final class NucxConfig {
         keepaliveTimeoutNanos(); // checks the interval too
         memunitsOrAuto(BCOPY_THRESH, 0, Long.MAX_VALUE - 1);
         memunitsOrAuto(RNDV_THRESH, 0, Long.MAX_VALUE - 1);
+        threshold(ZCOPY_THRESH);
         if (string(TLS).isEmpty()) {
             throw invalid(TLS, "empty transport list");
         }

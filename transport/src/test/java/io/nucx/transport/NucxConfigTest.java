@@ -211,6 +211,18 @@ class NucxConfigTest {
     }
 
     @Test
+    void zcopyThresholdIsAutoASizeOrInfAndABadOneStopsStartUpNamingTheSetting() {
+        assertEquals(-1, config(Map.of()).validate().threshold(NucxConfig.ZCOPY_THRESH), "auto by default");
+        assertEquals(64 << 10, config(Map.of("ZCOPY_THRESH", "64k")).validate().threshold(NucxConfig.ZCOPY_THRESH));
+        assertEquals(0, config(Map.of("ZCOPY_THRESH", "0")).validate().threshold(NucxConfig.ZCOPY_THRESH));
+        assertEquals(Long.MAX_VALUE, config(Map.of("ZCOPY_THRESH", "INF")).validate()
+                .threshold(NucxConfig.ZCOPY_THRESH), "never");
+        assertAll(Stream.of("soon", "-1", "1x").map(v -> (Executable) () -> assertMessageNames(assertThrows(
+                NucxConfigException.class, () -> NucxConfig.of(Map.of(), Map.of("NUCX_ZCOPY_THRESH", v)).validate()),
+                "NUCX_ZCOPY_THRESH", "'" + v + "'", "auto, inf or a size")));
+    }
+
+    @Test
     void keepaliveDefaultsAreOneSecondAndFiveSeconds() {
         NucxConfig c = config(Map.of());
         assertEquals(1_000_000_000L, c.keepaliveIntervalNanos());
@@ -237,7 +249,28 @@ class NucxConfigTest {
                         () -> NucxConfig.of(Map.of(), Map.of("NUCX_KEEPALIVE_TIMEOUT", "1500ms")).validate()),
                         "NUCX_KEEPALIVE_TIMEOUT", "'1500ms'", "twice NUCX_KEEPALIVE_INTERVAL=1s"),
                 () -> assertMessageNames(assertThrows(NucxConfigException.class,
-                        () -> NucxConfig.of(Map.of(), Map.of("NUCX_ERR_MODE", "failover")).validate()),
-                        "NUCX_ERR_MODE", "'failover'", "peer | none"));
+                        () -> NucxConfig.of(Map.of(), Map.of("NUCX_ERR_MODE", "sometimes")).validate()),
+                        "NUCX_ERR_MODE", "'sometimes'", "peer | failover | none"));
+    }
+
+    @Test
+    void laneLimitsAreCheckedAndNamed() {
+        NucxConfig ok = NucxConfig.of(Map.of(), Map.of("NUCX_ERR_MODE", "failover", "NUCX_MAX_RNDV_LANES", "3",
+                "NUCX_MULTI_LANE_MAX_RATIO", "12.5")).validate();
+        assertEquals(3, ok.integer(NucxConfig.MAX_RNDV_LANES, 1, 8));
+        assertEquals(12.5, ok.decimal(NucxConfig.MULTI_LANE_MAX_RATIO, 1, 1000));
+        assertAll(
+                () -> assertMessageNames(assertThrows(NucxConfigException.class,
+                        () -> NucxConfig.of(Map.of(), Map.of("NUCX_MAX_RNDV_LANES", "0")).validate()),
+                        "NUCX_MAX_RNDV_LANES", "'0'", "between 1 and 8"),
+                () -> assertMessageNames(assertThrows(NucxConfigException.class,
+                        () -> NucxConfig.of(Map.of(), Map.of("NUCX_MAX_RNDV_LANES", "two")).validate()),
+                        "NUCX_MAX_RNDV_LANES", "'two'", "not a whole number"),
+                () -> assertMessageNames(assertThrows(NucxConfigException.class,
+                        () -> NucxConfig.of(Map.of(), Map.of("NUCX_MULTI_LANE_MAX_RATIO", "0.5")).validate()),
+                        "NUCX_MULTI_LANE_MAX_RATIO", "'0.5'", "between 1.0 and 1000.0"),
+                () -> assertMessageNames(assertThrows(NucxConfigException.class,
+                        () -> NucxConfig.of(Map.of(), Map.of("NUCX_MULTI_LANE_MAX_RATIO", "NaN")).validate()),
+                        "NUCX_MULTI_LANE_MAX_RATIO", "'NaN'"));
     }
 }

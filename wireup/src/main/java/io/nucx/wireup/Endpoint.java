@@ -41,17 +41,17 @@ import java.util.List;
  *
  * <p><b>Failure</b> (error mode {@link ErrorMode#PEER}, the default): the peer's connection closing, an EP_REMOVED
  * from the peer, or NUCX_KEEPALIVE_TIMEOUT of silence fails the endpoint once: every operation outstanding or queued on
- * it (writes still in the stub, in the pipeline or in the lane's outbound buffer, rendezvous and synchronous sends
- * waiting for the peer, partly received messages from it) fails with an {@link EndpointException} naming the peer
- * and the reason ({@link ConnectionResetException}, {@link EndpointTimeoutException}) and its buffers are released;
- * then an {@link EndpointErrorEvent} goes through the pipeline ({@code userEventTriggered}),
+ * it (writes still in the stub, in the pipeline or in the lane's outbound buffer, rendezvous, synchronous and
+ * zero-copy sends waiting for the peer, partly received messages from it) fails with an {@link EndpointException}
+ * naming the peer and the reason ({@link ConnectionResetException}, {@link EndpointTimeoutException}) and its
+ * buffers are released; then an {@link EndpointErrorEvent} goes through the pipeline ({@code userEventTriggered}),
  * {@link #errorFuture()} fails with the same cause, and the endpoint closes. Posted receives belong to the worker and
  * stay. The worker and its other endpoints go on.
  *
- * <p><b>Close</b> ({@link #close()}) is graceful: writes queued in the stub go out first, rendezvous and synchronous
- * sends wait (at most NUCX_KEEPALIVE_TIMEOUT) for the peer, then the endpoint sends EP_REMOVED after everything it
- * wrote and closes its lane. The peer's endpoint fails with {@link ConnectionResetException} ("closed by its owner"),
- * so what the peer still had outstanding toward us fails at once instead of waiting for a timeout.
+ * <p><b>Close</b> ({@link #close()}) is graceful: writes queued in the stub go out first, rendezvous, synchronous
+ * and zero-copy sends wait (at most NUCX_KEEPALIVE_TIMEOUT) for the peer, then the endpoint sends EP_REMOVED after
+ * everything it wrote and closes its lane. The peer's endpoint fails with {@link ConnectionResetException} ("closed
+ * by its owner"), so what the peer still had outstanding toward us fails at once instead of waiting for a timeout.
  */
 public final class Endpoint extends AbstractChannel {
 
@@ -138,7 +138,7 @@ public final class Endpoint extends AbstractChannel {
         }
         p.addLast(TAG_RNDV, new RndvTagSendHandler(endpointConfig, worker.rndvSends()));
         p.addLast(TAG_EAGER, new EagerTagSendHandler(worker.selectionCache(endpointConfig, lane.locality()),
-                worker::nextMessageId, config::sendTag, worker.counters(), worker.syncSends()));
+                worker::nextMessageId, config::sendTag, worker.counters(), worker.syncSends(), worker.zcopySends()));
         p.addLast(AMO, new io.nucx.protocol.amo.AmoSendHandler(worker.atomicRequests(), remote::uuid));
         ChannelHandler init = worker.endpointInitializer();
         if (init != null) {
@@ -663,14 +663,16 @@ public final class Endpoint extends AbstractChannel {
         worker.matcher().onSourceClosed(this, cause);
         worker.rndvSends().onEndpointClosed(this, cause);
         worker.syncSends().onEndpointClosed(this, cause);
+        worker.zcopySends().onEndpointClosed(this, cause);
         worker.atomicRequests().onEndpointClosed(this, cause);
         messageLanes.releaseAll(cause);
     }
 
     /**
      * The graceful close, from the {@link LaneDispatcher} (the bottom of a wired-up pipeline) when a close passes it:
-     * waits for this endpoint's rendezvous and synchronous sends (at most {@link Worker#closeWaitNanos}), then writes
-     * EP_REMOVED behind everything already written and waits (as long again at most) for the peer to close the lane.
+     * waits for this endpoint's rendezvous, synchronous and zero-copy sends (at most {@link Worker#closeWaitNanos}),
+     * then writes EP_REMOVED behind everything already written and waits (as long again at most) for the peer to close
+     * the lane.
      * The peer closes it once it has read everything before EP_REMOVED; closing it here first could drop what an
      * in-process (self) lane still holds for the peer. The caller's promise completes when the endpoint is closed.
      */
@@ -685,6 +687,7 @@ public final class Endpoint extends AbstractChannel {
         long waitNanos = worker.closeWaitNanos();
         List<io.netty.util.concurrent.Future<?>> waits = new java.util.ArrayList<>(worker.rndvSends().promisesOf(this));
         waits.addAll(worker.syncSends().promisesOf(this));
+        waits.addAll(worker.zcopySends().promisesOf(this));
         waits.addAll(worker.atomicRequests().promisesOf(this));
         waits.addAll(messageLanes.awaitingConfirmation()); // failover: sends complete when the peer confirmed them
         Runnable sendRemoved = () -> {

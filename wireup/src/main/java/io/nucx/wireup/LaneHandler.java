@@ -77,7 +77,7 @@ final class LaneHandler extends ChannelInboundHandlerAdapter {
                 }
             }
             case AmIds.EAGER_ONLY, AmIds.EAGER_FIRST, AmIds.EAGER_MIDDLE, AmIds.EAGER_SYNC_ONLY, AmIds.EAGER_SYNC_FIRST,
-                 AmIds.EAGER_SYNC_ACK -> {
+                 AmIds.EAGER_SYNC_ACK, AmIds.EAGER_ZCOPY_ONLY, AmIds.EAGER_ZCOPY_FIRST, AmIds.EAGER_ZCOPY_ACK -> {
                 if (endpoint == null) {
                     frame.release();
                     throw new ProtocolException(AmIds.name(frame.amId()) + " before the wireup REQUEST");

@@ -19,6 +19,7 @@ import io.nucx.protocol.select.Protocol;
 import io.nucx.protocol.tag.EagerHeaders;
 import io.nucx.protocol.tag.EagerProtocols;
 import io.nucx.protocol.tag.SyncSends;
+import io.nucx.protocol.tag.ZcopySends;
 import io.nucx.protocol.tag.TagReplies;
 import io.nucx.protocol.tag.RndvHeaders;
 import io.nucx.protocol.tag.RndvProtocols;
@@ -69,10 +70,12 @@ public final class Worker {
     private final AtomicBoolean closed = new AtomicBoolean();
     private final Map<CacheKey, SelectionCache> selectionCaches = new ConcurrentHashMap<>();
     private final long bcopyThresh;
+    private final long zcopyThresh;
     private final long rndvThresh;
     private final boolean protoInfo;
     private final RndvSends rndvSends = new RndvSends();
     private final SyncSends syncSends = new SyncSends();
+    private final ZcopySends zcopySends = new ZcopySends();
     private final List<Protocol> protocols;
     private final RndvReceiver rndvReceiver;
     /** Memory peers may operate on, our atomics waiting for their result, and the atomic protocol's receive side. */
@@ -105,6 +108,7 @@ public final class Worker {
         this.closeFuture = loop.newPromise();
         NucxConfig config = context.config();
         this.bcopyThresh = config.memunitsOrAuto(NucxConfig.BCOPY_THRESH, 0, Long.MAX_VALUE - 1);
+        this.zcopyThresh = config.threshold(NucxConfig.ZCOPY_THRESH);
         this.rndvThresh = config.memunitsOrAuto(NucxConfig.RNDV_THRESH, 0, Long.MAX_VALUE - 1);
         this.protoInfo = config.bool(NucxConfig.PROTO_INFO);
         this.protocols = enabledProtocols(config);
@@ -137,6 +141,12 @@ public final class Worker {
                     }
 
                     @Override
+                    public void sendZcopyAck(Channel ep, long senderReqId) {
+                        ((Endpoint) ep).sendControl(AmFrame.of(AmIds.EAGER_ZCOPY_ACK,
+                                ep.alloc().buffer(EagerHeaders.ZCOPY_ACK_LENGTH).writeLongLE(senderReqId)));
+                    }
+
+                    @Override
                     public void sendAts(Channel ep, long senderReqId, int status) {
                         ((Endpoint) ep).sendControl(AmFrame.of(AmIds.RNDV_ATS, ep.alloc().buffer(RndvHeaders.ATS_LENGTH)
                                 .writeLongLE(senderReqId).writeByte(status)));
@@ -152,7 +162,7 @@ public final class Worker {
                         rmaFailed(ep, cause);
                     }
                 }, counters);
-        this.eagerReceiver = new EagerTagReceiver(matcher, syncSends);
+        this.eagerReceiver = new EagerTagReceiver(matcher, syncSends, zcopySends);
         this.rndvReceiver = new RndvReceiver(matcher, rndvSends);
         this.memory = new io.nucx.protocol.amo.MemoryRegistry(uuid);
         this.amoReceiver = new io.nucx.protocol.amo.AmoReceiver(memory, atomicRequests,
@@ -242,10 +252,15 @@ public final class Worker {
         return List.copyOf(endpoints.values());
     }
 
-    /** Every tag protocol this worker runs, in registration (tie-break) order. */
+    /**
+     * Every tag protocol this worker runs, in registration (tie-break) order: at equal cost a copy protocol beats a
+     * zero-copy one (its send completes without waiting for the receiver), and eager beats rendezvous (which carries
+     * its own bias, ×0.99, where it should win).
+     */
     static final List<Protocol> REGISTRY = List.of(EagerProtocols.SHORT, EagerProtocols.SINGLE_BCOPY,
-            EagerProtocols.MULTI_BCOPY, EagerProtocols.SYNC_SINGLE_BCOPY, EagerProtocols.SYNC_MULTI_BCOPY,
-            RndvProtocols.TAG_RNDV, RndvProtocols.GET_ZCOPY);
+            EagerProtocols.MULTI_BCOPY, EagerProtocols.SINGLE_ZCOPY, EagerProtocols.MULTI_ZCOPY,
+            EagerProtocols.SYNC_SINGLE_BCOPY, EagerProtocols.SYNC_MULTI_BCOPY, RndvProtocols.TAG_RNDV,
+            RndvProtocols.GET_ZCOPY);
 
     /**
      * {@link #REGISTRY} filtered by NUCX_PROTOS: "all", names or globs ({@code egr/*}), or {@code ^...} to exclude.
@@ -288,6 +303,8 @@ public final class Worker {
     SelectionCache selectionCache(EndpointConfig config, SelectionKey.Locality locality) {
         return selectionCaches.computeIfAbsent(new CacheKey(config, locality), k -> new SelectionCache(
                 protocols, config, locality, bcopyThresh < 0 ? ProtoCandidate.AUTO : bcopyThresh,
+                zcopyThresh < 0 ? ProtoCandidate.AUTO : zcopyThresh == Long.MAX_VALUE ? ProtoCandidate.DISABLED
+                        : zcopyThresh,
                 rndvThresh < 0 ? ProtoCandidate.AUTO : rndvThresh, protoInfo ? table -> System.out.print(table) : null));
     }
 
@@ -402,6 +419,10 @@ public final class Worker {
     /** Peers' atomics on that region fail from now on (their request is answered with "no such region"). */
     public void unregisterMemory(io.nucx.protocol.amo.RemoteMemoryKey key) {
         memory.unregister(key);
+    }
+
+    ZcopySends zcopySends() {
+        return zcopySends;
     }
 
     long nextMessageId() {
@@ -667,6 +688,7 @@ public final class Worker {
             matcher.close(new ClosedChannelException());
             rndvSends.close(new ClosedChannelException());
             syncSends.close(new ClosedChannelException());
+            zcopySends.close(new ClosedChannelException());
             if (ownedGroup != null) {
                 ownedGroup.shutdownGracefully(0, 2, java.util.concurrent.TimeUnit.SECONDS)
                         .addListener(g -> closeFuture.trySuccess(null));

@@ -1,12 +1,13 @@
 package io.nucx.examples.perf;
 
 /**
- * One perftest run ({@code iov}: the send buffer is a two-part composite, ucx_perftest's {@code -D iov}), with
- * ucx_perftest's defaults: 1,000,000 iterations, 10,000 warm-up iterations (bounded by a
- * 100 ms warm-up budget, which {@code warmupNanos} can raise: a JVM's JIT compiler needs seconds), a window of 32 outstanding sends for bandwidth tests, the 50th percentile.
+ * One perftest run ({@code datatype}: ucx_perftest's {@code -D}, see {@link PerfDatatype}), with ucx_perftest's
+ * defaults: 1,000,000 iterations, 10,000 warm-up iterations (bounded by a 100 ms warm-up budget, which
+ * {@code warmupNanos} can raise: a JVM's JIT compiler needs seconds), a window of 32 outstanding sends for bandwidth
+ * tests, the 50th percentile.
  */
 public record PerfParams(PerfTestType test, int messageSize, long iterations, long warmup, int window,
-                         double percentile, boolean iov, long warmupNanos) {
+                         double percentile, PerfDatatype datatype, long warmupNanos) {
 
     public static final long DEFAULT_ITERATIONS = 1_000_000;
     public static final long DEFAULT_WARMUP = 10_000;
@@ -16,11 +17,18 @@ public record PerfParams(PerfTestType test, int messageSize, long iterations, lo
 
     /** With ucx_perftest's 100 ms warm-up budget. */
     public PerfParams(PerfTestType test, int messageSize, long iterations, long warmup, int window, double percentile,
+                      PerfDatatype datatype) {
+        this(test, messageSize, iterations, warmup, window, percentile, datatype, WARMUP_BUDGET_NANOS);
+    }
+
+    /** A contiguous ({@code iov} false) or two-part send buffer, with ucx_perftest's 100 ms warm-up budget. */
+    public PerfParams(PerfTestType test, int messageSize, long iterations, long warmup, int window, double percentile,
                       boolean iov) {
-        this(test, messageSize, iterations, warmup, window, percentile, iov, WARMUP_BUDGET_NANOS);
+        this(test, messageSize, iterations, warmup, window, percentile, iov ? PerfDatatype.IOV : PerfDatatype.CONTIG);
     }
 
     public PerfParams {
+        java.util.Objects.requireNonNull(datatype, "datatype");
         if (warmupNanos < 0) {
             throw new IllegalArgumentException("warm-up time must be >= 0, got " + warmupNanos + " ns");
         }
@@ -41,10 +49,15 @@ public record PerfParams(PerfTestType test, int messageSize, long iterations, lo
         }
     }
 
+    /** The send buffer is a two-part composite (ucx_perftest's {@code -D iov}). */
+    public boolean iov() {
+        return datatype.iov();
+    }
+
     /** The line the client sends the server over the setup socket. */
     String encode() {
         return test.testName() + " " + messageSize + " " + iterations + " " + warmup + " " + window + " "
-                + (iov ? "iov" : "contig");
+                + datatype.optionName();
     }
 
     static PerfParams decode(String line) {
@@ -53,6 +66,6 @@ public record PerfParams(PerfTestType test, int messageSize, long iterations, lo
             throw new IllegalArgumentException("bad perftest parameters from client: '" + line + "'");
         }
         return new PerfParams(PerfTestType.of(f[0]), Integer.parseInt(f[1]), Long.parseLong(f[2]),
-                Long.parseLong(f[3]), Integer.parseInt(f[4]), 50.0, f[5].equals("iov"));
+                Long.parseLong(f[3]), Integer.parseInt(f[4]), 50.0, PerfDatatype.of(f[5]));
     }
 }

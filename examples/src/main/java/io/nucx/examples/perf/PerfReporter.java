@@ -30,7 +30,7 @@ public final class PerfReporter {
         out.println(BANNER_RULE);
         bannerLine("API:", "protocol layer");
         bannerLine("Test:", p.test().description());
-        bannerLine("Data layout:", p.iov() ? "iov" : "(automatic)");
+        bannerLine("Data layout:", p.datatype().layout());
         bannerLine("Send memory:", "host");
         bannerLine("Recv memory:", "host");
         bannerLine("Message size:", Integer.toString(p.messageSize()));

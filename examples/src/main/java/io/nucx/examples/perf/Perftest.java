@@ -16,6 +16,7 @@ import java.net.Socket;
 import java.nio.charset.StandardCharsets;
 import java.util.Map;
 import java.util.concurrent.TimeUnit;
+import java.util.function.Consumer;
 
 /**
  * ucx_perftest's two roles over nucx. As with ucx_perftest, the server listens on a plain TCP port used only to set
@@ -30,9 +31,12 @@ public final class Perftest {
     private Perftest() {
     }
 
-    private static Worker startWorker(String name, Map<String, String> config, boolean busyPoll) throws Exception {
+    /** A worker with {@code config}, then the run's own settings ({@code -D bcopy|zcopy}) on top. */
+    private static Worker startWorker(String name, Map<String, String> config, PerfParams params, boolean busyPoll)
+            throws Exception {
         NucxBootstrap b = new NucxBootstrap().name(name).busyPoll(busyPoll);
         config.forEach(b::config);
+        params.datatype().settings().forEach(b::config);
         return b.start();
     }
 
@@ -50,7 +54,7 @@ public final class Perftest {
                 PrintWriter w = writer(s);
                 PerfParams params = PerfParams.decode(readLine(in, "test parameters"));
                 new PerfReporter(out, false, false).banner(params);
-                Worker worker = startWorker("perftest-server", config, busyPoll);
+                Worker worker = startWorker("perftest-server", config, params, busyPoll);
                 try {
                     w.println(worker.address().toHex());
                     w.flush();
@@ -68,7 +72,17 @@ public final class Perftest {
     /** Runs one test against a server, printing ucx_perftest's table; returns the final row. */
     public static PerfResult run(String host, int port, PerfParams params, Map<String, String> config,
                                  boolean busyPoll, PerfReporter reporter) throws Exception {
-        Worker worker = startWorker("perftest-client", config, busyPoll);
+        return run(host, port, params, config, busyPoll, reporter, null);
+    }
+
+    /**
+     * As {@link #run(String, int, PerfParams, Map, boolean, PerfReporter)}; {@code protocolCounts}, if not null,
+     * receives how many messages each protocol carried from the client (its worker's counters) once the run is over.
+     */
+    public static PerfResult run(String host, int port, PerfParams params, Map<String, String> config,
+                                 boolean busyPoll, PerfReporter reporter,
+                                 Consumer<Map<String, Long>> protocolCounts) throws Exception {
+        Worker worker = startWorker("perftest-client", config, params, busyPoll);
         try (Socket s = connect(host, port)) {
             BufferedReader in = reader(s);
             PrintWriter w = writer(s);
@@ -83,6 +97,9 @@ public final class Perftest {
                     .get(RUN_TIMEOUT_SECONDS, TimeUnit.SECONDS);
             reporter.finalRow(r);
             ep.tagSend(PerfTags.FINISH, io.netty.buffer.Unpooled.EMPTY_BUFFER).sync();
+            if (protocolCounts != null) {
+                protocolCounts.accept(worker.counters().snapshot());
+            }
             return r;
         } finally {
             worker.close().get(10, TimeUnit.SECONDS);

@@ -1,5 +1,6 @@
 package io.nucx.examples.perf;
 
+import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.CsvSource;
@@ -10,9 +11,11 @@ import java.net.ServerSocket;
 import java.nio.charset.StandardCharsets;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /** The perftest library end to end (server and client in this JVM), printing ucx_perftest's table. */
@@ -63,5 +66,59 @@ class PerftestTest {
         String banner = serverOut.toString(StandardCharsets.UTF_8);
         assertTrue(banner.contains("| Test:         " + params.test().description()), banner);
         assertTrue(banner.contains("| Message size: " + size), banner);
+    }
+
+    /**
+     * {@code -D zcopy} forces the eager zero-copy protocols and {@code -D bcopy} forbids them, on both sides of the
+     * run: 100,000 bytes over tcp (by cost alone they would go by copy), counted by the client's worker; the server
+     * (pongs of tag_lat) runs with the same setting. 8 bytes with {@code -D zcopy}: nothing that small is offered
+     * zero-copy, so the table's eager short stands.
+     */
+    @ParameterizedTest(name = "{0} {1} B -D {2}")
+    @CsvSource({
+            "tag_bw, 100000, zcopy, egr/multi/zcopy",
+            "tag_lat, 100000, zcopy, egr/multi/zcopy",
+            "tag_bw, 100000, bcopy, egr/multi/bcopy",
+            "tag_lat, 8, zcopy, egr/short"})
+    void dashDChoosesTheEagerProtocolFamilyOnBothSides(String test, int size, String datatype, String protocol)
+            throws Exception {
+        int port;
+        try (ServerSocket s = new ServerSocket(0)) {
+            port = s.getLocalPort();
+        }
+        ByteArrayOutputStream serverOut = new ByteArrayOutputStream();
+        CompletableFuture<Void> server = CompletableFuture.runAsync(() -> {
+            try {
+                Perftest.serve(port, Map.of("TLS", "tcp"), false, new PrintStream(serverOut, true,
+                        StandardCharsets.UTF_8));
+            } catch (Exception e) {
+                throw new RuntimeException(e);
+            }
+        });
+        long iterations = 100;
+        PerfParams params = new PerfParams(PerfTestType.of(test), size, iterations, 0, 8, 50.0,
+                PerfDatatype.of(datatype));
+        Map<String, Long> counts = new ConcurrentHashMap<>();
+        PerfResult r = Perftest.run("127.0.0.1", port, params, Map.of("TLS", "tcp"), false,
+                new PerfReporter(new PrintStream(new ByteArrayOutputStream(), true, StandardCharsets.UTF_8), false,
+                        false), counts::putAll);
+        server.get(60, TimeUnit.SECONDS);
+        assertEquals(iterations, r.iterations());
+        // Every iteration's message by the expected protocol (no warm-up); the control messages are empty shorts.
+        long count = counts.getOrDefault(protocol, 0L);
+        assertTrue(protocol.equals("egr/short") ? count > iterations : count == iterations, counts::toString);
+        long zcopies = counts.getOrDefault("egr/single/zcopy", 0L) + counts.getOrDefault("egr/multi/zcopy", 0L);
+        assertEquals(protocol.contains("zcopy") ? iterations : 0, zcopies, counts::toString);
+        assertTrue(serverOut.toString(StandardCharsets.UTF_8).contains("| Data layout:  " + datatype),
+                serverOut::toString);
+    }
+
+    @Test
+    void anUnknownDatatypeIsRefusedNamingTheKnownOnes() {
+        assertEquals(PerfDatatype.ZCOPY, PerfDatatype.of("zcopy"));
+        IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> PerfDatatype.of("zerocopy"));
+        assertEquals("unknown datatype 'zerocopy' (contig | iov | bcopy | zcopy)", e.getMessage());
+        assertThrows(IllegalArgumentException.class, () -> PerfParams.decode("tag_lat 8 10 0 1 short"),
+                "a server refuses what it does not know too");
     }
 }

@@ -19,6 +19,7 @@ public final class SelectionCache {
     private final SelectionKey.Locality locality;
     private final long bcopyThresh;
     private final long rndvThresh;
+    private final long zcopyThresh;
     private final Consumer<String> onNewTable;
     private final Map<Long, ProtoTable> tables = new HashMap<>();
     private long lastKey = -1;
@@ -29,10 +30,22 @@ public final class SelectionCache {
      */
     public SelectionCache(List<Protocol> registry, EndpointConfig config, SelectionKey.Locality locality,
                           long bcopyThresh, long rndvThresh, Consumer<String> onNewTable) {
+        this(registry, config, locality, bcopyThresh, ProtoCandidate.AUTO, rndvThresh, onNewTable);
+    }
+
+    /**
+     * @param bcopyThresh NUCX_BCOPY_THRESH, {@link ProtoCandidate#AUTO} or a size
+     * @param zcopyThresh NUCX_ZCOPY_THRESH, {@link ProtoCandidate#AUTO}, a size or {@link ProtoCandidate#DISABLED}
+     * @param rndvThresh  NUCX_RNDV_THRESH, {@link ProtoCandidate#AUTO} or a size
+     * @param onNewTable  receives each new table formatted as UCX_PROTO_INFO prints it, or null to skip formatting
+     */
+    public SelectionCache(List<Protocol> registry, EndpointConfig config, SelectionKey.Locality locality,
+                          long bcopyThresh, long zcopyThresh, long rndvThresh, Consumer<String> onNewTable) {
         this.registry = List.copyOf(registry);
         this.config = config;
         this.locality = locality;
         this.bcopyThresh = bcopyThresh;
+        this.zcopyThresh = zcopyThresh;
         this.rndvThresh = rndvThresh;
         this.onNewTable = onNewTable;
     }
@@ -54,7 +67,7 @@ public final class SelectionCache {
         ProtoTable t = tables.get(key);
         if (t == null) {
             t = ProtoSelector.select(registry, new ProbeParams(config, key, bcopyThresh, rndvThresh,
-                    ProbeParams.DEFAULT_COPY_BANDWIDTH));
+                    ProbeParams.DEFAULT_COPY_BANDWIDTH, zcopyThresh));
             tables.put(key, t);
             if (onNewTable != null) {
                 onNewTable.accept(t.format(config.amLane()));

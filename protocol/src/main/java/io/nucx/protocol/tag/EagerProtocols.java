@@ -7,6 +7,7 @@ import io.nucx.protocol.select.ProtoCandidate;
 import io.nucx.protocol.select.ProtoPerf;
 import io.nucx.protocol.select.Protocol;
 import io.nucx.protocol.select.SelectionKey;
+import io.nucx.transport.Capability;
 import io.nucx.transport.IfaceAttributes;
 
 import java.util.List;
@@ -16,6 +17,23 @@ import java.util.function.Consumer;
  * The eager tag protocols as the selection engine sees them. Each probe declares facts (range, overheads, copy and
  * wire slopes, per-fragment cost) and one shared model turns them into a {@link ProtoPerf}, as UCX's
  * {@code ucp_proto_single_probe} / {@code ucp_proto_multi_probe} do. How they send is {@link EagerTagSendHandler}.
+ *
+ * <p><b>Copies, as the code makes them.</b> The copy protocols ({@code egr/short}, {@code egr/.../bcopy},
+ * {@code egrsnc/...}) are charged one copy of the message on the sender's cpu (copy-in) and one on the receiver's
+ * (copy-out), and the sender really makes the copy-in: the lane's transport makes it where it copies payloads into
+ * memory of its own anyway ({@link IfaceAttributes#copiesAmPayload}: shm's ring write, tcp's payloads up to 1 KiB
+ * written next to the header, and tcp's heap payloads, which the socket channel copies into direct memory), and
+ * {@link EagerTagSendHandler} copies the rest into a pooled buffer (tcp's native payloads over 1 KiB, which the
+ * encoder would write from the sender's memory, and every self payload, which the receiver would otherwise get as
+ * it is). So a copy send completes once its frames are written, whatever the sender does with its buffer afterwards.
+ *
+ * <p>The zero-copy protocols ({@code egr/single/zcopy}, {@code egr/multi/zcopy}) send retained slices of the sender's
+ * buffer and pay no copy-in; their send completes only when the receiver acknowledges that the whole message arrived,
+ * which costs its send overhead (cpu-remote), our receive overhead (cpu) and one more latency (UCX's fast-completion
+ * zcopy charge). They are offered only where the transport writes the payload from the sender's memory: lanes with
+ * {@link Capability#AM_ZCOPY} (tcp; not shm or self, as in UCX), native memory, payloads over the lane's
+ * {@code amCopyMax}. Where zero-copy starts to pay is thus where the saved copy outweighs the acknowledgement,
+ * {@code (2 overhead + latency) x copy bandwidth}, an intersection in the envelope rather than a constant.
  */
 public final class EagerProtocols {
 
@@ -33,6 +51,19 @@ public final class EagerProtocols {
     public static final Protocol MULTI_BCOPY = new Eager(EagerTagSendHandler.EGR_MULTI_BCOPY,
             "multi-frag eager copy-in copy-out", Kind.MULTI);
 
+    /**
+     * {@code egr/single/zcopy}: one EAGER_ZCOPY_ONLY frame from the sender's buffer; completes when the receiver
+     * acknowledges its arrival.
+     */
+    public static final Protocol SINGLE_ZCOPY = new Eager(EagerTagSendHandler.EGR_SINGLE_ZCOPY,
+            "eager zero-copy copy-out", Kind.SINGLE_ZCOPY);
+    /**
+     * {@code egr/multi/zcopy}: EAGER_ZCOPY_FIRST + EAGER_MIDDLE fragments from the sender's buffer; completes when the
+     * receiver acknowledges that every fragment arrived.
+     */
+    public static final Protocol MULTI_ZCOPY = new Eager(EagerTagSendHandler.EGR_MULTI_ZCOPY,
+            "multi-frag eager zero-copy copy-out", Kind.MULTI_ZCOPY);
+
     /** {@code egrsnc/single/bcopy}: one frame; the send completes when the receiver acknowledges the match. */
     public static final Protocol SYNC_SINGLE_BCOPY = new Eager("egrsnc/single/bcopy",
             "eager synchronous copy-in copy-out", Kind.SYNC_SINGLE);
@@ -40,15 +71,27 @@ public final class EagerProtocols {
     public static final Protocol SYNC_MULTI_BCOPY = new Eager("egrsnc/multi/bcopy",
             "multi-frag eager synchronous copy-in copy-out", Kind.SYNC_MULTI);
 
-    /** Registration order: ties go to the earlier. */
-    public static final List<Protocol> ALL = List.of(SHORT, SINGLE_BCOPY, MULTI_BCOPY, SYNC_SINGLE_BCOPY,
-            SYNC_MULTI_BCOPY);
+    /**
+     * Registration order: ties go to the earlier, so a copy protocol wins a tie with a zero-copy one (its send
+     * completes without waiting for the receiver).
+     */
+    public static final List<Protocol> ALL = List.of(SHORT, SINGLE_BCOPY, MULTI_BCOPY, SINGLE_ZCOPY, MULTI_ZCOPY,
+            SYNC_SINGLE_BCOPY, SYNC_MULTI_BCOPY);
+
+    /** UCX's priority of the copy protocols' threshold (NUCX_BCOPY_THRESH). */
+    static final int BCOPY_PRIORITY = 20;
+    /** UCX's priority of the zero-copy protocols' threshold (NUCX_ZCOPY_THRESH): above bcopy, below rendezvous. */
+    static final int ZCOPY_PRIORITY = 30;
 
     private enum Kind {
-        SHORT, SINGLE, MULTI, SYNC_SINGLE, SYNC_MULTI;
+        SHORT, SINGLE, MULTI, SINGLE_ZCOPY, MULTI_ZCOPY, SYNC_SINGLE, SYNC_MULTI;
 
         boolean sync() {
             return this == SYNC_SINGLE || this == SYNC_MULTI;
+        }
+
+        boolean zcopy() {
+            return this == SINGLE_ZCOPY || this == MULTI_ZCOPY;
         }
     }
 
@@ -66,52 +109,70 @@ public final class EagerProtocols {
                 return;
             }
             IfaceAttributes lane = params.endpoint().amLaneAttrs();
+            long min = 0;
+            if (kind.zcopy()) {
+                // Only where the transport writes the payload from our memory: with AM_ZCOPY, not heap memory (the
+                // socket channel copies it into direct memory), above the size the transport copies anyway.
+                if (!lane.has(Capability.AM_ZCOPY) || SelectionKey.memoryType(key) == SelectionKey.MemoryType.HEAP) {
+                    return;
+                }
+                min = (long) lane.amCopyMax() + 1;
+            }
             double copy = 1 / params.copyBandwidth();
+            double copyIn = kind.zcopy() ? 0 : copy;
             double wire = 1 / lane.bandwidth();
             double ovh = lane.overheadSeconds();
             ProtoPerf perf = new ProtoPerf();
-            long thresh = kind == Kind.SHORT ? ProtoCandidate.AUTO : params.bcopyThresh();
-            int priority = kind == Kind.SHORT ? 0 : 20;
+            long thresh = kind == Kind.SHORT ? ProtoCandidate.AUTO
+                    : kind.zcopy() ? params.zcopyThresh() : params.bcopyThresh();
+            int priority = kind == Kind.SHORT ? 0 : kind.zcopy() ? ZCOPY_PRIORITY : BCOPY_PRIORITY;
             switch (kind) {
                 case SHORT -> {
                     long max = lane.maxShort() - EagerHeaders.ONLY_LENGTH;
                     if (max < 0) {
                         return;
                     }
-                    single(perf, max, ovh, copy, wire, lane.latencySeconds(), 0);
+                    single(perf, 0, max, ovh, copyIn, copy, wire, lane.latencySeconds(), 0);
                 }
-                case SINGLE, SYNC_SINGLE -> single(perf, lane.maxBcopy() - (kind.sync()
-                                ? EagerHeaders.SYNC_ONLY_LENGTH : EagerHeaders.ONLY_LENGTH), ovh, copy, wire,
-                        lane.latencySeconds(), REQUEST_OVERHEAD);
-                case MULTI, SYNC_MULTI -> {
+                case SINGLE, SYNC_SINGLE, SINGLE_ZCOPY -> {
+                    long max = lane.maxBcopy() - (kind == Kind.SINGLE ? EagerHeaders.ONLY_LENGTH
+                            : kind.sync() ? EagerHeaders.SYNC_ONLY_LENGTH : EagerHeaders.ZCOPY_ONLY_LENGTH);
+                    if (max < min) {
+                        return;
+                    }
+                    single(perf, min, max, ovh, copyIn, copy, wire, lane.latencySeconds(), REQUEST_OVERHEAD);
+                }
+                case MULTI, SYNC_MULTI, MULTI_ZCOPY -> {
                     // Per-fragment costs are amortised into the slope (UCX's pipeline extrapolation).
                     double frag = lane.maxBcopy() - EagerHeaders.MIDDLE_LENGTH;
                     long max = ProtoPerf.MAX_SIZE;
-                    perf.add(0, max, PerfFactor.LOCAL_CPU, new LinearFunc(ovh + REQUEST_OVERHEAD + MULTI_OVERHEAD,
-                            copy + (ovh + MULTI_OVERHEAD) / frag));
-                    perf.add(0, max, PerfFactor.REMOTE_CPU, new LinearFunc(ovh, copy + ovh / frag));
-                    perf.add(0, max, PerfFactor.LOCAL_TL, LinearFunc.slope(wire));
-                    perf.add(0, max, PerfFactor.LATENCY, LinearFunc.constant(lane.latencySeconds()));
+                    perf.add(min, max, PerfFactor.LOCAL_CPU, new LinearFunc(ovh + REQUEST_OVERHEAD + MULTI_OVERHEAD,
+                            copyIn + (ovh + MULTI_OVERHEAD) / frag));
+                    perf.add(min, max, PerfFactor.REMOTE_CPU, new LinearFunc(ovh, copy + ovh / frag));
+                    perf.add(min, max, PerfFactor.LOCAL_TL, LinearFunc.slope(wire));
+                    perf.add(min, max, PerfFactor.LATENCY, LinearFunc.constant(lane.latencySeconds()));
                 }
                 default -> throw new IllegalStateException(kind.toString());
             }
-            if (kind.sync()) {
-                // The acknowledgement: the receiver sends it, we receive it, and it crosses the wire once.
+            if (kind.sync() || kind.zcopy()) {
+                // The acknowledgement (of the match, or of the arrival): the receiver sends it, we receive it, and it
+                // crosses the wire once more before the send completes.
                 List<ProtoPerf.Segment> segs = perf.segments();
                 long end = segs.get(segs.size() - 1).end();
-                perf.add(0, end, PerfFactor.REMOTE_CPU, LinearFunc.constant(ovh));
-                perf.add(0, end, PerfFactor.LOCAL_CPU, LinearFunc.constant(ovh));
-                perf.add(0, end, PerfFactor.LATENCY, LinearFunc.constant(lane.latencySeconds()));
+                perf.add(min, end, PerfFactor.REMOTE_CPU, LinearFunc.constant(ovh));
+                perf.add(min, end, PerfFactor.LOCAL_CPU, LinearFunc.constant(ovh));
+                perf.add(min, end, PerfFactor.LATENCY, LinearFunc.constant(lane.latencySeconds()));
             }
             out.accept(new ProtoCandidate(this, thresh, priority, perf, params.endpoint().amLane()));
         }
 
-        private static void single(ProtoPerf perf, long max, double ovh, double copy, double wire, double latency,
-                                   double extra) {
-            perf.add(0, max, PerfFactor.LOCAL_CPU, new LinearFunc(ovh + SINGLE_OVERHEAD + extra, copy));
-            perf.add(0, max, PerfFactor.REMOTE_CPU, new LinearFunc(ovh, copy));
-            perf.add(0, max, PerfFactor.LOCAL_TL, LinearFunc.slope(wire));
-            perf.add(0, max, PerfFactor.LATENCY, LinearFunc.constant(latency));
+        /** One frame over {@code [min, max]}: send and receive overheads, the copies, the wire, one latency. */
+        private static void single(ProtoPerf perf, long min, long max, double ovh, double copyIn, double copyOut,
+                                   double wire, double latency, double extra) {
+            perf.add(min, max, PerfFactor.LOCAL_CPU, new LinearFunc(ovh + SINGLE_OVERHEAD + extra, copyIn));
+            perf.add(min, max, PerfFactor.REMOTE_CPU, new LinearFunc(ovh, copyOut));
+            perf.add(min, max, PerfFactor.LOCAL_TL, LinearFunc.slope(wire));
+            perf.add(min, max, PerfFactor.LATENCY, LinearFunc.constant(latency));
         }
 
         @Override

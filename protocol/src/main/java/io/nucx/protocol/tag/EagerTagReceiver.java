@@ -7,22 +7,34 @@ import io.nucx.protocol.ProtocolException;
 import io.nucx.transport.AmFrame;
 
 /**
- * The receive side of the eager protocols: parses EAGER_ONLY / FIRST / MIDDLE headers ({@link EagerHeaders}) and
- * hands the payload to the {@link TagMatcher}. A header of the wrong length is a protocol error.
+ * The receive side of the eager protocols: parses EAGER_ONLY / FIRST / MIDDLE headers and their synchronous and
+ * zero-copy variants ({@link EagerHeaders}) and hands the payload to the {@link TagMatcher}; acknowledgements go to
+ * the waiting sends ({@link SyncSends}, {@link ZcopySends}). A header of the wrong length, a negative request id or an
+ * acknowledgement nobody waits for is a protocol error.
  */
 public final class EagerTagReceiver {
 
     private final TagMatcher matcher;
     private final SyncSends syncSends;
+    private final ZcopySends zcopySends;
 
     public EagerTagReceiver(TagMatcher matcher) {
-        this(matcher, null);
+        this(matcher, null, null);
     }
 
     /** @param syncSends where EAGER_SYNC_ACKs for this worker's synchronous sends go; null if it sends none */
     public EagerTagReceiver(TagMatcher matcher, SyncSends syncSends) {
+        this(matcher, syncSends, null);
+    }
+
+    /**
+     * @param syncSends  where EAGER_SYNC_ACKs for this worker's synchronous sends go; null if it sends none
+     * @param zcopySends where EAGER_ZCOPY_ACKs for this worker's zero-copy sends go; null if it sends none
+     */
+    public EagerTagReceiver(TagMatcher matcher, SyncSends syncSends, ZcopySends zcopySends) {
         this.matcher = matcher;
         this.syncSends = syncSends;
+        this.zcopySends = zcopySends;
     }
 
     /** Handles one eager frame that arrived for the endpoint {@code source}; releases the frame. */
@@ -60,6 +72,26 @@ public final class EagerTagReceiver {
                         throw new ProtocolException("EAGER_SYNC_ACK, but this worker sends no synchronous messages");
                     }
                     syncSends.onAck(source, h.getLongLE(at), h.getByte(at + 8));
+                }
+                case AmIds.EAGER_ZCOPY_ONLY -> {
+                    check(frame, EagerHeaders.ZCOPY_ONLY_LENGTH);
+                    long reqId = nonNegative(frame, h.getLongLE(at + EagerHeaders.ONLY_LENGTH));
+                    matcher.onEagerZcopyOnly(source, h.getLongLE(at + EagerHeaders.TAG_OFFSET), reqId,
+                            frame.payload().retain());
+                }
+                case AmIds.EAGER_ZCOPY_FIRST -> {
+                    check(frame, EagerHeaders.ZCOPY_FIRST_LENGTH);
+                    long reqId = nonNegative(frame, h.getLongLE(at + EagerHeaders.FIRST_LENGTH));
+                    matcher.onEagerZcopyFirst(source, h.getLongLE(at + EagerHeaders.TAG_OFFSET),
+                            h.getLongLE(at + EagerHeaders.FIRST_TOTAL_OFFSET),
+                            h.getLongLE(at + EagerHeaders.FIRST_MSG_ID_OFFSET), reqId, frame.payload().retain());
+                }
+                case AmIds.EAGER_ZCOPY_ACK -> {
+                    check(frame, EagerHeaders.ZCOPY_ACK_LENGTH);
+                    if (zcopySends == null) {
+                        throw new ProtocolException("EAGER_ZCOPY_ACK, but this worker sends no zero-copy messages");
+                    }
+                    zcopySends.onAck(source, h.getLongLE(at));
                 }
                 case AmIds.EAGER_MIDDLE -> {
                     check(frame, EagerHeaders.MIDDLE_LENGTH);

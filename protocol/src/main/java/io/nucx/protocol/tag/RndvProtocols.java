@@ -21,6 +21,11 @@ import java.util.function.Consumer;
  * forces it (priority 60 beats the copy protocols' 20). With AM_BW lanes the data's wire time is at the sum of the
  * lanes' bandwidths, as the seed's multi-lane threshold sums them. Synchronous sends may take it too: the sender
  * learns of the match from the RTR (or ATS), so its future completes only after the receiver matched.
+ *
+ * <p>The data fragments are retained slices of the send buffer, which the send holds from the RTS on anyway. On a lane
+ * whose transport writes them from the sender's memory ({@link Capability#AM_ZCOPY}: tcp, native memory) that is
+ * UCX's {@code rndv/am/zcopy} and no copy-in is charged; elsewhere (shm's ring write, tcp's heap buffers copied into
+ * direct memory by the socket channel) the sender's copy is charged as made.
  */
 public final class RndvProtocols {
 
@@ -54,11 +59,14 @@ public final class RndvProtocols {
             double lat = lane.latencySeconds();
             double copy = 1 / params.copyBandwidth();
             double frag = params.endpoint().minMaxBcopy() - RndvHeaders.DATA_LENGTH;
+            boolean zeroCopyData = lane.has(Capability.AM_ZCOPY)
+                    && !lane.copiesAmPayload((int) frag, SelectionKey.memoryType(key) == SelectionKey.MemoryType.HEAP);
+            double copyIn = zeroCopyData ? 0 : copy;
             long max = ProtoPerf.MAX_SIZE;
             ProtoPerf perf = new ProtoPerf()
                     // RTS out, RTR in, data out
                     .add(0, max, PerfFactor.LOCAL_CPU, new LinearFunc(ovh + RTS_OVERHEAD + ovh + ovh
-                            + EagerProtocols.MULTI_OVERHEAD, copy + (ovh + EagerProtocols.MULTI_OVERHEAD) / frag))
+                            + EagerProtocols.MULTI_OVERHEAD, copyIn + (ovh + EagerProtocols.MULTI_OVERHEAD) / frag))
                     // RTS in, RTR out (plus its protocol overhead), data in
                     .add(0, max, PerfFactor.REMOTE_CPU, new LinearFunc(ovh + ovh + RTR_OVERHEAD + ovh,
                             copy + ovh / frag))

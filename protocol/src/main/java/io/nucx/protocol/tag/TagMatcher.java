@@ -96,6 +96,8 @@ public final class TagMatcher {
         Object target;
         /** Writer index of the user's buffer when the message is written straight into it. */
         int intoWriterIndex = -1;
+        /** A zero-copy message's sender request id, acknowledged once every byte has arrived; -1 otherwise. */
+        long zcopyReqId = -1;
 
         /** The map this reassembly is filed in: eager by message id, rendezvous by receiver request id. */
         Map<Long, Reassembly> home;
@@ -334,6 +336,32 @@ public final class TagMatcher {
         }
     }
 
+    /**
+     * A whole zero-copy message arrived (EAGER_ZCOPY_ONLY): it goes where an EAGER_ONLY would, then the sender is told
+     * it arrived (not that it matched: that is what a synchronous send waits for). Takes ownership of {@code payload}.
+     */
+    public void onEagerZcopyOnly(Channel source, long tag, long zcopyReqId, ByteBuf payload) {
+        assert loop.inEventLoop();
+        if (replies == null) {
+            payload.release();
+            throw new ProtocolException("zero-copy message from " + source + ", but no replies can be sent here");
+        }
+        onEagerOnly(source, tag, -1, payload);
+        replies.sendZcopyAck(source, zcopyReqId);
+    }
+
+    /**
+     * The first fragment of a zero-copy message arrived (EAGER_ZCOPY_FIRST): as EAGER_FIRST, and the sender is told
+     * once the last byte has arrived. Takes ownership of {@code payload}.
+     */
+    public void onEagerZcopyFirst(Channel source, long tag, long total, long msgId, long zcopyReqId, ByteBuf payload) {
+        if (replies == null) {
+            payload.release();
+            throw new ProtocolException("zero-copy message from " + source + ", but no replies can be sent here");
+        }
+        onEagerFirst(source, tag, total, msgId, -1, zcopyReqId, payload);
+    }
+
     /** Tells a synchronous sender its message was matched by {@code r} (null: the pipeline took it). */
     private void acknowledge(Channel source, long syncReqId, Receive r, long length) {
         if (replies == null) {
@@ -353,6 +381,11 @@ public final class TagMatcher {
      * Takes ownership of {@code payload}.
      */
     public void onEagerFirst(Channel source, long tag, long total, long msgId, long syncReqId, ByteBuf payload) {
+        onEagerFirst(source, tag, total, msgId, syncReqId, -1, payload);
+    }
+
+    private void onEagerFirst(Channel source, long tag, long total, long msgId, long syncReqId, long zcopyReqId,
+                              ByteBuf payload) {
         assert loop.inEventLoop();
         try {
             if (total > maxMessageSize || total < 0) {
@@ -367,6 +400,7 @@ public final class TagMatcher {
                 throw new ProtocolException("message id " + Long.toHexString(msgId) + " started twice");
             }
             Reassembly ra = new Reassembly(msgId, tag, source, (int) total);
+            ra.zcopyReqId = zcopyReqId;
             Receive r = takeExpected(tag);
             if (r != null) {
                 ra.target = r;
@@ -438,6 +472,9 @@ public final class TagMatcher {
         if (ra.received == ra.total) {
             ra.home.remove(ra.msgId);
             complete(ra);
+            if (ra.zcopyReqId >= 0) {
+                replies.sendZcopyAck(ra.source, ra.zcopyReqId); // arrived, wherever it went (even dropped)
+            }
         }
     }
 

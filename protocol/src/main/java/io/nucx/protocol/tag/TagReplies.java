@@ -15,6 +15,15 @@ public interface TagReplies {
     void sendSyncAck(Channel endpoint, long senderReqId, int status);
 
     /**
+     * Tell a zero-copy eager sender its whole message arrived. A worker that sends none of these replies may leave
+     * this out: a zero-copy message is then a protocol error (that lane closes).
+     */
+    default void sendZcopyAck(Channel endpoint, long senderReqId) {
+        throw new io.nucx.protocol.ProtocolException("zero-copy message (sender request " + senderReqId + ") from "
+                + endpoint + ", but no acknowledgement can be sent here");
+    }
+
+    /**
      * The lane that reads a sender's memory for {@code rndv/get/zcopy} on this endpoint: its RMA lane (a
      * {@link io.nucx.transport.cma.CmaChannel}, which takes {@link io.nucx.transport.cma.RmaOp}s) when it has one the
      * kernel permitted, else null (the data is then asked for by RTR).

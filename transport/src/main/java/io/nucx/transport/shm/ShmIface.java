@@ -68,10 +68,11 @@ final class ShmIface implements Iface {
         this.ringSize = ringSize;
         this.segSize = segSize;
         this.server = server;
+        // Every payload is copied into the ring as it is written (amCopyMax: all), so no AM zero-copy, as UCX's mm.
         this.attributes = new IfaceAttributes(
                 EnumSet.of(Capability.AM_SHORT, Capability.AM_BCOPY, Capability.PENDING, Capability.CONNECT_TO_IFACE,
                         Capability.CB_SYNC, Capability.ERRHANDLE_PEER_FAILURE),
-                MAX_SHORT, segSize, MAX_HEADER, LATENCY, 0, BANDWIDTH, 0, OVERHEAD, 0);
+                MAX_SHORT, segSize, MAX_HEADER, LATENCY, 0, BANDWIDTH, 0, OVERHEAD, 0, 0, Integer.MAX_VALUE);
     }
 
     static ShmIface open(Transport transport, IfaceParams params, Path dir) throws Exception {

@@ -167,14 +167,17 @@ final class TcpIface implements Iface {
         double bitsPerSecond = linkSpeedBitsPerSecond(device.name());
         int mtu = 1500;
         double bandwidth = Math.min(bitsPerSecond / 8 * (mtu - 40) / (mtu + 38), MAX_BANDWIDTH);
-        EnumSet<Capability> caps = EnumSet.of(Capability.AM_SHORT, Capability.AM_BCOPY, Capability.PENDING,
-                Capability.CONNECT_TO_IFACE, Capability.CB_SYNC, Capability.ERRHANDLE_PEER_FAILURE, Capability.EP_CHECK);
+        // AM_ZCOPY: the encoder writes a payload over AmFrameEncoder.COPY_THRESHOLD as its own buffer (a gathering
+        // write from the sender's memory); smaller ones it copies next to the header, hence amCopyMax.
+        EnumSet<Capability> caps = EnumSet.of(Capability.AM_SHORT, Capability.AM_BCOPY, Capability.AM_ZCOPY,
+                Capability.PENDING, Capability.CONNECT_TO_IFACE, Capability.CB_SYNC, Capability.ERRHANDLE_PEER_FAILURE,
+                Capability.EP_CHECK);
         if (p2p) {
             caps.add(Capability.CONNECT_TO_EP);
         }
         return new IfaceAttributes(caps,
                 Math.min(segSize, 8192), segSize, MAX_HEADER,
-                LATENCY_BASE + 576 / bitsPerSecond, 0, 0, bandwidth, OVERHEAD, 0);
+                LATENCY_BASE + 576 / bitsPerSecond, 0, 0, bandwidth, OVERHEAD, 0, 0, AmFrameEncoder.COPY_THRESHOLD);
     }
 
     /** /sys/class/net/DEV/speed in Mb/s; loopback and unknown speeds count as 10 Gb/s. */

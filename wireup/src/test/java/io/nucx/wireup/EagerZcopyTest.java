@@ -1,0 +1,240 @@
+package io.nucx.wireup;
+
+import io.netty.buffer.ByteBuf;
+import io.netty.buffer.Unpooled;
+import io.netty.channel.ChannelFuture;
+import io.netty.util.concurrent.Future;
+import io.nucx.protocol.select.ProtoTable;
+import io.nucx.protocol.select.SelectionKey;
+import io.nucx.protocol.tag.EagerTagSendHandler;
+import io.nucx.protocol.tag.TagMessage;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.extension.RegisterExtension;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
+
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
+
+import static io.nucx.wireup.TestWorkers.assertPattern;
+import static io.nucx.wireup.TestWorkers.awaitUnexpected;
+import static io.nucx.wireup.TestWorkers.pattern;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertInstanceOf;
+import static org.junit.jupiter.api.Assertions.assertSame;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/**
+ * The eager zero-copy protocols between two workers in this JVM over tcp: which sizes they carry (the automatic
+ * threshold from the cost model, and NUCX_ZCOPY_THRESH), that a send completes only once the receiver has the data,
+ * and that a failing or closing endpoint settles the sends still waiting for their acknowledgement.
+ */
+@Timeout(120)
+class EagerZcopyTest {
+
+    private static final String SINGLE = EagerTagSendHandler.EGR_SINGLE_ZCOPY;
+    private static final String MULTI = EagerTagSendHandler.EGR_MULTI_ZCOPY;
+
+    @RegisterExtension
+    final TestWorkers workers = new TestWorkers();
+
+    /** The message's content in native memory (heap memory never goes zero-copy on tcp). */
+    private static ByteBuf direct(long seed, int length) {
+        return Unpooled.directBuffer(length, length).writeBytes(pattern(seed, length));
+    }
+
+    private static int zcopySends(Worker w) throws Exception {
+        return w.eventLoop().submit(() -> w.zcopySends().size()).get(10, TimeUnit.SECONDS);
+    }
+
+    /** Sends {@code sizes} (tag = index), receives each on {@code b} and checks its content and its send. */
+    private static void exchange(Endpoint ep, Worker b, int... sizes) throws Exception {
+        List<ChannelFuture> sends = new ArrayList<>();
+        for (int i = 0; i < sizes.length; i++) {
+            sends.add(ep.tagSend(i, direct(i, sizes[i])));
+        }
+        for (int i = 0; i < sizes.length; i++) {
+            TagMessage m = b.tagRecv(i, -1L).get(30, TimeUnit.SECONDS);
+            try {
+                assertPattern(i, sizes[i], m.content());
+            } finally {
+                m.release();
+            }
+        }
+        for (ChannelFuture f : sends) {
+            assertTrue(f.await(10, TimeUnit.SECONDS) && f.isSuccess(), () -> "send failed: " + f.cause());
+        }
+    }
+
+    /**
+     * The threshold is where the table puts it (the cost model's crossover, inside multi-fragment eager on tcp): one
+     * byte less goes by {@code egr/multi/bcopy}, the threshold by {@code egr/multi/zcopy}; heap memory of the same
+     * size stays with the copy protocol.
+     */
+    @Test
+    void theAutomaticThresholdSplitsCopyAndZeroCopyAndBothDeliverIntactMessages() throws Exception {
+        Worker a = workers.start("a", "TLS", "tcp");
+        Worker b = workers.start("b", "TLS", "tcp");
+        ProtoTable table = a.protocolTable(b.address(), SelectionKey.MemoryType.DIRECT);
+        ProtoTable.Entry zcopy = table.entries().stream().filter(e -> e.candidate().protocol().name().equals(MULTI))
+                .findFirst().orElseThrow(() -> new AssertionError("no " + MULTI + " in\n" + table.format("tcp")));
+        int threshold = Math.toIntExact(zcopy.start());
+        assertEquals(EagerTagSendHandler.EGR_MULTI_BCOPY, table.lookup(threshold - 1).protocol().name());
+        Endpoint ep = a.connect(b.address());
+        exchange(ep, b, threshold - 1, threshold, threshold + 12345);
+        assertEquals(1, a.counters().count(EagerTagSendHandler.EGR_MULTI_BCOPY), () -> a.counters().snapshot()
+                .toString());
+        assertEquals(2, a.counters().count(MULTI), () -> a.counters().snapshot().toString());
+
+        ChannelFuture heap = ep.tagSend(7, pattern(7, threshold));
+        TagMessage m = b.tagRecv(7, -1L).get(30, TimeUnit.SECONDS);
+        try {
+            assertPattern(7, threshold, m.content());
+        } finally {
+            m.release();
+        }
+        assertTrue(heap.await(10, TimeUnit.SECONDS) && heap.isSuccess());
+        assertEquals(2, a.counters().count(EagerTagSendHandler.EGR_MULTI_BCOPY), "heap memory is copied anyway");
+        assertEquals(0, zcopySends(a));
+    }
+
+    /** NUCX_ZCOPY_THRESH=4k: below it the copy protocols, from it single then multi-fragment zero-copy. */
+    @Test
+    void aUserThresholdForcesZeroCopyFromItsSize() throws Exception {
+        Worker a = workers.start("a", "TLS", "tcp", "ZCOPY_THRESH", "4k");
+        Worker b = workers.start("b", "TLS", "tcp", "ZCOPY_THRESH", "4k");
+        Endpoint ep = a.connect(b.address());
+        exchange(ep, b, 4095, 4096, 65_000, 100_000, 2 << 20);
+        assertEquals(1, a.counters().count(EagerTagSendHandler.EGR_SHORT), () -> a.counters().snapshot().toString());
+        assertEquals(2, a.counters().count(SINGLE), () -> a.counters().snapshot().toString());
+        assertEquals(2, a.counters().count(MULTI), () -> a.counters().snapshot().toString());
+        assertEquals(0, zcopySends(a));
+    }
+
+    /** shm and self have no AM zero-copy: even forced from 0, their tables have none and messages go by copy. */
+    @ParameterizedTest(name = "{0}")
+    @ValueSource(strings = {"self", "shm"})
+    void lanesWithoutAmZeroCopyNeverUseIt(String tls) throws Exception {
+        Worker a = workers.start("a", "TLS", tls, "ZCOPY_THRESH", "0");
+        Worker b = workers.start("b", "TLS", tls, "ZCOPY_THRESH", "0");
+        ProtoTable table = a.protocolTable(b.address(), SelectionKey.MemoryType.DIRECT);
+        assertTrue(table.entries().stream().noneMatch(e -> e.candidate().protocol().name().contains("zcopy")
+                && e.candidate().protocol().name().startsWith("egr/")), table.format(tls));
+        exchange(a.connect(b.address()), b, 5000, 70_000);
+        assertEquals(0, a.counters().count(SINGLE) + a.counters().count(MULTI), () -> a.counters().snapshot()
+                .toString());
+    }
+
+    private static CountDownLatch hold(Worker w) {
+        CountDownLatch release = new CountDownLatch(1);
+        w.eventLoop().execute(() -> {
+            try {
+                release.await(30, TimeUnit.SECONDS);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+        });
+        return release;
+    }
+
+    /**
+     * The receiver's loop is held: the data may sit in its socket, but nobody there has read it, so the send is not
+     * done; once the loop runs, the arrival is acknowledged (no receive was posted: arrival, not match, completes
+     * it) and the message is there for a receive.
+     */
+    @ParameterizedTest(name = "{0} B")
+    @ValueSource(ints = {5000, 300_000})
+    void aZcopySendIsNotDoneBeforeTheReceiverHasTheData(int size) throws Exception {
+        Worker a = workers.start("a", "TLS", "tcp", "ZCOPY_THRESH", "4k");
+        Worker b = workers.start("b", "TLS", "tcp", "ZCOPY_THRESH", "4k");
+        Endpoint ep = a.connect(b.address());
+        assertTrue(ep.wireupFuture().await(10, TimeUnit.SECONDS));
+        CountDownLatch release = hold(b);
+        ChannelFuture send;
+        try {
+            send = ep.tagSend(3, direct(3, size));
+            assertFalse(send.await(300, TimeUnit.MILLISECONDS), "done while the receiver could not have read it");
+            assertEquals(1, zcopySends(a));
+        } finally {
+            release.countDown();
+        }
+        awaitUnexpected(b);
+        assertTrue(send.await(10, TimeUnit.SECONDS) && send.isSuccess(), () -> "send: " + send.cause());
+        assertEquals(1, a.counters().count(size < 65_000 ? SINGLE : MULTI));
+        TagMessage m = b.tagRecv(3, -1L).get(10, TimeUnit.SECONDS);
+        try {
+            assertPattern(3, size, m.content());
+        } finally {
+            m.release();
+        }
+    }
+
+    /**
+     * A peer that stops answering (its loop held): keepalive fails the endpoint, and every zero-copy send still
+     * waiting for its acknowledgement fails with the endpoint's cause; nothing is left registered, and the leak
+     * detector (every test) finds no buffer left behind on either side.
+     */
+    @Test
+    void anEndpointFailureFailsTheWaitingZcopySendsAndReleasesEverything() throws Exception {
+        String[] settings = {"TLS", "tcp", "ZCOPY_THRESH", "4k", "KEEPALIVE_INTERVAL", "100ms", "KEEPALIVE_TIMEOUT",
+                "500ms"};
+        Worker a = workers.start("a", settings);
+        Worker b = workers.start("b", settings);
+        Endpoint ep = a.connect(b.address());
+        assertTrue(ep.wireupFuture().await(10, TimeUnit.SECONDS));
+        CountDownLatch release = hold(b);
+        List<ChannelFuture> sends = new ArrayList<>();
+        try {
+            sends.add(ep.tagSend(1, direct(1, 6000)));
+            sends.add(ep.tagSend(2, direct(2, 1 << 20)));
+            assertTrue(ep.errorFuture().await(10, TimeUnit.SECONDS), "keepalive did not fail the endpoint");
+            Throwable cause = ep.errorFuture().cause();
+            assertInstanceOf(EndpointTimeoutException.class, cause);
+            for (ChannelFuture f : sends) {
+                assertTrue(f.await(10, TimeUnit.SECONDS));
+                assertSame(cause, f.cause(), "a waiting zero-copy send fails with the endpoint's cause");
+            }
+            assertEquals(0, zcopySends(a));
+        } finally {
+            release.countDown();
+        }
+        // b finds a's side gone and drops what it had of the messages.
+        Endpoint fromA = b.endpoints().stream().findFirst().orElse(null);
+        if (fromA != null) {
+            assertTrue(fromA.errorFuture().await(10, TimeUnit.SECONDS));
+        }
+        assertEquals(1, a.counters().count(SINGLE));
+        assertEquals(1, a.counters().count(MULTI));
+    }
+
+    /** A graceful close waits for the zero-copy sends' acknowledgements, as for rendezvous and synchronous sends. */
+    @Test
+    void aGracefulCloseWaitsForTheAcknowledgement() throws Exception {
+        Worker a = workers.start("a", "TLS", "tcp", "ZCOPY_THRESH", "4k");
+        Worker b = workers.start("b", "TLS", "tcp", "ZCOPY_THRESH", "4k");
+        Endpoint ep = a.connect(b.address());
+        assertTrue(ep.wireupFuture().await(10, TimeUnit.SECONDS));
+        CountDownLatch release = hold(b);
+        ChannelFuture send;
+        Future<Void> closed;
+        try {
+            send = ep.tagSend(4, direct(4, 200_000));
+            closed = ep.close();
+            assertFalse(closed.await(300, TimeUnit.MILLISECONDS), "the close waits for the acknowledgement");
+        } finally {
+            release.countDown();
+        }
+        assertTrue(closed.await(10, TimeUnit.SECONDS) && closed.isSuccess(), () -> "close: " + closed.cause());
+        assertTrue(send.isSuccess(), () -> "send: " + send.cause());
+        TagMessage m = b.tagRecv(4, -1L).get(10, TimeUnit.SECONDS);
+        try {
+            assertPattern(4, 200_000, m.content());
+        } finally {
+            m.release();
+        }
+    }
+}
