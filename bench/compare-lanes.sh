@@ -15,12 +15,12 @@ two="NUCX_TLS=shm,tcp NUCX_MULTI_LANE_MAX_RATIO=20 NUCX_RNDV_THRESH=256k"
 results=$(
     pair peer_lat8      "env NUCX_TLS=shm bin/nucx perftest" env NUCX_TLS=shm bin/nucx perftest $warm -t tag_lat -s 8 \
         -n "$lat_n"
-    pair failover_lat8  "env NUCX_TLS=shm bin/nucx perftest" env NUCX_TLS=shm NUCX_ERR_MODE=failover bin/nucx \
-        perftest $warm -t tag_lat -s 8 -n "$lat_n"
+    pair failover_lat8  "env NUCX_TLS=shm bin/nucx perftest" env NUCX_TLS=shm bin/nucx perftest -e failover $warm \
+        -t tag_lat -s 8 -n "$lat_n"
     pair peer_rate8     "env NUCX_TLS=shm bin/nucx perftest" env NUCX_TLS=shm bin/nucx perftest $warm -t tag_bw -s 8 \
         -n "$lat_n"
-    pair failover_rate8 "env NUCX_TLS=shm bin/nucx perftest" env NUCX_TLS=shm NUCX_ERR_MODE=failover bin/nucx \
-        perftest $warm -t tag_bw -s 8 -n "$lat_n"
+    pair failover_rate8 "env NUCX_TLS=shm bin/nucx perftest" env NUCX_TLS=shm bin/nucx perftest -e failover $warm \
+        -t tag_bw -s 8 -n "$lat_n"
     pair shm_bw4m       "env NUCX_TLS=shm NUCX_RNDV_THRESH=256k bin/nucx perftest" env NUCX_TLS=shm \
         NUCX_RNDV_THRESH=256k bin/nucx perftest $warm -t tag_bw -s 4194304 -n "$bw_n"
     pair shm_tcp_bw4m   "env $two bin/nucx perftest" env $two bin/nucx perftest $warm -t tag_bw -s 4194304 -n "$bw_n"

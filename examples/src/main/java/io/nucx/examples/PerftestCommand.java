@@ -60,6 +60,10 @@ final class PerftestCommand implements Callable<Integer> {
             + "(default: ${DEFAULT-VALUE}).", defaultValue = "contig")
     String datatype;
 
+    @Option(names = "-e", paramLabel = "MODE", description = "Error handling of the endpoints, both sides: none | "
+            + "peer | failover (default: NUCX_ERR_MODE, else peer).")
+    String errorMode;
+
     @Option(names = "--warmup-time", paramLabel = "SECONDS", description = "Longest warm-up, seconds (default: "
             + "${DEFAULT-VALUE}, ucx_perftest's budget; give the JIT compiler a few seconds with -w large).",
             defaultValue = "0.1")
@@ -78,6 +82,10 @@ final class PerftestCommand implements Callable<Integer> {
     @Override
     public Integer call() throws Exception {
         PerfDatatype sendDatatype = sendDatatype(); // checked in either role: a server given a bad -D says so too
+        if (errorMode != null && !PerfParams.ERROR_MODES.contains(errorMode)) {
+            throw new CommandLine.ParameterException(spec.commandLine(), "-e: unknown error mode '" + errorMode
+                    + "' (" + String.join(" | ", PerfParams.ERROR_MODES) + ")");
+        }
         NucxConfig config = NucxConfig.fromEnvironment().validate();
         boolean busyPoll = busyPoll(config);
         if (host == null) {
@@ -89,7 +97,7 @@ final class PerftestCommand implements Callable<Integer> {
                     + "3600 seconds, got " + warmupSeconds);
         }
         PerfParams params = new PerfParams(PerfTestType.of(test), size, iterations, warmup, window, percentile,
-                sendDatatype, (long) (warmupSeconds * 1e9));
+                sendDatatype, (long) (warmupSeconds * 1e9), errorMode);
         PerfReporter reporter = new PerfReporter(System.out, finalOnly, onTerminal());
         PerfResult r = Perftest.run(host, port, params, Map.of(), busyPoll, reporter);
         if (tail) {

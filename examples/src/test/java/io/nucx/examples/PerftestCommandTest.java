@@ -23,4 +23,14 @@ class PerftestCommandTest {
                     err::toString);
         }
     }
+
+    @Test
+    void anUnknownErrorModeIsAUsageErrorNamingTheKnownOnes() {
+        StringWriter err = new StringWriter();
+        int code = new CommandLine(new PerftestCommand()).setErr(new PrintWriter(err, true))
+                .execute("127.0.0.1", "-p", "1", "-e", "sometimes");
+        assertEquals(2, code, err::toString);
+        assertTrue(err.toString().contains("-e: unknown error mode 'sometimes' (none | peer | failover)"),
+                err::toString);
+    }
 }

@@ -384,6 +384,9 @@ public final class Endpoint extends AbstractChannel {
         Channel replyOn = ownLane != null && ownLane.isActive() ? ownLane : peerLane;
         replyOn.writeAndFlush(WireupMessage.reply(errorMode, connSn, id, remoteEpId, localEpAddress())
                 .toFrame(replyOn.alloc()), replyOn.voidPromise());
+        if (failsOnModeMismatch(request)) {
+            return; // the REPLY carries our mode: the peer's own check fails its side too
+        }
         if (lanes.am().p2p()) {
             return; // the peer dials our p2p endpoint; its ACK on that lane completes the wireup
         }
@@ -463,6 +466,9 @@ public final class Endpoint extends AbstractChannel {
         }
         remoteEpId = reply.srcEpId();
         worker.endpointMatched(this);
+        if (failsOnModeMismatch(reply)) {
+            return;
+        }
         if (lanes.am().p2p()) {
             dialP2p(reply.epAddress());
             return;
@@ -548,6 +554,23 @@ public final class Endpoint extends AbstractChannel {
     /** The peer as an address, for exceptions raised outside this class. */
     EndpointAddress remoteAddressOfPeer() {
         return remoteAddress;
+    }
+
+    /**
+     * Both ends of a pair must handle errors alike: failover confirms every frame, and a peer that does not would
+     * leave our sends waiting forever. A pair made of two {@code connect}s in different modes fails at once, naming
+     * both (UCX fails such an endpoint too).
+     */
+    private boolean failsOnModeMismatch(WireupMessage m) {
+        ErrorMode theirs = ErrorMode.fromWire(m.errMode());
+        if (theirs == errorMode) {
+            return false;
+        }
+        fail(new EndpointException(id, remoteAddress, "error mode mismatch: this side connected in error mode "
+                + errorMode.name().toLowerCase(java.util.Locale.ROOT) + ", the peer in "
+                + theirs.name().toLowerCase(java.util.Locale.ROOT) + "; both sides must use the same (NUCX_ERR_MODE)",
+                null));
+        return true;
     }
 
     /** The requester's side of a p2p lane: connect our endpoint to the one the REPLY named; ACK once connected. */

@@ -145,6 +145,23 @@ class MultiLaneTest {
         assertFalse(ab.isOpen());
     }
 
+    /** Two connects in different error modes cannot make a pair: the endpoints fail at wireup, naming both modes. */
+    @Test
+    void aPairConnectedInTwoErrorModesFailsNamingBoth() throws Exception {
+        Worker a = workers.start("a", "TLS", "tcp");
+        Worker b = workers.start("b", "TLS", "tcp");
+        Endpoint ab = a.connect(b.address(), ErrorMode.FAILOVER);
+        Endpoint ba = b.connect(a.address(), ErrorMode.PEER);
+        String messages = "";
+        for (Endpoint ep : List.of(ab, ba)) {
+            assertTrue(ep.errorFuture().await(10, TimeUnit.SECONDS), ep + " did not end");
+            assertFalse(ep.errorFuture().isSuccess(), ep + " ended without failure");
+            messages += ep.errorFuture().cause().getMessage() + "\n";
+        }
+        assertTrue(messages.contains("error mode mismatch") && messages.contains("failover")
+                && messages.contains("peer"), messages);
+    }
+
     private static int size(int i) {
         return i % 50 == 0 ? 40_000 + i : 1 + (i * 37) % 3000;
     }

@@ -7,7 +7,16 @@ package io.nucx.examples.perf;
  * tests, the 50th percentile.
  */
 public record PerfParams(PerfTestType test, int messageSize, long iterations, long warmup, int window,
-                         double percentile, PerfDatatype datatype, long warmupNanos) {
+                         double percentile, PerfDatatype datatype, long warmupNanos, String errorMode) {
+
+    /** The error modes {@code -e} takes (ucx_perftest's). */
+    public static final java.util.List<String> ERROR_MODES = java.util.List.of("none", "peer", "failover");
+
+    /** With the error mode of the environment (NUCX_ERR_MODE) on each side. */
+    public PerfParams(PerfTestType test, int messageSize, long iterations, long warmup, int window, double percentile,
+                      PerfDatatype datatype, long warmupNanos) {
+        this(test, messageSize, iterations, warmup, window, percentile, datatype, warmupNanos, null);
+    }
 
     public static final long DEFAULT_ITERATIONS = 1_000_000;
     public static final long DEFAULT_WARMUP = 10_000;
@@ -29,6 +38,10 @@ public record PerfParams(PerfTestType test, int messageSize, long iterations, lo
 
     public PerfParams {
         java.util.Objects.requireNonNull(datatype, "datatype");
+        if (errorMode != null && !ERROR_MODES.contains(errorMode)) {
+            throw new IllegalArgumentException("error mode must be one of " + ERROR_MODES + ", got '" + errorMode
+                    + "'");
+        }
         if (warmupNanos < 0) {
             throw new IllegalArgumentException("warm-up time must be >= 0, got " + warmupNanos + " ns");
         }
@@ -54,18 +67,28 @@ public record PerfParams(PerfTestType test, int messageSize, long iterations, lo
         return datatype.iov();
     }
 
-    /** The line the client sends the server over the setup socket. */
+    /** The worker settings of this run ({@code -D}'s, and NUCX_ERR_MODE for {@code -e}), both sides alike. */
+    public java.util.Map<String, String> settings() {
+        java.util.Map<String, String> out = new java.util.LinkedHashMap<>(datatype.settings());
+        if (errorMode != null) {
+            out.put("ERR_MODE", errorMode);
+        }
+        return out;
+    }
+
+    /** The line the client sends the server over the setup socket ({@code -} for the environment's error mode). */
     String encode() {
         return test.testName() + " " + messageSize + " " + iterations + " " + warmup + " " + window + " "
-                + datatype.optionName();
+                + datatype.optionName() + " " + (errorMode == null ? "-" : errorMode);
     }
 
     static PerfParams decode(String line) {
         String[] f = line.trim().split(" ");
-        if (f.length != 6) {
+        if (f.length != 7) {
             throw new IllegalArgumentException("bad perftest parameters from client: '" + line + "'");
         }
         return new PerfParams(PerfTestType.of(f[0]), Integer.parseInt(f[1]), Long.parseLong(f[2]),
-                Long.parseLong(f[3]), Integer.parseInt(f[4]), 50.0, PerfDatatype.of(f[5]));
+                Long.parseLong(f[3]), Integer.parseInt(f[4]), 50.0, PerfDatatype.of(f[5]), WARMUP_BUDGET_NANOS,
+                f[6].equals("-") ? null : f[6]);
     }
 }

@@ -31,12 +31,12 @@ public final class Perftest {
     private Perftest() {
     }
 
-    /** A worker with {@code config}, then the run's own settings ({@code -D bcopy|zcopy}) on top. */
+    /** A worker with {@code config}, then the run's own settings ({@code -D bcopy|zcopy}, {@code -e}) on top. */
     private static Worker startWorker(String name, Map<String, String> config, PerfParams params, boolean busyPoll)
             throws Exception {
         NucxBootstrap b = new NucxBootstrap().name(name).busyPoll(busyPoll);
         config.forEach(b::config);
-        params.datatype().settings().forEach(b::config);
+        params.settings().forEach(b::config);
         return b.start();
     }
 

@@ -113,12 +113,42 @@ class PerftestTest {
                 serverOut::toString);
     }
 
+    /**
+     * {@code -e failover} reaches the server with the parameters: the server's own setting says peer, and a pair in
+     * two modes would fail at wireup, so a completed run means both sides ran in failover (sends completed by LANE_ACK).
+     */
+    @Test
+    void dashEGivesBothSidesTheErrorMode() throws Exception {
+        int port;
+        try (ServerSocket s = new ServerSocket(0)) {
+            port = s.getLocalPort();
+        }
+        CompletableFuture<Void> server = CompletableFuture.runAsync(() -> {
+            try {
+                Perftest.serve(port, Map.of("TLS", "shm", "ERR_MODE", "peer"), false, new PrintStream(
+                        new ByteArrayOutputStream(), true, StandardCharsets.UTF_8));
+            } catch (Exception e) {
+                throw new RuntimeException(e);
+            }
+        });
+        PerfParams params = new PerfParams(PerfTestType.TAG_BW, 8, 2000, 0, 32, 50.0, PerfDatatype.CONTIG,
+                PerfParams.WARMUP_BUDGET_NANOS, "failover");
+        assertEquals("tag_bw 8 2000 0 32 contig failover", params.encode());
+        assertEquals(params, PerfParams.decode(params.encode()));
+        PerfResult r = Perftest.run("127.0.0.1", port, params, Map.of("TLS", "shm", "ERR_MODE", "peer"), false,
+                new PerfReporter(new PrintStream(new ByteArrayOutputStream(), true, StandardCharsets.UTF_8), false,
+                        false));
+        server.get(60, TimeUnit.SECONDS);
+        assertEquals(2000, r.iterations());
+    }
+
     @Test
     void anUnknownDatatypeIsRefusedNamingTheKnownOnes() {
         assertEquals(PerfDatatype.ZCOPY, PerfDatatype.of("zcopy"));
         IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> PerfDatatype.of("zerocopy"));
         assertEquals("unknown datatype 'zerocopy' (contig | iov | bcopy | zcopy)", e.getMessage());
-        assertThrows(IllegalArgumentException.class, () -> PerfParams.decode("tag_lat 8 10 0 1 short"),
+        assertThrows(IllegalArgumentException.class, () -> PerfParams.decode("tag_lat 8 10 0 1 short -"),
                 "a server refuses what it does not know too");
+        assertThrows(IllegalArgumentException.class, () -> PerfParams.decode("tag_lat 8 10 0 1 contig sometimes"));
     }
 }
