@@ -53,6 +53,15 @@ public record EndpointConfig(String amLane, IfaceAttributes amLaneAttrs, String 
         return sum;
     }
 
+    /** "shm/memory + tcp/eth0": the lanes rendezvous data is spread over, for tables. */
+    public String messageLanes() {
+        StringBuilder b = new StringBuilder(amLane);
+        for (BwLane l : bwLanes) {
+            b.append(" + ").append(l.name());
+        }
+        return b.toString();
+    }
+
     /** The largest frame (header included) every message lane can carry: rendezvous fragments fit all of them. */
     public int minMaxBcopy() {
         int min = amLaneAttrs.maxBcopy();

@@ -74,7 +74,7 @@ public final class RndvProtocols {
                     .add(0, max, PerfFactor.LOCAL_TL, LinearFunc.slope(1 / params.endpoint().messageBandwidth()))
                     .add(0, max, PerfFactor.LATENCY, LinearFunc.constant(3 * lat))
                     .scale(PERF_DIFF_FACTOR);
-            out.accept(new ProtoCandidate(this, params.rndvThresh(), 60, perf, params.endpoint().amLane()));
+            out.accept(new ProtoCandidate(this, params.rndvThresh(), 60, perf, params.endpoint().messageLanes()));
         }
 
         @Override

@@ -84,6 +84,7 @@ class RndvMultiLaneProbeTest {
                 second)));
         assertEquals(amBw + secondBw, two.messageBandwidth());
         assertEquals(Math.min(65536, secondBcopy), two.minMaxBcopy());
+        assertEquals("am/0 + bw/0", two.messageLanes(), "tables name every lane the data may take");
         double closedOne = closedForm(am, List.of());
         double closedTwo = closedForm(am, List.of(second));
         assertTrue(closedOne > 0 && closedTwo > 0, closedOne + " / " + closedTwo);
