@@ -94,6 +94,10 @@ public final class Endpoint extends AbstractChannel {
     private boolean p2pRemoteConnected;
     /** p2p: this side dials the peer's endpoint (it sent the REQUEST that was answered) and sends the ACK. */
     private boolean p2pDialer;
+    /** This side's REQUEST was answered: it dials the AM_BW and replacement lanes. Fixed at wireup. Loop only. */
+    private boolean laneDialer;
+    /** Graceful EP_REMOVED: the lanes it has arrived on (it goes on every lane; acted on once all have it). */
+    private java.util.Set<Channel> removedOn;
     private Channel rmaChannel;
     private StubHandler stub;
     /** The peer's id for this endpoint: from the REQUEST (accepted) or the REPLY (connected). Loop only. */
@@ -485,11 +489,12 @@ public final class Endpoint extends AbstractChannel {
      * replacement), so that each lane is connected exactly once: the other side waits for their LANE_ATTACH.
      */
     boolean dialsLanes() {
-        return usesOwnLane() || p2pDialer;
+        return laneDialer;
     }
 
     /** Connects lanes 1, 2... and announces each with LANE_ATTACH, its first frame; the peer then uses it too. */
     private void connectBwLanes() {
+        laneDialer = true;
         for (int i = 1; i < lanes.count(); i++) {
             MessageLanes.Slot slot = messageLanes.slot(i);
             LaneSelector.Lane lane = slot.lane;
@@ -642,7 +647,17 @@ public final class Endpoint extends AbstractChannel {
     }
 
     /** The peer sent EP_REMOVED: it closed this endpoint's other side, or does not know it. */
-    void remoteRemoved(String reason) {
+    void remoteRemoved(String reason, Channel on, boolean graceful) {
+        List<Channel> live = messageLanes.liveChannels();
+        if (graceful && live.size() > 1 && live.contains(on)) {
+            if (removedOn == null) {
+                removedOn = new java.util.HashSet<>();
+            }
+            removedOn.add(on);
+            if (!removedOn.containsAll(live)) {
+                return; // the peer's close is behind what its other lanes still carry: read those first
+            }
+        }
         if (state == State.CLOSING && closeMessageSent) {
             close(); // both sides said goodbye: nothing more will come either way
             return;
@@ -700,8 +715,9 @@ public final class Endpoint extends AbstractChannel {
      * in-process (self) lane still holds for the peer. The caller's promise completes when the endpoint is closed.
      */
     void closeGracefully(io.netty.channel.ChannelHandlerContext ctx, ChannelPromise promise) {
-        Channel lane = amLane;
-        if (failure != null || state != State.CONNECTED || lane == null || !lane.isActive()) {
+        Channel lane0 = amLane;
+        if (failure != null || state != State.CONNECTED || lane0 == null
+                || (!lane0.isActive() && !messageLanes.suspended())) {
             ctx.close(promise);
             return;
         }
@@ -713,14 +729,20 @@ public final class Endpoint extends AbstractChannel {
         waits.addAll(worker.zcopySends().promisesOf(this));
         waits.addAll(worker.atomicRequests().promisesOf(this));
         waits.addAll(messageLanes.awaitingConfirmation()); // failover: sends complete when the peer confirmed them
+        waits.add(messageLanes.settled()); // a failover in progress first delivers what it holds
         Runnable sendRemoved = () -> {
-            if (failure != null || !lane.isActive()) {
+            Channel lane = amLane; // a failover may have moved it
+            if (failure != null || lane == null || !lane.isActive()) {
                 close();
                 return;
             }
             closeMessageSent = true;
-            lane.writeAndFlush(WireupMessage.epRemoved(id, remoteEpId, "endpoint #" + id + " of " + localAddress
-                    + " closed by its owner").toFrame(lane.alloc()), lane.voidPromise());
+            // On every message lane, behind what each carries: the peer acts once it has read it on all of them, so
+            // rendezvous data still queued on an AM_BW lane is not cut off by an EP_REMOVED overtaking it on another.
+            for (Channel ch : messageLanes.liveChannels()) {
+                ch.writeAndFlush(WireupMessage.epRemoved(id, remoteEpId, "endpoint #" + id + " of " + localAddress
+                        + " closed by its owner").toFrame(ch.alloc()), ch.voidPromise());
+            }
             closeTimer = eventLoop().schedule(() -> {
                 close(); // the peer did not close its side in time
             }, waitNanos, java.util.concurrent.TimeUnit.NANOSECONDS);
@@ -763,7 +785,8 @@ public final class Endpoint extends AbstractChannel {
         if (slot == null && laneCh != amLane && laneCh != p2pLane && !waitsOnIt) {
             return; // a lane dropped after a simultaneous connect, not one the endpoint uses
         }
-        if (slot != null && state == State.CONNECTED && failure == null && messageLanes.laneLost(slot)) {
+        if (slot != null && (state == State.CONNECTED || (state == State.CLOSING && !closeMessageSent))
+                && failure == null && messageLanes.laneLost(slot)) {
             return; // error mode failover: the endpoint goes on over the lanes left
         }
         if (failure == null && state != State.CLOSED && !(state == State.CLOSING && closeMessageSent)) {

@@ -65,7 +65,7 @@ final class LaneHandler extends ChannelInboundHandlerAdapter {
                         case WireupMessage.REPLY -> onReply(ctx, m);
                         case WireupMessage.ACK -> onAck(ctx, m);
                         case WireupMessage.EP_CHECK -> onEpCheck(ctx, m);
-                        case WireupMessage.EP_REMOVED -> onEpRemoved(m);
+                        case WireupMessage.EP_REMOVED -> onEpRemoved(m, ctx.channel());
                         case WireupMessage.LANE_ATTACH -> onLaneAttach(ctx, m);
                         case WireupMessage.LANE_ACK -> laneEndpoint(m).onLaneAck(m.lane(), m.value());
                         case WireupMessage.LANE_FAILED -> laneEndpoint(m).onLaneFailed(m.lane(), m.value());
@@ -157,6 +157,10 @@ final class LaneHandler extends ChannelInboundHandlerAdapter {
             return;
         }
         ctx.channel().config().setAutoRead(true);
+        replayHeld(ctx, waiting);
+    }
+
+    private void replayHeld(ChannelHandlerContext ctx, java.util.ArrayDeque<AmFrame> waiting) {
         for (AmFrame f; (f = waiting.poll()) != null; ) {
             if (held != null || !ctx.channel().isOpen()) {
                 f.release();
@@ -169,6 +173,9 @@ final class LaneHandler extends ChannelInboundHandlerAdapter {
                 exceptionCaught(ctx, e);
                 return;
             }
+        }
+        if (endpoint != null) {
+            endpoint.readBatchEnded(laneIndex, ctx.channel()); // these arrived outside a read batch: confirm them now
         }
     }
 
@@ -270,9 +277,9 @@ final class LaneHandler extends ChannelInboundHandlerAdapter {
     }
 
     /** The peer removed the endpoint of this lane (closed it, or did not know it): ours fails with a reset. */
-    private void onEpRemoved(WireupMessage m) {
+    private void onEpRemoved(WireupMessage m, io.netty.channel.Channel channel) {
         if (endpoint != null && (m.dstEpId() == endpoint.endpointId() || m.dstEpId() == WireupMessage.INVALID_EP_ID)) {
-            endpoint.remoteRemoved(m.reason());
+            endpoint.remoteRemoved(m.reason(), channel, m.srcEpId() != WireupMessage.INVALID_EP_ID);
         }
     }
 

@@ -351,7 +351,7 @@ public final class LaneSelector {
             Iface iface = ifaces.get(i);
             WorkerAddress.Entry l = local.entries().get(i);
             if (l.transport().equals(am.local().transport()) || !l.has(Capability.AM_BCOPY)
-                    || l.maxBcopy() < MIN_AM_BCOPY) {
+                    || l.maxBcopy() < MIN_AM_BCOPY || !l.has(Capability.CONNECT_TO_IFACE)) {
                 continue;
             }
             for (WorkerAddress.Entry r : remote.entries()) {

@@ -61,10 +61,11 @@ final class MessageLanes {
         long peerFinal = -1;
         boolean resent;
 
+        /** @param lane the lane, or null for one the peer dialled that never reached us (failed from the start) */
         Slot(int index, LaneSelector.Lane lane) {
             this.index = index;
             this.lane = lane;
-            this.bandwidth = Math.max(1, LaneSelector.bandwidth(lane));
+            this.bandwidth = lane == null ? 1 : Math.max(1, LaneSelector.bandwidth(lane));
         }
 
         boolean live() {
@@ -72,7 +73,16 @@ final class MessageLanes {
         }
 
         String name() {
-            return lane.name();
+            return lane == null ? "lane " + index + " (never attached)" : lane.name();
+        }
+
+        String transport() {
+            return lane == null ? null : lane.local().transport();
+        }
+
+        /** Lost, and both sides' counts are exchanged and what the peer lacked was sent again. */
+        boolean settled() {
+            return failed && resent;
         }
     }
 
@@ -88,6 +98,8 @@ final class MessageLanes {
     private int am;
     private boolean suspended;
     private boolean released;
+    /** Completes when a failover in progress has settled (a graceful close waits for it); null when none runs. */
+    private io.netty.util.concurrent.Promise<Void> settledPromise;
 
     MessageLanes(Endpoint endpoint, LaneSelector.Lanes lanes, boolean tracking) {
         this.endpoint = endpoint;
@@ -138,6 +150,12 @@ final class MessageLanes {
 
     /** Sends {@code frame} on its lane (or holds it during a failover); the promise completes as the class says. */
     void write(AmFrame frame, ChannelPromise promise) {
+        if (released) { // the endpoint failed or closed: nothing is kept or sent any more
+            frame.release();
+            EndpointException why = endpoint.failure();
+            promise.tryFailure(why != null ? why : new java.nio.channels.ClosedChannelException());
+            return;
+        }
         if (suspended) {
             held.add(new Sent(frame, promise));
             return;
@@ -246,7 +264,10 @@ final class MessageLanes {
     /** End of a read batch on lane {@code index}: confirm what arrived since the last LANE_ACK. */
     void confirmReceived(int index, Channel ch, long localEpId, long remoteEpId) {
         Slot s = slots.get(index);
-        if (s.received == s.receivedAcked || remoteEpId == WireupMessage.INVALID_EP_ID || !ch.isActive()) {
+        // Only on the lane's own channel: a batch ending on another channel of this endpoint (the lane dropped after a
+        // simultaneous connect, a p2p auxiliary lane) would carry the ACK somewhere it may be lost.
+        if (s.channel != ch || s.received == s.receivedAcked || remoteEpId == WireupMessage.INVALID_EP_ID
+                || !ch.isActive()) {
             return;
         }
         s.receivedAcked = s.received;
@@ -299,10 +320,12 @@ final class MessageLanes {
             return true;
         }
         s.failed = true;
-        suspended = true;
-        failedTransports.add(s.lane.local().transport());
+        suspend();
+        if (s.transport() != null) {
+            failedTransports.add(s.transport());
+        }
         endpoint.worker().counters().counter(FAILOVER_COUNTER).increment();
-        Slot target = firstLive();
+        Slot target = target();
         if (target == null) {
             if (!endpoint.dialsLanes()) {
                 return true; // the dialling side connects a replacement; keepalive bounds the wait
@@ -311,6 +334,25 @@ final class MessageLanes {
         }
         takeOver(target);
         return true;
+    }
+
+    private void suspend() {
+        suspended = true;
+        if (settledPromise == null || settledPromise.isDone()) {
+            settledPromise = endpoint.eventLoop().newPromise();
+        }
+    }
+
+    /** Completes when no failover is in progress (at once when none is). */
+    io.netty.util.concurrent.Future<Void> settled() {
+        return suspended && settledPromise != null ? settledPromise
+                : endpoint.eventLoop().<Void>newPromise().setSuccess(null);
+    }
+
+    /** The lane that carries AM traffic: the AM lane while it lives, else the first live one. */
+    private Slot target() {
+        Slot a = slots.get(am);
+        return a.live() ? a : firstLive();
     }
 
     private Slot firstLive() {
@@ -326,8 +368,10 @@ final class MessageLanes {
     private void takeOver(Slot target) {
         am = target.index;
         endpoint.amLaneChanged(target.channel);
+        // Every lost lane not settled yet: our count again on this lane (the lane an earlier one went on may have
+        // died before the peer read it; the peer takes a repeat of the same count).
         for (Slot s : slots) {
-            if (s.failed && !s.finalSent) {
+            if (s.failed && !s.resent) {
                 s.finalSent = true;
                 target.channel.writeAndFlush(WireupMessage.laneFailed(endpoint.endpointId(),
                         endpoint.remoteEndpointId(), s.index, s.received).toFrame(target.channel.alloc()),
@@ -373,11 +417,18 @@ final class MessageLanes {
     /** Our side of a lane is up: announce it (the dialler) and use it. */
     void attached(Slot s, Channel ch, boolean announce) {
         s.channel = ch;
+        double least = Double.MAX_VALUE;
+        for (Slot o : slots) {
+            if (o != s && o.live()) {
+                least = Math.min(least, o.load);
+            }
+        }
+        s.load = least == Double.MAX_VALUE ? 0 : least; // a late lane does not take every fragment to catch up
         if (announce) {
             ch.writeAndFlush(WireupMessage.laneAttach(endpoint.endpointId(), endpoint.remoteEndpointId(), s.index,
                     endpoint.worker().uuid(), s.lane.local().transport()).toFrame(ch.alloc()), ch.voidPromise());
         }
-        if (suspended && firstLive() == s) {
+        if (suspended && target() == s) {
             takeOver(s);
         }
     }
@@ -387,29 +438,40 @@ final class MessageLanes {
      * {@code ch}. A replacement is the next index; its transport is the one the peer names.
      */
     void onAttach(int index, String transport, Channel ch) {
-        if (index < slots.size()) {
-            Slot s = slots.get(index);
-            if (s.channel != null || index == 0) {
-                throw new ProtocolException("LANE_ATTACH for lane " + index + " of " + endpoint
-                        + ", which is attached already");
-            }
-            if (!s.lane.local().transport().equals(transport)) {
-                throw new ProtocolException("LANE_ATTACH for lane " + index + " over " + transport + ", but lane "
-                        + index + " of " + endpoint + " is " + s.name());
-            }
-            attached(s, ch, false);
-            return;
-        }
-        if (index != slots.size() || !tracking) {
-            throw new ProtocolException("LANE_ATTACH for lane " + index + " of " + endpoint + ", which has "
-                    + slots.size() + " lanes" + (tracking ? "" : " and is not in error mode failover"));
+        if (index == 0 || index > 64) {
+            throw new ProtocolException("LANE_ATTACH for lane " + index + " of " + endpoint);
         }
         LaneSelector.Lane lane = endpoint.worker().laneTo(endpoint.remoteWorkerAddress(), transport);
         if (lane == null) {
             throw new ProtocolException("LANE_ATTACH over " + transport + ", which " + endpoint.worker().name()
                     + " cannot use to " + endpoint.remoteWorkerAddress().name());
         }
-        Slot r = new Slot(index, lane);
+        while (slots.size() < index) { // lanes the peer dialled that never reached us: failed from the start
+            Slot gone = new Slot(slots.size(), null);
+            gone.failed = true;
+            slots.add(gone);
+        }
+        if (index < slots.size()) {
+            Slot s = slots.get(index);
+            if (s.channel != null || s.failed) {
+                // Already attached, or given up (the peer's LANE_FAILED came first): this lane is not used.
+                if (s.failed) {
+                    ch.close();
+                    return;
+                }
+                throw new ProtocolException("LANE_ATTACH for lane " + index + " of " + endpoint
+                        + ", which is attached already");
+            }
+            if (!transport.equals(s.transport())) {
+                // The dialler's limits chose another lane here (NUCX_MAX_RNDV_LANES, NUCX_MULTI_LANE_MAX_RATIO are
+                // each side's own): the dialler's list is the pair's.
+                s = new Slot(index, lane);
+                slots.set(index, s);
+            }
+            attached(s, ch, false);
+            return;
+        }
+        Slot r = new Slot(index, lane); // an AM_BW lane our limits did not choose, or a failover replacement
         slots.add(r);
         attached(r, ch, false);
     }
@@ -419,20 +481,39 @@ final class MessageLanes {
      * alive here we close it (the peer gave it up) and count ours once it is closed.
      */
     void onPeerFinal(int index, long count) {
-        Slot s = checkedSlot(index, "LANE_FAILED");
-        if (!tracking || s.peerFinal >= 0) {
+        if (!tracking || index < 0 || index > 64) {
             throw new ProtocolException("unexpected LANE_FAILED for lane " + index + " of " + endpoint);
+        }
+        while (slots.size() <= index) { // a lane the peer dialled and lost before its LANE_ATTACH reached us
+            Slot gone = new Slot(slots.size(), null);
+            gone.failed = true;
+            slots.add(gone);
+        }
+        Slot s = slots.get(index);
+        if (s.peerFinal >= 0) {
+            if (s.peerFinal != count) {
+                throw new ProtocolException("LANE_FAILED for lane " + index + " of " + endpoint + " says " + count
+                        + " frames, earlier " + s.peerFinal);
+            }
+            return; // a repeat (sent again on a newer lane)
         }
         s.peerFinal = count;
         if (!s.failed) {
-            s.channel.close(); // its channelInactive runs laneLost
+            s.channel.close(); // the peer gave it up; its channelInactive runs laneLost, which counts ours
             return;
+        }
+        if (!s.finalSent) { // never attached here: we received nothing on it
+            suspend();
+            Slot target = target();
+            if (target != null) {
+                takeOver(target);
+            }
         }
         resendIfReady(s);
     }
 
     private void resendIfReady(Slot s) {
-        Slot target = firstLive();
+        Slot target = target();
         if (!s.finalSent || s.peerFinal < 0 || s.resent || target == null || released) {
             return;
         }
@@ -457,6 +538,9 @@ final class MessageLanes {
             }
         }
         suspended = false;
+        if (settledPromise != null) {
+            settledPromise.trySuccess(null);
+        }
         for (Sent h; !suspended && (h = held.poll()) != null; ) {
             write(h.frame(), h.promise());
         }
@@ -471,6 +555,9 @@ final class MessageLanes {
             return;
         }
         released = true;
+        if (settledPromise != null) {
+            settledPromise.trySuccess(null);
+        }
         for (Slot s : slots) {
             for (Sent sent; (sent = s.unconfirmed.poll()) != null; ) {
                 fail(sent, cause);
@@ -486,6 +573,17 @@ final class MessageLanes {
         if (!sent.promise().isVoid()) {
             sent.promise().tryFailure(cause);
         }
+    }
+
+    /** The channels of every live message lane. */
+    List<Channel> liveChannels() {
+        List<Channel> out = new ArrayList<>();
+        for (Slot s : slots) {
+            if (s.live()) {
+                out.add(s.channel);
+            }
+        }
+        return out;
     }
 
     /** Closes every lane but {@code except} (closed by the caller). */

@@ -145,6 +145,90 @@ class MultiLaneTest {
         assertFalse(ab.isOpen());
     }
 
+    /**
+     * Three transports (self, shm, tcp), failover mode: the AM lane is lost, then the lane that took over, mid-stream,
+     * from alternating sides; the third carries on and every message arrives once and in order.
+     */
+    @Test
+    void twoLanesLostOneAfterTheOtherLeaveTheThirdCarryingEverything() throws Exception {
+        String[] settings = {"TLS", "self,shm,tcp", "ERR_MODE", "failover", "MAX_RNDV_LANES", "3",
+                "MULTI_LANE_MAX_RATIO", "1000", "RNDV_THRESH", "32k"};
+        Worker a = workers.start("a", settings);
+        Worker b = workers.start("b", settings);
+        Endpoint ab = a.connect(b.address());
+        Endpoint ba = awaitLanes(a, b, ab, 3);
+        List<String> before = ab.laneNames().get();
+        assertEquals(3, before.size(), before.toString());
+        int count = 9000;
+        List<Future<TagMessage>> recvs = new ArrayList<>();
+        for (int i = 0; i < count; i++) {
+            recvs.add(b.tagRecv(TAG, -1L));
+        }
+        List<ChannelFuture> sends = new ArrayList<>();
+        for (int i = 0; i < count; i++) {
+            sends.add(ab.tagSend(TAG, pattern(i, size(i))));
+            if (i == count / 4) {
+                ba.closeLane(0).sync(); // the receiver drops the AM lane
+            } else if (i == count / 2) {
+                ab.closeLane(0).sync(); // then the sender drops the lane that took over
+            }
+            if (i % 500 == 499) {
+                sends.get(i).await(30, TimeUnit.SECONDS);
+            }
+        }
+        for (int i = 0; i < count; i++) {
+            TagMessage m = recvs.get(i).get(30, TimeUnit.SECONDS);
+            try {
+                assertPattern(i, size(i), m.content());
+            } finally {
+                m.release();
+            }
+        }
+        for (ChannelFuture f : sends) {
+            assertTrue(f.await(10, TimeUnit.SECONDS) && f.isSuccess(), () -> "send failed: " + f.cause());
+        }
+        assertEquals(List.of(before.get(2)), ab.laneNames().get(), "one lane left: the third");
+        assertTrue(a.counters().count(MessageLanes.FAILOVER_COUNTER) >= 2);
+        Thread.sleep(200);
+        assertEquals(0, b.eventLoop().submit(b::unexpectedCount).get().intValue());
+        assertTrue(ab.isActive() && ba.isActive());
+    }
+
+    /**
+     * Error mode peer, two lanes: a close right behind large sends must not cut off rendezvous data still queued on the
+     * AM_BW lane (EP_REMOVED goes on every lane, and the peer acts once it has read it on all).
+     */
+    @Test
+    void aCloseRightBehindLargeSendsDeliversEverythingOnEveryLane() throws Exception {
+        String[] settings = {"TLS", "shm,tcp", "MULTI_LANE_MAX_RATIO", "20", "RNDV_THRESH", "64k"};
+        Worker a = workers.start("a", settings);
+        Worker b = workers.start("b", settings);
+        Endpoint ab = a.connect(b.address());
+        awaitLanes(a, b, ab, 2);
+        int n = 8;
+        int size = 4 << 20;
+        List<Future<TagMessage>> recvs = new ArrayList<>();
+        for (int i = 0; i < n; i++) {
+            recvs.add(b.tagRecv(TAG, -1L));
+        }
+        List<ChannelFuture> sends = new ArrayList<>();
+        for (int i = 0; i < n; i++) {
+            sends.add(ab.tagSend(TAG, pattern(i, size)));
+        }
+        assertTrue(ab.close().await(30, TimeUnit.SECONDS));
+        for (int i = 0; i < n; i++) {
+            assertTrue(sends.get(i).isSuccess(), "send " + i + ": " + sends.get(i).cause());
+            TagMessage m = recvs.get(i).get(30, TimeUnit.SECONDS);
+            try {
+                assertPattern(i, size, m.content());
+            } finally {
+                m.release();
+            }
+        }
+        long tcpBytes = ab.messageLanes().dataBytes()[1];
+        assertTrue(tcpBytes > 0, "the tcp lane carried data");
+    }
+
     /** Two connects in different error modes cannot make a pair: the endpoints fail at wireup, naming both modes. */
     @Test
     void aPairConnectedInTwoErrorModesFailsNamingBoth() throws Exception {

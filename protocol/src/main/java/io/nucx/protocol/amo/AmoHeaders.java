@@ -17,6 +17,7 @@ public final class AmoHeaders {
     public static final int STATUS_OUT_OF_BOUNDS = 2;
     public static final int STATUS_MISALIGNED = 3;
     public static final int STATUS_UNKNOWN_OP = 4;
+    public static final int STATUS_INACCESSIBLE = 5;
 
     private AmoHeaders() {
     }
@@ -27,6 +28,7 @@ public final class AmoHeaders {
             case STATUS_OUT_OF_BOUNDS -> "the 8-byte word is outside the registered region";
             case STATUS_MISALIGNED -> "the address is not 8-byte aligned";
             case STATUS_UNKNOWN_OP -> "the peer does not know this atomic operation";
+            case STATUS_INACCESSIBLE -> "the region's memory was freed, or is confined to another thread";
             default -> "status " + status;
         };
     }

@@ -53,8 +53,9 @@ public final class AmoReceiver {
                         MemorySegment seg = memory.region(region);
                         try {
                             old = apply(op, seg, address - seg.address(), value, compare);
-                        } catch (IllegalStateException closed) { // its arena was closed without unregistering
-                            status = AmoHeaders.STATUS_NO_REGION;
+                        } catch (IllegalStateException | WrongThreadException inaccessible) {
+                            // its arena was closed without unregistering, or confines it to another thread
+                            status = AmoHeaders.STATUS_INACCESSIBLE;
                         }
                     }
                     reply.accept(source, AmFrame.of(AmIds.ATOMIC_REP, source.alloc().buffer(AmoHeaders.REP_LENGTH)

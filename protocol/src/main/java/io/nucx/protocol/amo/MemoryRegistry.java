@@ -32,6 +32,11 @@ public final class MemoryRegistry {
             throw new IllegalArgumentException("a registered region needs at least one aligned 8-byte word; this one "
                     + "is " + segment.byteSize() + " bytes at " + Long.toHexString(segment.address()));
         }
+        if (!segment.isAccessibleBy(new Thread(() -> { }))) {
+            // Arena.ofConfined(): only its owner thread may touch it, and atomics run on the worker's loop.
+            throw new IllegalArgumentException("the segment is confined to thread " + Thread.currentThread().getName()
+                    + "; register memory of a shared or global arena (Arena.ofShared(), Arena.global())");
+        }
         int id = nextId.getAndIncrement();
         regions.put(id, segment);
         return new RemoteMemoryKey(workerUuid, id, segment.address(), segment.byteSize());

@@ -133,5 +133,10 @@ class AmoReceiverTest {
         assertThrows(IllegalArgumentException.class, () -> RemoteMemoryKey.unpack(new byte[27]));
         assertThrows(IllegalArgumentException.class, () -> memory.register(MemorySegment.ofArray(new long[4])));
         assertThrows(IllegalArgumentException.class, () -> memory.register(words.asSlice(4, 16)));
+        try (Arena confined = Arena.ofConfined()) {
+            IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
+                    () -> memory.register(confined.allocate(64, 8)));
+            assertTrue(e.getMessage().contains("confined"), e.getMessage());
+        }
     }
 }
