@@ -54,11 +54,16 @@ class InfoCommandTest {
                 assertTrue(text.contains("keepalive  self/"), text);
                 assertTrue(text.contains("lane[0] self/"), text);
                 assertTrue(text.contains(": am, keepalive"), text);
+                assertTrue(text.contains("amo        none: no transport has device atomics"), text);
+                // self's bandwidth dwarfs tcp's: tcp is listed as an AM_BW candidate and refused by the ratio
+                assertTrue(text.matches("(?s).*am_bw +tcp +-> tcp .*NUCX_MULTI_LANE_MAX_RATIO.*"), text);
             }
             // Same candidates, same scores, same verdicts: only the header (names, uuids) differs.
             assertEquals(body(fromA), body(fromB));
             String none = InfoCommand.lanes(a, b.address(), "none");
             assertTrue(none.contains("keepalive  none (error mode none)"), none);
+            String failover = InfoCommand.lanes(a, b.address(), "failover");
+            assertTrue(failover.contains("error mode failover") && failover.contains("keepalive  self/"), failover);
         } finally {
             a.close().get(10, java.util.concurrent.TimeUnit.SECONDS);
             b.close().get(10, java.util.concurrent.TimeUnit.SECONDS);
