@@ -25,7 +25,8 @@ import java.util.function.LongSupplier;
  *   <li>{@code egr/single/bcopy}: one EAGER_ONLY frame up to the lane's max bcopy;</li>
  *   <li>{@code egr/multi/bcopy}: an EAGER_FIRST frame then EAGER_MIDDLE frames, each at most max bcopy;</li>
  *   <li>{@code tag/rndv}: handed down as a {@link RndvSendRequest} to {@link RndvTagSendHandler};</li>
- *   <li>{@code rndv/get/zcopy}: the same, asking it to put the buffer's remote key in the RTS.</li>
+ *   <li>{@code rndv/get/zcopy}: the same, asking it to put the buffer's remote key in the RTS;</li>
+ *   <li>{@code rndv/put/zcopy}: as {@code tag/rndv} (counted as such); the receiver's RTR brings its key.</li>
  * </ul>
  * Fragments are slices of the message (no copy); the send's promise rides on the last fragment, so it completes when
  * the whole message has left (the buffer is reusable). Earlier fragments carry the void promise: a lane whose write
@@ -129,7 +130,8 @@ public final class EagerTagSendHandler extends ChannelOutboundHandlerAdapter {
                 writeFragments(ctx, tag, content, length, promise);
             } else if (p == EagerProtocols.SYNC_SINGLE_BCOPY || p == EagerProtocols.SYNC_MULTI_BCOPY) {
                 writeSync(ctx, tag, content, length, p == EagerProtocols.SYNC_MULTI_BCOPY, promise);
-            } else if (p == RndvProtocols.TAG_RNDV) {
+            } else if (p == RndvProtocols.TAG_RNDV || p == RndvProtocols.PUT_ZCOPY) {
+                // put/zcopy's RTS is tag/rndv's: the receiver answers with its buffer's key, and RndvSends writes
                 rndvCount.increment();
                 ctx.write(new RndvSendRequest(tag, content.retain()), promise); // RndvTagSendHandler, below us
             } else if (p == RndvProtocols.GET_ZCOPY) {
