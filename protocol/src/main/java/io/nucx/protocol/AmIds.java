@@ -28,6 +28,11 @@ public final class AmIds {
     public static final int RNDV_RTR = 11;
     /** Rendezvous data: {@code receiver request id:u64, offset:u64} + payload. */
     public static final int RNDV_DATA = 12;
+    /**
+     * Rendezvous "ack to put": the sender has written the message into the receive buffer offered in the RTR
+     * ({@code rndv/put/zcopy}) and will not write it again: {@code receiver request id:u64, status:i8, size:u64}.
+     */
+    public static final int RNDV_ATP = 16;
     /** An atomic on registered memory: {@code request id, address, value, compare (u64), region:u32, op:u8, 3 pad}. */
     public static final int ATOMIC_REQ = 20;
     /** Its result: {@code request id:u64, status:u8, previous value:u64}. */
@@ -62,6 +67,7 @@ public final class AmIds {
             case RNDV_ATS -> "RNDV_ATS";
             case RNDV_RTR -> "RNDV_RTR";
             case RNDV_DATA -> "RNDV_DATA";
+            case RNDV_ATP -> "RNDV_ATP";
             case ATOMIC_REQ -> "ATOMIC_REQ";
             case ATOMIC_REP -> "ATOMIC_REP";
             case EAGER_ZCOPY_ONLY -> "EAGER_ZCOPY_ONLY";

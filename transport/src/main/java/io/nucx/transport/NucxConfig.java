@@ -84,6 +84,13 @@ public final class NucxConfig {
     public static final Entry PROTOS = define("PROTOS", "all",
             "Protocols that may be selected: all, a comma list of names/globs (egr/*,tag/rndv), or ^list to exclude");
     /**
+     * Which data protocol a rendezvous receiver asks for, like UCX_RNDV_SCHEME: auto (read the sender's memory when
+     * it offered a key and we may, else RTR and active-message fragments), get_zcopy (the same), put_zcopy (offer the
+     * receive buffer's key in the RTR so the sender writes into it), am (always fragments).
+     */
+    public static final Entry RNDV_SCHEME = define("RNDV_SCHEME", "auto",
+            "Rendezvous data protocol the receiver asks for: auto | get_zcopy | put_zcopy | am");
+    /**
      * Error handling of new endpoints, like ucp_ep_params.err_mode: peer (keepalive, fail on peer loss), failover
      * (peer, and a lost lane is replaced with nothing lost or duplicated) or none.
      */
@@ -435,6 +442,7 @@ public final class NucxConfig {
         memunitsOrAuto(BCOPY_THRESH, 0, Long.MAX_VALUE - 1);
         memunitsOrAuto(RNDV_THRESH, 0, Long.MAX_VALUE - 1);
         threshold(ZCOPY_THRESH);
+        choice(RNDV_SCHEME, "auto", "get_zcopy", "put_zcopy", "am");
         if (string(TLS).isEmpty()) {
             throw invalid(TLS, "empty transport list");
         }

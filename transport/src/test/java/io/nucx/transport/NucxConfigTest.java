@@ -51,6 +51,16 @@ class NucxConfigTest {
     }
 
     @Test
+    void aBadRendezvousSchemeStopsStartUpNamingTheVariableAndTheChoices() {
+        NucxConfigException e = assertThrows(NucxConfigException.class,
+                () -> NucxConfig.of(Map.of(), Map.of("NUCX_RNDV_SCHEME", "put")).validate());
+        assertMessageNames(e, "NUCX_RNDV_SCHEME", "'put'", "auto | get_zcopy | put_zcopy | am");
+        assertEquals("auto", config(Map.of()).choice(NucxConfig.RNDV_SCHEME, "auto", "get_zcopy", "put_zcopy", "am"));
+        assertEquals("put_zcopy", NucxConfig.of(Map.of(), Map.of("NUCX_RNDV_SCHEME", "PUT_ZCOPY")).validate()
+                .choice(NucxConfig.RNDV_SCHEME, "auto", "get_zcopy", "put_zcopy", "am"));
+    }
+
+    @Test
     void badShmSettingsStopStartUpNamingTheVariable() {
         assertAll(
                 () -> assertMessageNames(assertThrows(NucxConfigException.class,

@@ -49,9 +49,18 @@ import java.util.List;
  * stay. The worker and its other endpoints go on.
  *
  * <p><b>Close</b> ({@link #close()}) is graceful: writes queued in the stub go out first, rendezvous, synchronous
- * and zero-copy sends wait (at most NUCX_KEEPALIVE_TIMEOUT) for the peer, then the endpoint sends EP_REMOVED after
- * everything it wrote and closes its lane. The peer's endpoint fails with {@link ConnectionResetException} ("closed
- * by its owner"), so what the peer still had outstanding toward us fails at once instead of waiting for a timeout.
+ * and zero-copy sends, atomics, unconfirmed frames (failover) and receives whose buffer the peer is writing by PUT
+ * wait (at most NUCX_KEEPALIVE_TIMEOUT) for the peer, then the endpoint sends EP_REMOVED after everything it wrote
+ * (on every lane) and closes its lanes. The peer's endpoint fails with {@link ConnectionResetException} ("closed by
+ * its owner"), so what the peer still had outstanding toward us fails at once instead of waiting for a timeout.
+ *
+ * <p><b>PUT and the end of an endpoint</b> ({@code rndv/put/zcopy}): a receive whose buffer was offered to the peer
+ * in an RTR is not failed when the endpoint ends, only held, until the peer's RNDV_ATP or RNDV_DATA for it or the
+ * peer's exit (TagMatcher's PUT safety rule). So that a live peer can say that last word, an ended endpoint holding
+ * such receives keeps its AM lane open, sends EP_REMOVED on it (a running peer then cancels its PUTs and answers ATP
+ * with status cancelled), reads only ATP and DATA from it, and closes it when the last held receive is released. On
+ * the sending side, an ended endpoint cancels its PUTs before their next chunk, starts none, and closes its lane only
+ * behind the ATP(cancelled) it wrote for them (at most NUCX_KEEPALIVE_TIMEOUT later).
  */
 public final class Endpoint extends AbstractChannel {
 
@@ -111,6 +120,14 @@ public final class Endpoint extends AbstractChannel {
     /** The graceful close has written EP_REMOVED: the lane closing now is expected. */
     private boolean closeMessageSent;
     private io.netty.util.concurrent.Future<?> closeTimer;
+    /** The ATP(cancelled) RndvSends wrote for PUTs it stopped when the endpoint ended; the lane closes behind it. */
+    private ChannelFuture putAbortsWritten;
+    private boolean putAbortsPending;
+    /**
+     * Closed, but the AM lane stays open to hear the peer's last word on receive buffers offered to it for PUT (see
+     * TagMatcher's PUT safety rule) until the matcher has released them all.
+     */
+    private boolean awaitingPutRelease;
 
     private Endpoint(Worker worker, long id, WorkerAddress remote, LaneSelector.Lanes lane, Channel connectedLane,
                      ErrorMode errorMode, long remoteEpId, int connSn) {
@@ -699,7 +716,7 @@ public final class Endpoint extends AbstractChannel {
         }
         outstandingReleased = true;
         worker.matcher().onSourceClosed(this, cause);
-        worker.rndvSends().onEndpointClosed(this, cause);
+        putAbortsWritten = worker.rndvSends().onEndpointClosed(this, cause);
         worker.syncSends().onEndpointClosed(this, cause);
         worker.zcopySends().onEndpointClosed(this, cause);
         worker.atomicRequests().onEndpointClosed(this, cause);
@@ -730,6 +747,7 @@ public final class Endpoint extends AbstractChannel {
         waits.addAll(worker.atomicRequests().promisesOf(this));
         waits.addAll(messageLanes.awaitingConfirmation()); // failover: sends complete when the peer confirmed them
         waits.add(messageLanes.settled()); // a failover in progress first delivers what it holds
+        waits.addAll(worker.matcher().putReleasesOf(this)); // the peer is writing into those buffers: let it finish
         Runnable sendRemoved = () -> {
             Channel lane = amLane; // a failover may have moved it
             if (failure != null || lane == null || !lane.isActive()) {
@@ -878,6 +896,23 @@ public final class Endpoint extends AbstractChannel {
         if (sel == null || state == State.CLOSED) {
             return null;
         }
+        return rmaChannel(sel);
+    }
+
+    /**
+     * {@link #rmaChannel()} when both sides' entries of the RMA lane have {@code capability} (PUT_ZCOPY for
+     * rndv/put/zcopy: lane selection asks only for GET_ZCOPY), else null. Loop only.
+     */
+    Channel rmaChannel(io.nucx.transport.Capability capability) {
+        assert eventLoop().inEventLoop();
+        LaneSelector.RmaLane sel = lanes.rma();
+        if (sel == null || state == State.CLOSED || !sel.local().has(capability) || !sel.remote().has(capability)) {
+            return null;
+        }
+        return rmaChannel(sel);
+    }
+
+    private Channel rmaChannel(LaneSelector.RmaLane sel) {
         if (rmaChannel == null) {
             ChannelFuture f = sel.iface().connect(sel.remote().deviceAddress(), sel.remote().ifaceAddress(),
                     new io.netty.channel.ChannelInboundHandlerAdapter());
@@ -892,22 +927,23 @@ public final class Endpoint extends AbstractChannel {
     @Override
     protected void doClose() {
         state = State.CLOSED;
-        if (rmaChannel != null) {
-            rmaChannel.close();
-        }
         if (closeTimer != null) {
             closeTimer.cancel(false);
         }
         if (stub != null) {
             stub.fail(failure != null ? failure : new ClosedChannelException());
         }
-        // A close without failure: what still waits on the peer cannot complete any more.
+        // A close without failure: what still waits on the peer cannot complete any more. Before the RMA lane
+        // closes, so that its GETs and PUTs are cancelled, not failed (a failed PUT would fall back to fragments).
         releaseOutstanding(failure != null ? failure : new ClosedChannelException());
+        if (rmaChannel != null) {
+            rmaChannel.close();
+        }
         wireupPromise.tryFailure(failure != null ? failure : new ClosedChannelException());
         errorPromise.trySuccess(null);
         Channel lane = amLane;
         if (lane != null) {
-            lane.close();
+            closeAmLane(lane);
         }
         messageLanes.closeAll(lane);
         if (ownLane != null && ownLane != lane) {
@@ -920,6 +956,61 @@ public final class Endpoint extends AbstractChannel {
             p2pEndpoint.close();
         }
         worker.endpointClosed(this);
+    }
+
+    /**
+     * Closes the AM lane of a closed endpoint, unless it must carry one more word: the ATP(cancelled) frames this side
+     * wrote for PUTs it stopped (the lane closes behind them, at most NUCX_KEEPALIVE_TIMEOUT later: a lane that does
+     * not drain must not stay forever), or the peer's RNDV_ATP / RNDV_DATA for receive buffers offered to it for PUT
+     * (it stays open until the matcher released them all: {@link #putOffersReleased}). EP_REMOVED tells the peer,
+     * which, if it runs, stops its PUTs and answers ATP(cancelled).
+     */
+    private void closeAmLane(Channel lane) {
+        if (worker.matcher().putOfferedTo(this) && lane.isActive()) {
+            awaitingPutRelease = true;
+            if (!closeMessageSent) {
+                closeMessageSent = true;
+                lane.writeAndFlush(WireupMessage.epRemoved(id, remoteEpId, "endpoint #" + id + " of " + localAddress
+                        + " ended (" + (failure != null ? failure.getMessage() : "closed") + "); receive buffers "
+                        + "offered to you for PUT stay held until your RNDV_ATP or your exit").toFrame(lane.alloc()),
+                        lane.voidPromise());
+            }
+        }
+        ChannelFuture aborts = putAbortsWritten;
+        if (aborts != null && !aborts.isDone()) {
+            putAbortsPending = true;
+            io.netty.util.concurrent.Future<?> bound = eventLoop().schedule(() -> putAbortsWritten(lane),
+                    worker.closeWaitNanos(), java.util.concurrent.TimeUnit.NANOSECONDS);
+            aborts.addListener(f -> {
+                bound.cancel(false);
+                putAbortsWritten(lane);
+            });
+        }
+        if (!awaitingPutRelease && !putAbortsPending) {
+            lane.close();
+        }
+    }
+
+    private void putAbortsWritten(Channel lane) {
+        putAbortsPending = false;
+        if (!awaitingPutRelease) {
+            lane.close();
+        }
+    }
+
+    /**
+     * The matcher released every receive buffer offered to the peer for PUT: if this endpoint has ended and kept its
+     * lane open for them, the lane closes now. Loop only.
+     */
+    void putOffersReleased() {
+        if (!awaitingPutRelease) {
+            return;
+        }
+        awaitingPutRelease = false;
+        Channel lane = amLane;
+        if (lane != null && !putAbortsPending) {
+            lane.close();
+        }
     }
 
     @Override

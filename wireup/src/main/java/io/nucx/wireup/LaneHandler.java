@@ -13,7 +13,9 @@ import io.nucx.transport.AmFrame;
  * The last handler of every lane channel: hands each arriving frame to the worker by its AM id. A lane someone
  * connected to us starts without an endpoint; its first frame must be a wireup REQUEST, which creates one. A frame
  * that breaks the protocol closes this lane only; the worker and its other endpoints go on. Every frame tells the
- * endpoint's keepalive that the peer is alive. Wireup messages are dispatched by type, one method each.
+ * endpoint's keepalive that the peer is alive. Wireup messages are dispatched by type, one method each. After its
+ * endpoint has ended, a lane still open (it waits for the peer's last word on receive buffers offered to it for PUT)
+ * passes on only RNDV_ATP and RNDV_DATA, to release those; other protocol frames are dropped.
  */
 final class LaneHandler extends ChannelInboundHandlerAdapter {
 
@@ -82,14 +84,24 @@ final class LaneHandler extends ChannelInboundHandlerAdapter {
                     frame.release();
                     throw new ProtocolException(AmIds.name(frame.amId()) + " before the wireup REQUEST");
                 }
+                if (!endpoint.isOpen()) {
+                    frame.release(); // the endpoint has ended; its lane only lingers for the peer's last PUT words
+                    return;
+                }
                 endpoint.heard();
                 endpoint.frameReceived(laneIndex);
                 worker.eagerReceiver().onFrame(endpoint, frame);
             }
-            case AmIds.RNDV_RTS, AmIds.RNDV_RTR, AmIds.RNDV_DATA, AmIds.RNDV_ATS -> {
+            case AmIds.RNDV_RTS, AmIds.RNDV_RTR, AmIds.RNDV_DATA, AmIds.RNDV_ATS, AmIds.RNDV_ATP -> {
                 if (endpoint == null) {
                     frame.release();
                     throw new ProtocolException(AmIds.name(frame.amId()) + " before the wireup REQUEST");
+                }
+                if (!endpoint.isOpen()) {
+                    // Ended, lane open while receive buffers offered to the peer for PUT are held: only its ATP or
+                    // DATA for them counts now (TagMatcher's PUT safety rule); the rest is dropped.
+                    worker.rndvReceiver().onFrameAfterClose(endpoint, frame);
+                    return;
                 }
                 endpoint.heard();
                 endpoint.frameReceived(laneIndex);

@@ -21,7 +21,9 @@ import java.util.List;
  * reachability, then the transport's own permission check ({@link Iface#accessRefusal}: cma asks the kernel whether
  * we may read the peer). A refused lane is not used, and the refusal is kept as a reason. Each side decides for
  * itself, because the kernel may let one process read the other but not the reverse: the reading side (the receiver
- * of a rendezvous) asks for the data by RTR when it may not read.
+ * of a rendezvous) asks for the data by RTR when it may not read, and a sender that may not write answers an RTR
+ * offering the receive buffer ({@code rndv/put/zcopy}) with fragments. The kernel checks reads and writes alike, so
+ * the probe's read stands for both; PUT also needs PUT_ZCOPY in both entries, checked where it is used.
  */
 public final class LaneSelector {
 

@@ -24,8 +24,12 @@ import io.nucx.protocol.tag.TagReplies;
 import io.nucx.protocol.tag.RndvHeaders;
 import io.nucx.protocol.tag.RndvProtocols;
 import io.nucx.protocol.tag.RndvReceiver;
+import io.nucx.protocol.tag.RndvScheme;
 import io.nucx.protocol.tag.RndvSends;
 import io.nucx.transport.AmFrame;
+import io.nucx.transport.Capability;
+import io.nucx.transport.cma.CmaChannel;
+import io.nucx.transport.cma.RemoteKey;
 import io.nucx.protocol.tag.EagerTagReceiver;
 import io.nucx.protocol.tag.TagMatcher;
 import io.nucx.protocol.tag.TagMessage;
@@ -73,7 +77,7 @@ public final class Worker {
     private final long zcopyThresh;
     private final long rndvThresh;
     private final boolean protoInfo;
-    private final RndvSends rndvSends = new RndvSends();
+    private final RndvSends rndvSends;
     private final SyncSends syncSends = new SyncSends();
     private final ZcopySends zcopySends = new ZcopySends();
     private final List<Protocol> protocols;
@@ -112,6 +116,19 @@ public final class Worker {
         this.rndvThresh = config.memunitsOrAuto(NucxConfig.RNDV_THRESH, 0, Long.MAX_VALUE - 1);
         this.protoInfo = config.bool(NucxConfig.PROTO_INFO);
         this.protocols = enabledProtocols(config);
+        RndvScheme scheme = RndvScheme.parse(config.choice(NucxConfig.RNDV_SCHEME, "auto", "get_zcopy", "put_zcopy",
+                "am"));
+        this.rndvSends = new RndvSends(new RndvSends.PutLanes() {
+            @Override
+            public Channel putLane(Channel ep) {
+                return ((Endpoint) ep).rmaChannel(Capability.PUT_ZCOPY);
+            }
+
+            @Override
+            public void putFailed(Channel ep, Throwable cause) {
+                rmaFailed("rndv/put/zcopy on " + ep + " fell back to RNDV_DATA", cause);
+            }
+        }, counters);
         this.defaultErrorMode = switch (config.choice(NucxConfig.ERR_MODE, "peer", "failover", "none")) {
             case "peer" -> ErrorMode.PEER;
             case "failover" -> ErrorMode.FAILOVER;
@@ -131,6 +148,13 @@ public final class Worker {
                     public void sendRtr(Channel ep, long senderReqId, long receiverReqId, long size) {
                         ((Endpoint) ep).sendControl(AmFrame.of(AmIds.RNDV_RTR, ep.alloc().buffer(RndvHeaders.RTR_LENGTH)
                                 .writeLongLE(senderReqId).writeLongLE(receiverReqId).writeLongLE(size)));
+                    }
+
+                    @Override
+                    public void sendRtr(Channel ep, long senderReqId, long receiverReqId, long size, RemoteKey key) {
+                        ((Endpoint) ep).sendControl(AmFrame.of(AmIds.RNDV_RTR, RndvHeaders.writeRtr(
+                                ep.alloc().buffer(RndvHeaders.RTR_RKEY_LENGTH), senderReqId, receiverReqId, size,
+                                key)));
                     }
 
                     @Override
@@ -159,9 +183,20 @@ public final class Worker {
 
                     @Override
                     public void rndvGetFailed(Channel ep, Throwable cause) {
-                        rmaFailed(ep, cause);
+                        rmaFailed("rndv/get/zcopy on " + ep + " fell back to RTR", cause);
                     }
-                }, counters);
+
+                    @Override
+                    public int rndvPutPeerPid(Channel ep) {
+                        return ((Endpoint) ep).rmaChannel(Capability.PUT_ZCOPY) instanceof CmaChannel cma
+                                && cma.isActive() ? cma.peerPid() : -1;
+                    }
+
+                    @Override
+                    public void rndvPutReleased(Channel ep) {
+                        ((Endpoint) ep).putOffersReleased();
+                    }
+                }, counters, scheme);
         this.eagerReceiver = new EagerTagReceiver(matcher, syncSends, zcopySends);
         this.rndvReceiver = new RndvReceiver(matcher, rndvSends);
         this.memory = new io.nucx.protocol.amo.MemoryRegistry(uuid);
@@ -260,13 +295,26 @@ public final class Worker {
     static final List<Protocol> REGISTRY = List.of(EagerProtocols.SHORT, EagerProtocols.SINGLE_BCOPY,
             EagerProtocols.MULTI_BCOPY, EagerProtocols.SINGLE_ZCOPY, EagerProtocols.MULTI_ZCOPY,
             EagerProtocols.SYNC_SINGLE_BCOPY, EagerProtocols.SYNC_MULTI_BCOPY, RndvProtocols.TAG_RNDV,
-            RndvProtocols.GET_ZCOPY);
+            RndvProtocols.GET_ZCOPY, RndvProtocols.PUT_ZCOPY);
 
     /**
      * {@link #REGISTRY} filtered by NUCX_PROTOS: "all", names or globs ({@code egr/*}), or {@code ^...} to exclude.
-     * A name that matches no protocol is refused, naming the setting.
+     * A name that matches no protocol is refused, naming the setting. Then NUCX_RNDV_SCHEME leaves out the rendezvous
+     * variants its receivers never run: put/zcopy unless put_zcopy, get/zcopy with put_zcopy, both with am (the
+     * receiver decides the data protocol; the sender's table only says which RTS to send).
      */
     static List<Protocol> enabledProtocols(NucxConfig config) {
+        RndvScheme scheme = RndvScheme.parse(config.choice(NucxConfig.RNDV_SCHEME, "auto", "get_zcopy", "put_zcopy",
+                "am"));
+        return listedProtocols(config).stream().filter(p -> switch (scheme) {
+            case AUTO, GET_ZCOPY -> p != RndvProtocols.PUT_ZCOPY;
+            case PUT_ZCOPY -> p != RndvProtocols.GET_ZCOPY;
+            case AM -> p != RndvProtocols.PUT_ZCOPY && p != RndvProtocols.GET_ZCOPY;
+        }).toList();
+    }
+
+    /** {@link #REGISTRY} filtered by NUCX_PROTOS alone. */
+    private static List<Protocol> listedProtocols(NucxConfig config) {
         String spec = config.string(NucxConfig.PROTOS);
         if (spec.equals("all")) {
             return REGISTRY;
@@ -606,16 +654,21 @@ public final class Worker {
     }
 
 
-    /** A read of a peer's memory failed at run time; the message went by RTR instead. Keeps the last 16. */
-    private void rmaFailed(Channel ep, Throwable cause) {
-        rmaFailures.addLast(new WireupException("rndv/get/zcopy on " + ep + " fell back to RTR: " + cause.getMessage(),
-                cause));
+    /**
+     * A read or write of a peer's memory failed at run time; the message went by RTR or RNDV_DATA instead. Keeps the
+     * last 16.
+     */
+    private void rmaFailed(String what, Throwable cause) {
+        rmaFailures.addLast(new WireupException(what + ": " + cause.getMessage(), cause));
         while (rmaFailures.size() > 16) {
             rmaFailures.pollFirst();
         }
     }
 
-    /** Why recent reads of peers' memory failed (each message then went by RTR), oldest first, at most 16. */
+    /**
+     * Why recent reads or writes of peers' memory failed (each message then went by RTR or as RNDV_DATA), oldest
+     * first, at most 16.
+     */
     public List<Throwable> rmaFailures() {
         return List.copyOf(rmaFailures);
     }
@@ -661,8 +714,19 @@ public final class Worker {
     }
 
     /**
+     * Receives whose buffer a peer may still be writing into although their endpoint ended (TagMatcher's PUT safety
+     * rule): held, neither completed nor failed, until the peer's last word or its exit. Loop only.
+     */
+    public int heldReceives() {
+        assert loop.inEventLoop();
+        return matcher.heldCount();
+    }
+
+    /**
      * Closes every endpoint (queued and in-flight sends fail), fails every posted receive, releases every held
-     * message, closes the ifaces, and shuts down the event loop group if the worker made its own.
+     * message, closes the ifaces, and shuts down the event loop group if the worker made its own. Receives whose
+     * buffer a live peer may still write into (rndv/put/zcopy, see {@link #heldReceives()}) are waited for up to
+     * NUCX_KEEPALIVE_TIMEOUT, then parked: never completed, their buffers never released.
      */
     public Future<Void> close() {
         if (closed.compareAndSet(false, true)) {
@@ -689,12 +753,17 @@ public final class Worker {
             rndvSends.close(new ClosedChannelException());
             syncSends.close(new ClosedChannelException());
             zcopySends.close(new ClosedChannelException());
-            if (ownedGroup != null) {
-                ownedGroup.shutdownGracefully(0, 2, java.util.concurrent.TimeUnit.SECONDS)
-                        .addListener(g -> closeFuture.trySuccess(null));
-            } else {
-                closeFuture.trySuccess(null);
-            }
+            // Receives whose buffers a live peer may still write into are not given up at once (TagMatcher's PUT
+            // safety rule): they get the close bound to hear from their senders, then are parked, never released.
+            matcher.heldReleased(keepaliveTimeoutNanos).addListener(h -> {
+                matcher.parkHeld();
+                if (ownedGroup != null) {
+                    ownedGroup.shutdownGracefully(0, 2, java.util.concurrent.TimeUnit.SECONDS)
+                            .addListener(g -> closeFuture.trySuccess(null));
+                } else {
+                    closeFuture.trySuccess(null);
+                }
+            });
         });
     }
 

@@ -28,7 +28,8 @@ import java.util.function.LongSupplier;
  *   <li>{@code egr/single/zcopy}, {@code egr/multi/zcopy}: the same frames as EAGER_ZCOPY_ONLY / EAGER_ZCOPY_FIRST
  *       with this worker's request id; the send waits in {@link ZcopySends} for the receiver's EAGER_ZCOPY_ACK;</li>
  *   <li>{@code tag/rndv}: handed down as a {@link RndvSendRequest} to {@link RndvTagSendHandler};</li>
- *   <li>{@code rndv/get/zcopy}: the same, asking it to put the buffer's remote key in the RTS.</li>
+ *   <li>{@code rndv/get/zcopy}: the same, asking it to put the buffer's remote key in the RTS;</li>
+ *   <li>{@code rndv/put/zcopy}: as {@code tag/rndv} (counted as such); the receiver's RTR brings its key.</li>
  * </ul>
  * The copy protocols' payloads are copied into pooled buffers (copy-in) when the lane's transport would not copy them
  * itself ({@link IfaceAttributes#copiesAmPayload}; see {@link EagerProtocols}), otherwise they are slices of the
@@ -156,7 +157,8 @@ public final class EagerTagSendHandler extends ChannelOutboundHandlerAdapter {
                 writeZcopy(ctx, tag, content, length, p == EagerProtocols.MULTI_ZCOPY, promise);
             } else if (p == EagerProtocols.SYNC_SINGLE_BCOPY || p == EagerProtocols.SYNC_MULTI_BCOPY) {
                 writeSync(ctx, tag, content, length, p == EagerProtocols.SYNC_MULTI_BCOPY, promise);
-            } else if (p == RndvProtocols.TAG_RNDV) {
+            } else if (p == RndvProtocols.TAG_RNDV || p == RndvProtocols.PUT_ZCOPY) {
+                // put/zcopy's RTS is tag/rndv's: the receiver answers with its buffer's key, and RndvSends writes
                 rndvCount.increment();
                 ctx.write(new RndvSendRequest(tag, content.retain()), promise); // RndvTagSendHandler, below us
             } else if (p == RndvProtocols.GET_ZCOPY) {

@@ -150,6 +150,84 @@ public final class RndvProtocols {
         }
     };
 
+    /** Sender-side counters: messages written into the receiver by PUT (then ATP), or sent as RNDV_DATA instead. */
+    public static final String PUT_COUNTER = "rndv/put/zcopy";
+    public static final String PUT_FALLBACK_COUNTER = "rndv/put/zcopy(fallback)";
+    /** Receiver-side counters: receives completed by ATP; plain RTRs although the scheme asked for put. */
+    public static final String RECV_PUT_COUNTER = "recv:rndv/put/zcopy";
+    public static final String RECV_PUT_FALLBACK_COUNTER = "recv:rndv/put/zcopy(fallback)";
+    /**
+     * Receives whose buffer was offered for PUT and whose endpoint ended before the sender's last word: held past the
+     * end (see {@link TagMatcher}'s PUT safety rule) until an ATP, RNDV_DATA, or the sender's exit.
+     */
+    public static final String RECV_PUT_HELD_COUNTER = "recv:rndv/put/zcopy(held)";
+
+    /**
+     * {@code rndv/put/zcopy} (UCX's tag/rndv with the remote variant "zero-copy write to remote"): the RTS is plain;
+     * the receiver answers with an RTR carrying its receive buffer's remote key; the sender writes the data there with
+     * the RMA lane (cma: process_vm_writev) and sends ATP, on which the receive completes. Only with
+     * {@code NUCX_RNDV_SCHEME=put_zcopy} (the worker leaves it out of the registry otherwise). Cost, per UCX v2's
+     * rtr + put model:
+     * <ul>
+     *   <li>cpu: RTS out (AM overhead + rts knob), RTR in, one RMA call per {@code Cma.CHUNK} (its overhead amortised
+     *       into the slope), ATP out; no copy;</li>
+     *   <li>cpu-remote: RTS in, RTR out (plus the rtr knob), ATP in;</li>
+     *   <li>tl: the sender pushes the bytes at the RMA lane's bandwidth (local, unlike get's tl-remote);</li>
+     *   <li>lat: RTS, RTR and ATP cross the AM lane, the PUT the RMA lane;</li>
+     * </ul>
+     * all × 0.99 like {@code tag/rndv}. One more control message than {@code rndv/get/zcopy}, so where both run get
+     * is cheaper. Declines without an RMA lane with PUT_ZCOPY, for heap memory (as get: the tables are per send
+     * buffer type; a heap send that went by {@code tag/rndv} is still written by PUT through a bounce chunk if the
+     * receiver offers its key) and for non-contiguous data. Shares {@code tag/rndv}'s user threshold and priority.
+     */
+    public static final Protocol PUT_ZCOPY = new Protocol() {
+        @Override
+        public String name() {
+            return "rndv/put/zcopy";
+        }
+
+        @Override
+        public String description() {
+            return "(?) rendezvous zero-copy write to remote";
+        }
+
+        @Override
+        public void probe(ProbeParams params, Consumer<ProtoCandidate> out) {
+            long key = params.key();
+            SelectionKey.Operation op = SelectionKey.operation(key);
+            if ((op != SelectionKey.Operation.TAG_SEND && op != SelectionKey.Operation.TAG_SEND_SYNC)
+                    || SelectionKey.datatype(key) != SelectionKey.DatatypeClass.CONTIG
+                    || SelectionKey.memoryType(key) == SelectionKey.MemoryType.HEAP
+                    || !params.endpoint().hasRmaLane()) {
+                return;
+            }
+            IfaceAttributes rma = params.endpoint().rmaLaneAttrs();
+            if (!rma.has(Capability.PUT_ZCOPY)) {
+                return;
+            }
+            IfaceAttributes am = params.endpoint().amLaneAttrs();
+            double ovh = am.overheadSeconds();
+            long max = Math.min(ProtoPerf.MAX_SIZE, rma.maxZcopy());
+            ProtoPerf perf = new ProtoPerf()
+                    // RTS out, RTR in, the writes, ATP out
+                    .add(1, max, PerfFactor.LOCAL_CPU, new LinearFunc(ovh + RTS_OVERHEAD + ovh
+                            + rma.overheadSeconds() + ovh, rma.overheadSeconds() / Cma.CHUNK))
+                    // RTS in, RTR out, ATP in
+                    .add(1, max, PerfFactor.REMOTE_CPU, LinearFunc.constant(ovh + ovh + RTR_OVERHEAD + ovh))
+                    .add(1, max, PerfFactor.LOCAL_TL, LinearFunc.slope(1 / rma.bandwidth()))
+                    .add(1, max, PerfFactor.LATENCY, LinearFunc.constant(3 * am.latencySeconds()
+                            + rma.latencySeconds()))
+                    .scale(PERF_DIFF_FACTOR);
+            out.accept(new ProtoCandidate(this, params.rndvThresh(), 60, perf, params.endpoint().amLane() + " + "
+                    + params.endpoint().rmaLane()));
+        }
+
+        @Override
+        public String toString() {
+            return name();
+        }
+    };
+
     private RndvProtocols() {
     }
 }

@@ -2,38 +2,104 @@ package io.nucx.protocol.tag;
 
 import io.netty.buffer.ByteBuf;
 import io.netty.channel.Channel;
+import io.netty.channel.ChannelFuture;
 import io.netty.channel.ChannelHandlerContext;
 import io.netty.channel.ChannelPromise;
+import io.netty.util.concurrent.Future;
+import io.netty.util.concurrent.GenericFutureListener;
 import io.nucx.protocol.AmIds;
+import io.nucx.protocol.ProtocolCounters;
 import io.nucx.protocol.ProtocolException;
 import io.nucx.transport.AmFrame;
+import io.nucx.transport.HostId;
+import io.nucx.transport.cma.Cma;
+import io.nucx.transport.cma.CmaChannel;
+import io.nucx.transport.cma.RemoteKey;
+import io.nucx.transport.cma.RmaOp;
 
+import java.lang.foreign.MemorySegment;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.atomic.LongAdder;
 
 /**
  * A worker's rendezvous sends waiting for the receiver: sender request id → the message, its promise and where to
  * write its data. Request ids are local and indirect (a map, not a reference), so an id from a peer that went away
  * finds nothing. Confined to the worker's loop.
+ *
+ * <p>An RTR may carry the receive buffer's remote key ({@code rndv/put/zcopy}): the send then writes the message
+ * into the receiver's memory through the endpoint's RMA lane ({@link RmaOp#put}, one {@link Cma#CHUNK} per loop turn;
+ * straight from the send buffer when it is one run of native memory, else through a pooled direct bounce chunk), and
+ * sends RNDV_ATP when all of it is there; the ATP carries the send's promise. It stays waiting meanwhile, so a
+ * graceful close waits for it. Without a permitted RMA lane, or when the PUT fails at run time (EPERM, ESRCH, EFAULT),
+ * the data go as RNDV_DATA fragments from offset 0 instead (counted; the receiver takes fragments as the end of the
+ * PUT). When the endpoint fails or closes, a PUT in progress is cancelled before its next chunk (none runs meanwhile:
+ * chunks run on this loop) and, if the lane can still carry it, an ATP with status cancelled tells the receiver it may
+ * release its buffer; no PUT starts after that.
  */
 public final class RndvSends {
 
-    private record Pending(long tag, ByteBuf content, ChannelPromise promise, ChannelHandlerContext ctx,
-                           int fragment) {
+    /** The RMA lanes sends write through; the worker implements it. */
+    public interface PutLanes {
+        /**
+         * The RMA lane of {@code endpoint} for {@code rndv/put/zcopy}: a {@link CmaChannel} when lane selection chose
+         * one the kernel permits and both sides have PUT_ZCOPY, else null (the data then go as fragments).
+         */
+        Channel putLane(Channel endpoint);
+
+        /** A PUT failed at run time; the data went as fragments instead. For diagnostics. */
+        default void putFailed(Channel endpoint, Throwable cause) {
+        }
+    }
+
+    private static final class Pending {
+        final long id;
+        final long tag;
+        final ByteBuf content;
+        final ChannelPromise promise;
+        final ChannelHandlerContext ctx;
+        final int fragment;
+        /** The PUT writing this message into the receiver, or null. */
+        RndvPut put;
+
+        Pending(long id, long tag, ByteBuf content, ChannelPromise promise, ChannelHandlerContext ctx, int fragment) {
+            this.id = id;
+            this.tag = tag;
+            this.content = content;
+            this.promise = promise;
+            this.ctx = ctx;
+            this.fragment = fragment;
+        }
+
         Channel endpoint() {
             return ctx.channel();
         }
     }
 
     private final Map<Long, Pending> pending = new HashMap<>();
+    private final PutLanes putLanes;
+    private final LongAdder putCount;
+    private final LongAdder putFallbackCount;
     private long nextId = 1;
+
+    /** Sends without PUT: a key-carrying RTR is answered with fragments. */
+    public RndvSends() {
+        this(endpoint -> null, new ProtocolCounters());
+    }
+
+    /** @param counters where PUTs and their fallbacks are counted ({@link RndvProtocols#PUT_COUNTER}) */
+    public RndvSends(PutLanes putLanes, ProtocolCounters counters) {
+        this.putLanes = putLanes;
+        this.putCount = counters.counter(RndvProtocols.PUT_COUNTER);
+        this.putFallbackCount = counters.counter(RndvProtocols.PUT_FALLBACK_COUNTER);
+    }
 
     /** Registers a send; returns its request id. Takes ownership of {@code content}. */
     long add(long tag, ByteBuf content, ChannelPromise promise, ChannelHandlerContext ctx, int fragment) {
         long id = nextId++;
-        pending.put(id, new Pending(tag, content, promise, ctx, fragment));
+        pending.put(id, new Pending(id, tag, content, promise, ctx, fragment));
         return id;
     }
 
@@ -42,35 +108,73 @@ public final class RndvSends {
         return pending.size();
     }
 
-    private Pending take(Channel source, long senderReqId, String what) {
+    private Pending find(Channel source, long senderReqId, String what) {
         Pending p = pending.get(senderReqId);
         if (p == null || p.endpoint() != source) {
             throw new ProtocolException(what + " for unknown rendezvous send " + senderReqId + " from " + source);
         }
-        pending.remove(senderReqId);
+        if (p.put != null) {
+            throw new ProtocolException(what + " for rendezvous send " + senderReqId + " from " + source
+                    + ", which is being written by PUT");
+        }
         return p;
     }
 
     /** The receiver is ready: send the data as RNDV_DATA fragments; the last carries the user's promise. */
     public void onRtr(Channel source, long senderReqId, long receiverReqId, long size) {
-        Pending p = take(source, senderReqId, "RTR");
-        ByteBuf content = p.content();
-        try {
-            if (size != content.readableBytes()) {
-                p.promise().tryFailure(new ProtocolException("receiver asked for " + size + " bytes of a "
-                        + content.readableBytes() + "-byte rendezvous send"));
+        onRtr(source, senderReqId, receiverReqId, size, null);
+    }
+
+    /**
+     * The receiver is ready. With {@code key} null: send the data as RNDV_DATA fragments, the last carrying the
+     * user's promise. With a key (checked by {@link RndvHeaders#readRtrKey} to cover exactly {@code size}): write the
+     * message there by PUT, then ATP; or fragments when this endpoint has no permitted RMA lane with PUT_ZCOPY.
+     *
+     * @throws ProtocolException for an unknown or busy send, or a key naming a process other than the peer's
+     */
+    public void onRtr(Channel source, long senderReqId, long receiverReqId, long size, RemoteKey key) {
+        Pending p = find(source, senderReqId, "RTR");
+        if (size != p.content.readableBytes()) {
+            pending.remove(senderReqId);
+            p.promise.tryFailure(new ProtocolException("receiver asked for " + size + " bytes of a "
+                    + p.content.readableBytes() + "-byte rendezvous send"));
+            p.content.release();
+            if (key != null) { // its buffer is offered to us: say we will not write, so the receiver can let go
+                writeAtp(p, receiverReqId, RndvHeaders.STATUS_CANCELED, 0, p.ctx.voidPromise());
+            }
+            return;
+        }
+        if (key != null) {
+            Channel lane = source.isOpen() ? putLanes.putLane(source) : null; // no PUT starts after the endpoint ended
+            if (lane != null && lane.isActive() && key.hostId() == HostId.get()) {
+                if (lane instanceof CmaChannel cma && cma.peerPid() != key.pid()) {
+                    throw new ProtocolException("RNDV_RTR offers memory of pid " + key.pid() + " for rendezvous send "
+                            + senderReqId + "; the peer on " + source + " is pid " + cma.peerPid());
+                }
+                p.put = new RndvPut(p, key, lane, receiverReqId);
+                p.put.next();
                 return;
             }
-            ChannelHandlerContext ctx = p.ctx();
+            putFallbackCount.increment(); // no permitted RMA lane on this side: the data go as fragments
+        }
+        pending.remove(senderReqId);
+        sendData(p, receiverReqId);
+    }
+
+    /** The data as RNDV_DATA fragments from offset 0, the last carrying the user's promise; releases the content. */
+    private static void sendData(Pending p, long receiverReqId) {
+        ByteBuf content = p.content;
+        try {
+            ChannelHandlerContext ctx = p.ctx;
             int start = content.readerIndex();
             int length = content.readableBytes();
-            for (int offset = 0; offset < length; offset += p.fragment()) {
-                int n = Math.min(p.fragment(), length - offset);
+            for (int offset = 0; offset < length; offset += p.fragment) {
+                int n = Math.min(p.fragment, length - offset);
                 ByteBuf header = ctx.alloc().buffer(RndvHeaders.DATA_LENGTH).writeLongLE(receiverReqId)
                         .writeLongLE(offset);
                 boolean last = offset + n == length;
                 ctx.write(AmFrame.of(AmIds.RNDV_DATA, 0, header, content.retainedSlice(start + offset, n)),
-                        last ? p.promise() : ctx.voidPromise());
+                        last ? p.promise : ctx.voidPromise());
             }
             ctx.flush();
         } finally {
@@ -78,58 +182,179 @@ public final class RndvSends {
         }
     }
 
+    private static ChannelFuture writeAtp(Pending p, long receiverReqId, int status, long size,
+                                          ChannelPromise promise) {
+        ByteBuf header = RndvHeaders.writeAtp(p.ctx.alloc().buffer(RndvHeaders.ATP_LENGTH), receiverReqId, status,
+                size);
+        return p.ctx.writeAndFlush(AmFrame.of(AmIds.RNDV_ATP, header), promise);
+    }
+
+    /**
+     * Writes one send into the receiver's offered buffer through the RMA lane, then ATP. A failure falls back to
+     * fragments from offset 0 (whatever the PUT wrote is overwritten); a cancel stops it before its next chunk.
+     */
+    private final class RndvPut {
+        private final Pending p;
+        private final RemoteKey key;
+        private final Channel lane;
+        private final long receiverReqId;
+        private final long total;
+        private final MemorySegment direct;
+        private final GenericFutureListener<Future<Void>> onDone = this::onDone;
+        private final Runnable nextChunk = this::next;
+        private ByteBuf bounce;
+        private MemorySegment bounceSegment;
+        private RmaOp op;
+        private long done;
+        private boolean cancelled;
+
+        RndvPut(Pending p, RemoteKey key, Channel lane, long receiverReqId) {
+            this.p = p;
+            this.key = key;
+            this.lane = lane;
+            this.receiverReqId = receiverReqId;
+            this.total = p.content.readableBytes();
+            if (p.content.isDirect() && p.content.nioBufferCount() == 1) {
+                direct = MemorySegment.ofBuffer(p.content.nioBuffer());
+            } else { // heap (the GC moves it: no address for a system call) or scattered
+                direct = null;
+                int n = (int) Math.min(Cma.CHUNK, total);
+                bounce = p.ctx.alloc().directBuffer(n, n);
+                bounceSegment = MemorySegment.ofBuffer(bounce.nioBuffer(0, n));
+            }
+        }
+
+        void next() {
+            if (cancelled) {
+                return;
+            }
+            if (direct != null) {
+                op = RmaOp.put(key, 0, direct);
+            } else {
+                int n = (int) Math.min(Cma.CHUNK, total - done);
+                bounce.setBytes(0, p.content, p.content.readerIndex() + (int) done, n);
+                op = RmaOp.put(key, done, bounceSegment.asSlice(0, n));
+            }
+            lane.writeAndFlush(op).addListener(onDone);
+        }
+
+        private void onDone(Future<Void> f) {
+            if (cancelled) {
+                return; // the endpoint ended; onEndpointClosed failed the send and told the receiver
+            }
+            if (!f.isSuccess()) {
+                release();
+                p.put = null;
+                pending.remove(p.id);
+                putFallbackCount.increment();
+                putLanes.putFailed(p.endpoint(), f.cause());
+                sendData(p, receiverReqId);
+                return;
+            }
+            if (direct == null) {
+                done += op.length();
+                if (done < total) {
+                    p.ctx.executor().execute(nextChunk); // one chunk per loop turn, no recursion through listeners
+                    return;
+                }
+            }
+            release();
+            p.put = null;
+            pending.remove(p.id);
+            putCount.increment();
+            p.content.release(); // the data are in the receiver's buffer
+            writeAtp(p, receiverReqId, RndvHeaders.STATUS_OK, total, p.promise);
+        }
+
+        /** Stops before the next chunk (we run on the lane's loop: none is in progress) and gives back the bounce. */
+        void cancel() {
+            cancelled = true;
+            if (op != null) {
+                op.cancel();
+            }
+            release();
+        }
+
+        private void release() {
+            if (bounce != null) {
+                bounce.release();
+                bounce = null;
+                bounceSegment = null;
+            }
+        }
+    }
+
     /** The receiver ended the send without data: done (a 0-byte message) or refused (truncated). */
     public void onAts(Channel source, long senderReqId, int status) {
-        Pending p = take(source, senderReqId, "ATS");
+        Pending p = find(source, senderReqId, "ATS");
+        pending.remove(senderReqId);
         try {
             if (status == RndvHeaders.STATUS_OK) {
-                p.promise().trySuccess();
+                p.promise.trySuccess();
             } else if (status == RndvHeaders.STATUS_TRUNCATED) {
-                p.promise().tryFailure(new MessageTruncatedException(p.tag(), p.content().readableBytes(), -1));
+                p.promise.tryFailure(new MessageTruncatedException(p.tag, p.content.readableBytes(), -1));
             } else {
-                p.promise().tryFailure(new ProtocolException("rendezvous send " + senderReqId + " ended with status "
+                p.promise.tryFailure(new ProtocolException("rendezvous send " + senderReqId + " ended with status "
                         + status));
             }
         } finally {
-            p.content().release();
+            p.content.release();
         }
     }
 
     /** The promises of {@code endpoint}'s sends still waiting for the receiver (a graceful close waits for them). */
-    public List<io.netty.util.concurrent.Future<Void>> promisesOf(Channel endpoint) {
-        List<io.netty.util.concurrent.Future<Void>> out = new ArrayList<>();
+    public List<Future<Void>> promisesOf(Channel endpoint) {
+        List<Future<Void>> out = new ArrayList<>();
         for (Pending p : pending.values()) {
             if (p.endpoint() == endpoint) {
-                out.add(p.promise());
+                out.add(p.promise);
             }
         }
         return out;
     }
 
-    /** The endpoint went away: its waiting sends fail. */
-    public void onEndpointClosed(Channel endpoint, Throwable cause) {
-        List<Long> dead = new ArrayList<>();
-        pending.forEach((id, p) -> {
+    /**
+     * The endpoint went away: its waiting sends fail. PUTs in progress are cancelled and each receiver told by ATP
+     * (cancelled) that nothing more will be written, if the lane still carries it.
+     *
+     * @return the write of the last such ATP, so the endpoint can close its lane behind it; null if none was sent
+     */
+    public ChannelFuture onEndpointClosed(Channel endpoint, Throwable cause) {
+        List<Pending> dead = new ArrayList<>();
+        for (Pending p : pending.values()) {
             if (p.endpoint() == endpoint) {
-                dead.add(id);
+                dead.add(p);
             }
-        });
-        for (Long id : dead) {
-            fail(pending.remove(id), cause);
         }
+        ChannelFuture lastAbort = null;
+        for (Pending p : dead) {
+            pending.remove(p.id);
+            RndvPut put = p.put;
+            if (put != null) {
+                put.cancel();
+                p.put = null;
+                lastAbort = writeAtp(p, put.receiverReqId, RndvHeaders.STATUS_CANCELED, 0, p.ctx.newPromise());
+            }
+            fail(p, cause);
+        }
+        return lastAbort;
     }
 
-    /** Fails every waiting send. */
+    /** Fails every waiting send; PUTs in progress are cancelled (their endpoints have told the receivers). */
     public void close(Throwable cause) {
         List<Pending> all = new ArrayList<>(pending.values());
         pending.clear();
         for (Pending p : all) {
+            if (p.put != null) {
+                p.put.cancel();
+                p.put = null;
+            }
             fail(p, cause);
         }
     }
 
     private static void fail(Pending p, Throwable cause) {
-        p.content().release();
-        p.promise().tryFailure(cause);
+        p.content.release();
+        p.promise.tryFailure(cause);
     }
 }

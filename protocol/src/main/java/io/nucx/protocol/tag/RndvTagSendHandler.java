@@ -16,6 +16,8 @@ import io.nucx.transport.cma.RemoteKey;
  * (the receive was too small: the send fails with {@link MessageTruncatedException}). Other messages pass through.
  * For {@code rndv/get/zcopy} the RTS also carries the buffer's remote key; the receiver reads the data itself and
  * answers ATS, which completes the send and releases the buffer (or, if it may not read, answers RTR as above).
+ * For {@code rndv/put/zcopy} the RTS is plain and the receiver's RTR carries its buffer's key: {@link RndvSends}
+ * writes the data there and sends ATP.
  */
 public final class RndvTagSendHandler extends ChannelOutboundHandlerAdapter {
 

@@ -8,13 +8,18 @@ import io.netty.util.concurrent.EventExecutor;
 import io.netty.util.concurrent.Future;
 import io.netty.util.concurrent.GenericFutureListener;
 import io.netty.util.concurrent.Promise;
+import io.netty.util.concurrent.ScheduledFuture;
+import io.netty.util.internal.logging.InternalLogger;
+import io.netty.util.internal.logging.InternalLoggerFactory;
 import io.nucx.protocol.ProtocolCounters;
 import io.nucx.protocol.ProtocolException;
 import io.nucx.transport.HostId;
 import io.nucx.transport.cma.Cma;
+import io.nucx.transport.cma.ProcessExitWatch;
 import io.nucx.transport.cma.RemoteKey;
 import io.nucx.transport.cma.RmaOp;
 
+import java.io.IOException;
 import java.lang.foreign.MemorySegment;
 import java.nio.channels.ClosedChannelException;
 import java.util.ArrayDeque;
@@ -23,6 +28,9 @@ import java.util.HashMap;
 import java.util.Iterator;
 import java.util.List;
 import java.util.Map;
+import java.util.Queue;
+import java.util.concurrent.ConcurrentLinkedQueue;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.LongAdder;
 import java.util.function.BiPredicate;
 
@@ -40,8 +48,40 @@ import java.util.function.BiPredicate;
  *       receive that matches an unexpected message still in flight takes over its reassembly.</li>
  * </ul>
  * Match rule: {@code ((tag ^ expected) & mask) == 0}.
+ *
+ * <p>Rendezvous data come as RNDV_DATA fragments (RTR), by a read of the sender's memory ({@code rndv/get/zcopy}), or
+ * written by the sender into the receive buffer ({@code rndv/put/zcopy}, {@link RndvScheme#PUT_ZCOPY}).
+ *
+ * <p><b>The PUT safety rule.</b> With put the peer process writes into our memory with {@code process_vm_writev}, and
+ * nothing on this side can stop it. So a receive whose buffer's key went out in an RTR (an <i>offered</i> receive) is
+ * neither completed nor failed back to the user, its promise cannot be cancelled ({@code setUncancellable}), and its
+ * buffer is not released, until the sender is known not to write into it any more, that is until one of:
+ * <ol>
+ *   <li>RNDV_ATP for it arrives, any status: the sender's last word (written, or stopped and will not write);</li>
+ *   <li>RNDV_DATA for it arrives: the sender falls back to fragments only after its PUT ended or never began;</li>
+ *   <li>the sender's process has exited: its pid, from the peer's cma address, is watched with a pidfd opened when
+ *       the first buffer was offered to that endpoint ({@link ProcessExitWatch}), checked every
+ *       {@value #HELD_POLL_MILLIS} ms while such receives are held.</li>
+ * </ol>
+ * Its endpoint failing (keepalive timeout, a lost or broken lane, EP_REMOVED) or closing does not end an offered
+ * receive: it is <i>held</i> ({@link #heldCount()}, counter {@link RndvProtocols#RECV_PUT_HELD_COUNTER}) with the
+ * endpoint's cause, and released with that cause at the first of the three. The endpoint helps the sender say its
+ * last word: it keeps its lane open for RNDV_ATP and RNDV_DATA and sends EP_REMOVED on it, so a live sender cancels its
+ * PUT and answers ATP(cancelled) ({@code RndvSends}). Bounds: after an ATP, at once; after the sender's exit, within
+ * {@value #HELD_POLL_MILLIS} ms; a sender that is stopped or hung holds the buffer as long as it stays so, which has no
+ * bound this side can set. A worker that closes waits for held receives up to its close bound, then
+ * <i>parks</i> them: their buffers are never released nor reused (strongly referenced for the life of the JVM,
+ * {@link #parkedCount()}), their receives never complete; the memory is what safety costs.
  */
 public final class TagMatcher {
+
+    private static final InternalLogger LOG = InternalLoggerFactory.getInstance(TagMatcher.class);
+
+    /** How often held receives check whether their sender's process has exited. */
+    public static final long HELD_POLL_MILLIS = 100;
+
+    /** Receives a closing worker gave up waiting for: kept reachable so their buffers are never freed or reused. */
+    private static final Queue<Object> PARKED = new ConcurrentLinkedQueue<>();
 
     /** A posted receive. */
     private static final class Receive {
@@ -103,12 +143,28 @@ public final class TagMatcher {
         Map<Long, Reassembly> home;
         /** A rendezvous whose data this side is reading from the sender (rndv/get/zcopy), or null. */
         RndvGet get;
+        /** While the buffer is offered to the sender for PUT (rndv/put/zcopy): the sender's process; else null. */
+        PutPeer put;
+        /** Completes when the offer is over (the sender will not write); a graceful close waits for it. */
+        Promise<Void> putReleased;
+        /** Why an offered receive will fail once released: its endpoint ended while it was offered. */
+        Throwable heldCause;
 
         Reassembly(long msgId, long tag, Channel source, int total) {
             this.msgId = msgId;
             this.tag = tag;
             this.source = source;
             this.total = total;
+        }
+    }
+
+    /** The process a source endpoint's offered buffers are exposed to, and how many are. */
+    private static final class PutPeer {
+        final ProcessExitWatch watch;
+        int offered;
+
+        PutPeer(ProcessExitWatch watch) {
+            this.watch = watch;
         }
     }
 
@@ -126,6 +182,15 @@ public final class TagMatcher {
     private final TagReplies replies;
     private final LongAdder getCount;
     private final LongAdder getFallbackCount;
+    private final LongAdder putCount;
+    private final LongAdder putFallbackCount;
+    private final LongAdder putHeldCount;
+    private final RndvScheme scheme;
+    /** Offered receives whose endpoint ended: by receiver request id. */
+    private final Map<Long, Reassembly> held = new HashMap<>();
+    private final Map<Channel, PutPeer> putPeers = new HashMap<>();
+    private ScheduledFuture<?> heldPoll;
+    private Promise<Void> heldWaiter;
     private long nextSn;
     private long nextReceiverReqId = 1;
     private int expectedCount;
@@ -153,8 +218,19 @@ public final class TagMatcher {
     /** @param counters where the receive side counts how rendezvous data came ({@link RndvProtocols}) */
     public TagMatcher(EventExecutor loop, ByteBufAllocator alloc, long maxMessageSize,
                       BiPredicate<Channel, Long> pipelineDelivery, TagReplies rndv, ProtocolCounters counters) {
+        this(loop, alloc, maxMessageSize, pipelineDelivery, rndv, counters, RndvScheme.AUTO);
+    }
+
+    /** @param scheme which rendezvous data protocol this receiver asks for (NUCX_RNDV_SCHEME) */
+    public TagMatcher(EventExecutor loop, ByteBufAllocator alloc, long maxMessageSize,
+                      BiPredicate<Channel, Long> pipelineDelivery, TagReplies rndv, ProtocolCounters counters,
+                      RndvScheme scheme) {
+        this.scheme = scheme;
         this.getCount = counters.counter(RndvProtocols.RECV_GET_COUNTER);
         this.getFallbackCount = counters.counter(RndvProtocols.RECV_GET_FALLBACK_COUNTER);
+        this.putCount = counters.counter(RndvProtocols.RECV_PUT_COUNTER);
+        this.putFallbackCount = counters.counter(RndvProtocols.RECV_PUT_FALLBACK_COUNTER);
+        this.putHeldCount = counters.counter(RndvProtocols.RECV_PUT_HELD_COUNTER);
         this.replies = rndv;
         this.loop = loop;
         this.alloc = alloc;
@@ -175,6 +251,41 @@ public final class TagMatcher {
     /** Messages whose fragments are still arriving. */
     public int reassemblyCount() {
         return reassemblies.size() + rndvReceives.size();
+    }
+
+    /** Receives whose buffer is offered to a sender for PUT, held past their endpoint's end included. */
+    public int putOfferedCount() {
+        int n = 0;
+        for (PutPeer p : putPeers.values()) {
+            n += p.offered;
+        }
+        return n;
+    }
+
+    /** Offered receives whose endpoint ended before the sender's last word (see the PUT safety rule). */
+    public int heldCount() {
+        return held.size();
+    }
+
+    /** Receives that closing workers of this JVM parked: never completed, their buffers never released. */
+    public static int parkedCount() {
+        return PARKED.size();
+    }
+
+    /** Whether buffers are offered to {@code source}'s peer for PUT (held ones included). */
+    public boolean putOfferedTo(Channel source) {
+        return putPeers.containsKey(source);
+    }
+
+    /** Completes when each receive from {@code source} now offered for PUT is released (a graceful close waits). */
+    public List<Future<Void>> putReleasesOf(Channel source) {
+        List<Future<Void>> out = new ArrayList<>();
+        for (Reassembly ra : rndvReceives.values()) {
+            if (ra.source == source && ra.put != null) {
+                out.add(ra.putReleased);
+            }
+        }
+        return out;
     }
 
     // ---------------------------------------------------------------- receives
@@ -561,8 +672,13 @@ public final class TagMatcher {
         }
         ra.home = rndvReceives;
         rndvReceives.put(ra.msgId, ra);
-        if (key != null) {
-            Channel lane = replies.rndvGetLane(source);
+        if (scheme == RndvScheme.PUT_ZCOPY) {
+            if (offerForPut(ra, senderReqId)) {
+                return;
+            }
+            putFallbackCount.increment(); // heap or scattered buffer, no permitted RMA lane: the sender sends the data
+        } else if (key != null) {
+            Channel lane = scheme == RndvScheme.AM ? null : replies.rndvGetLane(source);
             if (lane != null && lane.isActive() && key.hostId() == HostId.get()) {
                 ra.get = new RndvGet(ra, key, lane, senderReqId);
                 ra.get.next();
@@ -571,6 +687,184 @@ public final class TagMatcher {
             getFallbackCount.increment(); // no permitted RMA lane on this side: the sender sends the data
         }
         replies.sendRtr(source, senderReqId, ra.msgId, size);
+    }
+
+    /**
+     * rndv/put/zcopy: offers the receive buffer to the sender in an RTR with its key, when it is one run of native
+     * memory (a heap array has no address another process could write) and the endpoint has a permitted RMA lane with
+     * PUT_ZCOPY. From here the PUT safety rule (class comment) holds the receive until the sender's last word.
+     */
+    private boolean offerForPut(Reassembly ra, long senderReqId) {
+        ByteBuf dst = ra.buffer;
+        if (!dst.isDirect() || dst.nioBufferCount() != 1) {
+            return false;
+        }
+        int pid = replies.rndvPutPeerPid(ra.source);
+        if (pid <= 0) {
+            return false;
+        }
+        if (ra.target instanceof Receive r && !r.promise.setUncancellable()) {
+            return false; // cancelled meanwhile: the data come by fragments and are dropped
+        }
+        PutPeer peer = putPeers.get(ra.source);
+        if (peer == null) {
+            // Opened while the sender is connected to us, so the pidfd names the sender's process, not a later one.
+            ProcessExitWatch watch = ProcessExitWatch.open(pid);
+            if (watch == null) {
+                return false; // the sender's process is gone; its lane is about to close
+            }
+            peer = new PutPeer(watch);
+            putPeers.put(ra.source, peer);
+        }
+        peer.offered++;
+        ra.put = peer;
+        ra.putReleased = loop.newPromise();
+        replies.sendRtr(ra.source, senderReqId, ra.msgId, ra.total, RemoteKey.of(dst.nioBuffer(0, ra.total)));
+        return true;
+    }
+
+    /** The sender will write into {@code ra}'s buffer no more: the safety rule lets go of it. */
+    private void putOver(Reassembly ra) {
+        PutPeer peer = ra.put;
+        if (peer == null) {
+            return;
+        }
+        ra.put = null;
+        held.remove(ra.msgId);
+        if (--peer.offered == 0) {
+            peer.watch.close();
+            putPeers.remove(ra.source);
+            replies.rndvPutReleased(ra.source);
+        }
+        ra.putReleased.trySuccess(null);
+        if (held.isEmpty() && heldWaiter != null) {
+            heldWaiter.trySuccess(null);
+            heldWaiter = null;
+        }
+    }
+
+    /**
+     * RNDV_ATP: the sender wrote the message into the offered buffer (status OK, size = the message) or stopped and
+     * will not write (cancelled). Either way the buffer is released from the offer; the receive completes, or fails.
+     *
+     * @throws ProtocolException for an ATP naming no offered receive of {@code source}, or reporting another size
+     */
+    public void onAtp(Channel source, long receiverReqId, int status, long size) {
+        assert loop.inEventLoop();
+        Reassembly ra = rndvReceives.get(receiverReqId);
+        if (ra == null && held.containsKey(receiverReqId)) {
+            onHeldAtpOrData(source, receiverReqId);
+            return;
+        }
+        if (ra == null || ra.source != source || ra.put == null) {
+            throw new ProtocolException("RNDV_ATP for receive " + receiverReqId + " from " + source
+                    + ", which is offered to no PUT from there");
+        }
+        putOver(ra);
+        rndvReceives.remove(ra.msgId);
+        if (status != RndvHeaders.STATUS_OK) {
+            abort(ra, new IOException("the sender stopped writing rendezvous message " + receiverReqId + " of "
+                    + ra.total + " bytes (RNDV_ATP status " + status + ")"));
+            return;
+        }
+        if (size != ra.total) {
+            ProtocolException e = new ProtocolException("RNDV_ATP reports " + size + " bytes written into the "
+                    + ra.total + "-byte receive " + receiverReqId);
+            abort(ra, e);
+            throw e;
+        }
+        ra.received = ra.total;
+        putCount.increment();
+        complete(ra);
+    }
+
+    /**
+     * An RNDV_ATP or RNDV_DATA for {@code receiverReqId} arrived on the lane of an endpoint that has ended: if it names
+     * one of its held receives, the sender is done with that buffer, which is released and the receive failed with
+     * the endpoint's cause. Anything else is dropped: the lane only lingers for these.
+     */
+    public void onHeldAtpOrData(Channel source, long receiverReqId) {
+        assert loop.inEventLoop();
+        Reassembly ra = held.get(receiverReqId);
+        if (ra != null && ra.source == source) {
+            putOver(ra);
+            abort(ra, ra.heldCause);
+        }
+    }
+
+    /** Keeps an offered receive whose endpoint ended until the sender's last word (the PUT safety rule). */
+    private void hold(Reassembly ra, Throwable cause) {
+        ra.heldCause = cause;
+        held.put(ra.msgId, ra);
+        putHeldCount.increment();
+        if (heldPoll == null) {
+            heldPoll = loop.schedule(this::pollHeld, HELD_POLL_MILLIS, TimeUnit.MILLISECONDS);
+        }
+    }
+
+    /** Releases held receives whose sender's process has exited: nothing can write into their buffers now. */
+    private void pollHeld() {
+        heldPoll = null;
+        for (Reassembly ra : new ArrayList<>(held.values())) {
+            PutPeer peer = ra.put;
+            if (peer != null && peer.watch.hasExited()) {
+                putOver(ra);
+                Throwable endpointCause = ra.heldCause.getCause() != null ? ra.heldCause.getCause() : ra.heldCause;
+                abort(ra, new IOException(ra.heldCause.getMessage() + "; buffer released after the sender's process ("
+                        + peer.watch.pid() + ") exited", endpointCause));
+            }
+        }
+        if (!held.isEmpty()) {
+            heldPoll = loop.schedule(this::pollHeld, HELD_POLL_MILLIS, TimeUnit.MILLISECONDS);
+        }
+    }
+
+    /** Completes when no receive is held any more, or after {@code timeoutNanos}, whichever comes first. */
+    public Future<Void> heldReleased(long timeoutNanos) {
+        assert loop.inEventLoop();
+        if (held.isEmpty()) {
+            return loop.newSucceededFuture(null);
+        }
+        if (heldWaiter == null) {
+            heldWaiter = loop.newPromise();
+        }
+        Promise<Void> waiter = heldWaiter;
+        loop.schedule(() -> waiter.trySuccess(null), timeoutNanos, TimeUnit.NANOSECONDS);
+        return waiter;
+    }
+
+    /**
+     * Gives up waiting for the held receives (their worker closes): each stays incomplete and its buffer is never
+     * released, kept reachable for the life of the JVM, because a live sender may still write into it. Logs what
+     * was parked. Returns how many.
+     */
+    public int parkHeld() {
+        assert loop.inEventLoop();
+        if (held.isEmpty()) {
+            return 0;
+        }
+        long bytes = 0;
+        List<Integer> pids = new ArrayList<>();
+        for (Reassembly ra : held.values()) {
+            PARKED.add(ra);
+            bytes += ra.total;
+            pids.add(ra.put.watch.pid());
+        }
+        int n = held.size();
+        held.clear();
+        if (heldPoll != null) {
+            heldPoll.cancel(false);
+            heldPoll = null;
+        }
+        for (Map.Entry<Channel, PutPeer> e : new ArrayList<>(putPeers.entrySet())) {
+            e.getValue().watch.close();
+            putPeers.remove(e.getKey());
+            replies.rndvPutReleased(e.getKey());
+        }
+        LOG.warn("{} rendezvous receive(s), {} bytes, offered for PUT to process(es) {} that neither confirmed nor "
+                + "exited: parked for the life of this JVM (never completed, buffers never released)", n, bytes,
+                new java.util.TreeSet<>(pids));
+        return n;
     }
 
     /**
@@ -684,6 +978,7 @@ public final class TagMatcher {
                 throw new ProtocolException("rendezvous data [" + offset + ", +" + payload.readableBytes()
                         + ") lies outside receive " + receiverReqId + " of " + ra.total + " bytes");
             }
+            putOver(ra); // an offered receive: the sender sends fragments only once its PUT ended or never began
             append(ra, (int) offset, payload);
         } finally {
             payload.release();
@@ -744,8 +1039,13 @@ public final class TagMatcher {
         }
         for (Reassembly ra : dead) {
             ra.home.remove(ra.msgId);
-            abort(ra, new java.io.IOException("sender " + source + " went away after " + ra.received + " of "
-                    + ra.total + " bytes of message " + Long.toHexString(ra.msgId), cause));
+            IOException why = new IOException("sender " + source + " went away after " + ra.received + " of "
+                    + ra.total + " bytes of message " + Long.toHexString(ra.msgId), cause);
+            if (ra.put != null) {
+                hold(ra, why); // the sender may still be writing into its buffer
+            } else {
+                abort(ra, why);
+            }
         }
     }
 
@@ -766,7 +1066,10 @@ public final class TagMatcher {
         }
     }
 
-    /** Fails every posted receive, releases every held message. Idempotent. */
+    /**
+     * Fails every posted receive, releases every held message. Idempotent. Receives offered for PUT are held instead
+     * (see the PUT safety rule; {@link #heldReleased}, {@link #parkHeld}).
+     */
     public void close(Throwable cause) {
         assert loop.inEventLoop();
         if (closed) {
@@ -775,7 +1078,11 @@ public final class TagMatcher {
         closed = true;
         for (Map<Long, Reassembly> m : List.of(reassemblies, rndvReceives)) {
             for (Reassembly ra : new ArrayList<>(m.values())) {
-                abort(ra, cause);
+                if (ra.put != null) {
+                    hold(ra, cause);
+                } else {
+                    abort(ra, cause);
+                }
             }
             m.clear();
         }

@@ -1,12 +1,21 @@
 package io.nucx.protocol.tag;
 
 import io.netty.channel.Channel;
+import io.nucx.transport.cma.RemoteKey;
 
 /** How the receive side answers the sender on the endpoint a message came from; the worker implements it. */
 public interface TagReplies {
 
     /** Tell the sender to send {@code size} bytes as RNDV_DATA for {@code receiverReqId}. */
     void sendRtr(Channel endpoint, long senderReqId, long receiverReqId, long size);
+
+    /**
+     * Tell the sender to write {@code size} bytes into the receive buffer {@code key} names and then send RNDV_ATP
+     * ({@code rndv/put/zcopy}); it may send RNDV_DATA instead.
+     */
+    default void sendRtr(Channel endpoint, long senderReqId, long receiverReqId, long size, RemoteKey key) {
+        throw new UnsupportedOperationException("rndv/put/zcopy is not enabled here");
+    }
 
     /** Tell the sender its send is over, with a status ({@link RndvHeaders#STATUS_OK} or truncated). */
     void sendAts(Channel endpoint, long senderReqId, int status);
@@ -34,5 +43,21 @@ public interface TagReplies {
 
     /** A read of the sender's memory failed at run time; the data is asked for by RTR instead. For diagnostics. */
     default void rndvGetFailed(Channel endpoint, Throwable cause) {
+    }
+
+    /**
+     * The process that would write into our memory for {@code rndv/put/zcopy} on this endpoint: the peer's pid when
+     * the endpoint has a permitted RMA lane with PUT_ZCOPY on both sides, else -1 (the receiver then sends a plain
+     * RTR). The receiver watches this process: its exit is one of the ways an offered buffer is released.
+     */
+    default int rndvPutPeerPid(Channel endpoint) {
+        return -1;
+    }
+
+    /**
+     * No receive buffer offered to {@code endpoint}'s peer for PUT is outstanding any more. An endpoint that ended
+     * while some were (and kept its lane open to hear the sender's last word) may now close its lane.
+     */
+    default void rndvPutReleased(Channel endpoint) {
     }
 }

@@ -1,0 +1,323 @@
+package io.nucx.wireup;
+
+import io.netty.buffer.ByteBuf;
+import io.netty.buffer.ByteBufAllocator;
+import io.netty.buffer.Unpooled;
+import io.netty.channel.ChannelFuture;
+import io.netty.util.concurrent.Future;
+import io.nucx.protocol.AmIds;
+import io.nucx.protocol.select.ProtoTable;
+import io.nucx.protocol.select.Protocol;
+import io.nucx.protocol.select.SelectionKey;
+import io.nucx.protocol.tag.EagerTagSendHandler;
+import io.nucx.protocol.tag.RndvHeaders;
+import io.nucx.protocol.tag.RndvProtocols;
+import io.nucx.protocol.tag.TagMessage;
+import io.nucx.transport.AmFrame;
+import io.nucx.transport.NucxConfig;
+import io.nucx.transport.NucxConfigException;
+import io.nucx.transport.cma.Cma;
+import io.nucx.transport.cma.RemoteKey;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.extension.RegisterExtension;
+
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.TimeUnit;
+
+import static io.nucx.wireup.TestWorkers.assertPattern;
+import static io.nucx.wireup.TestWorkers.pattern;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.jupiter.api.Assumptions.assumeTrue;
+
+/**
+ * rndv/put/zcopy between two workers of this JVM over tcp + cma with NUCX_RNDV_SCHEME=put_zcopy (the kernel treats our
+ * own pid as any peer): the sender writes into the receive buffers the RTRs offer, byte for byte from just above the
+ * threshold to 64 MiB, counted on both sides; a heap receive buffer falls back to fragments; a malformed RTR closes
+ * only its lane; a graceful close of the receiving endpoint waits for the PUT in progress. And the scheme's effect on
+ * the tables.
+ */
+@Timeout(180)
+class RndvPutZcopyTest {
+
+    private static final String[] PUT = {"TLS", "tcp,cma", "RNDV_SCHEME", "put_zcopy"};
+
+    @RegisterExtension
+    final TestWorkers workers = new TestWorkers();
+
+    @BeforeEach
+    void cma() {
+        assumeTrue(Cma.availability().isAvailable(), () -> Cma.availability().reason());
+    }
+
+    private static ByteBuf direct(long seed, int n) {
+        ByteBuf heap = pattern(seed, n);
+        try {
+            return ByteBufAllocator.DEFAULT.directBuffer(n).writeBytes(heap);
+        } finally {
+            heap.release();
+        }
+    }
+
+    private static long putThreshold(Worker w, WorkerAddress peer) throws Exception {
+        ProtoTable t = w.protocolTable(peer, SelectionKey.MemoryType.DIRECT);
+        return t.entries().stream().filter(e -> e.candidate().protocol() == RndvProtocols.PUT_ZCOPY).findFirst()
+                .orElseThrow(() -> new AssertionError("no rndv/put/zcopy in\n" + t.format("to peer"))).start();
+    }
+
+    private static void awaitTrue(java.util.function.BooleanSupplier condition, String what) throws Exception {
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
+        while (!condition.getAsBoolean()) {
+            assertTrue(System.nanoTime() < deadline, what);
+            Thread.sleep(5);
+        }
+    }
+
+    @Test
+    void theSenderWritesEachMessageIntoTheOfferedReceiveBufferFromJustAboveTheThresholdTo64MiB() throws Exception {
+        Worker a = workers.start("a", PUT);
+        Worker b = workers.start("b", PUT);
+        Endpoint ep = a.connect(b.address());
+        assertEquals("cma/memory", ep.rmaLane());
+        long threshold = putThreshold(a, b.address());
+        int[] sizes = {(int) threshold + 1, 1 << 20, (3 << 20) + 7, 64 << 20};
+        // Even messages: receives posted first into the user's direct buffers (expected RTS); odd: unexpected RTS,
+        // received without a buffer (an allocated direct one is offered).
+        List<ByteBuf> intos = new ArrayList<>();
+        List<Future<TagMessage>> early = new ArrayList<>();
+        for (int i = 0; i < sizes.length; i += 2) {
+            ByteBuf into = ByteBufAllocator.DEFAULT.directBuffer(sizes[i]);
+            intos.add(into);
+            early.add(b.tagRecv(i, -1L, into));
+        }
+        List<ChannelFuture> sends = new ArrayList<>();
+        for (int i = 0; i < sizes.length; i++) {
+            sends.add(ep.tagSend(i, direct(i, sizes[i])));
+        }
+        try {
+            for (int i = 0; i < sizes.length; i++) {
+                TagMessage m = (i % 2 == 0 ? early.get(i / 2) : b.tagRecv(i, -1L)).get(60, TimeUnit.SECONDS);
+                try {
+                    assertPattern(i, sizes[i], m.content());
+                } finally {
+                    m.release();
+                }
+            }
+            for (ChannelFuture f : sends) {
+                assertTrue(f.await(30, TimeUnit.SECONDS) && f.isSuccess(), () -> "send failed: " + f.cause());
+            }
+            assertEquals(sizes[0], intos.get(0).writerIndex(), "written into the user's buffer");
+        } finally {
+            intos.forEach(ByteBuf::release);
+        }
+        assertEquals(sizes.length, a.counters().count(RndvProtocols.PUT_COUNTER), "sender wrote by PUT");
+        assertEquals(0, a.counters().count(RndvProtocols.PUT_FALLBACK_COUNTER));
+        assertEquals(sizes.length, b.counters().count(RndvProtocols.RECV_PUT_COUNTER), "receiver completed on ATP");
+        assertEquals(0, b.counters().count(RndvProtocols.RECV_PUT_FALLBACK_COUNTER));
+        assertEquals(0, a.counters().count(EagerTagSendHandler.RNDV_GET_ZCOPY), "put_zcopy leaves get out");
+        assertEquals(0, b.counters().count(RndvProtocols.RECV_GET_COUNTER));
+        assertEquals(0, a.eventLoop().submit(() -> a.rndvSends().size()).get(), "every send released on ATP");
+        assertEquals(0, (int) b.eventLoop().submit(() -> b.matcher().putOfferedCount()).get(), "no offer left");
+    }
+
+    @Test
+    void aHeapReceiveBufferFallsBackToFragmentsAndAHeapSendIsWrittenThroughABounceChunk() throws Exception {
+        Worker a = workers.start("a", PUT);
+        Worker b = workers.start("b", PUT);
+        Endpoint ep = a.connect(b.address());
+        int n = 16 << 20; // above tcp's tag/rndv threshold, so a heap send goes by rendezvous too
+        ByteBuf heapInto = Unpooled.buffer(n);
+        try {
+            Future<TagMessage> r = b.tagRecv(1, -1L, heapInto);
+            ChannelFuture s = ep.tagSend(1, direct(1, n));
+            TagMessage m = r.get(60, TimeUnit.SECONDS);
+            try {
+                assertPattern(1, n, m.content());
+            } finally {
+                m.release();
+            }
+            assertTrue(s.await(10, TimeUnit.SECONDS) && s.isSuccess());
+        } finally {
+            heapInto.release();
+        }
+        assertEquals(1, b.counters().count(RndvProtocols.RECV_PUT_FALLBACK_COUNTER), "plain RTR for a heap buffer");
+        assertEquals(0, a.counters().count(RndvProtocols.PUT_COUNTER));
+        // A heap send (tag/rndv's plain RTS) into a direct receive: the receiver still offers, the sender bounces.
+        ByteBuf into = ByteBufAllocator.DEFAULT.directBuffer(n);
+        try {
+            Future<TagMessage> r = b.tagRecv(2, -1L, into);
+            ChannelFuture s = ep.tagSend(2, pattern(2, n));
+            TagMessage m = r.get(60, TimeUnit.SECONDS);
+            try {
+                assertPattern(2, n, m.content());
+            } finally {
+                m.release();
+            }
+            assertTrue(s.await(10, TimeUnit.SECONDS) && s.isSuccess());
+        } finally {
+            into.release();
+        }
+        assertEquals(2, a.counters().count(EagerTagSendHandler.TAG_RNDV), "both RTS plain");
+        assertEquals(1, a.counters().count(RndvProtocols.PUT_COUNTER));
+        assertEquals(1, b.counters().count(RndvProtocols.RECV_PUT_COUNTER));
+    }
+
+    @Test
+    void anRtrWithABadRemoteKeyLengthClosesThatLaneWithAClearErrorAndTheWorkerGoesOn() throws Exception {
+        Worker a = workers.start("a", PUT);
+        Worker b = workers.start("b", PUT);
+        Endpoint ep = a.connect(b.address());
+        ep.tagSend(1, pattern(1, 10)).sync(); // wired up: b has its endpoint
+        b.tagRecv(1, -1L).get(10, TimeUnit.SECONDS).release();
+        Endpoint back = b.endpoints().iterator().next();
+        ByteBuf h = RndvHeaders.writeRtr(back.alloc().buffer(), 1, 2, 4096, new RemoteKey(1, 1, 0x1000, 4096));
+        h.setShortLE(RndvHeaders.RTR_LENGTH, 13); // the key length field lies
+        back.amLane().writeAndFlush(AmFrame.of(AmIds.RNDV_RTR, h)).sync();
+        awaitTrue(() -> !a.laneFailures().isEmpty(), "the sender's lane did not fail");
+        assertTrue(a.laneFailures().stream().anyMatch(t -> String.valueOf(t.getMessage())
+                .contains("RNDV_RTR remote key length is 13, expected 28")), () -> "failures: " + a.laneFailures());
+        assertTrue(ep.closeFuture().await(10, TimeUnit.SECONDS), "the lane, and with it the endpoint, closed");
+        Endpoint again = a.connect(b.address());
+        ByteBuf into = ByteBufAllocator.DEFAULT.directBuffer(1 << 20);
+        try {
+            Future<TagMessage> r = b.tagRecv(3, -1L, into);
+            again.tagSend(3, direct(3, 1 << 20)).sync();
+            TagMessage m = r.get(10, TimeUnit.SECONDS);
+            try {
+                assertPattern(3, 1 << 20, m.content());
+            } finally {
+                m.release();
+            }
+        } finally {
+            into.release();
+        }
+        assertEquals(1, a.counters().count(RndvProtocols.PUT_COUNTER));
+    }
+
+    /** The receiving endpoint closes while the sender writes 64 MiB into it: the close waits, the receive completes. */
+    @Test
+    void aGracefulCloseOfTheReceivingEndpointWaitsForThePutInProgress() throws Exception {
+        Worker a = workers.start("a", PUT);
+        Worker b = workers.start("b", PUT);
+        Endpoint ep = a.connect(b.address());
+        ep.tagSend(1, pattern(1, 10)).sync();
+        b.tagRecv(1, -1L).get(10, TimeUnit.SECONDS).release();
+        Endpoint back = b.endpoints().iterator().next();
+        int n = 64 << 20;
+        ChannelFuture s = ep.tagSend(2, direct(2, n));
+        TestWorkers.awaitUnexpected(b); // the RTS is here; a waits for the RTR
+        // Hold the sender's loop, so the RTR waits there and the offer is still open when b closes.
+        java.util.concurrent.CountDownLatch go = new java.util.concurrent.CountDownLatch(1);
+        a.eventLoop().execute(() -> {
+            try {
+                go.await(30, TimeUnit.SECONDS);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+        });
+        Future<TagMessage> r;
+        ChannelFuture closed;
+        try {
+            r = b.tagRecv(2, -1L);
+            assertEquals(1, (int) b.eventLoop().submit(() -> b.matcher().putOfferedCount()).get(), "offered");
+            closed = back.close();
+            Thread.sleep(200);
+            assertFalse(closed.isDone(), "the close waits for the PUT the peer has not even started");
+            assertFalse(r.isDone());
+        } finally {
+            go.countDown();
+        }
+        TagMessage m = r.get(60, TimeUnit.SECONDS);
+        try {
+            assertPattern(2, n, m.content());
+        } finally {
+            m.release();
+        }
+        assertTrue(s.await(10, TimeUnit.SECONDS) && s.isSuccess(), () -> "send: " + s.cause());
+        assertTrue(closed.await(20, TimeUnit.SECONDS), "the close completed");
+        assertEquals(1, b.counters().count(RndvProtocols.RECV_PUT_COUNTER));
+        assertEquals(0, b.counters().count(RndvProtocols.RECV_PUT_HELD_COUNTER));
+    }
+
+    /**
+     * The PUT safety rule in one process: b's endpoint fails (as by keepalive) while its receive buffer is offered and
+     * the sender has not written yet. The receive is held, not failed; b keeps the lane open and sends EP_REMOVED on
+     * it; the sender, once it runs, stops and says so by ATP (or finishes and says so); only then is the receive
+     * failed with the endpoint's cause and its buffer released, and b's lane closed.
+     */
+    @Test
+    void anEndpointFailingWhileItsBufferIsOfferedHoldsTheReceiveUntilTheSendersLastWord() throws Exception {
+        Worker a = workers.start("a", PUT);
+        Worker b = workers.start("b", PUT);
+        Endpoint ep = a.connect(b.address());
+        ep.tagSend(1, pattern(1, 10)).sync();
+        b.tagRecv(1, -1L).get(10, TimeUnit.SECONDS).release();
+        Endpoint back = b.endpoints().iterator().next();
+        int n = 64 << 20;
+        ChannelFuture s = ep.tagSend(2, direct(2, n));
+        TestWorkers.awaitUnexpected(b);
+        java.util.concurrent.CountDownLatch go = new java.util.concurrent.CountDownLatch(1);
+        a.eventLoop().execute(() -> {
+            try {
+                go.await(30, TimeUnit.SECONDS);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+        });
+        Future<TagMessage> r;
+        io.netty.channel.Channel lane = back.amLane();
+        try {
+            r = b.tagRecv(2, -1L);
+            b.eventLoop().submit(() -> back.fail(new EndpointTimeoutException(back.endpointId(),
+                    (EndpointAddress) back.remoteAddress(), "test: as if the peer had been silent"))).get();
+            assertTrue(back.closeFuture().isDone(), "the endpoint has ended");
+            assertTrue(lane.isOpen(), "its lane waits for the sender's last word");
+            assertEquals(1, (int) b.eventLoop().submit(() -> b.matcher().heldCount()).get());
+            Thread.sleep(200);
+            assertFalse(r.isDone(), "held: the sender may still write into the buffer");
+        } finally {
+            go.countDown();
+        }
+        assertTrue(r.await(30, TimeUnit.SECONDS), "released after the sender's ATP");
+        assertTrue(r.cause() instanceof java.io.IOException, () -> "cause: " + r.cause());
+        assertTrue(r.cause().getCause() instanceof EndpointTimeoutException, () -> "cause: " + r.cause());
+        assertTrue(lane.closeFuture().await(10, TimeUnit.SECONDS), "then the lane closed");
+        assertTrue(s.await(10, TimeUnit.SECONDS));
+        // Usually the sender read EP_REMOVED right behind the RTR and cancelled (its send failed with the reset); if
+        // it had finished first, its ATP OK was its last word instead. Either way nothing writes into the buffer now.
+        assertTrue(s.isSuccess() ? a.counters().count(RndvProtocols.PUT_COUNTER) == 1
+                : s.cause() instanceof ConnectionResetException, () -> "send: " + s.cause());
+        assertEquals(0, (int) b.eventLoop().submit(() -> b.matcher().heldCount()).get());
+        assertEquals(1, b.counters().count(RndvProtocols.RECV_PUT_HELD_COUNTER));
+        assertEquals(0, b.counters().count(RndvProtocols.RECV_PUT_COUNTER));
+    }
+
+    @Test
+    void theSchemeDecidesWhichRendezvousVariantsTheTablesHold() throws Exception {
+        Map<String, List<Protocol>> expected = Map.of(
+                "auto", List.of(RndvProtocols.TAG_RNDV, RndvProtocols.GET_ZCOPY),
+                "get_zcopy", List.of(RndvProtocols.TAG_RNDV, RndvProtocols.GET_ZCOPY),
+                "put_zcopy", List.of(RndvProtocols.TAG_RNDV, RndvProtocols.PUT_ZCOPY),
+                "am", List.of(RndvProtocols.TAG_RNDV));
+        for (var e : expected.entrySet()) {
+            List<Protocol> rndv = Worker.enabledProtocols(NucxConfig.of(Map.of("RNDV_SCHEME", e.getKey()), Map.of()))
+                    .stream().filter(p -> p.name().startsWith("tag/") || p.name().startsWith("rndv/")).toList();
+            assertEquals(e.getValue(), rndv, e.getKey());
+        }
+        assertEquals(List.of(RndvProtocols.PUT_ZCOPY), Worker.enabledProtocols(NucxConfig.of(Map.of("RNDV_SCHEME",
+                "put_zcopy", "PROTOS", "rndv/put/zcopy"), Map.of())), "NUCX_PROTOS knows it by name");
+        NucxConfigException bad = assertThrows(NucxConfigException.class,
+                () -> workers.start("x", "TLS", "tcp,cma", "RNDV_SCHEME", "push"));
+        assertTrue(bad.getMessage().contains("RNDV_SCHEME") && bad.getMessage().contains("'push'"), bad.getMessage());
+        Worker a = workers.start("a", PUT);
+        String info = a.protocolInfo(a.address());
+        assertTrue(info.contains("(?) rendezvous zero-copy write to remote"), info);
+        assertFalse(info.contains("zero-copy read from remote"), info);
+    }
+}
