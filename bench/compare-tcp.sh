@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Side by side, same run: nucx perftest vs ucx_perftest (apt ucx-utils) over tcp on loopback.
-# tag_lat 8 B, tag_bw 64 KiB and tag_bw 1 MiB; prints each tool's Final line and the ratios. Needs bin/build first.
+# tag_lat 8 B, tag_bw 64 KiB and tag_bw 1 MiB (nucx also with -D zcopy: eager zero-copy forced); prints each tool's
+# Final line and the ratios. Needs bin/build first.
 # Usage: bench/compare-tcp.sh [LAT_ITERS] [BW_ITERS (1 MiB; 64 KiB runs 16x as many)]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -19,6 +20,8 @@ run_all() {
     pair "ucx_bw64"     "UCX_TLS=tcp ucx_perftest"                      env UCX_TLS=tcp ucx_perftest -t tag_bw -s 65536 -n $((bw_n * 16))
     pair "nucx_bw64"    "NUCX_TLS=tcp bin/nucx perftest"                env NUCX_TLS=tcp bin/nucx perftest -t tag_bw -s 65536 -n $((bw_n * 16))
     pair "ucx_lo_bw64"  "UCX_TLS=tcp UCX_NET_DEVICES=lo ucx_perftest"   env UCX_TLS=tcp UCX_NET_DEVICES=lo ucx_perftest -t tag_bw -s 65536 -n $((bw_n * 16))
+    pair "nucx_zc_bw"   "NUCX_TLS=tcp bin/nucx perftest"                env NUCX_TLS=tcp bin/nucx perftest -D zcopy -t tag_bw -s 1048576 -n "$bw_n"
+    pair "nucx_zc_bw64" "NUCX_TLS=tcp bin/nucx perftest"                env NUCX_TLS=tcp bin/nucx perftest -D zcopy -t tag_bw -s 65536 -n $((bw_n * 16))
 }
 
 results=$(run_all)
@@ -33,4 +36,6 @@ echo "$results" | awk '
             v["nucx_bw_bw"]/v["ucx_bw_bw"], v["nucx_bw_bw"]/v["ucx_lo_bw_bw"];
         printf "bandwidth ratio 64 KiB nucx/ucx (overall, higher is better): %.2f (vs ucx lo only: %.2f)\n",
             v["nucx_bw64_bw"]/v["ucx_bw64_bw"], v["nucx_bw64_bw"]/v["ucx_lo_bw64_bw"];
+        printf "with -D zcopy, 1 MiB: %.2f, 64 KiB: %.2f (nucx/ucx overall)\n",
+            v["nucx_zc_bw_bw"]/v["ucx_bw_bw"], v["nucx_zc_bw64_bw"]/v["ucx_bw64_bw"];
     }'

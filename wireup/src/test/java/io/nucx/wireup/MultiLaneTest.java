@@ -234,8 +234,21 @@ class MultiLaneTest {
     void aPairConnectedInTwoErrorModesFailsNamingBoth() throws Exception {
         Worker a = workers.start("a", "TLS", "tcp");
         Worker b = workers.start("b", "TLS", "tcp");
+        // Both loops held, so both endpoints wait EXPECTED and pair with each other's REQUEST (had one REQUEST come
+        // first, the other connect would adopt the endpoint it created, in the requester's mode).
+        java.util.concurrent.CountDownLatch hold = new java.util.concurrent.CountDownLatch(1);
+        for (Worker w : List.of(a, b)) {
+            w.eventLoop().execute(() -> {
+                try {
+                    hold.await();
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                }
+            });
+        }
         Endpoint ab = a.connect(b.address(), ErrorMode.FAILOVER);
         Endpoint ba = b.connect(a.address(), ErrorMode.PEER);
+        hold.countDown();
         String messages = "";
         for (Endpoint ep : List.of(ab, ba)) {
             assertTrue(ep.errorFuture().await(10, TimeUnit.SECONDS), ep + " did not end");

@@ -1,13 +1,11 @@
 package io.nucx.protocol.amo;
 
 import io.netty.channel.Channel;
-import io.netty.util.concurrent.Promise;
+import io.netty.util.concurrent.Future;
+import io.nucx.protocol.PendingRequests;
 import io.nucx.protocol.ProtocolException;
 
-import java.util.ArrayList;
-import java.util.HashMap;
 import java.util.List;
-import java.util.Map;
 
 /** A worker's atomics waiting for ATOMIC_REP: request id → endpoint and result. Loop only. */
 public final class AtomicRequests {
@@ -15,13 +13,10 @@ public final class AtomicRequests {
     private record Pending(Channel endpoint, AtomicRequest request) {
     }
 
-    private final Map<Long, Pending> pending = new HashMap<>();
-    private long nextId = 1;
+    private final PendingRequests<Pending> pending = new PendingRequests<>(Pending::endpoint);
 
     long add(Channel endpoint, AtomicRequest request) {
-        long id = nextId++;
-        pending.put(id, new Pending(endpoint, request));
-        return id;
+        return pending.add(new Pending(endpoint, request));
     }
 
     public int size() {
@@ -36,11 +31,10 @@ public final class AtomicRequests {
     }
 
     void onReply(Channel source, long id, int status, long value) {
-        Pending p = pending.get(id);
-        if (p == null || p.endpoint() != source) {
+        Pending p = pending.take(id, source);
+        if (p == null) {
             throw new ProtocolException("ATOMIC_REP for unknown request " + id + " from " + source);
         }
-        pending.remove(id);
         AtomicRequest r = p.request();
         if (status == AmoHeaders.STATUS_OK) {
             r.result().trySuccess(value);
@@ -52,26 +46,12 @@ public final class AtomicRequests {
     }
 
     /** The results of {@code endpoint}'s atomics still waiting (a graceful close waits for them). */
-    public List<io.netty.util.concurrent.Future<Long>> promisesOf(Channel endpoint) {
-        List<io.netty.util.concurrent.Future<Long>> out = new ArrayList<>();
-        for (Pending p : pending.values()) {
-            if (p.endpoint() == endpoint) {
-                out.add(p.request().result());
-            }
-        }
-        return out;
+    public List<Future<Long>> promisesOf(Channel endpoint) {
+        return pending.of(endpoint).stream().<Future<Long>>map(p -> p.request().result()).toList();
     }
 
     /** The endpoint went away: its waiting atomics fail (whether the peer applied them is unknown). */
     public void onEndpointClosed(Channel endpoint, Throwable cause) {
-        List<Long> dead = new ArrayList<>();
-        pending.forEach((id, p) -> {
-            if (p.endpoint() == endpoint) {
-                dead.add(id);
-            }
-        });
-        for (Long id : dead) {
-            failed(id, cause);
-        }
+        pending.takeAll(endpoint).forEach(p -> p.request().result().tryFailure(cause));
     }
 }

@@ -2,12 +2,11 @@ package io.nucx.protocol.tag;
 
 import io.netty.channel.Channel;
 import io.netty.channel.ChannelPromise;
+import io.netty.util.concurrent.Future;
+import io.nucx.protocol.PendingRequests;
 import io.nucx.protocol.ProtocolException;
 
-import java.util.ArrayList;
-import java.util.HashMap;
 import java.util.List;
-import java.util.Map;
 
 /**
  * A worker's synchronous eager sends waiting for EAGER_SYNC_ACK: sender request id → the user's promise. The data
@@ -18,13 +17,10 @@ public final class SyncSends {
     private record Pending(long tag, long length, Channel endpoint, ChannelPromise promise) {
     }
 
-    private final Map<Long, Pending> pending = new HashMap<>();
-    private long nextId = 1;
+    private final PendingRequests<Pending> pending = new PendingRequests<>(Pending::endpoint);
 
     long add(long tag, long length, Channel endpoint, ChannelPromise promise) {
-        long id = nextId++;
-        pending.put(id, new Pending(tag, length, endpoint, promise));
-        return id;
+        return pending.add(new Pending(tag, length, endpoint, promise));
     }
 
     /** Sends waiting for their acknowledgement. */
@@ -42,11 +38,10 @@ public final class SyncSends {
 
     /** The receiver matched the message (or refused it as too long for its buffer). */
     public void onAck(Channel source, long id, int status) {
-        Pending p = pending.get(id);
-        if (p == null || p.endpoint() != source) {
+        Pending p = pending.take(id, source);
+        if (p == null) {
             throw new ProtocolException("EAGER_SYNC_ACK for unknown send " + id + " from " + source);
         }
-        pending.remove(id);
         if (status == RndvHeaders.STATUS_OK) {
             p.promise().trySuccess();
         } else if (status == RndvHeaders.STATUS_TRUNCATED) {
@@ -57,33 +52,17 @@ public final class SyncSends {
     }
 
     /** The promises of {@code endpoint}'s sends still waiting for the receiver (a graceful close waits for them). */
-    public List<io.netty.util.concurrent.Future<Void>> promisesOf(Channel endpoint) {
-        List<io.netty.util.concurrent.Future<Void>> out = new ArrayList<>();
-        for (Pending p : pending.values()) {
-            if (p.endpoint() == endpoint) {
-                out.add(p.promise());
-            }
-        }
-        return out;
+    public List<Future<Void>> promisesOf(Channel endpoint) {
+        return pending.of(endpoint).stream().<Future<Void>>map(Pending::promise).toList();
     }
 
     /** The endpoint went away: its waiting sends fail. */
     public void onEndpointClosed(Channel endpoint, Throwable cause) {
-        List<Long> dead = new ArrayList<>();
-        pending.forEach((id, p) -> {
-            if (p.endpoint() == endpoint) {
-                dead.add(id);
-            }
-        });
-        for (Long id : dead) {
-            failed(id, cause);
-        }
+        pending.takeAll(endpoint).forEach(p -> p.promise().tryFailure(cause));
     }
 
     /** Fails every waiting send. */
     public void close(Throwable cause) {
-        for (Long id : new ArrayList<>(pending.keySet())) {
-            failed(id, cause);
-        }
+        pending.takeAll().forEach(p -> p.promise().tryFailure(cause));
     }
 }
