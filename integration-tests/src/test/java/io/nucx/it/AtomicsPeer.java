@@ -31,7 +31,8 @@ public final class AtomicsPeer {
         for (String line; (line = in.readLine()) != null; ) {
             if (line.equals("READ")) {
                 var vh = ValueLayout.JAVA_LONG.varHandle();
-                System.out.println("WORDS " + (long) vh.getVolatile(words, 0L) + " " + (long) vh.getVolatile(words, 8L));
+                System.out.println("WORDS " + (long) vh.getVolatile(words, 0L) + " "
+                        + (long) vh.getVolatile(words, 8L));
                 System.out.flush();
             } else if (line.equals("END")) {
                 break;

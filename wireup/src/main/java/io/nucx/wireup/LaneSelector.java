@@ -245,7 +245,8 @@ public final class LaneSelector {
         }
         trace.add(device.isEmpty() ? "amo        none: no transport has device atomics (ATOMIC64) on both sides; "
                 + "atomics go as active messages on the AM lane (amo/am)"
-                : "amo        " + device + " offer ATOMIC64, but atomics go as active messages on the AM lane (amo/am)");
+                : "amo        " + device + " offer ATOMIC64, but atomics go as active messages on the AM lane "
+                + "(amo/am)");
     }
 
     private static void note(List<String> trace, String criterion, WorkerAddress.Entry l, WorkerAddress.Entry r,

@@ -115,7 +115,8 @@ class PerftestTest {
 
     /**
      * {@code -e failover} reaches the server with the parameters: the server's own setting says peer, and a pair in
-     * two modes would fail at wireup, so a completed run means both sides ran in failover (sends completed by LANE_ACK).
+     * two modes would fail at wireup, so a completed run means both sides ran in failover (sends completed by
+     * LANE_ACK).
      */
     @Test
     void dashEGivesBothSidesTheErrorMode() throws Exception {

@@ -3,8 +3,8 @@ package io.nucx.protocol.amo;
 /**
  * Layouts of the two atomic messages (little-endian), UCX's software atomics over active messages:
  * <pre>
- *  ATOMIC_REQ  | request id:u64 | address:u64 | value:u64 | compare:u64 | region:u32 | op:u8 | reserved:u8[3] |  40 B
- *  ATOMIC_REP  | request id:u64 | status:u8 | old value:u64 |                                                       17 B
+ *  ATOMIC_REQ  | request id:u64 | address:u64 | value:u64 | compare:u64 | region:u32 | op:u8 | pad:u8[3] |  40 B
+ *  ATOMIC_REP  | request id:u64 | status:u8 | old value:u64 |                                                  17 B
  * </pre>
  */
 public final class AmoHeaders {

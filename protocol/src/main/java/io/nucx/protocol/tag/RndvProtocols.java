@@ -102,35 +102,12 @@ public final class RndvProtocols {
      * it: no address another process could read) and for non-contiguous data. Shares {@code tag/rndv}'s user
      * threshold and priority.
      */
-    public static final Protocol GET_ZCOPY = new Protocol() {
+    public static final Protocol GET_ZCOPY = new RmaZcopy("rndv/get/zcopy",
+            "(?) rendezvous zero-copy read from remote", Capability.GET_ZCOPY) {
         @Override
-        public String name() {
-            return "rndv/get/zcopy";
-        }
-
-        @Override
-        public String description() {
-            return "(?) rendezvous zero-copy read from remote";
-        }
-
-        @Override
-        public void probe(ProbeParams params, Consumer<ProtoCandidate> out) {
-            long key = params.key();
-            SelectionKey.Operation op = SelectionKey.operation(key);
-            if ((op != SelectionKey.Operation.TAG_SEND && op != SelectionKey.Operation.TAG_SEND_SYNC)
-                    || SelectionKey.datatype(key) != SelectionKey.DatatypeClass.CONTIG
-                    || SelectionKey.memoryType(key) == SelectionKey.MemoryType.HEAP
-                    || !params.endpoint().hasRmaLane()) {
-                return;
-            }
-            IfaceAttributes rma = params.endpoint().rmaLaneAttrs();
-            if (!rma.has(Capability.GET_ZCOPY)) {
-                return;
-            }
-            IfaceAttributes am = params.endpoint().amLaneAttrs();
+        ProtoPerf perf(IfaceAttributes am, IfaceAttributes rma, long max) {
             double ovh = am.overheadSeconds();
-            long max = Math.min(ProtoPerf.MAX_SIZE, rma.maxZcopy());
-            ProtoPerf perf = new ProtoPerf()
+            return new ProtoPerf()
                     // RTS out, ATS in
                     .add(1, max, PerfFactor.LOCAL_CPU, LinearFunc.constant(ovh + RTS_OVERHEAD + ovh))
                     // RTS in, the reads, ATS out
@@ -138,15 +115,7 @@ public final class RndvProtocols {
                             rma.overheadSeconds() / Cma.CHUNK))
                     .add(1, max, PerfFactor.REMOTE_TL, LinearFunc.slope(1 / rma.bandwidth()))
                     .add(1, max, PerfFactor.LATENCY, LinearFunc.constant(2 * am.latencySeconds()
-                            + rma.latencySeconds()))
-                    .scale(PERF_DIFF_FACTOR);
-            out.accept(new ProtoCandidate(this, params.rndvThresh(), 60, perf, params.endpoint().amLane() + " + "
-                    + params.endpoint().rmaLane()));
-        }
-
-        @Override
-        public String toString() {
-            return name();
+                            + rma.latencySeconds()));
         }
     };
 
@@ -180,15 +149,49 @@ public final class RndvProtocols {
      * buffer type; a heap send that went by {@code tag/rndv} is still written by PUT through a bounce chunk if the
      * receiver offers its key) and for non-contiguous data. Shares {@code tag/rndv}'s user threshold and priority.
      */
-    public static final Protocol PUT_ZCOPY = new Protocol() {
+    public static final Protocol PUT_ZCOPY = new RmaZcopy("rndv/put/zcopy",
+            "(?) rendezvous zero-copy write to remote", Capability.PUT_ZCOPY) {
+        @Override
+        ProtoPerf perf(IfaceAttributes am, IfaceAttributes rma, long max) {
+            double ovh = am.overheadSeconds();
+            return new ProtoPerf()
+                    // RTS out, RTR in, the writes, ATP out
+                    .add(1, max, PerfFactor.LOCAL_CPU, new LinearFunc(ovh + RTS_OVERHEAD + ovh
+                            + rma.overheadSeconds() + ovh, rma.overheadSeconds() / Cma.CHUNK))
+                    // RTS in, RTR out, ATP in
+                    .add(1, max, PerfFactor.REMOTE_CPU, LinearFunc.constant(ovh + ovh + RTR_OVERHEAD + ovh))
+                    .add(1, max, PerfFactor.LOCAL_TL, LinearFunc.slope(1 / rma.bandwidth()))
+                    .add(1, max, PerfFactor.LATENCY, LinearFunc.constant(3 * am.latencySeconds()
+                            + rma.latencySeconds()));
+        }
+    };
+
+    /**
+     * What the RMA rendezvous variants share: they run for tagged sends of one contiguous run of non-heap memory on an
+     * endpoint whose RMA lane has {@code needs}, up to its max zero-copy size, with tag/rndv's threshold and priority,
+     * and their cost (from {@link #perf}) is scaled by the differentiating factor.
+     */
+    private abstract static class RmaZcopy implements Protocol {
+        private final String name;
+        private final String description;
+        private final Capability needs;
+
+        RmaZcopy(String name, String description, Capability needs) {
+            this.name = name;
+            this.description = description;
+            this.needs = needs;
+        }
+
+        abstract ProtoPerf perf(IfaceAttributes am, IfaceAttributes rma, long max);
+
         @Override
         public String name() {
-            return "rndv/put/zcopy";
+            return name;
         }
 
         @Override
         public String description() {
-            return "(?) rendezvous zero-copy write to remote";
+            return description;
         }
 
         @Override
@@ -198,35 +201,21 @@ public final class RndvProtocols {
             if ((op != SelectionKey.Operation.TAG_SEND && op != SelectionKey.Operation.TAG_SEND_SYNC)
                     || SelectionKey.datatype(key) != SelectionKey.DatatypeClass.CONTIG
                     || SelectionKey.memoryType(key) == SelectionKey.MemoryType.HEAP
-                    || !params.endpoint().hasRmaLane()) {
+                    || !params.endpoint().hasRmaLane() || !params.endpoint().rmaLaneAttrs().has(needs)) {
                 return;
             }
             IfaceAttributes rma = params.endpoint().rmaLaneAttrs();
-            if (!rma.has(Capability.PUT_ZCOPY)) {
-                return;
-            }
-            IfaceAttributes am = params.endpoint().amLaneAttrs();
-            double ovh = am.overheadSeconds();
             long max = Math.min(ProtoPerf.MAX_SIZE, rma.maxZcopy());
-            ProtoPerf perf = new ProtoPerf()
-                    // RTS out, RTR in, the writes, ATP out
-                    .add(1, max, PerfFactor.LOCAL_CPU, new LinearFunc(ovh + RTS_OVERHEAD + ovh
-                            + rma.overheadSeconds() + ovh, rma.overheadSeconds() / Cma.CHUNK))
-                    // RTS in, RTR out, ATP in
-                    .add(1, max, PerfFactor.REMOTE_CPU, LinearFunc.constant(ovh + ovh + RTR_OVERHEAD + ovh))
-                    .add(1, max, PerfFactor.LOCAL_TL, LinearFunc.slope(1 / rma.bandwidth()))
-                    .add(1, max, PerfFactor.LATENCY, LinearFunc.constant(3 * am.latencySeconds()
-                            + rma.latencySeconds()))
-                    .scale(PERF_DIFF_FACTOR);
+            ProtoPerf perf = perf(params.endpoint().amLaneAttrs(), rma, max).scale(PERF_DIFF_FACTOR);
             out.accept(new ProtoCandidate(this, params.rndvThresh(), 60, perf, params.endpoint().amLane() + " + "
                     + params.endpoint().rmaLane()));
         }
 
         @Override
         public String toString() {
-            return name();
+            return name;
         }
-    };
+    }
 
     private RndvProtocols() {
     }
