@@ -71,7 +71,13 @@ class UnreachablePeerTest {
 
     private void createNamespace() throws Exception {
         Assumptions.assumeTrue("root".equals(System.getProperty("user.name")), "needs root for ip netns");
-        Assumptions.assumeTrue(run(false, "ip", "netns", "add", ns) == 0, "ip netns add is not permitted here");
+        int added;
+        try {
+            added = run(false, "ip", "netns", "add", ns);
+        } catch (IOException noIp) {
+            added = -1; // no ip(8) here
+        }
+        Assumptions.assumeTrue(added == 0, "ip netns add is not available or not permitted here");
         nsCreated = true;
         run(true, "ip", "link", "add", hostIf, "type", "veth", "peer", "name", peerIf);
         run(true, "ip", "link", "set", peerIf, "netns", ns);
