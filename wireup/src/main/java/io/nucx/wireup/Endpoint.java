@@ -715,12 +715,12 @@ public final class Endpoint extends AbstractChannel {
             return;
         }
         outstandingReleased = true;
+        messageLanes.releaseAll(cause); // first: the ATP(cancelled) written below must not wait for confirmation
         worker.matcher().onSourceClosed(this, cause);
         putAbortsWritten = worker.rndvSends().onEndpointClosed(this, cause);
         worker.syncSends().onEndpointClosed(this, cause);
         worker.zcopySends().onEndpointClosed(this, cause);
         worker.atomicRequests().onEndpointClosed(this, cause);
-        messageLanes.releaseAll(cause);
     }
 
     /**
@@ -945,7 +945,9 @@ public final class Endpoint extends AbstractChannel {
         if (lane != null) {
             closeAmLane(lane);
         }
-        messageLanes.closeAll(lane);
+        if (!awaitingPutRelease) {
+            messageLanes.closeAll(lane);
+        } // else the AM_BW lanes stay open too: the peer's fallback RNDV_DATA for held receives may come on them
         if (ownLane != null && ownLane != lane) {
             ownLane.close();
         }
@@ -1008,6 +1010,7 @@ public final class Endpoint extends AbstractChannel {
         }
         awaitingPutRelease = false;
         Channel lane = amLane;
+        messageLanes.closeAll(lane);
         if (lane != null && !putAbortsPending) {
             lane.close();
         }

@@ -91,7 +91,7 @@ final class MessageLanes {
     }
 
     private final Endpoint endpoint;
-    private final boolean tracking;
+    private boolean tracking;
     private final List<Slot> slots = new ArrayList<>();
     private final Set<String> failedTransports = new LinkedHashSet<>();
     private final ArrayDeque<Sent> held = new ArrayDeque<>();
@@ -150,10 +150,24 @@ final class MessageLanes {
 
     /** Sends {@code frame} on its lane (or holds it during a failover); the promise completes as the class says. */
     void write(AmFrame frame, ChannelPromise promise) {
-        if (released) { // the endpoint failed or closed: nothing is kept or sent any more
-            frame.release();
-            EndpointException why = endpoint.failure();
-            promise.tryFailure(why != null ? why : new java.nio.channels.ClosedChannelException());
+        if (released) {
+            // The endpoint is ending: its last words (ATP(cancelled) for PUTs it stopped) go straight onto a live lane,
+            // neither kept for confirmation nor held behind a failover that will not settle any more.
+            Slot s = target();
+            if (s == null) {
+                frame.release();
+                EndpointException why = endpoint.failure();
+                promise.tryFailure(why != null ? why : new java.nio.channels.ClosedChannelException());
+                return;
+            }
+            boolean wasTracking = tracking;
+            tracking = false;
+            try {
+                sendOne(s, frame, promise);
+            } finally {
+                tracking = wasTracking;
+            }
+            s.channel.flush();
             return;
         }
         if (suspended) {

@@ -188,7 +188,9 @@ public final class Worker {
 
                     @Override
                     public int rndvPutPeerPid(Channel ep) {
-                        return ((Endpoint) ep).rmaChannel(Capability.PUT_ZCOPY) instanceof CmaChannel cma
+                        // No offers once the endpoint is closing: its peer may have ended its sends already, and
+                        // an offer nobody answers would hold the buffer until that process exits.
+                        return ep.isActive() && ((Endpoint) ep).rmaChannel(Capability.PUT_ZCOPY) instanceof CmaChannel cma
                                 && cma.isActive() ? cma.peerPid() : -1;
                     }
 

@@ -139,6 +139,12 @@ public final class EagerTagSendHandler extends ChannelOutboundHandlerAdapter {
             ctx.write(msg, promise);
             return;
         }
+        if (!promise.setUncancellable()) { // cancelled before it was sent: nothing goes out
+            io.netty.util.ReferenceCountUtil.release(msg);
+            return;
+        }
+        // From here a send cannot be taken back: Netty drops a write whose promise is cancelled, and the frame the
+        // promise rides on (the last fragment, an ATP) would be lost with the message half sent.
         try {
             int length = content.readableBytes();
             // isDirect, not hasArray: a composite of heap components is heap memory too (no array of its own).

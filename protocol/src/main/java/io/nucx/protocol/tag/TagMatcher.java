@@ -303,6 +303,9 @@ public final class TagMatcher {
         }
         Unexpected u = takeUnexpected(tag, mask);
         Receive r = new Receive(tag, mask, nextSn++, into, promise);
+        if (u != null) {
+            promise.setUncancellable(); // matched at once: data go into its buffer from here on
+        }
         if (u == null) {
             if (mask == -1L) {
                 exactExpected.computeIfAbsent(tag, t -> new ArrayDeque<>()).add(r);
@@ -408,6 +411,10 @@ public final class TagMatcher {
         }
         if (chosen != null) {
             expectedCount--;
+            // Matched: its buffer is being written from now on, so the user can no longer take it back (UCX neither).
+            if (!chosen.promise.setUncancellable()) {
+                return takeExpected(tag); // cancelled from another thread just now
+            }
         }
         return chosen;
     }

@@ -337,4 +337,27 @@ class EagerTagSendHandlerTest {
         assertFalse(rx.finish());
         assertNull(rx.readInbound());
     }
+
+    /**
+     * A send cannot be taken back once written: Netty drops a write whose promise is cancelled, which would lose the
+     * fragment the promise rides on and leave the message half sent. A send cancelled before it is written sends
+     * nothing.
+     */
+    @Test
+    void aSendCannotBeCancelledOnceWrittenAndACancelledOneSendsNothing() {
+        EmbeddedChannel ch = new EmbeddedChannel(handler());
+        io.netty.channel.ChannelPromise sent = ch.newPromise();
+        ch.writeAndFlush(new TagMessage(1, Unpooled.wrappedBuffer(content(1, 5000))), sent);
+        assertFalse(sent.cancel(false), "written: not cancellable");
+        List<AmFrame> frames = drain(ch);
+        assertEquals(5, frames.size(), "FIRST + 4 MIDDLE, all of them");
+        frames.forEach(AmFrame::release);
+        io.netty.channel.ChannelPromise cancelled = ch.newPromise();
+        assertTrue(cancelled.cancel(false));
+        io.netty.buffer.ByteBuf data = Unpooled.wrappedBuffer(content(2, 5000));
+        ch.writeAndFlush(new TagMessage(2, data), cancelled);
+        assertEquals(0, drain(ch).size(), "cancelled before it was sent: nothing goes out");
+        assertEquals(0, data.refCnt(), "and its buffer is released");
+        assertFalse(ch.finishAndReleaseAll());
+    }
 }
