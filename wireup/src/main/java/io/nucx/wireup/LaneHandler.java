@@ -100,6 +100,7 @@ final class LaneHandler extends ChannelInboundHandlerAdapter {
                 if (!endpoint.isOpen()) {
                     // Ended, lane open while receive buffers offered to the peer for PUT are held: only its ATP or
                     // DATA for them counts now (TagMatcher's PUT safety rule); the rest is dropped.
+                    refuseLateOffer(ctx, frame);
                     worker.rndvReceiver().onFrameAfterClose(endpoint, frame);
                     return;
                 }
@@ -189,6 +190,22 @@ final class LaneHandler extends ChannelInboundHandlerAdapter {
         if (endpoint != null) {
             endpoint.readBatchEnded(laneIndex, ctx.channel()); // these arrived outside a read batch: confirm them now
         }
+    }
+
+    /**
+     * The peer offered a receive buffer for PUT (an RTR with a key) to an endpoint that has ended: it would hold that
+     * buffer until our process exits. Tell it at once that nothing will be written: ATP(cancelled).
+     */
+    private static void refuseLateOffer(ChannelHandlerContext ctx, AmFrame frame) {
+        io.netty.buffer.ByteBuf h = frame.header();
+        if (frame.amId() != AmIds.RNDV_RTR || h.readableBytes() != io.nucx.protocol.tag.RndvHeaders.RTR_RKEY_LENGTH
+                || !ctx.channel().isActive()) {
+            return;
+        }
+        long receiverReqId = h.getLongLE(h.readerIndex() + 8);
+        ctx.writeAndFlush(AmFrame.of(AmIds.RNDV_ATP, ctx.alloc().buffer(io.nucx.protocol.tag.RndvHeaders.ATP_LENGTH)
+                .writeLongLE(receiverReqId).writeByte(io.nucx.protocol.tag.RndvHeaders.STATUS_CANCELED)
+                .writeLongLE(0)), ctx.voidPromise());
     }
 
     private static void releaseAll(java.util.ArrayDeque<AmFrame> frames) {
