@@ -303,9 +303,6 @@ public final class TagMatcher {
         }
         Unexpected u = takeUnexpected(tag, mask);
         Receive r = new Receive(tag, mask, nextSn++, into, promise);
-        if (u != null) {
-            promise.setUncancellable(); // matched at once: data go into its buffer from here on
-        }
         if (u == null) {
             if (mask == -1L) {
                 exactExpected.computeIfAbsent(tag, t -> new ArrayDeque<>()).add(r);
@@ -324,6 +321,7 @@ public final class TagMatcher {
                 u.data = null;
                 deliver(r, u.tag, data);
             } else {
+                r.promise.setUncancellable(); // its buffer takes the fragments still to come: no taking it back
                 u.reassembly.target = r; // still arriving: the receive completes with the last fragment
             }
         }
@@ -411,10 +409,6 @@ public final class TagMatcher {
         }
         if (chosen != null) {
             expectedCount--;
-            // Matched: its buffer is being written from now on, so the user can no longer take it back (UCX neither).
-            if (!chosen.promise.setUncancellable()) {
-                return takeExpected(tag); // cancelled from another thread just now
-            }
         }
         return chosen;
     }
@@ -521,6 +515,7 @@ public final class TagMatcher {
             ra.zcopyReqId = zcopyReqId;
             Receive r = takeExpected(tag);
             if (r != null) {
+                r.promise.setUncancellable(); // its buffer takes the fragments still to come: no taking it back
                 ra.target = r;
                 if (syncReqId >= 0) {
                     acknowledge(source, syncReqId, r, total);
@@ -659,6 +654,9 @@ public final class TagMatcher {
      */
     private void startRndvReceive(Object target, Channel source, long tag, long size, long senderReqId,
                                   RemoteKey key) {
+        if (target instanceof Receive r) {
+            r.promise.setUncancellable(); // the data (fragments, a GET or a PUT) go into its buffer from here on
+        }
         if (target instanceof Receive r && r.into != null && size > r.into.writableBytes()) {
             r.promise.tryFailure(new MessageTruncatedException(tag, size, r.into.writableBytes()));
             replies.sendAts(source, senderReqId, RndvHeaders.STATUS_TRUNCATED);
@@ -1010,6 +1008,9 @@ public final class TagMatcher {
             if (n > r.into.writableBytes()) {
                 r.promise.tryFailure(new MessageTruncatedException(tag, n, r.into.writableBytes()));
                 return;
+            }
+            if (!r.promise.setUncancellable()) {
+                return; // cancelled from another thread just now: its buffer is the user's again, leave it alone
             }
             int start = r.into.writerIndex();
             r.into.writeBytes(data, data.readerIndex(), n);
