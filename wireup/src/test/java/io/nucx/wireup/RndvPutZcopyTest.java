@@ -298,6 +298,59 @@ class RndvPutZcopyTest {
         assertEquals(0, b.counters().count(RndvProtocols.RECV_PUT_COUNTER));
     }
 
+    /**
+     * b receives a's rendezvous message after a's endpoint has ended, its lane open only because a holds an offer of
+     * its own. Whether b offers its buffer (a then answers ATP(cancelled) at once) or b's endpoint has already read
+     * a's EP_REMOVED (the receive fails as its sender went away), b's receive must end promptly: never be held until
+     * a's process exits, which for a live process is never.
+     */
+    @Test
+    void aReceiveFromAnEndedEndpointEndsPromptlyWhetherOrNotItWasOffered() throws Exception {
+        Worker a = workers.start("a", PUT);
+        Worker b = workers.start("b", PUT);
+        Endpoint ep = a.connect(b.address());
+        ep.tagSend(1, pattern(1, 10)).sync();
+        b.tagRecv(1, -1L).get(10, TimeUnit.SECONDS).release();
+        Endpoint back = b.endpoints().iterator().next();
+        int n = 64 << 20;
+        ChannelFuture fromB = back.tagSend(2, direct(2, n)); // a will offer for it: a holds that offer past its end
+        TestWorkers.awaitUnexpected(a);
+        java.util.concurrent.CountDownLatch go = new java.util.concurrent.CountDownLatch(1);
+        b.eventLoop().execute(() -> {
+            try {
+                go.await(30, TimeUnit.SECONDS);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+        });
+        Future<TagMessage> intoA;
+        Future<TagMessage> intoB;
+        try {
+            intoA = a.tagRecv(2, -1L); // a offers its buffer to b (b's loop is held: the offer waits)
+            awaitTrue(() -> {
+                try {
+                    return a.eventLoop().submit(() -> a.matcher().putOfferedCount()).get() == 1;
+                } catch (Exception e) {
+                    throw new IllegalStateException(e);
+                }
+            }, "a's offer");
+            ep.tagSend(3, direct(3, n)); // a's RTS, read by b behind the offer
+            a.eventLoop().submit(() -> ep.fail(new EndpointTimeoutException(ep.endpointId(),
+                    (EndpointAddress) ep.remoteAddress(), "test: as if the peer had been silent"))).get();
+            assertTrue(ep.closeFuture().isDone() && ep.amLane().isOpen(), "a ended, its lane open for b's last word");
+            intoB = b.tagRecv(3, -1L); // runs on b's loop before b reads anything: b will offer on a's RTS
+        } finally {
+            go.countDown();
+        }
+        assertTrue(intoB.await(20, TimeUnit.SECONDS), "b's receive ended, it was not held");
+        assertTrue(intoB.cause() instanceof java.io.IOException && (intoB.cause().getMessage().contains("stopped "
+                + "writing") || intoB.cause().getMessage().contains("went away")), () -> "cause: " + intoB.cause());
+        assertTrue(intoA.await(20, TimeUnit.SECONDS), "a's held receive is released by b's last word");
+        assertTrue(fromB.await(20, TimeUnit.SECONDS));
+        assertEquals(0, (int) a.eventLoop().submit(() -> a.matcher().heldCount()).get());
+        assertEquals(0, (int) b.eventLoop().submit(() -> b.matcher().heldCount()).get());
+    }
+
     @Test
     void theSchemeDecidesWhichRendezvousVariantsTheTablesHold() throws Exception {
         Map<String, List<Protocol>> expected = Map.of(
