@@ -71,6 +71,19 @@ class RndvPutZcopyTest {
                 .orElseThrow(() -> new AssertionError("no rndv/put/zcopy in\n" + t.format("to peer"))).start();
     }
 
+    /** Holds {@code w}'s loop (at most 30 s) until the returned latch is counted down: what it would read waits. */
+    private static java.util.concurrent.CountDownLatch hold(Worker w) {
+        java.util.concurrent.CountDownLatch go = new java.util.concurrent.CountDownLatch(1);
+        w.eventLoop().execute(() -> {
+            try {
+                go.await(30, TimeUnit.SECONDS);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+        });
+        return go;
+    }
+
     private static void awaitTrue(java.util.function.BooleanSupplier condition, String what) throws Exception {
         long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
         while (!condition.getAsBoolean()) {
@@ -213,14 +226,7 @@ class RndvPutZcopyTest {
         ChannelFuture s = ep.tagSend(2, direct(2, n));
         TestWorkers.awaitUnexpected(b); // the RTS is here; a waits for the RTR
         // Hold the sender's loop, so the RTR waits there and the offer is still open when b closes.
-        java.util.concurrent.CountDownLatch go = new java.util.concurrent.CountDownLatch(1);
-        a.eventLoop().execute(() -> {
-            try {
-                go.await(30, TimeUnit.SECONDS);
-            } catch (InterruptedException e) {
-                Thread.currentThread().interrupt();
-            }
-        });
+        java.util.concurrent.CountDownLatch go = hold(a);
         Future<TagMessage> r;
         ChannelFuture closed;
         try {
@@ -262,14 +268,7 @@ class RndvPutZcopyTest {
         int n = 64 << 20;
         ChannelFuture s = ep.tagSend(2, direct(2, n));
         TestWorkers.awaitUnexpected(b);
-        java.util.concurrent.CountDownLatch go = new java.util.concurrent.CountDownLatch(1);
-        a.eventLoop().execute(() -> {
-            try {
-                go.await(30, TimeUnit.SECONDS);
-            } catch (InterruptedException e) {
-                Thread.currentThread().interrupt();
-            }
-        });
+        java.util.concurrent.CountDownLatch go = hold(a);
         Future<TagMessage> r;
         io.netty.channel.Channel lane = back.amLane();
         try {
@@ -315,14 +314,7 @@ class RndvPutZcopyTest {
         int n = 64 << 20;
         ChannelFuture fromB = back.tagSend(2, direct(2, n)); // a will offer for it: a holds that offer past its end
         TestWorkers.awaitUnexpected(a);
-        java.util.concurrent.CountDownLatch go = new java.util.concurrent.CountDownLatch(1);
-        b.eventLoop().execute(() -> {
-            try {
-                go.await(30, TimeUnit.SECONDS);
-            } catch (InterruptedException e) {
-                Thread.currentThread().interrupt();
-            }
-        });
+        java.util.concurrent.CountDownLatch go = hold(b);
         Future<TagMessage> intoA;
         Future<TagMessage> intoB;
         try {
