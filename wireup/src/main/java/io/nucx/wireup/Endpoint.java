@@ -573,11 +573,6 @@ public final class Endpoint extends AbstractChannel {
         return messageLanes;
     }
 
-    /** The peer as an address, for exceptions raised outside this class. */
-    EndpointAddress remoteAddressOfPeer() {
-        return remoteAddress;
-    }
-
     /**
      * Both ends of a pair must handle errors alike: failover confirms every frame, and a peer that does not would
      * leave our sends waiting forever. A pair made of two {@code connect}s in different modes fails at once, naming

@@ -91,7 +91,7 @@ final class MessageLanes {
     }
 
     private final Endpoint endpoint;
-    private boolean tracking;
+    private final boolean tracking;
     private final List<Slot> slots = new ArrayList<>();
     private final Set<String> failedTransports = new LinkedHashSet<>();
     private final ArrayDeque<Sent> held = new ArrayDeque<>();
@@ -160,13 +160,7 @@ final class MessageLanes {
                 promise.tryFailure(why != null ? why : new java.nio.channels.ClosedChannelException());
                 return;
             }
-            boolean wasTracking = tracking;
-            tracking = false;
-            try {
-                sendOne(s, frame, promise);
-            } finally {
-                tracking = wasTracking;
-            }
+            writeThrough(s, frame, promise);
             s.channel.flush();
             return;
         }
@@ -196,12 +190,17 @@ final class MessageLanes {
     }
 
     private void sendOne(Slot s, AmFrame frame, ChannelPromise promise) {
-        Channel ch = s.channel;
         if (tracking) {
             s.unconfirmed.add(new Sent(frame, promise));
-            ch.write(frame.retainedDuplicate(), ch.voidPromise()); // a failed write closes the lane: failover
+            s.channel.write(frame.retainedDuplicate(), s.channel.voidPromise()); // a failed write closes the lane
             return;
         }
+        writeThrough(s, frame, promise);
+    }
+
+    /** Writes {@code frame} on {@code s}, the promise completing from the lane's write. */
+    private void writeThrough(Slot s, AmFrame frame, ChannelPromise promise) {
+        Channel ch = s.channel;
         if (promise.isVoid()) {
             ch.write(frame, ch.voidPromise());
             return;
@@ -414,7 +413,7 @@ final class MessageLanes {
                 new LaneHandler(endpoint.worker(), endpoint, r.index));
         f.addListener((ChannelFutureListener) done -> {
             if (!done.isSuccess()) {
-                endpoint.fail(new EndpointException(endpoint.endpointId(), endpoint.remoteAddressOfPeer(),
+                endpoint.fail(new EndpointException(endpoint.endpointId(), (EndpointAddress) endpoint.remoteAddress(),
                         "every lane failed and the replacement " + lane.name() + " did not connect: " + done.cause(),
                         done.cause()));
                 return;
@@ -533,8 +532,8 @@ final class MessageLanes {
         }
         long had = s.peerFinal - s.confirmed;
         if (had < 0 || had > s.unconfirmed.size()) {
-            endpoint.fail(new EndpointException(endpoint.endpointId(), endpoint.remoteAddressOfPeer(), "the peer "
-                    + "received " + s.peerFinal + " frames on lane " + s.index + " (" + s.name() + "), but "
+            endpoint.fail(new EndpointException(endpoint.endpointId(), (EndpointAddress) endpoint.remoteAddress(),
+                    "the peer received " + s.peerFinal + " frames on lane " + s.index + " (" + s.name() + "), but "
                     + (s.confirmed + s.unconfirmed.size()) + " were sent and " + s.confirmed + " confirmed", null));
             return;
         }

@@ -6,7 +6,6 @@ import io.netty.channel.ChannelFuture;
 import io.netty.channel.ChannelHandlerContext;
 import io.netty.channel.ChannelPromise;
 import io.netty.util.concurrent.Future;
-import io.netty.util.concurrent.GenericFutureListener;
 import io.nucx.protocol.AmIds;
 import io.nucx.protocol.ProtocolCounters;
 import io.nucx.protocol.ProtocolException;
@@ -17,7 +16,6 @@ import io.nucx.transport.cma.CmaChannel;
 import io.nucx.transport.cma.RemoteKey;
 import io.nucx.transport.cma.RmaOp;
 
-import java.lang.foreign.MemorySegment;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
@@ -193,94 +191,33 @@ public final class RndvSends {
      * Writes one send into the receiver's offered buffer through the RMA lane, then ATP. A failure falls back to
      * fragments from offset 0 (whatever the PUT wrote is overwritten); a cancel stops it before its next chunk.
      */
-    private final class RndvPut {
+    private final class RndvPut extends RmaTransfer {
         private final Pending p;
-        private final RemoteKey key;
-        private final Channel lane;
         private final long receiverReqId;
-        private final long total;
-        private final MemorySegment direct;
-        private final GenericFutureListener<Future<Void>> onDone = this::onDone;
-        private final Runnable nextChunk = this::next;
-        private ByteBuf bounce;
-        private MemorySegment bounceSegment;
-        private RmaOp op;
-        private long done;
-        private boolean cancelled;
 
         RndvPut(Pending p, RemoteKey key, Channel lane, long receiverReqId) {
+            super(true, key, lane, p.content, p.content.readerIndex(), p.content.readableBytes(), p.ctx.alloc(),
+                    p.ctx.executor());
             this.p = p;
-            this.key = key;
-            this.lane = lane;
             this.receiverReqId = receiverReqId;
-            this.total = p.content.readableBytes();
-            if (p.content.isDirect() && p.content.nioBufferCount() == 1) {
-                direct = MemorySegment.ofBuffer(p.content.nioBuffer());
-            } else { // heap (the GC moves it: no address for a system call) or scattered
-                direct = null;
-                int n = (int) Math.min(Cma.CHUNK, total);
-                bounce = p.ctx.alloc().directBuffer(n, n);
-                bounceSegment = MemorySegment.ofBuffer(bounce.nioBuffer(0, n));
-            }
         }
 
-        void next() {
-            if (cancelled) {
-                return;
-            }
-            if (direct != null) {
-                op = RmaOp.put(key, 0, direct);
-            } else {
-                int n = (int) Math.min(Cma.CHUNK, total - done);
-                bounce.setBytes(0, p.content, p.content.readerIndex() + (int) done, n);
-                op = RmaOp.put(key, done, bounceSegment.asSlice(0, n));
-            }
-            lane.writeAndFlush(op).addListener(onDone);
+        @Override
+        void failed(Throwable cause) {
+            p.put = null;
+            pending.remove(p.id);
+            putFallbackCount.increment();
+            putLanes.putFailed(p.endpoint(), cause);
+            sendData(p, receiverReqId);
         }
 
-        private void onDone(Future<Void> f) {
-            if (cancelled) {
-                return; // the endpoint ended; onEndpointClosed failed the send and told the receiver
-            }
-            if (!f.isSuccess()) {
-                release();
-                p.put = null;
-                pending.remove(p.id);
-                putFallbackCount.increment();
-                putLanes.putFailed(p.endpoint(), f.cause());
-                sendData(p, receiverReqId);
-                return;
-            }
-            if (direct == null) {
-                done += op.length();
-                if (done < total) {
-                    p.ctx.executor().execute(nextChunk); // one chunk per loop turn, no recursion through listeners
-                    return;
-                }
-            }
-            release();
+        @Override
+        void finished() {
             p.put = null;
             pending.remove(p.id);
             putCount.increment();
             p.content.release(); // the data are in the receiver's buffer
             writeAtp(p, receiverReqId, RndvHeaders.STATUS_OK, total, p.promise);
-        }
-
-        /** Stops before the next chunk (we run on the lane's loop: none is in progress) and gives back the bounce. */
-        void cancel() {
-            cancelled = true;
-            if (op != null) {
-                op.cancel();
-            }
-            release();
-        }
-
-        private void release() {
-            if (bounce != null) {
-                bounce.release();
-                bounce = null;
-                bounceSegment = null;
-            }
         }
     }
 

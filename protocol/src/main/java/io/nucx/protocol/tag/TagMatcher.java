@@ -6,7 +6,6 @@ import io.netty.channel.Channel;
 import io.netty.util.ReferenceCountUtil;
 import io.netty.util.concurrent.EventExecutor;
 import io.netty.util.concurrent.Future;
-import io.netty.util.concurrent.GenericFutureListener;
 import io.netty.util.concurrent.Promise;
 import io.netty.util.concurrent.ScheduledFuture;
 import io.netty.util.internal.logging.InternalLogger;
@@ -14,13 +13,10 @@ import io.netty.util.internal.logging.InternalLoggerFactory;
 import io.nucx.protocol.ProtocolCounters;
 import io.nucx.protocol.ProtocolException;
 import io.nucx.transport.HostId;
-import io.nucx.transport.cma.Cma;
 import io.nucx.transport.cma.ProcessExitWatch;
 import io.nucx.transport.cma.RemoteKey;
-import io.nucx.transport.cma.RmaOp;
 
 import java.io.IOException;
-import java.lang.foreign.MemorySegment;
 import java.nio.channels.ClosedChannelException;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
@@ -873,100 +869,37 @@ public final class TagMatcher {
     }
 
     /**
-     * Reads a rendezvous message from the sender's memory through the endpoint's RMA lane (a cma channel, which
-     * moves {@link Cma#CHUNK} bytes per event-loop turn so other endpoints are served in between): as one operation
-     * straight into the receive buffer when it is one run of native memory, otherwise chunk by chunk through a pooled
-     * direct bounce buffer and a copy. When done, ATS tells the sender to complete and release. A failed read (EPERM,
+     * Reads a rendezvous message from the sender's memory into the receive buffer through the endpoint's RMA lane
+     * ({@link RmaTransfer}). When done, ATS tells the sender to complete and release. A failed read (EPERM,
      * ESRCH, EFAULT at run time) asks for the data by RTR instead; nothing was appended yet, so the RNDV_DATA
      * fragments fill the buffer from the start.
      */
-    private final class RndvGet {
+    private final class RndvGet extends RmaTransfer {
         private final Reassembly ra;
-        private final RemoteKey key;
-        private final Channel lane;
         private final long senderReqId;
-        private final MemorySegment direct;
-        private final GenericFutureListener<Future<Void>> onDone = this::onDone;
-        private final Runnable nextChunk = this::next;
-        private ByteBuf bounce;
-        private MemorySegment bounceSegment;
-        private RmaOp op;
-        private long done;
-        private boolean cancelled;
 
         RndvGet(Reassembly ra, RemoteKey key, Channel lane, long senderReqId) {
+            super(false, key, lane, ra.buffer, 0, ra.total, alloc, loop);
             this.ra = ra;
-            this.key = key;
-            this.lane = lane;
             this.senderReqId = senderReqId;
-            ByteBuf dst = ra.buffer;
-            if (dst.isDirect() && dst.nioBufferCount() == 1) {
-                direct = MemorySegment.ofBuffer(dst.nioBuffer(0, ra.total));
-            } else {
-                direct = null;
-                int n = (int) Math.min(Cma.CHUNK, ra.total);
-                bounce = alloc.directBuffer(n, n);
-                bounceSegment = MemorySegment.ofBuffer(bounce.nioBuffer(0, n));
-            }
         }
 
-        void next() {
-            if (cancelled) {
-                return;
-            }
-            op = direct != null ? RmaOp.get(key, 0, direct)
-                    : RmaOp.get(key, done, bounceSegment.asSlice(0, Math.min(Cma.CHUNK, ra.total - done)));
-            lane.writeAndFlush(op).addListener(onDone);
+        @Override
+        void failed(Throwable cause) {
+            ra.get = null;
+            getFallbackCount.increment();
+            replies.rndvGetFailed(ra.source, cause);
+            replies.sendRtr(ra.source, senderReqId, ra.msgId, ra.total);
         }
 
-        private void onDone(Future<Void> f) {
-            if (cancelled) {
-                return; // the receive was aborted; cancel() gave everything back
-            }
-            if (!f.isSuccess()) {
-                release();
-                ra.get = null;
-                getFallbackCount.increment();
-                replies.rndvGetFailed(ra.source, f.cause());
-                replies.sendRtr(ra.source, senderReqId, ra.msgId, ra.total);
-                return;
-            }
-            if (direct == null) {
-                int n = (int) op.length();
-                ra.buffer.setBytes((int) done, bounce, 0, n);
-                done += n;
-                if (done < ra.total) {
-                    loop.execute(nextChunk); // one chunk per loop turn, and no recursion through listeners
-                    return;
-                }
-            }
-            release();
+        @Override
+        void finished() {
             ra.get = null;
             rndvReceives.remove(ra.msgId);
             ra.received = ra.total;
             getCount.increment();
             complete(ra);
             replies.sendAts(ra.source, senderReqId, RndvHeaders.STATUS_OK);
-        }
-
-        /**
-         * The receive was aborted (sender gone, worker closed): the operation stops before its next chunk (we are on
-         * the loop the lane runs on, so none is in progress now), then the bounce buffer goes back.
-         */
-        void cancel() {
-            cancelled = true;
-            if (op != null) {
-                op.cancel();
-            }
-            release();
-        }
-
-        private void release() {
-            if (bounce != null) {
-                bounce.release();
-                bounce = null;
-                bounceSegment = null;
-            }
         }
     }
 
