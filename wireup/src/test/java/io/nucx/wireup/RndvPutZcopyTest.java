@@ -312,7 +312,9 @@ class RndvPutZcopyTest {
         b.tagRecv(1, -1L).get(10, TimeUnit.SECONDS).release();
         Endpoint back = b.endpoints().iterator().next();
         int n = 64 << 20;
-        ChannelFuture fromB = back.tagSend(2, direct(2, n)); // a will offer for it: a holds that offer past its end
+        // a will offer for it and hold that offer past its end. A heap send is written through a bounce chunk, one
+        // 512 KiB chunk per loop turn, so the PUT is still running when b's own offer reaches a: a holds, lane open.
+        ChannelFuture fromB = back.tagSend(2, pattern(2, n));
         TestWorkers.awaitUnexpected(a);
         java.util.concurrent.CountDownLatch go = hold(b);
         Future<TagMessage> intoA;
