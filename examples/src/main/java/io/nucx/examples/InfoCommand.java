@@ -55,8 +55,8 @@ final class InfoCommand implements Callable<Integer> {
             throw new picocli.CommandLine.ParameterException(new picocli.CommandLine(this), "--err-mode needs --lanes");
         }
         if (lanesAddress != null) {
-            io.nucx.wireup.WorkerAddress peer = io.nucx.wireup.WorkerAddress.fromHex(lanesAddress);
-            io.nucx.wireup.Worker w = new io.nucx.wireup.NucxBootstrap().name("info").start();
+            io.nucx.WorkerAddress peer = io.nucx.WorkerAddress.fromHex(lanesAddress);
+            io.nucx.Worker w = new io.nucx.NucxBootstrap().name("info").start();
             try {
                 System.out.print(lanes(w, peer, errMode));
             } finally {
@@ -65,9 +65,9 @@ final class InfoCommand implements Callable<Integer> {
             return 0;
         }
         if (protoAddress != null) {
-            io.nucx.wireup.Worker w = new io.nucx.wireup.NucxBootstrap().name("info").start();
+            io.nucx.Worker w = new io.nucx.NucxBootstrap().name("info").start();
             try {
-                io.nucx.wireup.WorkerAddress peer = io.nucx.wireup.WorkerAddress.fromHex(protoAddress);
+                io.nucx.WorkerAddress peer = io.nucx.WorkerAddress.fromHex(protoAddress);
                 System.out.print(w.protocolInfo(peer));
                 if (plot != null) {
                     ProtoPlot.write(w.protocolTable(peer, io.nucx.protocol.select.SelectionKey.MemoryType.HEAP),
@@ -84,11 +84,11 @@ final class InfoCommand implements Callable<Integer> {
     }
 
     /** What {@code --lanes} prints: the worker's own lane selection toward {@code peer}, with its trace. */
-    static String lanes(io.nucx.wireup.Worker w, io.nucx.wireup.WorkerAddress peer, String errMode) {
-        io.nucx.wireup.ErrorMode mode = errMode == null ? w.defaultErrorMode() : switch (errMode.toLowerCase(Locale.ROOT)) {
-            case "peer" -> io.nucx.wireup.ErrorMode.PEER;
-            case "failover" -> io.nucx.wireup.ErrorMode.FAILOVER;
-            case "none" -> io.nucx.wireup.ErrorMode.NONE;
+    static String lanes(io.nucx.Worker w, io.nucx.WorkerAddress peer, String errMode) {
+        io.nucx.ErrorMode mode = errMode == null ? w.defaultErrorMode() : switch (errMode.toLowerCase(Locale.ROOT)) {
+            case "peer" -> io.nucx.ErrorMode.PEER;
+            case "failover" -> io.nucx.ErrorMode.FAILOVER;
+            case "none" -> io.nucx.ErrorMode.NONE;
             default -> throw new IllegalArgumentException("--err-mode: '" + errMode
                     + "' is not peer, failover or none");
         };

@@ -43,8 +43,8 @@ class InfoCommandTest {
      */
     @Test
     void lanesArePrintedWithScoresAndAreTheSameFromBothSides() throws Exception {
-        io.nucx.wireup.Worker a = new io.nucx.wireup.NucxBootstrap().name("a").config("TLS", "tcp,self").start();
-        io.nucx.wireup.Worker b = new io.nucx.wireup.NucxBootstrap().name("b").config("TLS", "tcp,self").start();
+        io.nucx.Worker a = new io.nucx.NucxBootstrap().name("a").config("TLS", "tcp,self").start();
+        io.nucx.Worker b = new io.nucx.NucxBootstrap().name("b").config("TLS", "tcp,self").start();
         try {
             String fromA = InfoCommand.lanes(a, b.address(), "peer");
             String fromB = InfoCommand.lanes(b, a.address(), "peer");

@@ -2,8 +2,8 @@ package io.nucx.it;
 
 import io.nucx.protocol.amo.RemoteMemoryKey;
 import io.nucx.transport.testing.LeakRecorder;
-import io.nucx.wireup.NucxBootstrap;
-import io.nucx.wireup.Worker;
+import io.nucx.NucxBootstrap;
+import io.nucx.Worker;
 
 import java.io.BufferedReader;
 import java.io.InputStreamReader;

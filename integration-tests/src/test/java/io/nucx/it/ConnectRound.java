@@ -3,9 +3,9 @@ package io.nucx.it;
 import io.netty.channel.ChannelFuture;
 import io.netty.util.concurrent.Future;
 import io.nucx.protocol.tag.TagMessage;
-import io.nucx.wireup.Endpoint;
-import io.nucx.wireup.Worker;
-import io.nucx.wireup.WorkerAddress;
+import io.nucx.Endpoint;
+import io.nucx.Worker;
+import io.nucx.WorkerAddress;
 
 import java.util.ArrayList;
 import java.util.List;
@@ -108,7 +108,7 @@ final class ConnectRound {
             return "not closed in 20 s";
         }
         Throwable cause = ep.errorFuture().cause();
-        if (cause == null || (cause instanceof io.nucx.wireup.ConnectionResetException
+        if (cause == null || (cause instanceof io.nucx.ConnectionResetException
                 && cause.getMessage().contains("closed by its owner"))) {
             return null;
         }

@@ -3,9 +3,9 @@ package io.nucx.it;
 import io.netty.channel.ChannelFuture;
 import io.nucx.protocol.tag.TagMessage;
 import io.nucx.transport.testing.LeakRecorder;
-import io.nucx.wireup.Endpoint;
-import io.nucx.wireup.NucxBootstrap;
-import io.nucx.wireup.Worker;
+import io.nucx.Endpoint;
+import io.nucx.NucxBootstrap;
+import io.nucx.Worker;
 
 import java.util.ArrayList;
 import java.util.List;

@@ -2,10 +2,10 @@ package io.nucx.it;
 
 import io.netty.buffer.Unpooled;
 import io.nucx.protocol.tag.TagMessage;
-import io.nucx.wireup.Endpoint;
-import io.nucx.wireup.NucxBootstrap;
-import io.nucx.wireup.Worker;
-import io.nucx.wireup.WorkerAddress;
+import io.nucx.Endpoint;
+import io.nucx.NucxBootstrap;
+import io.nucx.Worker;
+import io.nucx.WorkerAddress;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.Arguments;

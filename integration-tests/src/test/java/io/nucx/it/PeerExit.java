@@ -1,7 +1,7 @@
 package io.nucx.it;
 
 import io.nucx.transport.testing.LeakRecorder;
-import io.nucx.wireup.Worker;
+import io.nucx.Worker;
 
 import java.util.concurrent.TimeUnit;
 

@@ -2,9 +2,9 @@ package io.nucx.it;
 
 import io.netty.channel.ChannelFuture;
 import io.nucx.protocol.tag.TagMessage;
-import io.nucx.wireup.Endpoint;
-import io.nucx.wireup.NucxBootstrap;
-import io.nucx.wireup.Worker;
+import io.nucx.Endpoint;
+import io.nucx.NucxBootstrap;
+import io.nucx.Worker;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
@@ -25,7 +25,7 @@ class SelfTagTest {
         Worker sender = new NucxBootstrap().name("sender").config("TLS", "self").start();
         try {
             Endpoint ep = sender.connect(receiver.address());
-            assertEquals("self/memory", ep.endpointConfig().amLane());
+            assertEquals("self/memory", ep.laneNames().get().get(0));
             ArrayDeque<ChannelFuture> inFlight = new ArrayDeque<>();
             int received = 0;
             for (int i = 0; i < TwoProcessTagTest.COUNT; i++) {

@@ -3,10 +3,10 @@ package io.nucx.it;
 import io.netty.util.concurrent.Future;
 import io.nucx.protocol.amo.AtomicOp;
 import io.nucx.protocol.amo.RemoteMemoryKey;
-import io.nucx.wireup.Endpoint;
-import io.nucx.wireup.NucxBootstrap;
-import io.nucx.wireup.Worker;
-import io.nucx.wireup.WorkerAddress;
+import io.nucx.Endpoint;
+import io.nucx.NucxBootstrap;
+import io.nucx.Worker;
+import io.nucx.WorkerAddress;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
@@ -50,7 +50,13 @@ class TwoProcessAtomicsTest {
                 }
                 BitSet seen = new BitSet();
                 for (Future<Long> f : results) {
-                    long previous = f.get(60, TimeUnit.SECONDS);
+                    long previous;
+                    try {
+                        previous = f.get(60, TimeUnit.SECONDS);
+                    } catch (Exception e) {
+                        System.err.println("DEBUG peer stderr:\n" + peer.stderr());
+                        throw e;
+                    }
                     assertTrue(previous >= 0 && previous < 2L * perWorker && !seen.get((int) previous),
                             "previous value " + previous + " twice or out of range");
                     seen.set((int) previous);

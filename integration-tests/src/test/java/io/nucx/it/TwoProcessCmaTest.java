@@ -4,14 +4,15 @@ import io.netty.buffer.ByteBuf;
 import io.netty.buffer.ByteBufAllocator;
 import io.nucx.protocol.select.ProtoTable;
 import io.nucx.protocol.select.SelectionKey;
-import io.nucx.protocol.tag.EagerTagSendHandler;
+import io.nucx.protocol.tag.EagerProtocols;
+import io.nucx.protocol.tag.RndvProtocols;
 import io.nucx.protocol.tag.RndvProtocols;
 import io.nucx.protocol.tag.TagMessage;
 import io.nucx.transport.cma.Cma;
-import io.nucx.wireup.Endpoint;
-import io.nucx.wireup.NucxBootstrap;
-import io.nucx.wireup.Worker;
-import io.nucx.wireup.WorkerAddress;
+import io.nucx.Endpoint;
+import io.nucx.NucxBootstrap;
+import io.nucx.Worker;
+import io.nucx.WorkerAddress;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
@@ -93,8 +94,8 @@ class TwoProcessCmaTest {
                 String report = sendAll(worker, peer, peerAddress, sizes);
                 long total = java.util.Arrays.stream(sizes).asLongStream().sum();
                 assertEquals("OK " + sizes.length + " " + total, report, () -> report + "\n" + peer.stderr());
-                assertEquals(sizes.length, worker.counters().count(EagerTagSendHandler.RNDV_GET_ZCOPY));
-                assertEquals(0, worker.counters().count(EagerTagSendHandler.TAG_RNDV));
+                assertEquals(sizes.length, worker.counters().count(RndvProtocols.GET_ZCOPY.name()));
+                assertEquals(0, worker.counters().count(RndvProtocols.TAG_RNDV.name()));
                 String lanes = peer.awaitLine("LANES");
                 assertEquals("rma=cma/memory refusal=null", lanes);
                 String counters = peer.awaitLine("COUNTERS");
@@ -134,7 +135,7 @@ class TwoProcessCmaTest {
                 assertTrue(counters.contains(RndvProtocols.RECV_GET_FALLBACK_COUNTER + "=" + sizes.length), counters);
                 assertTrue(!counters.contains(RndvProtocols.RECV_GET_COUNTER + "=")
                         || counters.contains(RndvProtocols.RECV_GET_COUNTER + "=0"), counters);
-                assertEquals(sizes.length, worker.counters().count(EagerTagSendHandler.RNDV_GET_ZCOPY),
+                assertEquals(sizes.length, worker.counters().count(RndvProtocols.GET_ZCOPY.name()),
                         "root may read the peer, so it offered its buffers");
                 assertEquals(0, peer.waitFor(60), () -> "peer exit code; stderr:\n" + peer.stderr());
             }

@@ -1,10 +1,10 @@
 package io.nucx.it;
 
 import io.netty.channel.ChannelFuture;
-import io.nucx.wireup.Endpoint;
-import io.nucx.wireup.NucxBootstrap;
-import io.nucx.wireup.Worker;
-import io.nucx.wireup.WorkerAddress;
+import io.nucx.Endpoint;
+import io.nucx.NucxBootstrap;
+import io.nucx.Worker;
+import io.nucx.WorkerAddress;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.params.ParameterizedTest;

@@ -2,12 +2,13 @@ package io.nucx.it;
 
 import io.nucx.protocol.select.ProtoTable;
 import io.nucx.protocol.select.SelectionKey;
-import io.nucx.protocol.tag.EagerTagSendHandler;
+import io.nucx.protocol.tag.EagerProtocols;
+import io.nucx.protocol.tag.RndvProtocols;
 import io.nucx.protocol.tag.TagMessage;
-import io.nucx.wireup.Endpoint;
-import io.nucx.wireup.NucxBootstrap;
-import io.nucx.wireup.Worker;
-import io.nucx.wireup.WorkerAddress;
+import io.nucx.Endpoint;
+import io.nucx.NucxBootstrap;
+import io.nucx.Worker;
+import io.nucx.WorkerAddress;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
@@ -46,8 +47,8 @@ class TwoProcessRendezvousTest {
                     m.release();
                 }
                 assertEquals("OK 2 " + 2L * size, text, () -> "peer reports: " + text + "\n" + peer.stderr());
-                assertEquals(2, worker.counters().count(EagerTagSendHandler.TAG_RNDV), "sent by rendezvous");
-                assertEquals(0, worker.counters().count(EagerTagSendHandler.EGR_MULTI_BCOPY), "not eagerly");
+                assertEquals(2, worker.counters().count(RndvProtocols.TAG_RNDV.name()), "sent by rendezvous");
+                assertEquals(0, worker.counters().count(EagerProtocols.MULTI_BCOPY.name()), "not eagerly");
             } finally {
                 worker.close().get(10, TimeUnit.SECONDS);
             }
@@ -80,8 +81,8 @@ class TwoProcessRendezvousTest {
                     m.release();
                 }
                 assertEquals("OK 2 " + (2 * threshold - 1), text, () -> "peer: " + text + "\n" + peer.stderr());
-                assertEquals(1, worker.counters().count(EagerTagSendHandler.EGR_MULTI_BCOPY), "threshold - 1: eager");
-                assertEquals(1, worker.counters().count(EagerTagSendHandler.TAG_RNDV), "threshold: rendezvous");
+                assertEquals(1, worker.counters().count(EagerProtocols.MULTI_BCOPY.name()), "threshold - 1: eager");
+                assertEquals(1, worker.counters().count(RndvProtocols.TAG_RNDV.name()), "threshold: rendezvous");
                 assertEquals(0, peer.waitFor(60), () -> "peer exit code; stderr:\n" + peer.stderr());
             }
         } finally {

@@ -1,12 +1,13 @@
 package io.nucx.it;
 
 import io.netty.channel.ChannelFuture;
-import io.nucx.protocol.tag.EagerTagSendHandler;
+import io.nucx.protocol.tag.EagerProtocols;
+import io.nucx.protocol.tag.RndvProtocols;
 import io.nucx.protocol.tag.TagMessage;
-import io.nucx.wireup.Endpoint;
-import io.nucx.wireup.NucxBootstrap;
-import io.nucx.wireup.Worker;
-import io.nucx.wireup.WorkerAddress;
+import io.nucx.Endpoint;
+import io.nucx.NucxBootstrap;
+import io.nucx.Worker;
+import io.nucx.WorkerAddress;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.MethodSource;
@@ -87,7 +88,7 @@ class TwoProcessTagTest {
                     return e;
                 }).get(30, TimeUnit.SECONDS);
                 assertFalse(activeWhenWritten[0], "the endpoint must still be wiring up when the first writes are made");
-                assertEquals(connect.equals("p2p"), ep.lanes().am().p2p(), () -> "lane kind: " + ep.lanes().describe());
+                assertEquals(connect.equals("p2p"), ep.describeLanes().contains("(p2p)"), () -> "lane kind: " + ep.describeLanes());
                 for (int i = WRITTEN_BEFORE_CONNECT; i < count; i++) {
                     inFlight.add(ep.tagSend(i, MessagePlan.content(i)));
                     if (i >= WRITTEN_BEFORE_CONNECT && inFlight.size() > WINDOW) {
@@ -108,8 +109,8 @@ class TwoProcessTagTest {
                 }
                 assertTrue(text.startsWith("OK " + count + " "), () -> "peer reports: " + text + "\n" + peer.stderr());
                 assertTrue(ep.wireupFuture().isSuccess(), () -> "wireup: " + ep.wireupFuture().cause());
-                for (String protocol : new String[] {EagerTagSendHandler.EGR_SHORT,
-                        EagerTagSendHandler.EGR_SINGLE_BCOPY, EagerTagSendHandler.EGR_MULTI_BCOPY}) {
+                for (String protocol : new String[] {EagerProtocols.SHORT.name(),
+                        EagerProtocols.SINGLE_BCOPY.name(), EagerProtocols.MULTI_BCOPY.name()}) {
                     assertTrue(worker.counters().count(protocol) > 0, protocol + " carried none of the sizes");
                 }
             } finally {

@@ -1,8 +1,8 @@
 package io.nucx.it;
 
-import io.nucx.wireup.NucxBootstrap;
-import io.nucx.wireup.Worker;
-import io.nucx.wireup.WorkerAddress;
+import io.nucx.NucxBootstrap;
+import io.nucx.Worker;
+import io.nucx.WorkerAddress;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
@@ -54,7 +54,7 @@ class TwoProcessWireupTest {
                     peer.send("ROUND " + r);
                     ConnectRound mine = ConnectRound.run(w, address, r, 0);
                     assertNull(mine.error(), mine.error());
-                    assertEquals("p2p".equals(settings.get("TCP_CONNECT")), mine.endpoint().lanes().am().p2p());
+                    assertEquals("p2p".equals(settings.get("TCP_CONNECT")), mine.endpoint().describeLanes().contains("(p2p)"));
                     assertEquals(java.util.List.of(mine.endpoint()), java.util.List.copyOf(w.endpoints()),
                             () -> "round " + round + ": exactly one endpoint here, the one connect returned");
                     String[] theirs = peer.awaitLine("RESULT " + r + " ").split(" ", 2);

@@ -1,29 +1,22 @@
 package io.nucx.protocol;
 
-import io.netty.channel.Channel;
-
 import java.util.ArrayList;
+import java.util.Collection;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
-import java.util.function.Function;
 
 /**
- * Operations waiting for a peer's answer, by request id (sync and zero-copy sends, atomics). Ids are local and
- * indirect (a map, not a reference): an answer from a peer that went away, from another endpoint, or forged, finds
- * nothing. Confined to the worker's loop.
+ * One endpoint's requests of one kind waiting for the peer's answer, by request id (sync and zero-copy sends,
+ * rendezvous sends and receives, atomics). Ids are local and indirect (a map, not a reference), so an answer naming
+ * an id that is not waiting, from a peer that lost track or forged it, finds nothing. Confined to the endpoint's loop.
  *
- * @param <P> what waits: it knows its endpoint ({@code endpointOf})
+ * @param <P> what waits
  */
 public final class PendingRequests<P> {
 
     private final Map<Long, P> pending = new HashMap<>();
-    private final Function<P, Channel> endpointOf;
     private long nextId = 1;
-
-    public PendingRequests(Function<P, Channel> endpointOf) {
-        this.endpointOf = endpointOf;
-    }
 
     /** Registers {@code p}; returns its request id. */
     public long add(P p) {
@@ -32,8 +25,22 @@ public final class PendingRequests<P> {
         return id;
     }
 
+    /** The id the next {@link #add} returns. */
+    public long peekNextId() {
+        return nextId;
+    }
+
     public int size() {
         return pending.size();
+    }
+
+    public boolean isEmpty() {
+        return pending.isEmpty();
+    }
+
+    /** The request with this id, still registered, or null. */
+    public P get(long id) {
+        return pending.get(id);
     }
 
     /** Removes and returns {@code id}, or null. */
@@ -41,38 +48,9 @@ public final class PendingRequests<P> {
         return pending.remove(id);
     }
 
-    /** Removes and returns {@code id} if it waits for an answer from {@code source}; else null (nothing removed). */
-    public P take(long id, Channel source) {
-        P p = pending.get(id);
-        if (p == null || endpointOf.apply(p) != source) {
-            return null;
-        }
-        pending.remove(id);
-        return p;
-    }
-
-    /** What waits on {@code endpoint}, still registered. */
-    public List<P> of(Channel endpoint) {
-        List<P> out = new ArrayList<>();
-        for (P p : pending.values()) {
-            if (endpointOf.apply(p) == endpoint) {
-                out.add(p);
-            }
-        }
-        return out;
-    }
-
-    /** Removes and returns what waits on {@code endpoint}. */
-    public List<P> takeAll(Channel endpoint) {
-        List<P> out = new ArrayList<>();
-        pending.values().removeIf(p -> {
-            if (endpointOf.apply(p) == endpoint) {
-                out.add(p);
-                return true;
-            }
-            return false;
-        });
-        return out;
+    /** What waits, still registered. */
+    public Collection<P> values() {
+        return pending.values();
     }
 
     /** Removes and returns everything. */

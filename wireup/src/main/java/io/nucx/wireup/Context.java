@@ -36,6 +36,11 @@ public final class Context {
         return config;
     }
 
+    /** Whether NUCX_TLS is "all": transports that cannot run on a worker's loop are then left out, not refused. */
+    public boolean allTransports() {
+        return config.string(NucxConfig.TLS).equalsIgnoreCase("all");
+    }
+
     /** The selected transports, sorted by name. */
     public List<Transport> transports() {
         return transports;

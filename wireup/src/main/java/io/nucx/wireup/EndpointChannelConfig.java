@@ -1,5 +1,6 @@
 package io.nucx.wireup;
 
+import io.nucx.EndpointOption;
 import io.netty.channel.ChannelOption;
 import io.netty.channel.DefaultChannelConfig;
 
@@ -12,7 +13,7 @@ final class EndpointChannelConfig extends DefaultChannelConfig {
     private volatile long pipelineTag;
     private volatile Long pipelineTagMask;
 
-    EndpointChannelConfig(Endpoint endpoint) {
+    EndpointChannelConfig(io.netty.channel.Channel endpoint) {
         super(endpoint);
     }
 

@@ -8,19 +8,18 @@ import io.netty.util.ReferenceCountUtil;
 import io.nucx.transport.AmFrame;
 
 /**
- * The bottom of a wired-up endpoint's pipeline: hands each {@link AmFrame} to the endpoint's {@link MessageLanes}
- * (the AM lane, rendezvous data spread over the AM_BW lanes, held during a failover), which completes the endpoint's
- * promise from the lanes'. Anything that is not a frame at this point is a bug above and fails its promise. A close
- * passing here is the endpoint's graceful close ({@link Endpoint#closeGracefully}).
+ * The head of a wired-up endpoint's pipeline, outbound: each {@link AmFrame} goes to the endpoint's
+ * {@link EndpointLanes} (the {@link LaneDistributor} picks the lane; in failover mode the {@link FailoverReliability}
+ * keeps it until confirmed), which completes the write's promise from the lanes'. Anything that is not a frame at
+ * this point is a bug above and fails its promise; a write after the endpoint failed fails with that failure. A close
+ * passing here is the endpoint's graceful close ({@link EndpointChannel#closeGracefully}).
  */
 final class LaneDispatcher extends ChannelOutboundHandlerAdapter {
 
-    private final Endpoint endpoint;
-    private final MessageLanes lanes;
+    private final EndpointChannel endpoint;
 
-    LaneDispatcher(Endpoint endpoint, MessageLanes lanes) {
+    LaneDispatcher(EndpointChannel endpoint) {
         this.endpoint = endpoint;
-        this.lanes = lanes;
     }
 
     @Override
@@ -30,16 +29,21 @@ final class LaneDispatcher extends ChannelOutboundHandlerAdapter {
             promise.tryFailure(new UnsupportedMessageTypeException(msg, AmFrame.class));
             return;
         }
-        lanes.write(frame, promise);
-    }
-
-    @Override
-    public void close(ChannelHandlerContext ctx, ChannelPromise promise) {
-        endpoint.closeGracefully(ctx, promise);
+        if (endpoint.failure() != null) {
+            frame.release();
+            promise.tryFailure(endpoint.failure());
+            return;
+        }
+        endpoint.lanes().write(frame, promise);
     }
 
     @Override
     public void flush(ChannelHandlerContext ctx) {
-        lanes.flush();
+        endpoint.lanes().flush();
+    }
+
+    @Override
+    public void close(ChannelHandlerContext ctx, ChannelPromise promise) {
+        endpoint.closeGracefully(promise);
     }
 }

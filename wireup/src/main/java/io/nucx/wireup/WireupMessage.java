@@ -1,5 +1,9 @@
 package io.nucx.wireup;
 
+import io.nucx.WorkerAddress;
+import io.nucx.ErrorMode;
+import io.nucx.InvalidAddressException;
+import io.nucx.ConnectionResetException;
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.ByteBufAllocator;
 import io.netty.buffer.Unpooled;

@@ -1,5 +1,7 @@
 package io.nucx.wireup;
 
+import io.nucx.Worker;
+import io.nucx.Endpoint;
 import io.netty.util.concurrent.Future;
 import io.nucx.protocol.amo.AtomicOp;
 import io.nucx.protocol.amo.RemoteAccessException;
@@ -37,9 +39,9 @@ class AtomicsTest {
     @ParameterizedTest(name = "{0}")
     @ValueSource(strings = {"tcp", "shm"})
     void concurrentFetchAndAddFromTwoWorkersLosesNothing(String tls) throws Exception {
-        Worker owner = workers.start("owner", "TLS", tls);
-        Worker a = workers.start("a", "TLS", tls);
-        Worker b = workers.start("b", "TLS", tls);
+        DefaultWorker owner = workers.start("owner", "TLS", tls);
+        DefaultWorker a = workers.start("a", "TLS", tls);
+        DefaultWorker b = workers.start("b", "TLS", tls);
         try (Arena arena = Arena.ofShared()) {
             MemorySegment words = arena.allocate(64, 8);
             RemoteMemoryKey key = owner.registerMemory(words);

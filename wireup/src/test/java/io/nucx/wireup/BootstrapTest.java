@@ -1,5 +1,9 @@
 package io.nucx.wireup;
 
+import io.nucx.NucxBootstrap;
+import io.nucx.Worker;
+import io.nucx.Endpoint;
+import io.nucx.EndpointOption;
 import io.netty.buffer.Unpooled;
 import io.netty.channel.ChannelHandlerContext;
 import io.netty.channel.ChannelInitializer;

@@ -1,12 +1,16 @@
 package io.nucx.wireup;
 
+import io.nucx.Worker;
+import io.nucx.Endpoint;
+import io.nucx.EndpointTimeoutException;
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.Unpooled;
 import io.netty.channel.ChannelFuture;
 import io.netty.util.concurrent.Future;
 import io.nucx.protocol.select.ProtoTable;
 import io.nucx.protocol.select.SelectionKey;
-import io.nucx.protocol.tag.EagerTagSendHandler;
+import io.nucx.protocol.tag.EagerProtocols;
+import io.nucx.protocol.tag.RndvProtocols;
 import io.nucx.protocol.tag.TagMessage;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
@@ -36,8 +40,8 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 @Timeout(120)
 class EagerZcopyTest {
 
-    private static final String SINGLE = EagerTagSendHandler.EGR_SINGLE_ZCOPY;
-    private static final String MULTI = EagerTagSendHandler.EGR_MULTI_ZCOPY;
+    private static final String SINGLE = EagerProtocols.SINGLE_ZCOPY.name();
+    private static final String MULTI = EagerProtocols.MULTI_ZCOPY.name();
 
     @RegisterExtension
     final TestWorkers workers = new TestWorkers();
@@ -48,7 +52,9 @@ class EagerZcopyTest {
     }
 
     private static int zcopySends(Worker w) throws Exception {
-        return w.eventLoop().submit(() -> w.zcopySends().size()).get(10, TimeUnit.SECONDS);
+        DefaultWorker d = (DefaultWorker) w;
+        return d.eventLoop().submit(() -> d.sumOverCodecs(io.nucx.protocol.tag.EagerCodec.class,
+                io.nucx.protocol.tag.EagerCodec::zcopyWaiting)).get(10, TimeUnit.SECONDS);
     }
 
     /** Sends {@code sizes} (tag = index), receives each on {@code b} and checks its content and its send. */
@@ -77,16 +83,16 @@ class EagerZcopyTest {
      */
     @Test
     void theAutomaticThresholdSplitsCopyAndZeroCopyAndBothDeliverIntactMessages() throws Exception {
-        Worker a = workers.start("a", "TLS", "tcp");
-        Worker b = workers.start("b", "TLS", "tcp");
+        DefaultWorker a = workers.start("a", "TLS", "tcp");
+        DefaultWorker b = workers.start("b", "TLS", "tcp");
         ProtoTable table = a.protocolTable(b.address(), SelectionKey.MemoryType.DIRECT);
         ProtoTable.Entry zcopy = table.entries().stream().filter(e -> e.candidate().protocol().name().equals(MULTI))
                 .findFirst().orElseThrow(() -> new AssertionError("no " + MULTI + " in\n" + table.format("tcp")));
         int threshold = Math.toIntExact(zcopy.start());
-        assertEquals(EagerTagSendHandler.EGR_MULTI_BCOPY, table.lookup(threshold - 1).protocol().name());
+        assertEquals(EagerProtocols.MULTI_BCOPY.name(), table.lookup(threshold - 1).protocol().name());
         Endpoint ep = a.connect(b.address());
         exchange(ep, b, threshold - 1, threshold, threshold + 12345);
-        assertEquals(1, a.counters().count(EagerTagSendHandler.EGR_MULTI_BCOPY), () -> a.counters().snapshot()
+        assertEquals(1, a.counters().count(EagerProtocols.MULTI_BCOPY.name()), () -> a.counters().snapshot()
                 .toString());
         assertEquals(2, a.counters().count(MULTI), () -> a.counters().snapshot().toString());
 
@@ -98,18 +104,18 @@ class EagerZcopyTest {
             m.release();
         }
         assertTrue(heap.await(10, TimeUnit.SECONDS) && heap.isSuccess());
-        assertEquals(2, a.counters().count(EagerTagSendHandler.EGR_MULTI_BCOPY), "heap memory is copied anyway");
+        assertEquals(2, a.counters().count(EagerProtocols.MULTI_BCOPY.name()), "heap memory is copied anyway");
         assertEquals(0, zcopySends(a));
     }
 
     /** NUCX_ZCOPY_THRESH=4k: below it the copy protocols, from it single then multi-fragment zero-copy. */
     @Test
     void aUserThresholdForcesZeroCopyFromItsSize() throws Exception {
-        Worker a = workers.start("a", "TLS", "tcp", "ZCOPY_THRESH", "4k");
-        Worker b = workers.start("b", "TLS", "tcp", "ZCOPY_THRESH", "4k");
+        DefaultWorker a = workers.start("a", "TLS", "tcp", "ZCOPY_THRESH", "4k");
+        DefaultWorker b = workers.start("b", "TLS", "tcp", "ZCOPY_THRESH", "4k");
         Endpoint ep = a.connect(b.address());
         exchange(ep, b, 4095, 4096, 65_000, 100_000, 2 << 20);
-        assertEquals(1, a.counters().count(EagerTagSendHandler.EGR_SHORT), () -> a.counters().snapshot().toString());
+        assertEquals(1, a.counters().count(EagerProtocols.SHORT.name()), () -> a.counters().snapshot().toString());
         assertEquals(2, a.counters().count(SINGLE), () -> a.counters().snapshot().toString());
         assertEquals(2, a.counters().count(MULTI), () -> a.counters().snapshot().toString());
         assertEquals(0, zcopySends(a));
@@ -119,8 +125,8 @@ class EagerZcopyTest {
     @ParameterizedTest(name = "{0}")
     @ValueSource(strings = {"self", "shm"})
     void lanesWithoutAmZeroCopyNeverUseIt(String tls) throws Exception {
-        Worker a = workers.start("a", "TLS", tls, "ZCOPY_THRESH", "0");
-        Worker b = workers.start("b", "TLS", tls, "ZCOPY_THRESH", "0");
+        DefaultWorker a = workers.start("a", "TLS", tls, "ZCOPY_THRESH", "0");
+        DefaultWorker b = workers.start("b", "TLS", tls, "ZCOPY_THRESH", "0");
         ProtoTable table = a.protocolTable(b.address(), SelectionKey.MemoryType.DIRECT);
         assertTrue(table.entries().stream().noneMatch(e -> e.candidate().protocol().name().contains("zcopy")
                 && e.candidate().protocol().name().startsWith("egr/")), table.format(tls));
@@ -149,8 +155,8 @@ class EagerZcopyTest {
     @ParameterizedTest(name = "{0} B")
     @ValueSource(ints = {5000, 300_000})
     void aZcopySendIsNotDoneBeforeTheReceiverHasTheData(int size) throws Exception {
-        Worker a = workers.start("a", "TLS", "tcp", "ZCOPY_THRESH", "4k");
-        Worker b = workers.start("b", "TLS", "tcp", "ZCOPY_THRESH", "4k");
+        DefaultWorker a = workers.start("a", "TLS", "tcp", "ZCOPY_THRESH", "4k");
+        DefaultWorker b = workers.start("b", "TLS", "tcp", "ZCOPY_THRESH", "4k");
         Endpoint ep = a.connect(b.address());
         assertTrue(ep.wireupFuture().await(10, TimeUnit.SECONDS));
         CountDownLatch release = hold(b);
@@ -182,8 +188,8 @@ class EagerZcopyTest {
     void anEndpointFailureFailsTheWaitingZcopySendsAndReleasesEverything() throws Exception {
         String[] settings = {"TLS", "tcp", "ZCOPY_THRESH", "4k", "KEEPALIVE_INTERVAL", "100ms", "KEEPALIVE_TIMEOUT",
                 "500ms"};
-        Worker a = workers.start("a", settings);
-        Worker b = workers.start("b", settings);
+        DefaultWorker a = workers.start("a", settings);
+        DefaultWorker b = workers.start("b", settings);
         Endpoint ep = a.connect(b.address());
         assertTrue(ep.wireupFuture().await(10, TimeUnit.SECONDS));
         CountDownLatch release = hold(b);
@@ -214,8 +220,8 @@ class EagerZcopyTest {
     /** A graceful close waits for the zero-copy sends' acknowledgements, as for rendezvous and synchronous sends. */
     @Test
     void aGracefulCloseWaitsForTheAcknowledgement() throws Exception {
-        Worker a = workers.start("a", "TLS", "tcp", "ZCOPY_THRESH", "4k");
-        Worker b = workers.start("b", "TLS", "tcp", "ZCOPY_THRESH", "4k");
+        DefaultWorker a = workers.start("a", "TLS", "tcp", "ZCOPY_THRESH", "4k");
+        DefaultWorker b = workers.start("b", "TLS", "tcp", "ZCOPY_THRESH", "4k");
         Endpoint ep = a.connect(b.address());
         assertTrue(ep.wireupFuture().await(10, TimeUnit.SECONDS));
         CountDownLatch release = hold(b);

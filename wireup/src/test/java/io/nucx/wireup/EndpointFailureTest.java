@@ -1,5 +1,12 @@
 package io.nucx.wireup;
 
+import io.nucx.Worker;
+import io.nucx.Endpoint;
+import io.nucx.ErrorMode;
+import io.nucx.EndpointException;
+import io.nucx.ConnectionResetException;
+import io.nucx.EndpointTimeoutException;
+import io.nucx.EndpointErrorEvent;
 import io.netty.channel.ChannelFuture;
 import io.netty.channel.ChannelHandler;
 import io.netty.channel.ChannelHandlerContext;
@@ -93,10 +100,10 @@ class EndpointFailureTest {
         assertTrue(ep.wireupFuture().await(10, TimeUnit.SECONDS) && ep.wireupFuture().isSuccess(),
                 () -> "wireup: " + ep.wireupFuture().cause());
         Endpoint peer = awaitAccepted(b);
-        assertEquals(peer.endpointId(), (long) a.eventLoop().submit(ep::remoteEndpointId).get());
-        assertEquals(ep.endpointId(), (long) b.eventLoop().submit(peer::remoteEndpointId).get());
+        assertEquals(peer.endpointId(), (long) a.eventLoop().submit(() -> TestWorkers.impl(ep).remoteEndpointId()).get());
+        assertEquals(ep.endpointId(), (long) b.eventLoop().submit(() -> TestWorkers.impl(peer).remoteEndpointId()).get());
         assertSame(ErrorMode.PEER, peer.errorMode(), "the acceptor takes the connector's error mode");
-        assertSame(ep.lanes().am(), ep.lanes().keepalive(), "keepalive goes on the AM lane");
+        assertSame(TestWorkers.impl(ep).selection().am(), TestWorkers.impl(ep).selection().keepalive(), "keepalive goes on the AM lane");
     }
 
     /** UCX: an EP_CHECK naming an endpoint the receiver does not know is answered with EP_REMOVED. */
@@ -109,8 +116,8 @@ class EndpointFailureTest {
         assertTrue(ep.wireupFuture().await(10, TimeUnit.SECONDS));
         Future<TagMessage> posted = a.tagRecv(1, -1L);
         // A probe for an id b never gave out, as if b had forgotten our endpoint.
-        a.eventLoop().submit(() -> ep.amLane().writeAndFlush(
-                WireupMessage.epCheck(ErrorMode.PEER, ep.endpointId(), 999_999).toFrame(ep.amLane().alloc()))).get();
+        a.eventLoop().submit(() -> TestWorkers.impl(ep).amLane().writeAndFlush(
+                WireupMessage.epCheck(ErrorMode.PEER, ep.endpointId(), 999_999).toFrame(TestWorkers.impl(ep).amLane().alloc()))).get();
         Throwable cause = failureOf(ep.errorFuture());
         assertInstanceOf(ConnectionResetException.class, cause);
         assertTrue(cause.getMessage().contains("no endpoint #999999") && cause.getMessage().contains("b@"),
@@ -193,7 +200,7 @@ class EndpointFailureTest {
         Endpoint ep = a.connect(b.address(), ErrorMode.NONE);
         assertTrue(ep.wireupFuture().await(10, TimeUnit.SECONDS));
         assertSame(ErrorMode.NONE, awaitAccepted(b).errorMode());
-        assertNull(ep.lanes().keepalive());
+        assertNull(TestWorkers.impl(ep).selection().keepalive());
         CountDownLatch release = new CountDownLatch(1);
         b.eventLoop().execute(() -> {
             try {

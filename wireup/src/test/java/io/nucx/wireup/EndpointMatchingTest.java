@@ -1,5 +1,8 @@
 package io.nucx.wireup;
 
+import io.nucx.Worker;
+import io.nucx.Endpoint;
+import io.nucx.ConnectionResetException;
 import io.netty.channel.ChannelFuture;
 import io.netty.util.concurrent.Future;
 import io.nucx.protocol.tag.TagMessage;
@@ -45,7 +48,7 @@ class EndpointMatchingTest {
             Thread.sleep(2);
         }
         List<Endpoint> eps = new ArrayList<>(w.endpoints());
-        eps.sort(Comparator.comparingInt(Endpoint::connSn));
+        eps.sort(Comparator.comparingInt((Endpoint e) -> TestWorkers.impl(e).connSn()));
         return eps;
     }
 
@@ -56,23 +59,23 @@ class EndpointMatchingTest {
     @ParameterizedTest(name = "{0}")
     @ValueSource(strings = {"tcp", "self"})
     void connectionsAreNumberedPerPeer(String tls) throws Exception {
-        Worker a = workers.start("a", "TLS", tls);
-        Worker b = workers.start("b", "TLS", tls);
-        Worker c = workers.start("c", "TLS", tls);
+        DefaultWorker a = workers.start("a", "TLS", tls);
+        DefaultWorker b = workers.start("b", "TLS", tls);
+        DefaultWorker c = workers.start("c", "TLS", tls);
         Endpoint ab0 = a.connect(b.address());
         Endpoint ab1 = a.connect(b.address());
         Endpoint ac0 = a.connect(c.address());
-        assertEquals(0, ab0.connSn());
-        assertEquals(1, ab1.connSn());
-        assertEquals(0, ac0.connSn(), "numbers count per peer uuid");
+        assertEquals(0, TestWorkers.impl(ab0).connSn());
+        assertEquals(1, TestWorkers.impl(ab1).connSn());
+        assertEquals(0, TestWorkers.impl(ac0).connSn(), "numbers count per peer uuid");
         for (Endpoint ep : List.of(ab0, ab1, ac0)) {
             awaitWiredUp(ep);
         }
         List<Endpoint> atB = awaitEndpoints(b, 2);
-        assertEquals(List.of(0, 1), atB.stream().map(Endpoint::connSn).toList(), "created with the requests' numbers");
-        assertEquals(ab0.endpointId(), (long) onLoop(b, atB.get(0)::remoteEndpointId));
-        assertEquals(ab1.endpointId(), (long) onLoop(b, atB.get(1)::remoteEndpointId));
-        assertEquals(0, awaitEndpoints(c, 1).get(0).connSn());
+        assertEquals(List.of(0, 1), atB.stream().map(e -> TestWorkers.impl(e).connSn()).toList(), "created with the requests' numbers");
+        assertEquals(ab0.endpointId(), (long) onLoop(b, () -> TestWorkers.impl(atB.get(0)).remoteEndpointId()));
+        assertEquals(ab1.endpointId(), (long) onLoop(b, () -> TestWorkers.impl(atB.get(1)).remoteEndpointId()));
+        assertEquals(0, TestWorkers.impl(awaitEndpoints(c, 1).get(0)).connSn());
         assertArrayEquals(new int[] {0, 2}, b.matchQueueSizes(a.uuid()), "b's two wait to be adopted (UNEXPECTED)");
         assertArrayEquals(new int[] {0, 0}, a.matchQueueSizes(b.uuid()), "a's were answered: no longer EXPECTED");
     }
@@ -80,8 +83,8 @@ class EndpointMatchingTest {
     @ParameterizedTest(name = "{0}")
     @ValueSource(strings = {"tcp", "self"})
     void aLaterConnectAdoptsTheEndpointARequestCreated(String tls) throws Exception {
-        Worker a = workers.start("a", "TLS", tls);
-        Worker b = workers.start("b", "TLS", tls);
+        DefaultWorker a = workers.start("a", "TLS", tls);
+        DefaultWorker b = workers.start("b", "TLS", tls);
         Endpoint ab = a.connect(b.address());
         awaitWiredUp(ab);
         Endpoint onDemand = awaitEndpoints(b, 1).get(0);
@@ -107,8 +110,8 @@ class EndpointMatchingTest {
         assertNotSame(ba, ba1);
         awaitWiredUp(ba1);
         List<Endpoint> atA2 = awaitEndpoints(a, 2);
-        assertEquals(1, atA2.get(1).connSn());
-        assertEquals(ba1.endpointId(), (long) onLoop(a, atA2.get(1)::remoteEndpointId));
+        assertEquals(1, TestWorkers.impl(atA2.get(1)).connSn());
+        assertEquals(ba1.endpointId(), (long) onLoop(a, () -> TestWorkers.impl(atA2.get(1)).remoteEndpointId()));
     }
 
     /**
@@ -121,8 +124,8 @@ class EndpointMatchingTest {
     void simultaneousConnectsEndWithOnePairOnTheLowerUuidsLane(String mode) throws Exception {
         String tls = mode.equals("tcp-p2p") ? "tcp" : mode;
         String connect = mode.equals("tcp-p2p") ? "p2p" : "iface";
-        Worker a = workers.start("a", "TLS", tls, "RNDV_THRESH", "1k", "TCP_CONNECT", connect);
-        Worker b = workers.start("b", "TLS", tls, "RNDV_THRESH", "1k", "TCP_CONNECT", connect);
+        DefaultWorker a = workers.start("a", "TLS", tls, "RNDV_THRESH", "1k", "TCP_CONNECT", connect);
+        DefaultWorker b = workers.start("b", "TLS", tls, "RNDV_THRESH", "1k", "TCP_CONNECT", connect);
 
         boolean aLower = Long.compareUnsigned(a.uuid(), b.uuid()) < 0;
         int[] sizes = {10, 5000, 64, 100, 3000, 20};
@@ -147,7 +150,7 @@ class EndpointMatchingTest {
             }
             Endpoint ea = a.connect(b.address());
             Endpoint eb = b.connect(a.address());
-            assertEquals(connect.equals("p2p"), ea.lanes().am().p2p(), "lane kind");
+            assertEquals(connect.equals("p2p"), TestWorkers.impl(ea).selection().am().p2p(), "lane kind");
             List<ChannelFuture> sends = new ArrayList<>();
             for (int i = 0; i < 3; i++) { // before wireup
                 sends.add(send(ea, tagA, round, i, sizes[i]));
@@ -171,14 +174,14 @@ class EndpointMatchingTest {
             int r = round;
             assertEquals(List.of(ea), awaitEndpoints(a, 1), () -> "round " + r + ": one endpoint at a");
             assertEquals(List.of(eb), awaitEndpoints(b, 1), () -> "round " + r + ": one endpoint at b");
-            assertEquals(eb.endpointId(), (long) onLoop(a, ea::remoteEndpointId));
-            assertEquals(ea.endpointId(), (long) onLoop(b, eb::remoteEndpointId));
+            assertEquals(eb.endpointId(), (long) onLoop(a, () -> TestWorkers.impl(ea).remoteEndpointId()));
+            assertEquals(ea.endpointId(), (long) onLoop(b, () -> TestWorkers.impl(eb).remoteEndpointId()));
             if (connect.equals("iface")) {
-                assertEquals(aLower, (boolean) onLoop(a, ea::usesOwnLane), "the pair uses the lower uuid's lane");
-                assertEquals(!aLower, (boolean) onLoop(b, eb::usesOwnLane), "the pair uses the lower uuid's lane");
+                assertEquals(aLower, (boolean) onLoop(a, () -> TestWorkers.impl(ea).usesOwnLane()), "the pair uses the lower uuid's lane");
+                assertEquals(!aLower, (boolean) onLoop(b, () -> TestWorkers.impl(eb).usesOwnLane()), "the pair uses the lower uuid's lane");
             } else {
-                assertTrue(ea.amLane() != null && ea.amLane().isActive() && eb.amLane().isActive(), "p2p lanes up");
-                assertTrue(!onLoop(a, ea::usesOwnLane) && !onLoop(b, eb::usesOwnLane), "the aux lane carries no data");
+                assertTrue(TestWorkers.impl(ea).amLane() != null && TestWorkers.impl(ea).amLane().isActive() && TestWorkers.impl(eb).amLane().isActive(), "p2p lanes up");
+                assertTrue(!onLoop(a, () -> TestWorkers.impl(ea).usesOwnLane()) && !onLoop(b, () -> TestWorkers.impl(eb).usesOwnLane()), "the aux lane carries no data");
             }
             assertArrayEquals(new int[] {0, 0}, a.matchQueueSizes(b.uuid()));
             assertArrayEquals(new int[] {0, 0}, b.matchQueueSizes(a.uuid()));

@@ -1,11 +1,14 @@
 package io.nucx.wireup;
 
+import io.nucx.Worker;
+import io.nucx.Endpoint;
 import static io.nucx.wireup.TestWorkers.assertPattern;
 import static io.nucx.wireup.TestWorkers.pattern;
 
 import io.netty.channel.ChannelFuture;
 import io.netty.util.concurrent.Future;
-import io.nucx.protocol.tag.EagerTagSendHandler;
+import io.nucx.protocol.tag.EagerProtocols;
+import io.nucx.protocol.tag.RndvProtocols;
 import io.nucx.protocol.tag.TagMessage;
 import org.junit.jupiter.api.extension.RegisterExtension;
 import org.junit.jupiter.api.Timeout;
@@ -33,8 +36,8 @@ class InProcessTagExchangeTest {
     @ParameterizedTest(name = "{0}")
     @ValueSource(strings = {"tcp", "self"})
     void messagesOfEverySizeArriveIntactWrittenBeforeConnect(String tls) throws Exception {
-        Worker a = workers.start("a", "TLS", tls);
-        Worker b = workers.start("b", "TLS", tls);
+        DefaultWorker a = workers.start("a", "TLS", tls);
+        DefaultWorker b = workers.start("b", "TLS", tls);
         int[] sizes = {0, 1, 7, 100, 8183, 8184, 8192, 65528, 65529, 65536, 100_000, 1 << 20, (4 << 20) + 3};
         Endpoint ep = a.connect(b.address());
         List<ChannelFuture> sends = new ArrayList<>();
@@ -53,15 +56,15 @@ class InProcessTagExchangeTest {
         for (ChannelFuture f : sends) {
             assertTrue(f.await(10, TimeUnit.SECONDS) && f.isSuccess(), () -> "send failed: " + f.cause());
         }
-        assertTrue(a.counters().count(EagerTagSendHandler.EGR_MULTI_BCOPY) > 0);
-        assertTrue(a.counters().count(EagerTagSendHandler.EGR_SHORT) > 0);
+        assertTrue(a.counters().count(EagerProtocols.MULTI_BCOPY.name()) > 0);
+        assertTrue(a.counters().count(EagerProtocols.SHORT.name()) > 0);
     }
 
     @ParameterizedTest(name = "{0}")
     @ValueSource(strings = {"tcp", "self"})
     void receiverRepliesOnTheEndpointItCreated(String tls) throws Exception {
-        Worker a = workers.start("a", "TLS", tls);
-        Worker b = workers.start("b", "TLS", tls);
+        DefaultWorker a = workers.start("a", "TLS", tls);
+        DefaultWorker b = workers.start("b", "TLS", tls);
         Endpoint ab = a.connect(b.address());
         Future<TagMessage> pong = a.tagRecv(2, -1L);
         ab.tagSend(1, pattern(1, 1000));

@@ -1,5 +1,8 @@
 package io.nucx.wireup;
 
+import io.nucx.WorkerAddress;
+import io.nucx.ErrorMode;
+import io.nucx.UnreachableException;
 import io.netty.channel.ChannelFuture;
 import io.netty.channel.ChannelHandler;
 import io.netty.util.concurrent.Future;

@@ -1,5 +1,9 @@
 package io.nucx.wireup;
 
+import io.nucx.Worker;
+import io.nucx.Endpoint;
+import io.nucx.ErrorMode;
+import io.nucx.EndpointException;
 import static io.nucx.wireup.TestWorkers.assertPattern;
 import static io.nucx.wireup.TestWorkers.pattern;
 
@@ -37,12 +41,12 @@ class MultiLaneTest {
 
     @Test
     void rendezvousDataIsSpreadOverTheLanesByBandwidth() throws Exception {
-        Worker a = workers.start("a", "TLS", "shm,tcp", "MULTI_LANE_MAX_RATIO", "20", "RNDV_THRESH", "64k");
-        Worker b = workers.start("b", "TLS", "shm,tcp", "MULTI_LANE_MAX_RATIO", "20", "RNDV_THRESH", "64k");
+        DefaultWorker a = workers.start("a", "TLS", "shm,tcp", "MULTI_LANE_MAX_RATIO", "20", "RNDV_THRESH", "64k");
+        DefaultWorker b = workers.start("b", "TLS", "shm,tcp", "MULTI_LANE_MAX_RATIO", "20", "RNDV_THRESH", "64k");
         Endpoint ab = a.connect(b.address());
         Endpoint ba = awaitLanes(a, b, ab, 2);
-        assertTrue(ab.lanes().describe().startsWith("shm/") && ab.lanes().describe().contains(" + tcp/"),
-                ab.lanes().describe());
+        assertTrue(TestWorkers.impl(ab).selection().describe().startsWith("shm/") && TestWorkers.impl(ab).selection().describe().contains(" + tcp/"),
+                TestWorkers.impl(ab).selection().describe());
         assertTrue(a.laneInfo(b.address(), ErrorMode.PEER).contains("CHOSEN: AM_BW lane[1] tcp/"));
         int size = 4 << 20;
         for (int round = 0; round < 2; round++) { // each side sends, each on its own lanes
@@ -63,11 +67,11 @@ class MultiLaneTest {
                 }
                 assertTrue(sends.get(i).await(10, TimeUnit.SECONDS) && sends.get(i).isSuccess());
             }
-            long[] bytes = from.eventLoop().submit(() -> from.messageLanes().dataBytes()).get();
+            long[] bytes = from.eventLoop().submit(() -> TestWorkers.impl(from).lanes().dataBytes()).get();
             double tcpShare = (double) bytes[1] / (bytes[0] + bytes[1]);
             // In proportion to the bandwidths the two addresses give (shm about 12 GB/s, tcp/lo about 1.2 GB/s).
-            double shmBw = LaneSelector.bandwidth(from.lanes().lane(0));
-            double tcpBw = LaneSelector.bandwidth(from.lanes().lane(1));
+            double shmBw = LaneSelector.bandwidth(TestWorkers.impl(from).selection().lane(0));
+            double tcpBw = LaneSelector.bandwidth(TestWorkers.impl(from).selection().lane(1));
             assertEquals(tcpBw / (shmBw + tcpBw), tcpShare, 0.02, "tcp's share of " + bytes[0] + " + " + bytes[1]);
             assertEquals(16L * size, bytes[0] + bytes[1]);
         }
@@ -79,8 +83,8 @@ class MultiLaneTest {
         // With 2 lanes tcp is already there and takes over; with 1 the side that dialled connects tcp afresh.
         String[] settings = {"TLS", "shm,tcp", "ERR_MODE", "failover", "MAX_RNDV_LANES", String.valueOf(lanes),
                 "MULTI_LANE_MAX_RATIO", "20", "RNDV_THRESH", "32k"};
-        Worker a = workers.start("a", settings);
-        Worker b = workers.start("b", settings);
+        DefaultWorker a = workers.start("a", settings);
+        DefaultWorker b = workers.start("b", settings);
         Endpoint ab = a.connect(b.address());
         Endpoint ba = awaitLanes(a, b, ab, lanes);
         int count = 12_000;
@@ -93,7 +97,7 @@ class MultiLaneTest {
             sends.add(ab.tagSend(TAG, pattern(i, size(i))));
             if (i == count / 3) {
                 Endpoint dropping = side.equals("receiving") ? ba : ab;
-                dropping.eventLoop().submit(() -> dropping.messageLanes().slot(0).channel.close()).sync();
+                dropping.eventLoop().submit(() -> TestWorkers.impl(dropping).lanes().lane(0).channel().close()).sync();
             }
             if (i % 500 == 499) {
                 sends.get(i).await(30, TimeUnit.SECONDS); // bounded in flight
@@ -111,14 +115,14 @@ class MultiLaneTest {
             assertTrue(f.await(10, TimeUnit.SECONDS) && f.isSuccess(), () -> "send failed: " + f.cause());
         }
         assertTrue(ab.isActive() && ba.isActive(), "both endpoints go on");
-        assertTrue(a.counters().count(MessageLanes.FAILOVER_COUNTER) >= 1);
-        assertTrue(b.counters().count(MessageLanes.FAILOVER_COUNTER) >= 1);
-        String amLane = ab.eventLoop().submit(() -> ab.messageLanes().amSlot().name()).get();
+        assertTrue(a.counters().count(FailoverReliability.FAILOVER_COUNTER) >= 1);
+        assertTrue(b.counters().count(FailoverReliability.FAILOVER_COUNTER) >= 1);
+        String amLane = ab.eventLoop().submit(() -> TestWorkers.impl(ab).lanes().am().name()).get();
         assertTrue(amLane.startsWith("tcp/"), amLane);
         // Nothing arrived twice: a duplicate would wait here unmatched.
         Thread.sleep(200);
         assertEquals(0, b.eventLoop().submit(b::unexpectedCount).get().intValue());
-        assertEquals(0, ab.eventLoop().submit(() -> ab.messageLanes().unconfirmed()).get().intValue());
+        assertEquals(0, ab.eventLoop().submit(() -> TestWorkers.impl(ab).lanes().unconfirmed()).get().intValue());
         // And the endpoint still works both ways.
         Future<TagMessage> back = a.tagRecv(7, -1L);
         ba.tagSend(7, pattern(7, 100_000)).sync();
@@ -133,11 +137,11 @@ class MultiLaneTest {
     @Test
     void withoutFailoverALostLaneFailsTheEndpoint() throws Exception {
         String[] settings = {"TLS", "shm,tcp", "ERR_MODE", "peer", "MULTI_LANE_MAX_RATIO", "20"};
-        Worker a = workers.start("a", settings);
-        Worker b = workers.start("b", settings);
+        DefaultWorker a = workers.start("a", settings);
+        DefaultWorker b = workers.start("b", settings);
         Endpoint ab = a.connect(b.address());
         awaitLanes(a, b, ab, 2);
-        Channel tcp = ab.eventLoop().submit(() -> ab.messageLanes().slot(1).channel).get();
+        Channel tcp = ab.eventLoop().submit(() -> TestWorkers.impl(ab).lanes().lane(1).channel()).get();
         tcp.close().sync();
         Throwable cause = ab.errorFuture().await(10, TimeUnit.SECONDS) ? ab.errorFuture().cause() : null;
         assertInstanceOf(EndpointException.class, cause);
@@ -153,8 +157,8 @@ class MultiLaneTest {
     void twoLanesLostOneAfterTheOtherLeaveTheThirdCarryingEverything() throws Exception {
         String[] settings = {"TLS", "self,shm,tcp", "ERR_MODE", "failover", "MAX_RNDV_LANES", "3",
                 "MULTI_LANE_MAX_RATIO", "1000", "RNDV_THRESH", "32k"};
-        Worker a = workers.start("a", settings);
-        Worker b = workers.start("b", settings);
+        DefaultWorker a = workers.start("a", settings);
+        DefaultWorker b = workers.start("b", settings);
         Endpoint ab = a.connect(b.address());
         Endpoint ba = awaitLanes(a, b, ab, 3);
         List<String> before = ab.laneNames().get();
@@ -188,7 +192,7 @@ class MultiLaneTest {
             assertTrue(f.await(10, TimeUnit.SECONDS) && f.isSuccess(), () -> "send failed: " + f.cause());
         }
         assertEquals(List.of(before.get(2)), ab.laneNames().get(), "one lane left: the third");
-        assertTrue(a.counters().count(MessageLanes.FAILOVER_COUNTER) >= 2);
+        assertTrue(a.counters().count(FailoverReliability.FAILOVER_COUNTER) >= 2);
         Thread.sleep(200);
         assertEquals(0, b.eventLoop().submit(b::unexpectedCount).get().intValue());
         assertTrue(ab.isActive() && ba.isActive());
@@ -201,8 +205,8 @@ class MultiLaneTest {
     @Test
     void aCloseRightBehindLargeSendsDeliversEverythingOnEveryLane() throws Exception {
         String[] settings = {"TLS", "shm,tcp", "MULTI_LANE_MAX_RATIO", "20", "RNDV_THRESH", "64k"};
-        Worker a = workers.start("a", settings);
-        Worker b = workers.start("b", settings);
+        DefaultWorker a = workers.start("a", settings);
+        DefaultWorker b = workers.start("b", settings);
         Endpoint ab = a.connect(b.address());
         awaitLanes(a, b, ab, 2);
         int n = 8;
@@ -225,15 +229,15 @@ class MultiLaneTest {
                 m.release();
             }
         }
-        long tcpBytes = ab.messageLanes().dataBytes()[1];
+        long tcpBytes = TestWorkers.impl(ab).lanes().dataBytes()[1];
         assertTrue(tcpBytes > 0, "the tcp lane carried data");
     }
 
     /** Two connects in different error modes cannot make a pair: the endpoints fail at wireup, naming both modes. */
     @Test
     void aPairConnectedInTwoErrorModesFailsNamingBoth() throws Exception {
-        Worker a = workers.start("a", "TLS", "tcp");
-        Worker b = workers.start("b", "TLS", "tcp");
+        DefaultWorker a = workers.start("a", "TLS", "tcp");
+        DefaultWorker b = workers.start("b", "TLS", "tcp");
         // Both loops held, so both endpoints wait EXPECTED and pair with each other's REQUEST (had one REQUEST come
         // first, the other connect would adopt the endpoint it created, in the requester's mode).
         java.util.concurrent.CountDownLatch hold = new java.util.concurrent.CountDownLatch(1);
@@ -264,13 +268,13 @@ class MultiLaneTest {
     }
 
     /** Waits until both sides of the endpoint have {@code lanes} lanes up; returns the peer's endpoint. */
-    private static Endpoint awaitLanes(Worker a, Worker b, Endpoint ab, int lanes) throws Exception {
+    private static Endpoint awaitLanes(Worker a, DefaultWorker b, Endpoint ab, int lanes) throws Exception {
         ab.wireupFuture().sync();
         long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
         Endpoint ba = null;
         while (true) {
-            long remoteId = ab.eventLoop().submit(ab::remoteEndpointId).get();
-            ba = b.eventLoop().submit(() -> b.endpoint(remoteId)).get();
+            long remoteId = ab.eventLoop().submit(() -> (Long) TestWorkers.impl(ab).remoteEndpointId()).get();
+            ba = b.eventLoop().submit(() -> (Endpoint) b.endpoint(remoteId)).get();
             Endpoint peer = ba;
             boolean up = ab.eventLoop().submit(() -> allUp(ab, lanes)).get()
                     && peer != null && b.eventLoop().submit(() -> allUp(peer, lanes)).get();
@@ -283,12 +287,12 @@ class MultiLaneTest {
     }
 
     private static boolean allUp(Endpoint ep, int lanes) {
-        MessageLanes l = ep.messageLanes();
+        EndpointLanes l = TestWorkers.impl(ep).lanes();
         if (l.size() != lanes) {
             return false;
         }
         for (int i = 0; i < lanes; i++) {
-            if (!l.slot(i).live()) {
+            if (!l.lane(i).live()) {
                 return false;
             }
         }

@@ -1,5 +1,7 @@
 package io.nucx.wireup;
 
+import io.nucx.Worker;
+import io.nucx.Endpoint;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.RegisterExtension;
 
@@ -13,15 +15,15 @@ class P2pLaneSelectionTest {
     @RegisterExtension
     final TestWorkers workers = new TestWorkers();
 
-    private static boolean p2p(Worker from, Worker to) {
+    private static boolean p2p(DefaultWorker from, Worker to) {
         return LaneSelector.selectAmLane(from.ifaces(), from.address(), to.address()).p2p();
     }
 
     @Test
     void p2pOnlyWhenBothSidesOfferIt() throws Exception {
-        Worker p1 = workers.start("p1", "TLS", "tcp", "TCP_CONNECT", "p2p");
-        Worker p2 = workers.start("p2", "TLS", "tcp", "TCP_CONNECT", "p2p");
-        Worker i1 = workers.start("i1", "TLS", "tcp");
+        DefaultWorker p1 = workers.start("p1", "TLS", "tcp", "TCP_CONNECT", "p2p");
+        DefaultWorker p2 = workers.start("p2", "TLS", "tcp", "TCP_CONNECT", "p2p");
+        DefaultWorker i1 = workers.start("i1", "TLS", "tcp");
         assertTrue(p2p(p1, p2) && p2p(p2, p1), "both p2p");
         assertFalse(p2p(p1, i1) || p2p(i1, p1), "one side connects to ifaces only: both use iface lanes");
         assertEquals(LaneSelector.selectLanes(p1.ifaces(), p1.address(), p2.address()).describe(),
@@ -31,8 +33,8 @@ class P2pLaneSelectionTest {
 
     @Test
     void aMixedPairWiresUpOverIfaceLanes() throws Exception {
-        Worker p1 = workers.start("p1", "TLS", "tcp", "TCP_CONNECT", "p2p");
-        Worker i1 = workers.start("i1", "TLS", "tcp");
+        DefaultWorker p1 = workers.start("p1", "TLS", "tcp", "TCP_CONNECT", "p2p");
+        DefaultWorker i1 = workers.start("i1", "TLS", "tcp");
         Endpoint ep = p1.connect(i1.address());
         var recv = i1.tagRecv(1, -1L);
         ep.tagSend(1, TestWorkers.pattern(1, 100));
@@ -42,6 +44,6 @@ class P2pLaneSelectionTest {
         } finally {
             m.release();
         }
-        assertFalse(ep.lanes().am().p2p());
+        assertFalse(TestWorkers.impl(ep).selection().am().p2p());
     }
 }

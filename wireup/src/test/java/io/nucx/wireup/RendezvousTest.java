@@ -1,10 +1,13 @@
 package io.nucx.wireup;
 
+import io.nucx.Worker;
+import io.nucx.Endpoint;
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.Unpooled;
 import io.netty.channel.ChannelFuture;
 import io.netty.util.concurrent.Future;
-import io.nucx.protocol.tag.EagerTagSendHandler;
+import io.nucx.protocol.tag.EagerProtocols;
+import io.nucx.protocol.tag.RndvProtocols;
 import io.nucx.protocol.tag.MessageTruncatedException;
 import io.nucx.protocol.tag.TagMessage;
 import org.junit.jupiter.api.extension.RegisterExtension;
@@ -38,8 +41,8 @@ class RendezvousTest {
     @ParameterizedTest(name = "{0}")
     @ValueSource(strings = {"tcp", "self"})
     void messagesAboveTheThresholdGoByRendezvousPostedBeforeOrAfterTheyArrive(String tls) throws Exception {
-        Worker a = workers.start("a", "TLS", tls, "RNDV_THRESH", "1k");
-        Worker b = workers.start("b", "TLS", tls, "RNDV_THRESH", "1k");
+        DefaultWorker a = workers.start("a", "TLS", tls, "RNDV_THRESH", "1k");
+        DefaultWorker b = workers.start("b", "TLS", tls, "RNDV_THRESH", "1k");
         int[] sizes = {0, 100, 1023, 1024, 5000, 100_000, (4 << 20) + 3};
         int rndvSizes = 4; // 1024 and above
         Endpoint ep = a.connect(b.address());
@@ -64,14 +67,14 @@ class RendezvousTest {
         for (ChannelFuture f : sends) {
             assertTrue(f.await(10, TimeUnit.SECONDS) && f.isSuccess(), () -> "send failed: " + f.cause());
         }
-        assertEquals(rndvSizes, a.counters().count(EagerTagSendHandler.TAG_RNDV));
+        assertEquals(rndvSizes, a.counters().count(RndvProtocols.TAG_RNDV.name()));
     }
 
     @ParameterizedTest(name = "{0}")
     @ValueSource(strings = {"tcp", "self"})
     void aReceiveTooSmallFailsWithTruncationAndTheSenderIsTold(String tls) throws Exception {
-        Worker a = workers.start("a", "TLS", tls, "RNDV_THRESH", "1k");
-        Worker b = workers.start("b", "TLS", tls, "RNDV_THRESH", "1k");
+        DefaultWorker a = workers.start("a", "TLS", tls, "RNDV_THRESH", "1k");
+        DefaultWorker b = workers.start("b", "TLS", tls, "RNDV_THRESH", "1k");
         ByteBuf small = Unpooled.buffer(100);
         try {
             Future<TagMessage> recv = b.tagRecv(7, -1L, small);
@@ -98,8 +101,8 @@ class RendezvousTest {
     @ParameterizedTest(name = "{0}")
     @ValueSource(strings = {"tcp", "self"})
     void aRendezvousIntoTheUsersBufferLandsThereWithoutAnotherCopy(String tls) throws Exception {
-        Worker a = workers.start("a", "TLS", tls, "RNDV_THRESH", "1k");
-        Worker b = workers.start("b", "TLS", tls, "RNDV_THRESH", "1k");
+        DefaultWorker a = workers.start("a", "TLS", tls, "RNDV_THRESH", "1k");
+        DefaultWorker b = workers.start("b", "TLS", tls, "RNDV_THRESH", "1k");
         ByteBuf into = Unpooled.directBuffer(300_000);
         try {
             Future<TagMessage> recv = b.tagRecv(9, -1L, into);
@@ -119,8 +122,8 @@ class RendezvousTest {
     @ParameterizedTest(name = "{0}")
     @ValueSource(strings = {"tcp", "self"})
     void aSendWaitingForItsReceiverFailsWhenThePeerGoesAway(String tls) throws Exception {
-        Worker a = workers.start("a", "TLS", tls, "RNDV_THRESH", "1k");
-        Worker b = workers.start("b", "TLS", tls, "RNDV_THRESH", "1k");
+        DefaultWorker a = workers.start("a", "TLS", tls, "RNDV_THRESH", "1k");
+        DefaultWorker b = workers.start("b", "TLS", tls, "RNDV_THRESH", "1k");
         Endpoint ep = a.connect(b.address());
         ChannelFuture send = ep.tagSend(1, pattern(1, 10_000)); // nobody receives: the RTS waits unexpected
         awaitUnexpected(b);
@@ -134,8 +137,8 @@ class RendezvousTest {
     @ParameterizedTest(name = "{0}")
     @ValueSource(strings = {"tcp"})
     void theAutomaticThresholdSendsLargeMessagesByRendezvousAndSmallOnesEagerly(String tls) throws Exception {
-        Worker a = workers.start("a", "TLS", tls, "RNDV_THRESH", "auto");
-        Worker b = workers.start("b", "TLS", tls, "RNDV_THRESH", "auto");
+        DefaultWorker a = workers.start("a", "TLS", tls, "RNDV_THRESH", "auto");
+        DefaultWorker b = workers.start("b", "TLS", tls, "RNDV_THRESH", "auto");
         Endpoint ep = a.connect(b.address());
         int big = 64 << 20;
         Future<TagMessage> r1 = b.tagRecv(1, -1L);
@@ -150,15 +153,15 @@ class RendezvousTest {
                 m.release();
             }
         }
-        assertEquals(1, a.counters().count(EagerTagSendHandler.EGR_MULTI_BCOPY), "1 MiB goes eager on tcp");
-        assertEquals(1, a.counters().count(EagerTagSendHandler.TAG_RNDV), "64 MiB goes by rendezvous on tcp");
+        assertEquals(1, a.counters().count(EagerProtocols.MULTI_BCOPY.name()), "1 MiB goes eager on tcp");
+        assertEquals(1, a.counters().count(RndvProtocols.TAG_RNDV.name()), "64 MiB goes by rendezvous on tcp");
     }
 
     @ParameterizedTest(name = "{0}")
     @ValueSource(strings = {"tcp", "self"})
     void protocolInfoShowsTheTablesWithoutConnecting(String tls) throws Exception {
-        Worker a = workers.start("a", "TLS", tls, "RNDV_THRESH", "4k");
-        Worker b = workers.start("b", "TLS", tls, "RNDV_THRESH", "auto");
+        DefaultWorker a = workers.start("a", "TLS", tls, "RNDV_THRESH", "4k");
+        DefaultWorker b = workers.start("b", "TLS", tls, "RNDV_THRESH", "auto");
         String forced = a.protocolInfo(b.address());
         assertTrue(forced.contains("4K..inf | (?) rendezvous"), forced);
         assertTrue(forced.contains("0..4095 | eager short"), forced);

@@ -1,11 +1,14 @@
 package io.nucx.wireup;
 
+import io.nucx.Worker;
+import io.nucx.Endpoint;
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.Unpooled;
 import io.netty.channel.ChannelFuture;
 import io.netty.util.concurrent.Future;
 import io.nucx.protocol.tag.EagerProtocols;
-import io.nucx.protocol.tag.EagerTagSendHandler;
+import io.nucx.protocol.tag.EagerProtocols;
+import io.nucx.protocol.tag.RndvProtocols;
 import io.nucx.protocol.tag.MessageTruncatedException;
 import io.nucx.protocol.tag.TagMessage;
 import org.junit.jupiter.api.extension.RegisterExtension;
@@ -46,8 +49,8 @@ class SyncSendTest {
             "self, 8, egrsnc/single/bcopy",
             "self, 200000, tag/rndv"})
     void aSyncSendCompletesOnlyOnceTheReceiverMatchedIt(String tls, int size, String protocol) throws Exception {
-        Worker a = workers.start("a", "TLS", tls);
-        Worker b = workers.start("b", "TLS", tls);
+        DefaultWorker a = workers.start("a", "TLS", tls);
+        DefaultWorker b = workers.start("b", "TLS", tls);
         Endpoint ep = a.connect(b.address());
         ChannelFuture sync = ep.tagSendSync(5, pattern(5, size));
         awaitUnexpected(b);
@@ -66,8 +69,8 @@ class SyncSendTest {
     @ParameterizedTest(name = "{0}")
     @ValueSource(strings = {"tcp", "self"})
     void aSyncSendMatchedByATooSmallReceiveFailsOnBothSides(String tls) throws Exception {
-        Worker a = workers.start("a", "TLS", tls);
-        Worker b = workers.start("b", "TLS", tls);
+        DefaultWorker a = workers.start("a", "TLS", tls);
+        DefaultWorker b = workers.start("b", "TLS", tls);
         ByteBuf small = Unpooled.buffer(10);
         try {
             Future<TagMessage> recv = b.tagRecv(6, -1L, small);
@@ -85,13 +88,13 @@ class SyncSendTest {
     @ParameterizedTest(name = "{0}")
     @ValueSource(strings = {"tcp", "self"})
     void aSyncSendFailsWhenThePeerGoesAwayBeforeMatching(String tls) throws Exception {
-        Worker a = workers.start("a", "TLS", tls);
-        Worker b = workers.start("b", "TLS", tls);
+        DefaultWorker a = workers.start("a", "TLS", tls);
+        DefaultWorker b = workers.start("b", "TLS", tls);
         ChannelFuture sync = a.connect(b.address()).tagSendSync(7, pattern(7, 10));
         awaitUnexpected(b);
         b.close().get(10, TimeUnit.SECONDS);
         assertTrue(sync.await(10, TimeUnit.SECONDS));
         assertFalse(sync.isSuccess(), "a peer that never matched cannot have acknowledged");
-        assertEquals(0, a.counters().count(EagerTagSendHandler.TAG_RNDV));
+        assertEquals(0, a.counters().count(RndvProtocols.TAG_RNDV.name()));
     }
 }

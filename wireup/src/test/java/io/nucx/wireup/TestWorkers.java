@@ -1,6 +1,9 @@
 package io.nucx.wireup;
 
+import io.nucx.NucxBootstrap;
+import io.nucx.Worker;
 import io.netty.buffer.ByteBuf;
+import io.nucx.Endpoint;
 import io.netty.buffer.Unpooled;
 import org.junit.jupiter.api.extension.AfterEachCallback;
 import org.junit.jupiter.api.extension.ExtensionContext;
@@ -23,17 +26,18 @@ final class TestWorkers implements AfterEachCallback {
     private final List<Worker> workers = new ArrayList<>();
 
     /** Starts a worker with {@code settings} given as name, value pairs (e.g. "TLS", "tcp"). */
-    Worker start(String name, String... settings) throws Exception {
+    DefaultWorker start(String name, String... settings) throws Exception {
         return start(name, null, settings);
     }
 
     /** As {@link #start(String, String...)}, adding {@code endpointHandler} to every endpoint's pipeline. */
-    Worker start(String name, io.netty.channel.ChannelHandler endpointHandler, String... settings) throws Exception {
+    DefaultWorker start(String name, io.netty.channel.ChannelHandler endpointHandler, String... settings)
+            throws Exception {
         NucxBootstrap b = new NucxBootstrap().name(name).endpointHandler(endpointHandler);
         for (int i = 0; i < settings.length; i += 2) {
             b.config(settings[i], settings[i + 1]);
         }
-        Worker w = b.start();
+        DefaultWorker w = (DefaultWorker) b.start();
         workers.add(w);
         return w;
     }
@@ -44,6 +48,11 @@ final class TestWorkers implements AfterEachCallback {
             w.close().get(10, TimeUnit.SECONDS);
         }
         workers.clear();
+    }
+
+    /** The implementation behind {@code ep}, for tests that look inside. */
+    static EndpointChannel impl(Endpoint ep) {
+        return (EndpointChannel) ep;
     }
 
     /** Message content derived from {@code seed}; wrapped arrays are not leak-tracked. */

@@ -1,5 +1,6 @@
 package io.nucx.wireup;
 
+import io.nucx.ErrorMode;
 import io.netty.buffer.ByteBufAllocator;
 import io.netty.buffer.Unpooled;
 import io.nucx.protocol.AmIds;

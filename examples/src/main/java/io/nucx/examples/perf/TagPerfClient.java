@@ -7,8 +7,8 @@ import io.netty.util.concurrent.Future;
 import io.netty.util.concurrent.GenericFutureListener;
 import io.netty.util.concurrent.Promise;
 import io.nucx.protocol.tag.TagMessage;
-import io.nucx.wireup.Endpoint;
-import io.nucx.wireup.Worker;
+import io.nucx.Endpoint;
+import io.nucx.Worker;
 import org.HdrHistogram.Histogram;
 
 /**

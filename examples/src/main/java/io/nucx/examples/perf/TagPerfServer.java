@@ -6,8 +6,8 @@ import io.netty.util.concurrent.Future;
 import io.netty.util.concurrent.GenericFutureListener;
 import io.netty.util.concurrent.Promise;
 import io.nucx.protocol.tag.TagMessage;
-import io.nucx.wireup.Endpoint;
-import io.nucx.wireup.Worker;
+import io.nucx.Endpoint;
+import io.nucx.Worker;
 
 /**
  * The answering side of a tag test, on the worker's loop: one receive posted at a time for any tag, answered by tag

@@ -1,5 +1,10 @@
 package io.nucx.protocol.tag;
 
+import io.netty.channel.ChannelPipeline;
+import io.nucx.protocol.EndpointServices;
+import io.nucx.protocol.ProtocolCodec;
+import io.nucx.protocol.ProtocolFamily;
+import io.nucx.protocol.WorkerProtocols;
 import io.nucx.protocol.select.LinearFunc;
 import io.nucx.protocol.select.PerfFactor;
 import io.nucx.protocol.select.ProbeParams;
@@ -16,14 +21,14 @@ import java.util.function.Consumer;
 /**
  * The eager tag protocols as the selection engine sees them. Each probe declares facts (range, overheads, copy and
  * wire slopes, per-fragment cost) and one shared model turns them into a {@link ProtoPerf}, as UCX's
- * {@code ucp_proto_single_probe} / {@code ucp_proto_multi_probe} do. How they send is {@link EagerTagSendHandler}.
+ * {@code ucp_proto_single_probe} / {@code ucp_proto_multi_probe} do. How they send is {@link EagerSender}, how they arrive {@link EagerReceiver}.
  *
  * <p><b>Copies, as the code makes them.</b> The copy protocols ({@code egr/short}, {@code egr/.../bcopy},
  * {@code egrsnc/...}) are charged one copy of the message on the sender's cpu (copy-in) and one on the receiver's
  * (copy-out), and the sender really makes the copy-in: the lane's transport makes it where it copies payloads into
  * memory of its own anyway ({@link IfaceAttributes#copiesAmPayload}: shm's ring write, tcp's payloads up to 1 KiB
  * written next to the header, and tcp's heap payloads, which the socket channel copies into direct memory), and
- * {@link EagerTagSendHandler} copies the rest into a pooled buffer (tcp's native payloads over 1 KiB, which the
+ * {@link EagerSender} copies the rest into a pooled buffer (tcp's native payloads over 1 KiB, which the
  * encoder would write from the sender's memory, and every self payload, which the receiver would otherwise get as
  * it is). So a copy send completes once its frames are written, whatever the sender does with its buffer afterwards.
  *
@@ -43,25 +48,25 @@ public final class EagerProtocols {
     static final double REQUEST_OVERHEAD = 40e-9;
 
     /** {@code egr/short}: one frame, no request; sizes up to the lane's max short. */
-    public static final Protocol SHORT = new Eager(EagerTagSendHandler.EGR_SHORT, "eager short", Kind.SHORT);
+    public static final Protocol SHORT = new Eager("egr/short", "eager short", Kind.SHORT);
     /** {@code egr/single/bcopy}: one frame up to the lane's max bcopy. */
-    public static final Protocol SINGLE_BCOPY = new Eager(EagerTagSendHandler.EGR_SINGLE_BCOPY,
+    public static final Protocol SINGLE_BCOPY = new Eager("egr/single/bcopy",
             "eager copy-in copy-out", Kind.SINGLE);
     /** {@code egr/multi/bcopy}: FIRST + MIDDLE fragments, any size. */
-    public static final Protocol MULTI_BCOPY = new Eager(EagerTagSendHandler.EGR_MULTI_BCOPY,
+    public static final Protocol MULTI_BCOPY = new Eager("egr/multi/bcopy",
             "multi-frag eager copy-in copy-out", Kind.MULTI);
 
     /**
      * {@code egr/single/zcopy}: one EAGER_ZCOPY_ONLY frame from the sender's buffer; completes when the receiver
      * acknowledges its arrival.
      */
-    public static final Protocol SINGLE_ZCOPY = new Eager(EagerTagSendHandler.EGR_SINGLE_ZCOPY,
+    public static final Protocol SINGLE_ZCOPY = new Eager("egr/single/zcopy",
             "eager zero-copy copy-out", Kind.SINGLE_ZCOPY);
     /**
      * {@code egr/multi/zcopy}: EAGER_ZCOPY_FIRST + EAGER_MIDDLE fragments from the sender's buffer; completes when the
      * receiver acknowledges that every fragment arrived.
      */
-    public static final Protocol MULTI_ZCOPY = new Eager(EagerTagSendHandler.EGR_MULTI_ZCOPY,
+    public static final Protocol MULTI_ZCOPY = new Eager("egr/multi/zcopy",
             "multi-frag eager zero-copy copy-out", Kind.MULTI_ZCOPY);
 
     /** {@code egrsnc/single/bcopy}: one frame; the send completes when the receiver acknowledges the match. */
@@ -77,6 +82,35 @@ public final class EagerProtocols {
      */
     public static final List<Protocol> ALL = List.of(SHORT, SINGLE_BCOPY, MULTI_BCOPY, SINGLE_ZCOPY, MULTI_ZCOPY,
             SYNC_SINGLE_BCOPY, SYNC_MULTI_BCOPY);
+
+    /**
+     * The tag eager family: these protocols, the active messages they send and answer, and their codec
+     * ({@link EagerCodec}) with the pipeline's {@link TagOrder} above it.
+     */
+    public static final ProtocolFamily FAMILY = new ProtocolFamily() {
+        @Override
+        public String name() {
+            return "tag/eager";
+        }
+
+        @Override
+        public List<Protocol> protocols() {
+            return ALL;
+        }
+
+        @Override
+        public int[] amIds() {
+            return EagerCodec.AM_IDS.clone();
+        }
+
+        @Override
+        public ProtocolCodec addTo(ChannelPipeline pipeline, EndpointServices endpoint, WorkerProtocols worker) {
+            EagerCodec codec = new EagerCodec(endpoint, worker);
+            pipeline.addLast(EagerCodec.NAME, codec);
+            pipeline.addLast(TagOrder.NAME, new TagOrder());
+            return codec;
+        }
+    };
 
     /** UCX's priority of the copy protocols' threshold (NUCX_BCOPY_THRESH). */
     static final int BCOPY_PRIORITY = 20;

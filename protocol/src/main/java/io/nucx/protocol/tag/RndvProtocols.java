@@ -1,5 +1,10 @@
 package io.nucx.protocol.tag;
 
+import io.netty.channel.ChannelPipeline;
+import io.nucx.protocol.EndpointServices;
+import io.nucx.protocol.ProtocolCodec;
+import io.nucx.protocol.ProtocolFamily;
+import io.nucx.protocol.WorkerProtocols;
 import io.nucx.protocol.select.LinearFunc;
 import io.nucx.protocol.select.PerfFactor;
 import io.nucx.protocol.select.ProbeParams;
@@ -11,6 +16,7 @@ import io.nucx.transport.Capability;
 import io.nucx.transport.IfaceAttributes;
 import io.nucx.transport.cma.Cma;
 
+import java.util.List;
 import java.util.function.Consumer;
 
 /**
@@ -219,4 +225,29 @@ public final class RndvProtocols {
 
     private RndvProtocols() {
     }
+
+    /** The tag rendezvous family: these protocols, the active messages they send and answer, and their codec. */
+    public static final ProtocolFamily FAMILY = new ProtocolFamily() {
+        @Override
+        public String name() {
+            return "tag/rndv";
+        }
+
+        @Override
+        public List<Protocol> protocols() {
+            return List.of(TAG_RNDV, GET_ZCOPY, PUT_ZCOPY);
+        }
+
+        @Override
+        public int[] amIds() {
+            return RndvCodec.AM_IDS.clone();
+        }
+
+        @Override
+        public ProtocolCodec addTo(ChannelPipeline pipeline, EndpointServices endpoint, WorkerProtocols worker) {
+            RndvCodec codec = new RndvCodec(endpoint, worker);
+            pipeline.addLast(RndvCodec.NAME, codec);
+            return codec;
+        }
+    };
 }

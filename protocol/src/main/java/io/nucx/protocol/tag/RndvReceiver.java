@@ -1,54 +1,483 @@
 package io.nucx.protocol.tag;
 
 import io.netty.buffer.ByteBuf;
-import io.netty.channel.Channel;
+import io.netty.buffer.ByteBufAllocator;
+import io.netty.channel.ChannelHandlerContext;
+import io.netty.util.concurrent.Future;
+import io.netty.util.concurrent.Promise;
+import io.netty.util.internal.logging.InternalLogger;
+import io.netty.util.internal.logging.InternalLoggerFactory;
 import io.nucx.protocol.AmIds;
+import io.nucx.protocol.EndpointServices;
+import io.nucx.protocol.PendingRequests;
+import io.nucx.protocol.ProtocolCounters;
 import io.nucx.protocol.ProtocolException;
 import io.nucx.transport.AmFrame;
-import io.nucx.transport.cma.RemoteKey;
+import io.nucx.transport.Capability;
+import io.nucx.transport.rma.MemoryRegistration;
+import io.nucx.transport.rma.RemoteKey;
+import io.nucx.transport.rma.RmaLane;
+
+import java.io.IOException;
+import java.lang.foreign.MemorySegment;
+import java.util.ArrayList;
+import java.util.LinkedHashSet;
+import java.util.List;
+import java.util.Queue;
+import java.util.Set;
+import java.util.concurrent.ConcurrentLinkedQueue;
+import java.util.concurrent.atomic.LongAdder;
+import java.util.function.LongPredicate;
 
 /**
- * Parses arriving rendezvous frames ({@link RndvHeaders}): RTS (with or without a remote key), DATA and ATP go to the
- * receive side ({@link TagMatcher}), RTR (with or without a remote key) and ATS to the send side ({@link RndvSends}).
- * A header of the wrong length is a protocol error.
+ * The receive side of the rendezvous protocols on one endpoint. An RTS is matched when it arrives (a posted receive,
+ * the pipeline's order, or the unexpected queue until a receive takes it), then its data come in one of three ways,
+ * each a stage of the receive:
+ * <ul>
+ *   <li>{@link Stage#GET}: the sender offered its buffer's key and this side may read it ({@code rndv/get/zcopy}):
+ *       the data are read through the RMA lane, then ATS tells the sender to complete. A failed read asks by RTR.</li>
+ *   <li>{@link Stage#RTR_SENT}: RTR asked for RNDV_DATA fragments ({@code tag/rndv}).</li>
+ *   <li>{@link Stage#OFFERED}: the receive buffer's key went out in the RTR ({@code rndv/put/zcopy}, NUCX_RNDV_SCHEME
+ *       put_zcopy) and the sender writes into it, then says RNDV_ATP.</li>
+ *   <li>{@link Stage#HELD}: the endpoint ended while the buffer was offered.</li>
+ * </ul>
+ *
+ * <p><b>The PUT safety rule.</b> With PUT the peer writes into our memory, and on some transports nothing on this side
+ * can stop it (cma: the kernel lets a process of the same user write ours). So an offered receive is neither completed
+ * nor failed back to the user, cannot be cancelled, and its buffer is not released until the sender is known not to
+ * write into it any more: (1) its RNDV_ATP arrives, any status (written, or cancelled: it will not write); or (2) its
+ * RNDV_DATA arrives (the sender falls back to fragments only after its PUT ended or never began); or (3) the
+ * registration's {@link MemoryRegistration#revoke() revoke} completes: the transport took the peer's access away
+ * (rdma deregisters the region: at once) or the peer's process has exited (cma). The endpoint ending does not end an
+ * offered receive: its abort moves it to HELD, with the endpoint's cause, and the endpoint lingers (its LINGER state)
+ * with its lanes open, so the peer's last word can still arrive ({@link #lingerRead}); the peer, reading the
+ * endpoint's EP_REMOVED, cancels its PUT and answers ATP(cancelled). A worker that closes waits for held receives up
+ * to its close bound, then {@link #park parks} them: never completed, buffers never released or reused (kept
+ * reachable for the life of the JVM). A stopped or hung peer holds the buffer as long as it stays so; nothing on this
+ * side can shorten that, and the memory is what safety costs.
  */
-public final class RndvReceiver {
+final class RndvReceiver {
 
-    private final TagMatcher matcher;
-    private final RndvSends sends;
+    private static final InternalLogger LOG = InternalLoggerFactory.getInstance(RndvReceiver.class);
 
-    public RndvReceiver(TagMatcher matcher, RndvSends sends) {
-        this.matcher = matcher;
-        this.sends = sends;
+    /** Receives closing workers of this JVM parked: never completed, their buffers never released. */
+    private static final Queue<Object> PARKED = new ConcurrentLinkedQueue<>();
+
+    enum Stage { GET, RTR_SENT, OFFERED, HELD }
+
+    /** One rendezvous receive, by receiver request id. */
+    private final class Receive {
+        final long tag;
+        final int total;
+        final long senderReqId;
+        long id;
+        Stage stage;
+        /** A {@link TagReceive}, a {@link PipelineSlot}, or null (the data are taken and dropped). */
+        Object target;
+        ByteBuf buffer;
+        boolean inPlace;
+        int received;
+        /** The GET reading the sender's memory, or null. */
+        Get get;
+        /** The buffer offered for PUT, and the promise a graceful close waits for, or null. */
+        MemoryRegistration offer;
+        Promise<Void> offerOver;
+        /** Why a HELD receive fails once released: its endpoint ended while it was offered. */
+        Throwable heldCause;
+
+        Receive(long tag, int total, long senderReqId) {
+            this.tag = tag;
+            this.total = total;
+            this.senderReqId = senderReqId;
+        }
     }
 
-    /** Handles one rendezvous frame that arrived for the endpoint {@code source}; releases the frame. */
-    public void onFrame(Channel source, AmFrame frame) {
+    /** An RTS nobody has received yet: its data wait at the sender. */
+    private final class RtsArrival extends TagArrival {
+        final long senderReqId;
+        final long size;
+        /** The sender's key, unpacked by our RMA lane when it arrived ({@code rndv/get/zcopy}), or null. */
+        final RemoteKey key;
+
+        RtsArrival(long tag, long senderReqId, long size, RemoteKey key) {
+            super(tag);
+            this.senderReqId = senderReqId;
+            this.size = size;
+            this.key = key;
+        }
+
+        @Override
+        protected void matched(TagReceive r) {
+            unexpected.remove(this);
+            start(r, tag(), size, senderReqId, key);
+        }
+
+        @Override
+        protected void discard() {
+            unexpected.remove(this);
+        }
+    }
+
+    private final ChannelHandlerContext ctx;
+    private final EndpointServices endpoint;
+    private final TagMatcher matcher;
+    private final ByteBufAllocator alloc;
+    private final long maxMessageSize;
+    private final RndvScheme scheme;
+    private final LongPredicate toPipeline;
+    private final PendingRequests<Receive> receives = new PendingRequests<>();
+    /** This endpoint's RTS waiting in the worker's unexpected queue; they leave it when the endpoint ends. */
+    private final Set<RtsArrival> unexpected = new LinkedHashSet<>();
+    private final LongAdder getCount;
+    private final LongAdder getFallbackCount;
+    private final LongAdder putCount;
+    private final LongAdder putFallbackCount;
+    private final LongAdder putHeldCount;
+    private int held;
+
+    RndvReceiver(ChannelHandlerContext ctx, EndpointServices endpoint, TagMatcher matcher, ByteBufAllocator alloc,
+                 long maxMessageSize, RndvScheme scheme, ProtocolCounters counters) {
+        this.ctx = ctx;
+        this.endpoint = endpoint;
+        this.matcher = matcher;
+        this.alloc = alloc;
+        this.maxMessageSize = maxMessageSize;
+        this.scheme = scheme;
+        this.toPipeline = endpoint::deliversToPipeline;
+        this.getCount = counters.counter(RndvProtocols.RECV_GET_COUNTER);
+        this.getFallbackCount = counters.counter(RndvProtocols.RECV_GET_FALLBACK_COUNTER);
+        this.putCount = counters.counter(RndvProtocols.RECV_PUT_COUNTER);
+        this.putFallbackCount = counters.counter(RndvProtocols.RECV_PUT_FALLBACK_COUNTER);
+        this.putHeldCount = counters.counter(RndvProtocols.RECV_PUT_HELD_COUNTER);
+    }
+
+    /** RNDV_RTS: match it now, in the order the peer wrote, or keep it unexpected until a receive wants it. */
+    void onRts(long tag, long senderReqId, long size, ByteBuf packedKey) {
+        if (size > maxMessageSize || size < 0) {
+            throw new ProtocolException("rendezvous request " + senderReqId + " announces " + size
+                    + " bytes; NUCX_MAX_MSG_SIZE allows " + maxMessageSize);
+        }
+        RemoteKey key = null;
+        if (packedKey != null && scheme != RndvScheme.AM && scheme != RndvScheme.PUT_ZCOPY) {
+            RmaLane lane = endpoint.rmaLane(Capability.GET_ZCOPY);
+            if (lane != null) {
+                key = RndvKeys.unpack(lane, packedKey, size, "RNDV_RTS " + senderReqId);
+            } else {
+                getFallbackCount.increment(); // no permitted RMA lane on this side: the sender sends the data
+            }
+        }
+        TagReceive r = matcher.takeExpected(tag);
+        if (r != null) {
+            start(r, tag, size, senderReqId, key);
+        } else if (toPipeline.test(tag)) {
+            PipelineSlot slot = new PipelineSlot();
+            ctx.fireChannelRead(slot);
+            start(slot, tag, size, senderReqId, key);
+        } else {
+            RtsArrival a = new RtsArrival(tag, senderReqId, size, key);
+            unexpected.add(a);
+            matcher.addUnexpected(a);
+        }
+    }
+
+    /**
+     * Places the data where they go ({@code target}: a receive or a pipeline slot), then reads them from the sender
+     * when it offered a key this side can use, offers the buffer for PUT when the scheme says so, or asks by RTR.
+     */
+    private void start(Object target, long tag, long size, long senderReqId, RemoteKey key) {
+        if (target instanceof TagReceive r) {
+            if (!r.fits(size)) {
+                r.truncated(tag, size);
+                sendAts(senderReqId, RndvHeaders.STATUS_TRUNCATED);
+                return;
+            }
+            if (!r.claim()) {
+                target = null; // cancelled meanwhile: the data still come, and are dropped
+            }
+        }
+        Receive rv = new Receive(tag, (int) size, senderReqId);
+        rv.target = target;
+        if (target instanceof TagReceive r) {
+            rv.buffer = r.target((int) size);
+            rv.inPlace = rv.buffer != null;
+        }
+        if (rv.buffer == null) {
+            rv.buffer = alloc.buffer((int) size);
+        }
+        if (size == 0) {
+            complete(rv);
+            sendAts(senderReqId, RndvHeaders.STATUS_OK);
+            return;
+        }
+        rv.id = receives.add(rv);
+        if (scheme == RndvScheme.PUT_ZCOPY) {
+            if (offerForPut(rv)) {
+                return;
+            }
+            putFallbackCount.increment(); // heap or scattered buffer, no permitted RMA lane: the sender sends the data
+        } else if (key != null) {
+            RmaLane lane = endpoint.rmaLane(Capability.GET_ZCOPY);
+            if (lane != null) {
+                rv.stage = Stage.GET;
+                rv.get = new Get(rv, key, lane);
+                rv.get.next();
+                return;
+            }
+            getFallbackCount.increment();
+        }
+        askForData(rv);
+    }
+
+    private void askForData(Receive rv) {
+        rv.stage = Stage.RTR_SENT;
+        ByteBuf h = RndvHeaders.writeRtr(ctx.alloc().buffer(RndvHeaders.RTR_LENGTH), rv.senderReqId, rv.id, rv.total,
+                null);
+        reply(AmFrame.of(AmIds.RNDV_RTR, h));
+    }
+
+    /**
+     * rndv/put/zcopy: offers the receive buffer to the sender in an RTR with its key, when it is one run of native
+     * memory (a heap array has no address another process could write) and the endpoint has a permitted RMA lane with
+     * PUT_ZCOPY. From here the PUT safety rule (class comment) holds the receive until the sender's last word.
+     */
+    private boolean offerForPut(Receive rv) {
+        MemorySegment run = RndvKeys.nativeRun(rv.buffer, 0, rv.total);
+        RmaLane lane = run == null || !endpoint.acceptsOffers() ? null : endpoint.rmaLane(Capability.PUT_ZCOPY);
+        if (lane == null) {
+            return false;
+        }
+        rv.offer = lane.register(run);
+        rv.offerOver = ctx.executor().newPromise();
+        rv.stage = Stage.OFFERED;
+        byte[] key = rv.offer.packedKey();
+        ByteBuf h = RndvHeaders.writeRtr(ctx.alloc().buffer(RndvHeaders.rtrLength(key)), rv.senderReqId, rv.id,
+                rv.total, key);
+        reply(AmFrame.of(AmIds.RNDV_RTR, h));
+        return true;
+    }
+
+    /** RNDV_DATA: a fragment at {@code offset}. Owns {@code payload}. */
+    void onData(long receiverReqId, long offset, ByteBuf payload) {
+        try {
+            Receive rv = receives.get(receiverReqId);
+            if (rv == null || rv.stage == Stage.GET) {
+                throw new ProtocolException("rendezvous data for unknown receive " + receiverReqId);
+            }
+            if (offset < 0 || offset + payload.readableBytes() > rv.total) {
+                throw new ProtocolException("rendezvous data [" + offset + ", +" + payload.readableBytes()
+                        + ") lies outside receive " + receiverReqId + " of " + rv.total + " bytes");
+            }
+            if (rv.stage == Stage.OFFERED) {
+                offerOver(rv); // the sender sends fragments only once its PUT ended or never began
+                rv.stage = Stage.RTR_SENT;
+            }
+            rv.buffer.setBytes((int) offset, payload, payload.readerIndex(), payload.readableBytes());
+            rv.received += payload.readableBytes();
+            if (rv.received == rv.total) {
+                receives.remove(rv.id);
+                complete(rv);
+            }
+        } finally {
+            payload.release();
+        }
+    }
+
+    /**
+     * RNDV_ATP: the sender wrote the message into the offered buffer (status OK, size = the message) or stopped and
+     * will not write (cancelled). Either way the buffer is released from the offer; the receive completes, or fails.
+     */
+    void onAtp(long receiverReqId, int status, long size) {
+        Receive rv = receives.get(receiverReqId);
+        if (rv == null || rv.stage != Stage.OFFERED) {
+            throw new ProtocolException("RNDV_ATP for receive " + receiverReqId + ", which is offered to no PUT");
+        }
+        receives.remove(rv.id);
+        offerOver(rv);
+        if (status != RndvHeaders.STATUS_OK) {
+            abort(rv, new IOException("the sender stopped writing rendezvous message " + receiverReqId + " of "
+                    + rv.total + " bytes (RNDV_ATP status " + status + ")"));
+            return;
+        }
+        if (size != rv.total) {
+            ProtocolException e = new ProtocolException("RNDV_ATP reports " + size + " bytes written into the "
+                    + rv.total + "-byte receive " + receiverReqId);
+            abort(rv, e);
+            throw e;
+        }
+        rv.received = rv.total;
+        putCount.increment();
+        complete(rv);
+    }
+
+    /** The sender will write into {@code rv}'s buffer no more: the offer ends (a close waiting for it goes on). */
+    private void offerOver(Receive rv) {
+        if (rv.offer != null) {
+            rv.offer.close();
+            rv.offer = null;
+            rv.offerOver.trySuccess(null);
+        }
+    }
+
+    /**
+     * Reads a rendezvous message from the sender's memory into the receive buffer through the RMA lane. When done,
+     * ATS tells the sender to complete and release. A failed read (EPERM, ESRCH, EFAULT at run time) asks for the data
+     * by RTR instead; nothing was appended yet, so the fragments fill the buffer from the start.
+     */
+    private final class Get extends RmaTransfer {
+        private final Receive rv;
+
+        Get(Receive rv, RemoteKey key, RmaLane lane) {
+            super(false, key, lane, rv.buffer, 0, rv.total, alloc, ctx.executor());
+            this.rv = rv;
+        }
+
+        @Override
+        void failed(Throwable cause) {
+            rv.get = null;
+            getFallbackCount.increment();
+            endpoint.rmaFailed("rndv/get/zcopy fell back to RTR", cause);
+            askForData(rv);
+        }
+
+        @Override
+        void finished() {
+            rv.get = null;
+            receives.remove(rv.id);
+            rv.received = rv.total;
+            getCount.increment();
+            complete(rv);
+            sendAts(rv.senderReqId, RndvHeaders.STATUS_OK);
+        }
+    }
+
+    private void complete(Receive rv) {
+        ByteBuf data = rv.buffer;
+        rv.buffer = null;
+        data.writerIndex(rv.total);
+        switch (rv.target) {
+            case TagReceive r when rv.inPlace -> r.completeInPlace(rv.tag, data);
+            case TagReceive r -> r.deliver(rv.tag, data);
+            case PipelineSlot s -> s.complete(new TagMessage(rv.tag, data));
+            case null, default -> data.release();
+        }
+    }
+
+    /** Fails {@code rv}'s destination with {@code cause} and releases its buffer. */
+    private void abort(Receive rv, Throwable cause) {
+        if (rv.get != null) {
+            rv.get.cancel();
+            rv.get = null;
+        }
+        if (rv.buffer != null) {
+            rv.buffer.release();
+            rv.buffer = null;
+        }
+        switch (rv.target) {
+            case TagReceive r -> r.fail(cause);
+            case PipelineSlot s -> s.abort();
+            case null, default -> {
+            }
+        }
+    }
+
+    private void sendAts(long senderReqId, int status) {
+        reply(AmFrame.of(AmIds.RNDV_ATS, ctx.alloc().buffer(RndvHeaders.ATS_LENGTH).writeLongLE(senderReqId)
+                .writeByte(status)));
+    }
+
+    /** Answers the sender below this codec; dropped once the endpoint is gone. */
+    private void reply(AmFrame frame) {
+        if (!ctx.channel().isOpen() || ctx.isRemoved()) {
+            frame.release();
+            return;
+        }
+        ctx.writeAndFlush(frame, ctx.voidPromise());
+    }
+
+    // ------------------------------------------------------------ the end of the endpoint
+
+    /** Offered receives a graceful close waits for: the sender is writing into them. */
+    void collectOutstanding(List<Future<?>> out) {
+        for (Receive rv : receives.values()) {
+            if (rv.stage == Stage.OFFERED) {
+                out.add(rv.offerOver);
+            }
+        }
+    }
+
+    /**
+     * The endpoint ended: receives it was feeding fail and release their buffers, its RTS leave the unexpected queue,
+     * except offered receives, which are HELD (the PUT safety rule) until the sender's last word or the revoke.
+     */
+    void abort(Throwable cause) {
+        for (RtsArrival a : List.copyOf(unexpected)) {
+            matcher.withdraw(a);
+        }
+        unexpected.clear();
+        for (Receive rv : new ArrayList<>(receives.values())) {
+            IOException why = new IOException("sender " + ctx.channel() + " went away after " + rv.received + " of "
+                    + rv.total + " bytes of rendezvous message " + rv.id, cause);
+            if (rv.stage == Stage.OFFERED) {
+                hold(rv, why);
+            } else {
+                receives.remove(rv.id);
+                abort(rv, why);
+            }
+        }
+    }
+
+    private void hold(Receive rv, Throwable cause) {
+        rv.stage = Stage.HELD;
+        rv.heldCause = cause;
+        held++;
+        putHeldCount.increment();
+        MemoryRegistration offer = rv.offer;
+        // Released in a task of its own: a revoke done at once (the sender already gone, or a transport that can take
+        // access back) must not end the receive inside its endpoint's failure, before the endpoint is known failed.
+        offer.revoke().addListener(f -> ctx.executor().execute(() -> {
+            if (f.isSuccess() && rv.stage == Stage.HELD && rv.offer == offer) {
+                Throwable why = rv.heldCause.getCause() != null ? rv.heldCause.getCause() : rv.heldCause;
+                released(rv, new IOException(rv.heldCause.getMessage() + "; buffer released once the sender could "
+                        + "no longer write it (" + offer + ")", why));
+            }
+        }));
+    }
+
+    /** A HELD receive's sender can write no more: fail it, release its buffer. */
+    private void released(Receive rv, Throwable cause) {
+        receives.remove(rv.id);
+        rv.offer = null;
+        rv.offerOver.trySuccess(null);
+        held--;
+        abort(rv, cause);
+        if (held == 0) {
+            endpoint.lingerEnded();
+        }
+    }
+
+    /** Whether receives are held. */
+    boolean lingers() {
+        return held > 0;
+    }
+
+    int heldCount() {
+        return held;
+    }
+
+    /**
+     * A frame on a lane of the ended endpoint: an ATP or DATA naming a HELD receive is the sender's last word on it,
+     * which releases it; everything else is dropped. Never throws: the lane only waits for these. Owns {@code frame}.
+     */
+    void lingerRead(AmFrame frame) {
         try {
             ByteBuf h = frame.header();
-            int at = h.readerIndex();
-            switch (frame.amId()) {
-                case AmIds.RNDV_RTS -> {
-                    RemoteKey key = RndvHeaders.readRtsKey(h); // checks the length
-                    matcher.onRts(source, h.getLongLE(at), h.getLongLE(at + 8), h.getLongLE(at + 16), key);
+            if ((frame.amId() == AmIds.RNDV_ATP && h.readableBytes() == RndvHeaders.ATP_LENGTH)
+                    || (frame.amId() == AmIds.RNDV_DATA && h.readableBytes() == RndvHeaders.DATA_LENGTH)) {
+                Receive rv = receives.get(h.getLongLE(h.readerIndex()));
+                if (rv != null && rv.stage == Stage.HELD) {
+                    rv.offer.close();
+                    released(rv, rv.heldCause);
                 }
-                case AmIds.RNDV_RTR -> {
-                    RemoteKey key = RndvHeaders.readRtrKey(h); // checks the length
-                    sends.onRtr(source, h.getLongLE(at), h.getLongLE(at + 8), h.getLongLE(at + 16), key);
-                }
-                case AmIds.RNDV_DATA -> {
-                    check(frame, RndvHeaders.DATA_LENGTH);
-                    matcher.onRndvData(source, h.getLongLE(at), h.getLongLE(at + 8), frame.payload().retain());
-                }
-                case AmIds.RNDV_ATS -> {
-                    check(frame, RndvHeaders.ATS_LENGTH);
-                    sends.onAts(source, h.getLongLE(at), h.getByte(at + 8));
-                }
-                case AmIds.RNDV_ATP -> {
-                    check(frame, RndvHeaders.ATP_LENGTH);
-                    matcher.onAtp(source, h.getLongLE(at), h.getByte(at + 8), h.getLongLE(at + 9));
-                }
-                default -> throw new ProtocolException("not a rendezvous frame: " + AmIds.name(frame.amId()));
             }
         } finally {
             frame.release();
@@ -56,26 +485,49 @@ public final class RndvReceiver {
     }
 
     /**
-     * A frame on the lane of an endpoint that has ended, which stays open while receives offered to its peer for PUT
-     * are held: an ATP or the first DATA of one of them releases it ({@link TagMatcher#onHeldAtpOrData}); everything
-     * else is dropped. Never throws: the lane is only waiting for those. Releases the frame.
+     * The worker closes and gives up waiting: each held receive stays incomplete and its buffer is never released,
+     * kept reachable for the life of the JVM, because the sender may still write into it. Returns how many.
      */
-    public void onFrameAfterClose(Channel source, AmFrame frame) {
-        try {
-            ByteBuf h = frame.header();
-            if ((frame.amId() == AmIds.RNDV_ATP && h.readableBytes() == RndvHeaders.ATP_LENGTH)
-                    || (frame.amId() == AmIds.RNDV_DATA && h.readableBytes() == RndvHeaders.DATA_LENGTH)) {
-                matcher.onHeldAtpOrData(source, h.getLongLE(h.readerIndex()));
+    int park() {
+        List<Receive> heldNow = new ArrayList<>();
+        for (Receive rv : receives.values()) {
+            if (rv.stage == Stage.HELD) {
+                heldNow.add(rv);
             }
-        } finally {
-            frame.release();
         }
+        long bytes = 0;
+        for (Receive rv : heldNow) {
+            receives.remove(rv.id);
+            PARKED.add(rv);
+            bytes += rv.total;
+        }
+        held = 0;
+        if (!heldNow.isEmpty()) {
+            LOG.warn("{} rendezvous receive(s), {} bytes, offered for PUT to the peer of {} that neither confirmed "
+                    + "nor lost access: parked for the life of this JVM (never completed, buffers never released)",
+                    heldNow.size(), bytes, ctx.channel());
+        }
+        return heldNow.size();
     }
 
-    private static void check(AmFrame frame, int headerLength) {
-        if (frame.header().readableBytes() != headerLength) {
-            throw new ProtocolException(AmIds.name(frame.amId()) + " header is " + frame.header().readableBytes()
-                    + " bytes, expected " + headerLength);
+    /** Receives that closing workers of this JVM parked. */
+    static int parkedCount() {
+        return PARKED.size();
+    }
+
+    /** Receive buffers offered to the sender for PUT (OFFERED or HELD). */
+    int offered() {
+        int n = 0;
+        for (Receive rv : receives.values()) {
+            if (rv.stage == Stage.OFFERED || rv.stage == Stage.HELD) {
+                n++;
+            }
         }
+        return n;
+    }
+
+    /** Receives in progress (any stage). */
+    int receiving() {
+        return receives.size();
     }
 }

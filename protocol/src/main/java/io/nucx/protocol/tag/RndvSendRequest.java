@@ -3,7 +3,7 @@ package io.nucx.protocol.tag;
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.DefaultByteBufHolder;
 
-/** A tagged send the selection gave to rendezvous; travels from the selecting handler to {@link RndvTagSendHandler}. */
+/** A tagged send the selection gave to rendezvous; travels from {@link EagerCodec} down to {@link RndvCodec}. */
 public final class RndvSendRequest extends DefaultByteBufHolder {
     private final long tag;
     private final boolean offerGet;
@@ -17,6 +17,15 @@ public final class RndvSendRequest extends DefaultByteBufHolder {
         super(content);
         this.tag = tag;
         this.offerGet = offerGet;
+    }
+
+    /**
+     * Whether {@code content} can be offered for the receiver to read ({@code rndv/get/zcopy}): one contiguous run of
+     * native memory (a direct buffer, or a composite of one direct component). Heap memory moves with the GC, so the
+     * receiver asks for such data by RTR instead.
+     */
+    public static boolean offersKey(ByteBuf content) {
+        return content.readableBytes() > 0 && content.isDirect() && content.nioBufferCount() == 1;
     }
 
     public boolean offerGet() {

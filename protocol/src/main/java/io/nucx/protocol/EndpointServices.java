@@ -1,0 +1,57 @@
+package io.nucx.protocol;
+
+import io.netty.channel.ChannelFuture;
+import io.nucx.protocol.select.SelectionKey;
+import io.nucx.transport.AmFrame;
+import io.nucx.transport.Capability;
+import io.nucx.transport.rma.RmaLane;
+
+/**
+ * What an endpoint gives its protocol codecs beyond their {@code ChannelHandlerContext}: its lane configuration, its
+ * RMA lane, and the hooks of its lifecycle. The wireup layer implements it; nothing here says how lanes were chosen.
+ * Loop only.
+ */
+public interface EndpointServices {
+
+    /** The lanes as the protocols see them (the AM lane's limits, AM_BW lanes, the RMA lane's attributes). */
+    EndpointConfig endpointConfig();
+
+    /** The uuid of the peer's worker. */
+    long peerUuid();
+
+    /** Where the peer is (this process, this host, elsewhere): part of every selection key of the endpoint. */
+    SelectionKey.Locality locality();
+
+    /**
+     * The endpoint's RMA lane when lane selection chose one the kernel permits and both sides' entries have
+     * {@code capability}, connected on first use; null otherwise, and null once the endpoint has ended.
+     */
+    RmaLane rmaLane(Capability capability);
+
+    /**
+     * Whether receive buffers may still be offered to the peer for PUT: not once the endpoint closes, because the
+     * peer may have ended its sends already and an offer nobody answers holds its buffer until the peer's exit.
+     */
+    boolean acceptsOffers();
+
+    /**
+     * Writes and flushes {@code frame} straight onto a live lane, below the pipeline: the last words of a codec whose
+     * endpoint lingers. The future fails when no lane is left.
+     */
+    ChannelFuture writeDirect(AmFrame frame);
+
+    /** The codec no longer needs the ended endpoint to linger ({@link ProtocolCodec#lingers()} turned false). */
+    void lingerEnded();
+
+    /** How long the endpoint waits for its peer when it closes (NUCX_KEEPALIVE_TIMEOUT): bounds a codec's last words. */
+    long closeWaitNanos();
+
+    /** A read or write of the peer's memory failed at run time and the data went another way; kept for diagnostics. */
+    void rmaFailed(String what, Throwable cause);
+
+    /** The tag of plain {@code ByteBuf} writes ({@code SEND_TAG}). */
+    long sendTag();
+
+    /** Whether a tagged message no posted receive wants goes up this endpoint's pipeline ({@code PIPELINE_TAG}). */
+    boolean deliversToPipeline(long tag);
+}

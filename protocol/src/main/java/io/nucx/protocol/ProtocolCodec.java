@@ -1,0 +1,61 @@
+package io.nucx.protocol;
+
+import io.netty.channel.ChannelHandler;
+import io.netty.util.concurrent.Future;
+import io.nucx.transport.AmFrame;
+
+import java.util.List;
+
+/**
+ * One protocol family's duplex handler in an endpoint's pipeline (tag eager, tag rendezvous, atomics): it turns the
+ * family's outbound messages into frames, handles the frames of the active-message ids its family registered
+ * ({@link ProtocolFamily#amIds()}), encodes its own replies, and owns its endpoint's requests of that family, each in
+ * a stage. The endpoint's lifecycle drives it through the methods below, always on the endpoint's loop.
+ */
+public interface ProtocolCodec extends ChannelHandler {
+
+    /**
+     * Adds what a graceful close waits for (bounded by the endpoint): requests whose outcome depends on the peer, such
+     * as sends waiting for an acknowledgement or receive buffers the peer is writing into.
+     */
+    default void collectOutstanding(List<Future<?>> out) {
+    }
+
+    /**
+     * The endpoint has ended with {@code cause} (a failure, or a close): every request is aborted as its stage says,
+     * fails with {@code cause} and releases its buffers, unless its stage must outlive the endpoint (see
+     * {@link #lingers()}). Called once, before the pipeline goes away.
+     */
+    void endpointEnded(Throwable cause);
+
+    /**
+     * Whether the ended endpoint must keep a lane open for this codec: it still expects the peer's last word on
+     * something the peer may be writing into (rendezvous PUT), or its own last words are still being written. The
+     * codec calls {@link EndpointServices#lingerEnded()} once that is over.
+     */
+    default boolean lingers() {
+        return false;
+    }
+
+    /** A frame that arrived while the endpoint lingers (its pipeline is gone). Owns {@code frame}. */
+    default void lingerRead(AmFrame frame) {
+        frame.release();
+    }
+
+    /**
+     * The worker closes and stops waiting for this codec's lingering requests: they are parked for the life of the
+     * JVM, never completed, their memory never released or reused. Returns how many.
+     */
+    default int park() {
+        return 0;
+    }
+
+    /** Requests of this codec held past their endpoint's end (see {@link #lingers()}). */
+    default int heldCount() {
+        return 0;
+    }
+
+    /** Adds this codec's requests that wait on the peer, by kind; for diagnostics and tests. */
+    default void describeRequests(List<String> out) {
+    }
+}

@@ -1,0 +1,91 @@
+package io.nucx.protocol;
+
+import io.nucx.protocol.select.ProtoCandidate;
+import io.nucx.protocol.select.Protocol;
+import io.nucx.protocol.tag.RndvProtocols;
+import io.nucx.protocol.tag.RndvScheme;
+import io.nucx.transport.NucxConfig;
+
+import java.util.ArrayList;
+import java.util.List;
+import java.util.regex.Pattern;
+
+/**
+ * The protocol layer's settings, parsed once when a worker starts.
+ *
+ * @param maxMessageSize the largest message a receiver accepts (NUCX_MAX_MSG_SIZE), checked before allocating
+ * @param bcopyThresh    NUCX_BCOPY_THRESH, or {@link ProtoCandidate#AUTO}
+ * @param zcopyThresh    NUCX_ZCOPY_THRESH, {@link ProtoCandidate#AUTO} or {@link ProtoCandidate#DISABLED}
+ * @param rndvThresh     NUCX_RNDV_THRESH, or {@link ProtoCandidate#AUTO}
+ * @param protoInfo      print each protocol table when it is built (NUCX_PROTO_INFO)
+ * @param scheme         the rendezvous data protocol receivers ask for (NUCX_RNDV_SCHEME)
+ * @param protocols      the protocols selection may choose: the registry's, filtered by NUCX_PROTOS and the scheme
+ */
+public record ProtocolSettings(long maxMessageSize, long bcopyThresh, long zcopyThresh, long rndvThresh,
+                               boolean protoInfo, RndvScheme scheme, List<Protocol> protocols) {
+
+    public ProtocolSettings {
+        protocols = List.copyOf(protocols);
+    }
+
+    /** Every protocol of {@code registry}, thresholds automatic, the default scheme: for tests and tools. */
+    public static ProtocolSettings defaults(ProtocolRegistry registry) {
+        return new ProtocolSettings(1L << 30, ProtoCandidate.AUTO, ProtoCandidate.AUTO, ProtoCandidate.AUTO, false,
+                RndvScheme.AUTO, enabled(registry.protocols(), RndvScheme.AUTO));
+    }
+
+    /** The settings {@code config} gives, with {@code registry}'s protocols; a bad value fails naming its variable. */
+    public static ProtocolSettings from(NucxConfig config, ProtocolRegistry registry) {
+        long bcopy = config.memunitsOrAuto(NucxConfig.BCOPY_THRESH, 0, Long.MAX_VALUE - 1);
+        long zcopy = config.threshold(NucxConfig.ZCOPY_THRESH);
+        long rndv = config.memunitsOrAuto(NucxConfig.RNDV_THRESH, 0, Long.MAX_VALUE - 1);
+        RndvScheme scheme = RndvScheme.parse(config.choice(NucxConfig.RNDV_SCHEME, "auto", "get_zcopy", "put_zcopy",
+                "am"));
+        return new ProtocolSettings(config.memunits(NucxConfig.MAX_MSG_SIZE),
+                bcopy < 0 ? ProtoCandidate.AUTO : bcopy,
+                zcopy < 0 ? ProtoCandidate.AUTO : zcopy == Long.MAX_VALUE ? ProtoCandidate.DISABLED : zcopy,
+                rndv < 0 ? ProtoCandidate.AUTO : rndv, config.bool(NucxConfig.PROTO_INFO), scheme,
+                enabled(listed(config, registry.protocols()), scheme));
+    }
+
+    /**
+     * Leaves out the rendezvous variants the scheme's receivers never run: put/zcopy unless put_zcopy, get/zcopy with
+     * put_zcopy, both with am. The receiver decides the data protocol; the sender's table only says which RTS to send.
+     */
+    private static List<Protocol> enabled(List<Protocol> listed, RndvScheme scheme) {
+        return listed.stream().filter(p -> switch (scheme) {
+            case AUTO, GET_ZCOPY -> p != RndvProtocols.PUT_ZCOPY;
+            case PUT_ZCOPY -> p != RndvProtocols.GET_ZCOPY;
+            case AM -> p != RndvProtocols.PUT_ZCOPY && p != RndvProtocols.GET_ZCOPY;
+        }).toList();
+    }
+
+    /**
+     * {@code all} filtered by NUCX_PROTOS: "all", names or globs ({@code egr/*}), or {@code ^...} to exclude. A name
+     * that matches no protocol is refused, naming the setting.
+     */
+    private static List<Protocol> listed(NucxConfig config, List<Protocol> all) {
+        String spec = config.string(NucxConfig.PROTOS);
+        if (spec.equals("all")) {
+            return all;
+        }
+        boolean exclude = spec.startsWith("^");
+        List<Pattern> patterns = new ArrayList<>();
+        for (String part : (exclude ? spec.substring(1) : spec).split(",")) {
+            String glob = part.trim();
+            Pattern re = Pattern.compile(Pattern.quote(glob).replace("*", "\\E.*\\Q"));
+            if (all.stream().noneMatch(p -> re.matcher(p.name()).matches())) {
+                throw config.invalid(NucxConfig.PROTOS, "'" + glob + "' matches no protocol; known: "
+                        + all.stream().map(Protocol::name).toList());
+            }
+            patterns.add(re);
+        }
+        List<Protocol> out = new ArrayList<>();
+        for (Protocol p : all) {
+            if (patterns.stream().anyMatch(re -> re.matcher(p.name()).matches()) != exclude) {
+                out.add(p);
+            }
+        }
+        return out;
+    }
+}

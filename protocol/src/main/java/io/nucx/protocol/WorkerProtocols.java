@@ -1,0 +1,84 @@
+package io.nucx.protocol;
+
+import io.netty.buffer.ByteBufAllocator;
+import io.netty.util.concurrent.EventExecutor;
+import io.nucx.protocol.amo.MemoryRegistry;
+import io.nucx.protocol.select.SelectionCache;
+import io.nucx.protocol.select.SelectionKey;
+import io.nucx.protocol.tag.TagMatcher;
+
+import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ThreadLocalRandom;
+
+/**
+ * A worker's protocol state that its endpoints' codecs share: tag matching, the protocol tables of each endpoint
+ * configuration, memory registered for peers' atomics, message ids, counters. Everything but the counters, the
+ * memory registry and the table cache map is confined to the worker's loop.
+ */
+public final class WorkerProtocols {
+
+    private record CacheKey(EndpointConfig config, SelectionKey.Locality locality) {
+    }
+
+    private final EventExecutor loop;
+    private final ByteBufAllocator alloc;
+    private final ProtocolSettings settings;
+    private final ProtocolCounters counters;
+    private final TagMatcher matcher;
+    private final MemoryRegistry memory;
+    private final Map<CacheKey, SelectionCache> selectionCaches = new ConcurrentHashMap<>();
+    /** Seeded at random so message ids differ between workers (UCX's am_message_id). Loop only. */
+    private long nextMessageId = ThreadLocalRandom.current().nextLong();
+
+    public WorkerProtocols(EventExecutor loop, ByteBufAllocator alloc, ProtocolSettings settings, long workerUuid,
+                           ProtocolCounters counters) {
+        this.loop = loop;
+        this.alloc = alloc;
+        this.settings = settings;
+        this.counters = counters;
+        this.matcher = new TagMatcher(loop);
+        this.memory = new MemoryRegistry(workerUuid);
+    }
+
+    public EventExecutor loop() {
+        return loop;
+    }
+
+    public ByteBufAllocator alloc() {
+        return alloc;
+    }
+
+    public ProtocolSettings settings() {
+        return settings;
+    }
+
+    public ProtocolCounters counters() {
+        return counters;
+    }
+
+    /** The worker's tag matching: posted receives and unexpected arrivals of every endpoint. */
+    public TagMatcher matcher() {
+        return matcher;
+    }
+
+    /** Memory this worker's peers may run atomics on. */
+    public MemoryRegistry memory() {
+        return memory;
+    }
+
+    /** The next id for a multi-fragment message, unique per sender. Loop only. */
+    public long nextMessageId() {
+        return nextMessageId++;
+    }
+
+    /**
+     * The protocol tables of an endpoint configuration, shared by every endpoint of this worker with an equal one.
+     * With NUCX_PROTO_INFO each new table is printed to standard output, as UCX_PROTO_INFO does.
+     */
+    public SelectionCache selectionCache(EndpointConfig config, SelectionKey.Locality locality) {
+        return selectionCaches.computeIfAbsent(new CacheKey(config, locality), k -> new SelectionCache(
+                settings.protocols(), config, locality, settings.bcopyThresh(), settings.zcopyThresh(),
+                settings.rndvThresh(), settings.protoInfo() ? System.out::print : null));
+    }
+}

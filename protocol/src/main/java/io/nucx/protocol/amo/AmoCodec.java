@@ -1,0 +1,214 @@
+package io.nucx.protocol.amo;
+
+import io.netty.buffer.ByteBuf;
+import io.netty.channel.ChannelDuplexHandler;
+import io.netty.channel.ChannelFutureListener;
+import io.netty.channel.ChannelHandlerContext;
+import io.netty.channel.ChannelPipeline;
+import io.netty.channel.ChannelPromise;
+import io.netty.util.concurrent.Future;
+import io.nucx.protocol.AmIds;
+import io.nucx.protocol.EndpointServices;
+import io.nucx.protocol.PendingRequests;
+import io.nucx.protocol.ProtocolCodec;
+import io.nucx.protocol.ProtocolException;
+import io.nucx.protocol.ProtocolFamily;
+import io.nucx.protocol.WorkerProtocols;
+import io.nucx.protocol.select.Protocol;
+import io.nucx.transport.AmFrame;
+
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.lang.invoke.VarHandle;
+import java.util.List;
+import java.util.function.LongSupplier;
+
+/**
+ * The atomics codec on one endpoint (UCX's software atomics, {@code amo/am}): an outbound {@link AtomicRequest}
+ * becomes an ATOMIC_REQ frame and waits for ATOMIC_REP; an arriving ATOMIC_REQ is applied to this worker's registered
+ * memory with the CPU's atomic instructions (a {@link VarHandle} on the native word, so local code using atomics on the
+ * same words stays coherent with peers) and answered. A request for another worker's memory, a misaligned address or
+ * one outside the key's region fails at once, naming it, and sends nothing; a request the target's memory does not
+ * allow is answered with a status and only that request fails; a malformed frame is a {@link ProtocolException} (the
+ * lane closes).
+ */
+public final class AmoCodec extends ChannelDuplexHandler implements ProtocolCodec {
+
+    /** Its name in an endpoint's pipeline. */
+    public static final String NAME = "nucx.amo";
+
+    /** The atomics family: no protocol to select (atomics always go as active messages here), two AM ids. */
+    public static final ProtocolFamily FAMILY = new ProtocolFamily() {
+        @Override
+        public String name() {
+            return "amo/am";
+        }
+
+        @Override
+        public List<Protocol> protocols() {
+            return List.of();
+        }
+
+        @Override
+        public int[] amIds() {
+            return new int[] {AmIds.ATOMIC_REQ, AmIds.ATOMIC_REP};
+        }
+
+        @Override
+        public ProtocolCodec addTo(ChannelPipeline pipeline, EndpointServices endpoint, WorkerProtocols worker) {
+            AmoCodec codec = new AmoCodec(worker.memory(), () -> endpoint.peerUuid());
+            pipeline.addLast(NAME, codec);
+            return codec;
+        }
+    };
+
+    private static final VarHandle WORD = ValueLayout.JAVA_LONG.varHandle();
+
+    private final MemoryRegistry memory;
+    private final LongSupplier peerUuid;
+    private final PendingRequests<AtomicRequest> requests = new PendingRequests<>();
+
+    /** @param peerUuid the uuid of the worker this endpoint talks to (keys name the worker that owns the memory) */
+    public AmoCodec(MemoryRegistry memory, LongSupplier peerUuid) {
+        this.memory = memory;
+        this.peerUuid = peerUuid;
+    }
+
+    @Override
+    public void write(ChannelHandlerContext ctx, Object msg, ChannelPromise promise) {
+        if (!(msg instanceof AtomicRequest r)) {
+            ctx.write(msg, promise);
+            return;
+        }
+        String refusal = r.key().workerUuid() != peerUuid.getAsLong()
+                ? "the key belongs to worker " + Long.toHexString(r.key().workerUuid()) + ", this endpoint reaches "
+                + Long.toHexString(peerUuid.getAsLong())
+                : r.address() % 8 != 0 ? "address " + Long.toHexString(r.address()) + " is not 8-byte aligned"
+                : !r.key().covers(r.address()) ? "address " + Long.toHexString(r.address()) + " is outside region "
+                + r.key().region() + " [" + Long.toHexString(r.key().base()) + ", +" + r.key().length() + ")"
+                : null;
+        if (refusal != null) {
+            IllegalArgumentException e = new IllegalArgumentException(r.op() + ": " + refusal);
+            r.result().tryFailure(e);
+            promise.tryFailure(e);
+            return;
+        }
+        long id = requests.add(r);
+        ByteBuf header = ctx.alloc().buffer(AmoHeaders.REQ_LENGTH).writeLongLE(id).writeLongLE(r.address())
+                .writeLongLE(r.value()).writeLongLE(r.compare()).writeIntLE(r.key().region())
+                .writeByte(r.op().wire()).writeZero(3);
+        promise.addListener((ChannelFutureListener) f -> {
+            AtomicRequest failed;
+            if (!f.isSuccess() && (failed = requests.remove(id)) != null) {
+                failed.result().tryFailure(f.cause());
+            }
+        });
+        ctx.write(AmFrame.of(AmIds.ATOMIC_REQ, header), promise);
+    }
+
+    @Override
+    public void channelRead(ChannelHandlerContext ctx, Object msg) {
+        if (!(msg instanceof AmFrame frame)
+                || (frame.amId() != AmIds.ATOMIC_REQ && frame.amId() != AmIds.ATOMIC_REP)) {
+            ctx.fireChannelRead(msg);
+            return;
+        }
+        try {
+            ByteBuf h = frame.header();
+            int at = h.readerIndex();
+            if (frame.amId() == AmIds.ATOMIC_REQ) {
+                expect(frame, AmoHeaders.REQ_LENGTH);
+                ByteBuf reply = apply(ctx, h.getLongLE(at), h.getLongLE(at + 8), h.getLongLE(at + 16),
+                        h.getLongLE(at + 24), h.getIntLE(at + 32), h.getUnsignedByte(at + 36));
+                ctx.writeAndFlush(AmFrame.of(AmIds.ATOMIC_REP, reply), ctx.voidPromise());
+            } else {
+                expect(frame, AmoHeaders.REP_LENGTH);
+                onReply(h.getLongLE(at), h.getUnsignedByte(at + 8), h.getLongLE(at + 9));
+            }
+        } finally {
+            frame.release();
+        }
+    }
+
+    /** Applies one ATOMIC_REQ; returns the ATOMIC_REP header. */
+    private ByteBuf apply(ChannelHandlerContext ctx, long id, long address, long value, long compare, int region,
+                          int opCode) {
+        AtomicOp op = AtomicOp.fromWire(opCode);
+        long old = 0;
+        int status = check(op, region, address);
+        if (status == AmoHeaders.STATUS_OK) {
+            MemorySegment seg = memory.region(region);
+            try {
+                old = apply(op, seg, address - seg.address(), value, compare);
+            } catch (IllegalStateException | WrongThreadException inaccessible) {
+                // its arena was closed without unregistering, or confines it to another thread
+                status = AmoHeaders.STATUS_INACCESSIBLE;
+            }
+        }
+        return ctx.alloc().buffer(AmoHeaders.REP_LENGTH).writeLongLE(id).writeByte(status).writeLongLE(old);
+    }
+
+    private int check(AtomicOp op, int region, long address) {
+        if (op == null) {
+            return AmoHeaders.STATUS_UNKNOWN_OP;
+        }
+        MemorySegment seg = memory.region(region);
+        if (seg == null) {
+            return AmoHeaders.STATUS_NO_REGION;
+        }
+        if (address % 8 != 0) {
+            return AmoHeaders.STATUS_MISALIGNED;
+        }
+        long offset = address - seg.address();
+        return offset < 0 || offset > seg.byteSize() - 8 ? AmoHeaders.STATUS_OUT_OF_BOUNDS : AmoHeaders.STATUS_OK;
+    }
+
+    static long apply(AtomicOp op, MemorySegment seg, long offset, long value, long compare) {
+        return switch (op) {
+            case ADD -> (long) WORD.getAndAdd(seg, offset, value);
+            case SWAP -> (long) WORD.getAndSet(seg, offset, value);
+            case CSWAP -> (long) WORD.compareAndExchange(seg, offset, compare, value);
+            case AND -> (long) WORD.getAndBitwiseAnd(seg, offset, value);
+            case OR -> (long) WORD.getAndBitwiseOr(seg, offset, value);
+            case XOR -> (long) WORD.getAndBitwiseXor(seg, offset, value);
+        };
+    }
+
+    private void onReply(long id, int status, long value) {
+        AtomicRequest r = requests.remove(id);
+        if (r == null) {
+            throw new ProtocolException("ATOMIC_REP for unknown request " + id);
+        }
+        if (status == AmoHeaders.STATUS_OK) {
+            r.result().trySuccess(value);
+        } else {
+            r.result().tryFailure(new RemoteAccessException(r.op() + " at " + Long.toHexString(r.address())
+                    + " of region " + r.key().region() + " (" + Long.toHexString(r.key().base()) + ", "
+                    + r.key().length() + " bytes) refused by the peer: " + AmoHeaders.statusText(status)));
+        }
+    }
+
+    private static void expect(AmFrame frame, int length) {
+        int n = frame.header().readableBytes();
+        if (n != length || frame.payload().readableBytes() != 0) {
+            throw new ProtocolException(AmIds.name(frame.amId()) + " header is " + n + " bytes with "
+                    + frame.payload().readableBytes() + " payload bytes, expected " + length + " and none");
+        }
+    }
+
+    @Override
+    public void collectOutstanding(List<Future<?>> out) {
+        requests.values().forEach(r -> out.add(r.result()));
+    }
+
+    /** The endpoint ended: waiting atomics fail (whether the peer applied them is unknown). */
+    @Override
+    public void endpointEnded(Throwable cause) {
+        requests.takeAll().forEach(r -> r.result().tryFailure(cause));
+    }
+
+    @Override
+    public void describeRequests(List<String> out) {
+        out.add("amo: " + requests.size() + " atomics waiting");
+    }
+}

@@ -1,0 +1,105 @@
+package io.nucx.protocol.tag;
+
+import io.netty.buffer.ByteBuf;
+import io.netty.channel.ChannelDuplexHandler;
+import io.netty.channel.ChannelHandlerContext;
+import io.netty.channel.ChannelPromise;
+import io.netty.util.concurrent.Future;
+import io.nucx.protocol.AmIds;
+import io.nucx.protocol.EndpointServices;
+import io.nucx.protocol.ProtocolCodec;
+import io.nucx.protocol.WorkerProtocols;
+import io.nucx.transport.AmFrame;
+
+import java.util.List;
+
+/**
+ * The tag eager family's codec on one endpoint (UCX's {@code tag/eager_*.c}): outbound, a {@link TagMessage} (or a
+ * plain {@code ByteBuf}, sent with the endpoint's {@code SEND_TAG}) becomes eager frames or, when the table says
+ * rendezvous, a {@link RndvSendRequest} for the codec below ({@link EagerSender}); inbound, eager frames become
+ * messages for posted receives, the unexpected queue or the pipeline ({@link EagerReceiver}). It owns the endpoint's
+ * synchronous and zero-copy sends waiting for their acknowledgements and its messages still arriving.
+ */
+public final class EagerCodec extends ChannelDuplexHandler implements ProtocolCodec {
+
+    /** Its name in an endpoint's pipeline. */
+    public static final String NAME = "nucx.tag.eager";
+
+    /** The active messages it handles. */
+    static final int[] AM_IDS = {AmIds.EAGER_ONLY, AmIds.EAGER_FIRST, AmIds.EAGER_MIDDLE, AmIds.EAGER_SYNC_ONLY,
+        AmIds.EAGER_SYNC_FIRST, AmIds.EAGER_SYNC_ACK, AmIds.EAGER_ZCOPY_ONLY, AmIds.EAGER_ZCOPY_FIRST,
+        AmIds.EAGER_ZCOPY_ACK};
+
+    private static final boolean[] OWNED = new boolean[256];
+
+    static {
+        for (int id : AM_IDS) {
+            OWNED[id] = true;
+        }
+    }
+
+    private final EndpointServices endpoint;
+    private final WorkerProtocols worker;
+    private final EagerSender sender;
+    private EagerReceiver receiver;
+
+    public EagerCodec(EndpointServices endpoint, WorkerProtocols worker) {
+        this.endpoint = endpoint;
+        this.worker = worker;
+        this.sender = new EagerSender(worker.selectionCache(endpoint.endpointConfig(), endpoint.locality()),
+                worker::nextMessageId, endpoint::sendTag, worker.counters());
+    }
+
+    @Override
+    public void handlerAdded(ChannelHandlerContext ctx) {
+        receiver = new EagerReceiver(ctx, worker.matcher(), worker.alloc(), worker.settings().maxMessageSize(),
+                endpoint::deliversToPipeline, sender);
+    }
+
+    @Override
+    public void write(ChannelHandlerContext ctx, Object msg, ChannelPromise promise) {
+        if (msg instanceof TagMessage || msg instanceof ByteBuf) {
+            sender.write(ctx, msg, promise);
+        } else {
+            ctx.write(msg, promise);
+        }
+    }
+
+    @Override
+    public void channelRead(ChannelHandlerContext ctx, Object msg) {
+        if (msg instanceof AmFrame frame && OWNED[frame.amId()]) {
+            receiver.onFrame(frame);
+        } else {
+            ctx.fireChannelRead(msg);
+        }
+    }
+
+    @Override
+    public void collectOutstanding(List<Future<?>> out) {
+        sender.collectOutstanding(out);
+    }
+
+    @Override
+    public void endpointEnded(Throwable cause) {
+        sender.abort(cause);
+        if (receiver != null) {
+            receiver.abort(cause);
+        }
+    }
+
+    /** Synchronous sends waiting for the receiver's match. */
+    public int syncWaiting() {
+        return sender.syncWaiting();
+    }
+
+    /** Zero-copy sends waiting for the receiver's acknowledgement of their arrival. */
+    public int zcopyWaiting() {
+        return sender.zcopyWaiting();
+    }
+
+    @Override
+    public void describeRequests(List<String> out) {
+        out.add("eager: " + sender.waiting() + " sends waiting for acknowledgement, "
+                + (receiver == null ? 0 : receiver.reassemblyCount()) + " messages arriving");
+    }
+}

@@ -1,0 +1,300 @@
+package io.nucx.protocol.tag;
+
+import io.netty.buffer.ByteBuf;
+import io.netty.channel.ChannelHandlerContext;
+import io.netty.channel.ChannelPromise;
+import io.netty.util.ReferenceCountUtil;
+import io.netty.util.concurrent.Future;
+import io.nucx.protocol.AmIds;
+import io.nucx.protocol.EndpointConfig;
+import io.nucx.protocol.PendingRequests;
+import io.nucx.protocol.ProtocolCounters;
+import io.nucx.protocol.ProtocolException;
+import io.nucx.protocol.select.ProtoCandidate;
+import io.nucx.protocol.select.Protocol;
+import io.nucx.protocol.select.SelectionCache;
+import io.nucx.protocol.select.SelectionKey;
+import io.nucx.transport.AmFrame;
+import io.nucx.transport.IfaceAttributes;
+
+import java.util.List;
+import java.util.concurrent.atomic.LongAdder;
+import java.util.function.LongSupplier;
+
+/**
+ * The send side of the eager tag protocols on one endpoint: picks the protocol the endpoint's table gives for the
+ * message's key and size ({@link EagerProtocols}) and writes its frames on the AM lane.
+ * <ul>
+ *   <li>{@code egr/short}, {@code egr/single/bcopy}: one EAGER_ONLY frame;</li>
+ *   <li>{@code egr/multi/bcopy}: an EAGER_FIRST frame then EAGER_MIDDLE frames, each at most the lane's max bcopy;</li>
+ *   <li>{@code egr/single/zcopy}, {@code egr/multi/zcopy}: EAGER_ZCOPY_ONLY / EAGER_ZCOPY_FIRST with this endpoint's
+ *       request id; the send waits for the receiver's EAGER_ZCOPY_ACK;</li>
+ *   <li>{@code egrsnc/*}: EAGER_SYNC_ONLY / EAGER_SYNC_FIRST; the send waits for EAGER_SYNC_ACK (the match);</li>
+ *   <li>{@code tag/rndv}, {@code rndv/put/zcopy}, {@code rndv/get/zcopy}: handed down as a {@link RndvSendRequest}
+ *       to the rendezvous codec below.</li>
+ * </ul>
+ * The copy protocols' payloads are copied into pooled buffers (copy-in) when the lane's transport would not copy them
+ * itself ({@link IfaceAttributes#copiesAmPayload}), otherwise they are slices of the message; the zero-copy protocols
+ * always send slices. A copy send's promise rides on its last fragment, so it completes when the whole message has
+ * left; earlier fragments carry the void promise (a lane whose write fails closes, failing every later fragment).
+ */
+final class EagerSender {
+
+    private record SyncSend(long tag, long length, ChannelPromise promise) {
+    }
+
+    private final int firstPayload;
+    private final int middlePayload;
+    private final SelectionCache protocols;
+    private final IfaceAttributes lane;
+    /** Keys by [sync][iov][direct]: built once, so a send costs an index and a table lookup. */
+    private final long[] keys = new long[8];
+    private final LongSupplier messageIds;
+    private final LongSupplier defaultTag;
+    private final LongAdder shortCount;
+    private final LongAdder singleCount;
+    private final LongAdder multiCount;
+    private final LongAdder rndvCount;
+    private final LongAdder getZcopyCount;
+    private final LongAdder syncSingleCount;
+    private final LongAdder syncMultiCount;
+    private final LongAdder singleZcopyCount;
+    private final LongAdder multiZcopyCount;
+    /** Synchronous sends waiting for EAGER_SYNC_ACK, and zero-copy sends waiting for EAGER_ZCOPY_ACK. */
+    private final PendingRequests<SyncSend> syncSends = new PendingRequests<>();
+    private final PendingRequests<ChannelPromise> zcopySends = new PendingRequests<>();
+
+    /**
+     * @param protocols  the protocol tables of the endpoint's configuration (shared with like endpoints)
+     * @param messageIds the worker's message-id source (unique per sender)
+     * @param defaultTag the tag of plain {@link ByteBuf} writes, read at each write
+     */
+    EagerSender(SelectionCache protocols, LongSupplier messageIds, LongSupplier defaultTag, ProtocolCounters counters) {
+        EndpointConfig config = protocols.config();
+        this.lane = config.amLaneAttrs();
+        int maxBcopy = lane.maxBcopy();
+        if (maxBcopy <= EagerHeaders.FIRST_LENGTH) {
+            throw new IllegalArgumentException("AM lane " + config.amLane() + " max bcopy " + maxBcopy
+                    + " leaves no room for eager payload");
+        }
+        // A frame's size limit counts header and payload, as UCT's max_short/max_bcopy do.
+        this.firstPayload = maxBcopy - EagerHeaders.FIRST_LENGTH;
+        this.middlePayload = maxBcopy - EagerHeaders.MIDDLE_LENGTH;
+        this.protocols = protocols;
+        for (int i = 0; i < keys.length; i++) {
+            keys[i] = SelectionKey.pack((i & 4) != 0 ? SelectionKey.Operation.TAG_SEND_SYNC
+                            : SelectionKey.Operation.TAG_SEND, 0,
+                    (i & 2) != 0 ? SelectionKey.DatatypeClass.IOV : SelectionKey.DatatypeClass.CONTIG,
+                    (i & 1) != 0 ? SelectionKey.MemoryType.DIRECT : SelectionKey.MemoryType.HEAP,
+                    protocols.locality());
+        }
+        this.messageIds = messageIds;
+        this.defaultTag = defaultTag;
+        this.shortCount = counters.counter(EagerProtocols.SHORT.name());
+        this.singleCount = counters.counter(EagerProtocols.SINGLE_BCOPY.name());
+        this.multiCount = counters.counter(EagerProtocols.MULTI_BCOPY.name());
+        this.rndvCount = counters.counter(RndvProtocols.TAG_RNDV.name());
+        this.getZcopyCount = counters.counter(RndvProtocols.GET_ZCOPY.name());
+        this.syncSingleCount = counters.counter(EagerProtocols.SYNC_SINGLE_BCOPY.name());
+        this.syncMultiCount = counters.counter(EagerProtocols.SYNC_MULTI_BCOPY.name());
+        this.singleZcopyCount = counters.counter(EagerProtocols.SINGLE_ZCOPY.name());
+        this.multiZcopyCount = counters.counter(EagerProtocols.MULTI_ZCOPY.name());
+    }
+
+    /** Sends a {@link TagMessage} or a plain {@link ByteBuf} (with the default tag); owns {@code msg}. */
+    void write(ChannelHandlerContext ctx, Object msg, ChannelPromise promise) {
+        long tag;
+        ByteBuf content;
+        boolean sync = false;
+        if (msg instanceof TagMessage m) {
+            tag = m.tag();
+            content = m.content();
+            sync = m.sync();
+        } else {
+            tag = defaultTag.getAsLong();
+            content = (ByteBuf) msg;
+        }
+        if (!promise.setUncancellable()) { // cancelled before it was sent: nothing goes out
+            ReferenceCountUtil.release(msg);
+            return;
+        }
+        // From here a send cannot be taken back: Netty drops a write whose promise is cancelled, and the frame the
+        // promise rides on (the last fragment, an ATP) would be lost with the message half sent.
+        try {
+            int length = content.readableBytes();
+            // isDirect, not hasArray: a composite of heap components is heap memory too (no array of its own).
+            int keyIndex = (content.isDirect() ? 1 : 0) + (content.nioBufferCount() > 1 ? 2 : 0) + (sync ? 4 : 0);
+            ProtoCandidate chosen = protocols.table(keys[keyIndex]).lookup(length);
+            Protocol p = chosen == null ? null : chosen.protocol();
+            if (p == EagerProtocols.SHORT || p == EagerProtocols.SINGLE_BCOPY) {
+                ByteBuf header = ctx.alloc().buffer(EagerHeaders.ONLY_LENGTH).writeLongLE(tag);
+                (p == EagerProtocols.SHORT ? shortCount : singleCount).increment();
+                ctx.write(AmFrame.of(AmIds.EAGER_ONLY, 0, header,
+                        copyPayload(ctx, content, content.readerIndex(), length)), promise);
+            } else if (p == EagerProtocols.MULTI_BCOPY) {
+                multiCount.increment();
+                writeFragments(ctx, AmIds.EAGER_FIRST, tag, content, length, -1, true, promise);
+            } else if (p == EagerProtocols.SINGLE_ZCOPY || p == EagerProtocols.MULTI_ZCOPY) {
+                writeZcopy(ctx, tag, content, length, p == EagerProtocols.MULTI_ZCOPY, promise);
+            } else if (p == EagerProtocols.SYNC_SINGLE_BCOPY || p == EagerProtocols.SYNC_MULTI_BCOPY) {
+                writeSync(ctx, tag, content, length, p == EagerProtocols.SYNC_MULTI_BCOPY, promise);
+            } else if (p == RndvProtocols.TAG_RNDV || p == RndvProtocols.PUT_ZCOPY) {
+                // put/zcopy's RTS is tag/rndv's: the receiver answers with its buffer's key
+                rndvCount.increment();
+                ctx.write(new RndvSendRequest(tag, content.retain()), promise);
+            } else if (p == RndvProtocols.GET_ZCOPY) {
+                boolean offer = RndvSendRequest.offersKey(content);
+                (offer ? getZcopyCount : rndvCount).increment(); // not one native run: the receiver asks by RTR
+                ctx.write(new RndvSendRequest(tag, content.retain(), offer), promise);
+            } else {
+                promise.tryFailure(new IllegalStateException("no protocol sends a " + length + "-byte "
+                        + SelectionKey.describe(keys[keyIndex]) + " on " + protocols.config().amLane()
+                        + (p == null ? "" : " (selected " + p.name() + ", which this codec does not run)")));
+            }
+        } finally {
+            ReferenceCountUtil.release(msg);
+        }
+    }
+
+    /**
+     * A synchronous eager send: the frames carry the request id, the user's promise waits for EAGER_SYNC_ACK; if the
+     * data cannot be written the promise fails at once.
+     */
+    private void writeSync(ChannelHandlerContext ctx, long tag, ByteBuf content, int length, boolean multi,
+                           ChannelPromise promise) {
+        long id = syncSends.add(new SyncSend(tag, length, promise));
+        ChannelPromise written = ctx.newPromise();
+        written.addListener(f -> {
+            SyncSend s;
+            if (!f.isSuccess() && (s = syncSends.remove(id)) != null) {
+                s.promise().tryFailure(f.cause());
+            }
+        });
+        if (multi) {
+            syncMultiCount.increment();
+            writeFragments(ctx, AmIds.EAGER_SYNC_FIRST, tag, content, length, id, true, written);
+        } else {
+            syncSingleCount.increment();
+            ByteBuf header = ctx.alloc().buffer(EagerHeaders.SYNC_ONLY_LENGTH).writeLongLE(tag).writeLongLE(id);
+            ctx.write(AmFrame.of(AmIds.EAGER_SYNC_ONLY, 0, header,
+                    copyPayload(ctx, content, content.readerIndex(), length)), written);
+        }
+    }
+
+    /**
+     * A zero-copy eager send: the frames carry slices of the user's buffer and this endpoint's request id; the user's
+     * promise waits for EAGER_ZCOPY_ACK. If the data cannot be written the promise fails at once, and the transport
+     * releases the slices it holds.
+     */
+    private void writeZcopy(ChannelHandlerContext ctx, long tag, ByteBuf content, int length, boolean multi,
+                            ChannelPromise promise) {
+        // A void promise cannot be waited for (a graceful close waits for these): a real one that still reports a
+        // failure to the pipeline as the void promise would.
+        long id = zcopySends.add(promise.isVoid() ? promise.unvoid() : promise);
+        ChannelPromise written = ctx.newPromise();
+        written.addListener(f -> {
+            ChannelPromise p;
+            if (!f.isSuccess() && (p = zcopySends.remove(id)) != null) {
+                p.tryFailure(f.cause());
+            }
+        });
+        if (multi) {
+            multiZcopyCount.increment();
+            writeFragments(ctx, AmIds.EAGER_ZCOPY_FIRST, tag, content, length, id, false, written);
+        } else {
+            singleZcopyCount.increment();
+            ByteBuf header = ctx.alloc().buffer(EagerHeaders.ZCOPY_ONLY_LENGTH).writeLongLE(tag).writeLongLE(id);
+            ctx.write(AmFrame.of(AmIds.EAGER_ZCOPY_ONLY, 0, header, content.retainedSlice()), written);
+        }
+    }
+
+    /**
+     * FIRST then MIDDLE frames. {@code reqId >= 0} (EAGER_SYNC_FIRST, EAGER_ZCOPY_FIRST) goes at the end of the
+     * FIRST header. {@code copy}: the payloads of a copy protocol, copied where the transport would not.
+     */
+    private void writeFragments(ChannelHandlerContext ctx, int firstAmId, long tag, ByteBuf content, int length,
+                                long reqId, boolean copy, ChannelPromise promise) {
+        long msgId = messageIds.getAsLong();
+        int start = content.readerIndex();
+        int firstLength = switch (firstAmId) {
+            case AmIds.EAGER_FIRST -> EagerHeaders.FIRST_LENGTH;
+            case AmIds.EAGER_SYNC_FIRST -> EagerHeaders.SYNC_FIRST_LENGTH;
+            default -> EagerHeaders.ZCOPY_FIRST_LENGTH;
+        };
+        int first0 = firstPayload - (firstLength - EagerHeaders.FIRST_LENGTH);
+        ByteBuf first = ctx.alloc().buffer(firstLength).writeLongLE(tag).writeLongLE(length).writeLongLE(msgId);
+        if (reqId >= 0) {
+            first.writeLongLE(reqId);
+        }
+        first0 = Math.min(first0, length); // NUCX_PROTOS may leave this protocol for small messages too
+        ctx.write(AmFrame.of(firstAmId, 0, first, copy ? copyPayload(ctx, content, start, first0)
+                : content.retainedSlice(start, first0)), first0 == length ? promise : ctx.voidPromise());
+        for (int offset = first0; offset < length; offset += middlePayload) {
+            int n = Math.min(middlePayload, length - offset);
+            ByteBuf header = ctx.alloc().buffer(EagerHeaders.MIDDLE_LENGTH).writeLongLE(msgId).writeLongLE(offset);
+            boolean last = offset + n == length;
+            ctx.write(AmFrame.of(AmIds.EAGER_MIDDLE, 0, header, copy ? copyPayload(ctx, content, start + offset, n)
+                    : content.retainedSlice(start + offset, n)), last ? promise : ctx.voidPromise());
+        }
+    }
+
+    /**
+     * A copy protocol's payload: a slice when the lane's transport copies it into memory of its own as it is written
+     * (shm's ring, tcp's small and heap payloads), else a copy in a pooled direct buffer (the copy-in the cost model
+     * charges), so the frame no longer refers to the user's buffer.
+     */
+    private ByteBuf copyPayload(ChannelHandlerContext ctx, ByteBuf content, int index, int length) {
+        if (lane.copiesAmPayload(length, !content.isDirect())) {
+            return content.retainedSlice(index, length);
+        }
+        return ctx.alloc().directBuffer(length, length).writeBytes(content, index, length);
+    }
+
+    /** EAGER_SYNC_ACK: the receiver matched the message (or refused it as too long for its buffer). */
+    void onSyncAck(long id, int status) {
+        SyncSend s = syncSends.remove(id);
+        if (s == null) {
+            throw new ProtocolException("EAGER_SYNC_ACK for unknown synchronous send " + id);
+        }
+        if (status == RndvHeaders.STATUS_OK) {
+            s.promise().trySuccess();
+        } else if (status == RndvHeaders.STATUS_TRUNCATED) {
+            s.promise().tryFailure(new MessageTruncatedException(s.tag(), s.length(), -1));
+        } else {
+            s.promise().tryFailure(new ProtocolException("synchronous send " + id + " ended with status " + status));
+        }
+    }
+
+    /** EAGER_ZCOPY_ACK: the receiver has the whole zero-copy message. */
+    void onZcopyAck(long id) {
+        ChannelPromise p = zcopySends.remove(id);
+        if (p == null) {
+            throw new ProtocolException("EAGER_ZCOPY_ACK for unknown zero-copy send " + id);
+        }
+        p.trySuccess();
+    }
+
+    /** The sends still waiting for the receiver (a graceful close waits for them). */
+    void collectOutstanding(List<Future<?>> out) {
+        syncSends.values().forEach(s -> out.add(s.promise()));
+        out.addAll(zcopySends.values());
+    }
+
+    /** The endpoint ended: the waiting sends fail (whether the peer has the data is unknown). */
+    void abort(Throwable cause) {
+        syncSends.takeAll().forEach(s -> s.promise().tryFailure(cause));
+        zcopySends.takeAll().forEach(p -> p.tryFailure(cause));
+    }
+
+    int waiting() {
+        return syncSends.size() + zcopySends.size();
+    }
+
+    int syncWaiting() {
+        return syncSends.size();
+    }
+
+    int zcopyWaiting() {
+        return zcopySends.size();
+    }
+}

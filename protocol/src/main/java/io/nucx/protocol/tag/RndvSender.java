@@ -1,0 +1,296 @@
+package io.nucx.protocol.tag;
+
+import io.netty.buffer.ByteBuf;
+import io.netty.channel.ChannelFuture;
+import io.netty.channel.ChannelHandlerContext;
+import io.netty.channel.ChannelPromise;
+import io.netty.util.concurrent.Future;
+import io.nucx.protocol.AmIds;
+import io.nucx.protocol.EndpointServices;
+import io.nucx.protocol.PendingRequests;
+import io.nucx.protocol.ProtocolCounters;
+import io.nucx.protocol.ProtocolException;
+import io.nucx.transport.AmFrame;
+import io.nucx.transport.Capability;
+import io.nucx.transport.rma.MemoryRegistration;
+import io.nucx.transport.rma.RemoteKey;
+import io.nucx.transport.rma.RmaLane;
+
+import java.lang.foreign.MemorySegment;
+import java.util.List;
+import java.util.concurrent.atomic.LongAdder;
+
+/**
+ * The send side of the rendezvous protocols on one endpoint. A {@link RndvSendRequest} becomes an RTS and waits, in
+ * a stage, for the receiver:
+ * <ul>
+ *   <li>{@link Stage#RTS_SENT}: an RTR answers it (the data go as RNDV_DATA fragments, the last carrying the send's
+ *       promise), or an RTR with the receive buffer's key ({@code rndv/put/zcopy}: the data are written there through
+ *       the RMA lane, then RNDV_ATP), or an ATS (the receiver read the data itself, {@code rndv/get/zcopy}, or refused
+ *       the message as too long for its buffer);</li>
+ *   <li>{@link Stage#PUT}: the data are being written into the receiver's buffer, 512 KiB per loop turn. A failure at
+ *       run time (EPERM, ESRCH, EFAULT) falls back to fragments from offset 0.</li>
+ * </ul>
+ * <b>Abort</b> (the endpoint ended): a send waiting for its RTR fails; a PUT in progress is cancelled before its next
+ * chunk (chunks run on this loop, so none is in progress then) and the receiver is told by ATP(cancelled) that
+ * nothing more will be written, so it may let go of its buffer (the PUT safety rule, {@link RndvReceiver}). Those
+ * last words go below the gone pipeline ({@link EndpointServices#writeDirect}); the endpoint lingers until they are
+ * written, at most NUCX_KEEPALIVE_TIMEOUT.
+ */
+final class RndvSender {
+
+    enum Stage { RTS_SENT, PUT }
+
+    private final class Send {
+        final long tag;
+        final ByteBuf content;
+        final ChannelPromise promise;
+        Stage stage = Stage.RTS_SENT;
+        long id;
+        /** The send buffer exposed for the receiver's GET, or null. */
+        MemoryRegistration getOffer;
+        /** The PUT writing this message into the receiver, or null. */
+        Put put;
+
+        Send(long tag, ByteBuf content, ChannelPromise promise) {
+            this.tag = tag;
+            this.content = content;
+            this.promise = promise;
+        }
+
+        /** The send is over: its buffer is released, its GET offer withdrawn. */
+        void release() {
+            if (getOffer != null) {
+                getOffer.close();
+                getOffer = null;
+            }
+            content.release();
+        }
+    }
+
+    private final ChannelHandlerContext ctx;
+    private final EndpointServices endpoint;
+    private final int fragment;
+    private final PendingRequests<Send> sends = new PendingRequests<>();
+    private final LongAdder putCount;
+    private final LongAdder putFallbackCount;
+    /** ATP(cancelled) frames written at the end and not yet gone; the endpoint lingers until they are. */
+    private int lastWordsPending;
+
+    RndvSender(ChannelHandlerContext ctx, EndpointServices endpoint, ProtocolCounters counters) {
+        this.ctx = ctx;
+        this.endpoint = endpoint;
+        // Each fragment fits every lane it may take.
+        this.fragment = endpoint.endpointConfig().minMaxBcopy() - RndvHeaders.DATA_LENGTH;
+        this.putCount = counters.counter(RndvProtocols.PUT_COUNTER);
+        this.putFallbackCount = counters.counter(RndvProtocols.PUT_FALLBACK_COUNTER);
+    }
+
+    /** Sends the RTS of {@code req} and keeps it until the receiver answers. Owns the request's reference. */
+    void write(RndvSendRequest req, ChannelPromise promise) {
+        ByteBuf content = req.content();
+        Send s = new Send(req.tag(), content, promise);
+        s.id = sends.add(s);
+        byte[] key = null;
+        if (req.offerGet()) {
+            RmaLane lane = endpoint.rmaLane(Capability.GET_ZCOPY);
+            MemorySegment run = lane == null ? null
+                    : RndvKeys.nativeRun(content, content.readerIndex(), content.readableBytes());
+            if (run != null) {
+                s.getOffer = lane.register(run); // held until ATS (or RTR) says the receiver is done reading
+                key = s.getOffer.packedKey();
+            }
+        }
+        ByteBuf header = RndvHeaders.writeRts(ctx.alloc().buffer(RndvHeaders.rtsLength(key)), req.tag(), s.id,
+                content.readableBytes(), key);
+        ctx.write(AmFrame.of(AmIds.RNDV_RTS, header), ctx.voidPromise());
+    }
+
+    private Send find(long senderReqId, String what) {
+        Send s = sends.get(senderReqId);
+        if (s == null) {
+            throw new ProtocolException(what + " for unknown rendezvous send " + senderReqId);
+        }
+        if (s.stage == Stage.PUT) {
+            throw new ProtocolException(what + " for rendezvous send " + senderReqId + ", which is being written by "
+                    + "PUT");
+        }
+        return s;
+    }
+
+    /**
+     * RNDV_RTR: the receiver is ready. With {@code packedKey} null, the data go as RNDV_DATA fragments. With a key,
+     * the data are written there by PUT, then ATP; or as fragments when this endpoint has no permitted RMA lane with
+     * PUT_ZCOPY.
+     *
+     * @throws ProtocolException for an unknown or busy send, or a key the RMA lane refuses (another process's memory)
+     */
+    void onRtr(long senderReqId, long receiverReqId, long size, ByteBuf packedKey) {
+        Send s = find(senderReqId, "RTR");
+        if (size != s.content.readableBytes()) {
+            sends.remove(senderReqId);
+            s.promise.tryFailure(new ProtocolException("receiver asked for " + size + " bytes of a "
+                    + s.content.readableBytes() + "-byte rendezvous send"));
+            s.release();
+            if (packedKey != null) { // its buffer is offered to us: say we will not write, so the receiver lets go
+                writeAtp(receiverReqId, RndvHeaders.STATUS_CANCELED, 0, ctx.voidPromise());
+            }
+            return;
+        }
+        if (packedKey != null) {
+            RmaLane lane = endpoint.rmaLane(Capability.PUT_ZCOPY);
+            if (lane != null) {
+                RemoteKey key = RndvKeys.unpack(lane, packedKey, size, "RNDV_RTR for rendezvous send " + senderReqId);
+                s.stage = Stage.PUT;
+                s.put = new Put(s, key, lane, receiverReqId);
+                s.put.next();
+                return;
+            }
+            putFallbackCount.increment(); // no permitted RMA lane on this side: the data go as fragments
+        }
+        sends.remove(senderReqId);
+        sendData(s, receiverReqId);
+    }
+
+    /** The data as RNDV_DATA fragments from offset 0, the last carrying the user's promise; releases the send. */
+    private void sendData(Send s, long receiverReqId) {
+        ByteBuf content = s.content;
+        try {
+            int start = content.readerIndex();
+            int length = content.readableBytes();
+            for (int offset = 0; offset < length; offset += fragment) {
+                int n = Math.min(fragment, length - offset);
+                ByteBuf header = ctx.alloc().buffer(RndvHeaders.DATA_LENGTH).writeLongLE(receiverReqId)
+                        .writeLongLE(offset);
+                boolean last = offset + n == length;
+                ctx.write(AmFrame.of(AmIds.RNDV_DATA, 0, header, content.retainedSlice(start + offset, n)),
+                        last ? s.promise : ctx.voidPromise());
+            }
+            ctx.flush();
+        } finally {
+            s.release();
+        }
+    }
+
+    private ChannelFuture writeAtp(long receiverReqId, int status, long size, ChannelPromise promise) {
+        ByteBuf header = RndvHeaders.writeAtp(ctx.alloc().buffer(RndvHeaders.ATP_LENGTH), receiverReqId, status,
+                size);
+        return ctx.writeAndFlush(AmFrame.of(AmIds.RNDV_ATP, header), promise);
+    }
+
+    /**
+     * Writes one send into the receiver's offered buffer through the RMA lane, then ATP. A failure falls back to
+     * fragments from offset 0 (whatever the PUT wrote is overwritten); a cancel stops it before its next chunk.
+     */
+    private final class Put extends RmaTransfer {
+        private final Send s;
+        private final long receiverReqId;
+
+        Put(Send s, RemoteKey key, RmaLane lane, long receiverReqId) {
+            super(true, key, lane, s.content, s.content.readerIndex(), s.content.readableBytes(), ctx.alloc(),
+                    ctx.executor());
+            this.s = s;
+            this.receiverReqId = receiverReqId;
+        }
+
+        @Override
+        void failed(Throwable cause) {
+            s.put = null;
+            sends.remove(s.id);
+            putFallbackCount.increment();
+            endpoint.rmaFailed("rndv/put/zcopy fell back to RNDV_DATA", cause);
+            sendData(s, receiverReqId);
+        }
+
+        @Override
+        void finished() {
+            s.put = null;
+            sends.remove(s.id);
+            putCount.increment();
+            s.release(); // the data are in the receiver's buffer
+            writeAtp(receiverReqId, RndvHeaders.STATUS_OK, total, s.promise);
+        }
+    }
+
+    /** RNDV_ATS: the receiver ended the send without asking for data: done (it read them, or 0 bytes) or refused. */
+    void onAts(long senderReqId, int status) {
+        Send s = find(senderReqId, "ATS");
+        sends.remove(senderReqId);
+        try {
+            if (status == RndvHeaders.STATUS_OK) {
+                s.promise.trySuccess();
+            } else if (status == RndvHeaders.STATUS_TRUNCATED) {
+                s.promise.tryFailure(new MessageTruncatedException(s.tag, s.content.readableBytes(), -1));
+            } else {
+                s.promise.tryFailure(new ProtocolException("rendezvous send " + senderReqId + " ended with status "
+                        + status));
+            }
+        } finally {
+            s.release();
+        }
+    }
+
+    /** The sends still waiting for the receiver (a graceful close waits for them). */
+    void collectOutstanding(List<Future<?>> out) {
+        sends.values().forEach(s -> out.add(s.promise));
+    }
+
+    int waiting() {
+        return sends.size();
+    }
+
+    /**
+     * The endpoint ended: every waiting send fails; a PUT in progress is cancelled and its receiver told by
+     * ATP(cancelled), below the pipeline, that nothing more will be written.
+     */
+    void abort(Throwable cause) {
+        for (Send s : sends.takeAll()) {
+            if (s.stage == Stage.PUT) {
+                s.put.cancel();
+                lastWords(s.put.receiverReqId);
+            }
+            s.promise.tryFailure(cause);
+            s.release();
+        }
+    }
+
+    /**
+     * The peer offered a receive buffer for PUT (an RTR with a key) to an endpoint that has ended: it would hold that
+     * buffer until our process exits. Tell it at once that nothing will be written.
+     */
+    void refuseLateOffer(AmFrame frame) {
+        ByteBuf h = frame.header();
+        if (frame.amId() == AmIds.RNDV_RTR && h.readableBytes() > RndvHeaders.RTR_LENGTH) {
+            lastWords(h.getLongLE(h.readerIndex() + 8));
+        }
+    }
+
+    private void lastWords(long receiverReqId) {
+        ByteBuf header = RndvHeaders.writeAtp(ctx.alloc().buffer(RndvHeaders.ATP_LENGTH), receiverReqId,
+                RndvHeaders.STATUS_CANCELED, 0);
+        ChannelFuture f = endpoint.writeDirect(AmFrame.of(AmIds.RNDV_ATP, header));
+        if (f.isDone()) {
+            return;
+        }
+        lastWordsPending++;
+        // A lane that does not drain must not keep the endpoint forever: the close bound ends the wait.
+        Future<?> bound = ctx.executor().schedule(this::lastWordWritten, endpoint.closeWaitNanos(),
+                java.util.concurrent.TimeUnit.NANOSECONDS);
+        f.addListener(done -> {
+            if (bound.cancel(false)) {
+                lastWordWritten();
+            }
+        });
+    }
+
+    private void lastWordWritten() {
+        if (--lastWordsPending == 0) {
+            endpoint.lingerEnded();
+        }
+    }
+
+    /** Whether last words are still being written. */
+    boolean lingers() {
+        return lastWordsPending > 0;
+    }
+}

@@ -1,0 +1,116 @@
+package io.nucx;
+
+import io.netty.buffer.ByteBuf;
+import io.netty.channel.Channel;
+import io.netty.channel.ChannelFuture;
+import io.netty.util.concurrent.Future;
+import io.nucx.protocol.amo.AtomicOp;
+import io.nucx.protocol.amo.RemoteMemoryKey;
+import io.nucx.protocol.tag.TagMessage;
+
+import java.util.List;
+
+/**
+ * A UCP endpoint: a connection to one peer worker, as a Netty {@link Channel} multiplexed over the endpoint's lanes
+ * (transport channels: tcp, shm, self...), as HTTP/2 streams are over a connection. Its pipeline is the endpoint's
+ * protocol stack, and both directions pass through it: writes go down through the protocol codecs (tag eager, tag
+ * rendezvous, atomics), which pick a protocol per message and encode it, to the lanes; arriving frames come up
+ * through the same codecs, and tagged messages no posted receive wants reach the user's handlers at the tail as
+ * {@link TagMessage}s ({@link EndpointOption#PIPELINE_TAG}), <b>in the order the peer wrote them</b>, whatever protocol
+ * carried each.
+ *
+ * <pre>
+ *   user handlers                                                   (tail)
+ *   nucx.tag.order    messages up in the peer's write order
+ *   nucx.tag.eager    protocol selection; eager frames; eager arrivals
+ *   nucx.tag.rndv     rendezvous: RTS, RTR, data by fragments, GET or PUT
+ *   nucx.amo          atomics
+ *   nucx.stub  ──(lanes ready)──▶  nucx.lanes: which lane a frame takes; failover's confirmations   (head)
+ * </pre>
+ * An endpoint is writable as soon as {@link Worker#connect} returns it: writes wait in the stub until wireup has
+ * chosen and connected its lanes, then replay in order.
+ *
+ * <p><b>Failure</b> (error mode {@link ErrorMode#PEER}, the default): the peer's connection closing, an EP_REMOVED from
+ * the peer, or NUCX_KEEPALIVE_TIMEOUT of silence fails the endpoint once: every operation outstanding or queued on it
+ * fails with an {@link EndpointException} naming the peer and the reason ({@link ConnectionResetException},
+ * {@link EndpointTimeoutException}) and its buffers are released; then an {@link EndpointErrorEvent} goes through the
+ * pipeline ({@code userEventTriggered}), {@link #errorFuture()} fails with the same cause, and the endpoint closes.
+ * Posted receives belong to the worker and stay. The worker and its other endpoints go on.
+ *
+ * <p><b>Close</b> ({@link #close()}) is graceful: writes still queued go out first, sends waiting for the peer
+ * (rendezvous, synchronous, zero-copy, atomics) get at most NUCX_KEEPALIVE_TIMEOUT, then the peer is told
+ * (EP_REMOVED, behind everything written) and its endpoint fails with {@link ConnectionResetException} ("closed by its
+ * owner").
+ */
+public interface Endpoint extends Channel {
+
+    /** The worker this endpoint belongs to. */
+    Worker worker();
+
+    /** This endpoint's id within its worker (UCX's ep id). */
+    long endpointId();
+
+    /** The peer's worker address. */
+    WorkerAddress remoteWorkerAddress();
+
+    /** This endpoint's error handling: {@link ErrorMode#PEER} and {@link ErrorMode#FAILOVER} run keepalive on it. */
+    ErrorMode errorMode();
+
+    /**
+     * Completes when the endpoint is wired up both ways (the peer's REPLY arrived, or its REQUEST paired with ours; with
+     * a p2p lane, when that lane is up). Fails if the endpoint fails first.
+     */
+    Future<Void> wireupFuture();
+
+    /**
+     * Completes when the endpoint ends: failed with the {@link EndpointException} that ended it (the same cause every
+     * outstanding operation got), or succeeded when it was closed here without failure.
+     */
+    Future<Void> errorFuture();
+
+    /** Sends a tagged message; the future completes when the buffer may be reused. Owns {@code data}. */
+    ChannelFuture tagSend(long tag, ByteBuf data);
+
+    /**
+     * Sends a tagged message whose future completes only once the receiver has matched it (UCX's
+     * {@code ucp_tag_send_sync_nbx}): eager with an acknowledgement or rendezvous, as the protocol table says.
+     */
+    ChannelFuture tagSendSync(long tag, ByteBuf data);
+
+    /**
+     * Runs {@code op} with {@code value} on the 8-byte word at {@code address} of the peer's memory registered as
+     * {@code key} ({@link Worker#registerMemory} there); the future gets the word's previous value once the peer
+     * applied it. For {@link AtomicOp#CSWAP} use {@link #compareAndSwap}. Fails with
+     * {@link io.nucx.protocol.amo.RemoteAccessException} if the peer refuses (no such region, outside it,
+     * misaligned), or with the endpoint's failure.
+     */
+    Future<Long> atomic(AtomicOp op, RemoteMemoryKey key, long address, long value);
+
+    /** Sets the word at {@code address} to {@code value} if it holds {@code expected}; the future gets what it held. */
+    Future<Long> compareAndSwap(RemoteMemoryKey key, long address, long expected, long value);
+
+    /** "transport/device" of each message lane in use (the AM lane first); failed lanes are left out. */
+    Future<List<String>> laneNames();
+
+    /**
+     * Takes message lane {@code index} down (0 is the lane carrying active messages now; AM_BW lanes follow), e.g. to
+     * drain a device. In error mode failover the endpoint goes on over the others, or a replacement; otherwise losing a
+     * lane fails the endpoint. The future completes when the lane is closed.
+     */
+    Future<Void> closeLane(int index);
+
+    /**
+     * The lanes chosen for this endpoint, for logs and tools: "shm/memory + tcp/lo (p2p); rma cma/memory; keepalive
+     * shm/memory", or with "no rma lane: why".
+     */
+    String describeLanes();
+
+    /** "cma/memory" when this endpoint may read and write the peer's memory (rendezvous GET and PUT), else null. */
+    String rmaLane();
+
+    /**
+     * Why this endpoint has no RMA lane although the peer offered one (the kernel refused: EPERM; another host), or
+     * null. Rendezvous then moves the data as active-message fragments ({@code tag/rndv}).
+     */
+    String rmaRefusal();
+}

@@ -1,0 +1,137 @@
+package io.nucx;
+
+import io.netty.buffer.ByteBuf;
+import io.netty.channel.EventLoop;
+import io.netty.util.concurrent.Future;
+import io.nucx.protocol.ProtocolCounters;
+import io.nucx.protocol.amo.RemoteMemoryKey;
+import io.nucx.protocol.select.ProtoTable;
+import io.nucx.protocol.select.SelectionKey;
+import io.nucx.protocol.tag.TagMessage;
+
+import java.lang.foreign.MemorySegment;
+import java.util.Collection;
+import java.util.List;
+
+/**
+ * UCP's worker, bound to one event loop: it opens one iface per transport, owns its endpoints and its tag matching,
+ * and touches them only on that loop, so none of it needs locks. Its methods may be called from any thread; they hand
+ * their work to the loop. Start one with {@link NucxBootstrap}.
+ */
+public interface Worker {
+
+    /** Counter ({@link #counters()}): a {@code connect} that adopted the endpoint an earlier REQUEST of the peer created. */
+    String WIREUP_ADOPTED = "wireup/adopted";
+    /** Counter: a simultaneous connect's REQUEST from a lower-uuid peer, paired with our waiting endpoint. */
+    String WIREUP_REQUEST_PAIRED = "wireup/request-paired";
+    /** Counter: a simultaneous connect's REQUEST from a higher-uuid peer, ignored (ours wins). */
+    String WIREUP_REQUEST_IGNORED = "wireup/request-ignored";
+
+    /** The name given at start, carried in its address for logs. */
+    String name();
+
+    /** A random id, unique per worker; carried in its address. */
+    long uuid();
+
+    /** This worker's address, to give to peers ({@link WorkerAddress#encode()}). */
+    WorkerAddress address();
+
+    /** The loop every endpoint and lane of this worker runs on. */
+    EventLoop eventLoop();
+
+    /** The error mode of endpoints made by {@link #connect(WorkerAddress)} (NUCX_ERR_MODE). */
+    ErrorMode defaultErrorMode();
+
+    /**
+     * Creates an endpoint to {@code remote} and returns it at once: writes are queued until its lanes connect, then
+     * replayed in order. Lane selection happens here, so an unreachable peer fails now ({@link UnreachableException},
+     * listing every candidate and why it lost).
+     */
+    Endpoint connect(WorkerAddress remote);
+
+    /**
+     * {@link #connect(WorkerAddress)} with the given error mode; the peer's endpoint takes the same mode.
+     *
+     * <p>Connections to one peer worker are numbered 0, 1, 2... (per peer uuid). If the peer already connected to us
+     * with this number and we created its endpoint on demand, that endpoint is returned (adopted) instead of a second
+     * one; it keeps the error mode the peer asked for. If both sides connect to each other at once, they end up with
+     * one endpoint pair per number (the lower uuid's connection wins, as in UCX).
+     */
+    Endpoint connect(WorkerAddress remote, ErrorMode mode);
+
+    /** Connects to the address in its packed form. */
+    Endpoint connect(byte[] remoteAddress);
+
+    /** Endpoints currently open, connected here or created on demand when a peer connected to us. */
+    Collection<Endpoint> endpoints();
+
+    /**
+     * Receives a tagged message whose tag matches {@code tag} under {@code mask} (mask -1: exact tag; 0: any tag).
+     * Receives are matched in the order they were posted; a message that arrived earlier is taken at once. The
+     * future's message is the caller's to release.
+     */
+    Future<TagMessage> tagRecv(long tag, long mask);
+
+    /**
+     * As {@link #tagRecv(long, long)}, writing the message into {@code into} (its writable bytes are the limit; a longer
+     * message fails with {@code MessageTruncatedException}). The future's message content is a retained slice of
+     * {@code into}.
+     */
+    Future<TagMessage> tagRecv(long tag, long mask, ByteBuf into);
+
+    /**
+     * Lets peers run atomics ({@link Endpoint#atomic}) on the 8-byte words of {@code segment} (native, 8-byte
+     * aligned, of a shared or global arena): returns the key to give them (out of band, or in a message). The words
+     * are changed with the CPU's atomic instructions on this worker's loop, so local code using atomics on them sees
+     * consistent values. Keep the segment alive until {@link #unregisterMemory}.
+     */
+    RemoteMemoryKey registerMemory(MemorySegment segment);
+
+    /** Peers' atomics on that region fail from now on (their requests are answered with "no such region"). */
+    void unregisterMemory(RemoteMemoryKey key);
+
+    /** How many messages each protocol carried (and lane events: failovers, resends). */
+    ProtocolCounters counters();
+
+    /** Why recent lanes were closed (malformed frames, protocol errors), oldest first, at most 16. */
+    List<Throwable> laneFailures();
+
+    /**
+     * Why recent reads or writes of peers' memory failed (each message then went by RTR or as RNDV_DATA instead),
+     * oldest first, at most 16.
+     */
+    List<Throwable> rmaFailures();
+
+    /** Messages that arrived and wait for a receive. Loop only. */
+    int unexpectedCount();
+
+    /**
+     * Receives whose buffer a peer may still be writing into although their endpoint ended (rendezvous PUT): held,
+     * neither completed nor failed, until the peer's last word or its exit. Loop only.
+     */
+    int heldReceives();
+
+    /**
+     * The protocol table an endpoint to {@code remote} would use for tagged sends from {@code memory}, without
+     * connecting or sending anything.
+     */
+    ProtoTable protocolTable(WorkerAddress remote, SelectionKey.MemoryType memory) throws Exception;
+
+    /** The lanes and the protocol tables for heap and direct memory toward {@code remote}, as NUCX_PROTO_INFO prints. */
+    String protocolInfo(WorkerAddress remote) throws Exception;
+
+    /**
+     * The lanes an endpoint to {@code remote} would use and why, without connecting: every candidate pair of
+     * transports per criterion (AM, AM_BW, RMA, AMO) with its UCX score and verdict, then the chosen lanes. The peer
+     * computes the same from the same two addresses.
+     */
+    String laneInfo(WorkerAddress remote, ErrorMode mode);
+
+    /**
+     * Closes every endpoint (gracefully), fails every posted receive, releases every message waiting for one, closes
+     * the ifaces, and shuts down the event loop group if the worker made its own. Receives whose buffer a live peer
+     * may still write into ({@link #heldReceives()}) are waited for up to NUCX_KEEPALIVE_TIMEOUT, then parked: never
+     * completed, their buffers never released.
+     */
+    Future<Void> close();
+}

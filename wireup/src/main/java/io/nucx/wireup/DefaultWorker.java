@@ -1,0 +1,487 @@
+package io.nucx.wireup;
+
+import io.netty.buffer.ByteBuf;
+import io.netty.buffer.ByteBufAllocator;
+import io.netty.channel.ChannelHandler;
+import io.netty.channel.EventLoop;
+import io.netty.channel.EventLoopGroup;
+import io.netty.util.concurrent.Future;
+import io.netty.util.concurrent.Promise;
+import io.netty.util.concurrent.PromiseCombiner;
+import io.netty.util.concurrent.ScheduledFuture;
+import io.nucx.Endpoint;
+import io.nucx.ErrorMode;
+import io.nucx.WireupException;
+import io.nucx.Worker;
+import io.nucx.WorkerAddress;
+import io.nucx.protocol.ProtocolCounters;
+import io.nucx.protocol.ProtocolRegistry;
+import io.nucx.protocol.ProtocolSettings;
+import io.nucx.protocol.WorkerProtocols;
+import io.nucx.protocol.amo.RemoteMemoryKey;
+import io.nucx.protocol.select.ProtoTable;
+import io.nucx.protocol.select.SelectionKey;
+import io.nucx.protocol.tag.TagMessage;
+import io.nucx.protocol.tag.TagReceive;
+import io.nucx.transport.Availability;
+import io.nucx.transport.Iface;
+import io.nucx.transport.IfaceAttributes;
+import io.nucx.transport.IfaceParams;
+import io.nucx.transport.NucxConfig;
+import io.nucx.transport.Transport;
+
+import java.lang.foreign.MemorySegment;
+import java.nio.channels.ClosedChannelException;
+import java.util.ArrayList;
+import java.util.Collection;
+import java.util.Deque;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ConcurrentLinkedDeque;
+import java.util.concurrent.ThreadLocalRandom;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicLong;
+
+/**
+ * The {@link Worker} implementation. It owns the worker's ifaces (one per transport), its endpoints by id, the
+ * matching of connections between two workers ({@link EndpointMatch}), the protocols' shared state
+ * ({@link WorkerProtocols}: tag matching, tables, registered memory) and the keepalive timer. Everything it owns is
+ * touched on its loop only, except the endpoint map and the match queues, which {@code connect} may reach from
+ * other threads.
+ */
+public final class DefaultWorker implements Worker {
+
+    private final EventLoop loop;
+    private final EventLoopGroup ownedGroup;
+    private final long uuid;
+    private final String name;
+    private final ChannelHandler endpointInitializer;
+    private final List<Iface> ifaces = new ArrayList<>();
+    private final WorkerAddress address;
+    private final ProtocolCounters counters = new ProtocolCounters();
+    private final ProtocolRegistry registry = ProtocolRegistry.DEFAULT;
+    private final WorkerProtocols protocols;
+    private final Map<Long, EndpointChannel> endpoints = new ConcurrentHashMap<>();
+    /** Endpoints that ended but wait for a peer's last word (their LINGER state). Loop only. */
+    private final Set<EndpointChannel> lingering = ConcurrentHashMap.newKeySet();
+    private final EndpointMatch<EndpointChannel> match = new EndpointMatch<>();
+    private final RequestProcessor requests = new RequestProcessor(this);
+    private final AtomicLong nextEndpointId = new AtomicLong();
+    private final AtomicBoolean closed = new AtomicBoolean();
+    private final Promise<Void> closeFuture;
+    private final ErrorMode defaultErrorMode;
+    /** How many message lanes an endpoint may use (NUCX_MAX_RNDV_LANES, NUCX_MULTI_LANE_MAX_RATIO). */
+    private final LaneSelector.BwLimits bwLimits;
+    private final Keepalive keepalive;
+    private final ScheduledFuture<?> keepaliveTask;
+    private final Deque<Throwable> laneFailures = new ConcurrentLinkedDeque<>();
+    private final Deque<Throwable> rmaFailures = new ConcurrentLinkedDeque<>();
+
+    private DefaultWorker(Context context, EventLoop loop, EventLoopGroup ownedGroup, String name,
+                          ChannelHandler endpointInitializer) throws Exception {
+        this.loop = loop;
+        this.ownedGroup = ownedGroup;
+        this.uuid = ThreadLocalRandom.current().nextLong();
+        this.name = name;
+        this.endpointInitializer = endpointInitializer;
+        this.closeFuture = loop.newPromise();
+        NucxConfig config = context.config();
+        this.protocols = new WorkerProtocols(loop, ByteBufAllocator.DEFAULT, ProtocolSettings.from(config, registry),
+                uuid, counters);
+        WireupSettings settings = WireupSettings.from(config);
+        this.defaultErrorMode = settings.errorMode();
+        this.bwLimits = settings.bwLimits();
+        this.keepalive = new Keepalive(settings.keepaliveIntervalNanos(), settings.keepaliveTimeoutNanos());
+        List<WorkerAddress.Entry> entries = new ArrayList<>();
+        try {
+            for (Transport t : context.transports()) {
+                Availability onLoop = t.availabilityOn(loop);
+                if (!onLoop.isAvailable()) {
+                    if (context.allTransports()) {
+                        continue; // "all" means all that can run here; a named transport must run
+                    }
+                    throw config.invalid(NucxConfig.TLS, onLoop.reason());
+                }
+                Iface iface = t.openIface(new IfaceParams(loop, t.defaultDevice(config),
+                        () -> LaneInboundHandler.accepted(this), config));
+                ifaces.add(iface);
+                IfaceAttributes a = iface.attributes();
+                entries.add(new WorkerAddress.Entry(t.name(), a.capabilities(), a.maxShort(), a.maxBcopy(),
+                        (float) a.latencySeconds(), (float) a.overheadSeconds(), (float) a.bandwidth(), a.priority(),
+                        iface.deviceAddress(), iface.ifaceAddress()));
+            }
+        } catch (Exception | Error e) {
+            for (Iface i : ifaces) {
+                i.close();
+            }
+            throw e;
+        }
+        this.address = new WorkerAddress(uuid, name, entries);
+        // One timer per worker, not per endpoint: a tick walks every endpoint (UCX's keepalive progress does too).
+        this.keepaliveTask = !keepalive.enabled() ? null : loop.scheduleAtFixedRate(this::keepaliveTick,
+                keepalive.intervalNanos(), keepalive.intervalNanos(), TimeUnit.NANOSECONDS);
+    }
+
+    /**
+     * Opens the ifaces of {@code context}'s transports on {@code loop} and returns the running worker. {@code owned}:
+     * a group the worker made for itself and shuts down on close, or null.
+     */
+    public static DefaultWorker start(Context context, EventLoop loop, EventLoopGroup owned, String name,
+                                      ChannelHandler endpointInitializer) throws Exception {
+        return new DefaultWorker(context, loop, owned, name, endpointInitializer);
+    }
+
+    private void keepaliveTick() {
+        for (EndpointChannel ep : endpoints.values()) {
+            ep.keepaliveTick(keepalive);
+        }
+    }
+
+    // ------------------------------------------------------------ Worker
+
+    @Override
+    public String name() {
+        return name;
+    }
+
+    @Override
+    public long uuid() {
+        return uuid;
+    }
+
+    @Override
+    public WorkerAddress address() {
+        return address;
+    }
+
+    @Override
+    public EventLoop eventLoop() {
+        return loop;
+    }
+
+    @Override
+    public ErrorMode defaultErrorMode() {
+        return defaultErrorMode;
+    }
+
+    @Override
+    public Endpoint connect(WorkerAddress remote) {
+        return connect(remote, defaultErrorMode);
+    }
+
+    @Override
+    public Endpoint connect(byte[] remoteAddress) {
+        return connect(WorkerAddress.decode(remoteAddress));
+    }
+
+    @Override
+    public Endpoint connect(WorkerAddress remote, ErrorMode mode) {
+        if (closed.get()) {
+            throw new IllegalStateException("worker " + name + " is closed");
+        }
+        LaneSelector.Lanes lanes = selectLanes(remote, mode);
+        boolean matched = remote.uuid() != uuid;
+        EndpointChannel ep;
+        synchronized (match) { // drawing the number, adopting and queueing are one step against REQUESTs
+            int sn = match.nextConnSn(remote.uuid());
+            if (matched) {
+                EndpointChannel adopted = match.takeUnexpected(remote.uuid(), sn);
+                if (adopted != null) {
+                    counters.counter(WIREUP_ADOPTED).increment();
+                    return adopted;
+                }
+            }
+            ep = EndpointChannel.outgoing(this, newEndpointId(), remote, lanes, mode, sn);
+            endpoints.put(ep.endpointId(), ep);
+            if (matched) {
+                match.addExpected(remote.uuid(), sn, ep);
+            }
+        }
+        // Registration runs the wireup handler's handlerAdded, which connects the endpoint's own lane.
+        loop.register(ep).addListener(f -> {
+            if (!f.isSuccess()) {
+                ep.close();
+            }
+        });
+        return ep;
+    }
+
+    @Override
+    public Collection<Endpoint> endpoints() {
+        return List.copyOf(endpoints.values());
+    }
+
+    @Override
+    public Future<TagMessage> tagRecv(long tag, long mask) {
+        return tagRecv(tag, mask, null);
+    }
+
+    @Override
+    public Future<TagMessage> tagRecv(long tag, long mask, ByteBuf into) {
+        Promise<TagMessage> p = loop.newPromise();
+        TagReceive r = new TagReceive(tag, mask, into, p);
+        if (loop.inEventLoop()) {
+            protocols.matcher().post(r);
+        } else {
+            try {
+                loop.execute(() -> protocols.matcher().post(r));
+            } catch (java.util.concurrent.RejectedExecutionException e) {
+                p.tryFailure(new ClosedChannelException());
+            }
+        }
+        return p;
+    }
+
+    @Override
+    public RemoteMemoryKey registerMemory(MemorySegment segment) {
+        return protocols.memory().register(segment);
+    }
+
+    @Override
+    public void unregisterMemory(RemoteMemoryKey key) {
+        protocols.memory().unregister(key);
+    }
+
+    @Override
+    public ProtocolCounters counters() {
+        return counters;
+    }
+
+    @Override
+    public List<Throwable> laneFailures() {
+        return List.copyOf(laneFailures);
+    }
+
+    @Override
+    public List<Throwable> rmaFailures() {
+        return List.copyOf(rmaFailures);
+    }
+
+    @Override
+    public int unexpectedCount() {
+        assert loop.inEventLoop();
+        return protocols.matcher().unexpectedCount();
+    }
+
+    @Override
+    public int heldReceives() {
+        assert loop.inEventLoop();
+        int n = 0;
+        for (EndpointChannel ep : lingering) {
+            n += ep.heldCount();
+        }
+        return n;
+    }
+
+    @Override
+    public ProtoTable protocolTable(WorkerAddress remote, SelectionKey.MemoryType memory) throws Exception {
+        return WorkerInfo.protocolTable(this, remote, memory);
+    }
+
+    @Override
+    public String protocolInfo(WorkerAddress remote) throws Exception {
+        return WorkerInfo.protocolInfo(this, remote);
+    }
+
+    @Override
+    public String laneInfo(WorkerAddress remote, ErrorMode mode) {
+        return WorkerInfo.laneInfo(this, remote, mode);
+    }
+
+    @Override
+    public Future<Void> close() {
+        if (closed.compareAndSet(false, true)) {
+            loop.execute(this::close0);
+        }
+        return closeFuture;
+    }
+
+    /**
+     * Endpoints close gracefully, ifaces close; then every posted receive fails and every unexpected message is
+     * released; endpoints still lingering for a peer's last word get the close bound (NUCX_KEEPALIVE_TIMEOUT), then
+     * what they hold is parked.
+     */
+    private void close0() {
+        if (keepaliveTask != null) {
+            keepaliveTask.cancel(false);
+        }
+        PromiseCombiner all = new PromiseCombiner(loop);
+        for (EndpointChannel ep : endpoints.values()) {
+            all.add(ep.close());
+        }
+        for (Iface i : ifaces) {
+            all.add(i.close());
+        }
+        Promise<Void> done = loop.newPromise();
+        all.finish(done);
+        done.addListener(f -> {
+            protocols.matcher().close(new ClosedChannelException());
+            Promise<Void> lingered = loop.newPromise();
+            PromiseCombiner waits = new PromiseCombiner(loop);
+            lingering.forEach(ep -> waits.add(ep.closedFuture()));
+            waits.finish(lingered);
+            Future<?> bound = loop.schedule(() -> lingered.trySuccess(null), closeWaitNanos(), TimeUnit.NANOSECONDS);
+            lingered.addListener(h -> {
+                bound.cancel(false);
+                for (EndpointChannel ep : List.copyOf(lingering)) {
+                    ep.park();
+                }
+                if (ownedGroup != null) {
+                    ownedGroup.shutdownGracefully(0, 2, TimeUnit.SECONDS).addListener(g -> closeFuture.trySuccess(null));
+                } else {
+                    closeFuture.trySuccess(null);
+                }
+            });
+        });
+    }
+
+    @Override
+    public String toString() {
+        return "Worker(" + name + " " + Long.toHexString(uuid) + " on " + ifaces + ")";
+    }
+
+    // ------------------------------------------------------------ for the package
+
+    ProtocolRegistry registry() {
+        return registry;
+    }
+
+    WorkerProtocols protocols() {
+        return protocols;
+    }
+
+    ChannelHandler endpointInitializer() {
+        return endpointInitializer;
+    }
+
+    RequestProcessor requests() {
+        return requests;
+    }
+
+    EndpointMatch<EndpointChannel> match() {
+        return match;
+    }
+
+    boolean isClosed() {
+        return closed.get();
+    }
+
+    /** The opened ifaces, one per selected transport. */
+    List<Iface> ifaces() {
+        return List.copyOf(ifaces);
+    }
+
+    long newEndpointId() {
+        return nextEndpointId.getAndIncrement();
+    }
+
+    /** An endpoint created on demand: registered on the loop (we are on it) and filed by id. */
+    void registerEndpoint(EndpointChannel ep) {
+        endpoints.put(ep.endpointId(), ep);
+        loop.register(ep);
+    }
+
+    LaneSelector.Lanes selectLanes(WorkerAddress remote, ErrorMode mode) {
+        return LaneSelector.selectLanes(ifaces, address, remote, mode, bwLimits, null);
+    }
+
+    LaneSelector.BwLimits bwLimits() {
+        return bwLimits;
+    }
+
+    /** An AM lane to {@code remote} over a transport that did not fail, for a failover with no lane left. */
+    LaneSelector.Lane selectReplacement(WorkerAddress remote, ErrorMode mode, Set<String> failedTransports) {
+        return LaneSelector.selectAmLane(ifaces, address, remote, mode, failedTransports, null);
+    }
+
+    /**
+     * A lane to {@code remote} over {@code transport} (one the peer dialled), or null when this worker has no such
+     * transport or cannot reach the peer with it.
+     */
+    LaneSelector.Lane laneTo(WorkerAddress remote, String transport) {
+        for (int i = 0; i < ifaces.size(); i++) {
+            WorkerAddress.Entry l = address.entries().get(i);
+            if (!l.transport().equals(transport)) {
+                continue;
+            }
+            for (WorkerAddress.Entry r : remote.entries()) {
+                if (r.transport().equals(transport) && ifaces.get(i).isReachable(r.deviceAddress(), r.ifaceAddress())) {
+                    return new LaneSelector.Lane(ifaces.get(i), l, r, 0);
+                }
+            }
+        }
+        return null;
+    }
+
+    /** The open endpoint with this id, or null. */
+    EndpointChannel endpoint(long id) {
+        return endpoints.get(id);
+    }
+
+    /** The endpoint no longer waits to be matched: paired with its peer, failed or closed. */
+    void endpointMatched(EndpointChannel ep) {
+        match.remove(ep.remoteWorkerAddress().uuid(), ep.connSn(), ep);
+    }
+
+    void endpointClosed(EndpointChannel ep) {
+        endpoints.remove(ep.endpointId());
+        endpointMatched(ep);
+    }
+
+    void lingering(EndpointChannel ep, boolean on) {
+        if (on) {
+            lingering.add(ep);
+        } else {
+            lingering.remove(ep);
+        }
+    }
+
+    /** How long a graceful close waits for the peer, and a closing worker for lingering endpoints. */
+    long closeWaitNanos() {
+        return keepalive.timeoutNanos();
+    }
+
+    /** A lane was closed because of {@code cause}; the last few are kept for diagnostics. */
+    void laneFailed(Throwable cause) {
+        keepLast(laneFailures, cause);
+    }
+
+    /** A read or write of a peer's memory failed at run time; the message went by RTR or RNDV_DATA instead. */
+    void rmaFailed(String what, Throwable cause) {
+        keepLast(rmaFailures, new WireupException(what + ": " + cause.getMessage(), cause));
+    }
+
+    private static void keepLast(Deque<Throwable> q, Throwable t) {
+        q.addLast(t);
+        while (q.size() > 16) {
+            q.pollFirst();
+        }
+    }
+
+    /**
+     * {@code count} summed over the codecs of class {@code codec} of every endpoint, lingering ones included; on the
+     * loop. For tests and diagnostics.
+     */
+    <C> int sumOverCodecs(Class<C> codec, java.util.function.ToIntFunction<C> count) {
+        assert loop.inEventLoop();
+        int n = 0;
+        Set<EndpointChannel> all = new java.util.LinkedHashSet<>(endpoints.values());
+        all.addAll(lingering);
+        for (EndpointChannel ep : all) {
+            for (io.nucx.protocol.ProtocolCodec c : ep.codecs()) {
+                if (codec.isInstance(c)) {
+                    n += count.applyAsInt(codec.cast(c));
+                }
+            }
+        }
+        return n;
+    }
+
+    /** Queue sizes toward {@code peerUuid}, {expected, unexpected}; for tests. */
+    int[] matchQueueSizes(long peerUuid) {
+        return match.sizes(peerUuid);
+    }
+}

@@ -1,0 +1,498 @@
+package io.nucx.wireup;
+
+import io.netty.channel.Channel;
+import io.netty.channel.ChannelFuture;
+import io.netty.channel.ChannelFutureListener;
+import io.netty.channel.ChannelPromise;
+import io.netty.util.concurrent.Future;
+import io.netty.util.concurrent.Promise;
+import io.netty.util.concurrent.PromiseCombiner;
+import io.nucx.WireupException;
+import io.nucx.protocol.AmIds;
+import io.nucx.protocol.ProtocolException;
+import io.nucx.transport.AmFrame;
+import io.nucx.transport.Capability;
+import io.nucx.transport.rma.RmaLane;
+
+import java.nio.channels.ClosedChannelException;
+import java.util.ArrayList;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Set;
+
+/**
+ * The lanes an endpoint is multiplexed over and how its frames go onto them: the message lanes ({@link Lane}: the AM
+ * lane, its AM_BW lanes, failover replacements) and the RMA lane. Which lane a frame takes is the
+ * {@link LaneDistributor}'s decision; in error mode failover the {@link FailoverReliability} keeps every frame until
+ * the peer confirms it. A send's promise rides on its last frame; with several lanes, rendezvous data's last fragment
+ * completes only once every lane has written its last fragment (each lane completes in order). Loop only.
+ */
+final class EndpointLanes {
+
+    /** Lane indexes a peer may name (AM_BW lanes plus failover replacements). */
+    static final int MAX_LANES = 64;
+
+    private final EndpointChannel endpoint;
+    private final LaneSelector.Lanes selection;
+    private final List<Lane> lanes = new ArrayList<>();
+    private final LaneDistributor distributor = new LaneDistributor();
+    /** Error mode failover only, else null. */
+    private final FailoverReliability reliability;
+    /** The lane carrying active messages now (0 unless a failover moved it). */
+    private int am;
+    /** This side's REQUEST was answered: it dials the AM_BW and replacement lanes. Fixed at wireup. */
+    private boolean dialsLanes;
+    /** A graceful EP_REMOVED goes on every lane; the lanes it arrived on (acted on once all have it). */
+    private Set<Channel> removedOn;
+    private Channel rmaChannel;
+    /** Wireup's leftovers that carry no data (a lane dropped after a simultaneous connect, a p2p auxiliary lane). */
+    private final List<Channel> auxiliary = new ArrayList<>(2);
+    private io.nucx.transport.P2pEndpoint p2pEndpoint;
+    private Channel ownLane;
+
+    EndpointLanes(EndpointChannel endpoint, LaneSelector.Lanes selection, boolean failover) {
+        this.endpoint = endpoint;
+        this.selection = selection;
+        for (int i = 0; i < selection.count(); i++) {
+            lanes.add(new Lane(i, selection.lane(i)));
+        }
+        this.reliability = failover ? new FailoverReliability(this, endpoint) : null;
+    }
+
+    // ------------------------------------------------------------ topology
+
+    List<Lane> all() {
+        return lanes;
+    }
+
+    int size() {
+        return lanes.size();
+    }
+
+    Lane lane(int index) {
+        return lanes.get(index);
+    }
+
+    /** Lane {@code index}, or a protocol error naming {@code what} when there is none. */
+    Lane checked(int index, String what) {
+        if (index < 0 || index >= lanes.size()) {
+            throw new ProtocolException(what + " names lane " + index + " of " + endpoint + ", which has "
+                    + lanes.size());
+        }
+        return lanes.get(index);
+    }
+
+    /** Lane {@code index}, adding lanes never attached here up to it (the peer dialled and lost them). */
+    Lane ensure(int index) {
+        while (lanes.size() <= index) {
+            lanes.add(Lane.neverAttached(lanes.size()));
+        }
+        return lanes.get(index);
+    }
+
+    /** The lane whose channel is {@code ch}, or null. */
+    Lane laneOf(Channel ch) {
+        for (Lane l : lanes) {
+            if (l.channel() == ch) {
+                return l;
+            }
+        }
+        return null;
+    }
+
+    /** The lane carrying active messages (and keepalive) now. */
+    Lane am() {
+        return lanes.get(am);
+    }
+
+    /** Its channel, or null before wireup connected it. */
+    Channel amChannel() {
+        return lanes.get(am).channel();
+    }
+
+    /** The lane that carries AM traffic: the AM lane while it lives, else the first live one; null if none. */
+    Lane target() {
+        Lane a = lanes.get(am);
+        if (a.live()) {
+            return a;
+        }
+        for (Lane l : lanes) {
+            if (l.live()) {
+                return l;
+            }
+        }
+        return null;
+    }
+
+    void amLaneChanged(Lane l) {
+        am = l.index;
+    }
+
+    Lane add(LaneSelector.Lane sel) {
+        Lane l = new Lane(lanes.size(), sel);
+        lanes.add(l);
+        return l;
+    }
+
+    boolean failover() {
+        return reliability != null;
+    }
+
+    FailoverReliability reliability() {
+        return reliability;
+    }
+
+    boolean dialsLanes() {
+        return dialsLanes;
+    }
+
+    // ------------------------------------------------------------ wireup
+
+    /** Wireup connected the pair's AM lane on {@code ch}. */
+    void amConnected(Channel ch) {
+        lanes.get(0).attach(ch);
+    }
+
+    /**
+     * This side's REQUEST was answered: it connects lanes 1, 2... and announces each with LANE_ATTACH, its first
+     * frame; the peer then uses it too. It also dials replacements after a failover that leaves no lane.
+     */
+    void connectBwLanes() {
+        dialsLanes = true;
+        for (int i = 1; i < selection.count(); i++) {
+            Lane l = lanes.get(i);
+            LaneSelector.Lane sel = l.selection;
+            sel.iface().connect(sel.remote().deviceAddress(), sel.remote().ifaceAddress(),
+                    new LaneInboundHandler(endpoint.worker(), endpoint, i)).addListener((ChannelFutureListener) f -> {
+                        if (!f.isSuccess()) {
+                            // The AM lane carries everything still; the peer is reachable through it.
+                            endpoint.worker().laneFailed(new WireupException("AM_BW lane " + sel.name() + " of "
+                                    + endpoint + " did not connect: " + f.cause(), f.cause()));
+                        } else if (!endpoint.isActive()) {
+                            f.channel().close();
+                        } else {
+                            attached(l, f.channel(), true);
+                        }
+                    });
+        }
+    }
+
+    /** Our side of a lane is up: announce it (the dialler) and use it. */
+    void attached(Lane l, Channel ch, boolean announce) {
+        l.attach(ch);
+        distributor.joined(lanes, l);
+        if (announce) {
+            ch.writeAndFlush(WireupMessage.laneAttach(endpoint.endpointId(), endpoint.remoteEndpointId(), l.index,
+                    endpoint.worker().uuid(), l.selection.local().transport()).toFrame(ch.alloc()), ch.voidPromise());
+        }
+        if (reliability != null) {
+            reliability.joined(l);
+        }
+    }
+
+    /**
+     * The peer dialled lane {@code index} (an AM_BW lane, or a replacement after a failover) and announced it on
+     * {@code ch}, naming its transport. The dialler's list is the pair's: our own limits may have chosen another lane
+     * at that index, or none.
+     */
+    void onAttach(int index, String transport, Channel ch) {
+        if (index == 0 || index > MAX_LANES) {
+            throw new ProtocolException("LANE_ATTACH for lane " + index + " of " + endpoint);
+        }
+        LaneSelector.Lane sel = endpoint.worker().laneTo(endpoint.remoteWorkerAddress(), transport);
+        if (sel == null) {
+            throw new ProtocolException("LANE_ATTACH over " + transport + ", which " + endpoint.worker().name()
+                    + " cannot use to " + endpoint.remoteWorkerAddress().name());
+        }
+        ensure(index - 1); // lanes before it the peer dialled and lost before their LANE_ATTACH reached us
+        if (index < lanes.size()) {
+            Lane l = lanes.get(index);
+            if (l.isLost()) {
+                ch.close(); // given up already (the peer's LANE_FAILED came first): this lane is not used
+                return;
+            }
+            if (l.state() != Lane.State.UNATTACHED) {
+                throw new ProtocolException("LANE_ATTACH for lane " + index + " of " + endpoint
+                        + ", which is attached already");
+            }
+            if (!transport.equals(l.transport())) {
+                l = new Lane(index, sel); // NUCX_MAX_RNDV_LANES and the ratio are each side's own
+                lanes.set(index, l);
+            }
+            attached(l, ch, false);
+            return;
+        }
+        Lane l = new Lane(index, sel); // an AM_BW lane our limits did not choose, or a failover replacement
+        lanes.add(l);
+        attached(l, ch, false);
+    }
+
+    // ------------------------------------------------------------ writing
+
+    /** Sends {@code frame} on its lane (or holds it during a failover); the promise completes as the class says. */
+    void write(AmFrame frame, ChannelPromise promise) {
+        if (reliability != null && reliability.holding()) {
+            reliability.hold(frame, promise);
+            return;
+        }
+        Lane l = distributor.next(lanes, lanes.get(am), frame);
+        if (frame.amId() == AmIds.RNDV_DATA) {
+            l.dataBytes += frame.payload().readableBytes();
+            if (lanes.size() > 1) {
+                // Done on this lane when written (or, tracking, confirmed); the send's last fragment waits for all.
+                ChannelPromise onLane = endpoint.newPromise();
+                sendOne(l, frame, onLane);
+                l.lastData = onLane;
+                if (!promise.isVoid()) {
+                    completeAfterData(promise);
+                }
+                return;
+            }
+        }
+        sendOne(l, frame, promise);
+    }
+
+    private void sendOne(Lane l, AmFrame frame, ChannelPromise promise) {
+        if (reliability != null) {
+            reliability.track(l, frame, promise);
+        } else {
+            writeThrough(l.channel(), frame, promise);
+        }
+    }
+
+    /**
+     * Writes and flushes {@code frame} straight onto the live lane carrying AM traffic, neither kept for confirmation
+     * nor held behind a failover: an ending endpoint's last words. Fails when no lane is left.
+     */
+    ChannelFuture writeDirect(AmFrame frame) {
+        Lane l = target();
+        if (l == null) {
+            frame.release();
+            return endpoint.newFailedFuture(endpoint.failure() != null ? endpoint.failure()
+                    : new ClosedChannelException());
+        }
+        return l.channel().writeAndFlush(frame);
+    }
+
+    /** Writes {@code frame} on {@code ch}, the promise completing from the lane's write. */
+    private void writeThrough(Channel ch, AmFrame frame, ChannelPromise promise) {
+        if (promise.isVoid()) {
+            ch.write(frame, ch.voidPromise());
+            return;
+        }
+        ChannelFuture f = ch.write(frame);
+        if (f.isDone()) {
+            complete(f, promise);
+        } else {
+            f.addListener((ChannelFutureListener) done -> complete(done, promise));
+        }
+    }
+
+    private void complete(Future<?> lane, ChannelPromise promise) {
+        if (lane.isSuccess()) {
+            promise.trySuccess();
+        } else {
+            Throwable why = endpoint.failure();
+            promise.tryFailure(why != null ? why : lane.cause());
+        }
+    }
+
+    /** The send's last fragment: done when every lane has written its last fragment. */
+    private void completeAfterData(ChannelPromise promise) {
+        PromiseCombiner all = new PromiseCombiner(endpoint.eventLoop());
+        for (Lane l : lanes) {
+            if (l.lastData != null && !l.lastData.isDone()) {
+                all.add(l.lastData);
+            }
+        }
+        Promise<Void> done = endpoint.eventLoop().newPromise();
+        done.addListener(f -> complete(f, promise));
+        all.finish(done);
+    }
+
+    void flush() {
+        for (Lane l : lanes) {
+            if (l.state() == Lane.State.ACTIVE) {
+                l.channel().flush();
+            }
+        }
+    }
+
+    /** Whether the AM lane can take more (the endpoint's writability follows it). */
+    boolean isWritable() {
+        Channel ch = amChannel();
+        return ch == null || ch.isWritable();
+    }
+
+    // ------------------------------------------------------------ inbound bookkeeping
+
+    /** A frame other than wireup arrived on {@code lane}: counted for the peer's confirmation (failover). */
+    void received(Lane lane) {
+        if (reliability != null && lane != null) {
+            reliability.received(lane);
+        }
+    }
+
+    /** A read batch ended on {@code ch}: confirm what arrived (failover). */
+    void readBatchEnded(Lane lane, Channel ch) {
+        if (reliability != null && lane != null) {
+            reliability.readBatchEnded(lane, ch);
+        }
+    }
+
+    /**
+     * {@code lane} went inactive. Returns whether the endpoint goes on over the others (error mode failover); false
+     * means the endpoint fails.
+     */
+    boolean laneLost(Lane lane) {
+        return reliability != null && reliability.laneLost(lane);
+    }
+
+    /**
+     * The peer's graceful EP_REMOVED arrived on {@code on}. It goes on every lane, behind what each carries, so with
+     * several live lanes the peer's close counts once it has arrived on all of them: rendezvous data still coming on
+     * an AM_BW lane is not cut off by an EP_REMOVED that overtook it on another.
+     */
+    boolean removedOnEveryLane(Channel on) {
+        List<Channel> live = liveChannels();
+        if (live.size() <= 1 || !live.contains(on)) {
+            return true;
+        }
+        if (removedOn == null) {
+            removedOn = new HashSet<>();
+        }
+        removedOn.add(on);
+        return removedOn.containsAll(live);
+    }
+
+    // ------------------------------------------------------------ RMA lane
+
+    /**
+     * The RMA lane when lane selection chose one the kernel permits and both sides' entries have {@code capability},
+     * connected on first use; null otherwise.
+     */
+    RmaLane rmaLane(Capability capability) {
+        LaneSelector.RmaLane sel = selection.rma();
+        if (sel == null || !sel.local().has(capability) || !sel.remote().has(capability)) {
+            return null;
+        }
+        if (rmaChannel == null) {
+            ChannelFuture f = sel.iface().connect(sel.remote().deviceAddress(), sel.remote().ifaceAddress(),
+                    new io.netty.channel.ChannelInboundHandlerAdapter());
+            if (!f.isSuccess()) { // an RMA lane registers at once on our own loop, or not at all
+                return null;
+            }
+            rmaChannel = f.channel();
+        }
+        return rmaChannel instanceof RmaLane lane && rmaChannel.isActive() ? lane : null;
+    }
+
+    // ------------------------------------------------------------ end
+
+    /** The endpoint ended: frames kept or held for failover fail with {@code cause}. */
+    void releaseAll(Throwable cause) {
+        if (reliability != null) {
+            reliability.releaseAll(cause);
+        }
+    }
+
+    /** What a graceful close waits for here (failover: confirmations, a failover in progress). */
+    void collectOutstanding(List<Future<?>> out) {
+        if (reliability != null) {
+            reliability.collectOutstanding(out);
+        }
+    }
+
+    /** The channels of every live message lane. */
+    List<Channel> liveChannels() {
+        List<Channel> out = new ArrayList<>();
+        for (Lane l : lanes) {
+            if (l.live()) {
+                out.add(l.channel());
+            }
+        }
+        return out;
+    }
+
+    /** Closes every message lane except the AM lane. */
+    void closeBwLanes() {
+        Channel amCh = amChannel();
+        for (Lane l : lanes) {
+            if (l.channel() != null && l.channel() != amCh) {
+                l.channel().close();
+            }
+        }
+    }
+
+    /** Wireup's own lane: the one this endpoint connected to carry its REQUEST; kept until the lanes close. */
+    void ownLane(Channel ch) {
+        ownLane = ch;
+        keepUntilClose(ch);
+    }
+
+    Channel ownLane() {
+        return ownLane;
+    }
+
+    /** Keeps {@code ch}, a channel wireup no longer needs, open until the endpoint's lanes close. */
+    void keepUntilClose(Channel ch) {
+        if (ch != null && !auxiliary.contains(ch)) {
+            auxiliary.add(ch);
+        }
+    }
+
+    /** The transport endpoint of a p2p AM lane: it stops waiting to be reached when the lanes close. */
+    void keepUntilClose(io.nucx.transport.P2pEndpoint ep) {
+        p2pEndpoint = ep;
+    }
+
+    /** Closes what {@link #keepUntilClose} kept, unless it became a lane. */
+    void closeAuxiliary() {
+        for (Channel ch : auxiliary) {
+            if (laneOf(ch) == null) {
+                ch.close();
+            }
+        }
+        if (p2pEndpoint != null) {
+            p2pEndpoint.close();
+        }
+    }
+
+    /** Closes the RMA lane; its operations in progress are cancelled. */
+    void closeRma() {
+        if (rmaChannel != null) {
+            rmaChannel.close();
+        }
+    }
+
+    /** "transport/device" of each message lane in use, the AM lane first; lost lanes are left out. */
+    List<String> names() {
+        List<String> out = new ArrayList<>();
+        out.add(am().name());
+        for (Lane l : lanes) {
+            if (l != am() && l.state() == Lane.State.ACTIVE) {
+                out.add(l.name());
+            }
+        }
+        return out;
+    }
+
+    /** RNDV_DATA payload bytes written on each lane, by lane index; for tests and diagnostics. */
+    long[] dataBytes() {
+        long[] out = new long[lanes.size()];
+        for (int i = 0; i < out.length; i++) {
+            out[i] = lanes.get(i).dataBytes;
+        }
+        return out;
+    }
+
+    /** Frames kept for confirmation, all lanes; for tests. */
+    int unconfirmed() {
+        return reliability == null ? 0 : reliability.unconfirmed();
+    }
+
+    /** Whether writes are held while a failover runs. */
+    boolean holding() {
+        return reliability != null && reliability.holding();
+    }
+}

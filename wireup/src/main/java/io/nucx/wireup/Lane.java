@@ -1,0 +1,108 @@
+package io.nucx.wireup;
+
+import io.netty.channel.Channel;
+import io.netty.channel.ChannelFuture;
+
+import java.util.ArrayDeque;
+
+/**
+ * One message lane of an endpoint: lane 0 is the AM lane chosen at wireup, lanes 1, 2... its AM_BW lanes and, after a
+ * failover, replacements. Holds the lane's channel, its lifecycle, and the per-lane counts of striping and of
+ * failover's confirmations. Loop only.
+ */
+final class Lane {
+
+    /**
+     * UNATTACHED until its channel is connected (or, on the accepting side, announced by LANE_ATTACH); ACTIVE while it
+     * carries frames; LOST once its channel went inactive (failover counts still to settle); SETTLED when both sides'
+     * counts were exchanged and what the peer lacked was sent again.
+     */
+    enum State { UNATTACHED, ACTIVE, LOST, SETTLED }
+
+    /** A frame kept for the peer's confirmation (failover), with the promise of its send. */
+    record Sent(io.nucx.transport.AmFrame frame, io.netty.channel.ChannelPromise promise) {
+    }
+
+    final int index;
+    /** Its selection, or null for a lane the peer dialled that never reached us (lost from the start). */
+    final LaneSelector.Lane selection;
+    final double bandwidth;
+    private State state = State.UNATTACHED;
+    private Channel channel;
+
+    /** Striping: bytes given to this lane divided by its bandwidth; rendezvous data bytes written; the last of them. */
+    double load;
+    long dataBytes;
+    ChannelFuture lastData;
+
+    /** Failover, sending side: frames written and not yet confirmed, oldest first; how many were confirmed. */
+    final ArrayDeque<Sent> unconfirmed = new ArrayDeque<>();
+    long confirmed;
+    /** Failover, receiving side: frames received on this lane and how many of them we confirmed. */
+    long received;
+    long receivedAcked;
+    /** Failover: our final count went to the peer; the peer's final count of what it received from us (-1: none). */
+    boolean finalSent;
+    long peerFinal = -1;
+
+    Lane(int index, LaneSelector.Lane selection) {
+        this.index = index;
+        this.selection = selection;
+        this.bandwidth = selection == null ? 1 : Math.max(1, LaneSelector.bandwidth(selection));
+    }
+
+    /** A lane the peer dialled and lost before its LANE_ATTACH reached us. */
+    static Lane neverAttached(int index) {
+        Lane l = new Lane(index, null);
+        l.state = State.LOST;
+        return l;
+    }
+
+    State state() {
+        return state;
+    }
+
+    Channel channel() {
+        return channel;
+    }
+
+    void attach(Channel ch) {
+        assert state == State.UNATTACHED : this;
+        channel = ch;
+        state = State.ACTIVE;
+    }
+
+    /** Its channel went inactive: from now on its counts settle it. */
+    void lost() {
+        if (state == State.ACTIVE || state == State.UNATTACHED) {
+            state = State.LOST;
+        }
+    }
+
+    void settled() {
+        assert state == State.LOST : this;
+        state = State.SETTLED;
+    }
+
+    boolean isLost() {
+        return state == State.LOST || state == State.SETTLED;
+    }
+
+    /** It carries frames now. */
+    boolean live() {
+        return state == State.ACTIVE && channel.isActive();
+    }
+
+    String name() {
+        return selection == null ? "lane " + index + " (never attached)" : selection.name();
+    }
+
+    String transport() {
+        return selection == null ? null : selection.local().transport();
+    }
+
+    @Override
+    public String toString() {
+        return "lane " + index + " " + name() + " " + state;
+    }
+}

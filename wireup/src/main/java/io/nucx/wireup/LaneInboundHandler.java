@@ -1,0 +1,339 @@
+package io.nucx.wireup;
+
+import io.netty.channel.Channel;
+import io.netty.channel.ChannelHandlerContext;
+import io.netty.channel.ChannelInboundHandlerAdapter;
+import io.netty.util.ReferenceCountUtil;
+import io.netty.util.internal.logging.InternalLogger;
+import io.netty.util.internal.logging.InternalLoggerFactory;
+import io.nucx.protocol.AmIds;
+import io.nucx.protocol.ProtocolException;
+import io.nucx.transport.AmFrame;
+
+import java.util.ArrayDeque;
+
+/**
+ * The bottom handler of every lane channel (after the transport's framing): it demultiplexes the lane onto its
+ * endpoint, as {@code Http2MultiplexHandler} does streams onto child channels. Wireup frames are handled here, one
+ * method per message type (a REQUEST goes to the worker's {@link RequestProcessor}, REPLY and ACK to the endpoint's
+ * {@link WireupHandler}, EP_CHECK and EP_REMOVED to the endpoint's lifecycle, LANE_* to its lanes); every other frame
+ * goes up the endpoint's pipeline ({@link EndpointChannel#frameArrived}), whose codecs registered its AM id.
+ *
+ * <p>A lane a peer connected to us starts without an endpoint: its first frame is a REQUEST (it creates or pairs an
+ * endpoint) or a LANE_ATTACH (it joins one). Any other frame first, an unknown wireup type or a malformed payload is a
+ * {@link ProtocolException}: this lane closes, nothing else is hurt.
+ */
+final class LaneInboundHandler extends ChannelInboundHandlerAdapter {
+
+    private static final InternalLogger LOG = InternalLoggerFactory.getInstance(LaneInboundHandler.class);
+
+    private final DefaultWorker worker;
+    private EndpointChannel endpoint;
+    /** This lane's index among its endpoint's message lanes (0: the AM lane chosen at wireup). */
+    private int laneIndex;
+    private Throwable failure;
+    private ChannelHandlerContext ctx;
+    /**
+     * The peer's REQUEST on this lane lost a simultaneous connect (its uuid is higher): the uuid it came from; the
+     * peer's REPLY to our own REQUEST follows on this lane, after which we close it. 0 when not.
+     */
+    private long ignoredFrom;
+    private boolean requestIgnored;
+    /** Frames that arrived behind a REQUEST whose handling had to wait; null when not waiting. */
+    private ArrayDeque<AmFrame> held;
+
+    LaneInboundHandler(DefaultWorker worker, EndpointChannel endpoint, int laneIndex) {
+        this.worker = worker;
+        this.endpoint = endpoint;
+        this.laneIndex = laneIndex;
+    }
+
+    /** The handler of a lane a peer connected to our iface: it learns its endpoint from the first frame. */
+    static LaneInboundHandler accepted(DefaultWorker worker) {
+        return new LaneInboundHandler(worker, null, 0);
+    }
+
+    @Override
+    public void handlerAdded(ChannelHandlerContext ctx) {
+        this.ctx = ctx;
+    }
+
+    @Override
+    public void channelRead(ChannelHandlerContext ctx, Object msg) {
+        if (!(msg instanceof AmFrame frame)) {
+            ReferenceCountUtil.release(msg);
+            throw new ProtocolException("lane received " + msg.getClass().getName() + ", not a frame");
+        }
+        if (held != null) {
+            held.add(frame); // behind a REQUEST that waits: keep the lane's order
+            return;
+        }
+        if (frame.amId() == AmIds.WIREUP) {
+            try {
+                onWireup(ctx, WireupMessage.from(frame));
+            } finally {
+                frame.release();
+            }
+            return;
+        }
+        if (worker.registry().owner(frame.amId()) == null) {
+            frame.release();
+            throw new ProtocolException("unknown active message id " + frame.amId());
+        }
+        if (endpoint == null) {
+            frame.release();
+            throw new ProtocolException(AmIds.name(frame.amId()) + " before the wireup REQUEST");
+        }
+        endpoint.frameArrived(this, lane(), frame);
+    }
+
+    private Lane lane() {
+        EndpointLanes lanes = endpoint.lanes();
+        return laneIndex < lanes.size() && lanes.lane(laneIndex).channel() == ctx.channel() ? lanes.lane(laneIndex)
+                : null;
+    }
+
+    private void onWireup(ChannelHandlerContext ctx, WireupMessage m) {
+        if (endpoint != null) {
+            endpoint.heard();
+        }
+        switch (m.type()) {
+            case WireupMessage.REQUEST -> onRequest(ctx, m);
+            case WireupMessage.REPLY -> onReply(ctx, m);
+            case WireupMessage.ACK -> onAck(ctx, m);
+            case WireupMessage.EP_CHECK -> onEpCheck(ctx, m);
+            case WireupMessage.EP_REMOVED -> onEpRemoved(ctx, m);
+            case WireupMessage.LANE_ATTACH -> onLaneAttach(ctx, m);
+            case WireupMessage.LANE_ACK -> reliability(m).onLaneAck(m.lane(), m.value());
+            case WireupMessage.LANE_FAILED -> reliability(m).onLaneFailed(m.lane(), m.value());
+            default -> throw new ProtocolException("wireup " + WireupMessage.typeName(m.type()) + " is not handled");
+        }
+    }
+
+    private void onRequest(ChannelHandlerContext ctx, WireupMessage m) {
+        if (endpoint != null || requestIgnored) {
+            throw new ProtocolException("second wireup REQUEST on a lane of " + (endpoint != null ? endpoint
+                    : "worker " + worker.name()));
+        }
+        if (m.dstEpId() != WireupMessage.INVALID_EP_ID) {
+            throw new ProtocolException("wireup REQUEST naming endpoint #" + m.dstEpId() + " (reconnecting an "
+                    + "existing endpoint is not supported)");
+        }
+        switch (worker.requests().onRequest(m, ctx.channel())) {
+            case RequestProcessor.Outcome.Accepted a -> endpoint = a.endpoint();
+            case RequestProcessor.Outcome.Ignored i -> {
+                requestIgnored = true;
+                ignoredFrom = m.address().uuid();
+                i.expected().heard();
+            }
+            case RequestProcessor.Outcome.Retry r -> {
+                // Our endpoint for this (uuid, conn_sn) is being registered on this loop by another thread's connect;
+                // its registration task is queued, so ask again behind it, holding later frames meanwhile.
+                if (held == null) {
+                    held = new ArrayDeque<>();
+                    ctx.channel().config().setAutoRead(false);
+                }
+                ctx.executor().execute(() -> retryRequest(ctx, m));
+            }
+        }
+    }
+
+    private void retryRequest(ChannelHandlerContext ctx, WireupMessage m) {
+        ArrayDeque<AmFrame> waiting = held;
+        held = null;
+        if (waiting == null) {
+            return; // the lane closed meanwhile and released them
+        }
+        try {
+            onRequest(ctx, m);
+        } catch (RuntimeException e) {
+            releaseAll(waiting);
+            exceptionCaught(ctx, e);
+            return;
+        }
+        if (held != null) {
+            held.addAll(waiting); // still waiting: keep them, in order
+            return;
+        }
+        ctx.channel().config().setAutoRead(true);
+        for (AmFrame f; (f = waiting.poll()) != null; ) {
+            if (held != null || !ctx.channel().isOpen()) {
+                f.release();
+                continue;
+            }
+            try {
+                channelRead(ctx, f);
+            } catch (RuntimeException e) {
+                releaseAll(waiting);
+                exceptionCaught(ctx, e);
+                return;
+            }
+        }
+        if (endpoint != null) {
+            endpoint.readBatchEnded(lane(), ctx.channel()); // these arrived outside a read batch: confirm them now
+        }
+    }
+
+    private static void releaseAll(ArrayDeque<AmFrame> frames) {
+        for (AmFrame f; (f = frames.poll()) != null; ) {
+            f.release();
+        }
+    }
+
+    /**
+     * The REPLY to our REQUEST: on our own lane, or (simultaneous connect) on the peer's lane whose REQUEST we ignored,
+     * behind that REQUEST. That lane has then done its job and we close it: the reader closes, so nothing the peer
+     * wrote on it can be dropped by an early close (self lanes drop what the reader has not read yet).
+     */
+    private void onReply(ChannelHandlerContext ctx, WireupMessage m) {
+        if (endpoint != null) {
+            if (m.dstEpId() != endpoint.endpointId()) {
+                throw new ProtocolException("wireup REPLY for endpoint #" + m.dstEpId() + " on the lane of "
+                        + endpoint);
+            }
+            wireupOf(endpoint, "REPLY").onReply(m);
+            return;
+        }
+        if (!requestIgnored) {
+            throw new ProtocolException("wireup REPLY on a lane without endpoint");
+        }
+        EndpointChannel target = worker.endpoint(m.dstEpId());
+        WireupHandler w = target == null ? null : target.wireup();
+        if (target == null || target.remoteWorkerAddress().uuid() != ignoredFrom || w == null || !w.awaitsReply()) {
+            throw new ProtocolException("wireup REPLY for endpoint #" + m.dstEpId() + ", which waits for no REPLY "
+                    + "from " + Long.toHexString(ignoredFrom));
+        }
+        target.heard();
+        w.onReply(m);
+        ctx.close();
+    }
+
+    private void onAck(ChannelHandlerContext ctx, WireupMessage m) {
+        if (endpoint == null || m.dstEpId() != endpoint.endpointId()) {
+            throw new ProtocolException("wireup ACK for endpoint #" + m.dstEpId() + " on a lane of "
+                    + (endpoint != null ? endpoint : "no endpoint"));
+        }
+        wireupOf(endpoint, "ACK").onAck(m, ctx.channel());
+    }
+
+    private static WireupHandler wireupOf(EndpointChannel ep, String what) {
+        WireupHandler w = ep.wireup();
+        if (w == null) {
+            throw new ProtocolException("unexpected wireup " + what + " on " + ep + ", which is wired up");
+        }
+        return w;
+    }
+
+    /**
+     * Keepalive probe: nothing to do if we know the endpoint it names (its arrival was the point); otherwise answer
+     * EP_REMOVED so the peer fails its endpoint at once instead of waiting (UCX's ucp_wireup_send_ep_removed).
+     */
+    private void onEpCheck(ChannelHandlerContext ctx, WireupMessage m) {
+        EndpointChannel known = worker.endpoint(m.dstEpId());
+        if (known != null && known == endpoint) { // also while it closes gracefully: it still takes frames
+            return;
+        }
+        String reason = "worker " + worker.name() + " (" + Long.toHexString(worker.uuid()) + ") has no endpoint #"
+                + m.dstEpId() + (known != null ? " on this connection" : "");
+        ctx.writeAndFlush(WireupMessage.epRemoved(WireupMessage.INVALID_EP_ID, m.srcEpId(), reason)
+                .toFrame(ctx.alloc()), ctx.voidPromise());
+    }
+
+    /** The peer removed the endpoint of this lane (closed it, or did not know it): ours fails with a reset. */
+    private void onEpRemoved(ChannelHandlerContext ctx, WireupMessage m) {
+        if (endpoint != null && (m.dstEpId() == endpoint.endpointId() || m.dstEpId() == WireupMessage.INVALID_EP_ID)) {
+            endpoint.remoteRemoved(m.reason(), ctx.channel(), m.srcEpId() != WireupMessage.INVALID_EP_ID);
+        }
+    }
+
+    /**
+     * The peer connected this lane for one of its endpoint's lanes (an AM_BW lane, or a replacement after a failover):
+     * the first frame names our endpoint, and the peer's uuid and endpoint id must be the ones it was wired up with.
+     */
+    private void onLaneAttach(ChannelHandlerContext ctx, WireupMessage m) {
+        if (endpoint != null || requestIgnored) {
+            throw new ProtocolException("LANE_ATTACH on a lane of " + (endpoint != null ? endpoint
+                    : "worker " + worker.name()) + " that carries wireup already");
+        }
+        EndpointChannel target = worker.endpoint(m.dstEpId());
+        if (target == null || target.remoteWorkerAddress().uuid() != m.value()
+                || target.remoteEndpointId() != m.srcEpId()) {
+            throw new ProtocolException("LANE_ATTACH from endpoint #" + m.srcEpId() + " of "
+                    + Long.toHexString(m.value()) + " for endpoint #" + m.dstEpId() + ", which "
+                    + (target == null ? "does not exist" : "is wired to #" + target.remoteEndpointId() + " of "
+                    + Long.toHexString(target.remoteWorkerAddress().uuid())));
+        }
+        target.heard();
+        target.lanes().onAttach(m.lane(), m.reason(), ctx.channel());
+        endpoint = target;
+        laneIndex = m.lane();
+    }
+
+    /** The failover reliability a LANE_ACK or LANE_FAILED is for: this lane's endpoint's, named by id. */
+    private FailoverReliability reliability(WireupMessage m) {
+        if (endpoint == null || m.dstEpId() != endpoint.endpointId()) {
+            throw new ProtocolException("wireup " + WireupMessage.typeName(m.type()) + " for endpoint #" + m.dstEpId()
+                    + " on a lane of " + (endpoint != null ? endpoint : "no endpoint"));
+        }
+        FailoverReliability r = endpoint.lanes().reliability();
+        if (r == null) {
+            throw new ProtocolException(WireupMessage.typeName(m.type()) + " on " + endpoint + ", which is not in "
+                    + "error mode failover");
+        }
+        return r;
+    }
+
+    @Override
+    public void channelReadComplete(ChannelHandlerContext ctx) {
+        if (endpoint != null) {
+            endpoint.readBatchEnded(lane(), ctx.channel());
+        }
+        ctx.fireChannelReadComplete();
+    }
+
+    /** A codec found an error in a frame this lane brought: the lane closes, naming it. */
+    void closeAfterError(Throwable cause) {
+        exceptionCaught(ctx, cause);
+    }
+
+    @Override
+    public void exceptionCaught(ChannelHandlerContext ctx, Throwable cause) {
+        if (failure == null) {
+            failure = cause;
+            worker.laneFailed(cause);
+            LOG.warn("closing lane {} -> {} of worker {}: {}", ctx.channel().localAddress(),
+                    ctx.channel().remoteAddress(), worker.name(), cause.toString());
+        }
+        ctx.close();
+    }
+
+    @Override
+    public void channelInactive(ChannelHandlerContext ctx) {
+        if (held != null) {
+            releaseAll(held);
+            held = null;
+        }
+        if (endpoint != null) {
+            endpoint.laneInactive(ctx.channel(), failure);
+        }
+        ctx.fireChannelInactive();
+    }
+
+    @Override
+    public void channelWritabilityChanged(ChannelHandlerContext ctx) {
+        if (endpoint != null && endpoint.isRegistered()) {
+            endpoint.pipeline().fireChannelWritabilityChanged();
+        }
+        ctx.fireChannelWritabilityChanged();
+    }
+
+    /** Wireup pointed this lane at {@code ep} (our own lane, or a p2p lane reached by the peer). */
+    void endpoint(EndpointChannel ep, int index) {
+        this.endpoint = ep;
+        this.laneIndex = index;
+    }
+
+    Channel channel() {
+        return ctx.channel();
+    }
+}

@@ -1,0 +1,29 @@
+package io.nucx.wireup;
+
+import io.netty.channel.ChannelHandlerContext;
+import io.netty.channel.ChannelInboundHandlerAdapter;
+
+/**
+ * Sits right above the protocol codecs: an exception a codec raised on a frame (a malformed header, an answer to a
+ * request that does not exist) reaches it instead of the user's handlers, and closes the lane the frame came by,
+ * naming the error, as a transport's decoder error would. Exceptions of the user's own handlers, further up, go on to
+ * the tail as in any Netty pipeline.
+ */
+final class ProtocolErrorHandler extends ChannelInboundHandlerAdapter {
+
+    private final EndpointChannel endpoint;
+
+    ProtocolErrorHandler(EndpointChannel endpoint) {
+        this.endpoint = endpoint;
+    }
+
+    @Override
+    public boolean isSharable() {
+        return false;
+    }
+
+    @Override
+    public void exceptionCaught(ChannelHandlerContext ctx, Throwable cause) {
+        endpoint.protocolError(cause);
+    }
+}

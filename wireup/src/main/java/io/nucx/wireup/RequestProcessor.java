@@ -1,0 +1,88 @@
+package io.nucx.wireup;
+
+import io.netty.channel.Channel;
+import io.nucx.ErrorMode;
+import io.nucx.Worker;
+import io.nucx.WorkerAddress;
+
+/**
+ * What a worker does with a wireup REQUEST that arrives on a lane a peer connected (UCX's
+ * {@code ucp_wireup_process_request} and {@code ep_match.c}). Loop only, but in step with {@code connect} on other
+ * threads through the {@link EndpointMatch} lock.
+ * <ol>
+ *   <li>An endpoint of ours made by {@code connect} to that peer with the same connection number, still waiting for
+ *       its REPLY (EXPECTED), means both sides connected at once. The request of the higher-uuid worker is ignored: if
+ *       the peer's uuid is higher we ignore this one (ours, on our own lane, will be answered); if ours is higher, our
+ *       endpoint pairs with this request and answers it ({@link WireupHandler#pairWithRequest}).</li>
+ *   <li>Otherwise an endpoint is created on demand (so protocols can reply), queued UNEXPECTED for a later
+ *       {@code connect} to adopt, and answered with REPLY.</li>
+ * </ol>
+ * Loopback (our own uuid) is not matched: both ends would draw from the same sequence.
+ */
+final class RequestProcessor {
+
+    /** What became of a REQUEST. */
+    sealed interface Outcome {
+        /** The request belongs to this endpoint: created for it, or the EXPECTED one it paired with. */
+        record Accepted(EndpointChannel endpoint) implements Outcome {
+        }
+
+        /** Simultaneous connect, and the peer's uuid is higher: its request loses; our own REQUEST wins. */
+        record Ignored(EndpointChannel expected) implements Outcome {
+        }
+
+        /** The EXPECTED endpoint is not registered yet (connect runs on another thread): ask again later. */
+        record Retry() implements Outcome {
+        }
+    }
+
+    private final DefaultWorker worker;
+
+    RequestProcessor(DefaultWorker worker) {
+        this.worker = worker;
+    }
+
+    Outcome onRequest(WireupMessage request, Channel lane) {
+        assert worker.eventLoop().inEventLoop();
+        WorkerAddress remote = request.address();
+        boolean matched = remote.uuid() != worker.uuid();
+        ErrorMode mode = ErrorMode.fromWire(request.errMode());
+        EndpointMatch<EndpointChannel> match = worker.match();
+        EndpointChannel expected = null;
+        EndpointChannel ep = null;
+        // Looking for an EXPECTED endpoint and queueing an UNEXPECTED one is one step against a concurrent connect:
+        // otherwise a connect between the two would queue an EXPECTED endpoint and we would create a second pair.
+        synchronized (match) {
+            if (matched) {
+                expected = match.expected(remote.uuid(), request.connSn());
+            }
+            if (expected == null) {
+                LaneSelector.Lanes lanes = worker.selectLanes(remote, mode);
+                ep = EndpointChannel.accepted(worker, worker.newEndpointId(), remote, lanes, mode, request, lane);
+                worker.registerEndpoint(ep); // on the loop: registered before a connect on another thread adopts it
+                if (matched) {
+                    match.addUnexpected(remote.uuid(), request.connSn(), ep);
+                }
+            }
+        }
+        if (expected != null) {
+            if (!expected.isRegistered()) {
+                return new Outcome.Retry();
+            }
+            if (Long.compareUnsigned(remote.uuid(), worker.uuid()) > 0) {
+                worker.counters().counter(Worker.WIREUP_REQUEST_IGNORED).increment();
+                return new Outcome.Ignored(expected);
+            }
+            worker.counters().counter(Worker.WIREUP_REQUEST_PAIRED).increment();
+            match.remove(remote.uuid(), request.connSn(), expected);
+            expected.wireup().pairWithRequest(request, lane);
+            return new Outcome.Accepted(expected);
+        }
+        WireupHandler w = ep.wireup();
+        WireupHandler.sendReply(ep, lane, w != null ? w.localEpAddress() : WireupMessage.NO_EP_ADDRESS);
+        if (worker.isClosed()) {
+            ep.close();
+        }
+        return new Outcome.Accepted(ep);
+    }
+}

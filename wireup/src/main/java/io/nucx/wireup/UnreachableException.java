@@ -1,8 +1,0 @@
-package io.nucx.wireup;
-
-/** No lane reaches the peer (UCS_ERR_UNREACHABLE); the message lists each candidate and why it lost. */
-public final class UnreachableException extends RuntimeException {
-    public UnreachableException(String message) {
-        super(message);
-    }
-}

@@ -1,0 +1,255 @@
+package io.nucx.wireup;
+
+import io.netty.channel.Channel;
+import io.netty.channel.ChannelFuture;
+import io.netty.channel.ChannelFutureListener;
+import io.netty.channel.ChannelHandlerContext;
+import io.netty.channel.ChannelInboundHandlerAdapter;
+import io.nucx.EndpointException;
+import io.nucx.protocol.ProtocolException;
+import io.nucx.transport.P2pEndpoint;
+
+/**
+ * An endpoint's wireup (UCX's {@code wireup_ep}): it connects the endpoint's AM lane and runs REQUEST / REPLY / ACK,
+ * then replaces the {@link StubHandler} with the {@link LaneDispatcher} (the queued writes replay through it) and
+ * removes itself once the peer has answered. It sits in the endpoint's pipeline only while wiring up.
+ *
+ * <p><b>Connect-to-iface lane.</b> The endpoint connects its own lane to the peer's iface and sends the REQUEST on it.
+ * Writes stay in the stub until it is certain which lane the pair will use: at once on the worker with the lower uuid
+ * (its own lane always carries the winning REQUEST, see {@link RequestProcessor}); on the higher-uuid worker only when
+ * the REPLY comes or the peer's REQUEST pairs with this endpoint ({@link #pairWithRequest}), so nothing is ever written
+ * on a lane that is dropped. {@code wireupFuture()} completes on the REPLY or the pairing.
+ *
+ * <p><b>p2p lane</b> (both entries offer CONNECT_TO_EP): the own lane is an auxiliary lane of the same transport that
+ * carries only wireup; the REQUEST and REPLY carry each side's transport endpoint address. The side whose REQUEST was
+ * answered dials the peer's endpoint, writes ACK first on the new lane and switches to it; the other side switches
+ * when the ACK arrives (UCX: both sides connected). The dialler then closes its auxiliary lane.
+ */
+final class WireupHandler extends ChannelInboundHandlerAdapter {
+
+    private final EndpointChannel endpoint;
+    private final boolean connects;
+    private ChannelHandlerContext ctx;
+    /** The lane this endpoint connected itself to carry its REQUEST; null for endpoints created on demand. */
+    private Channel ownLane;
+    /** p2p: our transport endpoint, its lane once connected, whether the peer's side is connected. */
+    private P2pEndpoint p2pEndpoint;
+    private Channel p2pLane;
+    private boolean p2pRemoteConnected;
+    /** p2p: this side dials the peer's endpoint (its REQUEST was answered) and sends the ACK. */
+    private boolean p2pDialer;
+
+    private WireupHandler(EndpointChannel endpoint, boolean connects) {
+        this.endpoint = endpoint;
+        this.connects = connects;
+    }
+
+    /** The wireup of an endpoint made by {@code connect}: it connects its lane and sends the REQUEST. */
+    static WireupHandler connecting(EndpointChannel ep) {
+        return new WireupHandler(ep, true);
+    }
+
+    /** The wireup of an endpoint a peer's REQUEST created, whose AM lane is p2p: it waits for the peer to dial. */
+    static WireupHandler accepting(EndpointChannel ep) {
+        return new WireupHandler(ep, false);
+    }
+
+    @Override
+    public void handlerAdded(ChannelHandlerContext ctx) {
+        this.ctx = ctx;
+        if (endpoint.selection().am().p2p()) {
+            p2pEndpoint(); // its address goes in the REQUEST or the REPLY
+        }
+        if (connects && endpoint.state() == EndpointChannel.State.WIRING_UP) {
+            connectOwnLane();
+        }
+    }
+
+    /** Connects this endpoint's own lane to the peer's iface and sends the REQUEST on it. */
+    private void connectOwnLane() {
+        LaneSelector.Lane lane = endpoint.selection().am();
+        ChannelFuture f = lane.iface().connect(lane.remote().deviceAddress(), lane.remote().ifaceAddress(),
+                new LaneInboundHandler(endpoint.worker(), endpoint, 0));
+        f.addListener((ChannelFutureListener) done -> {
+            if (done.isSuccess()) {
+                ownLaneConnected(done.channel());
+            } else if (endpoint.remoteEndpointId() == WireupMessage.INVALID_EP_ID) {
+                endpoint.fail(new EndpointException(endpoint.endpointId(), endpoint.remoteAddress(), "connecting "
+                        + lane.name() + " failed: " + done.cause(), done.cause()));
+            }
+        });
+    }
+
+    private void ownLaneConnected(Channel lane) {
+        if (endpoint.state() != EndpointChannel.State.WIRING_UP
+                || endpoint.remoteEndpointId() != WireupMessage.INVALID_EP_ID) {
+            lane.close(); // closed while connecting, or the peer's REQUEST paired with us meanwhile: nothing sent on it
+            return;
+        }
+        ownLane = lane;
+        endpoint.lanes().ownLane(lane);
+        lane.write(WireupMessage.request(endpoint.errorMode(), endpoint.connSn(), endpoint.endpointId(),
+                endpoint.worker().address(), p2pEndpoint != null ? p2pEndpoint.address()
+                        : WireupMessage.NO_EP_ADDRESS).toFrame(lane.alloc()), lane.voidPromise());
+        if (!endpoint.selection().am().p2p()
+                && Long.compareUnsigned(endpoint.worker().uuid(), endpoint.remoteWorkerAddress().uuid()) <= 0) {
+            endpoint.lanesReady(lane); // the lower uuid: its own lane is the pair's whatever the peer does
+        } else {
+            lane.flush();
+        }
+    }
+
+    /** Whether this endpoint sent a REQUEST and still waits for its REPLY. */
+    boolean awaitsReply() {
+        return ownLane != null && endpoint.remoteEndpointId() == WireupMessage.INVALID_EP_ID && endpoint.isOpen();
+    }
+
+    /** The peer's REPLY: it made (or paired) its endpoint, whose id EP_CHECK will carry. */
+    void onReply(WireupMessage reply) {
+        endpoint.remoteEndpointId(reply.srcEpId());
+        if (endpoint.failsOnModeMismatch(reply)) {
+            return;
+        }
+        if (endpoint.selection().am().p2p()) {
+            dialP2p(reply.epAddress());
+            return;
+        }
+        if (endpoint.state() == EndpointChannel.State.WIRING_UP && ownLane != null) {
+            endpoint.lanesReady(ownLane);
+        }
+        done();
+        endpoint.lanes().connectBwLanes();
+    }
+
+    /**
+     * Simultaneous connect, this worker having the higher uuid: the peer's REQUEST (arrived on {@code peerLane}, the
+     * lane the peer opened) pairs with this endpoint, and the pair uses that lane. The REPLY goes on our own lane if
+     * our REQUEST went there (behind it, so the peer sees our REQUEST, and ignores it, before the REPLY; the peer then
+     * closes that lane), else on the peer's lane; our lane, if still connecting, is closed once connected.
+     */
+    void pairWithRequest(WireupMessage request, Channel peerLane) {
+        assert endpoint.state() == EndpointChannel.State.WIRING_UP;
+        endpoint.remoteEndpointId(request.srcEpId());
+        Channel replyOn = ownLane != null && ownLane.isActive() ? ownLane : peerLane;
+        sendReply(endpoint, replyOn, localEpAddress());
+        if (endpoint.failsOnModeMismatch(request)) {
+            return; // the REPLY carries our mode: the peer's own check fails its side too
+        }
+        if (endpoint.selection().am().p2p()) {
+            return; // the peer dials our p2p endpoint; its ACK on that lane completes the wireup
+        }
+        endpoint.lanesReady(peerLane);
+        done();
+    }
+
+    /** REPLY on {@code lane} to the REQUEST that made {@code ep}, with our p2p endpoint address, or none. */
+    static void sendReply(EndpointChannel ep, Channel lane, byte[] epAddress) {
+        lane.writeAndFlush(WireupMessage.reply(ep.errorMode(), ep.connSn(), ep.endpointId(), ep.remoteEndpointId(),
+                epAddress).toFrame(lane.alloc()), lane.voidPromise());
+    }
+
+    /** Our p2p endpoint's address for the peer, or none when the AM lane connects to the iface. */
+    byte[] localEpAddress() {
+        return endpoint.selection().am().p2p() ? p2pEndpoint().address() : WireupMessage.NO_EP_ADDRESS;
+    }
+
+    /** The transport endpoint of a p2p AM lane, made on first use; its lane, once connected, waits for the switch. */
+    private P2pEndpoint p2pEndpoint() {
+        if (p2pEndpoint == null) {
+            p2pEndpoint = endpoint.selection().am().iface().createEndpoint(new LaneInboundHandler(endpoint.worker(),
+                    endpoint, 0));
+            endpoint.lanes().keepUntilClose(p2pEndpoint);
+            p2pEndpoint.connected().addListener(f -> {
+                if (!f.isSuccess()) {
+                    return;
+                }
+                Channel lane = (Channel) f.getNow();
+                if (!endpoint.isOpen()) {
+                    lane.close();
+                } else if (p2pLane == null) {
+                    p2pLane = lane;
+                    endpoint.lanes().keepUntilClose(lane);
+                    maybeSwitchToP2p();
+                }
+            });
+        }
+        return p2pEndpoint;
+    }
+
+    /** The requester's side of a p2p lane: connect our endpoint to the one the REPLY named; ACK once connected. */
+    private void dialP2p(byte[] remoteEpAddress) {
+        if (remoteEpAddress == null || remoteEpAddress.length == 0) {
+            throw new ProtocolException("wireup REPLY without an endpoint address for the p2p lane "
+                    + endpoint.selection().am().name() + " of " + endpoint);
+        }
+        p2pDialer = true;
+        p2pRemoteConnected = true; // the REPLY says the peer's endpoint exists and waits for us
+        LaneSelector.Lane lane = endpoint.selection().am();
+        p2pEndpoint().connect(lane.remote().deviceAddress(), lane.remote().ifaceAddress(), remoteEpAddress)
+                .addListener((ChannelFutureListener) f -> {
+                    if (!f.isSuccess()) {
+                        endpoint.fail(new EndpointException(endpoint.endpointId(), endpoint.remoteAddress(),
+                                "connecting the p2p lane " + lane.name() + " to the peer's endpoint failed: "
+                                + f.cause(), f.cause()));
+                    }
+                });
+    }
+
+    /** The dialler's ACK arrived on the p2p lane: the peer is connected too. */
+    void onAck(WireupMessage ack, Channel lane) {
+        if (!endpoint.selection().am().p2p() || p2pDialer || p2pRemoteConnected) {
+            throw new ProtocolException("unexpected wireup ACK on " + endpoint);
+        }
+        if (p2pLane == null) {
+            p2pLane = lane;
+        }
+        p2pRemoteConnected = true;
+        maybeSwitchToP2p();
+    }
+
+    /**
+     * UCX's rule: switch to the p2p lane when both sides are connected: ours (the lane is up) and the peer's (the
+     * REPLY told the dialler; the ACK tells the other side). The dialler's ACK goes first on the lane, before the
+     * replayed writes; the auxiliary lane has done its job then and is closed by its owner.
+     */
+    private void maybeSwitchToP2p() {
+        if (endpoint.state() != EndpointChannel.State.WIRING_UP || p2pLane == null || !p2pRemoteConnected) {
+            return;
+        }
+        if (p2pDialer) {
+            p2pLane.write(WireupMessage.ack(endpoint.errorMode(), endpoint.connSn(), endpoint.endpointId(),
+                    endpoint.remoteEndpointId()).toFrame(p2pLane.alloc()), p2pLane.voidPromise());
+        }
+        endpoint.lanesReady(p2pLane);
+        done();
+        if (p2pDialer) {
+            endpoint.lanes().connectBwLanes();
+            if (ownLane != null && ownLane != p2pLane) {
+                ownLane.close();
+            }
+        }
+    }
+
+    /**
+     * A lane of this endpoint went inactive while wiring up. Returns whether that settles it: the lane carrying our
+     * REQUEST died before the REPLY, or the p2p lane before the switch (the endpoint fails), or it was a leftover of
+     * wireup (ignored). False: the endpoint's lanes decide.
+     */
+    boolean laneInactive(Channel ch, Throwable cause) {
+        boolean waitsOnIt = (ch == ownLane && endpoint.remoteEndpointId() == WireupMessage.INVALID_EP_ID)
+                || (ch == p2pLane && endpoint.state() == EndpointChannel.State.WIRING_UP);
+        if (waitsOnIt) {
+            endpoint.fail(endpoint.laneFailure(endpoint.selection().am().name(), cause));
+            return true;
+        }
+        return endpoint.lanes().laneOf(ch) == null;
+    }
+
+    /** The peer answered: the endpoint is wired up both ways, and wireup steps out of the pipeline. */
+    private void done() {
+        endpoint.wiredUp();
+        if (!ctx.isRemoved()) {
+            ctx.pipeline().remove(this);
+        }
+    }
+}
