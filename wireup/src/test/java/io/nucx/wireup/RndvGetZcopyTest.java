@@ -1,17 +1,20 @@
 package io.nucx.wireup;
 
+import io.nucx.Worker;
+import io.nucx.Endpoint;
+import io.nucx.protocol.tag.RndvCodec;
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.ByteBufAllocator;
 import io.netty.channel.ChannelFuture;
 import io.netty.util.concurrent.Future;
 import io.nucx.protocol.AmIds;
-import io.nucx.protocol.tag.EagerTagSendHandler;
+
 import io.nucx.protocol.tag.RndvHeaders;
 import io.nucx.protocol.tag.RndvProtocols;
 import io.nucx.protocol.tag.TagMessage;
 import io.nucx.transport.AmFrame;
 import io.nucx.transport.cma.Cma;
-import io.nucx.transport.cma.RemoteKey;
+import io.nucx.transport.cma.CmaKey;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
@@ -55,8 +58,8 @@ class RndvGetZcopyTest {
 
     @Test
     void directSendsAboveTheThresholdAreReadByTheReceiverAndHeapSendsGoByAmFragments() throws Exception {
-        Worker a = workers.start("a", "TLS", "tcp,cma");
-        Worker b = workers.start("b", "TLS", "tcp,cma");
+        DefaultWorker a = workers.start("a", "TLS", "tcp,cma");
+        DefaultWorker b = workers.start("b", "TLS", "tcp,cma");
         Endpoint ep = a.connect(b.address());
         assertEquals("cma/memory", ep.rmaLane());
         assertNull(ep.rmaRefusal());
@@ -91,31 +94,32 @@ class RndvGetZcopyTest {
             assertTrue(f.await(10, TimeUnit.SECONDS) && f.isSuccess(), () -> "send failed: " + f.cause());
         }
         assertTrue(heapSend.await(10, TimeUnit.SECONDS) && heapSend.isSuccess());
-        assertEquals(sizes.length, a.counters().count(EagerTagSendHandler.RNDV_GET_ZCOPY), "sender offered");
+        assertEquals(sizes.length, a.counters().count(RndvProtocols.GET_ZCOPY.name()), "sender offered");
         assertEquals(sizes.length, b.counters().count(RndvProtocols.RECV_GET_COUNTER), "receiver read");
         assertEquals(0, b.counters().count(RndvProtocols.RECV_GET_FALLBACK_COUNTER));
-        assertEquals(1, a.counters().count(EagerTagSendHandler.TAG_RNDV), "heap message by AM fragments");
-        assertEquals(0, a.eventLoop().submit(() -> a.rndvSends().size()).get(), "every send released on ATS");
+        assertEquals(1, a.counters().count(RndvProtocols.TAG_RNDV.name()), "heap message by AM fragments");
+        assertEquals(0, a.eventLoop().submit(() -> a.sumOverCodecs(RndvCodec.class, RndvCodec::sendsWaiting)).get(), "every send released on ATS");
     }
 
     @Test
     void anRtsWithABadRemoteKeyLengthClosesThatLaneWithAClearErrorAndTheWorkerGoesOn() throws Exception {
-        Worker a = workers.start("a", "TLS", "tcp,cma");
-        Worker b = workers.start("b", "TLS", "tcp,cma");
+        DefaultWorker a = workers.start("a", "TLS", "tcp,cma");
+        DefaultWorker b = workers.start("b", "TLS", "tcp,cma");
         Endpoint ep = a.connect(b.address());
         ep.tagSend(1, pattern(1, 10)).sync(); // wired up
         TagMessage first = b.tagRecv(1, -1L).get(10, TimeUnit.SECONDS);
         first.release();
         ByteBuf h = RndvHeaders.writeRts(ep.alloc().buffer(), 2, 1, 4096,
-                new RemoteKey(1, 1, 0x1000, 4096));
+                new CmaKey(1, 1, 0x1000, 4096).pack());
         h.setShortLE(RndvHeaders.RTS_LENGTH, 13); // the key length field lies
-        ep.amLane().writeAndFlush(AmFrame.of(AmIds.RNDV_RTS, h)).sync();
+        TestWorkers.impl(ep).amLane().writeAndFlush(AmFrame.of(AmIds.RNDV_RTS, h)).sync();
         long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
         while (b.laneFailures().isEmpty() && System.nanoTime() < deadline) {
             Thread.sleep(10);
         }
         assertTrue(b.laneFailures().stream().anyMatch(t -> String.valueOf(t.getMessage())
-                .contains("RNDV_RTS remote key length is 13, expected 28")), () -> "failures: " + b.laneFailures());
+                .contains("RNDV_RTS remote key length is 13, but the header has 28 bytes after it")),
+                () -> "failures: " + b.laneFailures());
         assertTrue(ep.closeFuture().await(10, TimeUnit.SECONDS), "the lane, and with it the endpoint, closed");
         // The worker still serves a new endpoint, by get/zcopy too.
         Endpoint again = a.connect(b.address());

@@ -1,5 +1,14 @@
 package io.nucx.wireup;
 
+import io.nucx.Worker;
+import io.nucx.Endpoint;
+import io.nucx.WorkerAddress;
+import io.nucx.ConnectionResetException;
+import io.nucx.EndpointTimeoutException;
+import io.nucx.EndpointAddress;
+import io.nucx.protocol.tag.RndvCodec;
+import io.nucx.protocol.ProtocolRegistry;
+import io.nucx.protocol.ProtocolSettings;
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.ByteBufAllocator;
 import io.netty.buffer.Unpooled;
@@ -9,7 +18,7 @@ import io.nucx.protocol.AmIds;
 import io.nucx.protocol.select.ProtoTable;
 import io.nucx.protocol.select.Protocol;
 import io.nucx.protocol.select.SelectionKey;
-import io.nucx.protocol.tag.EagerTagSendHandler;
+
 import io.nucx.protocol.tag.RndvHeaders;
 import io.nucx.protocol.tag.RndvProtocols;
 import io.nucx.protocol.tag.TagMessage;
@@ -17,7 +26,7 @@ import io.nucx.transport.AmFrame;
 import io.nucx.transport.NucxConfig;
 import io.nucx.transport.NucxConfigException;
 import io.nucx.transport.cma.Cma;
-import io.nucx.transport.cma.RemoteKey;
+import io.nucx.transport.cma.CmaKey;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
@@ -94,8 +103,8 @@ class RndvPutZcopyTest {
 
     @Test
     void theSenderWritesEachMessageIntoTheOfferedReceiveBufferFromJustAboveTheThresholdTo64MiB() throws Exception {
-        Worker a = workers.start("a", PUT);
-        Worker b = workers.start("b", PUT);
+        DefaultWorker a = workers.start("a", PUT);
+        DefaultWorker b = workers.start("b", PUT);
         Endpoint ep = a.connect(b.address());
         assertEquals("cma/memory", ep.rmaLane());
         long threshold = putThreshold(a, b.address());
@@ -133,16 +142,16 @@ class RndvPutZcopyTest {
         assertEquals(0, a.counters().count(RndvProtocols.PUT_FALLBACK_COUNTER));
         assertEquals(sizes.length, b.counters().count(RndvProtocols.RECV_PUT_COUNTER), "receiver completed on ATP");
         assertEquals(0, b.counters().count(RndvProtocols.RECV_PUT_FALLBACK_COUNTER));
-        assertEquals(0, a.counters().count(EagerTagSendHandler.RNDV_GET_ZCOPY), "put_zcopy leaves get out");
+        assertEquals(0, a.counters().count(RndvProtocols.GET_ZCOPY.name()), "put_zcopy leaves get out");
         assertEquals(0, b.counters().count(RndvProtocols.RECV_GET_COUNTER));
-        assertEquals(0, a.eventLoop().submit(() -> a.rndvSends().size()).get(), "every send released on ATP");
-        assertEquals(0, (int) b.eventLoop().submit(() -> b.matcher().putOfferedCount()).get(), "no offer left");
+        assertEquals(0, a.eventLoop().submit(() -> a.sumOverCodecs(RndvCodec.class, RndvCodec::sendsWaiting)).get(), "every send released on ATP");
+        assertEquals(0, (int) b.eventLoop().submit(() -> b.sumOverCodecs(RndvCodec.class, RndvCodec::offered)).get(), "no offer left");
     }
 
     @Test
     void aHeapReceiveBufferFallsBackToFragmentsAndAHeapSendIsWrittenThroughABounceChunk() throws Exception {
-        Worker a = workers.start("a", PUT);
-        Worker b = workers.start("b", PUT);
+        DefaultWorker a = workers.start("a", PUT);
+        DefaultWorker b = workers.start("b", PUT);
         Endpoint ep = a.connect(b.address());
         int n = 16 << 20; // above tcp's tag/rndv threshold, so a heap send goes by rendezvous too
         ByteBuf heapInto = Unpooled.buffer(n);
@@ -176,25 +185,27 @@ class RndvPutZcopyTest {
         } finally {
             into.release();
         }
-        assertEquals(2, a.counters().count(EagerTagSendHandler.TAG_RNDV), "both RTS plain");
+        assertEquals(2, a.counters().count(RndvProtocols.TAG_RNDV.name()), "both RTS plain");
         assertEquals(1, a.counters().count(RndvProtocols.PUT_COUNTER));
         assertEquals(1, b.counters().count(RndvProtocols.RECV_PUT_COUNTER));
     }
 
     @Test
     void anRtrWithABadRemoteKeyLengthClosesThatLaneWithAClearErrorAndTheWorkerGoesOn() throws Exception {
-        Worker a = workers.start("a", PUT);
-        Worker b = workers.start("b", PUT);
+        DefaultWorker a = workers.start("a", PUT);
+        DefaultWorker b = workers.start("b", PUT);
         Endpoint ep = a.connect(b.address());
         ep.tagSend(1, pattern(1, 10)).sync(); // wired up: b has its endpoint
         b.tagRecv(1, -1L).get(10, TimeUnit.SECONDS).release();
         Endpoint back = b.endpoints().iterator().next();
-        ByteBuf h = RndvHeaders.writeRtr(back.alloc().buffer(), 1, 2, 4096, new RemoteKey(1, 1, 0x1000, 4096));
+        ByteBuf h = RndvHeaders.writeRtr(back.alloc().buffer(), 1, 2, 4096,
+                new CmaKey(1, 1, 0x1000, 4096).pack());
         h.setShortLE(RndvHeaders.RTR_LENGTH, 13); // the key length field lies
-        back.amLane().writeAndFlush(AmFrame.of(AmIds.RNDV_RTR, h)).sync();
+        TestWorkers.impl(back).amLane().writeAndFlush(AmFrame.of(AmIds.RNDV_RTR, h)).sync();
         awaitTrue(() -> !a.laneFailures().isEmpty(), "the sender's lane did not fail");
         assertTrue(a.laneFailures().stream().anyMatch(t -> String.valueOf(t.getMessage())
-                .contains("RNDV_RTR remote key length is 13, expected 28")), () -> "failures: " + a.laneFailures());
+                .contains("RNDV_RTR remote key length is 13, but the header has 28 bytes after it")),
+                () -> "failures: " + a.laneFailures());
         assertTrue(ep.closeFuture().await(10, TimeUnit.SECONDS), "the lane, and with it the endpoint, closed");
         Endpoint again = a.connect(b.address());
         ByteBuf into = ByteBufAllocator.DEFAULT.directBuffer(1 << 20);
@@ -216,8 +227,8 @@ class RndvPutZcopyTest {
     /** The receiving endpoint closes while the sender writes 64 MiB into it: the close waits, the receive completes. */
     @Test
     void aGracefulCloseOfTheReceivingEndpointWaitsForThePutInProgress() throws Exception {
-        Worker a = workers.start("a", PUT);
-        Worker b = workers.start("b", PUT);
+        DefaultWorker a = workers.start("a", PUT);
+        DefaultWorker b = workers.start("b", PUT);
         Endpoint ep = a.connect(b.address());
         ep.tagSend(1, pattern(1, 10)).sync();
         b.tagRecv(1, -1L).get(10, TimeUnit.SECONDS).release();
@@ -231,7 +242,7 @@ class RndvPutZcopyTest {
         ChannelFuture closed;
         try {
             r = b.tagRecv(2, -1L);
-            assertEquals(1, (int) b.eventLoop().submit(() -> b.matcher().putOfferedCount()).get(), "offered");
+            assertEquals(1, (int) b.eventLoop().submit(() -> b.sumOverCodecs(RndvCodec.class, RndvCodec::offered)).get(), "offered");
             closed = back.close();
             Thread.sleep(200);
             assertFalse(closed.isDone(), "the close waits for the PUT the peer has not even started");
@@ -259,8 +270,8 @@ class RndvPutZcopyTest {
      */
     @Test
     void anEndpointFailingWhileItsBufferIsOfferedHoldsTheReceiveUntilTheSendersLastWord() throws Exception {
-        Worker a = workers.start("a", PUT);
-        Worker b = workers.start("b", PUT);
+        DefaultWorker a = workers.start("a", PUT);
+        DefaultWorker b = workers.start("b", PUT);
         Endpoint ep = a.connect(b.address());
         ep.tagSend(1, pattern(1, 10)).sync();
         b.tagRecv(1, -1L).get(10, TimeUnit.SECONDS).release();
@@ -270,14 +281,14 @@ class RndvPutZcopyTest {
         TestWorkers.awaitUnexpected(b);
         java.util.concurrent.CountDownLatch go = hold(a);
         Future<TagMessage> r;
-        io.netty.channel.Channel lane = back.amLane();
+        io.netty.channel.Channel lane = TestWorkers.impl(back).amLane();
         try {
             r = b.tagRecv(2, -1L);
-            b.eventLoop().submit(() -> back.fail(new EndpointTimeoutException(back.endpointId(),
-                    (EndpointAddress) back.remoteAddress(), "test: as if the peer had been silent"))).get();
+            b.eventLoop().submit(() -> TestWorkers.impl(back).fail(new EndpointTimeoutException(back.endpointId(),
+                    TestWorkers.impl(back).remoteAddress(), "test: as if the peer had been silent"))).get();
             assertTrue(back.closeFuture().isDone(), "the endpoint has ended");
             assertTrue(lane.isOpen(), "its lane waits for the sender's last word");
-            assertEquals(1, (int) b.eventLoop().submit(() -> b.matcher().heldCount()).get());
+            assertEquals(1, (int) b.eventLoop().submit(b::heldReceives).get());
             Thread.sleep(200);
             assertFalse(r.isDone(), "held: the sender may still write into the buffer");
         } finally {
@@ -292,7 +303,7 @@ class RndvPutZcopyTest {
         // it had finished first, its ATP OK was its last word instead. Either way nothing writes into the buffer now.
         assertTrue(s.isSuccess() ? a.counters().count(RndvProtocols.PUT_COUNTER) == 1
                 : s.cause() instanceof ConnectionResetException, () -> "send: " + s.cause());
-        assertEquals(0, (int) b.eventLoop().submit(() -> b.matcher().heldCount()).get());
+        assertEquals(0, (int) b.eventLoop().submit(b::heldReceives).get());
         assertEquals(1, b.counters().count(RndvProtocols.RECV_PUT_HELD_COUNTER));
         assertEquals(0, b.counters().count(RndvProtocols.RECV_PUT_COUNTER));
     }
@@ -305,8 +316,8 @@ class RndvPutZcopyTest {
      */
     @Test
     void aReceiveFromAnEndedEndpointEndsPromptlyWhetherOrNotItWasOffered() throws Exception {
-        Worker a = workers.start("a", PUT);
-        Worker b = workers.start("b", PUT);
+        DefaultWorker a = workers.start("a", PUT);
+        DefaultWorker b = workers.start("b", PUT);
         Endpoint ep = a.connect(b.address());
         ep.tagSend(1, pattern(1, 10)).sync();
         b.tagRecv(1, -1L).get(10, TimeUnit.SECONDS).release();
@@ -323,15 +334,15 @@ class RndvPutZcopyTest {
             intoA = a.tagRecv(2, -1L); // a offers its buffer to b (b's loop is held: the offer waits)
             awaitTrue(() -> {
                 try {
-                    return a.eventLoop().submit(() -> a.matcher().putOfferedCount()).get() == 1;
+                    return a.eventLoop().submit(() -> a.sumOverCodecs(RndvCodec.class, RndvCodec::offered)).get() == 1;
                 } catch (Exception e) {
                     throw new IllegalStateException(e);
                 }
             }, "a's offer");
             ep.tagSend(3, direct(3, n)); // a's RTS, read by b behind the offer
-            a.eventLoop().submit(() -> ep.fail(new EndpointTimeoutException(ep.endpointId(),
-                    (EndpointAddress) ep.remoteAddress(), "test: as if the peer had been silent"))).get();
-            assertTrue(ep.closeFuture().isDone() && ep.amLane().isOpen(), "a ended, its lane open for b's last word");
+            a.eventLoop().submit(() -> TestWorkers.impl(ep).fail(new EndpointTimeoutException(ep.endpointId(),
+                    TestWorkers.impl(ep).remoteAddress(), "test: as if the peer had been silent"))).get();
+            assertTrue(ep.closeFuture().isDone() && TestWorkers.impl(ep).amLane().isOpen(), "a ended, its lane open for b's last word");
             intoB = b.tagRecv(3, -1L); // runs on b's loop before b reads anything: b will offer on a's RTS
         } finally {
             go.countDown();
@@ -341,8 +352,8 @@ class RndvPutZcopyTest {
                 + "writing") || intoB.cause().getMessage().contains("went away")), () -> "cause: " + intoB.cause());
         assertTrue(intoA.await(20, TimeUnit.SECONDS), "a's held receive is released by b's last word");
         assertTrue(fromB.await(20, TimeUnit.SECONDS));
-        assertEquals(0, (int) a.eventLoop().submit(() -> a.matcher().heldCount()).get());
-        assertEquals(0, (int) b.eventLoop().submit(() -> b.matcher().heldCount()).get());
+        assertEquals(0, (int) a.eventLoop().submit(a::heldReceives).get());
+        assertEquals(0, (int) b.eventLoop().submit(b::heldReceives).get());
     }
 
     @Test
@@ -353,16 +364,17 @@ class RndvPutZcopyTest {
                 "put_zcopy", List.of(RndvProtocols.TAG_RNDV, RndvProtocols.PUT_ZCOPY),
                 "am", List.of(RndvProtocols.TAG_RNDV));
         for (var e : expected.entrySet()) {
-            List<Protocol> rndv = Worker.enabledProtocols(NucxConfig.of(Map.of("RNDV_SCHEME", e.getKey()), Map.of()))
-                    .stream().filter(p -> p.name().startsWith("tag/") || p.name().startsWith("rndv/")).toList();
+            List<Protocol> rndv = ProtocolSettings.from(NucxConfig.of(Map.of("RNDV_SCHEME", e.getKey()), Map.of()),
+                    ProtocolRegistry.DEFAULT).protocols().stream().filter(p -> p.name().startsWith("tag/") || p.name().startsWith("rndv/")).toList();
             assertEquals(e.getValue(), rndv, e.getKey());
         }
-        assertEquals(List.of(RndvProtocols.PUT_ZCOPY), Worker.enabledProtocols(NucxConfig.of(Map.of("RNDV_SCHEME",
-                "put_zcopy", "PROTOS", "rndv/put/zcopy"), Map.of())), "NUCX_PROTOS knows it by name");
+        assertEquals(List.of(RndvProtocols.PUT_ZCOPY), ProtocolSettings.from(NucxConfig.of(Map.of("RNDV_SCHEME",
+                "put_zcopy", "PROTOS", "rndv/put/zcopy"), Map.of()), ProtocolRegistry.DEFAULT).protocols(),
+                "NUCX_PROTOS knows it by name");
         NucxConfigException bad = assertThrows(NucxConfigException.class,
                 () -> workers.start("x", "TLS", "tcp,cma", "RNDV_SCHEME", "push"));
         assertTrue(bad.getMessage().contains("RNDV_SCHEME") && bad.getMessage().contains("'push'"), bad.getMessage());
-        Worker a = workers.start("a", PUT);
+        DefaultWorker a = workers.start("a", PUT);
         String info = a.protocolInfo(a.address());
         assertTrue(info.contains("(?) rendezvous zero-copy write to remote"), info);
         assertFalse(info.contains("zero-copy read from remote"), info);
