@@ -135,17 +135,6 @@ class EagerZcopyTest {
                 .toString());
     }
 
-    private static CountDownLatch hold(Worker w) {
-        CountDownLatch release = new CountDownLatch(1);
-        w.eventLoop().execute(() -> {
-            try {
-                release.await(30, TimeUnit.SECONDS);
-            } catch (InterruptedException e) {
-                Thread.currentThread().interrupt();
-            }
-        });
-        return release;
-    }
 
     /**
      * The receiver's loop is held: the data may sit in its socket, but nobody there has read it, so the send is not
@@ -159,7 +148,7 @@ class EagerZcopyTest {
         DefaultWorker b = workers.start("b", "TLS", "tcp", "ZCOPY_THRESH", "4k");
         Endpoint ep = a.connect(b.address());
         assertTrue(ep.wireupFuture().await(10, TimeUnit.SECONDS));
-        CountDownLatch release = hold(b);
+        CountDownLatch release = TestWorkers.holdLoop(b);
         ChannelFuture send;
         try {
             send = ep.tagSend(3, direct(3, size));
@@ -192,7 +181,7 @@ class EagerZcopyTest {
         DefaultWorker b = workers.start("b", settings);
         Endpoint ep = a.connect(b.address());
         assertTrue(ep.wireupFuture().await(10, TimeUnit.SECONDS));
-        CountDownLatch release = hold(b);
+        CountDownLatch release = TestWorkers.holdLoop(b);
         List<ChannelFuture> sends = new ArrayList<>();
         try {
             sends.add(ep.tagSend(1, direct(1, 6000)));
@@ -224,7 +213,7 @@ class EagerZcopyTest {
         DefaultWorker b = workers.start("b", "TLS", "tcp", "ZCOPY_THRESH", "4k");
         Endpoint ep = a.connect(b.address());
         assertTrue(ep.wireupFuture().await(10, TimeUnit.SECONDS));
-        CountDownLatch release = hold(b);
+        CountDownLatch release = TestWorkers.holdLoop(b);
         ChannelFuture send;
         Future<Void> closed;
         try {

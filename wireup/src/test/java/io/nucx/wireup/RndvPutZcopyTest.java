@@ -81,17 +81,6 @@ class RndvPutZcopyTest {
     }
 
     /** Holds {@code w}'s loop (at most 30 s) until the returned latch is counted down: what it would read waits. */
-    private static java.util.concurrent.CountDownLatch hold(Worker w) {
-        java.util.concurrent.CountDownLatch go = new java.util.concurrent.CountDownLatch(1);
-        w.eventLoop().execute(() -> {
-            try {
-                go.await(30, TimeUnit.SECONDS);
-            } catch (InterruptedException e) {
-                Thread.currentThread().interrupt();
-            }
-        });
-        return go;
-    }
 
     private static void awaitTrue(java.util.function.BooleanSupplier condition, String what) throws Exception {
         long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
@@ -237,7 +226,7 @@ class RndvPutZcopyTest {
         ChannelFuture s = ep.tagSend(2, direct(2, n));
         TestWorkers.awaitUnexpected(b); // the RTS is here; a waits for the RTR
         // Hold the sender's loop, so the RTR waits there and the offer is still open when b closes.
-        java.util.concurrent.CountDownLatch go = hold(a);
+        java.util.concurrent.CountDownLatch go = TestWorkers.holdLoop(a);
         Future<TagMessage> r;
         ChannelFuture closed;
         try {
@@ -279,7 +268,7 @@ class RndvPutZcopyTest {
         int n = 64 << 20;
         ChannelFuture s = ep.tagSend(2, direct(2, n));
         TestWorkers.awaitUnexpected(b);
-        java.util.concurrent.CountDownLatch go = hold(a);
+        java.util.concurrent.CountDownLatch go = TestWorkers.holdLoop(a);
         Future<TagMessage> r;
         io.netty.channel.Channel lane = TestWorkers.impl(back).amLane();
         try {
@@ -327,7 +316,7 @@ class RndvPutZcopyTest {
         // 512 KiB chunk per loop turn, so the PUT is still running when b's own offer reaches a: a holds, lane open.
         ChannelFuture fromB = back.tagSend(2, pattern(2, n));
         TestWorkers.awaitUnexpected(a);
-        java.util.concurrent.CountDownLatch go = hold(b);
+        java.util.concurrent.CountDownLatch go = TestWorkers.holdLoop(b);
         Future<TagMessage> intoA;
         Future<TagMessage> intoB;
         try {

@@ -50,6 +50,25 @@ final class TestWorkers implements AfterEachCallback {
         workers.clear();
     }
 
+    /**
+     * Blocks {@code w}'s loop until the returned latch is counted down (at most 30 s), and returns only once the loop
+     * is blocked: frames sent to it from now on stay unread.
+     */
+    static java.util.concurrent.CountDownLatch holdLoop(Worker w) throws InterruptedException {
+        java.util.concurrent.CountDownLatch go = new java.util.concurrent.CountDownLatch(1);
+        java.util.concurrent.CountDownLatch held = new java.util.concurrent.CountDownLatch(1);
+        w.eventLoop().execute(() -> {
+            held.countDown();
+            try {
+                go.await(30, TimeUnit.SECONDS);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+        });
+        assertTrue(held.await(30, TimeUnit.SECONDS), "the loop did not get to the hold");
+        return go;
+    }
+
     /** The implementation behind {@code ep}, for tests that look inside. */
     static EndpointChannel impl(Endpoint ep) {
         return (EndpointChannel) ep;
