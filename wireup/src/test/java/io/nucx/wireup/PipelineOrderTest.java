@@ -119,6 +119,52 @@ class PipelineOrderTest {
         }
     }
 
+    /**
+     * Both directions pass through the pipeline: a user's outbound handler at the tail sees each write on its way down
+     * (and may change it: here it re-tags), and the peer's inbound handler sees the message come up.
+     */
+    @ParameterizedTest(name = "{0}")
+    @CsvSource({"tcp, -", "shm, -"})
+    void userHandlersSeeWritesGoDownAndMessagesComeUp(String tls, String unused) throws Exception {
+        List<Object> seenGoingDown = new java.util.concurrent.CopyOnWriteArrayList<>();
+        ChannelInitializer<Endpoint> sender = new ChannelInitializer<>() {
+            @Override
+            protected void initChannel(Endpoint ep) {
+                ep.pipeline().addLast(new io.netty.channel.ChannelOutboundHandlerAdapter() {
+                    @Override
+                    public void write(ChannelHandlerContext ctx, Object msg, io.netty.channel.ChannelPromise p) {
+                        seenGoingDown.add(msg.toString());
+                        TagMessage m = (TagMessage) msg;
+                        ctx.write(new TagMessage(m.tag() + 100, m.content()), p);
+                    }
+                });
+            }
+        };
+        Map<Endpoint, Collector> collectors = new ConcurrentHashMap<>();
+        ChannelInitializer<Endpoint> receiver = new ChannelInitializer<>() {
+            @Override
+            protected void initChannel(Endpoint ep) {
+                ep.config().setOption(EndpointOption.PIPELINE_TAG, 100L);
+                ep.config().setOption(EndpointOption.PIPELINE_TAG_MASK, -1L);
+                Collector c = new Collector();
+                collectors.put(ep, c);
+                ep.pipeline().addLast(c);
+            }
+        };
+        DefaultWorker a = workers.start("a", sender, "TLS", tls);
+        DefaultWorker b = workers.start("b", receiver, "TLS", tls);
+        Endpoint ab = a.connect(b.address());
+        assertTrue(ab.tagSend(0, TestWorkers.pattern(0, 2_000_000)).await(30, TimeUnit.SECONDS));
+        Object m = awaitCollector(b, collectors).arrived.poll(30, TimeUnit.SECONDS);
+        try {
+            assertEquals(1, seenGoingDown.size(), seenGoingDown::toString);
+            assertTrue(m instanceof TagMessage t && t.tag() == 100, () -> "came up: " + m);
+            assertPattern(0, 2_000_000, ((TagMessage) m).content());
+        } finally {
+            ReferenceCountUtil.release(m);
+        }
+    }
+
     /** Every boundary of a's tables toward b (heap and direct), each with its neighbours, plus large messages. */
     private static TreeSet<Integer> boundaries(Worker a, Worker b) throws Exception {
         TreeSet<Integer> sizes = new TreeSet<>(List.of(0, 1, 4, 16, 700_000, 4 << 20));
