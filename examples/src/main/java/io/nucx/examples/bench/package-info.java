@@ -1,0 +1,2 @@
+/** JMH microbenchmarks ({@code bin/nucx-jmh}). */
+package io.nucx.examples.bench;
