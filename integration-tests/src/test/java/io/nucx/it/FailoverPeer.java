@@ -23,6 +23,8 @@ import java.util.concurrent.TimeUnit;
 public final class FailoverPeer {
 
     static final long TAG = 7;
+    /** The sender's last message: everything before it, duplicates included, has arrived when it has. */
+    static final long FENCE = 8;
 
     /** Message sizes: MessagePlan's, at most 1 MiB (the stream is long; the 4 MiB ones add time, not coverage). */
     static int size(int i) {
@@ -65,7 +67,12 @@ public final class FailoverPeer {
                 System.out.flush();
             }
         }
-        Thread.sleep(300); // a duplicate would arrive now and wait unexpected
+        Future<TagMessage> fence = worker.tagRecv(FENCE, -1L);
+        if (!fence.await(60, TimeUnit.SECONDS) || !fence.isSuccess()) {
+            report = report.equals("OK") ? "the fence did not arrive: " + fence.cause() : report;
+        } else {
+            fence.getNow().release(); // a duplicate of an earlier message would have arrived before it, unexpected
+        }
         int extra = worker.eventLoop().submit(worker::unexpectedCount).get();
         if (report.equals("OK") && extra != 0) {
             report = extra + " message(s) more than sent";

@@ -71,12 +71,14 @@ class TwoProcessFailoverTest {
                 sends.get(i).await(60, TimeUnit.SECONDS); // bounded in flight; completes when the peer confirmed
             }
         }
+        // Behind everything, the fence: a duplicate (a resend on the lane that took over) would reach the peer first.
+        sends.add(ep.tagSend(FailoverPeer.FENCE, MessagePlan.content(0, 8)));
         if (receiverDrops) {
             assertTrue(peer.awaitLine("DROPPED").startsWith("shm/"));
         }
         assertTrue(peer.awaitLine("LANES").startsWith("[tcp/"), "the peer ends on tcp");
         assertEquals("OK", peer.awaitLine("REPORT"), "peer: every message once, in order, intact");
-        for (int i = 0; i < MESSAGES; i++) {
+        for (int i = 0; i <= MESSAGES; i++) {
             ChannelFuture f = sends.get(i);
             assertTrue(f.await(30, TimeUnit.SECONDS) && f.isSuccess(), "send " + i + ": " + f.cause());
         }

@@ -106,8 +106,8 @@ class UnreachablePeerTest {
             sends.add(ep.tagSend(i, MessagePlan.content(i, 1 << 20))); // rendezvous: waits for a receive
         }
         peer.awaitLine("HOLDING"); // the peer got the three RTS across the veth pair: reachable until now
-        Thread.sleep(3 * INTERVAL_MS); // keepalive running across the link
-        assertTrue(ep.isActive(), "the endpoint works while the link is up");
+        assertTrue(ep.wireupFuture().await(10, TimeUnit.SECONDS) && ep.isActive(),
+                "the endpoint works while the link is up: the peer's REPLY came across it");
         run(true, "ip", "link", "set", hostIf, "down"); // both ends lose carrier: packets go nowhere, no reset
         long t0 = System.nanoTime();
         assertTrue(ep.errorFuture().await(TIMEOUT_MS + INTERVAL_MS + SLACK_MS, TimeUnit.MILLISECONDS),

@@ -34,6 +34,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 @Timeout(120)
 class MultiLaneTest {
 
+    private static final long FENCE = 4242;
     private static final long TAG = 42;
 
     @RegisterExtension
@@ -119,8 +120,8 @@ class MultiLaneTest {
         assertTrue(b.counters().count(FailoverReliability.FAILOVER_COUNTER) >= 1);
         String amLane = ab.eventLoop().submit(() -> TestWorkers.impl(ab).lanes().am().name()).get();
         assertTrue(amLane.startsWith("tcp/"), amLane);
-        // Nothing arrived twice: a duplicate would wait here unmatched.
-        Thread.sleep(200);
+        // Nothing arrived twice: a duplicate would wait here unmatched, and would have arrived before the fence.
+        fence(ab, b);
         assertEquals(0, b.eventLoop().submit(b::unexpectedCount).get().intValue());
         assertEquals(0, ab.eventLoop().submit(() -> TestWorkers.impl(ab).lanes().unconfirmed()).get().intValue());
         // And the endpoint still works both ways.
@@ -193,7 +194,7 @@ class MultiLaneTest {
         }
         assertEquals(List.of(before.get(2)), ab.laneNames().get(), "one lane left: the third");
         assertTrue(a.counters().count(FailoverReliability.FAILOVER_COUNTER) >= 2);
-        Thread.sleep(200);
+        fence(ab, b);
         assertEquals(0, b.eventLoop().submit(b::unexpectedCount).get().intValue());
         assertTrue(ab.isActive() && ba.isActive());
     }
@@ -265,6 +266,16 @@ class MultiLaneTest {
 
     private static int size(int i) {
         return i % 50 == 0 ? 40_000 + i : 1 + (i * 37) % 3000;
+    }
+
+    /**
+     * A message written after everything else and received by {@code b}: a duplicate of anything written before it
+     * (a resend on the lane that took over) would have been read before it. A causal barrier instead of a sleep.
+     */
+    private static void fence(Endpoint ab, Worker b) throws Exception {
+        Future<TagMessage> f = b.tagRecv(FENCE, -1L);
+        ab.tagSend(FENCE, pattern(FENCE, 8));
+        f.get(30, TimeUnit.SECONDS).release();
     }
 
     /** Waits until both sides of the endpoint have {@code lanes} lanes up; returns the peer's endpoint. */

@@ -233,8 +233,10 @@ class RndvPutZcopyTest {
             r = b.tagRecv(2, -1L);
             assertEquals(1, (int) b.eventLoop().submit(() -> b.sumOverCodecs(RndvCodec.class, RndvCodec::offered)).get(), "offered");
             closed = back.close();
-            Thread.sleep(200);
-            assertFalse(closed.isDone(), "the close waits for the PUT the peer has not even started");
+            // a's loop is held, so nothing from a can end the wait: the close is draining, waiting for the offer.
+            assertEquals(EndpointChannel.State.DRAINING, b.eventLoop().submit(() -> TestWorkers.impl(back).state())
+                    .get(), "the close waits for the PUT the peer has not even started");
+            assertFalse(closed.isDone());
             assertFalse(r.isDone());
         } finally {
             go.countDown();
@@ -277,8 +279,10 @@ class RndvPutZcopyTest {
                     TestWorkers.impl(back).remoteAddress(), "test: as if the peer had been silent"))).get();
             assertTrue(back.closeFuture().isDone(), "the endpoint has ended");
             assertTrue(lane.isOpen(), "its lane waits for the sender's last word");
+            // a's loop is held and a's process lives: neither its last word nor its exit can have released it.
             assertEquals(1, (int) b.eventLoop().submit(b::heldReceives).get());
-            Thread.sleep(200);
+            assertEquals(EndpointChannel.State.LINGER, b.eventLoop().submit(() -> TestWorkers.impl(back).state())
+                    .get());
             assertFalse(r.isDone(), "held: the sender may still write into the buffer");
         } finally {
             go.countDown();

@@ -39,6 +39,16 @@ class SyncSendTest {
 
 
 
+    /**
+     * b answers a on the same lanes and a reads the answer: whatever b sent a before (a wrong early acknowledgement of
+     * the sync send) has been read by a by then. A causal barrier instead of a sleep.
+     */
+    private static void roundTrip(Worker a, Worker b) throws Exception {
+        Future<TagMessage> back = a.tagRecv(999, -1L);
+        b.endpoints().iterator().next().tagSend(999, pattern(999, 1)).sync();
+        back.get(30, TimeUnit.SECONDS).release();
+    }
+
     /** Sizes on both sides of the sync single / multi boundary and, on self, past the rendezvous threshold. */
     @ParameterizedTest(name = "{0} {1} B")
     @CsvSource({
@@ -54,7 +64,7 @@ class SyncSendTest {
         Endpoint ep = a.connect(b.address());
         ChannelFuture sync = ep.tagSendSync(5, pattern(5, size));
         awaitUnexpected(b);
-        Thread.sleep(50); // give a wrong early completion the time to show
+        roundTrip(a, b);
         assertFalse(sync.isDone(), "not matched yet: the sync send must still be pending");
         TagMessage m = b.tagRecv(5, -1L).get(30, TimeUnit.SECONDS);
         try {
