@@ -1,16 +1,15 @@
 package io.nucx;
 
-import io.nucx.wireup.Context;
-import io.nucx.wireup.DefaultWorker;
-
 import io.netty.channel.ChannelHandler;
 import io.netty.channel.EventLoop;
 import io.netty.channel.EventLoopGroup;
 import io.netty.channel.MultiThreadIoEventLoopGroup;
-import io.nucx.transport.shm.ShmIoHandler;
 import io.netty.util.concurrent.DefaultThreadFactory;
 import io.nucx.transport.NucxConfig;
+import io.nucx.transport.shm.ShmIoHandler;
 import io.nucx.transport.tcp.TcpIoMode;
+import io.nucx.wireup.Context;
+import io.nucx.wireup.DefaultWorker;
 
 import java.util.LinkedHashMap;
 import java.util.Map;

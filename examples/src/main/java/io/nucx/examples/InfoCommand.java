@@ -1,5 +1,6 @@
 package io.nucx.examples;
 
+import io.netty.channel.ChannelInboundHandlerAdapter;
 import io.netty.channel.EventLoopGroup;
 import io.netty.channel.MultiThreadIoEventLoopGroup;
 import io.netty.channel.nio.NioIoHandler;
@@ -13,7 +14,6 @@ import io.nucx.transport.Transport;
 import io.nucx.transport.Transports;
 import io.nucx.transport.tcp.TcpIoMode;
 import io.nucx.transport.tcp.TcpTransport;
-import io.netty.channel.ChannelInboundHandlerAdapter;
 import picocli.CommandLine.Command;
 
 import java.io.PrintStream;

@@ -1,9 +1,9 @@
 package io.nucx.it;
 
-import io.nucx.protocol.amo.RemoteMemoryKey;
-import io.nucx.transport.testing.LeakRecorder;
 import io.nucx.NucxBootstrap;
 import io.nucx.Worker;
+import io.nucx.protocol.amo.RemoteMemoryKey;
+import io.nucx.transport.testing.LeakRecorder;
 
 import java.io.BufferedReader;
 import java.io.InputStreamReader;

@@ -1,10 +1,10 @@
 package io.nucx.it;
 
-import io.nucx.transport.testing.LeakRecorder;
 import io.nucx.Endpoint;
 import io.nucx.NucxBootstrap;
 import io.nucx.Worker;
 import io.nucx.WorkerAddress;
+import io.nucx.transport.testing.LeakRecorder;
 
 import java.io.BufferedReader;
 import java.io.InputStreamReader;

@@ -2,10 +2,10 @@ package io.nucx.it;
 
 import io.netty.channel.ChannelFuture;
 import io.netty.util.concurrent.Future;
-import io.nucx.protocol.tag.TagMessage;
 import io.nucx.Endpoint;
 import io.nucx.Worker;
 import io.nucx.WorkerAddress;
+import io.nucx.protocol.tag.TagMessage;
 
 import java.util.ArrayList;
 import java.util.List;

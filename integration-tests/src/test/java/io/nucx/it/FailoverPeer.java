@@ -1,11 +1,11 @@
 package io.nucx.it;
 
 import io.netty.util.concurrent.Future;
-import io.nucx.protocol.tag.TagMessage;
-import io.nucx.transport.testing.LeakRecorder;
 import io.nucx.Endpoint;
 import io.nucx.NucxBootstrap;
 import io.nucx.Worker;
+import io.nucx.protocol.tag.TagMessage;
+import io.nucx.transport.testing.LeakRecorder;
 
 import java.util.ArrayList;
 import java.util.List;

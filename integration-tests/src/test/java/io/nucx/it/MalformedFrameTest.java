@@ -1,11 +1,11 @@
 package io.nucx.it;
 
 import io.netty.buffer.Unpooled;
-import io.nucx.protocol.tag.TagMessage;
 import io.nucx.Endpoint;
 import io.nucx.NucxBootstrap;
 import io.nucx.Worker;
 import io.nucx.WorkerAddress;
+import io.nucx.protocol.tag.TagMessage;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.Arguments;

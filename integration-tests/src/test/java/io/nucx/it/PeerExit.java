@@ -1,7 +1,7 @@
 package io.nucx.it;
 
-import io.nucx.transport.testing.LeakRecorder;
 import io.nucx.Worker;
+import io.nucx.transport.testing.LeakRecorder;
 
 import java.util.concurrent.TimeUnit;
 

@@ -3,12 +3,12 @@ package io.nucx.it;
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.ByteBufAllocator;
 import io.netty.channel.ChannelFuture;
-import io.nucx.protocol.tag.TagMessage;
-import io.nucx.transport.testing.LeakRecorder;
 import io.nucx.Endpoint;
 import io.nucx.NucxBootstrap;
 import io.nucx.Worker;
 import io.nucx.WorkerAddress;
+import io.nucx.protocol.tag.TagMessage;
+import io.nucx.transport.testing.LeakRecorder;
 
 import java.io.BufferedReader;
 import java.io.InputStreamReader;

@@ -1,10 +1,10 @@
 package io.nucx.it;
 
 import io.netty.channel.ChannelFuture;
-import io.nucx.protocol.tag.TagMessage;
 import io.nucx.Endpoint;
 import io.nucx.NucxBootstrap;
 import io.nucx.Worker;
+import io.nucx.protocol.tag.TagMessage;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 

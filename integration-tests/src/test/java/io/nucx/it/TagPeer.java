@@ -1,11 +1,11 @@
 package io.nucx.it;
 
 import io.netty.buffer.Unpooled;
-import io.nucx.protocol.tag.TagMessage;
-import io.nucx.transport.testing.LeakRecorder;
 import io.nucx.Endpoint;
 import io.nucx.NucxBootstrap;
 import io.nucx.Worker;
+import io.nucx.protocol.tag.TagMessage;
+import io.nucx.transport.testing.LeakRecorder;
 
 import java.nio.charset.StandardCharsets;
 import java.util.concurrent.TimeUnit;

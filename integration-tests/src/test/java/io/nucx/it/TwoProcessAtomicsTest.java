@@ -1,12 +1,12 @@
 package io.nucx.it;
 
 import io.netty.util.concurrent.Future;
-import io.nucx.protocol.amo.AtomicOp;
-import io.nucx.protocol.amo.RemoteMemoryKey;
 import io.nucx.Endpoint;
 import io.nucx.NucxBootstrap;
 import io.nucx.Worker;
 import io.nucx.WorkerAddress;
+import io.nucx.protocol.amo.AtomicOp;
+import io.nucx.protocol.amo.RemoteMemoryKey;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;

@@ -1,14 +1,14 @@
 package io.nucx.it;
 
+import io.nucx.Endpoint;
+import io.nucx.NucxBootstrap;
+import io.nucx.Worker;
+import io.nucx.WorkerAddress;
 import io.nucx.protocol.select.ProtoTable;
 import io.nucx.protocol.select.SelectionKey;
 import io.nucx.protocol.tag.EagerProtocols;
 import io.nucx.protocol.tag.RndvProtocols;
 import io.nucx.protocol.tag.TagMessage;
-import io.nucx.Endpoint;
-import io.nucx.NucxBootstrap;
-import io.nucx.Worker;
-import io.nucx.WorkerAddress;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 

@@ -321,13 +321,13 @@ public final class DefaultWorker implements Worker {
             protocols.matcher().close(new ClosedChannelException());
             Promise<Void> lingered = loop.newPromise();
             PromiseCombiner waits = new PromiseCombiner(loop);
-            lingering.forEach(ep -> waits.add(ep.closedFuture()));
+            lingering.forEach(ep -> waits.add(ep.lifecycle().closedFuture()));
             waits.finish(lingered);
             Future<?> bound = loop.schedule(() -> lingered.trySuccess(null), closeWaitNanos(), TimeUnit.NANOSECONDS);
             lingered.addListener(h -> {
                 bound.cancel(false);
                 for (EndpointChannel ep : List.copyOf(lingering)) {
-                    ep.park();
+                    ep.lifecycle().park();
                 }
                 if (ownedGroup != null) {
                     ownedGroup.shutdownGracefully(0, 2, TimeUnit.SECONDS).addListener(g -> closeFuture.trySuccess(null));

@@ -13,14 +13,9 @@ import io.netty.channel.EventLoop;
 import io.netty.handler.codec.UnsupportedMessageTypeException;
 import io.netty.util.concurrent.Future;
 import io.netty.util.concurrent.Promise;
-import io.netty.util.concurrent.PromiseCombiner;
-import io.netty.util.concurrent.ScheduledFuture;
-import io.nucx.ConnectionResetException;
 import io.nucx.Endpoint;
 import io.nucx.EndpointAddress;
-import io.nucx.EndpointErrorEvent;
 import io.nucx.EndpointException;
-import io.nucx.EndpointTimeoutException;
 import io.nucx.ErrorMode;
 import io.nucx.WorkerAddress;
 import io.nucx.protocol.EndpointConfig;
@@ -36,39 +31,19 @@ import io.nucx.transport.AmFrame;
 import io.nucx.transport.Capability;
 import io.nucx.transport.rma.RmaLane;
 
-import java.io.IOException;
 import java.net.SocketAddress;
-import java.nio.channels.ClosedChannelException;
-import java.time.Duration;
-import java.util.ArrayList;
 import java.util.List;
-import java.util.concurrent.TimeUnit;
 
 /**
  * The {@link Endpoint} implementation: a child channel multiplexed over its lanes (Netty's
  * {@code AbstractHttp2StreamChannel} over a connection is the model). Its lanes' {@link LaneInboundHandler}s fire
  * arriving frames into this pipeline at the head; its writes leave at the head through the {@link LaneDispatcher}.
- * Everything runs on the worker's loop.
+ * It also serves its protocol codecs ({@link EndpointServices}).
  *
- * <p><b>Lifecycle</b>, decided in {@link #transition} alone (Aeron's {@code NetworkPublication} is the model):
- * <pre>
- *   WIRING_UP ──lanes ready──▶ CONNECTED ──close()──▶ DRAINING ──sends answered, or the bound──▶ CLOSING
- *       │                          │                     │                                          │
- *       └──────────────── failure ─┴─────────────────────┴──── the peer closed, or the bound ──────┤
- *                                                                                                   ▼
- *                                         LINGER ◀── a codec still waits for the peer's last word ── end
- *                                           └──────────── that word, the peer's exit, or park ─────▶ CLOSED
- * </pre>
- * WIRING_UP: writes wait in the {@link StubHandler} while the {@link WireupHandler} connects the lanes. DRAINING: a
- * graceful close waits (at most NUCX_KEEPALIVE_TIMEOUT) for what its codecs and lanes still owe the peer. CLOSING:
- * EP_REMOVED went out behind everything written, on every lane; the peer closes its side (or the bound passes).
- * LINGER: the channel is closed for the user and its pipeline gone, but a codec still expects the peer's last word on
- * memory the peer may be writing into (rendezvous PUT, see {@code RndvReceiver}): the AM lane stays open and the
- * frames it brings go to {@link ProtocolCodec#lingerRead}. CLOSED: lanes closed.
+ * <p>Its lifecycle, and every rule that ends it or keeps part of it alive, is {@link EndpointLifecycle}'s. Its lanes
+ * and what goes on them are {@link EndpointLanes}'. Everything runs on the worker's loop.
  */
 final class EndpointChannel extends AbstractChannel implements Endpoint, EndpointServices {
-
-    enum State { WIRING_UP, CONNECTED, DRAINING, CLOSING, LINGER, CLOSED }
 
     private static final ChannelMetadata METADATA = new ChannelMetadata(false);
 
@@ -91,17 +66,13 @@ final class EndpointChannel extends AbstractChannel implements Endpoint, Endpoin
     private final EndpointChannelConfig config = new EndpointChannelConfig(this);
     private final Promise<Void> errorPromise;
     private final Promise<Void> wireupPromise;
-    private final Promise<Void> closedPromise;
     private final List<ProtocolCodec> codecs;
     private final PeerLiveness liveness = new PeerLiveness();
-    private volatile State state;
-    /** Why the endpoint failed, set once; null for a close without failure. Loop only. */
-    private EndpointException failure;
+    private final EndpointLifecycle lifecycle;
     /** The peer's id for this endpoint: from the REQUEST (accepted) or the REPLY (connected). Loop only. */
     private long remoteEpId;
     /** The lane whose frame is going up the pipeline now: a protocol error there closes that lane. */
     private LaneInboundHandler delivering;
-    private ScheduledFuture<?> closeTimer;
 
     private EndpointChannel(DefaultWorker worker, long id, WorkerAddress remote, LaneSelector.Lanes selection,
                             ErrorMode errorMode, long remoteEpId, int connSn, boolean wiringUp) {
@@ -117,10 +88,9 @@ final class EndpointChannel extends AbstractChannel implements Endpoint, Endpoin
         this.lanes = new EndpointLanes(this, selection, errorMode == ErrorMode.FAILOVER);
         this.errorPromise = worker.eventLoop().newPromise();
         this.wireupPromise = worker.eventLoop().newPromise();
-        this.closedPromise = worker.eventLoop().newPromise();
         this.localAddress = new EndpointAddress(worker.uuid(), worker.name());
         this.remoteAddress = new EndpointAddress(remote.uuid(), remote.name());
-        this.state = wiringUp ? State.WIRING_UP : State.CONNECTED;
+        this.lifecycle = new EndpointLifecycle(this, wiringUp);
         ChannelPipeline p = pipeline();
         if (wiringUp) {
             p.addLast(STUB, new StubHandler());
@@ -162,37 +132,14 @@ final class EndpointChannel extends AbstractChannel implements Endpoint, Endpoin
         return ep;
     }
 
-    // ------------------------------------------------------------ lifecycle (loop only)
+    // ------------------------------------------------------------ lifecycle (EndpointLifecycle decides)
 
-    /** The one place the state changes. */
-    private void transition(State to) {
-        assert worker.eventLoop().inEventLoop();
-        State from = state;
-        boolean allowed = switch (to) {
-            case WIRING_UP -> false;
-            case CONNECTED -> from == State.WIRING_UP;
-            case DRAINING -> from == State.CONNECTED;
-            case CLOSING -> from == State.DRAINING;
-            case LINGER -> from != State.LINGER && from != State.CLOSED;
-            case CLOSED -> from != State.CLOSED;
-        };
-        if (!allowed) {
-            throw new IllegalStateException(this + ": " + from + " -> " + to);
-        }
-        state = to;
-        switch (to) {
-            case LINGER -> worker.lingering(this, true);
-            case CLOSED -> {
-                worker.lingering(this, false);
-                closedPromise.trySuccess(null);
-            }
-            default -> {
-            }
-        }
+    EndpointLifecycle lifecycle() {
+        return lifecycle;
     }
 
-    State state() {
-        return state;
+    EndpointLifecycle.State state() {
+        return lifecycle.state();
     }
 
     /** The wireup handler, while wiring up; null after. */
@@ -206,7 +153,7 @@ final class EndpointChannel extends AbstractChannel implements Endpoint, Endpoin
      */
     void lanesReady(Channel amLane) {
         lanes.amConnected(amLane);
-        transition(State.CONNECTED);
+        lifecycle.connected();
         StubHandler stub = pipeline().get(StubHandler.class);
         stub.ready();
         pipeline().replace(stub, LANES, new LaneDispatcher(this));
@@ -228,146 +175,30 @@ final class EndpointChannel extends AbstractChannel implements Endpoint, Endpoin
         worker.endpointMatched(this);
     }
 
-    /**
-     * Fails the endpoint once: outstanding operations fail with {@code cause} and release their buffers, the error
-     * event fires, {@link #errorFuture()} fails, and the endpoint closes.
-     */
+    /** Fails the endpoint once ({@link EndpointLifecycle#fail}). */
     void fail(EndpointException cause) {
-        assert eventLoop().inEventLoop();
-        if (failure != null || state == State.LINGER || state == State.CLOSED) {
-            return;
-        }
-        failure = cause;
-        wireupPromise.tryFailure(cause);
-        unsafe().close(unsafe().voidPromise()); // doClose fails what is outstanding
-        if (isRegistered()) {
-            pipeline().fireUserEventTriggered(new EndpointErrorEvent(cause));
-        }
-        errorPromise.tryFailure(cause);
+        lifecycle.fail(cause);
     }
 
     /** Why this endpoint failed, or null. Loop only. */
     EndpointException failure() {
-        return failure;
+        return lifecycle.failure();
     }
 
-    /**
-     * The graceful close, from the {@link LaneDispatcher} when a close passes it: waits for what the codecs and lanes
-     * still owe the peer (at most NUCX_KEEPALIVE_TIMEOUT), then writes EP_REMOVED behind everything on every lane and
-     * waits (as long again at most) for the peer to close: closing first could drop what an in-process lane still
-     * holds for the peer. {@code promise} completes when the endpoint is closed.
-     */
-    void closeGracefully(ChannelPromise promise) {
-        Channel am = lanes.amChannel();
-        if (failure != null || state != State.CONNECTED || am == null || (!am.isActive() && !lanes.holding())) {
-            unsafe().close(promise);
-            return;
-        }
-        transition(State.DRAINING);
-        closeFuture().addListener(f -> promise.trySuccess());
-        List<Future<?>> waits = new ArrayList<>();
-        for (ProtocolCodec c : codecs) {
-            c.collectOutstanding(waits);
-        }
-        lanes.collectOutstanding(waits);
-        if (waits.isEmpty()) {
-            sayGoodbye();
-            return;
-        }
-        Promise<Void> all = eventLoop().newPromise();
-        PromiseCombiner combiner = new PromiseCombiner(eventLoop());
-        waits.forEach(combiner::add);
-        combiner.finish(all);
-        Future<?> bound = eventLoop().schedule(() -> all.trySuccess(null), closeWaitNanos(), TimeUnit.NANOSECONDS);
-        all.addListener(f -> {
-            bound.cancel(false);
-            sayGoodbye(); // a failed send is the caller's to see on its own future; the close goes on
-        });
+    void wireupFailed(Throwable cause) {
+        wireupPromise.tryFailure(cause);
     }
 
-    private void sayGoodbye() {
-        Channel am = lanes.amChannel(); // a failover may have moved it
-        if (state != State.DRAINING || am == null || !am.isActive()) {
-            unsafe().close(unsafe().voidPromise());
-            return;
-        }
-        transition(State.CLOSING);
-        // On every lane, behind what each carries: the peer acts once it has read it on all of them.
-        for (Channel ch : lanes.liveChannels()) {
-            ch.writeAndFlush(WireupMessage.epRemoved(id, remoteEpId, "endpoint #" + id + " of " + localAddress
-                    + " closed by its owner").toFrame(ch.alloc()), ch.voidPromise());
-        }
-        closeTimer = eventLoop().schedule(() -> unsafe().close(unsafe().voidPromise()), closeWaitNanos(),
-                TimeUnit.NANOSECONDS); // the peer did not close its side in time
-    }
-
-    /** The peer sent EP_REMOVED on {@code on}: it closed this endpoint's other side, or does not know it. */
-    void remoteRemoved(String reason, Channel on, boolean graceful) {
-        if (graceful && !lanes.removedOnEveryLane(on)) {
-            return; // the peer's close is behind what its other lanes still carry: read those first
-        }
-        if (state == State.CLOSING) {
-            unsafe().close(unsafe().voidPromise()); // both sides said goodbye: nothing more will come either way
-            return;
-        }
-        fail(new ConnectionResetException(id, remoteAddress, "the peer removed its endpoint: " + reason, null));
-    }
-
-    /**
-     * A lane went inactive. Unless this endpoint closed it, or failover replaces it, that is a failure: the peer's
-     * process or connection went ({@code laneCause} null or an I/O error: {@link ConnectionResetException}), or a
-     * frame broke the protocol.
-     */
-    void laneInactive(Channel ch, Throwable laneCause) {
-        WireupHandler w = wireup();
-        if (w != null && w.laneInactive(ch, laneCause)) {
-            return;
-        }
-        Lane lane = lanes.laneOf(ch);
-        if (lane == null || state == State.LINGER || state == State.CLOSED) {
-            return; // a lane dropped after a simultaneous connect or the p2p auxiliary lane; or the end is known
-        }
-        if ((state == State.CONNECTED || state == State.DRAINING) && failure == null && lanes.laneLost(lane)) {
-            return; // error mode failover: the endpoint goes on over the lanes left
-        }
-        if (state != State.CLOSING) {
-            fail(laneFailure(lane.name(), laneCause));
-        }
-        unsafe().close(unsafe().voidPromise());
-    }
-
-    EndpointException laneFailure(String lane, Throwable laneCause) {
-        if (laneCause == null) {
-            return new ConnectionResetException(id, remoteAddress, "the peer closed the " + lane
-                    + " connection (its process exited or was killed)", null);
-        }
-        if (laneCause instanceof IOException) {
-            return new ConnectionResetException(id, remoteAddress, "the " + lane + " connection failed (peer process "
-                    + "gone or network lost): " + laneCause, laneCause);
-        }
-        return new EndpointException(id, remoteAddress, "the " + lane + " lane was closed after an error: "
-                + laneCause, laneCause);
-    }
-
-    /** Both ends of a pair must handle errors alike; a pair of {@code connect}s in two modes fails, naming both. */
-    boolean failsOnModeMismatch(WireupMessage m) {
-        ErrorMode theirs = ErrorMode.fromWire(m.errMode());
-        if (theirs == errorMode) {
-            return false;
-        }
-        fail(new EndpointException(id, remoteAddress, "error mode mismatch: this side connected in error mode "
-                + errorMode.name().toLowerCase(java.util.Locale.ROOT) + ", the peer in "
-                + theirs.name().toLowerCase(java.util.Locale.ROOT) + "; both sides must use the same (NUCX_ERR_MODE)",
-                null));
-        return true;
+    Promise<Void> errorPromise() {
+        return errorPromise;
     }
 
     // ------------------------------------------------------------ inbound (from the lanes)
 
     /** A frame other than wireup arrived on {@code lane} ({@code from} its channel's handler). Owns {@code frame}. */
     void frameArrived(LaneInboundHandler from, Lane lane, AmFrame frame) {
-        switch (state) {
-            case LINGER -> lingerRead(frame);
+        switch (lifecycle.state()) {
+            case LINGER -> lifecycle.lingerRead(frame);
             case CLOSED -> frame.release();
             default -> {
                 liveness.heard();
@@ -384,7 +215,7 @@ final class EndpointChannel extends AbstractChannel implements Endpoint, Endpoin
 
     /** A read batch ended on a lane: confirm what arrived (failover), and let the handlers flush what they answered. */
     void readBatchEnded(Lane lane, Channel ch) {
-        if (state == State.LINGER || state == State.CLOSED) {
+        if (lifecycle.ended()) {
             return;
         }
         lanes.readBatchEnded(lane, ch);
@@ -407,59 +238,14 @@ final class EndpointChannel extends AbstractChannel implements Endpoint, Endpoin
         liveness.heard();
     }
 
-    /**
-     * One keepalive tick (error modes peer and failover): fail after NUCX_KEEPALIVE_TIMEOUT without a frame from the
-     * peer, otherwise send EP_CHECK on the AM lane. Before the REPLY there is no id to check, but silence still counts,
-     * so a peer that never answers the REQUEST fails the endpoint too.
-     */
+    /** One keepalive tick ({@link EndpointLifecycle#keepaliveTick}). */
     void keepaliveTick(Keepalive keepalive) {
-        if (errorMode == ErrorMode.NONE || failure != null || state.compareTo(State.CLOSING) > 0) {
-            return;
-        }
-        if (keepalive.tick(liveness) == Keepalive.Verdict.EXPIRED) {
-            fail(new EndpointTimeoutException(id, remoteAddress, "no answer from the peer for "
-                    + Duration.ofNanos(keepalive.timeoutNanos()) + " (NUCX_KEEPALIVE_TIMEOUT) on "
-                    + (selection.keepalive() != null ? selection.keepalive().name() : selection.am().name())
-                    + (lanes.amChannel() == null ? ", lane never connected"
-                    : remoteEpId == WireupMessage.INVALID_EP_ID ? ", no REPLY to the wireup REQUEST" : "")
-                    + ": the peer is hung, stopped or unreachable"));
-            return;
-        }
-        Channel am = lanes.amChannel();
-        // An unwritable lane already holds frames for the peer; a probe behind them tells it nothing sooner.
-        if (am != null && remoteEpId != WireupMessage.INVALID_EP_ID && am.isActive() && am.isWritable()) {
-            am.writeAndFlush(WireupMessage.epCheck(errorMode, id, remoteEpId).toFrame(am.alloc()), am.voidPromise());
-        }
-    }
-
-    // ------------------------------------------------------------ LINGER
-
-    private void lingerRead(AmFrame frame) {
-        for (ProtocolCodec c : codecs) {
-            if (c.lingers()) {
-                c.lingerRead(frame.retain());
-            }
-        }
-        frame.release();
+        lifecycle.keepaliveTick(keepalive, liveness);
     }
 
     @Override
     public void lingerEnded() {
-        if (state != State.LINGER) {
-            return;
-        }
-        for (ProtocolCodec c : codecs) {
-            if (c.lingers()) {
-                return;
-            }
-        }
-        closeLanes();
-        transition(State.CLOSED);
-    }
-
-    /** Completes when the endpoint is CLOSED: at its close, or when its linger ends. */
-    Future<Void> closedFuture() {
-        return closedPromise;
+        lifecycle.lingerEnded();
     }
 
     /** Receives its codecs hold past its end. */
@@ -468,20 +254,6 @@ final class EndpointChannel extends AbstractChannel implements Endpoint, Endpoin
         for (ProtocolCodec c : codecs) {
             n += c.heldCount();
         }
-        return n;
-    }
-
-    /** The worker closes and stops waiting: what lingers is parked for the life of the JVM, the lanes close. */
-    int park() {
-        if (state != State.LINGER) {
-            return 0;
-        }
-        int n = 0;
-        for (ProtocolCodec c : codecs) {
-            n += c.park();
-        }
-        closeLanes();
-        transition(State.CLOSED);
         return n;
     }
 
@@ -504,12 +276,12 @@ final class EndpointChannel extends AbstractChannel implements Endpoint, Endpoin
 
     @Override
     public RmaLane rmaLane(Capability capability) {
-        return state.compareTo(State.CLOSING) > 0 ? null : lanes.rmaLane(capability);
+        return lifecycle.ended() ? null : lanes.rmaLane(capability);
     }
 
     @Override
     public boolean acceptsOffers() {
-        return state == State.CONNECTED;
+        return lifecycle.state() == EndpointLifecycle.State.CONNECTED;
     }
 
     @Override
@@ -681,13 +453,12 @@ final class EndpointChannel extends AbstractChannel implements Endpoint, Endpoin
 
     @Override
     public boolean isOpen() {
-        State s = state;
-        return s != State.LINGER && s != State.CLOSED;
+        return lifecycle.isOpen();
     }
 
     @Override
     public boolean isActive() {
-        return state == State.CONNECTED;
+        return lifecycle.state() == EndpointLifecycle.State.CONNECTED;
     }
 
     @Override
@@ -740,55 +511,10 @@ final class EndpointChannel extends AbstractChannel implements Endpoint, Endpoin
         doClose();
     }
 
-    /**
-     * The end, whatever led here: every request still outstanding is aborted by its codec as its stage says (failed
-     * with the endpoint's failure, or {@link ClosedChannelException} for a close), then the endpoint lingers if a codec
-     * must hear the peer's last word, else its lanes close.
-     */
+    /** The end, whatever led here: {@link EndpointLifecycle#end}. */
     @Override
     protected void doClose() {
-        State before = state;
-        if (closeTimer != null) {
-            closeTimer.cancel(false);
-        }
-        Throwable cause = failure != null ? failure : new ClosedChannelException();
-        StubHandler stub = pipeline().get(StubHandler.class);
-        if (stub != null) {
-            stub.fail(cause);
-        }
-        lanes.releaseAll(cause); // first: a codec's last words below must not wait for confirmation
-        boolean lingers = false;
-        for (ProtocolCodec c : codecs) {
-            c.endpointEnded(cause);
-            lingers |= c.lingers();
-        }
-        lanes.closeRma(); // after the codecs: their RMA operations were cancelled, not failed
-        wireupPromise.tryFailure(cause);
-        if (failure == null) {
-            errorPromise.trySuccess(null); // a failure fails it once its event has gone through the pipeline
-        }
-        worker.endpointClosed(this);
-        Channel am = lanes.amChannel();
-        if (lingers && am != null && am.isActive()) {
-            transition(State.LINGER);
-            if (before != State.CLOSING) {
-                am.writeAndFlush(WireupMessage.epRemoved(id, remoteEpId, "endpoint #" + id + " of " + localAddress
-                        + " ended (" + (failure != null ? failure.getMessage() : "closed") + "); it waits for your "
-                        + "last word on rendezvous transfers in progress").toFrame(am.alloc()), am.voidPromise());
-            }
-            return;
-        }
-        closeLanes();
-        transition(State.CLOSED);
-    }
-
-    private void closeLanes() {
-        lanes.closeBwLanes();
-        Channel am = lanes.amChannel();
-        if (am != null) {
-            am.close();
-        }
-        lanes.closeAuxiliary();
+        lifecycle.end();
     }
 
     @Override
@@ -806,7 +532,7 @@ final class EndpointChannel extends AbstractChannel implements Endpoint, Endpoin
 
     @Override
     public String toString() {
-        return "Endpoint(#" + id + " " + localAddress + " -> " + remoteAddress + ", " + state
+        return "Endpoint(#" + id + " " + localAddress + " -> " + remoteAddress + ", " + lifecycle.state()
                 + (lanes.amChannel() != null ? ", " + selection.describe() : "") + ")";
     }
 

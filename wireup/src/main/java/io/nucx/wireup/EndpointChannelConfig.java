@@ -1,8 +1,8 @@
 package io.nucx.wireup;
 
-import io.nucx.EndpointOption;
 import io.netty.channel.ChannelOption;
 import io.netty.channel.DefaultChannelConfig;
+import io.nucx.EndpointOption;
 
 import java.util.Map;
 

@@ -44,6 +44,6 @@ final class LaneDispatcher extends ChannelOutboundHandlerAdapter {
 
     @Override
     public void close(ChannelHandlerContext ctx, ChannelPromise promise) {
-        endpoint.closeGracefully(promise);
+        endpoint.lifecycle().closeGracefully(promise);
     }
 }

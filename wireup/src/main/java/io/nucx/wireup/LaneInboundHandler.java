@@ -242,7 +242,7 @@ final class LaneInboundHandler extends ChannelInboundHandlerAdapter {
     /** The peer removed the endpoint of this lane (closed it, or did not know it): ours fails with a reset. */
     private void onEpRemoved(ChannelHandlerContext ctx, WireupMessage m) {
         if (endpoint != null && (m.dstEpId() == endpoint.endpointId() || m.dstEpId() == WireupMessage.INVALID_EP_ID)) {
-            endpoint.remoteRemoved(m.reason(), ctx.channel(), m.srcEpId() != WireupMessage.INVALID_EP_ID);
+            endpoint.lifecycle().remoteRemoved(m.reason(), ctx.channel(), m.srcEpId() != WireupMessage.INVALID_EP_ID);
         }
     }
 
@@ -314,7 +314,7 @@ final class LaneInboundHandler extends ChannelInboundHandlerAdapter {
             held = null;
         }
         if (endpoint != null) {
-            endpoint.laneInactive(ctx.channel(), failure);
+            endpoint.lifecycle().laneInactive(ctx.channel(), failure);
         }
         ctx.fireChannelInactive();
     }

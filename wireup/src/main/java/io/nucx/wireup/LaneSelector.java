@@ -1,8 +1,8 @@
 package io.nucx.wireup;
 
-import io.nucx.WorkerAddress;
 import io.nucx.ErrorMode;
 import io.nucx.UnreachableException;
+import io.nucx.WorkerAddress;
 import io.nucx.protocol.EndpointConfig;
 import io.nucx.protocol.select.SelectionKey;
 import io.nucx.transport.Capability;

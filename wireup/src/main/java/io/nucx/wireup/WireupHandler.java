@@ -60,7 +60,7 @@ final class WireupHandler extends ChannelInboundHandlerAdapter {
         if (endpoint.selection().am().p2p()) {
             p2pEndpoint(); // its address goes in the REQUEST or the REPLY
         }
-        if (connects && endpoint.state() == EndpointChannel.State.WIRING_UP) {
+        if (connects && endpoint.state() == EndpointLifecycle.State.WIRING_UP) {
             connectOwnLane();
         }
     }
@@ -81,7 +81,7 @@ final class WireupHandler extends ChannelInboundHandlerAdapter {
     }
 
     private void ownLaneConnected(Channel lane) {
-        if (endpoint.state() != EndpointChannel.State.WIRING_UP
+        if (endpoint.state() != EndpointLifecycle.State.WIRING_UP
                 || endpoint.remoteEndpointId() != WireupMessage.INVALID_EP_ID) {
             lane.close(); // closed while connecting, or the peer's REQUEST paired with us meanwhile: nothing sent on it
             return;
@@ -107,14 +107,14 @@ final class WireupHandler extends ChannelInboundHandlerAdapter {
     /** The peer's REPLY: it made (or paired) its endpoint, whose id EP_CHECK will carry. */
     void onReply(WireupMessage reply) {
         endpoint.remoteEndpointId(reply.srcEpId());
-        if (endpoint.failsOnModeMismatch(reply)) {
+        if (endpoint.lifecycle().failsOnModeMismatch(reply)) {
             return;
         }
         if (endpoint.selection().am().p2p()) {
             dialP2p(reply.epAddress());
             return;
         }
-        if (endpoint.state() == EndpointChannel.State.WIRING_UP && ownLane != null) {
+        if (endpoint.state() == EndpointLifecycle.State.WIRING_UP && ownLane != null) {
             endpoint.lanesReady(ownLane);
         }
         done();
@@ -128,11 +128,11 @@ final class WireupHandler extends ChannelInboundHandlerAdapter {
      * closes that lane), else on the peer's lane; our lane, if still connecting, is closed once connected.
      */
     void pairWithRequest(WireupMessage request, Channel peerLane) {
-        assert endpoint.state() == EndpointChannel.State.WIRING_UP;
+        assert endpoint.state() == EndpointLifecycle.State.WIRING_UP;
         endpoint.remoteEndpointId(request.srcEpId());
         Channel replyOn = ownLane != null && ownLane.isActive() ? ownLane : peerLane;
         sendReply(endpoint, replyOn, localEpAddress());
-        if (endpoint.failsOnModeMismatch(request)) {
+        if (endpoint.lifecycle().failsOnModeMismatch(request)) {
             return; // the REPLY carries our mode: the peer's own check fails its side too
         }
         if (endpoint.selection().am().p2p()) {
@@ -213,7 +213,7 @@ final class WireupHandler extends ChannelInboundHandlerAdapter {
      * replayed writes; the auxiliary lane has done its job then and is closed by its owner.
      */
     private void maybeSwitchToP2p() {
-        if (endpoint.state() != EndpointChannel.State.WIRING_UP || p2pLane == null || !p2pRemoteConnected) {
+        if (endpoint.state() != EndpointLifecycle.State.WIRING_UP || p2pLane == null || !p2pRemoteConnected) {
             return;
         }
         if (p2pDialer) {
@@ -237,9 +237,9 @@ final class WireupHandler extends ChannelInboundHandlerAdapter {
      */
     boolean laneInactive(Channel ch, Throwable cause) {
         boolean waitsOnIt = (ch == ownLane && endpoint.remoteEndpointId() == WireupMessage.INVALID_EP_ID)
-                || (ch == p2pLane && endpoint.state() == EndpointChannel.State.WIRING_UP);
+                || (ch == p2pLane && endpoint.state() == EndpointLifecycle.State.WIRING_UP);
         if (waitsOnIt) {
-            endpoint.fail(endpoint.laneFailure(endpoint.selection().am().name(), cause));
+            endpoint.fail(endpoint.lifecycle().laneFailure(endpoint.selection().am().name(), cause));
             return true;
         }
         return endpoint.lanes().laneOf(ch) == null;

@@ -1,12 +1,12 @@
 package io.nucx.wireup;
 
-import io.nucx.WorkerAddress;
-import io.nucx.ErrorMode;
-import io.nucx.InvalidAddressException;
-import io.nucx.ConnectionResetException;
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.ByteBufAllocator;
 import io.netty.buffer.Unpooled;
+import io.nucx.ConnectionResetException;
+import io.nucx.ErrorMode;
+import io.nucx.InvalidAddressException;
+import io.nucx.WorkerAddress;
 import io.nucx.protocol.AmIds;
 import io.nucx.protocol.ProtocolException;
 import io.nucx.transport.AmFrame;

@@ -1,8 +1,7 @@
 package io.nucx.wireup;
 
-import io.nucx.Worker;
-import io.nucx.Endpoint;
 import io.netty.util.concurrent.Future;
+import io.nucx.Endpoint;
 import io.nucx.protocol.amo.AtomicOp;
 import io.nucx.protocol.amo.RemoteAccessException;
 import io.nucx.protocol.amo.RemoteMemoryKey;

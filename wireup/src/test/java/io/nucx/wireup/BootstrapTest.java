@@ -1,9 +1,5 @@
 package io.nucx.wireup;
 
-import io.nucx.NucxBootstrap;
-import io.nucx.Worker;
-import io.nucx.Endpoint;
-import io.nucx.EndpointOption;
 import io.netty.buffer.Unpooled;
 import io.netty.channel.ChannelHandlerContext;
 import io.netty.channel.ChannelInitializer;
@@ -11,6 +7,10 @@ import io.netty.channel.EventLoopGroup;
 import io.netty.channel.MultiThreadIoEventLoopGroup;
 import io.netty.channel.SimpleChannelInboundHandler;
 import io.netty.channel.nio.NioIoHandler;
+import io.nucx.Endpoint;
+import io.nucx.EndpointOption;
+import io.nucx.NucxBootstrap;
+import io.nucx.Worker;
 import io.nucx.protocol.tag.TagMessage;
 import io.nucx.transport.NucxConfigException;
 import org.junit.jupiter.api.Test;

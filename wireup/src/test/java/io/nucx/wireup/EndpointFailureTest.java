@@ -1,17 +1,17 @@
 package io.nucx.wireup;
 
-import io.nucx.Worker;
-import io.nucx.Endpoint;
-import io.nucx.ErrorMode;
-import io.nucx.EndpointException;
-import io.nucx.ConnectionResetException;
-import io.nucx.EndpointTimeoutException;
-import io.nucx.EndpointErrorEvent;
 import io.netty.channel.ChannelFuture;
 import io.netty.channel.ChannelHandler;
 import io.netty.channel.ChannelHandlerContext;
 import io.netty.channel.ChannelInboundHandlerAdapter;
 import io.netty.util.concurrent.Future;
+import io.nucx.ConnectionResetException;
+import io.nucx.Endpoint;
+import io.nucx.EndpointErrorEvent;
+import io.nucx.EndpointException;
+import io.nucx.EndpointTimeoutException;
+import io.nucx.ErrorMode;
+import io.nucx.Worker;
 import io.nucx.protocol.tag.TagMessage;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;

@@ -1,10 +1,10 @@
 package io.nucx.wireup;
 
-import io.nucx.Worker;
-import io.nucx.Endpoint;
-import io.nucx.ConnectionResetException;
 import io.netty.channel.ChannelFuture;
 import io.netty.util.concurrent.Future;
+import io.nucx.ConnectionResetException;
+import io.nucx.Endpoint;
+import io.nucx.Worker;
 import io.nucx.protocol.tag.TagMessage;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.extension.RegisterExtension;

@@ -1,12 +1,12 @@
 package io.nucx.wireup;
 
-import io.nucx.WorkerAddress;
-import io.nucx.ErrorMode;
-import io.nucx.UnreachableException;
 import io.netty.channel.ChannelFuture;
 import io.netty.channel.ChannelHandler;
 import io.netty.util.concurrent.Future;
 import io.netty.util.concurrent.ImmediateEventExecutor;
+import io.nucx.ErrorMode;
+import io.nucx.UnreachableException;
+import io.nucx.WorkerAddress;
 import io.nucx.transport.Availability;
 import io.nucx.transport.Capability;
 import io.nucx.transport.Device;

@@ -1,15 +1,12 @@
 package io.nucx.wireup;
 
-import io.nucx.Worker;
-import io.nucx.Endpoint;
-import io.nucx.ErrorMode;
-import io.nucx.EndpointException;
-import static io.nucx.wireup.TestWorkers.assertPattern;
-import static io.nucx.wireup.TestWorkers.pattern;
-
 import io.netty.channel.Channel;
 import io.netty.channel.ChannelFuture;
 import io.netty.util.concurrent.Future;
+import io.nucx.Endpoint;
+import io.nucx.EndpointException;
+import io.nucx.ErrorMode;
+import io.nucx.Worker;
 import io.nucx.protocol.tag.TagMessage;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
@@ -21,6 +18,8 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
 
+import static io.nucx.wireup.TestWorkers.assertPattern;
+import static io.nucx.wireup.TestWorkers.pattern;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertInstanceOf;

@@ -1,7 +1,7 @@
 package io.nucx.wireup;
 
-import io.nucx.Worker;
 import io.nucx.Endpoint;
+import io.nucx.Worker;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.RegisterExtension;
 

@@ -1,17 +1,16 @@
 package io.nucx.wireup;
 
-import io.nucx.Worker;
-import io.nucx.Endpoint;
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.Unpooled;
 import io.netty.channel.ChannelFuture;
 import io.netty.util.concurrent.Future;
+import io.nucx.Endpoint;
 import io.nucx.protocol.tag.EagerProtocols;
-import io.nucx.protocol.tag.RndvProtocols;
 import io.nucx.protocol.tag.MessageTruncatedException;
+import io.nucx.protocol.tag.RndvProtocols;
 import io.nucx.protocol.tag.TagMessage;
-import org.junit.jupiter.api.extension.RegisterExtension;
 import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.extension.RegisterExtension;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
 

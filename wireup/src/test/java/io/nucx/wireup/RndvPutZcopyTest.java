@@ -1,24 +1,22 @@
 package io.nucx.wireup;
 
-import io.nucx.Worker;
-import io.nucx.Endpoint;
-import io.nucx.WorkerAddress;
-import io.nucx.ConnectionResetException;
-import io.nucx.EndpointTimeoutException;
-import io.nucx.EndpointAddress;
-import io.nucx.protocol.tag.RndvCodec;
-import io.nucx.protocol.ProtocolRegistry;
-import io.nucx.protocol.ProtocolSettings;
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.ByteBufAllocator;
 import io.netty.buffer.Unpooled;
 import io.netty.channel.ChannelFuture;
 import io.netty.util.concurrent.Future;
+import io.nucx.ConnectionResetException;
+import io.nucx.Endpoint;
+import io.nucx.EndpointTimeoutException;
+import io.nucx.Worker;
+import io.nucx.WorkerAddress;
 import io.nucx.protocol.AmIds;
+import io.nucx.protocol.ProtocolRegistry;
+import io.nucx.protocol.ProtocolSettings;
 import io.nucx.protocol.select.ProtoTable;
 import io.nucx.protocol.select.Protocol;
 import io.nucx.protocol.select.SelectionKey;
-
+import io.nucx.protocol.tag.RndvCodec;
 import io.nucx.protocol.tag.RndvHeaders;
 import io.nucx.protocol.tag.RndvProtocols;
 import io.nucx.protocol.tag.TagMessage;
@@ -234,7 +232,7 @@ class RndvPutZcopyTest {
             assertEquals(1, (int) b.eventLoop().submit(() -> b.sumOverCodecs(RndvCodec.class, RndvCodec::offered)).get(), "offered");
             closed = back.close();
             // a's loop is held, so nothing from a can end the wait: the close is draining, waiting for the offer.
-            assertEquals(EndpointChannel.State.DRAINING, b.eventLoop().submit(() -> TestWorkers.impl(back).state())
+            assertEquals(EndpointLifecycle.State.DRAINING, b.eventLoop().submit(() -> TestWorkers.impl(back).state())
                     .get(), "the close waits for the PUT the peer has not even started");
             assertFalse(closed.isDone());
             assertFalse(r.isDone());
@@ -281,7 +279,7 @@ class RndvPutZcopyTest {
             assertTrue(lane.isOpen(), "its lane waits for the sender's last word");
             // a's loop is held and a's process lives: neither its last word nor its exit can have released it.
             assertEquals(1, (int) b.eventLoop().submit(b::heldReceives).get());
-            assertEquals(EndpointChannel.State.LINGER, b.eventLoop().submit(() -> TestWorkers.impl(back).state())
+            assertEquals(EndpointLifecycle.State.LINGER, b.eventLoop().submit(() -> TestWorkers.impl(back).state())
                     .get());
             assertFalse(r.isDone(), "held: the sender may still write into the buffer");
         } finally {

@@ -1,10 +1,10 @@
 package io.nucx.wireup;
 
+import io.netty.buffer.ByteBuf;
+import io.netty.buffer.Unpooled;
+import io.nucx.Endpoint;
 import io.nucx.NucxBootstrap;
 import io.nucx.Worker;
-import io.netty.buffer.ByteBuf;
-import io.nucx.Endpoint;
-import io.netty.buffer.Unpooled;
 import org.junit.jupiter.api.extension.AfterEachCallback;
 import org.junit.jupiter.api.extension.ExtensionContext;
 

@@ -1,8 +1,8 @@
 package io.nucx.wireup;
 
-import io.nucx.ErrorMode;
 import io.netty.buffer.ByteBufAllocator;
 import io.netty.buffer.Unpooled;
+import io.nucx.ErrorMode;
 import io.nucx.protocol.AmIds;
 import io.nucx.protocol.ProtocolException;
 import io.nucx.transport.AmFrame;

@@ -1,7 +1,7 @@
 package io.nucx.wireup;
 
-import io.nucx.WorkerAddress;
 import io.nucx.InvalidAddressException;
+import io.nucx.WorkerAddress;
 import io.nucx.transport.Capability;
 import org.junit.jupiter.api.Test;
 

@@ -6,9 +6,9 @@ import io.netty.channel.ChannelFuture;
 import io.netty.util.concurrent.Future;
 import io.netty.util.concurrent.GenericFutureListener;
 import io.netty.util.concurrent.Promise;
-import io.nucx.protocol.tag.TagMessage;
 import io.nucx.Endpoint;
 import io.nucx.Worker;
+import io.nucx.protocol.tag.TagMessage;
 import org.HdrHistogram.Histogram;
 
 /**

@@ -5,9 +5,9 @@ import io.netty.buffer.Unpooled;
 import io.netty.util.concurrent.Future;
 import io.netty.util.concurrent.GenericFutureListener;
 import io.netty.util.concurrent.Promise;
-import io.nucx.protocol.tag.TagMessage;
 import io.nucx.Endpoint;
 import io.nucx.Worker;
+import io.nucx.protocol.tag.TagMessage;
 
 /**
  * The answering side of a tag test, on the worker's loop: one receive posted at a time for any tag, answered by tag

@@ -1,0 +1,376 @@
+package io.nucx.wireup;
+
+import io.netty.channel.Channel;
+import io.netty.channel.ChannelPromise;
+import io.netty.util.concurrent.Future;
+import io.netty.util.concurrent.Promise;
+import io.netty.util.concurrent.PromiseCombiner;
+import io.netty.util.concurrent.ScheduledFuture;
+import io.nucx.ConnectionResetException;
+import io.nucx.EndpointErrorEvent;
+import io.nucx.EndpointException;
+import io.nucx.EndpointTimeoutException;
+import io.nucx.ErrorMode;
+import io.nucx.protocol.ProtocolCodec;
+import io.nucx.transport.AmFrame;
+
+import java.io.IOException;
+import java.nio.channels.ClosedChannelException;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Locale;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * An endpoint's lifecycle, decided here alone (Aeron's {@code NetworkPublication} is the model): one state, and
+ * every rule that ends an endpoint or keeps part of it alive.
+ * <pre>
+ *   WIRING_UP ──lanes ready──▶ CONNECTED ──close()──▶ DRAINING ──sends answered, or the bound──▶ CLOSING
+ *       │                          │                     │                                          │
+ *       └──────────────── failure ─┴─────────────────────┴──── the peer closed, or the bound ──────┤
+ *                                                                                                   ▼
+ *                                         LINGER ◀── a codec still waits for the peer's last word ── end
+ *                                           └──────────── that word, the peer's exit, or park ─────▶ CLOSED
+ * </pre>
+ * <ul>
+ *   <li>WIRING_UP: writes wait in the {@link StubHandler} while the {@link WireupHandler} connects the lanes.</li>
+ *   <li>DRAINING: a graceful close waits (at most NUCX_KEEPALIVE_TIMEOUT) for what the codecs and lanes still owe the
+ *       peer.</li>
+ *   <li>CLOSING: EP_REMOVED went out behind everything written, on every lane; the peer closes its side (or the
+ *       bound passes). Closing first could drop what an in-process lane still holds for the peer.</li>
+ *   <li>LINGER: the channel is closed for the user and its pipeline gone, but a codec still expects the peer's last
+ *       word on memory the peer may be writing into (rendezvous PUT, {@code RndvReceiver}): the lanes stay open and
+ *       what they bring goes to {@link ProtocolCodec#lingerRead}. A worker that closes waits for it (bounded), then
+ *       parks what is held.</li>
+ *   <li>CLOSED: lanes closed.</li>
+ * </ul>
+ * <b>Failure</b> ends the endpoint once: every outstanding operation fails with the {@link EndpointException} (its
+ * codec aborts it as its stage says), the {@link EndpointErrorEvent} goes through the pipeline, the error future
+ * fails. Loop only.
+ */
+final class EndpointLifecycle {
+
+    enum State { WIRING_UP, CONNECTED, DRAINING, CLOSING, LINGER, CLOSED }
+
+    private final EndpointChannel ep;
+    private final Promise<Void> closed;
+    private volatile State state;
+    /** Why the endpoint failed, set once; null for a close without failure. */
+    private EndpointException failure;
+    private ScheduledFuture<?> closeTimer;
+
+    EndpointLifecycle(EndpointChannel ep, boolean wiringUp) {
+        this.ep = ep;
+        this.state = wiringUp ? State.WIRING_UP : State.CONNECTED;
+        this.closed = ep.worker().eventLoop().newPromise();
+    }
+
+    State state() {
+        return state;
+    }
+
+    /** Open for the user: not yet ended. Any thread. */
+    boolean isOpen() {
+        State s = state;
+        return s != State.LINGER && s != State.CLOSED;
+    }
+
+    /** Why the endpoint failed, or null. */
+    EndpointException failure() {
+        return failure;
+    }
+
+    /** Whether it has ended (lingering or closed). */
+    boolean ended() {
+        return state.compareTo(State.CLOSING) > 0;
+    }
+
+    /** The one place the state changes. */
+    private void transition(State to) {
+        assert ep.worker().eventLoop().inEventLoop();
+        State from = state;
+        boolean allowed = switch (to) {
+            case WIRING_UP -> false;
+            case CONNECTED -> from == State.WIRING_UP;
+            case DRAINING -> from == State.CONNECTED;
+            case CLOSING -> from == State.DRAINING;
+            case LINGER -> from != State.LINGER && from != State.CLOSED;
+            case CLOSED -> from != State.CLOSED;
+        };
+        if (!allowed) {
+            throw new IllegalStateException(ep + ": " + from + " -> " + to);
+        }
+        state = to;
+        switch (to) {
+            case LINGER -> ep.worker().lingering(ep, true);
+            case CLOSED -> {
+                ep.worker().lingering(ep, false);
+                closed.trySuccess(null);
+            }
+            default -> {
+            }
+        }
+    }
+
+    /** Wireup connected the pair's AM lane. */
+    void connected() {
+        transition(State.CONNECTED);
+    }
+
+    /**
+     * Fails the endpoint once: outstanding operations fail with {@code cause} and release their buffers (in the
+     * close), the error event fires, the error future fails.
+     */
+    void fail(EndpointException cause) {
+        if (failure != null || ended()) {
+            return;
+        }
+        failure = cause;
+        ep.wireupFailed(cause);
+        closeNow();
+        if (ep.isRegistered()) {
+            ep.pipeline().fireUserEventTriggered(new EndpointErrorEvent(cause));
+        }
+        ep.errorPromise().tryFailure(cause);
+    }
+
+    private void closeNow() {
+        ep.unsafe().close(ep.unsafe().voidPromise());
+    }
+
+    /**
+     * The graceful close, from the {@link LaneDispatcher} when a close passes it: waits for what the codecs and lanes
+     * still owe the peer (at most NUCX_KEEPALIVE_TIMEOUT), then writes EP_REMOVED behind everything on every lane and
+     * waits (as long again at most) for the peer to close. {@code promise} completes when the endpoint is closed.
+     */
+    void closeGracefully(ChannelPromise promise) {
+        EndpointLanes lanes = ep.lanes();
+        Channel am = lanes.amChannel();
+        if (failure != null || state != State.CONNECTED || am == null || (!am.isActive() && !lanes.holding())) {
+            ep.unsafe().close(promise);
+            return;
+        }
+        transition(State.DRAINING);
+        ep.closeFuture().addListener(f -> promise.trySuccess());
+        List<Future<?>> waits = new ArrayList<>();
+        for (ProtocolCodec c : ep.codecs()) {
+            c.collectOutstanding(waits);
+        }
+        lanes.collectOutstanding(waits);
+        if (waits.isEmpty()) {
+            sayGoodbye();
+            return;
+        }
+        Promise<Void> all = ep.eventLoop().newPromise();
+        PromiseCombiner combiner = new PromiseCombiner(ep.eventLoop());
+        waits.forEach(combiner::add);
+        combiner.finish(all);
+        Future<?> bound = ep.eventLoop().schedule(() -> all.trySuccess(null), ep.closeWaitNanos(),
+                TimeUnit.NANOSECONDS);
+        all.addListener(f -> {
+            bound.cancel(false);
+            sayGoodbye(); // a failed send is the caller's to see on its own future; the close goes on
+        });
+    }
+
+    private void sayGoodbye() {
+        Channel am = ep.lanes().amChannel(); // a failover may have moved it
+        if (state != State.DRAINING || am == null || !am.isActive()) {
+            closeNow();
+            return;
+        }
+        transition(State.CLOSING);
+        // On every lane, behind what each carries: the peer acts once it has read it on all of them.
+        for (Channel ch : ep.lanes().liveChannels()) {
+            ch.writeAndFlush(WireupMessage.epRemoved(ep.endpointId(), ep.remoteEndpointId(), "endpoint #"
+                    + ep.endpointId() + " of " + ep.localAddress() + " closed by its owner").toFrame(ch.alloc()),
+                    ch.voidPromise());
+        }
+        closeTimer = ep.eventLoop().schedule(this::closeNow, ep.closeWaitNanos(), TimeUnit.NANOSECONDS);
+    }
+
+    /** The peer sent EP_REMOVED on {@code on}: it closed this endpoint's other side, or does not know it. */
+    void remoteRemoved(String reason, Channel on, boolean graceful) {
+        if (graceful && !ep.lanes().removedOnEveryLane(on)) {
+            return; // the peer's close is behind what its other lanes still carry: read those first
+        }
+        if (state == State.CLOSING) {
+            closeNow(); // both sides said goodbye: nothing more will come either way
+            return;
+        }
+        fail(new ConnectionResetException(ep.endpointId(), ep.remoteAddress(), "the peer removed its endpoint: "
+                + reason, null));
+    }
+
+    /**
+     * A lane went inactive. Unless this endpoint closed it, or failover replaces it, that is a failure: the peer's
+     * process or connection went ({@code laneCause} null or an I/O error: {@link ConnectionResetException}), or a
+     * frame broke the protocol.
+     */
+    void laneInactive(Channel ch, Throwable laneCause) {
+        WireupHandler w = ep.wireup();
+        if (w != null && w.laneInactive(ch, laneCause)) {
+            return;
+        }
+        Lane lane = ep.lanes().laneOf(ch);
+        if (lane == null || ended()) {
+            return; // a lane dropped after a simultaneous connect or the p2p auxiliary lane; or the end is known
+        }
+        if ((state == State.CONNECTED || state == State.DRAINING) && failure == null && ep.lanes().laneLost(lane)) {
+            return; // error mode failover: the endpoint goes on over the lanes left
+        }
+        if (state != State.CLOSING) {
+            fail(laneFailure(lane.name(), laneCause));
+        }
+        closeNow();
+    }
+
+    EndpointException laneFailure(String lane, Throwable laneCause) {
+        if (laneCause == null) {
+            return new ConnectionResetException(ep.endpointId(), ep.remoteAddress(), "the peer closed the " + lane
+                    + " connection (its process exited or was killed)", null);
+        }
+        if (laneCause instanceof IOException) {
+            return new ConnectionResetException(ep.endpointId(), ep.remoteAddress(), "the " + lane + " connection "
+                    + "failed (peer process gone or network lost): " + laneCause, laneCause);
+        }
+        return new EndpointException(ep.endpointId(), ep.remoteAddress(), "the " + lane + " lane was closed after an "
+                + "error: " + laneCause, laneCause);
+    }
+
+    /** Both ends of a pair must handle errors alike; a pair of {@code connect}s in two modes fails, naming both. */
+    boolean failsOnModeMismatch(WireupMessage m) {
+        ErrorMode theirs = ErrorMode.fromWire(m.errMode());
+        if (theirs == ep.errorMode()) {
+            return false;
+        }
+        fail(new EndpointException(ep.endpointId(), ep.remoteAddress(), "error mode mismatch: this side connected in "
+                + "error mode " + ep.errorMode().name().toLowerCase(Locale.ROOT) + ", the peer in "
+                + theirs.name().toLowerCase(Locale.ROOT) + "; both sides must use the same (NUCX_ERR_MODE)", null));
+        return true;
+    }
+
+    /**
+     * One keepalive tick (error modes peer and failover): fail after NUCX_KEEPALIVE_TIMEOUT without a frame from the
+     * peer, otherwise send EP_CHECK on the AM lane. Before the REPLY there is no id to check, but silence still counts,
+     * so a peer that never answers the REQUEST fails the endpoint too.
+     */
+    void keepaliveTick(Keepalive keepalive, PeerLiveness liveness) {
+        if (ep.errorMode() == ErrorMode.NONE || failure != null || ended()) {
+            return;
+        }
+        LaneSelector.Lanes sel = ep.selection();
+        Channel am = ep.lanes().amChannel();
+        if (keepalive.tick(liveness) == Keepalive.Verdict.EXPIRED) {
+            fail(new EndpointTimeoutException(ep.endpointId(), ep.remoteAddress(), "no answer from the peer for "
+                    + Duration.ofNanos(keepalive.timeoutNanos()) + " (NUCX_KEEPALIVE_TIMEOUT) on "
+                    + (sel.keepalive() != null ? sel.keepalive().name() : sel.am().name())
+                    + (am == null ? ", lane never connected"
+                    : ep.remoteEndpointId() == WireupMessage.INVALID_EP_ID ? ", no REPLY to the wireup REQUEST" : "")
+                    + ": the peer is hung, stopped or unreachable"));
+            return;
+        }
+        // An unwritable lane already holds frames for the peer; a probe behind them tells it nothing sooner.
+        if (am != null && ep.remoteEndpointId() != WireupMessage.INVALID_EP_ID && am.isActive() && am.isWritable()) {
+            am.writeAndFlush(WireupMessage.epCheck(ep.errorMode(), ep.endpointId(), ep.remoteEndpointId())
+                    .toFrame(am.alloc()), am.voidPromise());
+        }
+    }
+
+    /**
+     * The end, whatever led here (the channel's {@code doClose}): every request still outstanding is aborted by its
+     * codec as its stage says (failed with the endpoint's failure, or {@link ClosedChannelException} for a close),
+     * then the endpoint lingers if a codec must hear the peer's last word, else its lanes close.
+     */
+    void end() {
+        State before = state;
+        if (closeTimer != null) {
+            closeTimer.cancel(false);
+        }
+        Throwable cause = failure != null ? failure : new ClosedChannelException();
+        StubHandler stub = ep.pipeline().get(StubHandler.class);
+        if (stub != null) {
+            stub.fail(cause);
+        }
+        EndpointLanes lanes = ep.lanes();
+        lanes.releaseAll(cause); // first: a codec's last words below must not wait for confirmation
+        boolean lingers = false;
+        for (ProtocolCodec c : ep.codecs()) {
+            c.endpointEnded(cause);
+            lingers |= c.lingers();
+        }
+        lanes.closeRma(); // after the codecs: their RMA operations were cancelled, not failed
+        ep.wireupFailed(cause);
+        if (failure == null) {
+            ep.errorPromise().trySuccess(null); // a failure fails it once its event has gone through the pipeline
+        }
+        ep.worker().endpointClosed(ep);
+        Channel am = lanes.amChannel();
+        if (lingers && am != null && am.isActive()) {
+            transition(State.LINGER);
+            if (before != State.CLOSING) {
+                am.writeAndFlush(WireupMessage.epRemoved(ep.endpointId(), ep.remoteEndpointId(), "endpoint #"
+                        + ep.endpointId() + " of " + ep.localAddress() + " ended (" + (failure != null
+                        ? failure.getMessage() : "closed") + "); it waits for your last word on rendezvous transfers "
+                        + "in progress").toFrame(am.alloc()), am.voidPromise());
+            }
+            return;
+        }
+        closeLanes();
+        transition(State.CLOSED);
+    }
+
+    /** A frame that arrived while lingering goes to the codecs that linger. Owns {@code frame}. */
+    void lingerRead(AmFrame frame) {
+        for (ProtocolCodec c : ep.codecs()) {
+            if (c.lingers()) {
+                c.lingerRead(frame.retain());
+            }
+        }
+        frame.release();
+    }
+
+    /** A codec stopped lingering: when none lingers any more, the lanes close. */
+    void lingerEnded() {
+        if (state != State.LINGER) {
+            return;
+        }
+        for (ProtocolCodec c : ep.codecs()) {
+            if (c.lingers()) {
+                return;
+            }
+        }
+        closeLanes();
+        transition(State.CLOSED);
+    }
+
+    /** The worker closes and stops waiting: what lingers is parked for the life of the JVM, the lanes close. */
+    int park() {
+        if (state != State.LINGER) {
+            return 0;
+        }
+        int n = 0;
+        for (ProtocolCodec c : ep.codecs()) {
+            n += c.park();
+        }
+        closeLanes();
+        transition(State.CLOSED);
+        return n;
+    }
+
+    /** Completes when the endpoint is CLOSED: at its close, or when its linger ends. */
+    Future<Void> closedFuture() {
+        return closed;
+    }
+
+    private void closeLanes() {
+        EndpointLanes lanes = ep.lanes();
+        lanes.closeBwLanes();
+        Channel am = lanes.amChannel();
+        if (am != null) {
+            am.close();
+        }
+        lanes.closeAuxiliary();
+    }
+}
