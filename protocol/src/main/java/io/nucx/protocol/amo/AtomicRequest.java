@@ -3,7 +3,7 @@ package io.nucx.protocol.amo;
 import io.netty.util.concurrent.Promise;
 
 /**
- * An atomic on a peer's registered memory, written to an endpoint; {@link AmoSendHandler} turns it into ATOMIC_REQ.
+ * An atomic on a peer's registered memory, written to an endpoint; {@link AmoCodec} turns it into ATOMIC_REQ.
  * {@code result} gets the word's previous value when the peer has applied it.
  *
  * @param compare for {@link AtomicOp#CSWAP} the expected value, else ignored

@@ -132,7 +132,7 @@ public final class RndvProtocols {
     public static final String RECV_PUT_FALLBACK_COUNTER = "recv:rndv/put/zcopy(fallback)";
     /**
      * Receives whose buffer was offered for PUT and whose endpoint ended before the sender's last word: held past the
-     * end (see {@link TagMatcher}'s PUT safety rule) until an ATP, RNDV_DATA, or the sender's exit.
+     * end (the PUT safety rule, {@link RndvReceiver}) until an ATP, RNDV_DATA, or the revoke of the sender's access.
      */
     public static final String RECV_PUT_HELD_COUNTER = "recv:rndv/put/zcopy(held)";
 
