@@ -4,17 +4,13 @@ import io.netty.buffer.ByteBuf;
 import io.netty.channel.ChannelDuplexHandler;
 import io.netty.channel.ChannelFutureListener;
 import io.netty.channel.ChannelHandlerContext;
-import io.netty.channel.ChannelPipeline;
 import io.netty.channel.ChannelPromise;
 import io.netty.util.concurrent.Future;
 import io.nucx.protocol.AmIds;
-import io.nucx.protocol.EndpointServices;
 import io.nucx.protocol.PendingRequests;
 import io.nucx.protocol.ProtocolCodec;
 import io.nucx.protocol.ProtocolException;
 import io.nucx.protocol.ProtocolFamily;
-import io.nucx.protocol.WorkerProtocols;
-import io.nucx.protocol.select.Protocol;
 import io.nucx.transport.AmFrame;
 
 import java.lang.foreign.MemorySegment;
@@ -38,29 +34,12 @@ public final class AmoCodec extends ChannelDuplexHandler implements ProtocolCode
     public static final String NAME = "nucx.amo";
 
     /** The atomics family: no protocol to select (atomics always go as active messages here), two AM ids. */
-    public static final ProtocolFamily FAMILY = new ProtocolFamily() {
-        @Override
-        public String name() {
-            return "amo/am";
-        }
-
-        @Override
-        public List<Protocol> protocols() {
-            return List.of();
-        }
-
-        @Override
-        public int[] amIds() {
-            return new int[] {AmIds.ATOMIC_REQ, AmIds.ATOMIC_REP};
-        }
-
-        @Override
-        public ProtocolCodec addTo(ChannelPipeline pipeline, EndpointServices endpoint, WorkerProtocols worker) {
-            AmoCodec codec = new AmoCodec(worker.memory(), () -> endpoint.peerUuid());
-            pipeline.addLast(NAME, codec);
-            return codec;
-        }
-    };
+    public static final ProtocolFamily FAMILY = new ProtocolFamily("amo/am", List.of(),
+            new int[] {AmIds.ATOMIC_REQ, AmIds.ATOMIC_REP}, (pipeline, endpoint, worker) -> {
+                AmoCodec codec = new AmoCodec(worker.memory(), endpoint::peerUuid);
+                pipeline.addLast(NAME, codec);
+                return codec;
+            });
 
     private static final VarHandle WORD = ValueLayout.JAVA_LONG.varHandle();
 

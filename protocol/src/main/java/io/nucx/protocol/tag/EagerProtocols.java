@@ -1,10 +1,6 @@
 package io.nucx.protocol.tag;
 
-import io.netty.channel.ChannelPipeline;
-import io.nucx.protocol.EndpointServices;
-import io.nucx.protocol.ProtocolCodec;
 import io.nucx.protocol.ProtocolFamily;
-import io.nucx.protocol.WorkerProtocols;
 import io.nucx.protocol.select.LinearFunc;
 import io.nucx.protocol.select.PerfFactor;
 import io.nucx.protocol.select.ProbeParams;
@@ -87,30 +83,13 @@ public final class EagerProtocols {
      * The tag eager family: these protocols, the active messages they send and answer, and their codec
      * ({@link EagerCodec}) with the pipeline's {@link TagOrder} above it.
      */
-    public static final ProtocolFamily FAMILY = new ProtocolFamily() {
-        @Override
-        public String name() {
-            return "tag/eager";
-        }
-
-        @Override
-        public List<Protocol> protocols() {
-            return ALL;
-        }
-
-        @Override
-        public int[] amIds() {
-            return EagerCodec.AM_IDS.clone();
-        }
-
-        @Override
-        public ProtocolCodec addTo(ChannelPipeline pipeline, EndpointServices endpoint, WorkerProtocols worker) {
-            EagerCodec codec = new EagerCodec(endpoint, worker);
-            pipeline.addLast(EagerCodec.NAME, codec);
-            pipeline.addLast(TagOrder.NAME, new TagOrder());
-            return codec;
-        }
-    };
+    public static final ProtocolFamily FAMILY = new ProtocolFamily("tag/eager", ALL, EagerCodec.AM_IDS,
+            (pipeline, endpoint, worker) -> {
+                EagerCodec codec = new EagerCodec(endpoint, worker);
+                pipeline.addLast(EagerCodec.NAME, codec);
+                pipeline.addLast(TagOrder.NAME, new TagOrder());
+                return codec;
+            });
 
     /** UCX's priority of the copy protocols' threshold (NUCX_BCOPY_THRESH). */
     static final int BCOPY_PRIORITY = 20;

@@ -1,10 +1,6 @@
 package io.nucx.protocol.tag;
 
-import io.netty.channel.ChannelPipeline;
-import io.nucx.protocol.EndpointServices;
-import io.nucx.protocol.ProtocolCodec;
 import io.nucx.protocol.ProtocolFamily;
-import io.nucx.protocol.WorkerProtocols;
 import io.nucx.protocol.select.LinearFunc;
 import io.nucx.protocol.select.PerfFactor;
 import io.nucx.protocol.select.ProbeParams;
@@ -226,27 +222,10 @@ public final class RndvProtocols {
     }
 
     /** The tag rendezvous family: these protocols, the active messages they send and answer, and their codec. */
-    public static final ProtocolFamily FAMILY = new ProtocolFamily() {
-        @Override
-        public String name() {
-            return "tag/rndv";
-        }
-
-        @Override
-        public List<Protocol> protocols() {
-            return List.of(TAG_RNDV, GET_ZCOPY, PUT_ZCOPY);
-        }
-
-        @Override
-        public int[] amIds() {
-            return RndvCodec.AM_IDS.clone();
-        }
-
-        @Override
-        public ProtocolCodec addTo(ChannelPipeline pipeline, EndpointServices endpoint, WorkerProtocols worker) {
-            RndvCodec codec = new RndvCodec(endpoint, worker);
-            pipeline.addLast(RndvCodec.NAME, codec);
-            return codec;
-        }
-    };
+    public static final ProtocolFamily FAMILY = new ProtocolFamily("tag/rndv", List.of(TAG_RNDV, GET_ZCOPY, PUT_ZCOPY),
+            RndvCodec.AM_IDS, (pipeline, endpoint, worker) -> {
+                RndvCodec codec = new RndvCodec(endpoint, worker);
+                pipeline.addLast(RndvCodec.NAME, codec);
+                return codec;
+            });
 }
