@@ -1,7 +1,5 @@
 package io.nucx.wireup;
 
-import io.netty.buffer.ByteBuf;
-import io.netty.buffer.Unpooled;
 import io.netty.channel.ChannelFuture;
 import io.netty.util.concurrent.Future;
 import io.nucx.Endpoint;
@@ -46,9 +44,6 @@ class EagerZcopyTest {
     final TestWorkers workers = new TestWorkers();
 
     /** The message's content in native memory (heap memory never goes zero-copy on tcp). */
-    private static ByteBuf direct(long seed, int length) {
-        return Unpooled.directBuffer(length, length).writeBytes(pattern(seed, length));
-    }
 
     private static int zcopySends(Worker w) throws Exception {
         DefaultWorker d = (DefaultWorker) w;
@@ -60,7 +55,7 @@ class EagerZcopyTest {
     private static void exchange(Endpoint ep, Worker b, int... sizes) throws Exception {
         List<ChannelFuture> sends = new ArrayList<>();
         for (int i = 0; i < sizes.length; i++) {
-            sends.add(ep.tagSend(i, direct(i, sizes[i])));
+            sends.add(ep.tagSend(i, TestWorkers.directPattern(i, sizes[i])));
         }
         for (int i = 0; i < sizes.length; i++) {
             TagMessage m = b.tagRecv(i, -1L).get(30, TimeUnit.SECONDS);
@@ -150,7 +145,7 @@ class EagerZcopyTest {
         CountDownLatch release = TestWorkers.holdLoop(b);
         ChannelFuture send;
         try {
-            send = ep.tagSend(3, direct(3, size));
+            send = ep.tagSend(3, TestWorkers.directPattern(3, size));
             assertFalse(send.await(300, TimeUnit.MILLISECONDS), "done while the receiver could not have read it");
             assertEquals(1, zcopySends(a));
         } finally {
@@ -183,8 +178,8 @@ class EagerZcopyTest {
         CountDownLatch release = TestWorkers.holdLoop(b);
         List<ChannelFuture> sends = new ArrayList<>();
         try {
-            sends.add(ep.tagSend(1, direct(1, 6000)));
-            sends.add(ep.tagSend(2, direct(2, 1 << 20)));
+            sends.add(ep.tagSend(1, TestWorkers.directPattern(1, 6000)));
+            sends.add(ep.tagSend(2, TestWorkers.directPattern(2, 1 << 20)));
             assertTrue(ep.errorFuture().await(10, TimeUnit.SECONDS), "keepalive did not fail the endpoint");
             Throwable cause = ep.errorFuture().cause();
             assertInstanceOf(EndpointTimeoutException.class, cause);
@@ -216,7 +211,7 @@ class EagerZcopyTest {
         ChannelFuture send;
         Future<Void> closed;
         try {
-            send = ep.tagSend(4, direct(4, 200_000));
+            send = ep.tagSend(4, TestWorkers.directPattern(4, 200_000));
             closed = ep.close();
             assertFalse(closed.await(300, TimeUnit.MILLISECONDS), "the close waits for the acknowledgement");
         } finally {

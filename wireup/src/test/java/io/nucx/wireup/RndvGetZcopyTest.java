@@ -1,7 +1,6 @@
 package io.nucx.wireup;
 
 import io.netty.buffer.ByteBuf;
-import io.netty.buffer.ByteBufAllocator;
 import io.netty.channel.ChannelFuture;
 import io.netty.util.concurrent.Future;
 import io.nucx.Endpoint;
@@ -45,14 +44,6 @@ class RndvGetZcopyTest {
         assumeTrue(Cma.availability().isAvailable(), () -> Cma.availability().reason());
     }
 
-    private static ByteBuf direct(long seed, int n) {
-        ByteBuf heap = pattern(seed, n);
-        try {
-            return ByteBufAllocator.DEFAULT.directBuffer(n).writeBytes(heap);
-        } finally {
-            heap.release();
-        }
-    }
 
     @Test
     void directSendsAboveTheThresholdAreReadByTheReceiverAndHeapSendsGoByAmFragments() throws Exception {
@@ -71,7 +62,7 @@ class RndvGetZcopyTest {
         }
         List<ChannelFuture> sends = new ArrayList<>();
         for (int i = 0; i < sizes.length; i++) {
-            sends.add(ep.tagSend(i, direct(i, sizes[i])));
+            sends.add(ep.tagSend(i, TestWorkers.directPattern(i, sizes[i])));
         }
         ChannelFuture heapSend = ep.tagSend(100, pattern(100, 16 << 20)); // heap: get/zcopy declined; above tcp's tag/rndv threshold
         for (int i = 0; i < sizes.length; i++) {
@@ -122,7 +113,7 @@ class RndvGetZcopyTest {
         // The worker still serves a new endpoint, by get/zcopy too.
         Endpoint again = a.connect(b.address());
         Future<TagMessage> r = b.tagRecv(3, -1L);
-        again.tagSend(3, direct(3, 1 << 20)).sync();
+        again.tagSend(3, TestWorkers.directPattern(3, 1 << 20)).sync();
         TagMessage m = r.get(10, TimeUnit.SECONDS);
         try {
             assertPattern(3, 1 << 20, m.content());

@@ -63,14 +63,6 @@ class RndvPutZcopyTest {
         assumeTrue(Cma.availability().isAvailable(), () -> Cma.availability().reason());
     }
 
-    private static ByteBuf direct(long seed, int n) {
-        ByteBuf heap = pattern(seed, n);
-        try {
-            return ByteBufAllocator.DEFAULT.directBuffer(n).writeBytes(heap);
-        } finally {
-            heap.release();
-        }
-    }
 
     private static long putThreshold(Worker w, WorkerAddress peer) throws Exception {
         ProtoTable t = w.protocolTable(peer, SelectionKey.MemoryType.DIRECT);
@@ -107,7 +99,7 @@ class RndvPutZcopyTest {
         }
         List<ChannelFuture> sends = new ArrayList<>();
         for (int i = 0; i < sizes.length; i++) {
-            sends.add(ep.tagSend(i, direct(i, sizes[i])));
+            sends.add(ep.tagSend(i, TestWorkers.directPattern(i, sizes[i])));
         }
         try {
             for (int i = 0; i < sizes.length; i++) {
@@ -144,7 +136,7 @@ class RndvPutZcopyTest {
         ByteBuf heapInto = Unpooled.buffer(n);
         try {
             Future<TagMessage> r = b.tagRecv(1, -1L, heapInto);
-            ChannelFuture s = ep.tagSend(1, direct(1, n));
+            ChannelFuture s = ep.tagSend(1, TestWorkers.directPattern(1, n));
             TagMessage m = r.get(60, TimeUnit.SECONDS);
             try {
                 assertPattern(1, n, m.content());
@@ -198,7 +190,7 @@ class RndvPutZcopyTest {
         ByteBuf into = ByteBufAllocator.DEFAULT.directBuffer(1 << 20);
         try {
             Future<TagMessage> r = b.tagRecv(3, -1L, into);
-            again.tagSend(3, direct(3, 1 << 20)).sync();
+            again.tagSend(3, TestWorkers.directPattern(3, 1 << 20)).sync();
             TagMessage m = r.get(10, TimeUnit.SECONDS);
             try {
                 assertPattern(3, 1 << 20, m.content());
@@ -216,12 +208,11 @@ class RndvPutZcopyTest {
     void aGracefulCloseOfTheReceivingEndpointWaitsForThePutInProgress() throws Exception {
         DefaultWorker a = workers.start("a", PUT);
         DefaultWorker b = workers.start("b", PUT);
-        Endpoint ep = a.connect(b.address());
-        ep.tagSend(1, pattern(1, 10)).sync();
-        b.tagRecv(1, -1L).get(10, TimeUnit.SECONDS).release();
-        Endpoint back = b.endpoints().iterator().next();
+        TestWorkers.Pair pair = TestWorkers.connected(a, b);
+        Endpoint ep = pair.ab();
+        Endpoint back = pair.ba();
         int n = 64 << 20;
-        ChannelFuture s = ep.tagSend(2, direct(2, n));
+        ChannelFuture s = ep.tagSend(2, TestWorkers.directPattern(2, n));
         TestWorkers.awaitUnexpected(b); // the RTS is here; a waits for the RTR
         // Hold the sender's loop, so the RTR waits there and the offer is still open when b closes.
         java.util.concurrent.CountDownLatch go = TestWorkers.holdLoop(a);
@@ -261,12 +252,11 @@ class RndvPutZcopyTest {
     void anEndpointFailingWhileItsBufferIsOfferedHoldsTheReceiveUntilTheSendersLastWord() throws Exception {
         DefaultWorker a = workers.start("a", PUT);
         DefaultWorker b = workers.start("b", PUT);
-        Endpoint ep = a.connect(b.address());
-        ep.tagSend(1, pattern(1, 10)).sync();
-        b.tagRecv(1, -1L).get(10, TimeUnit.SECONDS).release();
-        Endpoint back = b.endpoints().iterator().next();
+        TestWorkers.Pair pair = TestWorkers.connected(a, b);
+        Endpoint ep = pair.ab();
+        Endpoint back = pair.ba();
         int n = 64 << 20;
-        ChannelFuture s = ep.tagSend(2, direct(2, n));
+        ChannelFuture s = ep.tagSend(2, TestWorkers.directPattern(2, n));
         TestWorkers.awaitUnexpected(b);
         java.util.concurrent.CountDownLatch go = TestWorkers.holdLoop(a);
         Future<TagMessage> r;
@@ -309,10 +299,9 @@ class RndvPutZcopyTest {
     void aReceiveFromAnEndedEndpointEndsPromptlyWhetherOrNotItWasOffered() throws Exception {
         DefaultWorker a = workers.start("a", PUT);
         DefaultWorker b = workers.start("b", PUT);
-        Endpoint ep = a.connect(b.address());
-        ep.tagSend(1, pattern(1, 10)).sync();
-        b.tagRecv(1, -1L).get(10, TimeUnit.SECONDS).release();
-        Endpoint back = b.endpoints().iterator().next();
+        TestWorkers.Pair pair = TestWorkers.connected(a, b);
+        Endpoint ep = pair.ab();
+        Endpoint back = pair.ba();
         int n = 64 << 20;
         // a will offer for it and hold that offer past its end. A heap send is written through a bounce chunk, one
         // 512 KiB chunk per loop turn, so the PUT is still running when b's own offer reaches a: a holds, lane open.
@@ -330,7 +319,7 @@ class RndvPutZcopyTest {
                     throw new IllegalStateException(e);
                 }
             }, "a's offer");
-            ep.tagSend(3, direct(3, n)); // a's RTS, read by b behind the offer
+            ep.tagSend(3, TestWorkers.directPattern(3, n)); // a's RTS, read by b behind the offer
             a.eventLoop().submit(() -> TestWorkers.impl(ep).fail(new EndpointTimeoutException(ep.endpointId(),
                     TestWorkers.impl(ep).remoteAddress(), "test: as if the peer had been silent"))).get();
             assertTrue(ep.closeFuture().isDone() && TestWorkers.impl(ep).amLane().isOpen(), "a ended, its lane open for b's last word");

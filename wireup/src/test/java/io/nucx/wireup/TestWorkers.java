@@ -81,6 +81,29 @@ final class TestWorkers implements AfterEachCallback {
         return Unpooled.wrappedBuffer(b);
     }
 
+    /** {@link #pattern} in a pooled direct buffer: native memory, as RMA and zero-copy protocols need. */
+    static ByteBuf directPattern(long seed, int length) {
+        ByteBuf heap = pattern(seed, length);
+        try {
+            return io.netty.buffer.ByteBufAllocator.DEFAULT.directBuffer(Math.max(length, 1)).writeBytes(heap);
+        } finally {
+            heap.release();
+        }
+    }
+
+    /** An endpoint pair, a's to b and b's for it (created on demand), after one message a → b. */
+    record Pair(Endpoint ab, Endpoint ba) {
+    }
+
+    /** Connects a to b and sends one small message, so both sides have their endpoint; returns both. */
+    static Pair connected(Worker a, Worker b) throws Exception {
+        Endpoint ab = a.connect(b.address());
+        io.netty.util.concurrent.Future<io.nucx.protocol.tag.TagMessage> first = b.tagRecv(Long.MIN_VALUE, -1L);
+        ab.tagSend(Long.MIN_VALUE, pattern(1, 10)).sync();
+        first.get(10, TimeUnit.SECONDS).release();
+        return new Pair(ab, b.endpoints().iterator().next());
+    }
+
     /** Compares as arrays: under PARANOID leak detection every ByteBuf access records a trace. */
     static void assertPattern(long seed, int length, ByteBuf actual) {
         assertEquals(length, actual.readableBytes(), "length");
