@@ -130,7 +130,7 @@ final class TcpIface implements Iface {
         IfaceAttributes attrs = attributes(device, segSize, p2p);
         byte[] ip = advertised.getAddress();
         byte[] dev = ByteBuffer.allocate(9 + ip.length).order(ByteOrder.LITTLE_ENDIAN)
-                .putLong(HostId.get()).put((byte) ip.length).put(ip).array();
+                .putLong(HostId.network()).put((byte) ip.length).put(ip).array();
         byte[] iface = ByteBuffer.allocate(2).order(ByteOrder.LITTLE_ENDIAN).putShort((short) local.getPort()).array();
         self[0] = new TcpIface(transport, device, mode, loop, server, attrs, dev, iface, segSize, p2p);
         return self[0];
@@ -231,7 +231,7 @@ final class TcpIface implements Iface {
             return false; // IPv4 does not reach IPv6 here
         }
         if (remote.getAddress().isLoopbackAddress()) {
-            return remoteHost == HostId.get();
+            return remoteHost == HostId.network();
         }
         return true;
     }
