@@ -62,9 +62,13 @@ final class NodeCommands implements ControlServer.Executor {
         final Endpoint ep;
         volatile long errorAt;
 
-        Peer(Endpoint ep) {
+        Peer(String name, Endpoint ep) {
             this.ep = ep;
-            ep.errorFuture().addListener(f -> errorAt = System.currentTimeMillis());
+            ep.errorFuture().addListener(f -> {
+                errorAt = System.currentTimeMillis();
+                System.err.println(java.time.Instant.ofEpochMilli(errorAt) + " endpoint to " + name + " failed: "
+                        + f.cause());
+            });
         }
     }
 
@@ -147,7 +151,7 @@ final class NodeCommands implements ControlServer.Executor {
 
     private String connect(String name, String hex, String mode) {
         Endpoint ep = worker.connect(WorkerAddress.fromHex(hex), mode(mode));
-        peers.put(name, new Peer(ep));
+        peers.put(name, new Peer(name, ep));
         return "connecting";
     }
 
@@ -234,7 +238,7 @@ final class NodeCommands implements ControlServer.Executor {
                     break;
                 }
                 if (!f.isSuccess()) {
-                    problem = "receive " + k + " failed: " + f.cause();
+                    problem = "receive " + k + " failed: " + chain(f.cause());
                     break;
                 }
                 TagMessage m = f.getNow();
@@ -265,6 +269,14 @@ final class NodeCommands implements ControlServer.Executor {
             throw new IllegalStateException("received=" + done.get() + " of " + count + ": " + problem);
         }
         return "received=" + count;
+    }
+
+    private static String chain(Throwable t) {
+        StringBuilder b = new StringBuilder(String.valueOf(t));
+        for (Throwable c = t.getCause(); c != null && c != t; c = c.getCause()) {
+            b.append(" <- ").append(c);
+        }
+        return b.toString();
     }
 
     private static String endpoint(Peer p) {

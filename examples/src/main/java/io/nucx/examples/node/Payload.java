@@ -37,11 +37,20 @@ final class Payload {
         return (int) tag;
     }
 
-    /** Message {@code seq} of {@code stream}, {@code size} bytes, heap or direct by size. */
+    /**
+     * Message {@code seq} of {@code stream}, {@code size} bytes, heap or direct by size. Direct ones come from Netty's
+     * unpooled allocator, so the release after the send frees them at once (a wrapped {@code allocateDirect} buffer
+     * would wait for a GC, and the JDK's direct-memory limit then stalls allocations, event loops included).
+     */
     static ByteBuf message(int stream, int seq, int size) {
-        ByteBuffer b = size < DIRECT_FROM ? ByteBuffer.allocate(size) : ByteBuffer.allocateDirect(size);
-        fill(b.order(ByteOrder.LITTLE_ENDIAN), seed(stream, seq));
-        return Unpooled.wrappedBuffer(b.clear());
+        if (size < DIRECT_FROM) {
+            ByteBuffer b = ByteBuffer.allocate(size);
+            fill(b.order(ByteOrder.LITTLE_ENDIAN), seed(stream, seq));
+            return Unpooled.wrappedBuffer(b.clear());
+        }
+        ByteBuf buf = Unpooled.directBuffer(size, size);
+        fill(buf.nioBuffer(0, size).order(ByteOrder.LITTLE_ENDIAN), seed(stream, seq));
+        return buf.writerIndex(size);
     }
 
     /** Null when {@code actual} is message {@code seq} of {@code stream} of {@code size} bytes; else what differs. */
