@@ -35,6 +35,7 @@ if ! docker image inspect "$base" >/dev/null 2>&1; then
     rm -rf "$tree"
     trap - EXIT
     log "built $base in $(( $(date +%s) - t0 )) s"
+    docker images nucx-base --format '{{.Repository}}:{{.Tag}}' | grep -vx "$base" | xargs -r docker rmi >/dev/null 2>&1 || true
 else
     log "cached $base"
 fi

@@ -133,7 +133,7 @@ abstract class ClusterScenarios {
         connectAll(c.nodes(), false);
         ClusterNode victim = c.node(3);
         List<ClusterNode> survivors = c.nodes().subList(0, 3);
-        List<Flow> during = survivorTraffic(survivors);
+        List<Flow> during = survivorFlows(survivors, 150); // running while the fault strikes
         // n1 sends 6 rendezvous messages to n4, which takes only the first two: four stay outstanding.
         int stream = nextStream++;
         CompletableFuture<String> recv = victim.control().submit("recv " + stream + " 2 32m timeout=60");
@@ -157,10 +157,9 @@ abstract class ClusterScenarios {
         connectAll(c.nodes(), false);
         ClusterNode victim = c.node(3);
         List<ClusterNode> survivors = c.nodes().subList(0, 3);
-        List<Flow> during = survivorTraffic(survivors);
-        int stream = nextStream++;
+        List<Flow> during = survivorFlows(survivors, 150); // running while the fault strikes
         // Rendezvous sends n4 never receives (RTS waiting there) and a synchronous one: both wait on n4.
-        CompletableFuture<String> send = c.node(0).control().submit("send n4 " + stream + " 3 8m window=3");
+        CompletableFuture<String> send = rendezvousToN4(c.node(0));
         CompletableFuture<String> sync = c.node(1).control().submit("send n4 " + nextStream++ + " 2 100 sync");
         awaitUnexpected(victim, 5);
         long faultAt = System.currentTimeMillis();
@@ -187,9 +186,8 @@ abstract class ClusterScenarios {
         connectAll(c.nodes(), false);
         ClusterNode victim = c.node(3);
         List<ClusterNode> survivors = c.nodes().subList(0, 3);
-        List<Flow> during = survivorTraffic(survivors);
-        int stream = nextStream++;
-        CompletableFuture<String> send = c.node(0).control().submit("send n4 " + stream + " 3 8m window=3");
+        List<Flow> during = survivorFlows(survivors, 150); // running while the fault strikes
+        CompletableFuture<String> send = rendezvousToN4(c.node(0));
         awaitUnexpected(victim, 3);
         long faultAt = System.currentTimeMillis();
         victim.disconnect(0);
@@ -224,8 +222,7 @@ abstract class ClusterScenarios {
             }
         }
         List<ClusterNode> survivors = c.nodes().subList(0, 3);
-        int stream = nextStream++;
-        CompletableFuture<String> send = c.node(0).control().submit("send n4 " + stream + " 3 8m window=3");
+        CompletableFuture<String> send = rendezvousToN4(c.node(0));
         awaitUnexpected(victim, 3);
         long faultAt = System.currentTimeMillis();
         victim.shell(LinkFaults.blackhole(dev));
@@ -286,9 +283,9 @@ abstract class ClusterScenarios {
         return flows;
     }
 
-    /** Traffic among the survivors, started before a fault and checked after it. */
-    List<Flow> survivorTraffic(List<ClusterNode> survivors) {
-        return survivorFlows(survivors, 150);
+    /** Three 8 MiB rendezvous sends to n4, which posts no receive: they wait there as RTS until the fault. */
+    CompletableFuture<String> rendezvousToN4(ClusterNode from) {
+        return from.control().submit("send n4 " + nextStream++ + " 3 8m window=3");
     }
 
     List<Flow> survivorFlows(List<ClusterNode> survivors, int count) {
