@@ -67,7 +67,7 @@ final class DockerCluster implements Cluster {
     /** The node image's tag; builds it (or finds it cached) once per JVM. */
     static synchronized String image() throws IOException, InterruptedException {
         if (image == null) {
-            Path root = Path.of(System.getProperty("nucx.root", ".."));
+            Path root = Path.of(System.getProperty("cluster.projectRoot", ".."));
             Path script = root.resolve("integration-tests/image/build.sh");
             Process p = new ProcessBuilder("bash", script.toString()).redirectError(ProcessBuilder.Redirect.INHERIT)
                     .start();
