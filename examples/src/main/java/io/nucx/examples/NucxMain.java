@@ -1,12 +1,13 @@
 package io.nucx.examples;
 
 import picocli.CommandLine;
+import io.nucx.examples.node.NodeCommand;
 import picocli.CommandLine.Command;
 
 /** {@code bin/nucx}: the tools, each a thin front over the library. */
 @Command(name = "nucx", mixinStandardHelpOptions = true, version = "nucx 0.1.0",
         description = "UCX's communication model on Netty.",
-        subcommands = {InfoCommand.class, PerftestCommand.class, DemoCommand.class})
+        subcommands = {InfoCommand.class, PerftestCommand.class, DemoCommand.class, NodeCommand.class})
 public final class NucxMain implements Runnable {
 
     @Override

@@ -115,7 +115,7 @@ final class TcpIface extends AbstractIface {
         Device device = params.device();
         IfaceAttributes attrs = attributes(device, segSize, p2p);
         byte[] ip = advertised.getAddress();
-        byte[] dev = packer(9 + ip.length).putLong(HostId.get()).put((byte) ip.length).put(ip).array();
+        byte[] dev = packer(9 + ip.length).putLong(HostId.network()).put((byte) ip.length).put(ip).array();
         byte[] iface = packer(2).putShort((short) local.getPort()).array();
         self[0] = new TcpIface(transport, params, mode, server, attrs, dev, iface, segSize, p2p);
         return self[0];
@@ -188,7 +188,9 @@ final class TcpIface extends AbstractIface {
         if (remote.getAddress().getAddress().length != localDevice.length - 9) {
             return false; // IPv4 does not reach IPv6 here
         }
-        return !remote.getAddress().isLoopbackAddress() || onThisHost(remoteDevice);
+        // Loopback reaches only this kernel's network namespace: the same boot id and network namespace.
+        return !remote.getAddress().isLoopbackAddress()
+                || (remoteDevice.length >= Long.BYTES && reader(remoteDevice).getLong(0) == HostId.network());
     }
 
     /** The remote socket address, or null when the bytes are not a tcp address. */
