@@ -82,6 +82,16 @@ public final class TestEndpoint implements EndpointServices {
         return lane;
     }
 
+    /**
+     * A frame arriving from a lane: up {@code ch}'s pipeline as the endpoint fires it, on the loop, without running the
+     * loop's pending tasks ({@link EmbeddedChannel#writeInbound} runs them, and with them every later RMA chunk, so a
+     * transfer would look done in one turn). A codec's exception is rethrown, as the endpoint would see it.
+     */
+    public static void arrive(EmbeddedChannel ch, AmFrame frame) {
+        ch.pipeline().fireChannelRead(frame);
+        ch.checkException();
+    }
+
     public TestEndpoint rma(RmaLane lane) {
         this.rma = lane;
         return this;

@@ -82,10 +82,6 @@ class EagerCodecReceiveTest {
         return h;
     }
 
-
-
-
-
     private static AmFrame onlyFrame(long tag, ByteBuf payload) {
         return AmFrame.of(AmIds.EAGER_ONLY, 0, header(tag), payload);
     }

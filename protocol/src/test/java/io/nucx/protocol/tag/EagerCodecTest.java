@@ -5,15 +5,13 @@ import io.netty.buffer.ByteBufUtil;
 import io.netty.buffer.Unpooled;
 import io.netty.channel.ChannelFuture;
 import io.netty.channel.ChannelHandler;
-import io.netty.channel.ChannelHandlerContext;
-import io.netty.channel.ChannelOutboundHandlerAdapter;
 import io.netty.channel.ChannelPromise;
 import io.netty.channel.embedded.EmbeddedChannel;
-import io.netty.util.ReferenceCountUtil;
 import io.netty.util.concurrent.Future;
 import io.netty.util.concurrent.Promise;
 import io.nucx.protocol.AmIds;
 import io.nucx.protocol.EndpointConfig;
+import io.nucx.protocol.HoldWrites;
 import io.nucx.protocol.ProtocolCounters;
 import io.nucx.protocol.ProtocolException;
 import io.nucx.protocol.ProtocolSettings;
@@ -212,23 +210,6 @@ class EagerCodecTest {
         }
         assertEquals(0, buf.refCnt());
         assertFalse(ch.finish());
-    }
-
-    /** Holds every write with its promise instead of passing it on, so the test decides when each completes. */
-    static final class HoldWrites extends ChannelOutboundHandlerAdapter {
-        final List<Object> messages = new ArrayList<>();
-        final List<ChannelPromise> promises = new ArrayList<>();
-
-        @Override
-        public void write(ChannelHandlerContext ctx, Object msg, ChannelPromise promise) {
-            messages.add(msg);
-            promises.add(promise);
-        }
-
-        void releaseAll() {
-            messages.forEach(ReferenceCountUtil::release);
-            messages.clear();
-        }
     }
 
     @Test

@@ -5,11 +5,11 @@ import io.netty.buffer.Unpooled;
 import io.netty.channel.ChannelFuture;
 import io.netty.channel.ChannelPromise;
 import io.netty.channel.embedded.EmbeddedChannel;
-import io.netty.util.ReferenceCountUtil;
 import io.netty.util.concurrent.Future;
 import io.netty.util.concurrent.Promise;
 import io.nucx.protocol.AmIds;
 import io.nucx.protocol.EndpointConfig;
+import io.nucx.protocol.HoldWrites;
 import io.nucx.protocol.ProtocolException;
 import io.nucx.protocol.ProtocolSettings;
 import io.nucx.protocol.TestEndpoint;
@@ -255,15 +255,14 @@ class EagerZcopyCodecTest {
 
     @Test
     void aFailedWriteFailsTheZcopySendAtOnceAndALateAcknowledgementFindsNothing() {
-        EagerCodecTest.HoldWrites hold = new EagerCodecTest.HoldWrites();
+        HoldWrites hold = new HoldWrites();
         EmbeddedChannel ch = tcpLike(hold);
         ByteBuf buf = direct(content(4, 10_000));
         ChannelFuture send = ch.writeAndFlush(new TagMessage(1, buf));
         long id = longAt(((AmFrame) hold.messages.get(0)).header(), EagerHeaders.FIRST_LENGTH);
         ClosedChannelException cause = new ClosedChannelException();
         hold.promises.get(hold.promises.size() - 1).setFailure(cause); // earlier fragments carry the void promise
-        hold.messages.forEach(ReferenceCountUtil::release); // as the lane that failed them does
-        hold.messages.clear();
+        hold.releaseAll(); // as the lane that failed them does
         assertSame(cause, send.cause());
         assertEquals(0, codec.zcopyWaiting());
         assertEquals(0, buf.refCnt(), "nothing holds the user's buffer");

@@ -72,8 +72,6 @@ class TagMatcherTest {
         return Unpooled.copiedBuffer(s, StandardCharsets.UTF_8);
     }
 
-
-
     /** A message arrives, as a protocol hands it over: to the earliest matching receive, else unexpected. */
     private Whole arrive(long tag, String content) {
         TagReceive r = matcher.takeExpected(tag);
@@ -86,8 +84,6 @@ class TagMatcherTest {
         matcher.addUnexpected(a);
         return a;
     }
-
-
 
     // ------------------------------------------------------------------ matching
 

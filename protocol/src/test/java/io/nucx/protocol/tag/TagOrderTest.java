@@ -89,7 +89,7 @@ class TagOrderTest {
         first.complete(message("1"));
         assertEquals(List.of("1", "2", "3", "4"), user.read);
         assertEquals(0, order.waiting());
-        assertEquals(completes + 1, user.readCompletes, "a read-complete follows, as the slot completes outside a read");
+        assertEquals(completes + 1, user.readCompletes, "a read-complete follows: the slot completed outside a read");
         ch.writeInbound(message("5"));
         assertEquals(List.of("1", "2", "3", "4", "5"), user.read);
         assertFalse(ch.finishAndReleaseAll());
@@ -192,6 +192,15 @@ class TagOrderTest {
                 Unpooled.copiedBuffer(s, StandardCharsets.UTF_8));
     }
 
+    /** An endpoint's pipeline as the registry builds it, every tag for the pipeline, {@code user} on top. */
+    private static List<ProtocolCodec> codecPipeline(EmbeddedChannel ep, User user) {
+        WorkerProtocols worker = TestEndpoint.worker(ep, ProtocolSettings.defaults(ProtocolRegistry.DEFAULT));
+        TestEndpoint services = new TestEndpoint(ep, TestEndpoint.amLane(128, 1024)).toPipeline(t -> true);
+        List<ProtocolCodec> codecs = ProtocolRegistry.DEFAULT.initPipeline(ep.pipeline(), services, worker);
+        ep.pipeline().addLast(user);
+        return codecs;
+    }
+
     /**
      * An endpoint's pipeline as the registry builds it, every tag for the pipeline: small eager messages, a rendezvous
      * message whose data come late, a fragmented eager one. The user sees them in the order the peer wrote them.
@@ -199,11 +208,8 @@ class TagOrderTest {
     @Test
     void aSlowRendezvousMessageHoldsBackLaterSmallOnesThroughTheCodecs() {
         EmbeddedChannel ep = new EmbeddedChannel();
-        WorkerProtocols worker = TestEndpoint.worker(ep, ProtocolSettings.defaults(ProtocolRegistry.DEFAULT));
-        TestEndpoint services = new TestEndpoint(ep, TestEndpoint.amLane(128, 1024)).toPipeline(t -> true);
-        List<ProtocolCodec> codecs = ProtocolRegistry.DEFAULT.initPipeline(ep.pipeline(), services, worker);
         User u = new User();
-        ep.pipeline().addLast(u);
+        List<ProtocolCodec> codecs = codecPipeline(ep, u);
         assertEquals(List.of("nucx.amo", RndvCodec.NAME, EagerCodec.NAME, TagOrder.NAME),
                 ep.pipeline().names().subList(0, 4), "the last family nearest the lanes, the order on top");
         ep.writeInbound(eagerOnly("a"));
@@ -232,11 +238,8 @@ class TagOrderTest {
     @Test
     void aRendezvousMessageWhoseEndpointEndsIsSkippedAndWhatWaitedGoesOn() {
         EmbeddedChannel ep = new EmbeddedChannel();
-        WorkerProtocols worker = TestEndpoint.worker(ep, ProtocolSettings.defaults(ProtocolRegistry.DEFAULT));
-        TestEndpoint services = new TestEndpoint(ep, TestEndpoint.amLane(128, 1024)).toPipeline(t -> true);
-        List<ProtocolCodec> codecs = ProtocolRegistry.DEFAULT.initPipeline(ep.pipeline(), services, worker);
         User u = new User();
-        ep.pipeline().addLast(u);
+        List<ProtocolCodec> codecs = codecPipeline(ep, u);
         ep.writeInbound(rts(71, 1000));
         ((AmFrame) ep.readOutbound()).release(); // the RTR
         ByteBuf c = Unpooled.copiedBuffer("c", StandardCharsets.UTF_8);
