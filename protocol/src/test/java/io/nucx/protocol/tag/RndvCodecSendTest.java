@@ -8,6 +8,7 @@ import io.netty.util.concurrent.Future;
 import io.netty.util.concurrent.Promise;
 import io.nucx.protocol.AmIds;
 import io.nucx.protocol.EndpointConfig;
+import io.nucx.protocol.ProtocolCodec;
 import io.nucx.protocol.ProtocolException;
 import io.nucx.protocol.ProtocolRegistry;
 import io.nucx.protocol.ProtocolSettings;
@@ -18,12 +19,14 @@ import io.nucx.transport.AmFrame;
 import io.nucx.transport.Capability;
 import io.nucx.transport.IfaceAttributes;
 import io.nucx.transport.cma.Cma;
+import io.nucx.transport.cma.CmaChannel;
 import io.nucx.transport.cma.CmaKey;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
 import java.lang.foreign.MemorySegment;
+import java.nio.channels.ClosedChannelException;
 import java.util.ArrayList;
 import java.util.EnumSet;
 import java.util.List;
@@ -278,6 +281,42 @@ class RndvCodecSendTest {
         ch.writeInbound(ats(senderReqId(rts), RndvHeaders.STATUS_OK));
         assertTrue(sent.isSuccess());
         assertEquals(0, content.refCnt());
+        assertFalse(ch.finishAndReleaseAll());
+    }
+
+    /**
+     * With an RMA lane offering GET_ZCOPY in the endpoint's configuration, a large native message goes as
+     * {@code rndv/get/zcopy} (its RTS carries the buffer's key), a heap one as {@code tag/rndv}, each counted.
+     */
+    @Test
+    void theTableGivesLargeNativeMessagesToGetZcopyAndTheRtsCarriesTheKey() {
+        assumeTrue(Cma.availability().isAvailable(), () -> Cma.availability().reason());
+        IfaceAttributes cmaLike = new IfaceAttributes(EnumSet.of(Capability.GET_ZCOPY, Capability.PUT_ZCOPY), 0, 0,
+                0, 80e-9, 0, 11145e6, 0, 2e-6, 0, Long.MAX_VALUE, Integer.MAX_VALUE, Cma.CHUNK);
+        EndpointConfig withRma = new EndpointConfig("test/lo", RndvEndpoint.defaultLane().amLaneAttrs(),
+                "cma/memory", cmaLike);
+        EmbeddedChannel ch = new EmbeddedChannel();
+        ProtocolSettings rndvFrom4k = new ProtocolSettings(1 << 30, ProtoCandidate.AUTO, ProtoCandidate.AUTO, 4096,
+                false, RndvScheme.AUTO, ProtocolRegistry.DEFAULT.protocols());
+        WorkerProtocols w = TestEndpoint.worker(ch, rndvFrom4k);
+        CmaChannel lane = TestEndpoint.cmaLane(ch, Cma.pid());
+        List<ProtocolCodec> codecs = ProtocolRegistry.DEFAULT.initPipeline(ch.pipeline(),
+                new TestEndpoint(ch, withRma).rma(lane), w);
+        ByteBuf nativeContent = direct(pattern(13, 1 << 20));
+        ChannelFuture sent = ch.writeAndFlush(new TagMessage(0x72, nativeContent));
+        AmFrame rts = ch.readOutbound();
+        assertEquals(RndvHeaders.rtsLength(new byte[CmaKey.PACKED_LENGTH]), rts.header().readableBytes());
+        assertEquals(1, w.counters().count(RndvProtocols.GET_ZCOPY.name()));
+        ch.writeInbound(ats(senderReqId(rts), RndvHeaders.STATUS_OK));
+        assertTrue(sent.isSuccess());
+        ChannelFuture heap = ch.writeAndFlush(new TagMessage(0x73, Unpooled.wrappedBuffer(pattern(14, 1 << 20))));
+        rts = ch.readOutbound();
+        assertEquals(RndvHeaders.RTS_LENGTH, rts.header().readableBytes());
+        assertEquals(1, w.counters().count(RndvProtocols.TAG_RNDV.name()));
+        codecs.forEach(c -> c.endpointEnded(new ClosedChannelException()));
+        assertInstanceOf(ClosedChannelException.class, heap.cause());
+        rts.release();
+        lane.close();
         assertFalse(ch.finishAndReleaseAll());
     }
 }
