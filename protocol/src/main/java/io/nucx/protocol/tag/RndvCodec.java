@@ -64,10 +64,14 @@ public final class RndvCodec extends ChannelDuplexHandler implements ProtocolCod
             ByteBuf h = frame.header();
             int at = h.readerIndex();
             switch (frame.amId()) {
-                case AmIds.RNDV_RTS -> receiver.onRts(h.getLongLE(at), h.getLongLE(at + 8), h.getLongLE(at + 16),
-                        RndvHeaders.readRtsKey(h)); // checks the length
-                case AmIds.RNDV_RTR -> sender.onRtr(h.getLongLE(at), h.getLongLE(at + 8), h.getLongLE(at + 16),
-                        RndvHeaders.readRtrKey(h));
+                case AmIds.RNDV_RTS -> {
+                    ByteBuf key = RndvHeaders.readRtsKey(h); // first: it checks the length the fields are read from
+                    receiver.onRts(h.getLongLE(at), h.getLongLE(at + 8), h.getLongLE(at + 16), key);
+                }
+                case AmIds.RNDV_RTR -> {
+                    ByteBuf key = RndvHeaders.readRtrKey(h);
+                    sender.onRtr(h.getLongLE(at), h.getLongLE(at + 8), h.getLongLE(at + 16), key);
+                }
                 case AmIds.RNDV_DATA -> {
                     check(frame, RndvHeaders.DATA_LENGTH);
                     receiver.onData(h.getLongLE(at), h.getLongLE(at + 8), frame.payload().retain());

@@ -39,7 +39,8 @@ import java.util.function.LongPredicate;
  *   <li>{@link Stage#RTR_SENT}: RTR asked for RNDV_DATA fragments ({@code tag/rndv}).</li>
  *   <li>{@link Stage#OFFERED}: the receive buffer's key went out in the RTR ({@code rndv/put/zcopy}, NUCX_RNDV_SCHEME
  *       put_zcopy) and the sender writes into it, then says RNDV_ATP.</li>
- *   <li>{@link Stage#HELD}: the endpoint ended while the buffer was offered.</li>
+ *   <li>{@link Stage#HELD}: the endpoint ended while the buffer was offered; {@link Stage#PARKED}: still held
+ *       when the worker gave up ({@link #park}).</li>
  * </ul>
  *
  * <p><b>The PUT safety rule.</b> With PUT the peer writes into our memory, and on some transports nothing on this side
@@ -63,7 +64,7 @@ final class RndvReceiver {
     /** Receives closing workers of this JVM parked: never completed, their buffers never released. */
     private static final Queue<Object> PARKED = new ConcurrentLinkedQueue<>();
 
-    enum Stage { GET, RTR_SENT, OFFERED, HELD }
+    enum Stage { GET, RTR_SENT, OFFERED, HELD, PARKED }
 
     /** One rendezvous receive, by receiver request id. */
     private final class Receive {
@@ -498,6 +499,10 @@ final class RndvReceiver {
         long bytes = 0;
         for (Receive rv : heldNow) {
             receives.remove(rv.id);
+            // Kept alive whatever the peer does, so the registration ends here (close, not revoke): a revoke still
+            // pending would otherwise complete when the peer exits and release what the caller was told is parked.
+            rv.stage = Stage.PARKED;
+            rv.offer.close();
             PARKED.add(rv);
             bytes += rv.total;
         }

@@ -1,0 +1,322 @@
+package io.nucx.protocol.tag;
+
+import io.netty.buffer.ByteBuf;
+import io.netty.buffer.Unpooled;
+import io.netty.channel.ChannelFuture;
+import io.netty.channel.embedded.EmbeddedChannel;
+import io.netty.util.concurrent.Future;
+import io.netty.util.concurrent.Promise;
+import io.nucx.protocol.AmIds;
+import io.nucx.protocol.EndpointConfig;
+import io.nucx.protocol.ProtocolCodec;
+import io.nucx.protocol.ProtocolException;
+import io.nucx.protocol.ProtocolRegistry;
+import io.nucx.protocol.ProtocolSettings;
+import io.nucx.protocol.TestEndpoint;
+import io.nucx.protocol.WorkerProtocols;
+import io.nucx.protocol.select.ProtoCandidate;
+import io.nucx.transport.AmFrame;
+import io.nucx.transport.Capability;
+import io.nucx.transport.IfaceAttributes;
+import io.nucx.transport.cma.Cma;
+import io.nucx.transport.cma.CmaChannel;
+import io.nucx.transport.cma.CmaKey;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+
+import java.lang.foreign.MemorySegment;
+import java.nio.channels.ClosedChannelException;
+import java.util.ArrayList;
+import java.util.EnumSet;
+import java.util.List;
+
+import static io.nucx.protocol.tag.RndvEndpoint.ats;
+import static io.nucx.protocol.tag.RndvEndpoint.bytes;
+import static io.nucx.protocol.tag.RndvEndpoint.direct;
+import static io.nucx.protocol.tag.RndvEndpoint.pattern;
+import static io.nucx.protocol.tag.RndvEndpoint.rtr;
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertInstanceOf;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertSame;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.jupiter.api.Assumptions.assumeTrue;
+
+/**
+ * The send side of {@code tag/rndv} and {@code rndv/get/zcopy} in {@link RndvCodec}: a {@link RndvSendRequest}
+ * becomes an RTS (with the send buffer's key when it offers GET) and waits in its stage for RTR (fragments) or ATS;
+ * malformed or unknown answers are {@link ProtocolException}s; the endpoint's end fails what waits. Also the hand-off
+ * from the eager codec, and a GET between two codecs.
+ */
+@Timeout(60)
+class RndvCodecSendTest {
+
+    private static final int MAX_BCOPY = 65536;
+    private static final int FRAGMENT = MAX_BCOPY - RndvHeaders.DATA_LENGTH;
+
+    private final List<RndvEndpoint> endpoints = new ArrayList<>();
+    /** The endpoint made last. */
+    private RndvEndpoint ep;
+
+    @AfterEach
+    void tearDown() {
+        endpoints.forEach(RndvEndpoint::close);
+    }
+
+    private EmbeddedChannel channel(EndpointConfig config, boolean withLane) {
+        ep = new RndvEndpoint(RndvScheme.AUTO, config, withLane);
+        endpoints.add(ep);
+        return ep.ch;
+    }
+
+    private EmbeddedChannel channel() {
+        return channel(RndvEndpoint.defaultLane(), false);
+    }
+
+    /** Sends {@code content} by rendezvous; returns the RTS that went out. */
+    private static AmFrame send(EmbeddedChannel ch, RndvSendRequest req, ChannelFuture[] future) {
+        future[0] = ch.writeAndFlush(req);
+        AmFrame rts = ch.readOutbound();
+        assertEquals(AmIds.RNDV_RTS, rts.amId());
+        return rts;
+    }
+
+    private static long senderReqId(AmFrame rts) {
+        try {
+            return rts.header().getLongLE(8);
+        } finally {
+            rts.release();
+        }
+    }
+
+    @Test
+    void anRtsWaitsForTheRtrThenTheDataGoAsFragmentsTheLastCarryingThePromise() {
+        EmbeddedChannel ch = channel();
+        byte[] data = pattern(1, 150_000);
+        ByteBuf content = Unpooled.wrappedBuffer(data);
+        ChannelFuture[] f = new ChannelFuture[1];
+        AmFrame rts = send(ch, new RndvSendRequest(0x42, content), f);
+        assertEquals(RndvHeaders.RTS_LENGTH, rts.header().readableBytes(), "tag/rndv's RTS is plain");
+        assertEquals(0x42, rts.header().getLongLE(0));
+        assertEquals(150_000, rts.header().getLongLE(16));
+        long id = senderReqId(rts);
+        assertFalse(f[0].isDone());
+        assertEquals(1, ep.codec.sendsWaiting());
+        List<Future<?>> outstanding = new ArrayList<>();
+        ep.codec.collectOutstanding(outstanding);
+        assertEquals(List.of(f[0]), outstanding, "a graceful close waits for it");
+        ch.writeInbound(rtr(id, 900, 150_000, null));
+        assertArrayEquals(data, ep.dataFrames(900, data.length, FRAGMENT));
+        assertTrue(f[0].isSuccess());
+        assertEquals(0, content.refCnt(), "released once its fragments were");
+        assertEquals(0, ep.codec.sendsWaiting());
+        assertFalse(ep.codec.lingers());
+    }
+
+    @Test
+    void fragmentsFitTheSmallestOfTheMessageLanes() {
+        IfaceAttributes narrow = new IfaceAttributes(EnumSet.of(Capability.AM_SHORT, Capability.AM_BCOPY), 256,
+                8192, 64, 1e-6, 0, 1e9, 0, 1e-7, 0);
+        EndpointConfig striped = new EndpointConfig("test/lo", TestEndpoint.amLane(8192, MAX_BCOPY).amLaneAttrs(),
+                null, null, List.of(new EndpointConfig.BwLane("test/lo2", narrow)));
+        EmbeddedChannel ch = channel(striped, false);
+        byte[] data = pattern(2, 20_000);
+        ChannelFuture[] f = new ChannelFuture[1];
+        long id = senderReqId(send(ch, new RndvSendRequest(1, Unpooled.wrappedBuffer(data)), f));
+        ch.writeInbound(rtr(id, 901, data.length, null));
+        assertArrayEquals(data, ep.dataFrames(901, data.length, 8192 - RndvHeaders.DATA_LENGTH));
+        assertTrue(f[0].isSuccess());
+    }
+
+    @Test
+    void anRtrForAnotherSizeFailsTheSendAndUnknownOrMalformedAnswersAreProtocolErrors() {
+        EmbeddedChannel ch = channel();
+        ByteBuf content = Unpooled.wrappedBuffer(pattern(3, 5000));
+        ChannelFuture[] f = new ChannelFuture[1];
+        long id = senderReqId(send(ch, new RndvSendRequest(1, content), f));
+        ProtocolException e = assertThrows(ProtocolException.class,
+                () -> ch.writeInbound(rtr(id + 1, 1, 5000, null)));
+        assertTrue(e.getMessage().contains("RTR for unknown rendezvous send " + (id + 1)), e.getMessage());
+        e = assertThrows(ProtocolException.class, () -> ch.writeInbound(ats(id + 1, 0)));
+        assertTrue(e.getMessage().contains("ATS for unknown rendezvous send " + (id + 1)), e.getMessage());
+        AmFrame shortAts = AmFrame.of(AmIds.RNDV_ATS, Unpooled.buffer(8).writeLongLE(id));
+        e = assertThrows(ProtocolException.class, () -> ch.writeInbound(shortAts));
+        assertTrue(e.getMessage().contains("RNDV_ATS header is 8 bytes, expected 9"), e.getMessage());
+        assertEquals(0, shortAts.refCnt());
+        AmFrame badKey = AmFrame.of(AmIds.RNDV_RTR, RndvHeaders.writeRtr(Unpooled.buffer(), id, 1, 5000,
+                new byte[28]).writerIndex(40));
+        e = assertThrows(ProtocolException.class, () -> ch.writeInbound(badKey));
+        assertTrue(e.getMessage().contains("RNDV_RTR remote key length is 28, but the header has 14 bytes after it"),
+                e.getMessage());
+        AmFrame shortRtr = AmFrame.of(AmIds.RNDV_RTR, Unpooled.buffer(16).writeLongLE(id).writeLongLE(1));
+        e = assertThrows(ProtocolException.class, () -> ch.writeInbound(shortRtr));
+        assertTrue(e.getMessage().contains("RNDV_RTR header is 16 bytes, expected 24"), e.getMessage());
+        assertEquals(0, shortRtr.refCnt());
+        assertFalse(f[0].isDone(), "none of these touched the send");
+        ch.writeInbound(rtr(id, 902, 4000, null));
+        ProtocolException sizeError = assertInstanceOf(ProtocolException.class, f[0].cause());
+        assertTrue(sizeError.getMessage().contains("receiver asked for 4000 bytes of a 5000-byte rendezvous send"),
+                sizeError.getMessage());
+        assertNull(ch.readOutbound(), "no data, and no ATP: no buffer of the receiver was offered");
+        assertEquals(0, content.refCnt());
+        assertEquals(0, ep.codec.sendsWaiting());
+    }
+
+    @Test
+    void atsEndsTheSendAsItsStatusSays() {
+        EmbeddedChannel ch = channel();
+        ChannelFuture[] ok = new ChannelFuture[1];
+        ChannelFuture[] truncated = new ChannelFuture[1];
+        ChannelFuture[] odd = new ChannelFuture[1];
+        ByteBuf c1 = Unpooled.wrappedBuffer(pattern(4, 100));
+        long id1 = senderReqId(send(ch, new RndvSendRequest(1, c1), ok));
+        long id2 = senderReqId(send(ch, new RndvSendRequest(0x22, Unpooled.wrappedBuffer(pattern(5, 200))),
+                truncated));
+        long id3 = senderReqId(send(ch, new RndvSendRequest(3, Unpooled.wrappedBuffer(pattern(6, 300))), odd));
+        ch.writeInbound(ats(id1, RndvHeaders.STATUS_OK));
+        assertTrue(ok[0].isSuccess());
+        assertEquals(0, c1.refCnt());
+        ch.writeInbound(ats(id2, RndvHeaders.STATUS_TRUNCATED));
+        MessageTruncatedException e = assertInstanceOf(MessageTruncatedException.class, truncated[0].cause());
+        assertEquals(0x22, e.tag());
+        assertEquals(200, e.length());
+        ch.writeInbound(ats(id3, 7));
+        assertInstanceOf(ProtocolException.class, odd[0].cause());
+        assertTrue(odd[0].cause().getMessage().contains("rendezvous send " + id3 + " ended with status 7"),
+                odd[0].cause().getMessage());
+        assertEquals(0, ep.codec.sendsWaiting());
+    }
+
+    @Test
+    void theEndpointEndingFailsWaitingSendsAndReleasesThem() {
+        EmbeddedChannel ch = channel();
+        ByteBuf content = Unpooled.wrappedBuffer(pattern(7, 5000));
+        ChannelFuture[] f = new ChannelFuture[1];
+        senderReqId(send(ch, new RndvSendRequest(1, content), f));
+        IllegalStateException cause = new IllegalStateException("ended");
+        ep.codec.endpointEnded(cause);
+        assertSame(cause, f[0].cause());
+        assertEquals(0, content.refCnt());
+        assertFalse(ep.codec.lingers(), "nothing was offered to or written into the peer");
+        assertEquals(List.of(), ep.endpoint.directFrames(), "no last words for a send waiting for its RTR");
+    }
+
+    @Test
+    void aGetOfferCarriesTheSendBuffersKeyOnlyForNativeMemoryAndAPermittedLane() {
+        assumeTrue(Cma.availability().isAvailable(), () -> Cma.availability().reason());
+        EmbeddedChannel ch = channel(TestEndpoint.amLane(8192, MAX_BCOPY), true);
+        ByteBuf content = direct(pattern(8, 5000));
+        ChannelFuture[] f = new ChannelFuture[1];
+        AmFrame rts = send(ch, new RndvSendRequest(1, content, true), f);
+        assertEquals(RndvHeaders.rtsLength(new byte[CmaKey.PACKED_LENGTH]), rts.header().readableBytes());
+        CmaKey key = CmaKey.unpack(bytes(RndvHeaders.readRtsKey(rts.header())));
+        assertEquals(Cma.pid(), key.pid());
+        assertEquals(MemorySegment.ofBuffer(content.nioBuffer()).address(), key.address());
+        assertEquals(5000, key.length());
+        long id = senderReqId(rts);
+        ch.writeInbound(ats(id, RndvHeaders.STATUS_OK));
+        assertTrue(f[0].isSuccess());
+        assertEquals(0, content.refCnt());
+
+        ChannelFuture[] heap = new ChannelFuture[1];
+        AmFrame plain = send(ch, new RndvSendRequest(2, Unpooled.wrappedBuffer(pattern(9, 5000)), true), heap);
+        assertEquals(RndvHeaders.RTS_LENGTH, plain.header().readableBytes(), "heap memory moves: no key");
+        ch.writeInbound(ats(senderReqId(plain), RndvHeaders.STATUS_OK));
+        ep.endpoint.rma(null);
+        ChannelFuture[] noLane = new ChannelFuture[1];
+        plain = send(ch, new RndvSendRequest(3, direct(pattern(10, 5000)), true), noLane);
+        assertEquals(RndvHeaders.RTS_LENGTH, plain.header().readableBytes(), "no permitted lane: no key");
+        ch.writeInbound(ats(senderReqId(plain), RndvHeaders.STATUS_OK));
+        assertTrue(heap[0].isSuccess() && noLane[0].isSuccess());
+    }
+
+    /** Two endpoints, each with a cma lane to this process: the receiver reads the sender's buffer, then ATS. */
+    @Test
+    void aGetBetweenTwoCodecsMovesTheMessageAndAtsCompletesTheSend() {
+        assumeTrue(Cma.availability().isAvailable(), () -> Cma.availability().reason());
+        EmbeddedChannel rx = channel(TestEndpoint.amLane(8192, MAX_BCOPY), true);
+        WorkerProtocols rxWorker = ep.worker;
+        EmbeddedChannel tx = channel(TestEndpoint.amLane(8192, MAX_BCOPY), true);
+        int n = (int) (Cma.CHUNK + 999);
+        byte[] data = pattern(11, n);
+        ByteBuf content = direct(data);
+        ChannelFuture[] f = new ChannelFuture[1];
+        rx.writeInbound(send(tx, new RndvSendRequest(0x61, content, true), f));
+        PostedReceives rs = new PostedReceives(rxWorker.matcher(), rx.eventLoop());
+        Promise<TagMessage> p = rs.post(0x61, -1L);
+        rx.runPendingTasks();
+        assertArrayEquals(data, rs.bytes(p));
+        rs.close();
+        AmFrame ats = rx.readOutbound();
+        assertEquals(AmIds.RNDV_ATS, ats.amId());
+        assertFalse(f[0].isDone(), "not before the receiver said it has read");
+        tx.writeInbound(ats);
+        assertTrue(f[0].isSuccess());
+        assertEquals(0, content.refCnt());
+        assertEquals(1, rxWorker.counters().count(RndvProtocols.RECV_GET_COUNTER));
+    }
+
+    /** A tagged message the table gives to rendezvous goes down from the eager codec as an RTS, counted. */
+    @Test
+    void theEagerCodecHandsARendezvousSendToThisCodec() {
+        EmbeddedChannel ch = new EmbeddedChannel();
+        ProtocolSettings rndvFrom4k = new ProtocolSettings(1 << 30, ProtoCandidate.AUTO, ProtoCandidate.AUTO, 4096,
+                false, RndvScheme.AUTO, ProtocolRegistry.DEFAULT.protocols());
+        WorkerProtocols w = TestEndpoint.worker(ch, rndvFrom4k);
+        ProtocolRegistry.DEFAULT.initPipeline(ch.pipeline(), new TestEndpoint(ch, TestEndpoint.amLane(8192,
+                MAX_BCOPY)), w);
+        ByteBuf content = Unpooled.wrappedBuffer(pattern(12, 5000));
+        ChannelFuture sent = ch.writeAndFlush(new TagMessage(0x71, content));
+        AmFrame rts = ch.readOutbound();
+        assertEquals(AmIds.RNDV_RTS, rts.amId());
+        assertEquals(0x71, rts.header().getLongLE(0));
+        assertEquals(5000, rts.header().getLongLE(16));
+        assertEquals(1, w.counters().count(RndvProtocols.TAG_RNDV.name()));
+        assertFalse(sent.isDone());
+        assertFalse(sent.isCancellable(), "handed on: it cannot be taken back");
+        ch.writeInbound(ats(senderReqId(rts), RndvHeaders.STATUS_OK));
+        assertTrue(sent.isSuccess());
+        assertEquals(0, content.refCnt());
+        assertFalse(ch.finishAndReleaseAll());
+    }
+
+    /**
+     * With an RMA lane offering GET_ZCOPY in the endpoint's configuration, a large native message goes as
+     * {@code rndv/get/zcopy} (its RTS carries the buffer's key), a heap one as {@code tag/rndv}, each counted.
+     */
+    @Test
+    void theTableGivesLargeNativeMessagesToGetZcopyAndTheRtsCarriesTheKey() {
+        assumeTrue(Cma.availability().isAvailable(), () -> Cma.availability().reason());
+        IfaceAttributes cmaLike = new IfaceAttributes(EnumSet.of(Capability.GET_ZCOPY, Capability.PUT_ZCOPY), 0, 0,
+                0, 80e-9, 0, 11145e6, 0, 2e-6, 0, Long.MAX_VALUE, Integer.MAX_VALUE, Cma.CHUNK);
+        EndpointConfig withRma = new EndpointConfig("test/lo", RndvEndpoint.defaultLane().amLaneAttrs(),
+                "cma/memory", cmaLike);
+        EmbeddedChannel ch = new EmbeddedChannel();
+        ProtocolSettings rndvFrom4k = new ProtocolSettings(1 << 30, ProtoCandidate.AUTO, ProtoCandidate.AUTO, 4096,
+                false, RndvScheme.AUTO, ProtocolRegistry.DEFAULT.protocols());
+        WorkerProtocols w = TestEndpoint.worker(ch, rndvFrom4k);
+        CmaChannel lane = TestEndpoint.cmaLane(ch, Cma.pid());
+        List<ProtocolCodec> codecs = ProtocolRegistry.DEFAULT.initPipeline(ch.pipeline(),
+                new TestEndpoint(ch, withRma).rma(lane), w);
+        ByteBuf nativeContent = direct(pattern(13, 1 << 20));
+        ChannelFuture sent = ch.writeAndFlush(new TagMessage(0x72, nativeContent));
+        AmFrame rts = ch.readOutbound();
+        assertEquals(RndvHeaders.rtsLength(new byte[CmaKey.PACKED_LENGTH]), rts.header().readableBytes());
+        assertEquals(1, w.counters().count(RndvProtocols.GET_ZCOPY.name()));
+        ch.writeInbound(ats(senderReqId(rts), RndvHeaders.STATUS_OK));
+        assertTrue(sent.isSuccess());
+        ChannelFuture heap = ch.writeAndFlush(new TagMessage(0x73, Unpooled.wrappedBuffer(pattern(14, 1 << 20))));
+        rts = ch.readOutbound();
+        assertEquals(RndvHeaders.RTS_LENGTH, rts.header().readableBytes());
+        assertEquals(1, w.counters().count(RndvProtocols.TAG_RNDV.name()));
+        codecs.forEach(c -> c.endpointEnded(new ClosedChannelException()));
+        assertInstanceOf(ClosedChannelException.class, heap.cause());
+        rts.release();
+        lane.close();
+        assertFalse(ch.finishAndReleaseAll());
+    }
+}
