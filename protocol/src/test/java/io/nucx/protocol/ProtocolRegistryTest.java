@@ -1,6 +1,5 @@
 package io.nucx.protocol;
 
-import io.netty.channel.ChannelPipeline;
 import io.nucx.protocol.amo.AmoCodec;
 import io.nucx.protocol.select.Protocol;
 import io.nucx.protocol.tag.EagerProtocols;
@@ -23,27 +22,9 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 class ProtocolRegistryTest {
 
     private static ProtocolFamily family(String name, int... ids) {
-        return new ProtocolFamily() {
-            @Override
-            public String name() {
-                return name;
-            }
-
-            @Override
-            public List<Protocol> protocols() {
-                return List.of();
-            }
-
-            @Override
-            public int[] amIds() {
-                return ids;
-            }
-
-            @Override
-            public ProtocolCodec addTo(ChannelPipeline pipeline, EndpointServices endpoint, WorkerProtocols worker) {
-                throw new UnsupportedOperationException();
-            }
-        };
+        return new ProtocolFamily(name, List.<Protocol>of(), ids, (pipeline, endpoint, worker) -> {
+            throw new UnsupportedOperationException();
+        });
     }
 
     @Test

@@ -416,6 +416,9 @@ final class RndvReceiver {
         }
         unexpected.clear();
         for (Receive rv : new ArrayList<>(receives.values())) {
+            if (rv.stage == Stage.HELD || rv.stage == Stage.PARKED) {
+                continue; // ended already: only the sender's last word, the revoke or the park may touch it
+            }
             IOException why = new IOException("sender " + ctx.channel() + " went away after " + rv.received + " of "
                     + rv.total + " bytes of rendezvous message " + rv.id, cause);
             if (rv.stage == Stage.OFFERED) {
