@@ -67,13 +67,13 @@ final class SelfIface extends AbstractIface {
         long targetId = idOf(remoteIface);
         SelfIface target = idOf(remoteDevice) == PROCESS_ID ? IFACES.get(targetId) : null;
         SelfChannel local = new SelfChannel(capacity, new SelfAddress(id, "connector"),
-                new SelfAddress(targetId, "acceptor"));
+                new SelfAddress(targetId, "acceptor"), ATTRIBUTES);
         if (target == null) {
             return failedLane(local, new IllegalArgumentException("no self iface " + Long.toHexString(targetId)
                     + " in this process (closed, or an address from another process)"));
         }
         SelfChannel remote = new SelfChannel(target.capacity, new SelfAddress(target.id, "acceptor"),
-                new SelfAddress(id, "connector"));
+                new SelfAddress(id, "connector"), ATTRIBUTES);
         SelfChannel.link(local, remote);
         // Register the accepting end first so that it exists on its loop before the first write reaches it.
         registerLane(target.eventLoop(), remote, target.newAcceptedLaneHandler());

@@ -90,7 +90,7 @@ final class ShmIface extends AbstractIface {
                     protected void initChannel(Channel doorbell) {
                         doorbell.pipeline().addLast("nucx.shm.handshake", new ShmHandshake(false, dir, local,
                                 ringSize, r -> {
-                                    ShmChannel ch = newChannel(local, segSize);
+                                    ShmChannel ch = iface.newChannel();
                                     ch.pipeline().addLast(LANE_HANDLER, iface.newAcceptedLaneHandler());
                                     attach(ch, r, doorbell).addListener(f -> {
                                         if (!f.isSuccess()) {
@@ -104,8 +104,8 @@ final class ShmIface extends AbstractIface {
         return iface;
     }
 
-    private static ShmChannel newChannel(ShmAddress local, int segSize) {
-        ShmChannel ch = new ShmChannel(local, segSize);
+    private ShmChannel newChannel() {
+        ShmChannel ch = new ShmChannel(local, attributes());
         int high = Math.max(256 * 1024, 2 * segSize);
         ch.config().setWriteBufferWaterMark(new WriteBufferWaterMark(high / 2, high));
         return ch;
@@ -131,7 +131,7 @@ final class ShmIface extends AbstractIface {
 
     @Override
     public ChannelFuture connect(byte[] remoteDevice, byte[] remoteIface, ChannelHandler laneHandler) {
-        ShmChannel ch = newChannel(local, segSize);
+        ShmChannel ch = newChannel();
         ChannelPromise promise = new DefaultChannelPromise(ch, eventLoop());
         if (!isReachable(remoteDevice, remoteIface)) {
             ch.unsafe().closeForcibly();

@@ -61,6 +61,7 @@ final class TcpIface extends AbstractIface {
             io.netty.util.internal.logging.InternalLoggerFactory.getInstance(TcpIface.class);
 
     private final TcpIoMode mode;
+    private final AmFrameEncoder encoder;
     private final Channel server;
     private final int segSize;
     private final boolean p2p;
@@ -71,6 +72,7 @@ final class TcpIface extends AbstractIface {
     private TcpIface(Transport transport, IfaceParams params, TcpIoMode mode, Channel server,
                      IfaceAttributes attributes, byte[] deviceAddress, byte[] ifaceAddress, int segSize, boolean p2p) {
         super(transport, params, attributes, deviceAddress, ifaceAddress);
+        this.encoder = new AmFrameEncoder(attributes);
         this.mode = mode;
         this.server = server;
         this.segSize = segSize;
@@ -103,7 +105,7 @@ final class TcpIface extends AbstractIface {
                 .childHandler(new ChannelInitializer<>() {
                     @Override
                     protected void initChannel(Channel ch) {
-                        initLane(ch, segSize, self[0].newAcceptedLaneHandler());
+                        self[0].initLane(ch, self[0].newAcceptedLaneHandler());
                         if (p2p) {
                             ch.pipeline().addBefore(LANE_HANDLER, "nucx.tcp.ep", self[0].new EpAcceptor());
                         }
@@ -122,9 +124,9 @@ final class TcpIface extends AbstractIface {
     }
 
     /** Every tcp lane, connected or accepted: framing, then the owner's handler. */
-    private static void initLane(Channel ch, int segSize, ChannelHandler laneHandler) {
+    private void initLane(Channel ch, ChannelHandler laneHandler) {
         ch.pipeline().addLast("nucx.frameDecoder", new AmFrameDecoder(MAX_HEADER, segSize));
-        ch.pipeline().addLast("nucx.frameEncoder", AmFrameEncoder.INSTANCE);
+        ch.pipeline().addLast("nucx.frameEncoder", encoder);
         ch.pipeline().addLast(LANE_HANDLER, laneHandler);
     }
 
@@ -330,7 +332,7 @@ final class TcpIface extends AbstractIface {
                 .handler(new ChannelInitializer<>() {
                     @Override
                     protected void initChannel(Channel ch) {
-                        initLane(ch, segSize, laneHandler);
+                        initLane(ch, laneHandler);
                     }
                 })
                 .connect(remote);

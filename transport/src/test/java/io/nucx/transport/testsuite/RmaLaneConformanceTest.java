@@ -65,14 +65,27 @@ public abstract class RmaLaneConformanceTest {
     /** The peer's exposed region. */
     protected static final long REGION = 32L << 20;
 
-    /** The transport under test, by name. */
-    protected abstract String transportName();
+    private final String transportName;
+    private final boolean revokeWaitsForPeerExit;
 
     /**
-     * Whether a registration's revoke completes only once the peer process has exited (cma: nothing else stops a
-     * process of the same user writing our memory) rather than at once (rdma deregisters the region).
+     * @param transportName          the transport under test
+     * @param revokeWaitsForPeerExit whether a registration's revoke completes only once the peer process has exited
+     *                               (cma: nothing else stops a process of the same user writing our memory) rather
+     *                               than at once (rdma deregisters the region)
      */
-    protected abstract boolean revokeWaitsForPeerExit();
+    protected RmaLaneConformanceTest(String transportName, boolean revokeWaitsForPeerExit) {
+        this.transportName = transportName;
+        this.revokeWaitsForPeerExit = revokeWaitsForPeerExit;
+    }
+
+    protected final String transportName() {
+        return transportName;
+    }
+
+    private boolean revokeWaitsForPeerExit() {
+        return revokeWaitsForPeerExit;
+    }
 
     /** Keys in this transport's format that name memory other than the peer's (another process or host). */
     protected abstract List<byte[]> foreignKeys(byte[] peerKey);
