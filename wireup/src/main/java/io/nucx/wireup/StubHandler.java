@@ -18,10 +18,21 @@ import java.nio.channels.ClosedChannelException;
 final class StubHandler extends ChannelOutboundHandlerAdapter {
 
     private PendingWriteQueue pending;
+    /** The worker's count of writes waiting in stubs, for metrics; null when nobody asks. */
+    private final java.util.concurrent.atomic.AtomicInteger waiting;
     private boolean flushRequested;
     private boolean ready;
     private Throwable failure;
     private ChannelPromise deferredClose;
+
+    StubHandler() {
+        this(null);
+    }
+
+    /** @param waiting counts the writes waiting here (for metrics read from other threads), or null */
+    StubHandler(java.util.concurrent.atomic.AtomicInteger waiting) {
+        this.waiting = waiting;
+    }
 
     @Override
     public void handlerAdded(ChannelHandlerContext ctx) {
@@ -31,6 +42,9 @@ final class StubHandler extends ChannelOutboundHandlerAdapter {
     @Override
     public void write(ChannelHandlerContext ctx, Object msg, ChannelPromise promise) {
         pending.add(msg, promise);
+        if (waiting != null) {
+            waiting.incrementAndGet();
+        }
     }
 
     @Override
@@ -68,6 +82,9 @@ final class StubHandler extends ChannelOutboundHandlerAdapter {
 
     @Override
     public void handlerRemoved(ChannelHandlerContext ctx) {
+        if (waiting != null) {
+            waiting.addAndGet(-pending.size());
+        }
         if (ready && failure == null && ctx.channel().isOpen()) {
             // ctx's neighbours now point at the handler that replaced us, so these writes go through it.
             pending.removeAndWriteAll();

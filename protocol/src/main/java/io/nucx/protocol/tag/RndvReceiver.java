@@ -126,7 +126,7 @@ final class RndvReceiver {
     private final long maxMessageSize;
     private final RndvScheme scheme;
     private final LongPredicate toPipeline;
-    private final PendingRequests<Receive> receives = new PendingRequests<>();
+    private final PendingRequests<Receive> receives;
     /** This endpoint's RTS waiting in the worker's unexpected queue; they leave it when the endpoint ends. */
     private final Set<RtsArrival> unexpected = new LinkedHashSet<>();
     private final LongAdder getCount;
@@ -137,8 +137,10 @@ final class RndvReceiver {
     private int held;
 
     RndvReceiver(ChannelHandlerContext ctx, EndpointServices endpoint, TagMatcher matcher, ByteBufAllocator alloc,
-                 long maxMessageSize, RndvScheme scheme, ProtocolCounters counters) {
+                 long maxMessageSize, RndvScheme scheme, ProtocolCounters counters,
+                 java.util.concurrent.atomic.AtomicInteger inFlight) {
         this.ctx = ctx;
+        this.receives = new PendingRequests<>(inFlight);
         this.endpoint = endpoint;
         this.matcher = matcher;
         this.alloc = alloc;
