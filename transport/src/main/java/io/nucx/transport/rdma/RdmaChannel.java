@@ -364,8 +364,10 @@ public final class RdmaChannel extends AbstractChannel {
             region.set(U16, off + RdmaFrame.CREDITS, (short) grant);
             region.set(U16, off + 6, (short) 0);
             ByteBuffer tx = txBuffers[idx];
-            tx.clear().position(RdmaFrame.HEADER_LENGTH).limit(length);
+            // getBytes(index, ByteBuffer) fills the buffer up to its limit: one limit per part
+            tx.clear().position(RdmaFrame.HEADER_LENGTH).limit(RdmaFrame.HEADER_LENGTH + headerLength);
             f.header().getBytes(f.header().readerIndex(), tx);
+            tx.limit(length);
             f.payload().getBytes(f.payload().readerIndex(), tx);
             int rc = qp.postSend(KIND_SEND | postedSeq, IbvSendWr.IBV_WR_SEND, IbvSendWr.IBV_SEND_SIGNALED,
                     region.address() + off, length, lkey, 0, 0, 0, 0);
