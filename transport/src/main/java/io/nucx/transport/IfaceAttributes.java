@@ -24,11 +24,23 @@ import java.util.Set;
  *                        {@link Capability#AM_ZCOPY} offers; heap buffers excepted, which a socket channel copies into
  *                        direct memory as they are written) or is handed to the receiver as it is (self: 0), so a
  *                        sender that must be done with the buffer when the write completes copies it first
+ * @param rmaSegment      bytes a zero-copy GET or PUT moves per transport call (UCX's {@code SEG_SIZE} of cma: one
+ *                        {@code process_vm_readv} per 512 KiB); the per-operation overhead is paid once per segment.
+ *                        {@code maxZcopy} unless the transport says otherwise (one call per operation)
  */
 public record IfaceAttributes(Set<Capability> capabilities, int maxShort, int maxBcopy, int maxHeader,
                               double latencySeconds, double latencyPerEp, double bandwidthDedicated,
                               double bandwidthShared, double overheadSeconds, int priority, long maxZcopy,
-                              int amCopyMax) {
+                              int amCopyMax, long rmaSegment) {
+
+    /** Attributes whose zero-copy RMA, if any, moves a whole operation per transport call. */
+    public IfaceAttributes(Set<Capability> capabilities, int maxShort, int maxBcopy, int maxHeader,
+                           double latencySeconds, double latencyPerEp, double bandwidthDedicated,
+                           double bandwidthShared, double overheadSeconds, int priority, long maxZcopy,
+                           int amCopyMax) {
+        this(capabilities, maxShort, maxBcopy, maxHeader, latencySeconds, latencyPerEp, bandwidthDedicated,
+                bandwidthShared, overheadSeconds, priority, maxZcopy, amCopyMax, maxZcopy);
+    }
 
     /** Attributes of an iface without zero-copy RMA that copies every AM payload it writes. */
     public IfaceAttributes(Set<Capability> capabilities, int maxShort, int maxBcopy, int maxHeader,
@@ -50,6 +62,9 @@ public record IfaceAttributes(Set<Capability> capabilities, int maxShort, int ma
         if (amCopyMax < 0) {
             throw new IllegalArgumentException("amCopyMax must be >= 0, got " + amCopyMax);
         }
+        if (rmaSegment < 0 || (maxZcopy > 0 && rmaSegment == 0)) {
+            throw new IllegalArgumentException("rmaSegment must be > 0 with zero-copy RMA, got " + rmaSegment);
+        }
         capabilities = capabilities.isEmpty() ? EnumSet.noneOf(Capability.class) : EnumSet.copyOf(capabilities);
     }
 
@@ -60,7 +75,7 @@ public record IfaceAttributes(Set<Capability> capabilities, int maxShort, int ma
     /** The same attributes with the AM size limits narrowed, e.g. to the smaller of two peers' limits. */
     public IfaceAttributes withAmLimits(int maxShort, int maxBcopy) {
         return new IfaceAttributes(capabilities, maxShort, maxBcopy, maxHeader, latencySeconds, latencyPerEp,
-                bandwidthDedicated, bandwidthShared, overheadSeconds, priority, maxZcopy, amCopyMax);
+                bandwidthDedicated, bandwidthShared, overheadSeconds, priority, maxZcopy, amCopyMax, rmaSegment);
     }
 
     /**

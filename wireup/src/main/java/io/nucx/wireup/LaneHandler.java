@@ -198,7 +198,8 @@ final class LaneHandler extends ChannelInboundHandlerAdapter {
      */
     private static void refuseLateOffer(ChannelHandlerContext ctx, AmFrame frame) {
         io.netty.buffer.ByteBuf h = frame.header();
-        if (frame.amId() != AmIds.RNDV_RTR || h.readableBytes() != io.nucx.protocol.tag.RndvHeaders.RTR_RKEY_LENGTH
+        // A key-carrying RTR is longer than a plain one (24 bytes, length-prefixed key after them).
+        if (frame.amId() != AmIds.RNDV_RTR || h.readableBytes() <= io.nucx.protocol.tag.RndvHeaders.RTR_LENGTH + 2
                 || !ctx.channel().isActive()) {
             return;
         }

@@ -28,8 +28,7 @@ import io.nucx.protocol.tag.RndvScheme;
 import io.nucx.protocol.tag.RndvSends;
 import io.nucx.transport.AmFrame;
 import io.nucx.transport.Capability;
-import io.nucx.transport.cma.CmaChannel;
-import io.nucx.transport.cma.RemoteKey;
+import io.nucx.transport.rma.RmaLane;
 import io.nucx.protocol.tag.EagerTagReceiver;
 import io.nucx.protocol.tag.TagMatcher;
 import io.nucx.protocol.tag.TagMessage;
@@ -118,10 +117,15 @@ public final class Worker {
         this.protocols = enabledProtocols(config);
         RndvScheme scheme = RndvScheme.parse(config.choice(NucxConfig.RNDV_SCHEME, "auto", "get_zcopy", "put_zcopy",
                 "am"));
-        this.rndvSends = new RndvSends(new RndvSends.PutLanes() {
+        this.rndvSends = new RndvSends(new RndvSends.RmaLanes() {
             @Override
-            public Channel putLane(Channel ep) {
-                return ((Endpoint) ep).rmaChannel(Capability.PUT_ZCOPY);
+            public RmaLane putLane(Channel ep) {
+                return rmaLane(((Endpoint) ep).rmaChannel(Capability.PUT_ZCOPY));
+            }
+
+            @Override
+            public RmaLane getLane(Channel ep) {
+                return rmaLane(((Endpoint) ep).rmaChannel());
             }
 
             @Override
@@ -151,9 +155,9 @@ public final class Worker {
                     }
 
                     @Override
-                    public void sendRtr(Channel ep, long senderReqId, long receiverReqId, long size, RemoteKey key) {
+                    public void sendRtr(Channel ep, long senderReqId, long receiverReqId, long size, byte[] key) {
                         ((Endpoint) ep).sendControl(AmFrame.of(AmIds.RNDV_RTR, RndvHeaders.writeRtr(
-                                ep.alloc().buffer(RndvHeaders.RTR_RKEY_LENGTH), senderReqId, receiverReqId, size,
+                                ep.alloc().buffer(RndvHeaders.rtrLength(key)), senderReqId, receiverReqId, size,
                                 key)));
                     }
 
@@ -177,8 +181,8 @@ public final class Worker {
                     }
 
                     @Override
-                    public Channel rndvGetLane(Channel ep) {
-                        return ((Endpoint) ep).rmaChannel();
+                    public RmaLane rndvGetLane(Channel ep) {
+                        return rmaLane(((Endpoint) ep).rmaChannel());
                     }
 
                     @Override
@@ -187,11 +191,11 @@ public final class Worker {
                     }
 
                     @Override
-                    public int rndvPutPeerPid(Channel ep) {
+                    public RmaLane rndvPutLane(Channel ep) {
                         // No offers once the endpoint is closing: its peer may have ended its sends already, and
                         // an offer nobody answers would hold the buffer until that process exits.
-                        return ep.isActive() && ((Endpoint) ep).rmaChannel(Capability.PUT_ZCOPY) instanceof CmaChannel cma
-                                && cma.isActive() ? cma.peerPid() : -1;
+                        RmaLane lane = ep.isActive() ? rmaLane(((Endpoint) ep).rmaChannel(Capability.PUT_ZCOPY)) : null;
+                        return lane != null && lane.channel().isActive() ? lane : null;
                     }
 
                     @Override
@@ -287,6 +291,11 @@ public final class Worker {
     /** Endpoints currently open. */
     public Collection<Endpoint> endpoints() {
         return List.copyOf(endpoints.values());
+    }
+
+    /** An endpoint's RMA lane channel as the protocols use it, or null (none, or not an RMA lane). */
+    private static RmaLane rmaLane(Channel lane) {
+        return lane instanceof RmaLane rma ? rma : null;
     }
 
     /**

@@ -11,7 +11,7 @@ import io.nucx.protocol.tag.RndvProtocols;
 import io.nucx.protocol.tag.TagMessage;
 import io.nucx.transport.AmFrame;
 import io.nucx.transport.cma.Cma;
-import io.nucx.transport.cma.RemoteKey;
+import io.nucx.transport.cma.CmaKey;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
@@ -107,7 +107,7 @@ class RndvGetZcopyTest {
         TagMessage first = b.tagRecv(1, -1L).get(10, TimeUnit.SECONDS);
         first.release();
         ByteBuf h = RndvHeaders.writeRts(ep.alloc().buffer(), 2, 1, 4096,
-                new RemoteKey(1, 1, 0x1000, 4096));
+                new CmaKey(1, 1, 0x1000, 4096).pack());
         h.setShortLE(RndvHeaders.RTS_LENGTH, 13); // the key length field lies
         ep.amLane().writeAndFlush(AmFrame.of(AmIds.RNDV_RTS, h)).sync();
         long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
@@ -115,7 +115,8 @@ class RndvGetZcopyTest {
             Thread.sleep(10);
         }
         assertTrue(b.laneFailures().stream().anyMatch(t -> String.valueOf(t.getMessage())
-                .contains("RNDV_RTS remote key length is 13, expected 28")), () -> "failures: " + b.laneFailures());
+                .contains("RNDV_RTS remote key length is 13, but the header has 28 bytes after it")),
+                () -> "failures: " + b.laneFailures());
         assertTrue(ep.closeFuture().await(10, TimeUnit.SECONDS), "the lane, and with it the endpoint, closed");
         // The worker still serves a new endpoint, by get/zcopy too.
         Endpoint again = a.connect(b.address());

@@ -17,7 +17,7 @@ import io.nucx.transport.AmFrame;
 import io.nucx.transport.NucxConfig;
 import io.nucx.transport.NucxConfigException;
 import io.nucx.transport.cma.Cma;
-import io.nucx.transport.cma.RemoteKey;
+import io.nucx.transport.cma.CmaKey;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
@@ -189,12 +189,14 @@ class RndvPutZcopyTest {
         ep.tagSend(1, pattern(1, 10)).sync(); // wired up: b has its endpoint
         b.tagRecv(1, -1L).get(10, TimeUnit.SECONDS).release();
         Endpoint back = b.endpoints().iterator().next();
-        ByteBuf h = RndvHeaders.writeRtr(back.alloc().buffer(), 1, 2, 4096, new RemoteKey(1, 1, 0x1000, 4096));
+        ByteBuf h = RndvHeaders.writeRtr(back.alloc().buffer(), 1, 2, 4096,
+                new CmaKey(1, 1, 0x1000, 4096).pack());
         h.setShortLE(RndvHeaders.RTR_LENGTH, 13); // the key length field lies
         back.amLane().writeAndFlush(AmFrame.of(AmIds.RNDV_RTR, h)).sync();
         awaitTrue(() -> !a.laneFailures().isEmpty(), "the sender's lane did not fail");
         assertTrue(a.laneFailures().stream().anyMatch(t -> String.valueOf(t.getMessage())
-                .contains("RNDV_RTR remote key length is 13, expected 28")), () -> "failures: " + a.laneFailures());
+                .contains("RNDV_RTR remote key length is 13, but the header has 28 bytes after it")),
+                () -> "failures: " + a.laneFailures());
         assertTrue(ep.closeFuture().await(10, TimeUnit.SECONDS), "the lane, and with it the endpoint, closed");
         Endpoint again = a.connect(b.address());
         ByteBuf into = ByteBufAllocator.DEFAULT.directBuffer(1 << 20);

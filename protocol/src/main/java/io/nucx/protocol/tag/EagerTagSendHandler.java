@@ -168,7 +168,7 @@ public final class EagerTagSendHandler extends ChannelOutboundHandlerAdapter {
                 rndvCount.increment();
                 ctx.write(new RndvSendRequest(tag, content.retain()), promise); // RndvTagSendHandler, below us
             } else if (p == RndvProtocols.GET_ZCOPY) {
-                if (RndvTagSendHandler.remoteKey(content) != null) {
+                if (RndvTagSendHandler.exposable(content)) {
                     getZcopyCount.increment();
                     ctx.write(new RndvSendRequest(tag, content.retain(), true), promise);
                 } else { // direct but not one native run (e.g. a read-only view): the receiver asks by RTR

@@ -2,29 +2,31 @@ package io.nucx.protocol.tag;
 
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.ByteBufAllocator;
-import io.netty.channel.Channel;
 import io.netty.util.concurrent.EventExecutor;
 import io.netty.util.concurrent.Future;
 import io.netty.util.concurrent.GenericFutureListener;
-import io.nucx.transport.cma.Cma;
-import io.nucx.transport.cma.RemoteKey;
-import io.nucx.transport.cma.RmaOp;
+import io.nucx.transport.rma.RemoteKey;
+import io.nucx.transport.rma.RmaLane;
+import io.nucx.transport.rma.RmaOp;
 
 import java.lang.foreign.MemorySegment;
 
 /**
- * One rendezvous message moved by RMA through an RMA lane (a cma channel, which runs {@link Cma#CHUNK} bytes per
- * event-loop turn so other endpoints are served in between): a GET of the peer's memory into a local buffer, or a PUT
- * of a local buffer into the peer's memory. As one operation when the local buffer is one run of native memory,
- * otherwise chunk by chunk, one per loop turn, through a pooled direct bounce buffer and a copy. The subclass says
+ * One rendezvous message moved by RMA through an {@link RmaLane} (which moves one segment per event-loop turn, so other
+ * endpoints are served in between): a GET of the peer's memory into a local buffer, or a PUT of a local buffer into
+ * the peer's memory. As one operation when the local buffer is one run of native memory, otherwise chunk by chunk
+ * ({@link #BOUNCE_CHUNK}), one per loop turn, through a pooled direct bounce buffer and a copy. The subclass says
  * what finishing and failing mean ({@code rndv/get/zcopy}: ATS or RTR; {@code rndv/put/zcopy}: ATP or fragments).
  * Loop only.
  */
 abstract class RmaTransfer {
 
+    /** The bounce buffer's size: UCX's RNDV_FRAG_SIZE for host memory. */
+    static final int BOUNCE_CHUNK = 512 * 1024;
+
     private final boolean put;
     private final RemoteKey key;
-    private final Channel lane;
+    private final RmaLane lane;
     /** The local side: bytes {@code [start, start + total)} of {@code local}. */
     private final ByteBuf local;
     private final int start;
@@ -44,7 +46,7 @@ abstract class RmaTransfer {
      * @param alloc where a bounce buffer comes from when {@code local} is heap (the GC moves it: no address for a
      *              system call) or scattered
      */
-    RmaTransfer(boolean put, RemoteKey key, Channel lane, ByteBuf local, int start, long total, ByteBufAllocator alloc,
+    RmaTransfer(boolean put, RemoteKey key, RmaLane lane, ByteBuf local, int start, long total, ByteBufAllocator alloc,
                 EventExecutor executor) {
         this.put = put;
         this.key = key;
@@ -57,7 +59,7 @@ abstract class RmaTransfer {
             direct = MemorySegment.ofBuffer(local.nioBuffer(start, (int) total));
         } else {
             direct = null;
-            int n = (int) Math.min(Cma.CHUNK, total);
+            int n = (int) Math.min(BOUNCE_CHUNK, total);
             bounce = alloc.directBuffer(n, n);
             bounceSegment = MemorySegment.ofBuffer(bounce.nioBuffer(0, n));
         }
@@ -77,14 +79,14 @@ abstract class RmaTransfer {
         if (direct != null) {
             op = put ? RmaOp.put(key, 0, direct) : RmaOp.get(key, 0, direct);
         } else {
-            int n = (int) Math.min(Cma.CHUNK, total - done);
+            int n = (int) Math.min(BOUNCE_CHUNK, total - done);
             MemorySegment chunk = bounceSegment.asSlice(0, n);
             if (put) {
                 bounce.setBytes(0, local, start + (int) done, n);
             }
             op = put ? RmaOp.put(key, done, chunk) : RmaOp.get(key, done, chunk);
         }
-        lane.writeAndFlush(op).addListener(onDone);
+        lane.channel().writeAndFlush(op).addListener(onDone);
     }
 
     private void onDone(Future<Void> f) {

@@ -2,7 +2,6 @@ package io.nucx.protocol.tag;
 
 import io.netty.buffer.ByteBuf;
 import io.nucx.protocol.ProtocolException;
-import io.nucx.transport.cma.RemoteKey;
 
 /**
  * Header layouts of the rendezvous protocols, little-endian.
@@ -11,14 +10,14 @@ import io.nucx.transport.cma.RemoteKey;
  * RNDV_RTS   +----------------+--------------------+----------------+
  *            |    tag:u64     | sender req id:u64  |   size:u64     |     tag/rndv: 24 bytes
  *            +----------------+--------------------+----------------+
- *   rndv/get/zcopy appends the sender's remote key (54 bytes in all):
- *            +-----------------+---------------------------------------------------+
- *            | rkey length:u16 | rkey: host id:u64, pid:u32, address:u64, len:u64  |  (28 bytes, {@link RemoteKey})
- *            +-----------------+---------------------------------------------------+
+ *   rndv/get/zcopy appends the send buffer's packed remote key (cma: 54 bytes in all):
+ *            +-----------------+------------------------------------------------+
+ *            | key length:u16  | packed key: the RMA transport's own bytes      |   (cma: 28, host id, pid,
+ *            +-----------------+------------------------------------------------+    address, length)
  * RNDV_RTR   +--------------------+----------------------+----------------+
  *            | sender req id:u64  | receiver req id:u64  |   size:u64     |     24 bytes: send RNDV_DATA
  *            +--------------------+----------------------+----------------+
- *   rndv/put/zcopy appends the receive buffer's remote key, the same way (54 bytes in all): write the message there
+ *   rndv/put/zcopy appends the receive buffer's packed remote key, the same way: write the message there
  *   (offset 0, all {@code size} bytes), then send RNDV_ATP.
  * RNDV_DATA  +----------------------+----------------+
  *            | receiver req id:u64  |   offset:u64   |  + payload bytes at offset
@@ -33,18 +32,17 @@ import io.nucx.transport.cma.RemoteKey;
  *   Either way it is the sender's last word on that receive buffer.
  * </pre>
  * The tag comes first in RTS, as in the eager headers, so one matcher serves both. A key-carrying RTS or RTR is told
- * from a plain one by its length.
+ * from a plain one by its length. The key is opaque here: the RMA lane that uses it unpacks and checks it
+ * ({@link RndvKeys}).
  */
 public final class RndvHeaders {
     public static final int RTS_LENGTH = 24;
-    /** An RTS with a remote key: the 24 bytes, the key's length (u16), the packed key. */
-    public static final int RTS_RKEY_LENGTH = RTS_LENGTH + 2 + RemoteKey.PACKED_LENGTH;
     public static final int RTR_LENGTH = 24;
-    /** An RTR with the receive buffer's remote key: the 24 bytes, the key's length (u16), the packed key. */
-    public static final int RTR_RKEY_LENGTH = RTR_LENGTH + 2 + RemoteKey.PACKED_LENGTH;
     public static final int DATA_LENGTH = 16;
     public static final int ATS_LENGTH = 9;
     public static final int ATP_LENGTH = 17;
+    /** Bounds a packed key's length field: far above any transport's key, far below a frame's header limit. */
+    public static final int MAX_KEY_LENGTH = 1024;
 
     /** UCS_OK. */
     public static final int STATUS_OK = 0;
@@ -56,16 +54,30 @@ public final class RndvHeaders {
     private RndvHeaders() {
     }
 
-    /** Writes an RTS header; with {@code key} non-null, the remote key the receiver may GET the data with. */
-    public static ByteBuf writeRts(ByteBuf out, long tag, long senderReqId, long size, RemoteKey key) {
-        out.writeLongLE(tag).writeLongLE(senderReqId).writeLongLE(size);
-        return writeKey(out, key);
+    /** Bytes of an RTS header carrying {@code packedKey} (null: a plain RTS). */
+    public static int rtsLength(byte[] packedKey) {
+        return RTS_LENGTH + keyLength(packedKey);
     }
 
-    /** Writes an RTR header; with {@code key} non-null, the receive buffer the sender may PUT the data into. */
-    public static ByteBuf writeRtr(ByteBuf out, long senderReqId, long receiverReqId, long size, RemoteKey key) {
+    /** Bytes of an RTR header carrying {@code packedKey} (null: a plain RTR). */
+    public static int rtrLength(byte[] packedKey) {
+        return RTR_LENGTH + keyLength(packedKey);
+    }
+
+    private static int keyLength(byte[] packedKey) {
+        return packedKey == null ? 0 : 2 + packedKey.length;
+    }
+
+    /** Writes an RTS header; with {@code packedKey} non-null, the key the receiver may GET the data with. */
+    public static ByteBuf writeRts(ByteBuf out, long tag, long senderReqId, long size, byte[] packedKey) {
+        out.writeLongLE(tag).writeLongLE(senderReqId).writeLongLE(size);
+        return writeKey(out, packedKey);
+    }
+
+    /** Writes an RTR header; with {@code packedKey} non-null, the receive buffer the sender may PUT the data into. */
+    public static ByteBuf writeRtr(ByteBuf out, long senderReqId, long receiverReqId, long size, byte[] packedKey) {
         out.writeLongLE(senderReqId).writeLongLE(receiverReqId).writeLongLE(size);
-        return writeKey(out, key);
+        return writeKey(out, packedKey);
     }
 
     /** Writes an ATP header. */
@@ -73,67 +85,55 @@ public final class RndvHeaders {
         return out.writeLongLE(receiverReqId).writeByte(status).writeLongLE(size);
     }
 
-    private static ByteBuf writeKey(ByteBuf out, RemoteKey key) {
-        if (key != null) {
-            byte[] packed = key.pack();
-            out.writeShortLE(packed.length).writeBytes(packed);
+    private static ByteBuf writeKey(ByteBuf out, byte[] packedKey) {
+        if (packedKey != null) {
+            if (packedKey.length == 0 || packedKey.length > MAX_KEY_LENGTH) {
+                throw new IllegalArgumentException("a packed remote key of " + packedKey.length + " bytes (1 to "
+                        + MAX_KEY_LENGTH + ")");
+            }
+            out.writeShortLE(packedKey.length).writeBytes(packedKey);
         }
         return out;
     }
 
     /**
-     * The remote key of an RTS header (reader index at the start of the header), or null for a plain RTS.
+     * The packed remote key of an RTS header (reader index at the start of the header): a slice of {@code h}, valid
+     * while it is; null for a plain RTS.
      *
-     * @throws ProtocolException when the header has a length no RTS has, a key length other than a cma key's, or a
-     *                           key that does not cover exactly the announced message
+     * @throws ProtocolException when the header has a length no RTS has, or a key length that disagrees with it
      */
-    public static RemoteKey readRtsKey(ByteBuf h) {
-        return readKey(h, "RNDV_RTS", RTS_LENGTH, 16);
+    public static ByteBuf readRtsKey(ByteBuf h) {
+        return readKey(h, "RNDV_RTS", RTS_LENGTH);
     }
 
     /**
-     * The remote key of an RTR header (reader index at the start of the header), or null for a plain RTR.
+     * The packed remote key of an RTR header (reader index at the start of the header), as {@link #readRtsKey}.
      *
-     * @throws ProtocolException as {@link #readRtsKey}: a length no RTR has, a bad key length, or a key that does not
-     *                           cover exactly the asked size
+     * @throws ProtocolException as {@link #readRtsKey}
      */
-    public static RemoteKey readRtrKey(ByteBuf h) {
-        return readKey(h, "RNDV_RTR", RTR_LENGTH, 16);
+    public static ByteBuf readRtrKey(ByteBuf h) {
+        return readKey(h, "RNDV_RTR", RTR_LENGTH);
     }
 
-    private static RemoteKey readKey(ByteBuf h, String what, int plainLength, int sizeOffset) {
+    private static ByteBuf readKey(ByteBuf h, String what, int plainLength) {
         int n = h.readableBytes();
-        int withKey = plainLength + 2 + RemoteKey.PACKED_LENGTH;
         if (n == plainLength) {
             return null;
         }
         if (n < plainLength + 2) {
-            throw new ProtocolException(what + " header is " + n + " bytes, expected " + plainLength + " or "
-                    + withKey + " (with a remote key)");
+            throw new ProtocolException(what + " header is " + n + " bytes, expected " + plainLength
+                    + " or more than " + (plainLength + 2) + " (with a remote key)");
         }
         int at = h.readerIndex();
         int keyLength = h.getUnsignedShortLE(at + plainLength);
-        if (keyLength != RemoteKey.PACKED_LENGTH) {
-            throw new ProtocolException(what + " remote key length is " + keyLength + ", expected "
-                    + RemoteKey.PACKED_LENGTH + " (host id, pid, address, length)");
+        if (keyLength == 0 || keyLength > MAX_KEY_LENGTH) {
+            throw new ProtocolException(what + " remote key length is " + keyLength + ", expected 1 to "
+                    + MAX_KEY_LENGTH);
         }
-        if (n != withKey) {
-            throw new ProtocolException(what + " with a " + keyLength + "-byte remote key is " + n
-                    + " bytes, expected " + withKey);
+        if (n != plainLength + 2 + keyLength) {
+            throw new ProtocolException(what + " remote key length is " + keyLength + ", but the header has "
+                    + (n - plainLength - 2) + " bytes after it (" + n + " in all)");
         }
-        byte[] packed = new byte[keyLength];
-        h.getBytes(at + plainLength + 2, packed);
-        RemoteKey key;
-        try {
-            key = RemoteKey.unpack(packed);
-        } catch (IllegalArgumentException e) {
-            throw new ProtocolException(what + " remote key is invalid: " + e.getMessage());
-        }
-        long size = h.getLongLE(at + sizeOffset);
-        if (key.length() != size) {
-            throw new ProtocolException(what + " remote key covers " + key.length() + " bytes of a " + size
-                    + "-byte message");
-        }
-        return key;
+        return h.slice(at + plainLength + 2, keyLength);
     }
 }

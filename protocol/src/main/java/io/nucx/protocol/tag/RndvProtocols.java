@@ -9,7 +9,6 @@ import io.nucx.protocol.select.Protocol;
 import io.nucx.protocol.select.SelectionKey;
 import io.nucx.transport.Capability;
 import io.nucx.transport.IfaceAttributes;
-import io.nucx.transport.cma.Cma;
 
 import java.util.function.Consumer;
 
@@ -93,7 +92,7 @@ public final class RndvProtocols {
      * into the receive buffer and answers ATS, which completes the send. Cost, per UCX v2's rts + get model:
      * <ul>
      *   <li>cpu: RTS out (AM overhead + rts knob), ATS in; no copy on the sender;</li>
-     *   <li>cpu-remote: RTS in, ATS out, one RMA call per {@code Cma.CHUNK} (its overhead amortised into the slope);
+     *   <li>cpu-remote: RTS in, ATS out, one RMA call per {@code rmaSegment} (its overhead amortised into the slope);
      *       no copy: the data lands in the receive buffer;</li>
      *   <li>tl-remote: the receiver pulls the bytes at the RMA lane's bandwidth;</li>
      *   <li>lat: RTS and ATS cross the AM lane, the GET the RMA lane;</li>
@@ -112,7 +111,7 @@ public final class RndvProtocols {
                     .add(1, max, PerfFactor.LOCAL_CPU, LinearFunc.constant(ovh + RTS_OVERHEAD + ovh))
                     // RTS in, the reads, ATS out
                     .add(1, max, PerfFactor.REMOTE_CPU, new LinearFunc(ovh + rma.overheadSeconds() + ovh,
-                            rma.overheadSeconds() / Cma.CHUNK))
+                            rma.overheadSeconds() / rma.rmaSegment()))
                     .add(1, max, PerfFactor.REMOTE_TL, LinearFunc.slope(1 / rma.bandwidth()))
                     .add(1, max, PerfFactor.LATENCY, LinearFunc.constant(2 * am.latencySeconds()
                             + rma.latencySeconds()));
@@ -138,7 +137,7 @@ public final class RndvProtocols {
      * {@code NUCX_RNDV_SCHEME=put_zcopy} (the worker leaves it out of the registry otherwise). Cost, per UCX v2's
      * rtr + put model:
      * <ul>
-     *   <li>cpu: RTS out (AM overhead + rts knob), RTR in, one RMA call per {@code Cma.CHUNK} (its overhead amortised
+     *   <li>cpu: RTS out (AM overhead + rts knob), RTR in, one RMA call per {@code rmaSegment} (its overhead amortised
      *       into the slope), ATP out; no copy;</li>
      *   <li>cpu-remote: RTS in, RTR out (plus the rtr knob), ATP in;</li>
      *   <li>tl: the sender pushes the bytes at the RMA lane's bandwidth (local, unlike get's tl-remote);</li>
@@ -157,7 +156,7 @@ public final class RndvProtocols {
             return new ProtoPerf()
                     // RTS out, RTR in, the writes, ATP out
                     .add(1, max, PerfFactor.LOCAL_CPU, new LinearFunc(ovh + RTS_OVERHEAD + ovh
-                            + rma.overheadSeconds() + ovh, rma.overheadSeconds() / Cma.CHUNK))
+                            + rma.overheadSeconds() + ovh, rma.overheadSeconds() / rma.rmaSegment()))
                     // RTS in, RTR out, ATP in
                     .add(1, max, PerfFactor.REMOTE_CPU, LinearFunc.constant(ovh + ovh + RTR_OVERHEAD + ovh))
                     .add(1, max, PerfFactor.LOCAL_TL, LinearFunc.slope(1 / rma.bandwidth()))

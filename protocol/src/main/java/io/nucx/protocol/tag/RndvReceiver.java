@@ -5,7 +5,6 @@ import io.netty.channel.Channel;
 import io.nucx.protocol.AmIds;
 import io.nucx.protocol.ProtocolException;
 import io.nucx.transport.AmFrame;
-import io.nucx.transport.cma.RemoteKey;
 
 /**
  * Parses arriving rendezvous frames ({@link RndvHeaders}): RTS (with or without a remote key), DATA and ATP go to the
@@ -29,11 +28,11 @@ public final class RndvReceiver {
             int at = h.readerIndex();
             switch (frame.amId()) {
                 case AmIds.RNDV_RTS -> {
-                    RemoteKey key = RndvHeaders.readRtsKey(h); // checks the length
+                    ByteBuf key = RndvHeaders.readRtsKey(h); // checks the length
                     matcher.onRts(source, h.getLongLE(at), h.getLongLE(at + 8), h.getLongLE(at + 16), key);
                 }
                 case AmIds.RNDV_RTR -> {
-                    RemoteKey key = RndvHeaders.readRtrKey(h); // checks the length
+                    ByteBuf key = RndvHeaders.readRtrKey(h); // checks the length
                     sends.onRtr(source, h.getLongLE(at), h.getLongLE(at + 8), h.getLongLE(at + 16), key);
                 }
                 case AmIds.RNDV_DATA -> {

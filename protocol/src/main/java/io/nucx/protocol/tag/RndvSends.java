@@ -10,11 +10,10 @@ import io.nucx.protocol.AmIds;
 import io.nucx.protocol.ProtocolCounters;
 import io.nucx.protocol.ProtocolException;
 import io.nucx.transport.AmFrame;
-import io.nucx.transport.HostId;
-import io.nucx.transport.cma.Cma;
-import io.nucx.transport.cma.CmaChannel;
-import io.nucx.transport.cma.RemoteKey;
-import io.nucx.transport.cma.RmaOp;
+import io.nucx.transport.rma.MemoryRegistration;
+import io.nucx.transport.rma.RemoteKey;
+import io.nucx.transport.rma.RmaLane;
+import io.nucx.transport.rma.RmaOp;
 
 import java.util.ArrayList;
 import java.util.HashMap;
@@ -28,7 +27,7 @@ import java.util.concurrent.atomic.LongAdder;
  * finds nothing. Confined to the worker's loop.
  *
  * <p>An RTR may carry the receive buffer's remote key ({@code rndv/put/zcopy}): the send then writes the message
- * into the receiver's memory through the endpoint's RMA lane ({@link RmaOp#put}, one {@link Cma#CHUNK} per loop turn;
+ * into the receiver's memory through the endpoint's RMA lane ({@link RmaOp#put}, one segment per loop turn;
  * straight from the send buffer when it is one run of native memory, else through a pooled direct bounce chunk), and
  * sends RNDV_ATP when all of it is there; the ATP carries the send's promise. It stays waiting meanwhile, so a
  * graceful close waits for it. Without a permitted RMA lane, or when the PUT fails at run time (EPERM, ESRCH, EFAULT),
@@ -36,16 +35,27 @@ import java.util.concurrent.atomic.LongAdder;
  * PUT). When the endpoint fails or closes, a PUT in progress is cancelled before its next chunk (none runs meanwhile:
  * chunks run on this loop) and, if the lane can still carry it, an ATP with status cancelled tells the receiver it may
  * release its buffer; no PUT starts after that.
+ *
+ * <p>For {@code rndv/get/zcopy} a send's buffer is registered with the endpoint's RMA lane ({@link #exposeForGet}) and
+ * its key goes in the RTS; the registration ends with the send.
  */
 public final class RndvSends {
 
-    /** The RMA lanes sends write through; the worker implements it. */
-    public interface PutLanes {
+    /** The RMA lanes sends write through and expose their buffers to; the worker implements it. */
+    public interface RmaLanes {
         /**
-         * The RMA lane of {@code endpoint} for {@code rndv/put/zcopy}: a {@link CmaChannel} when lane selection chose
-         * one the kernel permits and both sides have PUT_ZCOPY, else null (the data then go as fragments).
+         * The RMA lane of {@code endpoint} for {@code rndv/put/zcopy}: when lane selection chose one the transport
+         * permits and both sides have PUT_ZCOPY, else null (the data then go as fragments).
          */
-        Channel putLane(Channel endpoint);
+        RmaLane putLane(Channel endpoint);
+
+        /**
+         * The RMA lane of {@code endpoint} a send buffer is registered with for {@code rndv/get/zcopy} (the peer reads
+         * it through its own), or null (the RTS then carries no key and the receiver asks by RTR).
+         */
+        default RmaLane getLane(Channel endpoint) {
+            return null;
+        }
 
         /** A PUT failed at run time; the data went as fragments instead. For diagnostics. */
         default void putFailed(Channel endpoint, Throwable cause) {
@@ -61,14 +71,26 @@ public final class RndvSends {
         final int fragment;
         /** The PUT writing this message into the receiver, or null. */
         RndvPut put;
+        /** The content's registration whose key the RTS offered for GET, until the receiver is done; or null. */
+        MemoryRegistration exposed;
 
-        Pending(long id, long tag, ByteBuf content, ChannelPromise promise, ChannelHandlerContext ctx, int fragment) {
+        Pending(long id, long tag, ByteBuf content, ChannelPromise promise, ChannelHandlerContext ctx, int fragment,
+                MemoryRegistration exposed) {
             this.id = id;
             this.tag = tag;
             this.content = content;
             this.promise = promise;
             this.ctx = ctx;
             this.fragment = fragment;
+            this.exposed = exposed;
+        }
+
+        /** The receiver will not read the content (any more): its registration ends. */
+        void unexpose() {
+            if (exposed != null) {
+                exposed.close();
+                exposed = null;
+            }
         }
 
         Channel endpoint() {
@@ -77,7 +99,7 @@ public final class RndvSends {
     }
 
     private final Map<Long, Pending> pending = new HashMap<>();
-    private final PutLanes putLanes;
+    private final RmaLanes putLanes;
     private final LongAdder putCount;
     private final LongAdder putFallbackCount;
     private long nextId = 1;
@@ -88,17 +110,39 @@ public final class RndvSends {
     }
 
     /** @param counters where PUTs and their fallbacks are counted ({@link RndvProtocols#PUT_COUNTER}) */
-    public RndvSends(PutLanes putLanes, ProtocolCounters counters) {
+    public RndvSends(RmaLanes putLanes, ProtocolCounters counters) {
         this.putLanes = putLanes;
         this.putCount = counters.counter(RndvProtocols.PUT_COUNTER);
         this.putFallbackCount = counters.counter(RndvProtocols.PUT_FALLBACK_COUNTER);
     }
 
-    /** Registers a send; returns its request id. Takes ownership of {@code content}. */
-    long add(long tag, ByteBuf content, ChannelPromise promise, ChannelHandlerContext ctx, int fragment) {
+    /**
+     * Registers a send; returns its request id. Takes ownership of {@code content} and {@code exposed} (the content's
+     * registration for GET, or null), which ends with the send.
+     */
+    long add(long tag, ByteBuf content, ChannelPromise promise, ChannelHandlerContext ctx, int fragment,
+             MemoryRegistration exposed) {
         long id = nextId++;
-        pending.put(id, new Pending(id, tag, content, promise, ctx, fragment));
+        pending.put(id, new Pending(id, tag, content, promise, ctx, fragment, exposed));
         return id;
+    }
+
+    /**
+     * Registers {@code content}'s readable bytes with {@code endpoint}'s RMA lane for {@code rndv/get/zcopy}; null
+     * when there is no lane or the memory cannot be exposed (then the RTS goes without a key).
+     */
+    MemoryRegistration exposeForGet(Channel endpoint, ByteBuf content) {
+        java.lang.foreign.MemorySegment run = RndvKeys.nativeRun(content, content.readerIndex(),
+                content.readableBytes());
+        RmaLane lane = run == null ? null : putLanes.getLane(endpoint);
+        if (lane == null) {
+            return null;
+        }
+        try {
+            return lane.register(run);
+        } catch (IllegalArgumentException | IllegalStateException e) {
+            return null;
+        }
     }
 
     /** Sends waiting, for tests and diagnostics. */
@@ -124,31 +168,32 @@ public final class RndvSends {
     }
 
     /**
-     * The receiver is ready. With {@code key} null: send the data as RNDV_DATA fragments, the last carrying the
-     * user's promise. With a key (checked by {@link RndvHeaders#readRtrKey} to cover exactly {@code size}): write the
-     * message there by PUT, then ATP; or fragments when this endpoint has no permitted RMA lane with PUT_ZCOPY.
+     * The receiver is ready (and reads nothing: an offered GET key is released). With {@code packedKey} null: send the
+     * data as RNDV_DATA fragments, the last carrying the user's promise. With a key: unpack it with this endpoint's
+     * RMA lane, write the message there by PUT, then ATP; or fragments when this endpoint has no permitted RMA lane
+     * with PUT_ZCOPY.
      *
-     * @throws ProtocolException for an unknown or busy send, or a key naming a process other than the peer's
+     * @throws ProtocolException for an unknown or busy send, or a key the lane refuses (another process's memory, a
+     *                           foreign format) or that does not cover exactly {@code size} bytes
      */
-    public void onRtr(Channel source, long senderReqId, long receiverReqId, long size, RemoteKey key) {
+    public void onRtr(Channel source, long senderReqId, long receiverReqId, long size, ByteBuf packedKey) {
         Pending p = find(source, senderReqId, "RTR");
+        p.unexpose();
         if (size != p.content.readableBytes()) {
             pending.remove(senderReqId);
             p.promise.tryFailure(new ProtocolException("receiver asked for " + size + " bytes of a "
                     + p.content.readableBytes() + "-byte rendezvous send"));
             p.content.release();
-            if (key != null) { // its buffer is offered to us: say we will not write, so the receiver can let go
+            if (packedKey != null) { // its buffer is offered to us: say we will not write, so the receiver can let go
                 writeAtp(p, receiverReqId, RndvHeaders.STATUS_CANCELED, 0, p.ctx.voidPromise());
             }
             return;
         }
-        if (key != null) {
-            Channel lane = source.isOpen() ? putLanes.putLane(source) : null; // no PUT starts after the endpoint ended
-            if (lane != null && lane.isActive() && key.hostId() == HostId.get()) {
-                if (lane instanceof CmaChannel cma && cma.peerPid() != key.pid()) {
-                    throw new ProtocolException("RNDV_RTR offers memory of pid " + key.pid() + " for rendezvous send "
-                            + senderReqId + "; the peer on " + source + " is pid " + cma.peerPid());
-                }
+        if (packedKey != null) {
+            RmaLane lane = source.isOpen() ? putLanes.putLane(source) : null; // no PUT starts after the endpoint ended
+            if (lane != null && lane.channel().isActive()) {
+                RemoteKey key = RndvKeys.unpack(lane, packedKey, size, "RNDV_RTR for rendezvous send " + senderReqId
+                        + " from " + source);
                 p.put = new RndvPut(p, key, lane, receiverReqId);
                 p.put.next();
                 return;
@@ -195,7 +240,7 @@ public final class RndvSends {
         private final Pending p;
         private final long receiverReqId;
 
-        RndvPut(Pending p, RemoteKey key, Channel lane, long receiverReqId) {
+        RndvPut(Pending p, RemoteKey key, RmaLane lane, long receiverReqId) {
             super(true, key, lane, p.content, p.content.readerIndex(), p.content.readableBytes(), p.ctx.alloc(),
                     p.ctx.executor());
             this.p = p;
@@ -225,6 +270,7 @@ public final class RndvSends {
     public void onAts(Channel source, long senderReqId, int status) {
         Pending p = find(source, senderReqId, "ATS");
         pending.remove(senderReqId);
+        p.unexpose(); // the receiver has read it, or refused it
         try {
             if (status == RndvHeaders.STATUS_OK) {
                 p.promise.trySuccess();
@@ -291,6 +337,7 @@ public final class RndvSends {
     }
 
     private static void fail(Pending p, Throwable cause) {
+        p.unexpose();
         p.content.release();
         p.promise.tryFailure(cause);
     }

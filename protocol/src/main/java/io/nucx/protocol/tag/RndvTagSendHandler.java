@@ -7,7 +7,7 @@ import io.netty.channel.ChannelPromise;
 import io.nucx.protocol.AmIds;
 import io.nucx.protocol.EndpointConfig;
 import io.nucx.transport.AmFrame;
-import io.nucx.transport.cma.RemoteKey;
+import io.nucx.transport.rma.MemoryRegistration;
 
 /**
  * The rendezvous protocol over active messages ({@code tag/rndv}, data as {@code rndv/am/bcopy}), sender side:
@@ -36,22 +36,20 @@ public final class RndvTagSendHandler extends ChannelOutboundHandlerAdapter {
             return;
         }
         ByteBuf content = req.content();
-        long id = sends.add(req.tag(), content, promise, ctx, fragment); // owns the request's reference now
-        RemoteKey key = req.offerGet() ? remoteKey(content) : null;
-        ByteBuf header = RndvHeaders.writeRts(ctx.alloc().buffer(key == null ? RndvHeaders.RTS_LENGTH
-                : RndvHeaders.RTS_RKEY_LENGTH), req.tag(), id, content.readableBytes(), key);
+        MemoryRegistration exposed = req.offerGet() ? sends.exposeForGet(ctx.channel(), content) : null;
+        long id = sends.add(req.tag(), content, promise, ctx, fragment, exposed); // owns the request's reference now
+        byte[] key = exposed == null ? null : exposed.packedKey();
+        ByteBuf header = RndvHeaders.writeRts(ctx.alloc().buffer(RndvHeaders.rtsLength(key)), req.tag(), id,
+                content.readableBytes(), key);
         ctx.write(AmFrame.of(AmIds.RNDV_RTS, header), ctx.voidPromise());
     }
 
     /**
-     * The key another process reads {@code content} with: only for one contiguous run of native memory (a direct
-     * buffer, or a composite of one direct component); null otherwise (heap memory moves with the GC), and the
-     * receiver then asks for the data by RTR. {@link RndvSends} holds the buffer until ATS, so the memory stays.
+     * Whether another process could read {@code content} with a remote key: only one contiguous run of native memory
+     * (a direct buffer, or a composite of one direct component); not heap memory, which moves with the GC (the
+     * receiver then asks for the data by RTR). {@link RndvSends} holds the buffer until ATS, so the memory stays.
      */
-    static RemoteKey remoteKey(ByteBuf content) {
-        if (content.readableBytes() == 0 || !content.isDirect() || content.nioBufferCount() != 1) {
-            return null;
-        }
-        return RemoteKey.of(content.nioBuffer());
+    static boolean exposable(ByteBuf content) {
+        return RndvKeys.nativeRun(content, content.readerIndex(), content.readableBytes()) != null;
     }
 }

@@ -7,16 +7,16 @@ import io.netty.util.ReferenceCountUtil;
 import io.netty.util.concurrent.EventExecutor;
 import io.netty.util.concurrent.Future;
 import io.netty.util.concurrent.Promise;
-import io.netty.util.concurrent.ScheduledFuture;
 import io.netty.util.internal.logging.InternalLogger;
 import io.netty.util.internal.logging.InternalLoggerFactory;
 import io.nucx.protocol.ProtocolCounters;
 import io.nucx.protocol.ProtocolException;
-import io.nucx.transport.HostId;
-import io.nucx.transport.cma.ProcessExitWatch;
-import io.nucx.transport.cma.RemoteKey;
+import io.nucx.transport.rma.MemoryRegistration;
+import io.nucx.transport.rma.RemoteKey;
+import io.nucx.transport.rma.RmaLane;
 
 import java.io.IOException;
+import java.lang.foreign.MemorySegment;
 import java.nio.channels.ClosedChannelException;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
@@ -48,33 +48,31 @@ import java.util.function.BiPredicate;
  * <p>Rendezvous data come as RNDV_DATA fragments (RTR), by a read of the sender's memory ({@code rndv/get/zcopy}), or
  * written by the sender into the receive buffer ({@code rndv/put/zcopy}, {@link RndvScheme#PUT_ZCOPY}).
  *
- * <p><b>The PUT safety rule.</b> With put the peer process writes into our memory with {@code process_vm_writev}, and
- * nothing on this side can stop it. So a receive whose buffer's key went out in an RTR (an <i>offered</i> receive) is
- * neither completed nor failed back to the user, its promise cannot be cancelled ({@code setUncancellable}), and its
- * buffer is not released, until the sender is known not to write into it any more, that is until one of:
+ * <p><b>The PUT safety rule.</b> With put the peer writes into our memory, and on some transports (cma:
+ * {@code process_vm_writev}) nothing on this side can stop it. So a receive whose buffer's key went out in an RTR (an
+ * <i>offered</i> receive) is neither completed nor failed back to the user, its promise cannot be cancelled
+ * ({@code setUncancellable}), and its buffer is not released, until the sender is known not to write into it any
+ * more, that is until one of:
  * <ol>
  *   <li>RNDV_ATP for it arrives, any status: the sender's last word (written, or stopped and will not write);</li>
  *   <li>RNDV_DATA for it arrives: the sender falls back to fragments only after its PUT ended or never began;</li>
- *   <li>the sender's process has exited: its pid, from the peer's cma address, is watched with a pidfd opened when
- *       the first buffer was offered to that endpoint ({@link ProcessExitWatch}), checked every
- *       {@value #HELD_POLL_MILLIS} ms while such receives are held.</li>
+ *   <li>the RMA lane has revoked the buffer's registration ({@link MemoryRegistration#revoke()}, asked for when the
+ *       receive is held): the sender can no longer write into it. rdma deregisters at once; cma cannot, and completes
+ *       when the sender's process has exited (a pidfd, polled every 100 ms).</li>
  * </ol>
  * Its endpoint failing (keepalive timeout, a lost or broken lane, EP_REMOVED) or closing does not end an offered
  * receive: it is <i>held</i> ({@link #heldCount()}, counter {@link RndvProtocols#RECV_PUT_HELD_COUNTER}) with the
  * endpoint's cause, and released with that cause at the first of the three. The endpoint helps the sender say its
  * last word: it keeps its lane open for RNDV_ATP and RNDV_DATA and sends EP_REMOVED on it, so a live sender cancels its
- * PUT and answers ATP(cancelled) ({@code RndvSends}). Bounds: after an ATP, at once; after the sender's exit, within
- * {@value #HELD_POLL_MILLIS} ms; a sender that is stopped or hung holds the buffer as long as it stays so, which has no
- * bound this side can set. A worker that closes waits for held receives up to its close bound, then
+ * PUT and answers ATP(cancelled) ({@code RndvSends}). Bounds: after an ATP, at once; after the revoke, at once (cma:
+ * within 100 ms of the sender's exit); a sender that is stopped or hung holds the buffer as long as it stays so, which
+ * has no bound this side can set. A worker that closes waits for held receives up to its close bound, then
  * <i>parks</i> them: their buffers are never released nor reused (strongly referenced for the life of the JVM,
  * {@link #parkedCount()}), their receives never complete; the memory is what safety costs.
  */
 public final class TagMatcher {
 
     private static final InternalLogger LOG = InternalLoggerFactory.getInstance(TagMatcher.class);
-
-    /** How often held receives check whether their sender's process has exited. */
-    public static final long HELD_POLL_MILLIS = 100;
 
     /** Receives a closing worker gave up waiting for: kept reachable so their buffers are never freed or reused. */
     private static final Queue<Object> PARKED = new ConcurrentLinkedQueue<>();
@@ -113,7 +111,9 @@ public final class TagMatcher {
         Channel rtsSource;
         long rtsSenderReqId;
         long rtsSize;
-        /** The sender's remote key ({@code rndv/get/zcopy}), or null. */
+        /** Whether the RTS carried a remote key ({@code rndv/get/zcopy}). */
+        boolean rtsKeyOffered;
+        /** That key, unpacked by the endpoint's RMA lane when it arrived; null without a lane. */
         RemoteKey rtsKey;
 
         Unexpected(long tag) {
@@ -139,8 +139,10 @@ public final class TagMatcher {
         Map<Long, Reassembly> home;
         /** A rendezvous whose data this side is reading from the sender (rndv/get/zcopy), or null. */
         RndvGet get;
-        /** While the buffer is offered to the sender for PUT (rndv/put/zcopy): the sender's process; else null. */
+        /** While the buffer is offered to the sender for PUT (rndv/put/zcopy): the endpoint's offers; else null. */
         PutPeer put;
+        /** The offered buffer's registration with the RMA lane, while {@code put} is set. */
+        MemoryRegistration putRegistration;
         /** Completes when the offer is over (the sender will not write); a graceful close waits for it. */
         Promise<Void> putReleased;
         /** Why an offered receive will fail once released: its endpoint ended while it was offered. */
@@ -154,14 +156,9 @@ public final class TagMatcher {
         }
     }
 
-    /** The process a source endpoint's offered buffers are exposed to, and how many are. */
+    /** How many of a source endpoint's buffers are offered for PUT. */
     private static final class PutPeer {
-        final ProcessExitWatch watch;
         int offered;
-
-        PutPeer(ProcessExitWatch watch) {
-            this.watch = watch;
-        }
     }
 
     private final EventExecutor loop;
@@ -185,7 +182,6 @@ public final class TagMatcher {
     /** Offered receives whose endpoint ended: by receiver request id. */
     private final Map<Long, Reassembly> held = new HashMap<>();
     private final Map<Channel, PutPeer> putPeers = new HashMap<>();
-    private ScheduledFuture<?> heldPoll;
     private Promise<Void> heldWaiter;
     private long nextSn;
     private long nextReceiverReqId = 1;
@@ -307,7 +303,7 @@ public final class TagMatcher {
             }
             expectedCount++;
         } else if (u.rtsSource != null) {
-            startRndvReceive(r, u.rtsSource, u.tag, u.rtsSize, u.rtsSenderReqId, u.rtsKey);
+            startRndvReceive(r, u.rtsSource, u.tag, u.rtsSize, u.rtsSenderReqId, u.rtsKeyOffered, u.rtsKey);
         } else {
             if (u.syncSource != null) {
                 acknowledge(u.syncSource, u.syncReqId, r, u.data != null ? u.data.readableBytes() : u.reassembly.total);
@@ -618,10 +614,12 @@ public final class TagMatcher {
     }
 
     /**
-     * As {@link #onRts(Channel, long, long, long)}; with {@code key} non-null the sender offers its buffer to be read
-     * ({@code rndv/get/zcopy}).
+     * As {@link #onRts(Channel, long, long, long)}; with {@code packedKey} non-null the sender offers its buffer to be
+     * read ({@code rndv/get/zcopy}). The key is unpacked now by the endpoint's RMA lane, if it has one.
+     *
+     * @throws ProtocolException also for a key the lane refuses or one not covering exactly {@code size} bytes
      */
-    public void onRts(Channel source, long tag, long senderReqId, long size, RemoteKey key) {
+    public void onRts(Channel source, long tag, long senderReqId, long size, ByteBuf packedKey) {
         assert loop.inEventLoop();
         if (replies == null) {
             throw new ProtocolException("rendezvous request from " + source + ", but rendezvous is not enabled here");
@@ -630,16 +628,25 @@ public final class TagMatcher {
             throw new ProtocolException("rendezvous request " + senderReqId + " announces " + size
                     + " bytes; NUCX_MAX_MSG_SIZE allows " + maxMessageSize);
         }
+        boolean keyOffered = packedKey != null;
+        RemoteKey key = null;
+        if (keyOffered && scheme != RndvScheme.AM && scheme != RndvScheme.PUT_ZCOPY) {
+            RmaLane lane = replies.rndvGetLane(source);
+            if (lane != null) {
+                key = RndvKeys.unpack(lane, packedKey, size, "RNDV_RTS of rendezvous send " + senderReqId);
+            }
+        }
         Receive r = takeExpected(tag);
         if (r != null) {
-            startRndvReceive(r, source, tag, size, senderReqId, key);
+            startRndvReceive(r, source, tag, size, senderReqId, keyOffered, key);
         } else if (pipelineDelivery.test(source, tag)) {
-            startRndvReceive(source, source, tag, size, senderReqId, key);
+            startRndvReceive(source, source, tag, size, senderReqId, keyOffered, key);
         } else {
             Unexpected u = addUnexpected(new Unexpected(tag));
             u.rtsSource = source;
             u.rtsSenderReqId = senderReqId;
             u.rtsSize = size;
+            u.rtsKeyOffered = keyOffered;
             u.rtsKey = key;
         }
     }
@@ -649,7 +656,7 @@ public final class TagMatcher {
      * when it offered a key and this endpoint may read the sender (rndv/get/zcopy), or asks for it (RTR).
      */
     private void startRndvReceive(Object target, Channel source, long tag, long size, long senderReqId,
-                                  RemoteKey key) {
+                                  boolean keyOffered, RemoteKey key) {
         if (target instanceof Receive r) {
             r.promise.setUncancellable(); // the data (fragments, a GET or a PUT) go into its buffer from here on
         }
@@ -678,9 +685,9 @@ public final class TagMatcher {
                 return;
             }
             putFallbackCount.increment(); // heap or scattered buffer, no permitted RMA lane: the sender sends the data
-        } else if (key != null) {
-            Channel lane = scheme == RndvScheme.AM ? null : replies.rndvGetLane(source);
-            if (lane != null && lane.isActive() && key.hostId() == HostId.get()) {
+        } else if (keyOffered) {
+            RmaLane lane = scheme == RndvScheme.AM || key == null ? null : replies.rndvGetLane(source);
+            if (lane != null && lane.channel().isActive()) {
                 ra.get = new RndvGet(ra, key, lane, senderReqId);
                 ra.get.next();
                 return;
@@ -696,31 +703,29 @@ public final class TagMatcher {
      * PUT_ZCOPY. From here the PUT safety rule (class comment) holds the receive until the sender's last word.
      */
     private boolean offerForPut(Reassembly ra, long senderReqId) {
-        ByteBuf dst = ra.buffer;
-        if (!dst.isDirect() || dst.nioBufferCount() != 1) {
+        MemorySegment dst = RndvKeys.nativeRun(ra.buffer, 0, ra.total);
+        if (dst == null) {
             return false;
         }
-        int pid = replies.rndvPutPeerPid(ra.source);
-        if (pid <= 0) {
+        RmaLane lane = replies.rndvPutLane(ra.source);
+        if (lane == null) {
             return false;
         }
         if (ra.target instanceof Receive r && !r.promise.setUncancellable()) {
             return false; // cancelled meanwhile: the data come by fragments and are dropped
         }
-        PutPeer peer = putPeers.get(ra.source);
-        if (peer == null) {
-            // Opened while the sender is connected to us, so the pidfd names the sender's process, not a later one.
-            ProcessExitWatch watch = ProcessExitWatch.open(pid);
-            if (watch == null) {
-                return false; // the sender's process is gone; its lane is about to close
-            }
-            peer = new PutPeer(watch);
-            putPeers.put(ra.source, peer);
+        MemoryRegistration registration;
+        try {
+            registration = lane.register(dst);
+        } catch (IllegalArgumentException | IllegalStateException e) {
+            return false; // memory the lane cannot expose: the sender sends fragments
         }
+        PutPeer peer = putPeers.computeIfAbsent(ra.source, s -> new PutPeer());
         peer.offered++;
         ra.put = peer;
+        ra.putRegistration = registration;
         ra.putReleased = loop.newPromise();
-        replies.sendRtr(ra.source, senderReqId, ra.msgId, ra.total, RemoteKey.of(dst.nioBuffer(0, ra.total)));
+        replies.sendRtr(ra.source, senderReqId, ra.msgId, ra.total, registration.packedKey());
         return true;
     }
 
@@ -731,9 +736,10 @@ public final class TagMatcher {
             return;
         }
         ra.put = null;
+        ra.putRegistration.close(); // nothing more to wait for (after a revoke: already over)
+        ra.putRegistration = null;
         held.remove(ra.msgId);
         if (--peer.offered == 0) {
-            peer.watch.close();
             putPeers.remove(ra.source);
             replies.rndvPutReleased(ra.source);
         }
@@ -793,31 +799,24 @@ public final class TagMatcher {
         }
     }
 
-    /** Keeps an offered receive whose endpoint ended until the sender's last word (the PUT safety rule). */
+    /**
+     * Keeps an offered receive whose endpoint ended until the sender's last word (the PUT safety rule), and asks the
+     * RMA lane to revoke the sender's access to its buffer, which ends the hold once done.
+     */
     private void hold(Reassembly ra, Throwable cause) {
         ra.heldCause = cause;
         held.put(ra.msgId, ra);
         putHeldCount.increment();
-        if (heldPoll == null) {
-            heldPoll = loop.schedule(this::pollHeld, HELD_POLL_MILLIS, TimeUnit.MILLISECONDS);
-        }
-    }
-
-    /** Releases held receives whose sender's process has exited: nothing can write into their buffers now. */
-    private void pollHeld() {
-        heldPoll = null;
-        for (Reassembly ra : new ArrayList<>(held.values())) {
-            PutPeer peer = ra.put;
-            if (peer != null && peer.watch.hasExited()) {
+        MemoryRegistration registration = ra.putRegistration;
+        registration.revoke().addListener(f -> {
+            if (f.isSuccess() && held.get(ra.msgId) == ra) {
                 putOver(ra);
                 Throwable endpointCause = ra.heldCause.getCause() != null ? ra.heldCause.getCause() : ra.heldCause;
-                abort(ra, new IOException(ra.heldCause.getMessage() + "; buffer released after the sender's process ("
-                        + peer.watch.pid() + ") exited", endpointCause));
+                abort(ra, new IOException(ra.heldCause.getMessage() + "; buffer released once the sender could no "
+                        + "longer write into it (" + registration + ")", endpointCause));
             }
-        }
-        if (!held.isEmpty()) {
-            heldPoll = loop.schedule(this::pollHeld, HELD_POLL_MILLIS, TimeUnit.MILLISECONDS);
-        }
+            // else an ATP or DATA released it first (closing the registration), or the worker parked it
+        });
     }
 
     /** Completes when no receive is held any more, or after {@code timeoutNanos}, whichever comes first. */
@@ -845,26 +844,22 @@ public final class TagMatcher {
             return 0;
         }
         long bytes = 0;
-        List<Integer> pids = new ArrayList<>();
+        List<String> registrations = new ArrayList<>();
         for (Reassembly ra : held.values()) {
             PARKED.add(ra);
             bytes += ra.total;
-            pids.add(ra.put.watch.pid());
+            registrations.add(ra.putRegistration.toString());
+            ra.putRegistration.close(); // the buffer stays alive whatever the peer does: nothing more to wait for
         }
         int n = held.size();
         held.clear();
-        if (heldPoll != null) {
-            heldPoll.cancel(false);
-            heldPoll = null;
+        for (Channel source : new ArrayList<>(putPeers.keySet())) {
+            putPeers.remove(source);
+            replies.rndvPutReleased(source);
         }
-        for (Map.Entry<Channel, PutPeer> e : new ArrayList<>(putPeers.entrySet())) {
-            e.getValue().watch.close();
-            putPeers.remove(e.getKey());
-            replies.rndvPutReleased(e.getKey());
-        }
-        LOG.warn("{} rendezvous receive(s), {} bytes, offered for PUT to process(es) {} that neither confirmed nor "
-                + "exited: parked for the life of this JVM (never completed, buffers never released)", n, bytes,
-                new java.util.TreeSet<>(pids));
+        LOG.warn("{} rendezvous receive(s), {} bytes, offered for PUT to peers that neither confirmed nor could be "
+                + "revoked ({}): parked for the life of this JVM (never completed, buffers never released)", n, bytes,
+                registrations);
         return n;
     }
 
@@ -878,7 +873,7 @@ public final class TagMatcher {
         private final Reassembly ra;
         private final long senderReqId;
 
-        RndvGet(Reassembly ra, RemoteKey key, Channel lane, long senderReqId) {
+        RndvGet(Reassembly ra, RemoteKey key, RmaLane lane, long senderReqId) {
             super(false, key, lane, ra.buffer, 0, ra.total, alloc, loop);
             this.ra = ra;
             this.senderReqId = senderReqId;

@@ -1,7 +1,7 @@
 package io.nucx.protocol.tag;
 
 import io.netty.channel.Channel;
-import io.nucx.transport.cma.RemoteKey;
+import io.nucx.transport.rma.RmaLane;
 
 /** How the receive side answers the sender on the endpoint a message came from; the worker implements it. */
 public interface TagReplies {
@@ -10,10 +10,10 @@ public interface TagReplies {
     void sendRtr(Channel endpoint, long senderReqId, long receiverReqId, long size);
 
     /**
-     * Tell the sender to write {@code size} bytes into the receive buffer {@code key} names and then send RNDV_ATP
-     * ({@code rndv/put/zcopy}); it may send RNDV_DATA instead.
+     * Tell the sender to write {@code size} bytes into the receive buffer whose packed remote key is {@code packedKey}
+     * and then send RNDV_ATP ({@code rndv/put/zcopy}); it may send RNDV_DATA instead.
      */
-    default void sendRtr(Channel endpoint, long senderReqId, long receiverReqId, long size, RemoteKey key) {
+    default void sendRtr(Channel endpoint, long senderReqId, long receiverReqId, long size, byte[] packedKey) {
         throw new UnsupportedOperationException("rndv/put/zcopy is not enabled here");
     }
 
@@ -33,11 +33,10 @@ public interface TagReplies {
     }
 
     /**
-     * The lane that reads a sender's memory for {@code rndv/get/zcopy} on this endpoint: its RMA lane (a
-     * {@link io.nucx.transport.cma.CmaChannel}, which takes {@link io.nucx.transport.cma.RmaOp}s) when it has one the
-     * kernel permitted, else null (the data is then asked for by RTR).
+     * The lane that reads a sender's memory for {@code rndv/get/zcopy} on this endpoint: its RMA lane when lane
+     * selection chose one the transport permits, else null (the data is then asked for by RTR).
      */
-    default Channel rndvGetLane(Channel endpoint) {
+    default RmaLane rndvGetLane(Channel endpoint) {
         return null;
     }
 
@@ -46,12 +45,12 @@ public interface TagReplies {
     }
 
     /**
-     * The process that would write into our memory for {@code rndv/put/zcopy} on this endpoint: the peer's pid when
-     * the endpoint has a permitted RMA lane with PUT_ZCOPY on both sides, else -1 (the receiver then sends a plain
-     * RTR). The receiver watches this process: its exit is one of the ways an offered buffer is released.
+     * The lane the peer would write into our memory through for {@code rndv/put/zcopy} on this endpoint: its RMA lane
+     * when it is permitted and active and has PUT_ZCOPY on both sides, else null (the receiver then sends a plain RTR).
+     * The receiver registers the offered buffer with it; revoking that registration is one way a held buffer ends.
      */
-    default int rndvPutPeerPid(Channel endpoint) {
-        return -1;
+    default RmaLane rndvPutLane(Channel endpoint) {
+        return null;
     }
 
     /**

@@ -11,7 +11,8 @@ import io.nucx.protocol.ProtocolException;
 import io.nucx.transport.HostId;
 import io.nucx.transport.cma.Cma;
 import io.nucx.transport.cma.CmaChannel;
-import io.nucx.transport.cma.RemoteKey;
+import io.nucx.transport.cma.CmaKey;
+import io.nucx.transport.rma.RmaLane;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
@@ -42,7 +43,7 @@ class RndvGetReceiveTest {
 
     private EmbeddedChannel ch;
     /** The RMA lane the worker would give: a cma channel to this very process, or null when cma cannot run here. */
-    private Channel cma;
+    private CmaChannel cma;
     private TagMatcher matcher;
     private final ProtocolCounters counters = new ProtocolCounters();
     private final List<String> replies = new ArrayList<>();
@@ -72,7 +73,7 @@ class RndvGetReceiveTest {
             }
 
             @Override
-            public Channel rndvGetLane(Channel ep) {
+            public RmaLane rndvGetLane(Channel ep) {
                 return cma;
             }
 
@@ -115,12 +116,17 @@ class RndvGetReceiveTest {
 
     // ------------------------------------------------------------------ header format
 
+    /** A cma key packed as the sender's lane packs it, as it arrives in a header. */
+    private static ByteBuf packed(CmaKey key) {
+        return Unpooled.wrappedBuffer(key.pack());
+    }
+
     @Test
     void anRtsWithARemoteKeyIsTheRtsFollowedByTheKeyLengthAndTheKey() {
-        RemoteKey key = new RemoteKey(0x1122334455667788L, 4242, 0x7f00_0000_1000L, 5000);
-        ByteBuf h = RndvHeaders.writeRts(Unpooled.buffer(), 9, 17, 5000, key);
+        CmaKey key = new CmaKey(0x1122334455667788L, 4242, 0x7f00_0000_1000L, 5000);
+        ByteBuf h = RndvHeaders.writeRts(Unpooled.buffer(), 9, 17, 5000, key.pack());
         try {
-            assertEquals(RndvHeaders.RTS_RKEY_LENGTH, h.readableBytes());
+            assertEquals(RndvHeaders.rtsLength(key.pack()), h.readableBytes());
             assertEquals(54, h.readableBytes(), "24 + 2 + 28");
             assertEquals(9, h.getLongLE(0), "tag");
             assertEquals(17, h.getLongLE(8), "sender request id");
@@ -130,7 +136,8 @@ class RndvGetReceiveTest {
             assertEquals(4242, h.getIntLE(34), "pid");
             assertEquals(0x7f00_0000_1000L, h.getLongLE(38), "address");
             assertEquals(5000, h.getLongLE(46), "length");
-            assertEquals(key, RndvHeaders.readRtsKey(h));
+            assertArrayEquals(key.pack(), bytes(RndvHeaders.readRtsKey(h)));
+            assertEquals(0, h.readerIndex(), "the header is left as it was");
         } finally {
             h.release();
         }
@@ -145,24 +152,47 @@ class RndvGetReceiveTest {
 
     @Test
     void malformedRtsHeadersAreProtocolErrorsNamingWhatIsWrong() {
-        RemoteKey key = new RemoteKey(1, 2, 0x1000, 5000);
-        assertMalformed(h -> h.setShortLE(24, 27), "remote key length is 27, expected 28");
-        assertMalformed(h -> h.setShortLE(24, 0xffff), "remote key length is 65535");
-        assertMalformed(h -> h.writeByte(0), "is 55 bytes, expected 54");
+        CmaKey key = new CmaKey(1, 2, 0x1000, 5000);
+        assertMalformed(h -> h.setShortLE(24, 27), "remote key length is 27, but the header has 28 bytes after it");
+        assertMalformed(h -> h.setShortLE(24, 0xffff), "remote key length is 65535, expected 1 to 1024");
+        assertMalformed(h -> h.setShortLE(24, 0), "remote key length is 0");
+        assertMalformed(h -> h.writeByte(0), "the header has 29 bytes after it (55 in all)");
         assertMalformed(h -> h.writerIndex(25), "header is 25 bytes");
-        assertMalformed(h -> h.setLongLE(46, 4999), "covers 4999 bytes of a 5000-byte message");
-        assertMalformed(h -> h.setLongLE(38, 0), "remote key is invalid");
         // the good one parses
-        ByteBuf ok = RndvHeaders.writeRts(Unpooled.buffer(), 1, 2, 5000, key);
+        ByteBuf ok = RndvHeaders.writeRts(Unpooled.buffer(), 1, 2, 5000, key.pack());
         try {
-            assertEquals(key, RndvHeaders.readRtsKey(ok));
+            assertArrayEquals(key.pack(), bytes(RndvHeaders.readRtsKey(ok)));
         } finally {
             ok.release();
         }
     }
 
+    /** What the key says is checked by the endpoint's RMA lane when the RTS arrives: a bad one closes that lane. */
+    @Test
+    void anRtsWithAKeyTheLaneRefusesOrNotCoveringTheMessageIsAProtocolError() {
+        assumeTrue(cma != null, () -> Cma.availability().reason());
+        ByteBuf src = source(pattern(8, 5000));
+        CmaKey good = CmaKey.of(src.nioBuffer());
+        assertRefused(new CmaKey(good.hostId(), good.pid(), good.address(), 4999),
+                "remote key covers 4999 bytes of a 5000-byte message");
+        assertRefused(new CmaKey(good.hostId(), good.pid() + 1, good.address(), 5000),
+                "names memory of pid " + (good.pid() + 1) + "; this lane's peer is pid " + good.pid());
+        assertRefused(new CmaKey(good.hostId() + 1, good.pid(), good.address(), 5000), "names host id");
+        ProtocolException e = assertThrows(ProtocolException.class,
+                () -> matcher.onRts(ch, 1, 2, 5000, Unpooled.wrappedBuffer(new byte[13])));
+        assertTrue(e.getMessage().contains("cma remote key is 13 bytes, expected 28"), e.getMessage());
+        assertEquals(0, matcher.unexpectedCount(), "nothing kept of a refused RTS");
+        assertEquals(List.of(), replies);
+    }
+
+    private void assertRefused(CmaKey key, String expected) {
+        ProtocolException e = assertThrows(ProtocolException.class, () -> matcher.onRts(ch, 1, 2, 5000, packed(key)));
+        assertTrue(e.getMessage().contains(expected), e.getMessage());
+        assertTrue(e.getMessage().contains("RNDV_RTS"), e.getMessage());
+    }
+
     private static void assertMalformed(java.util.function.Consumer<ByteBuf> damage, String expected) {
-        ByteBuf h = RndvHeaders.writeRts(Unpooled.buffer(), 1, 2, 5000, new RemoteKey(1, 2, 0x1000, 5000));
+        ByteBuf h = RndvHeaders.writeRts(Unpooled.buffer(), 1, 2, 5000, new CmaKey(1, 2, 0x1000, 5000).pack());
         try {
             damage.accept(h);
             ProtocolException e = assertThrows(ProtocolException.class, () -> RndvHeaders.readRtsKey(h));
@@ -202,7 +232,7 @@ class RndvGetReceiveTest {
         ByteBuf into = ByteBufAllocator.DEFAULT.directBuffer(n);
         held.add(into);
         Promise<TagMessage> p = post(5, into);
-        matcher.onRts(ch, 5, 77, n, RemoteKey.of(src.nioBuffer()));
+        matcher.onRts(ch, 5, 77, n, packed(CmaKey.of(src.nioBuffer())));
         assertArrayEquals(data, received(p));
         assertEquals(n, into.writerIndex(), "the user's buffer holds the message");
         assertEquals(List.of("ATS 77 0"), replies);
@@ -216,7 +246,7 @@ class RndvGetReceiveTest {
         int n = (int) Cma.CHUNK + 1;
         byte[] data = pattern(2, n);
         ByteBuf src = source(data);
-        matcher.onRts(ch, 6, 78, n, RemoteKey.of(src.nioBuffer()));
+        matcher.onRts(ch, 6, 78, n, packed(CmaKey.of(src.nioBuffer())));
         assertEquals(1, matcher.unexpectedCount());
         assertEquals(List.of(), replies, "nothing read before a receive matches");
         ByteBuf heap = Unpooled.buffer(n);
@@ -231,7 +261,7 @@ class RndvGetReceiveTest {
         assumeTrue(cma != null, () -> Cma.availability().reason());
         byte[] data = pattern(3, 100_000);
         Promise<TagMessage> p = post(7, null);
-        matcher.onRts(ch, 7, 79, data.length, RemoteKey.of(source(data).nioBuffer()));
+        matcher.onRts(ch, 7, 79, data.length, packed(CmaKey.of(source(data).nioBuffer())));
         assertArrayEquals(data, received(p));
     }
 
@@ -241,7 +271,7 @@ class RndvGetReceiveTest {
         ByteBuf small = Unpooled.directBuffer(100);
         held.add(small);
         Promise<TagMessage> p = post(8, small);
-        matcher.onRts(ch, 8, 80, data.length, RemoteKey.of(source(data).nioBuffer()));
+        matcher.onRts(ch, 8, 80, data.length, packed(CmaKey.of(source(data).nioBuffer())));
         assertInstanceOf(MessageTruncatedException.class, p.cause());
         assertEquals(List.of("ATS 80 -9"), replies);
         assertEquals(0, small.writerIndex());
@@ -253,7 +283,7 @@ class RndvGetReceiveTest {
         assumeTrue(cma != null, () -> Cma.availability().reason());
         byte[] data = pattern(5, 3000);
         // A key to memory that is not mapped: the kernel answers EFAULT, as it would EPERM/ESRCH at run time.
-        RemoteKey bad = new RemoteKey(HostId.get(), Cma.pid(), 4096, data.length);
+        ByteBuf bad = packed(new CmaKey(HostId.get(), Cma.pid(), 4096, data.length));
         Promise<TagMessage> p = post(9, null);
         matcher.onRts(ch, 9, 81, data.length, bad);
         assertEquals(2, replies.size(), replies.toString());
@@ -274,12 +304,12 @@ class RndvGetReceiveTest {
 
     @Test
     void anEndpointThatMayNotReadAsksByRtr() {
-        Channel saved = cma;
+        CmaChannel saved = cma;
         cma = null; // what the worker answers for an endpoint whose cma lane the kernel refused
         try {
             byte[] data = pattern(6, 3000);
             Promise<TagMessage> p = post(10, null);
-            matcher.onRts(ch, 10, 82, data.length, new RemoteKey(HostId.get(), Cma.pid(), 4096, data.length));
+            matcher.onRts(ch, 10, 82, data.length, packed(new CmaKey(HostId.get(), Cma.pid(), 4096, data.length)));
             assertEquals(1, replies.size());
             assertTrue(replies.get(0).startsWith("RTR 82 "), replies.toString());
             assertEquals(1, counters.count(RndvProtocols.RECV_GET_FALLBACK_COUNTER));
@@ -297,7 +327,7 @@ class RndvGetReceiveTest {
         ByteBuf heap = Unpooled.buffer(n); // bounce path: a pooled direct chunk is held between chunks
         held.add(heap);
         Promise<TagMessage> p = post(11, heap);
-        matcher.onRts(ch, 11, 83, n, RemoteKey.of(source(data).nioBuffer()));
+        matcher.onRts(ch, 11, 83, n, packed(CmaKey.of(source(data).nioBuffer())));
         assertFalse(p.isDone(), "one chunk per loop turn");
         matcher.onSourceClosed(ch, new IOException("lane closed"));
         ch.runPendingTasks(); // the next chunk finds the read cancelled

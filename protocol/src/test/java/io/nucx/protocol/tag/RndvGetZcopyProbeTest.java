@@ -34,7 +34,8 @@ class RndvGetZcopyProbeTest {
     private static final IfaceAttributes TCP = new IfaceAttributes(EnumSet.of(Capability.AM_SHORT,
             Capability.AM_BCOPY), 8192, 65536, 64, 5.26e-6, 0, 0, 2.2e9, 50e-6, 0);
     private static final IfaceAttributes CMA = new IfaceAttributes(EnumSet.of(Capability.GET_ZCOPY,
-            Capability.PUT_ZCOPY), 0, 0, 0, 80e-9, 0, 11145e6, 0, 2e-6, 0, Long.MAX_VALUE);
+            Capability.PUT_ZCOPY), 0, 0, 0, 80e-9, 0, 11145e6, 0, 2e-6, 0, Long.MAX_VALUE, Integer.MAX_VALUE,
+            Cma.CHUNK);
     private static final EndpointConfig TCP_ONLY = new EndpointConfig("tcp/lo", TCP);
     private static final EndpointConfig TCP_CMA = new EndpointConfig("tcp/lo", TCP, "cma/memory", CMA);
     private static final List<Protocol> REGISTRY = List.of(EagerProtocols.SHORT, EagerProtocols.SINGLE_BCOPY,
@@ -80,7 +81,7 @@ class RndvGetZcopyProbeTest {
         double ovh = TCP.overheadSeconds();
         ProtoPerf.Segment s = segs.get(0);
         assertFunc(d * (2 * ovh + RndvProtocols.RTS_OVERHEAD), 0, s.factor(PerfFactor.LOCAL_CPU), "sender: RTS, ATS");
-        assertFunc(d * (2 * ovh + CMA.overheadSeconds()), d * CMA.overheadSeconds() / Cma.CHUNK,
+        assertFunc(d * (2 * ovh + CMA.overheadSeconds()), d * CMA.overheadSeconds() / CMA.rmaSegment(),
                 s.factor(PerfFactor.REMOTE_CPU), "receiver: RTS, one read per chunk, ATS; no copy");
         assertFunc(0, d / CMA.bandwidth(), s.factor(PerfFactor.REMOTE_TL), "the receiver pulls at cma bandwidth");
         assertFunc(0, 0, s.factor(PerfFactor.LOCAL_TL), "nothing crosses the AM lane but control");
@@ -99,7 +100,7 @@ class RndvGetZcopyProbeTest {
         double ovh = am.overheadSeconds();
         return new LinearFunc(d * (4 * ovh + RndvProtocols.RTS_OVERHEAD + CMA.overheadSeconds()
                 + 2 * am.latencySeconds() + CMA.latencySeconds()),
-                d * (CMA.overheadSeconds() / Cma.CHUNK + 1 / CMA.bandwidth()));
+                d * (CMA.overheadSeconds() / CMA.rmaSegment() + 1 / CMA.bandwidth()));
     }
 
     /** egr/short and egr/single/bcopy's lines: overheads (+ request for bcopy), two copies, the wire. */

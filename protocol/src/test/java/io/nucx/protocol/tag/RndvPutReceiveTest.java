@@ -10,8 +10,10 @@ import io.nucx.protocol.ProtocolCounters;
 import io.nucx.protocol.ProtocolException;
 import io.nucx.transport.HostId;
 import io.nucx.transport.cma.Cma;
+import io.nucx.transport.cma.CmaChannel;
 import io.nucx.transport.cma.CmaException;
-import io.nucx.transport.cma.RemoteKey;
+import io.nucx.transport.cma.CmaKey;
+import io.nucx.transport.rma.RmaLane;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
@@ -36,10 +38,11 @@ import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 /**
  * The RTR-with-remote-key and ATP formats, and the receive side of {@code rndv/put/zcopy} in {@link TagMatcher} on an
- * embedded channel's loop: the receive buffer offered in the RTR and written by a real {@code process_vm_writev} of
- * this process into its own memory (the kernel treats it as any peer), completion on ATP, the fallbacks, and the PUT
- * safety rule: an offered receive whose endpoint ends is held, not failed, until ATP, RNDV_DATA or the exit of the
- * sender's process (a real child process here).
+ * embedded channel's loop: the receive buffer registered with a real cma lane, offered in the RTR and written by a
+ * real {@code process_vm_writev} of this process into its own memory (the kernel treats it as any peer), completion
+ * on ATP, the fallbacks, and the PUT safety rule: an offered receive whose endpoint ends is held, not failed, until
+ * ATP, RNDV_DATA or the lane's revoke, which for cma completes when the sender's process (a real child process here)
+ * has exited.
  */
 @Timeout(60)
 class RndvPutReceiveTest {
@@ -48,16 +51,17 @@ class RndvPutReceiveTest {
     private TagMatcher matcher;
     private final ProtocolCounters counters = new ProtocolCounters();
     private final List<String> replies = new ArrayList<>();
-    private final List<RemoteKey> offered = new ArrayList<>();
+    private final List<byte[]> offered = new ArrayList<>();
     private final List<ByteBuf> held = new ArrayList<>();
     private int released;
-    /** The pid the "endpoint" says its peer has (rndvPutPeerPid); -1 = no permitted RMA lane with PUT_ZCOPY. */
-    private int peerPid = Cma.pid();
+    /** The endpoint's RMA lane (rndvPutLane): cma to this process; null = no permitted RMA lane with PUT_ZCOPY. */
+    private CmaChannel putLane;
     private Process child;
 
     @BeforeEach
     void setUp() {
         ch = new EmbeddedChannel();
+        putLane = laneTo(Cma.pid());
         matcher = new TagMatcher(ch.eventLoop(), ByteBufAllocator.DEFAULT, 1 << 30, (c, t) -> false, new TagReplies() {
             @Override
             public void sendRtr(Channel ep, long senderReqId, long receiverReqId, long size) {
@@ -65,7 +69,7 @@ class RndvPutReceiveTest {
             }
 
             @Override
-            public void sendRtr(Channel ep, long senderReqId, long receiverReqId, long size, RemoteKey key) {
+            public void sendRtr(Channel ep, long senderReqId, long receiverReqId, long size, byte[] key) {
                 replies.add("RTR+KEY " + senderReqId + " " + receiverReqId + " " + size);
                 offered.add(key);
             }
@@ -81,8 +85,8 @@ class RndvPutReceiveTest {
             }
 
             @Override
-            public int rndvPutPeerPid(Channel ep) {
-                return peerPid;
+            public RmaLane rndvPutLane(Channel ep) {
+                return putLane;
             }
 
             @Override
@@ -99,7 +103,16 @@ class RndvPutReceiveTest {
         if (child != null) {
             child.destroyForcibly();
         }
+        if (putLane != null) {
+            putLane.close();
+        }
         assertFalse(ch.finishAndReleaseAll());
+    }
+
+    private CmaChannel laneTo(int pid) {
+        CmaChannel lane = CmaChannel.toProcess(pid);
+        ch.eventLoop().register(lane);
+        return lane;
     }
 
     private static byte[] pattern(long seed, int n) {
@@ -131,7 +144,8 @@ class RndvPutReceiveTest {
     }
 
     /** What the sender does: process_vm_writev of {@code data} into the offered key, here into our own memory. */
-    private static void put(RemoteKey key, byte[] data) throws CmaException {
+    private static void put(byte[] packed, byte[] data) throws CmaException {
+        CmaKey key = CmaKey.unpack(packed);
         try (Cma cma = new Cma()) {
             ByteBuf src = Unpooled.directBuffer(data.length).writeBytes(data);
             try {
@@ -146,10 +160,10 @@ class RndvPutReceiveTest {
 
     @Test
     void anRtrWithARemoteKeyIsTheRtrFollowedByTheKeyLengthAndTheKey() {
-        RemoteKey key = new RemoteKey(0x1122334455667788L, 4242, 0x7f00_0000_2000L, 6000);
-        ByteBuf h = RndvHeaders.writeRtr(Unpooled.buffer(), 17, 33, 6000, key);
+        CmaKey key = new CmaKey(0x1122334455667788L, 4242, 0x7f00_0000_2000L, 6000);
+        ByteBuf h = RndvHeaders.writeRtr(Unpooled.buffer(), 17, 33, 6000, key.pack());
         try {
-            assertEquals(RndvHeaders.RTR_RKEY_LENGTH, h.readableBytes());
+            assertEquals(RndvHeaders.rtrLength(key.pack()), h.readableBytes());
             assertEquals(54, h.readableBytes(), "24 + 2 + 28");
             assertEquals(17, h.getLongLE(0), "sender request id");
             assertEquals(33, h.getLongLE(8), "receiver request id");
@@ -159,7 +173,7 @@ class RndvPutReceiveTest {
             assertEquals(4242, h.getIntLE(34), "pid");
             assertEquals(0x7f00_0000_2000L, h.getLongLE(38), "address");
             assertEquals(6000, h.getLongLE(46), "length");
-            assertEquals(key, RndvHeaders.readRtrKey(h));
+            assertArrayEquals(key.pack(), bytes(RndvHeaders.readRtrKey(h)));
         } finally {
             h.release();
         }
@@ -184,18 +198,15 @@ class RndvPutReceiveTest {
 
     @Test
     void malformedRtrHeadersAreProtocolErrorsNamingWhatIsWrong() {
-        assertMalformed(h -> h.setShortLE(24, 27), "remote key length is 27, expected 28");
-        assertMalformed(h -> h.setShortLE(24, 0xffff), "remote key length is 65535");
-        assertMalformed(h -> h.writeByte(0), "is 55 bytes, expected 54");
-        assertMalformed(h -> h.writerIndex(25), "header is 25 bytes, expected 24 or 54");
-        assertMalformed(h -> h.writerIndex(40), "remote key");
-        assertMalformed(h -> h.setLongLE(46, 5999), "covers 5999 bytes of a 6000-byte message");
-        assertMalformed(h -> h.setLongLE(16, 1 << 20), "covers 6000 bytes of a 1048576-byte message");
-        assertMalformed(h -> h.setLongLE(38, 0), "remote key is invalid");
+        assertMalformed(h -> h.setShortLE(24, 27), "remote key length is 27, but the header has 28 bytes after it");
+        assertMalformed(h -> h.setShortLE(24, 0xffff), "remote key length is 65535, expected 1 to 1024");
+        assertMalformed(h -> h.writeByte(0), "the header has 29 bytes after it (55 in all)");
+        assertMalformed(h -> h.writerIndex(25), "header is 25 bytes, expected 24 or more than 26");
+        assertMalformed(h -> h.writerIndex(40), "remote key length is 28, but the header has 14 bytes after it");
     }
 
     private static void assertMalformed(java.util.function.Consumer<ByteBuf> damage, String expected) {
-        ByteBuf h = RndvHeaders.writeRtr(Unpooled.buffer(), 1, 2, 6000, new RemoteKey(1, 2, 0x1000, 6000));
+        ByteBuf h = RndvHeaders.writeRtr(Unpooled.buffer(), 1, 2, 6000, new CmaKey(1, 2, 0x1000, 6000).pack());
         try {
             damage.accept(h);
             ProtocolException e = assertThrows(ProtocolException.class, () -> RndvHeaders.readRtrKey(h));
@@ -217,7 +228,7 @@ class RndvPutReceiveTest {
         Promise<TagMessage> p = post(5, into);
         matcher.onRts(ch, 5, 77, n, null);
         assertEquals(List.of("RTR+KEY 77 1 " + n), replies);
-        RemoteKey key = offered.get(0);
+        CmaKey key = CmaKey.unpack(offered.get(0));
         assertEquals(HostId.get(), key.hostId());
         assertEquals(Cma.pid(), key.pid());
         assertEquals(MemorySegment.ofBuffer(into.nioBuffer(100, n)).address(), key.address(),
@@ -225,7 +236,7 @@ class RndvPutReceiveTest {
         assertEquals(n, key.length());
         assertFalse(p.cancel(false), "an offered receive cannot be cancelled: the sender may be writing into it");
         assertEquals(1, matcher.putOfferedCount());
-        put(key, data);
+        put(offered.get(0), data);
         assertFalse(p.isDone(), "not before ATP");
         matcher.onAtp(ch, receiverReq(0), RndvHeaders.STATUS_OK, n);
         assertTrue(p.isSuccess(), () -> "receive failed: " + p.cause());
@@ -269,7 +280,8 @@ class RndvPutReceiveTest {
         matcher.onRts(ch, 7, 79, 5000, null);
         assertEquals(List.of("RTR 79 1 5000"), replies, "a heap array has no address the sender could write");
         assertFalse(p.cancel(false), "matched: fragments will be written into its buffer, so it cannot be taken back");
-        peerPid = -1; // what the worker answers without a permitted RMA lane with PUT_ZCOPY
+        putLane.close();
+        putLane = null; // what the worker answers without a permitted RMA lane with PUT_ZCOPY
         post(8, directInto(5000));
         matcher.onRts(ch, 8, 80, 5000, null);
         assertEquals("RTR 80 2 5000", replies.get(1));
@@ -352,17 +364,24 @@ class RndvPutReceiveTest {
         assertEquals(1, released);
     }
 
-    /** The safety rule with a real sender process: the held receive is released only once that process exited. */
+    /**
+     * The safety rule with a real sender process: the held receive is released only once the cma lane's revoke
+     * completes, which is when that process has exited. The lane's exit checks run on the embedded loop's virtual time.
+     */
     @Test
     void aHeldReceiveIsReleasedOnlyAfterTheSendersProcessExited() throws Exception {
         child = new ProcessBuilder("sleep", "60").start();
-        peerPid = (int) child.pid();
+        int peerPid = (int) child.pid();
+        putLane.close();
+        putLane = laneTo(peerPid);
         ByteBuf into = directInto(4000);
         Promise<TagMessage> p = post(13, into);
         matcher.onRts(ch, 13, 85, 4000, null);
         matcher.onSourceClosed(ch, new IOException("lane closed"));
-        Thread.sleep(3 * TagMatcher.HELD_POLL_MILLIS);
-        ch.runScheduledPendingTasks();
+        for (int i = 0; i < 3; i++) { // three exit checks, each finding the sender alive
+            ch.advanceTimeBy(1, TimeUnit.SECONDS);
+            ch.runScheduledPendingTasks();
+        }
         assertFalse(p.isDone(), "the sender lives");
         assertEquals(2, into.refCnt());
         child.destroyForcibly();
@@ -370,12 +389,12 @@ class RndvPutReceiveTest {
         long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
         while (!p.isDone()) {
             assertTrue(System.nanoTime() < deadline, "not released after the sender exited");
-            Thread.sleep(TagMatcher.HELD_POLL_MILLIS / 2);
+            ch.advanceTimeBy(1, TimeUnit.SECONDS);
             ch.runScheduledPendingTasks();
+            Thread.onSpinWait();
         }
         assertInstanceOf(IOException.class, p.cause());
-        assertTrue(p.cause().getMessage().contains("after the sender's process (" + peerPid + ") exited"),
-                p.cause().getMessage());
+        assertTrue(p.cause().getMessage().contains("pid " + peerPid + " (exited)"), p.cause().getMessage());
         assertEquals(1, into.refCnt());
         assertEquals(0, matcher.heldCount());
     }

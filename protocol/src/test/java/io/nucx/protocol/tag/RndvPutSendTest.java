@@ -17,7 +17,8 @@ import io.nucx.transport.IfaceAttributes;
 import io.nucx.transport.cma.Cma;
 import io.nucx.transport.cma.CmaChannel;
 import io.nucx.transport.cma.CmaException;
-import io.nucx.transport.cma.RemoteKey;
+import io.nucx.transport.cma.CmaKey;
+import io.nucx.transport.rma.RmaLane;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
@@ -56,7 +57,7 @@ class RndvPutSendTest {
     private EmbeddedChannel ch;
     private RndvSends sends;
     /** The RMA lane the worker would give, or null (none permitted). */
-    private Channel lane;
+    private CmaChannel lane;
     private final ProtocolCounters counters = new ProtocolCounters();
     private final List<Throwable> putFailures = new ArrayList<>();
     private final List<ByteBuf> held = new ArrayList<>();
@@ -64,9 +65,9 @@ class RndvPutSendTest {
     @BeforeEach
     void setUp() {
         assumeTrue(Cma.availability().isAvailable(), () -> Cma.availability().reason());
-        sends = new RndvSends(new RndvSends.PutLanes() {
+        sends = new RndvSends(new RndvSends.RmaLanes() {
             @Override
-            public Channel putLane(Channel endpoint) {
+            public RmaLane putLane(Channel endpoint) {
                 return lane;
             }
 
@@ -111,8 +112,13 @@ class RndvPutSendTest {
         return b;
     }
 
-    private static RemoteKey keyOf(ByteBuf b) {
-        return RemoteKey.of(b.nioBuffer(0, b.capacity()));
+    /** The receive buffer's key as the receiver's lane packs it into the RTR. */
+    private static ByteBuf keyOf(ByteBuf b) {
+        return packed(CmaKey.of(b.nioBuffer(0, b.capacity())));
+    }
+
+    private static ByteBuf packed(CmaKey key) {
+        return Unpooled.wrappedBuffer(key.pack());
     }
 
     private static byte[] bytes(ByteBuf b) {
@@ -227,7 +233,7 @@ class RndvPutSendTest {
     void aPutTheKernelRefusesAtRunTimeFallsBackToFragmentsFromOffsetZero() {
         byte[] data = pattern(4, 100_000);
         // A key to memory that is not mapped: the kernel answers EFAULT, as it would EPERM/ESRCH at run time.
-        RemoteKey bad = new RemoteKey(HostId.get(), Cma.pid(), 4096, data.length);
+        ByteBuf bad = packed(new CmaKey(HostId.get(), Cma.pid(), 4096, data.length));
         ChannelFuture[] f = new ChannelFuture[1];
         long id = send(direct(data), f);
         sends.onRtr(ch, id, 903, data.length, bad);
@@ -276,10 +282,17 @@ class RndvPutSendTest {
         ChannelFuture[] f = new ChannelFuture[1];
         ByteBuf dst = receiveBuffer(5000);
         long id = send(direct(pattern(6, 5000)), f);
-        RemoteKey own = keyOf(dst);
-        RemoteKey other = new RemoteKey(own.hostId(), own.pid() + 1, own.address(), own.length());
+        CmaKey own = CmaKey.of(dst.nioBuffer(0, dst.capacity()));
+        ByteBuf other = packed(new CmaKey(own.hostId(), own.pid() + 1, own.address(), own.length()));
         ProtocolException e = assertThrows(ProtocolException.class, () -> sends.onRtr(ch, id, 905, 5000, other));
-        assertTrue(e.getMessage().contains("offers memory of pid " + (own.pid() + 1)), e.getMessage());
+        assertTrue(e.getMessage().contains("names memory of pid " + (own.pid() + 1)), e.getMessage());
+        assertTrue(e.getMessage().contains("RNDV_RTR for rendezvous send " + id), e.getMessage());
+        ByteBuf shorter = packed(new CmaKey(own.hostId(), own.pid(), own.address(), 4999));
+        e = assertThrows(ProtocolException.class, () -> sends.onRtr(ch, id, 905, 5000, shorter));
+        assertTrue(e.getMessage().contains("remote key covers 4999 bytes of a 5000-byte message"), e.getMessage());
+        ByteBuf foreign = Unpooled.wrappedBuffer(new byte[40]); // another transport's key, say
+        e = assertThrows(ProtocolException.class, () -> sends.onRtr(ch, id, 905, 5000, foreign));
+        assertTrue(e.getMessage().contains("cma remote key is 40 bytes, expected 28"), e.getMessage());
         assertArrayEquals(new byte[5000], bytes(dst));
         assertFalse(f[0].isDone(), "failed when the lane closes");
     }

@@ -34,7 +34,8 @@ class RndvPutZcopyProbeTest {
     private static final IfaceAttributes TCP = new IfaceAttributes(EnumSet.of(Capability.AM_SHORT,
             Capability.AM_BCOPY), 8192, 65536, 64, 5.26e-6, 0, 0, 2.2e9, 50e-6, 0);
     private static final IfaceAttributes CMA = new IfaceAttributes(EnumSet.of(Capability.GET_ZCOPY,
-            Capability.PUT_ZCOPY), 0, 0, 0, 80e-9, 0, 11145e6, 0, 2e-6, 0, Long.MAX_VALUE);
+            Capability.PUT_ZCOPY), 0, 0, 0, 80e-9, 0, 11145e6, 0, 2e-6, 0, Long.MAX_VALUE, Integer.MAX_VALUE,
+            Cma.CHUNK);
     private static final EndpointConfig TCP_ONLY = new EndpointConfig("tcp/lo", TCP);
     private static final EndpointConfig TCP_CMA = new EndpointConfig("tcp/lo", TCP, "cma/memory", CMA);
 
@@ -87,7 +88,7 @@ class RndvPutZcopyProbeTest {
         double d = RndvProtocols.PERF_DIFF_FACTOR;
         double ovh = TCP.overheadSeconds();
         double rmaOvh = CMA.overheadSeconds();
-        assertFunc(d * (3 * ovh + RndvProtocols.RTS_OVERHEAD + rmaOvh), d * rmaOvh / Cma.CHUNK,
+        assertFunc(d * (3 * ovh + RndvProtocols.RTS_OVERHEAD + rmaOvh), d * rmaOvh / CMA.rmaSegment(),
                 s.factor(PerfFactor.LOCAL_CPU), "sender: RTS, RTR, one write per chunk, ATP");
         assertFunc(d * (3 * ovh + RndvProtocols.RTR_OVERHEAD), 0, s.factor(PerfFactor.REMOTE_CPU),
                 "receiver: RTS, RTR, ATP; no copy");

@@ -90,7 +90,7 @@ public final class Cma implements AutoCloseable {
         try (Cma cma = new Cma(); Arena a = Arena.ofConfined()) {
             MemorySegment src = a.allocate(8).fill((byte) 7);
             MemorySegment dst = a.allocate(8);
-            cma.put(new RemoteKey(HostId.get(), PID, dst.address(), 8), 0, src);
+            cma.put(new CmaKey(HostId.get(), PID, dst.address(), 8), 0, src);
             if (dst.get(java.lang.foreign.ValueLayout.JAVA_BYTE, 7) != 7) {
                 return Availability.unavailable("cma: self-test wrote nothing");
             }
@@ -101,16 +101,16 @@ public final class Cma implements AutoCloseable {
     }
 
     /** Reads {@code dst.byteSize()} bytes at {@code key.address + offset} of the peer into {@code dst}. */
-    public void get(RemoteKey key, long offset, MemorySegment dst) throws CmaException {
+    public void get(CmaKey key, long offset, MemorySegment dst) throws CmaException {
         transfer(CmaNative.READV, "process_vm_readv", key, offset, dst);
     }
 
     /** Writes {@code src} to {@code key.address + offset} of the peer. */
-    public void put(RemoteKey key, long offset, MemorySegment src) throws CmaException {
+    public void put(CmaKey key, long offset, MemorySegment src) throws CmaException {
         transfer(CmaNative.WRITEV, "process_vm_writev", key, offset, src);
     }
 
-    private void transfer(java.lang.invoke.MethodHandle call, String name, RemoteKey key, long offset,
+    private void transfer(java.lang.invoke.MethodHandle call, String name, CmaKey key, long offset,
                           MemorySegment mine) throws CmaException {
         long n = mine.byteSize();
         if (offset < 0 || offset + n > key.length()) {

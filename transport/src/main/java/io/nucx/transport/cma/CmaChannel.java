@@ -1,27 +1,40 @@
 package io.nucx.transport.cma;
 
+import io.netty.buffer.ByteBuf;
 import io.netty.channel.AbstractChannel;
+import io.netty.channel.Channel;
 import io.netty.channel.ChannelConfig;
 import io.netty.channel.ChannelMetadata;
 import io.netty.channel.ChannelOutboundBuffer;
 import io.netty.channel.ChannelPromise;
 import io.netty.channel.DefaultChannelConfig;
 import io.netty.channel.EventLoop;
+import io.nucx.transport.rma.InvalidRemoteKeyException;
+import io.nucx.transport.rma.MemoryRegistration;
+import io.nucx.transport.rma.RemoteKey;
+import io.nucx.transport.rma.RmaLane;
+import io.nucx.transport.rma.RmaOp;
 
+import java.lang.foreign.MemorySegment;
 import java.net.SocketAddress;
 import java.nio.channels.ClosedChannelException;
 import java.util.concurrent.CancellationException;
 
 /**
- * An RMA lane to one process of this host: the cma transport's channel type. Its writes are {@link RmaOp}s, which it
- * performs with {@code process_vm_readv}/{@code process_vm_writev} on its event loop, one {@link Cma#CHUNK} per
- * loop turn (the calls copy memory and block for it, so a large operation must not hold the loop), in the order
- * written. A write completes when its whole operation is done and fails with the {@link CmaException} that stopped
- * it (EPERM, ESRCH, EFAULT, named). Nothing is ever read: cma carries no messages.
+ * An RMA lane to one process of this host: the cma transport's channel type and its {@link RmaLane}. Its writes are
+ * GET and PUT {@link RmaOp}s, which it performs with {@code process_vm_readv}/{@code process_vm_writev} on its event
+ * loop, one {@link Cma#CHUNK} per loop turn (the calls copy memory and block for it, so a large operation must not hold
+ * the loop), in the order written. A write completes when its whole operation is done and fails with the
+ * {@link CmaException} that stopped it (EPERM, ESRCH, EFAULT, named). Atomics are refused: the kernel offers no
+ * atomic cross-process call. Nothing is ever read: cma carries no messages.
+ *
+ * <p>{@link #register} exposes native memory of this process to the peer (a key only: the kernel checks permission on
+ * every call); cma cannot withdraw that access, so a registration's {@code revoke()} completes when the peer's process
+ * has exited ({@link PeerExit}), also after this channel has closed.
  *
  * <p>It registers no {@code IoHandle}, so it runs on any event loop (the endpoint's).
  */
-public final class CmaChannel extends AbstractChannel {
+public final class CmaChannel extends AbstractChannel implements RmaLane {
 
     private static final ChannelMetadata METADATA = new ChannelMetadata(false);
 
@@ -43,6 +56,7 @@ public final class CmaChannel extends AbstractChannel {
     private final Address local;
     private final Address remote;
     private final int peerPid;
+    private final PeerExit peerExit;
     private final Runnable resume = this::resume;
     private Cma cma;
     private boolean resumeScheduled;
@@ -53,6 +67,7 @@ public final class CmaChannel extends AbstractChannel {
     CmaChannel(int peerPid) {
         super(null);
         this.peerPid = peerPid;
+        this.peerExit = new PeerExit(peerPid);
         this.local = new Address(Cma.pid());
         this.remote = new Address(peerPid);
     }
@@ -67,6 +82,35 @@ public final class CmaChannel extends AbstractChannel {
         return peerPid;
     }
 
+    @Override
+    public Channel channel() {
+        return this;
+    }
+
+    @Override
+    public boolean supports(RmaOp.Kind kind) {
+        return kind == RmaOp.Kind.GET || kind == RmaOp.Kind.PUT;
+    }
+
+    /**
+     * Exposes native memory of this process to the peer. Registered lanes only (a revoke waits on the lane's loop).
+     *
+     * @throws IllegalArgumentException for heap memory (the GC moves it: no address another process could use)
+     */
+    @Override
+    public MemoryRegistration register(MemorySegment local) {
+        CmaKey key = CmaKey.of(local);
+        if (!isRegistered()) {
+            throw new IllegalStateException("cma lane to pid " + peerPid + " is not registered with a loop");
+        }
+        assert eventLoop().inEventLoop();
+        return new CmaRegistration(key, peerExit, eventLoop());
+    }
+
+    @Override
+    public RemoteKey unpackKey(ByteBuf packed) throws InvalidRemoteKeyException {
+        return CmaKey.unpack(packed, peerPid);
+    }
     @Override
     public ChannelConfig config() {
         return config;
@@ -147,9 +191,13 @@ public final class CmaChannel extends AbstractChannel {
         if (!(msg instanceof RmaOp op)) {
             throw new UnsupportedOperationException("a cma lane takes RmaOps, not " + msg.getClass().getName());
         }
-        if (op.key().pid() != peerPid) {
-            throw new IllegalArgumentException("remote key of pid " + op.key().pid() + " written to the cma lane of "
-                    + "pid " + peerPid);
+        if (!supports(op.kind())) {
+            throw new UnsupportedOperationException("cma performs GET and PUT only, not " + op.kind()
+                    + ": the kernel has no atomic cross-process call (use AM atomics or a transport with ATOMIC64)");
+        }
+        if (!(op.key() instanceof CmaKey key) || key.pid() != peerPid) {
+            throw new IllegalArgumentException(op.key() + " written to the cma lane of pid " + peerPid
+                    + ": use a key this lane unpacked");
         }
         return op;
     }
@@ -184,13 +232,27 @@ public final class CmaChannel extends AbstractChannel {
                 cma = new Cma();
             }
             try {
-                if (op.step(cma)) {
+                if (step(cma, op)) {
                     in.remove();
                 }
             } catch (CmaException e) {
                 in.remove(e);
             }
         }
+    }
+
+    /** Moves the next chunk of {@code op}; true when the whole operation is done. */
+    private static boolean step(Cma cma, RmaOp op) throws CmaException {
+        long n = Math.min(Cma.CHUNK, op.length() - op.done());
+        MemorySegment part = op.local().asSlice(op.done(), n);
+        CmaKey key = (CmaKey) op.key();
+        if (op.kind() == RmaOp.Kind.GET) {
+            cma.get(key, op.remoteOffset() + op.done(), part);
+        } else {
+            cma.put(key, op.remoteOffset() + op.done(), part);
+        }
+        op.advance(n);
+        return op.isDone();
     }
 
     /** One chunk per turn: the loop serves its other channels, then this lane goes on. */

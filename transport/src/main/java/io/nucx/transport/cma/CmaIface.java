@@ -39,7 +39,7 @@ final class CmaIface implements Iface {
     static IfaceAttributes attributes0() {
         return new IfaceAttributes(EnumSet.of(Capability.GET_ZCOPY, Capability.PUT_ZCOPY, Capability.PENDING,
                 Capability.CONNECT_TO_IFACE, Capability.ERRHANDLE_PEER_FAILURE),
-                0, 0, 0, 80e-9, 0, 11145e6, 0, 2e-6, 0, Long.MAX_VALUE);
+                0, 0, 0, 80e-9, 0, 11145e6, 0, 2e-6, 0, Long.MAX_VALUE, Integer.MAX_VALUE, Cma.CHUNK);
     }
 
     private final Transport transport;

@@ -24,8 +24,8 @@ import static java.lang.foreign.ValueLayout.JAVA_SHORT;
  * <p>Where pidfds are missing it falls back to {@code kill(pid, 0)} answering ESRCH. That is conservative: a zombie
  * and a reused pid both look alive, so a caller waiting for the exit waits longer, never shorter.
  *
- * <p>Used by rendezvous receivers that offered a buffer to a peer's {@code process_vm_writev} ({@code rndv/put/zcopy}):
- * once the peer's process has exited, nothing can write into that buffer any more. Not thread-safe; one owner.
+ * <p>Used by {@link PeerExit}: a cma registration is revoked only once the peer's process has exited, since before that
+ * nothing stops it writing into the memory. Not thread-safe; one owner.
  */
 public final class ProcessExitWatch implements AutoCloseable {
 

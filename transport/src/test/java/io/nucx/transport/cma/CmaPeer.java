@@ -1,5 +1,7 @@
 package io.nucx.transport.cma;
 
+import io.nucx.transport.testsuite.Patterns;
+
 import java.io.BufferedReader;
 import java.io.InputStreamReader;
 import java.lang.foreign.Arena;
@@ -7,7 +9,7 @@ import java.lang.foreign.MemorySegment;
 import java.util.HexFormat;
 
 /**
- * The other process of {@link CmaTest}: exposes a native region filled with {@link CmaTest#pattern}, prints its
+ * The other process of {@link CmaTest}: exposes a native region filled with {@link Patterns#pattern}, prints its
  * remote key, then answers {@code CHECK offset length seed} (is that range the pattern of that seed?) until EXIT.
  */
 public final class CmaPeer {
@@ -15,8 +17,8 @@ public final class CmaPeer {
         long size = Long.parseLong(args[0]);
         try (Arena arena = Arena.ofShared()) {
             MemorySegment region = arena.allocate(size, 4096);
-            CmaTest.fill(region, 0, 1);
-            System.out.println("KEY " + HexFormat.of().formatHex(RemoteKey.of(region).pack()));
+            Patterns.fill(region, 0, 1);
+            System.out.println("KEY " + HexFormat.of().formatHex(CmaKey.of(region).pack()));
             System.out.flush();
             BufferedReader in = new BufferedReader(new InputStreamReader(System.in));
             for (String line; (line = in.readLine()) != null && !line.equals("EXIT"); ) {
@@ -24,7 +26,7 @@ public final class CmaPeer {
                 long offset = Long.parseLong(f[1]);
                 long length = Long.parseLong(f[2]);
                 int seed = Integer.parseInt(f[3]);
-                long bad = CmaTest.firstMismatch(region.asSlice(offset, length), offset, seed);
+                long bad = Patterns.firstMismatch(region.asSlice(offset, length), offset, seed);
                 System.out.println(bad < 0 ? "OK" : "BAD " + bad);
                 System.out.flush();
             }
