@@ -12,6 +12,11 @@ import io.netty.channel.EventLoop;
 import io.netty.handler.codec.CorruptedFrameException;
 import io.nucx.transport.AmFrame;
 import io.nucx.transport.AmFrameSizeEstimator;
+import io.nucx.transport.rma.InvalidRemoteKeyException;
+import io.nucx.transport.rma.MemoryRegistration;
+import io.nucx.transport.rma.RemoteKey;
+import io.nucx.transport.rma.RmaLane;
+import io.nucx.transport.rma.RmaOp;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
@@ -24,7 +29,8 @@ import java.nio.channels.NotYetConnectedException;
 
 /**
  * A lane over one RC queue pair: the rdma transport's channel type. It carries {@link AmFrame}s as SENDs into the
- * peer's pre-posted receives, and {@link RdmaRmaOp}s as RDMA READ, RDMA WRITE and atomic requests. A write's promise
+ * peer's pre-posted receives, and {@link RmaOp}s (it is an {@link RmaLane}) as RDMA READ, RDMA WRITE and the two
+ * verbs atomics (fetch-and-add, compare-and-swap; verbs has no plain swap). A write's promise
  * completes on its completion entry (RC completes a send queue in order, so the oldest posted write is always the
  * one that completes next); a failed completion fails that write and, the queue pair being in the error state, every
  * write after it, with a {@link VerbsException} naming the status.
@@ -45,7 +51,7 @@ import java.nio.channels.NotYetConnectedException;
  * own CQ, which the iface polls when its completion channel fires or on every pass of a busy-polling loop.
  * Event-loop thread only.
  */
-public final class RdmaChannel extends AbstractChannel {
+public final class RdmaChannel extends AbstractChannel implements RmaLane {
 
     private enum State { NEW, CONNECTED, CLOSED }
 
@@ -92,6 +98,8 @@ public final class RdmaChannel extends AbstractChannel {
     private long postedSeq;
     private long completedSeq;
     private final int[] wrsLeft;
+    /** Per send slot: the temporary registration of a GET/PUT's unregistered local memory, ended at completion. */
+    private final RdmaMemory[] temporary;
     private boolean readPending;
     private boolean delivered;
     private final int[] heldSlot;
@@ -113,6 +121,7 @@ public final class RdmaChannel extends AbstractChannel {
         this.segSize = segSize;
         this.grantThreshold = Math.max(1, rxDepth / 4);
         this.wrsLeft = new int[txDepth];
+        this.temporary = new RdmaMemory[txDepth];
         this.heldSlot = new int[rxDepth];
         this.heldLength = new int[rxDepth];
         this.psn = java.util.concurrent.ThreadLocalRandom.current().nextInt(1 << 24);
@@ -146,7 +155,7 @@ public final class RdmaChannel extends AbstractChannel {
                 q.destroyCq();
             }
             if (m != null) {
-                m.revoke();
+                m.close();
             }
             arena.close();
             throw e;
@@ -161,7 +170,8 @@ public final class RdmaChannel extends AbstractChannel {
     RdmaEndpointAddress endpointAddress() {
         RdmaContext rc = iface.context();
         return new RdmaEndpointAddress(rc.linkLayer, RdmaContext.PORT, rc.activeMtu, rc.lid, RdmaContext.GID_INDEX,
-                rc.linkLayer == IbvPortAttr.IBV_LINK_LAYER_ETHERNET, qp.qpn, psn, rxDepth, segSize, rc.gid);
+                rc.linkLayer == IbvPortAttr.IBV_LINK_LAYER_ETHERNET, qp.qpn, psn, rxDepth, segSize, rc.gid,
+                iface.pdToken());
     }
 
     /** Moves the queue pair to RTS towards {@code peer}; the channel is active once registered. */
@@ -285,10 +295,18 @@ public final class RdmaChannel extends AbstractChannel {
             }
             return msg;
         }
-        if (msg instanceof RdmaRmaOp op) {
-            if (op.memory() != null && op.memory().iface() != iface) {
-                throw new IllegalArgumentException(op + ": its local memory is registered with "
-                        + op.memory().iface() + ", not with this lane's " + iface);
+        if (msg instanceof RmaOp op) {
+            if (!supports(op.kind())) {
+                throw new UnsupportedOperationException(op.kind() + " is not an operation of " + this
+                        + (op.kind() == RmaOp.Kind.SWAP ? " (verbs atomics are fetch-and-add and compare-and-swap)"
+                        : " (the device has no atomics)"));
+            }
+            if (!(op.key() instanceof RdmaRemoteKey key) || remoteAddress == null
+                    || key.pdToken() != remoteAddress.pdToken()) {
+                throw new IllegalArgumentException(op.key() + " was not unpacked by an rdma lane to this lane's peer");
+            }
+            if (op.local() != null && !op.local().isNative()) {
+                throw new IllegalArgumentException(op + ": local memory must be native (a heap array moves)");
             }
             if (chunks(op) > txDepth) {
                 throw new IllegalArgumentException(op + " needs " + chunks(op) + " requests, more than the send "
@@ -296,12 +314,12 @@ public final class RdmaChannel extends AbstractChannel {
             }
             return msg;
         }
-        throw new UnsupportedOperationException("an rdma lane carries AmFrames and RdmaRmaOps, not "
+        throw new UnsupportedOperationException("an rdma lane carries AmFrames and RmaOps, not "
                 + msg.getClass().getName());
     }
 
-    private int chunks(RdmaRmaOp op) {
-        if (op.kind() == RdmaRmaOp.Kind.FETCH_ADD || op.kind() == RdmaRmaOp.Kind.CSWAP || op.length() == 0) {
+    private int chunks(RmaOp op) {
+        if (op.kind().isAtomic() || op.length() == 0) {
             return 1;
         }
         long max = iface.context().maxMsgSize;
@@ -316,6 +334,7 @@ public final class RdmaChannel extends AbstractChannel {
             default -> { }
         }
         in.forEachFlushedMessage(poster.reset());
+        retireCancelled();
         if (postError != null) {
             VerbsException e = postError;
             postError = null;
@@ -380,45 +399,120 @@ public final class RdmaChannel extends AbstractChannel {
             sqUsed++;
             wrsLeft[idx] = 1;
         } else {
-            RdmaRmaOp op = (RdmaRmaOp) msg;
-            int chunks = chunks(op);
-            if (sqUsed + chunks > txDepth) {
-                return false;
-            }
-            for (int c = 0; c < chunks; c++) {
-                int rc = postRma(op, idx, c);
-                if (rc != 0) {
-                    postError = new VerbsException("ibv_post_send(" + op + " on " + this + ")", rc);
+            RmaOp op = (RmaOp) msg;
+            if (op.isCancelled()) {
+                wrsLeft[idx] = 0; // nothing posted: retired in order, with a CancellationException
+            } else {
+                int chunks = chunks(op);
+                if (sqUsed + chunks > txDepth) {
                     return false;
                 }
+                int localKey = lkey;
+                if (!op.kind().isAtomic() && op.length() > 0) {
+                    RdmaMemory m = iface.registrationCovering(op.local().address(), op.length());
+                    if (m == null) {
+                        try {
+                            m = iface.register(op.local()); // UCX would take it from its registration cache
+                        } catch (VerbsException e) {
+                            postError = e;
+                            return false;
+                        }
+                        temporary[idx] = m;
+                    }
+                    localKey = m.lkey();
+                }
+                for (int c = 0; c < chunks; c++) {
+                    int rc = postRma(op, idx, c, localKey);
+                    if (rc != 0) {
+                        postError = new VerbsException("ibv_post_send(" + op + " on " + this + ")", rc);
+                        return false;
+                    }
+                }
+                sqUsed += chunks;
+                wrsLeft[idx] = chunks;
             }
-            sqUsed += chunks;
-            wrsLeft[idx] = chunks;
         }
         postedSeq++;
         postedMessages++;
         return true;
     }
 
-    private int postRma(RdmaRmaOp op, int idx, int chunk) {
+    private int postRma(RmaOp op, int idx, int chunk, int localKey) {
         long wrId = KIND_SEND | postedSeq;
+        RdmaRemoteKey key = (RdmaRemoteKey) op.key();
+        long remote = key.address() + op.remoteOffset();
         return switch (op.kind()) {
             case GET, PUT -> {
                 long max = iface.context().maxMsgSize;
                 long start = chunk * max;
                 long n = Math.min(max, op.length() - start);
-                yield qp.postSend(wrId, op.kind() == RdmaRmaOp.Kind.GET ? IbvSendWr.IBV_WR_RDMA_READ
+                yield qp.postSend(wrId, op.kind() == RmaOp.Kind.GET ? IbvSendWr.IBV_WR_RDMA_READ
                                 : IbvSendWr.IBV_WR_RDMA_WRITE, IbvSendWr.IBV_SEND_SIGNALED,
-                        op.local().address() + start, (int) n, op.memory().lkey(), op.remoteAddress() + start,
-                        op.key().rkey(), 0, 0);
+                        op.local().address() + start, (int) n, localKey, remote + start, key.rkey(), 0, 0);
             }
             case FETCH_ADD -> qp.postSend(wrId, IbvSendWr.IBV_WR_ATOMIC_FETCH_AND_ADD, IbvSendWr.IBV_SEND_SIGNALED,
-                    region.address() + amoOffset + 8L * idx, 8, lkey, op.remoteAddress(), op.key().rkey(),
-                    op.operand(), 0);
-            case CSWAP -> qp.postSend(wrId, IbvSendWr.IBV_WR_ATOMIC_CMP_AND_SWP, IbvSendWr.IBV_SEND_SIGNALED,
-                    region.address() + amoOffset + 8L * idx, 8, lkey, op.remoteAddress(), op.key().rkey(),
-                    op.operand(), op.swap());
+                    region.address() + amoOffset + 8L * idx, 8, lkey, remote, key.rkey(), op.operand(), 0);
+            case COMPARE_SWAP -> qp.postSend(wrId, IbvSendWr.IBV_WR_ATOMIC_CMP_AND_SWP, IbvSendWr.IBV_SEND_SIGNALED,
+                    region.address() + amoOffset + 8L * idx, 8, lkey, remote, key.rkey(), op.compare(),
+                    op.operand());
+            case SWAP -> throw new IllegalStateException("SWAP was refused when written");
         };
+    }
+
+    // ---------------------------------------------------------------- RmaLane
+
+    @Override
+    public io.netty.channel.Channel channel() {
+        return this;
+    }
+
+    /** GET, PUT, and (if the device has atomics) FETCH_ADD and COMPARE_SWAP; verbs has no plain SWAP. */
+    @Override
+    public boolean supports(RmaOp.Kind kind) {
+        return switch (kind) {
+            case GET, PUT -> true;
+            case FETCH_ADD, COMPARE_SWAP -> iface.context().atomicCap != IbvDeviceAttr.IBV_ATOMIC_NONE;
+            case SWAP -> false;
+        };
+    }
+
+    /** Registers {@code local} with this lane's protection domain; revoke deregisters it. */
+    @Override
+    public MemoryRegistration register(MemorySegment local) {
+        if (!local.isNative()) {
+            throw new IllegalArgumentException("rdma cannot register heap memory: the GC moves it, so the device "
+                    + "could not address it");
+        }
+        try {
+            return iface.register(local);
+        } catch (VerbsException e) {
+            throw new IllegalStateException(e.getMessage(), e);
+        }
+    }
+
+    /** Reads an {@link RdmaRemoteKey}; it must name the protection domain of this lane's peer. */
+    @Override
+    public RemoteKey unpackKey(ByteBuf packed) throws InvalidRemoteKeyException {
+        int n = packed.readableBytes();
+        if (n != RdmaRemoteKey.PACKED_LENGTH) {
+            throw new InvalidRemoteKeyException("an rdma remote key has " + RdmaRemoteKey.PACKED_LENGTH
+                    + " bytes, not " + n);
+        }
+        int i = packed.readerIndex();
+        long address = packed.getLongLE(i);
+        long length = packed.getLongLE(i + 8);
+        int rkey = packed.getIntLE(i + 16);
+        long token = packed.getLongLE(i + 20);
+        if (remoteAddress == null || token != remoteAddress.pdToken()) {
+            throw new InvalidRemoteKeyException("the rdma remote key names protection domain 0x"
+                    + Long.toHexString(token) + ", not this lane's peer's" + (remoteAddress == null ? " (not connected)"
+                    : " 0x" + Long.toHexString(remoteAddress.pdToken())) + ": memory of another process or device");
+        }
+        if (address == 0 || length < 0) {
+            throw new InvalidRemoteKeyException("the rdma remote key names a null region (address 0x"
+                    + Long.toHexString(address) + ", length " + length + ")");
+        }
+        return new RdmaRemoteKey(address, length, rkey, token);
     }
 
     /**
@@ -477,15 +571,48 @@ public final class RdmaChannel extends AbstractChannel {
         if (--wrsLeft[idx] > 0) {
             return;
         }
+        retireHead(idx, null);
+        retireCancelled();
+    }
+
+    /** The oldest posted message is done: its promise completes (or fails with {@code cause}). */
+    private void retireHead(int idx, Throwable cause) {
         completedSeq++;
         postedMessages--;
         ChannelOutboundBuffer in = unsafe().outboundBuffer();
         Object head = in.current();
-        if (head instanceof RdmaRmaOp op && (op.kind() == RdmaRmaOp.Kind.FETCH_ADD
-                || op.kind() == RdmaRmaOp.Kind.CSWAP)) {
-            op.result(region.get(U64, amoOffset + 8L * idx));
+        endTemporary(idx);
+        if (cause != null) {
+            in.remove(cause);
+            return;
+        }
+        if (head instanceof RmaOp op) {
+            if (op.kind().isAtomic()) {
+                op.complete(region.get(U64, amoOffset + 8L * idx));
+            } else {
+                op.advance(op.length() - op.done());
+            }
         }
         in.remove();
+    }
+
+    /** Cancelled operations were "posted" with no request: they retire in order once they are the oldest. */
+    private void retireCancelled() {
+        while (postedMessages > 0 && state == State.CONNECTED) {
+            int idx = (int) (completedSeq % txDepth);
+            if (wrsLeft[idx] != 0) {
+                return;
+            }
+            retireHead(idx, new java.util.concurrent.CancellationException("cancelled before it was posted"));
+        }
+    }
+
+    private void endTemporary(int idx) {
+        RdmaMemory m = temporary[idx];
+        if (m != null) {
+            temporary[idx] = null;
+            m.close();
+        }
     }
 
     private void onSendError(long kind, long seq, int status, int vendorErr) {
@@ -637,7 +764,10 @@ public final class RdmaChannel extends AbstractChannel {
         unsafe().close(unsafe().voidPromise());
     }
 
-    /** Destroys the queue pair, then (its completion events acknowledged) the completion queue. Idempotent. */
+    /**
+     * Destroys the queue pair, then (its completion events acknowledged) the completion queue, then ends the
+     * temporary registrations of operations in flight (the device no longer touches them). Idempotent.
+     */
     private void releaseQueuePair() {
         if (qp.isDestroyed()) {
             return;
@@ -645,6 +775,9 @@ public final class RdmaChannel extends AbstractChannel {
         qp.destroyQp();
         iface.forgetCompletionQueue(this);
         qp.destroyCq();
+        for (int i = 0; i < txDepth; i++) {
+            endTemporary(i);
+        }
     }
 
     /** Why the channel failed, or null. */
@@ -661,11 +794,7 @@ public final class RdmaChannel extends AbstractChannel {
         }
         releaseQueuePair(); // no device access to any buffer after this
         iface.channelClosed(this);
-        try {
-            regionMr.revoke();
-        } catch (VerbsException e) {
-            pipeline().fireExceptionCaught(e);
-        }
+        regionMr.close();
         postedMessages = 0;
         arena.close();
     }

@@ -18,16 +18,20 @@ import java.util.HexFormat;
  *  +-------------------------------------+--------------------------------+
  *  |                          gid[16]                                     |  24..40
  *  +----------------------------------------------------------------------+
+ *  |                       pd token:u64                                   |  40..48
+ *  +----------------------------------------------------------------------+
  * </pre>
  * {@code linklayer} is IBV_LINK_LAYER_* (1 InfiniBand, 2 Ethernet/RoCE); {@code mtu} is enum ibv_mtu; {@code rx
  * credits} is how many receives this side keeps posted (the sender's initial credits); {@code max frame} the size of
- * each of those receive buffers. Flag bit 0: address with the GRH (RoCE always; InfiniBand across subnets).
+ * each of those receive buffers; {@code pd token} a random number naming the peer's protection domain, which its
+ * remote keys carry too, so a lane refuses keys of memory its peer cannot reach. Flag bit 0: address with the GRH
+ * (RoCE always; InfiniBand across subnets).
  */
 public record RdmaEndpointAddress(int linkLayer, int port, int mtu, int lid, int gidIndex, boolean global, int qpn,
-                                  int psn, int rxCredits, int maxFrame, byte[] gid) {
+                                  int psn, int rxCredits, int maxFrame, byte[] gid, long pdToken) {
 
     public static final int VERSION = 1;
-    public static final int LENGTH = 40;
+    public static final int LENGTH = 48;
 
     public RdmaEndpointAddress {
         if (gid.length != 16) {
@@ -42,7 +46,7 @@ public record RdmaEndpointAddress(int linkLayer, int port, int mtu, int lid, int
                 .putShort((short) lid).put((byte) gidIndex).put((byte) (global ? 1 : 0))
                 .putInt(qpn & 0xffffff).putInt(psn & 0xffffff)
                 .putShort((short) rxCredits).putShort((short) 0).putInt(maxFrame)
-                .put(gid).array();
+                .put(gid).putLong(pdToken).array();
     }
 
     /** Parses a packed address; anything malformed is an {@link IllegalArgumentException} naming what. */
@@ -68,6 +72,7 @@ public record RdmaEndpointAddress(int linkLayer, int port, int mtu, int lid, int
         int maxFrame = in.getInt();
         byte[] gid = new byte[16];
         in.get(gid);
+        long pdToken = in.getLong();
         if (linkLayer != IbvPortAttr.IBV_LINK_LAYER_INFINIBAND && linkLayer != IbvPortAttr.IBV_LINK_LAYER_ETHERNET) {
             throw new IllegalArgumentException("rdma endpoint address with link layer " + linkLayer);
         }
@@ -76,7 +81,8 @@ public record RdmaEndpointAddress(int linkLayer, int port, int mtu, int lid, int
             throw new IllegalArgumentException("malformed rdma endpoint address: mtu " + mtu + ", port " + port
                     + ", qpn " + qpn + ", psn " + psn + ", credits " + credits + ", max frame " + maxFrame);
         }
-        return new RdmaEndpointAddress(linkLayer, port, mtu, lid, gidIndex, global, qpn, psn, credits, maxFrame, gid);
+        return new RdmaEndpointAddress(linkLayer, port, mtu, lid, gidIndex, global, qpn, psn, credits, maxFrame, gid,
+                pdToken);
     }
 
     @Override

@@ -89,6 +89,10 @@ final class RdmaIface implements Iface {
     private IoRegistration asyncRegistration;
     private IoRegistration pollRegistration;
     private final Promise<Void> closeFuture;
+    /** Names this iface's protection domain in endpoint addresses and remote keys (random: nothing to guess). */
+    private final long pdToken = new java.security.SecureRandom().nextLong();
+    /** Live registrations by address, to find the lkey of a GET/PUT's local memory. Guarded by itself. */
+    private final java.util.TreeMap<Long, RdmaMemory> registrations = new java.util.TreeMap<>();
     private boolean closing;
     private boolean released;
 
@@ -114,7 +118,7 @@ final class RdmaIface implements Iface {
         int maxFrame = segSize - RdmaFrame.HEADER_LENGTH;
         this.attributes = new IfaceAttributes(caps, Math.min(maxFrame, QueuePair.MAX_INLINE - RdmaFrame.HEADER_LENGTH),
                 maxFrame, maxFrame, LATENCY, LATENCY_PER_EP, bandwidth, 0, OVERHEAD, 0,
-                rc.maxMsgSize * TX_DEPTH, Integer.MAX_VALUE);
+                rc.maxMsgSize * TX_DEPTH, Integer.MAX_VALUE, rc.maxMsgSize);
     }
 
     /** Opens device {@code device} (named "dev:port") on the loop of {@code params}. */
@@ -294,7 +298,37 @@ final class RdmaIface implements Iface {
         } catch (Throwable t) {
             throw new IllegalStateException("memory registration downcall failed", t);
         }
-        return new RdmaMemory(this, segment, mr.reinterpret(IbvMr.LAYOUT.byteSize()));
+        RdmaMemory m = new RdmaMemory(this, segment, mr.reinterpret(IbvMr.LAYOUT.byteSize()));
+        synchronized (registrations) {
+            registrations.put(segment.address(), m);
+        }
+        return m;
+    }
+
+    void forget(RdmaMemory m) {
+        synchronized (registrations) {
+            registrations.remove(m.address(), m);
+        }
+    }
+
+    /** A live registration covering {@code [address, address + n)}, or null. */
+    RdmaMemory registrationCovering(long address, long n) {
+        synchronized (registrations) {
+            for (java.util.Map.Entry<Long, RdmaMemory> e = registrations.floorEntry(address); e != null;
+                 e = registrations.lowerEntry(e.getKey())) {
+                if (e.getValue().contains(address, n)) {
+                    return e.getValue();
+                }
+                if (e.getKey() + (1L << 40) < address) {
+                    break; // far below: no registration that large
+                }
+            }
+            return null;
+        }
+    }
+
+    long pdToken() {
+        return pdToken;
     }
 
     /** Registers {@code segment} for one-sided access by peers (and as local memory of GET/PUT). */

@@ -1,22 +1,27 @@
 package io.nucx.transport.rdma;
 
+import io.netty.util.concurrent.Future;
+import io.nucx.transport.rma.MemoryRegistration;
+
 import java.lang.foreign.MemorySegment;
+import java.util.concurrent.CancellationException;
 
 /**
  * A native segment registered with one rdma iface's protection domain ({@code ibv_reg_mr_iova2}, or
  * {@code ibv_reg_mr} on rdma-core older than 28) for local writes, remote reads and writes and remote atomics.
- * {@link #remoteKey()} is what a peer needs to reach it; {@link #revoke()} deregisters it, after which the device
- * refuses the peer's operations with that key (the peer's request completes with IBV_WC_REM_ACCESS_ERR).
- * The owner keeps the segment alive until it revokes.
+ * Its {@link #packedKey()} is an {@link RdmaRemoteKey}. {@link #revoke()} deregisters the region: from then on the
+ * device refuses the peer's requests with that key (they complete with IBV_WC_REM_ACCESS_ERR on the peer), so the
+ * future completes at once; {@link #close()} deregisters too. The owner keeps the segment alive until then.
  */
-public final class RdmaMemory {
+public final class RdmaMemory implements MemoryRegistration {
 
     private final RdmaIface iface;
     private final MemorySegment segment;
     private final MemorySegment mr;
     private final int lkey;
     private final int rkey;
-    private volatile boolean revoked;
+    private boolean ended;
+    private Future<Void> revoked;
 
     RdmaMemory(RdmaIface iface, MemorySegment segment, MemorySegment mr) {
         this.iface = iface;
@@ -31,12 +36,22 @@ public final class RdmaMemory {
     }
 
     public RdmaRemoteKey remoteKey() {
-        return new RdmaRemoteKey(segment.address(), segment.byteSize(), rkey);
+        return new RdmaRemoteKey(segment.address(), segment.byteSize(), rkey, iface.pdToken());
     }
 
-    /** The key packed for a peer ({@link RdmaRemoteKey#pack()}). */
+    @Override
     public byte[] packedKey() {
         return remoteKey().pack();
+    }
+
+    @Override
+    public long address() {
+        return segment.address();
+    }
+
+    @Override
+    public long length() {
+        return segment.byteSize();
     }
 
     int lkey() {
@@ -47,22 +62,44 @@ public final class RdmaMemory {
         return iface;
     }
 
-    boolean isRevoked() {
-        return revoked;
+    /** Whether {@code address .. address + n} lies inside the registered segment. */
+    boolean contains(long address, long n) {
+        return address >= segment.address() && n >= 0 && address - segment.address() <= segment.byteSize() - n;
     }
 
-    /** Whether {@code s} lies inside the registered segment. */
-    boolean contains(MemorySegment s) {
-        return s.isNative() && s.address() >= segment.address()
-                && s.address() + s.byteSize() <= segment.address() + segment.byteSize();
-    }
-
-    /** Deregisters the region ({@code ibv_dereg_mr}); the remote key stops working. Idempotent. */
-    public synchronized void revoke() throws VerbsException {
-        if (revoked) {
+    /** Deregisters the region ({@code ibv_dereg_mr}); the peer's key stops working. */
+    @Override
+    public synchronized void close() {
+        if (ended) {
             return;
         }
-        revoked = true;
+        try {
+            deregister();
+        } catch (VerbsException e) {
+            throw new IllegalStateException(e.getMessage(), e);
+        }
+    }
+
+    /** Deregisters the region; the future completes at once, the device refusing the key from then on. */
+    @Override
+    public synchronized Future<Void> revoke() {
+        if (revoked != null) {
+            return revoked;
+        }
+        if (ended) {
+            return revoked = iface.eventLoop().newFailedFuture(new CancellationException(this + " was closed"));
+        }
+        try {
+            deregister();
+            return revoked = iface.eventLoop().newSucceededFuture(null);
+        } catch (VerbsException e) {
+            return revoked = iface.eventLoop().newFailedFuture(e);
+        }
+    }
+
+    private void deregister() throws VerbsException {
+        ended = true;
+        iface.forget(this);
         int rc;
         try {
             rc = (int) iface.context().verbs.deregMr.invokeExact(mr);
@@ -70,13 +107,13 @@ public final class RdmaMemory {
             throw new IllegalStateException("ibv_dereg_mr downcall failed", t);
         }
         if (rc != 0) {
-            throw new VerbsException("ibv_dereg_mr", rc);
+            throw new VerbsException("ibv_dereg_mr(" + this + ")", rc);
         }
     }
 
     @Override
     public String toString() {
         return "rdma memory 0x" + Long.toHexString(segment.address()) + "+" + segment.byteSize() + " rkey 0x"
-                + Integer.toHexString(rkey) + " on " + iface + (revoked ? " (revoked)" : "");
+                + Integer.toHexString(rkey) + " on " + iface;
     }
 }

@@ -1,20 +1,23 @@
 package io.nucx.transport.rdma;
 
+import io.nucx.transport.rma.RemoteKey;
+
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 
 /**
- * What a peer needs to reach a registered region with RDMA READ/WRITE and atomics: its virtual address, length and
- * rkey. Packed little-endian, 20 bytes:
+ * A peer's registered region as RDMA reaches it: virtual address, length, rkey, and the token of the protection
+ * domain it was registered in (the same token the peer's endpoint address carries, so a lane knows the key is its
+ * peer's). Packed little-endian, 28 bytes:
  * <pre>
- *  +---------------+---------------+----------+
- *  |  address:u64  |  length:u64   | rkey:u32 |
- *  +---------------+---------------+----------+
+ *  +---------------+---------------+----------+-----------------+
+ *  |  address:u64  |  length:u64   | rkey:u32 |  pd token:u64   |
+ *  +---------------+---------------+----------+-----------------+
  * </pre>
  */
-public record RdmaRemoteKey(long address, long length, int rkey) {
+public record RdmaRemoteKey(long address, long length, int rkey, long pdToken) implements RemoteKey {
 
-    public static final int PACKED_LENGTH = 20;
+    public static final int PACKED_LENGTH = 28;
 
     public RdmaRemoteKey {
         if (address == 0 || length < 0) {
@@ -23,22 +26,14 @@ public record RdmaRemoteKey(long address, long length, int rkey) {
         }
     }
 
+    @Override
     public byte[] pack() {
         return ByteBuffer.allocate(PACKED_LENGTH).order(ByteOrder.LITTLE_ENDIAN).putLong(address).putLong(length)
-                .putInt(rkey).array();
+                .putInt(rkey).putLong(pdToken).array();
     }
 
-    public static RdmaRemoteKey unpack(byte[] packed) {
-        if (packed.length != PACKED_LENGTH) {
-            throw new IllegalArgumentException("rdma remote key of " + packed.length + " bytes, expected "
-                    + PACKED_LENGTH);
-        }
-        ByteBuffer b = ByteBuffer.wrap(packed).order(ByteOrder.LITTLE_ENDIAN);
-        return new RdmaRemoteKey(b.getLong(), b.getLong(), b.getInt());
-    }
-
-    /** Whether [offset, offset + length) lies inside the region. */
-    boolean covers(long offset, long n) {
-        return offset >= 0 && n >= 0 && offset <= length - n;
+    @Override
+    public String toString() {
+        return "rdma key 0x" + Long.toHexString(address) + "+" + length + " rkey 0x" + Integer.toHexString(rkey);
     }
 }

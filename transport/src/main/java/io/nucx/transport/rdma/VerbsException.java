@@ -1,9 +1,12 @@
 package io.nucx.transport.rdma;
 
-import java.io.IOException;
+import io.nucx.transport.rma.RmaException;
 
-/** A verb that failed, named with its errno, or a work completion that failed, named with its status. */
-public final class VerbsException extends IOException {
+/**
+ * A verb that failed, named with its errno, or a work completion that failed, named with its status (an
+ * {@link RmaException}: a failed GET, PUT or atomic fails with it).
+ */
+public final class VerbsException extends RmaException {
 
     private static final long serialVersionUID = 1L;
     private final int errno;

@@ -8,6 +8,10 @@ import io.netty.channel.ChannelHandlerContext;
 import io.netty.channel.ChannelInboundHandlerAdapter;
 import io.nucx.transport.AmFrame;
 import io.nucx.transport.P2pEndpoint;
+import io.nucx.transport.rma.InvalidRemoteKeyException;
+import io.nucx.transport.rma.MemoryRegistration;
+import io.nucx.transport.rma.RemoteKey;
+import io.nucx.transport.rma.RmaOp;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
@@ -127,46 +131,86 @@ class RdmaChannelTest {
 
     @Test
     void putGetAndAtomicsOnThePeersMemory() throws Exception {
+        RdmaChannel lane = (RdmaChannel) laneA;
+        RdmaChannel peerLane = (RdmaChannel) laneB;
         try (Arena arena = Arena.ofShared()) {
             MemorySegment remote = arena.allocate(1 << 20, 4096);
             MemorySegment local = arena.allocate(1 << 20, 4096);
-            RdmaMemory remoteMr = b.register(remote);
-            RdmaMemory localMr = a.register(local);
-            RdmaRemoteKey key = RdmaRemoteKey.unpack(remoteMr.packedKey());
+            MemoryRegistration exposed = b.loop.submit(() -> peerLane.register(remote)).get();
+            RemoteKey key = a.loop.submit(() -> lane.unpackKey(Unpooled.wrappedBuffer(exposed.packedKey()))).get();
             for (int i = 0; i < 1 << 20; i++) {
                 local.set(ValueLayout.JAVA_BYTE, i, (byte) (i * 13));
             }
-            laneA.writeAndFlush(RdmaRmaOp.put(key, 4096, localMr, local.asSlice(0, 100_000))).sync();
+            // local memory not registered: the lane registers it for the operation
+            RmaOp put = RmaOp.put(key, 4096, local.asSlice(0, 100_000));
+            laneA.writeAndFlush(put).sync();
+            assertEquals(100_000, put.done());
             for (int i = 0; i < 100_000; i++) {
-                assertEquals((byte) (i * 13), remote.get(ValueLayout.JAVA_BYTE, 4096 + i), "PUT byte " + i);
+                if (remote.get(ValueLayout.JAVA_BYTE, 4096 + i) != (byte) (i * 13)) {
+                    assertEquals((byte) (i * 13), remote.get(ValueLayout.JAVA_BYTE, 4096 + i), "PUT byte " + i);
+                }
             }
+            // local memory registered: its own lkey
+            MemoryRegistration mine = a.loop.submit(() -> lane.register(local)).get();
             remote.asSlice(500_000, 1000).fill((byte) 0x5a);
-            laneA.writeAndFlush(RdmaRmaOp.get(key, 500_000, localMr, local.asSlice(200_000, 1000))).sync();
+            laneA.writeAndFlush(RmaOp.get(key, 500_000, local.asSlice(200_000, 1000))).sync();
             for (int i = 0; i < 1000; i++) {
                 assertEquals((byte) 0x5a, local.get(ValueLayout.JAVA_BYTE, 200_000 + i), "GET byte " + i);
             }
             remote.set(ValueLayout.JAVA_LONG, 8, 40);
-            RdmaRmaOp add = RdmaRmaOp.fetchAdd(key, 8, 2);
+            RmaOp add = RmaOp.fetchAdd(key, 8, 2);
             laneA.writeAndFlush(add).sync();
             assertEquals(40, add.result());
             assertEquals(42, remote.get(ValueLayout.JAVA_LONG, 8));
-            RdmaRmaOp miss = RdmaRmaOp.compareSwap(key, 8, 41, 7);
+            RmaOp miss = RmaOp.compareAndSwap(key, 8, 41, 7);
             laneA.writeAndFlush(miss).sync();
             assertEquals(42, miss.result());
             assertEquals(42, remote.get(ValueLayout.JAVA_LONG, 8));
-            RdmaRmaOp hit = RdmaRmaOp.compareSwap(key, 8, 42, 7);
+            RmaOp hit = RmaOp.compareAndSwap(key, 8, 42, 7);
             laneA.writeAndFlush(hit).sync();
             assertEquals(42, hit.result());
             assertEquals(7, remote.get(ValueLayout.JAVA_LONG, 8));
+            // verbs has no plain swap: refused, the lane goes on
+            ChannelFuture swap = laneA.writeAndFlush(RmaOp.swap(key, 8, 1));
+            assertInstanceOf(UnsupportedOperationException.class, swap.await().cause());
+            assertTrue(laneA.isActive());
 
-            // a revoked key: the device refuses the request and the lane breaks, naming the status
-            remoteMr.revoke();
-            ChannelFuture refused = laneA.writeAndFlush(RdmaRmaOp.get(key, 0, localMr, local.asSlice(0, 64)));
+            // revoked: the device refuses the key, the request fails naming the status, and (RC) the lane breaks
+            assertTrue(b.loop.submit(exposed::revoke).get().await(10, TimeUnit.SECONDS));
+            ChannelFuture refused = laneA.writeAndFlush(RmaOp.get(key, 0, local.asSlice(0, 64)));
             assertTrue(refused.await(30, TimeUnit.SECONDS));
             VerbsException e = assertInstanceOf(VerbsException.class, refused.cause());
             assertTrue(e.getMessage().contains("IBV_WC_REM_ACCESS_ERR"), e.getMessage());
             assertTrue(laneA.closeFuture().await(30, TimeUnit.SECONDS));
-            localMr.revoke();
+            a.loop.submit(mine::close).get();
         }
+    }
+
+    @Test
+    void keysOfAnotherProtectionDomainAreRefused() throws Exception {
+        RdmaChannel lane = (RdmaChannel) laneA;
+        try (Arena arena = Arena.ofShared()) {
+            // memory of our own side (another protection domain than the peer's) is not the peer's
+            MemoryRegistration own = a.loop.submit(() -> lane.register(arena.allocate(64))).get();
+            InvalidRemoteKeyException e = assertThrowsOnLoop(() -> lane.unpackKey(Unpooled.wrappedBuffer(
+                    own.packedKey())));
+            assertTrue(e.getMessage().contains("protection domain"), e.getMessage());
+            InvalidRemoteKeyException shortKey = assertThrowsOnLoop(() -> lane.unpackKey(Unpooled.wrappedBuffer(
+                    new byte[27])));
+            assertTrue(shortKey.getMessage().contains("27"), shortKey.getMessage());
+            IllegalArgumentException heap = org.junit.jupiter.api.Assertions.assertThrows(
+                    IllegalArgumentException.class, () -> lane.register(MemorySegment.ofArray(new byte[8])));
+            assertTrue(heap.getMessage().contains("heap"), heap.getMessage());
+            a.loop.submit(own::close).get();
+        }
+    }
+
+    private InvalidRemoteKeyException assertThrowsOnLoop(java.util.concurrent.Callable<?> c) throws Exception {
+        try {
+            a.loop.submit(c).get();
+        } catch (java.util.concurrent.ExecutionException e) {
+            return assertInstanceOf(InvalidRemoteKeyException.class, e.getCause());
+        }
+        throw new AssertionError("no exception");
     }
 }
