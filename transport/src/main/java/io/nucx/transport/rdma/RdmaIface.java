@@ -176,10 +176,17 @@ final class RdmaIface implements Iface {
     }
 
     private void registerHandles0() throws Exception {
-        compRegistration = loop.register(new FdHandle(compFd, true)).sync().getNow();
-        compRegistration.submit(EpollIoOps.EPOLLIN);
-        asyncRegistration = loop.register(new FdHandle(asyncFd, false)).sync().getNow();
-        asyncRegistration.submit(EpollIoOps.EPOLLIN);
+        if (loop.isCompatible(FdHandle.class)) {
+            compRegistration = loop.register(new FdHandle(compFd, true)).sync().getNow();
+            compRegistration.submit(EpollIoOps.EPOLLIN);
+            asyncRegistration = loop.register(new FdHandle(asyncFd, false)).sync().getNow();
+            asyncRegistration.submit(EpollIoOps.EPOLLIN);
+        } else {
+            compRegistration = loop.register(new UringPoll(compFd, true)).sync().getNow();
+            compRegistration.submit(UringPoll.pollIn(compFd));
+            asyncRegistration = loop.register(new UringPoll(asyncFd, false)).sync().getNow();
+            asyncRegistration.submit(UringPoll.pollIn(asyncFd));
+        }
         if (loop.isCompatible(Poller.class)) {
             pollRegistration = loop.register(new Poller()).sync().getNow();
         }
@@ -470,6 +477,50 @@ final class RdmaIface implements Iface {
         @Override
         public void close() {
             closeNow(); // the loop shuts down
+        }
+    }
+
+    /**
+     * The same fd on an io_uring loop: a one-shot IORING_OP_POLL_ADD for POLLIN, submitted again after each
+     * completion (level semantics: an fd still readable completes the new poll at once).
+     */
+    private final class UringPoll implements io.netty.channel.uring.IoUringIoHandle {
+        private static final byte IORING_OP_POLL_ADD = 6;
+        private static final int POLLIN = 1;
+        private final int fd;
+        private final boolean completions;
+
+        UringPoll(int fd, boolean completions) {
+            this.fd = fd;
+            this.completions = completions;
+        }
+
+        static io.netty.channel.uring.IoUringIoOps pollIn(int fd) {
+            return new io.netty.channel.uring.IoUringIoOps(IORING_OP_POLL_ADD, (byte) 0, (short) 0, fd, 0L, 0L, 0,
+                    POLLIN, (short) 0, (short) 0, (short) 0, 0, 0L);
+        }
+
+        @Override
+        public void handle(IoRegistration registration, IoEvent ioEvent) {
+            if (released || !(ioEvent instanceof io.netty.channel.uring.IoUringIoEvent e)
+                    || e.opcode() != IORING_OP_POLL_ADD) {
+                return;
+            }
+            if (e.res() >= 0) {
+                if (completions) {
+                    drainCompletionEvents(false);
+                } else {
+                    drainAsyncEvents();
+                }
+            }
+            if (!released && registration.isValid() && e.res() != -125 /* ECANCELED */) {
+                registration.submit(pollIn(fd));
+            }
+        }
+
+        @Override
+        public void close() {
+            closeNow();
         }
     }
 

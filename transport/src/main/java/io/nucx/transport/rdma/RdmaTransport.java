@@ -125,13 +125,16 @@ public final class RdmaTransport implements Transport {
         return isCompatible(loop) ? Availability.available() : Availability.unavailable(incompatibility(loop));
     }
 
+    /** Loops whose engine can watch a raw fd: epoll or io_uring, directly or inside ShmIoHandler. */
     static boolean isCompatible(EventLoop loop) {
-        return loop instanceof IoEventLoop io && io.isCompatible(EpollIoHandle.class);
+        return loop instanceof IoEventLoop io && (io.isCompatible(EpollIoHandle.class)
+                || io.isCompatible(io.netty.channel.uring.IoUringIoHandle.class));
     }
 
     static String incompatibility(EventLoop loop) {
-        return "rdma: the event loop must run the epoll engine (directly or inside ShmIoHandler) to watch the "
-                + "completion channel; this one is " + loop.getClass().getSimpleName();
+        return "rdma: the event loop must run the epoll or io_uring engine (directly or inside ShmIoHandler) to "
+                + "watch the completion channel (NIO cannot poll a raw fd); this one is "
+                + loop.getClass().getSimpleName();
     }
 
     @Override

@@ -32,11 +32,21 @@ final class RdmaNode implements AutoCloseable {
         this.iface = iface;
     }
 
+    /** Loop engines a node can run. */
+    enum Engine { EPOLL, EPOLL_BUSY_POLL, IO_URING }
+
     static RdmaNode open(String library, String device, boolean busyPoll, Map<String, String> settings)
             throws Exception {
-        EventLoopGroup group = new MultiThreadIoEventLoopGroup(1, busyPoll
-                ? ShmIoHandler.newFactory(EpollIoHandler.newFactory(), Long.MAX_VALUE)
-                : EpollIoHandler.newFactory());
+        return open(library, device, busyPoll ? Engine.EPOLL_BUSY_POLL : Engine.EPOLL, settings);
+    }
+
+    static RdmaNode open(String library, String device, Engine engine, Map<String, String> settings)
+            throws Exception {
+        EventLoopGroup group = new MultiThreadIoEventLoopGroup(1, switch (engine) {
+            case EPOLL -> EpollIoHandler.newFactory();
+            case EPOLL_BUSY_POLL -> ShmIoHandler.newFactory(EpollIoHandler.newFactory(), Long.MAX_VALUE);
+            case IO_URING -> io.netty.channel.uring.IoUringIoHandler.newFactory();
+        });
         try {
             RdmaTransport t = new RdmaTransport(library);
             if (!t.availability().isAvailable()) {

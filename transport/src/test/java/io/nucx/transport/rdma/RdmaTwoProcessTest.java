@@ -14,7 +14,6 @@ import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.params.ParameterizedTest;
-import org.junit.jupiter.params.provider.ValueSource;
 
 import java.io.BufferedReader;
 import java.io.InputStreamReader;
@@ -59,8 +58,12 @@ class RdmaTwoProcessTest {
     private PrintWriter peerIn;
     private Arena arena;
 
-    /** Starts the peer with a lane per device and connects ours; {@code busyPoll} for our loops. */
     private void start(boolean busyPoll, String... devices) throws Exception {
+        start(busyPoll ? RdmaNode.Engine.EPOLL_BUSY_POLL : RdmaNode.Engine.EPOLL, devices);
+    }
+
+    /** Starts the peer with a lane per device and connects ours, on loops of {@code engine}. */
+    private void start(RdmaNode.Engine engine, String... devices) throws Exception {
         String missing = VerbsEmulator.missing();
         assumeTrue(missing == null, () -> missing);
         arena = Arena.ofShared();
@@ -74,7 +77,7 @@ class RdmaTwoProcessTest {
         List<P2pEndpoint> eps = new ArrayList<>();
         List<String> mine = new ArrayList<>();
         for (String device : devices) {
-            RdmaNode node = RdmaNode.open(VerbsEmulator.library(), device, busyPoll, Map.of());
+            RdmaNode node = RdmaNode.open(VerbsEmulator.library(), device, engine, Map.of());
             nodes.add(node);
             P2pEndpoint ep = node.endpoint(new ChannelInboundHandlerAdapter() {
                 @Override
@@ -149,10 +152,13 @@ class RdmaTwoProcessTest {
     }
 
     /** Round trips of frames of every size up to the lane's largest, content checked; event-driven and busy-polled. */
-    @ParameterizedTest(name = "busyPoll={0}")
-    @ValueSource(booleans = {false, true})
-    void activeMessagePingPong(boolean busyPoll) throws Exception {
-        start(busyPoll, "emu0:1");
+    @ParameterizedTest(name = "{0}")
+    @org.junit.jupiter.params.provider.EnumSource(RdmaNode.Engine.class)
+    void activeMessagePingPong(RdmaNode.Engine engine) throws Exception {
+        if (engine == RdmaNode.Engine.IO_URING) {
+            assumeTrue(io.netty.channel.uring.IoUring.isAvailable(), "io_uring is not available here");
+        }
+        start(engine, "emu0:1");
         Channel lane = lanes.get(0);
         int max = ((RdmaChannel) lane).maxFrameLength() - 4;
         for (int i = 0; i < 2000; i++) {
