@@ -320,6 +320,25 @@ static struct emu_ctx *ctx_of(struct ibv_context *c)
     return (struct emu_ctx *)((char *)c - offsetof(struct emu_ctx, vctx.context));
 }
 
+static int debug_on = -1;
+
+static void debug(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void debug(const char *fmt, ...)
+{
+    va_list ap;
+    if (debug_on < 0) {
+        debug_on = getenv("VERBS_EMU_DEBUG") != NULL;
+    }
+    if (!debug_on) {
+        return;
+    }
+    va_start(ap, fmt);
+    fprintf(stderr, "verbs-emu[%d]: ", (int)getpid());
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+    va_end(ap);
+}
+
 static uint64_t now_ns(void)
 {
     struct timespec ts;
@@ -955,7 +974,9 @@ static void qp_dial(struct emu_qp *qp)
         return;
     }
     abstract_name(&sa, &len, qp->dest_dev, qp->dest_qpn);
+    debug("qp 0x%x dials dev %d qpn 0x%x", qp->qp.qp_num, qp->dest_dev, qp->dest_qpn);
     if (connect(fd, (struct sockaddr *)&sa, len) != 0 && errno != EINPROGRESS && errno != EAGAIN) {
+        debug("qp 0x%x dial failed: errno %d", qp->qp.qp_num, errno);
         close(fd);
         return; /* nobody listens under that number (yet): the retry timer tries again */
     }
@@ -1275,6 +1296,8 @@ static void on_response(struct emu_qp *qp, const struct m_resp *r)
 static void link_lost(struct emu_qp *qp, struct conn *c)
 {
     int was_up = c->kind == K_IN || qp->out_up;
+    debug("qp 0x%x loses its %s link (was up %d, outstanding %u)", qp->qp.qp_num, c->kind == K_IN ? "inbound"
+          : "outbound", was_up, qp->sq_tail - qp->sq_head);
     conn_close(qp->ctx, c);
     if (c->kind == K_OUT) {
         qp->out_up = 0;
@@ -1315,6 +1338,7 @@ static void conn_messages(struct emu_ctx *ctx, struct conn *c)
         body_len = len - 1;
         off += 4 + len;
         if (type == M_HELLO_ACK && c->kind == K_OUT && body_len == sizeof(struct m_hello_ack)) {
+            debug("qp 0x%x link up", qp->qp.qp_num);
             qp->out_up = 1;
             qp->retry_at_ns = 0;
             qp->retries_left = qp->retry_cnt;
@@ -1394,9 +1418,12 @@ static void on_pending(struct emu_ctx *ctx, struct conn *c)
             && (qp->state == IBV_QPS_RTR || qp->state == IBV_QPS_RTS) && qp->dest_qpn == h.src_qpn
             && qp->dest_dev == h.src_dev && qp->in.fd < 0 && !qp->link_dead;
     if (!a.accepted) {
+        debug("qp 0x%x refuses HELLO from qpn 0x%x dev %d: state %d dest 0x%x/%d in.fd %d dead %d len %zu", qp->qp.qp_num,
+              h.src_qpn, h.src_dev, qp->state, qp->dest_qpn, qp->dest_dev, qp->in.fd, qp->link_dead, c->in_len);
         pending_drop(ctx, c);
         return;
     }
+    debug("qp 0x%x accepts HELLO from qpn 0x%x (pid %d)", qp->qp.qp_num, h.src_qpn, h.pid);
     c->in_len = 0;
     {
         struct conn **p;

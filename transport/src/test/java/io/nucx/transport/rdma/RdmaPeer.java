@@ -134,8 +134,9 @@ public final class RdmaPeer {
                     }
                     case "WORD" -> System.out.println("WORD " + region.get(ValueLayout.JAVA_LONG_UNALIGNED,
                             Long.parseLong(w[1])));
-                    case "COUNTERS" -> System.out.println("COUNTERS " + String.join(" ",
-                            Arrays.stream(VerbsEmulator.counters()).mapToObj(Long::toString).toList()));
+                    case "COUNTERS" -> System.out.println("COUNTERS " + (!library.equals(VerbsEmulator.library())
+                            ? "" : String.join(" ", Arrays.stream(VerbsEmulator.counters())
+                            .mapToObj(Long::toString).toList())));
                     case "EXIT" -> {
                         for (int i = 0; i < channels.size(); i++) {
                             MemoryRegistration r = keys.get(i);

@@ -64,20 +64,20 @@ class RdmaTwoProcessTest {
 
     /** Starts the peer with a lane per device and connects ours, on loops of {@code engine}. */
     private void start(RdmaNode.Engine engine, String... devices) throws Exception {
-        String missing = VerbsEmulator.missing();
+        String missing = VerbsEmulator.testsMissing();
         assumeTrue(missing == null, () -> missing);
         arena = Arena.ofShared();
         String java = ProcessHandle.current().info().command().orElseThrow();
         peer = new ProcessBuilder(List.of(java, "--enable-native-access=ALL-UNNAMED",
                 "-Dio.netty.leakDetection.level=paranoid", "-cp", System.getProperty("java.class.path"),
-                RdmaPeer.class.getName(), VerbsEmulator.library(), String.join(",", devices), Long.toString(REGION)))
+                RdmaPeer.class.getName(), VerbsEmulator.testLibrary(), String.join(",", devices), Long.toString(REGION)))
                 .redirectError(ProcessBuilder.Redirect.INHERIT).start();
         peerOut = new BufferedReader(new InputStreamReader(peer.getInputStream()));
         peerIn = new PrintWriter(peer.getOutputStream(), true);
         List<P2pEndpoint> eps = new ArrayList<>();
         List<String> mine = new ArrayList<>();
         for (String device : devices) {
-            RdmaNode node = RdmaNode.open(VerbsEmulator.library(), device, engine, Map.of());
+            RdmaNode node = RdmaNode.open(VerbsEmulator.testLibrary(), device, engine, Map.of());
             nodes.add(node);
             P2pEndpoint ep = node.endpoint(new ChannelInboundHandlerAdapter() {
                 @Override
@@ -158,14 +158,22 @@ class RdmaTwoProcessTest {
         if (engine == RdmaNode.Engine.IO_URING) {
             assumeTrue(io.netty.channel.uring.IoUring.isAvailable(), "io_uring is not available here");
         }
-        start(engine, "emu0:1");
+        start(engine, VerbsEmulator.device(0));
         Channel lane = lanes.get(0);
         int max = ((RdmaChannel) lane).maxFrameLength() - 4;
         for (int i = 0; i < 2000; i++) {
             int len = (int) ((i * 2654435761L) % (max + 1));
             ChannelFuture w = lane.writeAndFlush(RdmaChannelTest.frame(1 + i % 250, i, len));
             AmFrame echo = echoes.poll(30, TimeUnit.SECONDS);
-            assertNotNull(echo, "no echo of frame " + i);
+            if (echo == null) {
+                RdmaChannel ch = (RdmaChannel) lane;
+                String state = ch.eventLoop().submit(() -> "active " + ch.isActive() + ", credits " + ch.credits()
+                        + ", failure " + ch.failure() + ", write " + w).get();
+                String ours = VerbsEmulator.testsOnEmulator() ? java.util.Arrays.toString(VerbsEmulator.counters())
+                        : "";
+                org.junit.jupiter.api.Assertions.fail("no echo of frame " + i + ": our lane " + state
+                        + "; our emulator counters " + ours + "; peer's " + ask("COUNTERS"));
+            }
             try {
                 assertEquals(1 + i % 250, echo.amId());
                 assertEquals(i, echo.header().getInt(echo.header().readerIndex()));
@@ -181,13 +189,15 @@ class RdmaTwoProcessTest {
             }
             assertTrue(w.await(30, TimeUnit.SECONDS) && w.isSuccess(), () -> "write: " + w.cause());
         }
-        assertEquals(0, peerCounters(ask("COUNTERS"))[VerbsEmulator.RNR_NAK_SENT], "RNR NAKs the peer sent");
+        if (VerbsEmulator.testsOnEmulator()) {
+            assertEquals(0, peerCounters(ask("COUNTERS"))[VerbsEmulator.RNR_NAK_SENT], "RNR NAKs the peer sent");
+        }
     }
 
     /** PUT and GET of 1 B to 256 MiB at odd offsets, checked by the peer and here; verbs atomics on its memory. */
     @Test
     void putGetAndAtomicsByteForByte() throws Exception {
-        start(false, "emu0:1");
+        start(false, VerbsEmulator.device(0));
         Channel lane = lanes.get(0);
         RemoteKey key = keys.get(0);
         MemorySegment local = arena.allocate(REGION, 4096);
@@ -236,7 +246,7 @@ class RdmaTwoProcessTest {
      */
     @Test
     void creditsHoldASenderBackFromASlowReceiver() throws Exception {
-        start(false, "emu1:1");
+        start(false, VerbsEmulator.device(1));
         RdmaChannel lane = (RdmaChannel) lanes.get(0);
         assertEquals("OK", ask("SINK 0"));
         assertEquals("OK", ask("PAUSE 0"));
@@ -272,8 +282,10 @@ class RdmaTwoProcessTest {
         }
         assertEquals("COUNT " + n + " 0", count, "frames the receiver got, and how many were wrong");
         assertTrue(lane.isWritable());
-        assertEquals(0, peerCounters(ask("COUNTERS"))[VerbsEmulator.RNR_NAK_SENT], "RNR NAKs the receiver sent");
-        assertEquals(0, VerbsEmulator.counters()[VerbsEmulator.RNR_NAK_RECEIVED], "RNR NAKs this side got");
+        if (VerbsEmulator.testsOnEmulator()) { // hardware counts them in sysfs, not here
+            assertEquals(0, peerCounters(ask("COUNTERS"))[VerbsEmulator.RNR_NAK_SENT], "RNR NAKs the receiver sent");
+            assertEquals(0, VerbsEmulator.counters()[VerbsEmulator.RNR_NAK_RECEIVED], "RNR NAKs this side got");
+        }
     }
 
     /**
@@ -282,7 +294,7 @@ class RdmaTwoProcessTest {
      */
     @Test
     void aPeerKilledMidTransferFailsEveryOutstandingWrite() throws Exception {
-        start(false, "emu0:1");
+        start(false, VerbsEmulator.device(0));
         Channel lane = lanes.get(0);
         assertEquals("OK", ask("SINK 0"));
         MemorySegment big = arena.allocate(256L << 20, 4096);
@@ -312,7 +324,8 @@ class RdmaTwoProcessTest {
     /** Lanes on both emulated devices to one peer carry a PUT each at once; the emulator counted bytes on both. */
     @Test
     void bothDevicesCarryData() throws Exception {
-        start(false, "emu0:1", "emu1:1");
+        start(false, VerbsEmulator.device(0), VerbsEmulator.device(1));
+        assumeTrue(VerbsEmulator.testsOnEmulator(), "per-device byte counts come from the emulator");
         long[] before = VerbsEmulator.counters();
         long n = 64L << 20;
         MemorySegment src = arena.allocate(2 * n, 4096);

@@ -38,6 +38,35 @@ final class VerbsEmulator {
         return dir().resolve("libibverbs.so.1").toString();
     }
 
+    /**
+     * The library the lane tests run on: the emulator, or what {@code -Drdma.test.lib} names (on a machine with an
+     * RDMA device: {@code -Drdma.test.lib=libibverbs.so.1}).
+     */
+    static String testLibrary() {
+        return System.getProperty("rdma.test.lib", library());
+    }
+
+    /** Whether the lane tests run on the emulator (whose counters they may read). */
+    static boolean testsOnEmulator() {
+        return testLibrary().equals(library());
+    }
+
+    /** Why the lane tests cannot run, or null. */
+    static String testsMissing() {
+        if (!testsOnEmulator()) {
+            io.nucx.transport.Availability a = new RdmaTransport(testLibrary()).availability();
+            return a.isAvailable() ? null : a.reason();
+        }
+        return missing();
+    }
+
+    /** Device {@code i} of the test library (wrapping around when it has fewer: one device serves both sides). */
+    static String device(int i) {
+        java.util.List<io.nucx.transport.Device> ds = new RdmaTransport(testLibrary()).devices(
+                io.nucx.transport.NucxConfig.of(java.util.Map.of(), java.util.Map.of()));
+        return ds.get(i % ds.size()).name();
+    }
+
     /** Why there is no emulator (no gcc, no headers, not built), or null. */
     static String missing() {
         Path why = dir().resolve("UNAVAILABLE");
