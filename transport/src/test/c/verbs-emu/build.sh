@@ -15,11 +15,16 @@ if ! echo '#include <infiniband/verbs.h>' | gcc -E -x c - >/dev/null 2>&1; then
     echo "the rdma-core headers are not installed (apt-get install libibverbs-dev)" > "$out/UNAVAILABLE"
     exit 0
 fi
-lib="$out/libibverbs.so.1"
-if [[ -f "$lib" && "$lib" -nt "$here/verbs_emu.c" && "$lib" -nt "$here/libibverbs.map" && "$lib" -nt "$0" ]]; then
-    exit 0
-fi
-gcc -std=gnu11 -shared -fPIC -O2 -g -Wall -Wextra -Werror -Wno-unused-parameter -fvisibility=hidden \
-    -Wl,--version-script="$here/libibverbs.map" -Wl,-soname,libibverbs.so.1 \
-    -o "$lib.tmp" "$here/verbs_emu.c" -lpthread
-mv "$lib.tmp" "$lib"
+# build NAME SOURCE MAP: $out/NAME from SOURCE with the version nodes in MAP, unless it is newer than both and us
+build() {
+    local lib="$out/$1" src="$here/$2" map="$here/$3"
+    if [[ -f "$lib" && "$lib" -nt "$src" && "$lib" -nt "$map" && "$lib" -nt "$0" ]]; then
+        return
+    fi
+    gcc -std=gnu11 -shared -fPIC -O2 -g -Wall -Wextra -Werror -Wno-unused-parameter -fvisibility=hidden \
+        -Wl,--version-script="$map" -Wl,-soname,"$1" -o "$lib.tmp" "$src" -lpthread
+    mv "$lib.tmp" "$lib"
+}
+build libibverbs.so.1 verbs_emu.c libibverbs.map
+# only for UCX's own tools over the emulator (bench/ucx-perftest-emu.sh); nucx does not load it
+build libmlx5.so.1 mlx5_stub.c libmlx5.map

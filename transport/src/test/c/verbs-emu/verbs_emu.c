@@ -31,7 +31,10 @@
  * readable when an armed CQ gets a completion or an async event is raised. IBV_EVENT_COMM_EST is raised when the
  * first request reaches a QP in RTR.
  *
- * Not modelled: UD/UC/XRC, SRQ, memory windows, multicast, RDMA WRITE with immediate, a responder whose process is
+ * Shared receive queues are kept (RC QPs attached to one take their receives from it; its limit event is not
+ * raised). Address handles can be made (UD is not carried, so they are never used).
+ *
+ * Not modelled: UD/UC/XRC, memory windows, multicast, RDMA WRITE with immediate, a responder whose process is
  * stopped (its "NIC" stops with it).
  *
  * Settings (environment): VERBS_EMU_DEVICES (0..2, default 2), VERBS_EMU_PORT_STATE (active | down).
@@ -269,8 +272,17 @@ struct rwqe {
     struct ibv_sge sge[EMU_MAX_SGE];
 };
 
+/* A shared receive queue: receives any QP attached to it consumes, oldest first. */
+struct emu_srq {
+    struct ibv_srq srq;
+    pthread_mutex_t mu;
+    struct rwqe *rq;
+    uint32_t depth, head, tail, max_sge;
+};
+
 struct emu_qp {
     struct ibv_qp qp;
+    struct emu_srq *srq;
     struct emu_ctx *ctx;
     struct emu_qp *next_in_ctx;
     pthread_mutex_t mu; /* the rings and the state; the progress thread and posting threads share them */
@@ -909,6 +921,8 @@ static void flush_send(struct emu_qp *qp)
  */
 static void qp_to_error(struct emu_qp *qp, enum ibv_wc_status first_status)
 {
+    debug("qp 0x%x enters the error state (status %d, outstanding %u)", qp->qp.qp_num, (int)first_status,
+          qp->sq_tail - qp->sq_head);
     if (first_status != IBV_WC_SUCCESS && qp->sq_head != qp->sq_tail) {
         complete_send(qp, &qp->sq[qp->sq_head % qp->sq_depth], first_status);
         qp->sq_head++;
@@ -1102,6 +1116,7 @@ static int respond(struct emu_qp *qp, uint64_t seq, int syndrome, uint64_t value
         count(C_RNR_NAK_SENT, 1);
     } else if (syndrome != R_ACK) {
         count(C_ERR_NAK_SENT, 1);
+        debug("qp 0x%x answers request %llu with error NAK %d", qp->qp.qp_num, (unsigned long long)seq, syndrome);
     }
     return send_msg(qp->ctx, &qp->in, M_RESP, &r, sizeof(r), NULL, 0);
 }
@@ -1141,11 +1156,24 @@ static void on_request(struct emu_qp *qp, const struct m_req *r, const unsigned 
         uint32_t left = r->length, space = 0;
         int nm = 0;
         struct ibv_wc wc;
-        if (qp->rq_head == qp->rq_tail) {
-            syndrome = R_RNR_NAK;
-            goto out;
+        struct rwqe taken;
+        if (qp->srq != NULL) {
+            pthread_mutex_lock(&qp->srq->mu);
+            if (qp->srq->head == qp->srq->tail) {
+                pthread_mutex_unlock(&qp->srq->mu);
+                syndrome = R_RNR_NAK;
+                goto out;
+            }
+            taken = qp->srq->rq[qp->srq->head++ % qp->srq->depth];
+            pthread_mutex_unlock(&qp->srq->mu);
+            w = &taken;
+        } else {
+            if (qp->rq_head == qp->rq_tail) {
+                syndrome = R_RNR_NAK;
+                goto out;
+            }
+            w = &qp->rq[qp->rq_head % qp->rq_depth];
         }
-        w = &qp->rq[qp->rq_head % qp->rq_depth];
         for (i = 0; i < w->num_sge; i++) {
             space += w->sge[i].length;
         }
@@ -1189,20 +1217,24 @@ static void on_request(struct emu_qp *qp, const struct m_req *r, const unsigned 
             }
         }
         wc.byte_len = r->length;
-        qp->rq_head++;
+        if (qp->srq == NULL) {
+            qp->rq_head++;
+        }
         cq_push((struct emu_cq *)qp->qp.recv_cq, &wc);
         break;
     }
     case IBV_WR_RDMA_WRITE:
     case IBV_WR_RDMA_READ: {
         int write = r->opcode == IBV_WR_RDMA_WRITE;
+        debug("qp 0x%x: %s 0x%llx+%u rkey 0x%x, qp access 0x%x", qp->qp.qp_num, write ? "WRITE" : "READ",
+              (unsigned long long)r->remote_addr, r->length, r->rkey, qp->access);
+        if (r->length == 0) {
+            break; /* a zero-length RDMA operation carries no R_Key check (IBA 9.4.x): UCX flushes with one */
+        }
         if (!(qp->access & (write ? IBV_ACCESS_REMOTE_WRITE : IBV_ACCESS_REMOTE_READ))
                 || mr_check(r->rkey, r->remote_addr, r->length, write ? IBV_ACCESS_REMOTE_WRITE
                             : IBV_ACCESS_REMOTE_READ, qp->qp.pd) == NULL) {
             syndrome = R_REM_ACCESS;
-            break;
-        }
-        if (r->length == 0) {
             break;
         }
         mine[0].iov_base = (void *)(uintptr_t)r->remote_addr;
@@ -1306,7 +1338,8 @@ static void link_lost(struct emu_qp *qp, struct conn *c)
         return;
     }
     if (!was_up) {
-        return; /* refused before it was up: the retry timer dials again */
+        qp->retry_at_ns = now_ns() + ack_timeout_ns(qp); /* refused before it was up: dial again then */
+        return;
     }
     qp->link_dead = 1;
     if (qp->sq_head != qp->sq_tail) {
@@ -1462,15 +1495,18 @@ static void *progress(void *arg)
         now = now_ns();
         for (q = ctx->qps; q != NULL; q = q->next_in_ctx) {
             pthread_mutex_lock(&q->mu);
+            /* A dial that was refused (no such QP, or not in RTR: a hardware responder drops the packet) is
+               tried again after the ACK timeout, retry_cnt times. A dial still waiting for its answer is left
+               alone: the answer may be late only because this host is busy, which a device would not be. */
             if (q->retry_at_ns != 0 && q->retry_at_ns <= now) {
                 q->retry_at_ns = 0;
-                if (!q->out_up && q->state == IBV_QPS_RTS) {
+                if (!q->out_up && q->out.fd < 0 && q->state == IBV_QPS_RTS) {
                     if (q->retries_left-- <= 0) {
                         count(C_RETRY_EXC, 1);
                         qp_to_error(q, IBV_WC_RETRY_EXC_ERR);
                     } else {
                         qp_dial(q);
-                        q->retry_at_ns = now + ack_timeout_ns(q);
+                        q->retry_at_ns = q->out.fd < 0 ? now + ack_timeout_ns(q) : 0;
                     }
                 }
             }
@@ -1480,7 +1516,7 @@ static void *progress(void *arg)
                     qp_to_error(q, IBV_WC_RETRY_EXC_ERR);
                 } else if (!q->out_up && q->out.fd < 0 && q->retry_at_ns == 0) {
                     qp_dial(q);
-                    q->retry_at_ns = now + ack_timeout_ns(q);
+                    q->retry_at_ns = q->out.fd < 0 ? now + ack_timeout_ns(q) : 0;
                 } else {
                     qp_transmit(q);
                 }
@@ -1543,6 +1579,7 @@ static void *progress(void *arg)
 
 static int emu_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr **bad);
 static int emu_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad);
+static int emu_post_srq_recv(struct ibv_srq *srq, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad);
 static int emu_query_port(struct ibv_context *context, uint8_t port_num, struct ibv_port_attr *attr,
                           size_t attr_len);
 static int emu_query_device_ex(struct ibv_context *context, const struct ibv_query_device_ex_input *input,
@@ -1569,6 +1606,7 @@ EXPORT struct ibv_context *ibv_open_device(struct ibv_device *device)
     ctx->vctx.context.ops.req_notify_cq = emu_req_notify_cq;
     ctx->vctx.context.ops.post_send = emu_post_send;
     ctx->vctx.context.ops.post_recv = emu_post_recv;
+    ctx->vctx.context.ops.post_srq_recv = emu_post_srq_recv;
     pthread_mutex_init(&ctx->vctx.context.mutex, NULL);
     pthread_mutex_init(&ctx->lock, NULL);
     if (pipe2(fds, O_CLOEXEC) != 0) {
@@ -1768,9 +1806,9 @@ EXPORT struct ibv_qp *ibv_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *
         errno = EOPNOTSUPP; /* the emulator does RC only */
         return NULL;
     }
-    if (init->srq != NULL || init->send_cq == NULL || init->recv_cq == NULL
+    if (init->send_cq == NULL || init->recv_cq == NULL
             || init->cap.max_send_wr < 1 || init->cap.max_send_wr > EMU_MAX_QP_WR
-            || init->cap.max_recv_wr < 1 || init->cap.max_recv_wr > EMU_MAX_QP_WR
+            || (init->srq == NULL && (init->cap.max_recv_wr < 1 || init->cap.max_recv_wr > EMU_MAX_QP_WR))
             || init->cap.max_send_sge > EMU_MAX_SGE || init->cap.max_recv_sge > EMU_MAX_SGE
             || init->cap.max_inline_data > EMU_MAX_INLINE
             || init->send_cq->context != pd->context || init->recv_cq->context != pd->context) {
@@ -1781,6 +1819,10 @@ EXPORT struct ibv_qp *ibv_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *
     if (qp == NULL) {
         errno = ENOMEM;
         return NULL;
+    }
+    if (init->srq != NULL) {
+        init->cap.max_recv_wr = 1; /* unused: receives come from the SRQ */
+        init->cap.max_recv_sge = 1;
     }
     qp->sq = calloc(init->cap.max_send_wr, sizeof(struct wqe));
     qp->rq = calloc(init->cap.max_recv_wr, sizeof(struct rwqe));
@@ -1798,6 +1840,8 @@ EXPORT struct ibv_qp *ibv_create_qp(struct ibv_pd *pd, struct ibv_qp_init_attr *
     qp->cap.max_send_sge = qp->cap.max_send_sge ? qp->cap.max_send_sge : 1;
     qp->cap.max_recv_sge = qp->cap.max_recv_sge ? qp->cap.max_recv_sge : 1;
     qp->sq_sig_all = init->sq_sig_all;
+    qp->srq = (struct emu_srq *)init->srq;
+    qp->qp.srq = init->srq;
     qp->dest_dev = -1;
     pthread_mutex_init(&qp->mu, NULL);
     pthread_mutex_init(&qp->qp.mutex, NULL);
@@ -2150,7 +2194,7 @@ static int emu_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr, struct ibv
     pthread_mutex_lock(&qp->mu);
     for (; wr != NULL; wr = wr->next) {
         struct rwqe *r;
-        if (qp->state == IBV_QPS_RESET) {
+        if (qp->state == IBV_QPS_RESET || qp->srq != NULL) {
             rc = EINVAL;
             break;
         }
@@ -2176,6 +2220,105 @@ static int emu_post_recv(struct ibv_qp *ibqp, struct ibv_recv_wr *wr, struct ibv
     }
     pthread_mutex_unlock(&qp->mu);
     return rc;
+}
+
+/* ------------------------------------------------------------------------------------------------ SRQ, AH */
+
+static int emu_post_srq_recv(struct ibv_srq *ibsrq, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad)
+{
+    struct emu_srq *srq = (struct emu_srq *)ibsrq;
+    int rc = 0;
+    pthread_mutex_lock(&srq->mu);
+    for (; wr != NULL; wr = wr->next) {
+        struct rwqe *r;
+        if (wr->num_sge < 0 || (uint32_t)wr->num_sge > srq->max_sge) {
+            rc = EINVAL;
+            break;
+        }
+        if (srq->tail - srq->head >= srq->depth) {
+            rc = ENOMEM;
+            break;
+        }
+        r = &srq->rq[srq->tail++ % srq->depth];
+        r->wr_id = wr->wr_id;
+        r->num_sge = wr->num_sge;
+        memcpy(r->sge, wr->sg_list, sizeof(struct ibv_sge) * (size_t)wr->num_sge);
+    }
+    if (rc != 0) {
+        *bad = wr;
+    }
+    pthread_mutex_unlock(&srq->mu);
+    return rc;
+}
+
+EXPORT struct ibv_srq *ibv_create_srq(struct ibv_pd *pd, struct ibv_srq_init_attr *init)
+{
+    struct emu_srq *srq;
+    if (init->attr.max_wr < 1 || init->attr.max_wr > EMU_MAX_QP_WR || init->attr.max_sge > EMU_MAX_SGE) {
+        errno = EINVAL;
+        return NULL;
+    }
+    srq = calloc(1, sizeof(*srq));
+    if (srq == NULL || (srq->rq = calloc(init->attr.max_wr, sizeof(struct rwqe))) == NULL) {
+        free(srq);
+        errno = ENOMEM;
+        return NULL;
+    }
+    srq->srq.context = pd->context;
+    srq->srq.srq_context = init->srq_context;
+    srq->srq.pd = pd;
+    pthread_mutex_init(&srq->srq.mutex, NULL);
+    pthread_cond_init(&srq->srq.cond, NULL);
+    pthread_mutex_init(&srq->mu, NULL);
+    srq->depth = init->attr.max_wr;
+    srq->max_sge = init->attr.max_sge ? init->attr.max_sge : 1;
+    return &srq->srq;
+}
+
+EXPORT int ibv_modify_srq(struct ibv_srq *srq, struct ibv_srq_attr *attr, int mask)
+{
+    (void)srq;
+    (void)attr;
+    (void)mask;
+    return 0; /* the limit event is not modelled */
+}
+
+EXPORT int ibv_query_srq(struct ibv_srq *ibsrq, struct ibv_srq_attr *attr)
+{
+    struct emu_srq *srq = (struct emu_srq *)ibsrq;
+    memset(attr, 0, sizeof(*attr));
+    attr->max_wr = srq->depth;
+    attr->max_sge = srq->max_sge;
+    return 0;
+}
+
+EXPORT int ibv_destroy_srq(struct ibv_srq *ibsrq)
+{
+    struct emu_srq *srq = (struct emu_srq *)ibsrq;
+    pthread_mutex_destroy(&srq->mu);
+    free(srq->rq);
+    free(srq);
+    return 0;
+}
+
+/* Address handles exist for UD, which the emulator does not carry: made and freed, never used. */
+EXPORT struct ibv_ah *ibv_create_ah(struct ibv_pd *pd, struct ibv_ah_attr *attr)
+{
+    struct ibv_ah *ah = calloc(1, sizeof(*ah));
+    (void)attr;
+    if (ah == NULL) {
+        errno = ENOMEM;
+        return NULL;
+    }
+    ah->context = pd->context;
+    ah->pd = pd;
+    return ah;
+}
+
+EXPORT int ibv_destroy_ah(struct ibv_ah *ah)
+{
+    free(ah);
+    return 0;
 }
 
 /* ------------------------------------------------------------------------------------------------ strings */

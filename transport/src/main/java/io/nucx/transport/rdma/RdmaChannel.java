@@ -620,7 +620,8 @@ public final class RdmaChannel extends AbstractChannel implements RmaLane {
         String what = kind == KIND_GRANT ? "a credit grant" : head != null ? head.toString() : "request " + seq;
         fail(new VerbsException(what + " on " + this + " to " + (remoteAddress == null ? "?" : remoteAddress)
                 + " failed: " + IbvWc.statusName(status) + ", vendor error 0x" + Integer.toHexString(vendorErr)
-                + (status == 12 ? "; the peer process is gone or its queue pair closed" : "")));
+                + (status == 12 ? "; the peer's queue pair does not answer: its process is gone, it was closed, or it "
+                + "never connected" : "")));
     }
 
     private void onReceive(int slot, int status, int length, int vendorErr) {

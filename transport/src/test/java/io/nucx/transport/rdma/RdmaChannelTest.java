@@ -44,23 +44,31 @@ class RdmaChannelTest {
     private Channel laneA;
     private Channel laneB;
 
+    private P2pEndpoint epA;
+    private P2pEndpoint epB;
+    private String addrA;
+    private String addrB;
+
     @BeforeEach
-    void connect() throws Exception {
+    void connect(org.junit.jupiter.api.TestInfo info) throws Exception {
         String missing = VerbsEmulator.testsMissing();
         assumeTrue(missing == null, () -> missing);
         a = RdmaNode.open(VerbsEmulator.testLibrary(), VerbsEmulator.device(0), false, Map.of());
         closeables.add(a);
         b = RdmaNode.open(VerbsEmulator.testLibrary(), VerbsEmulator.device(1), false, Map.of());
         closeables.add(b);
-        P2pEndpoint epA = a.endpoint(new ChannelInboundHandlerAdapter());
-        P2pEndpoint epB = b.endpoint(new ChannelInboundHandlerAdapter() {
+        epA = a.endpoint(new ChannelInboundHandlerAdapter());
+        epB = b.endpoint(new ChannelInboundHandlerAdapter() {
             @Override
             public void channelRead(ChannelHandlerContext ctx, Object msg) {
                 receivedByB.add((AmFrame) msg);
             }
         });
-        String addrA = a.address(epA);
-        String addrB = b.address(epB);
+        addrA = a.address(epA);
+        addrB = b.address(epB);
+        if (info.getTags().contains("late")) {
+            return; // the test connects the lanes itself
+        }
         laneA = a.connect(epA, addrB);
         laneB = b.connect(epB, addrA);
     }
@@ -128,6 +136,37 @@ class RdmaChannelTest {
         for (ChannelFuture w : writes) {
             assertTrue(w.await(30, TimeUnit.SECONDS) && w.isSuccess(), () -> "write failed: " + w.cause());
         }
+    }
+
+    /**
+     * RC's connection rule: a frame sent before the peer's queue pair reached RTR is not lost; the device sends it
+     * again (ACK timeout x retry count) and it arrives once the peer has connected.
+     */
+    @Test
+    @org.junit.jupiter.api.Tag("late")
+    void aFrameSentBeforeThePeerConnectedArrivesOnceItHas() throws Exception {
+        laneA = a.connect(epA, addrB);
+        ChannelFuture early = laneA.writeAndFlush(frame(7, 0, 100));
+        // the peer connects a while later: within the retry budget (7 x 67 ms)
+        b.loop.schedule(() -> null, 100, TimeUnit.MILLISECONDS).get();
+        laneB = b.connect(epB, addrA);
+        AmFrame f = receivedByB.poll(30, TimeUnit.SECONDS);
+        assertNotNull(f, () -> "the early frame did not arrive: " + early.cause());
+        f.release();
+        assertTrue(early.await(30, TimeUnit.SECONDS) && early.isSuccess(), () -> "early write: " + early.cause());
+    }
+
+    /** A peer whose queue pair never connects: the device gives up after its retries and the write fails, named. */
+    @Test
+    @org.junit.jupiter.api.Tag("late")
+    void aPeerThatNeverConnectsFailsTheWriteWithRetryExceeded() throws Exception {
+        laneA = a.connect(epA, addrB);
+        ChannelFuture w = laneA.writeAndFlush(frame(7, 0, 100));
+        assertTrue(w.await(60, TimeUnit.SECONDS), "the write neither completed nor failed");
+        VerbsException e = assertInstanceOf(VerbsException.class, w.cause());
+        assertTrue(e.getMessage().contains("IBV_WC_RETRY_EXC_ERR"), e.getMessage());
+        assertTrue(laneA.closeFuture().await(30, TimeUnit.SECONDS));
+        b.loop.submit(epB::close).get();
     }
 
     @Test
