@@ -318,19 +318,14 @@ final class RdmaIface implements Iface {
         }
     }
 
-    /** A live registration covering {@code [address, address + n)}, or null. */
+    /**
+     * The live registration covering {@code [address, address + n)} that starts closest below it, or null (then the
+     * operation registers its memory itself: slower, never wrong).
+     */
     RdmaMemory registrationCovering(long address, long n) {
         synchronized (registrations) {
-            for (java.util.Map.Entry<Long, RdmaMemory> e = registrations.floorEntry(address); e != null;
-                 e = registrations.lowerEntry(e.getKey())) {
-                if (e.getValue().contains(address, n)) {
-                    return e.getValue();
-                }
-                if (e.getKey() + (1L << 40) < address) {
-                    break; // far below: no registration that large
-                }
-            }
-            return null;
+            java.util.Map.Entry<Long, RdmaMemory> e = registrations.floorEntry(address);
+            return e != null && e.getValue().contains(address, n) ? e.getValue() : null;
         }
     }
 

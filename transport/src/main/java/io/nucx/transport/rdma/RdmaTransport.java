@@ -120,6 +120,16 @@ public final class RdmaTransport implements Transport {
         return new Probe(Availability.unavailable(reason), List.of(), null);
     }
 
+    /**
+     * Not part of {@code NUCX_TLS=all} yet: an RC lane needs {@link io.nucx.transport.P2pEndpoint#connect} on both
+     * sides, and the wireup calls it only on the side that dials. Until it does, a machine with an RDMA device would
+     * otherwise advertise lanes that cannot be wired up. {@code NUCX_TLS=...,rdma} still names it.
+     */
+    @Override
+    public boolean includedInAll() {
+        return false;
+    }
+
     @Override
     public Availability availabilityOn(EventLoop loop) {
         return isCompatible(loop) ? Availability.available() : Availability.unavailable(incompatibility(loop));
