@@ -365,8 +365,8 @@ public final class RdmaChannel extends AbstractChannel implements RmaLane {
 
     /** Posts one flushed message; false when credits or send-queue room ran out (it waits) or posting failed. */
     private boolean post(Object msg) {
-        if (state != State.CONNECTED) {
-            return false;
+        if (state != State.CONNECTED || postedMessages >= txDepth) {
+            return false; // per-message state is a ring of txDepth (cancelled operations hold a place, no request)
         }
         int idx = (int) (postedSeq % txDepth);
         if (msg instanceof AmFrame f) {
