@@ -394,8 +394,7 @@ static struct emu_mr *mr_check(uint32_t key, uint64_t addr, uint64_t len, int ne
     return mr;
 }
 
-EXPORT struct ibv_mr *ibv_reg_mr_iova2(struct ibv_pd *pd, void *addr, size_t length, uint64_t iova,
-                                       unsigned int access)
+static struct ibv_mr *reg_mr(struct ibv_pd *pd, void *addr, size_t length, uint64_t iova, unsigned int access)
 {
     struct emu_mr *mr;
     uint32_t slot;
@@ -437,14 +436,24 @@ EXPORT struct ibv_mr *ibv_reg_mr_iova2(struct ibv_pd *pd, void *addr, size_t len
     return &mr->mr;
 }
 
+/* Built with VERBS_EMU_NO_IOVA2 the library is what rdma-core before 28 exported: no ibv_reg_mr_iova2 (the tests
+   check nucx's fallback to ibv_reg_mr with it). */
+#ifndef VERBS_EMU_NO_IOVA2
+EXPORT struct ibv_mr *ibv_reg_mr_iova2(struct ibv_pd *pd, void *addr, size_t length, uint64_t iova,
+                                       unsigned int access)
+{
+    return reg_mr(pd, addr, length, iova, access);
+}
+#endif
+
 EXPORT struct ibv_mr *ibv_reg_mr(struct ibv_pd *pd, void *addr, size_t length, int access)
 {
-    return ibv_reg_mr_iova2(pd, addr, length, (uint64_t)(uintptr_t)addr, (unsigned int)access);
+    return reg_mr(pd, addr, length, (uint64_t)(uintptr_t)addr, (unsigned int)access);
 }
 
 EXPORT struct ibv_mr *ibv_reg_mr_iova(struct ibv_pd *pd, void *addr, size_t length, uint64_t iova, int access)
 {
-    return ibv_reg_mr_iova2(pd, addr, length, iova, (unsigned int)access);
+    return reg_mr(pd, addr, length, iova, (unsigned int)access);
 }
 
 EXPORT int ibv_dereg_mr(struct ibv_mr *ibmr)
