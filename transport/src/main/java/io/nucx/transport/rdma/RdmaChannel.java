@@ -46,8 +46,9 @@ import java.nio.channels.NotYetConnectedException;
  * frames unreposted, so its sender runs out of credits instead of overrunning it.
  *
  * <h2>Memory</h2>
- * One registered region per channel: {@code rxDepth} receive buffers, {@code txDepth} send buffers (frames are copied
- * in), 8 bytes per send slot for atomic results, 8 bytes for grant-only frames. Completions come from the channel's
+ * One registered region per channel: {@code rxDepth} receive buffers, as many send buffers (frames are copied in;
+ * credits bound the frames in flight by the peer's receives anyway), 8 bytes per send-queue slot for atomic results,
+ * 8 bytes for grant-only frames: {@code 2 x rxDepth x segSize} plus 2 KiB, 2 MiB at the defaults. Completions come from the channel's
  * own CQ, which the iface polls when its completion channel fires or on every pass of a busy-polling loop.
  * Event-loop thread only.
  */
@@ -81,6 +82,11 @@ public final class RdmaChannel extends AbstractChannel implements RmaLane {
     private final int txDepth;
     private final int segSize;
     private final long txOffset;
+    /** Send buffers for frames: as many as our receives (a peer posting as many grants no more in flight). */
+    private final int frameSlots;
+    /** Frames posted and frames completed so far; a frame's buffer is framesPosted % frameSlots. */
+    private long framesPosted;
+    private long framesCompleted;
     private final long amoOffset;
     private final long grantOffset;
     private final ByteBuffer[] txBuffers;
@@ -125,12 +131,13 @@ public final class RdmaChannel extends AbstractChannel implements RmaLane {
         this.heldSlot = new int[rxDepth];
         this.heldLength = new int[rxDepth];
         this.psn = java.util.concurrent.ThreadLocalRandom.current().nextInt(1 << 24);
+        frameSlots = Math.min(rxDepth, txDepth);
         txOffset = (long) rxDepth * segSize;
-        amoOffset = txOffset + (long) txDepth * segSize;
+        amoOffset = txOffset + (long) frameSlots * segSize;
         grantOffset = amoOffset + 8L * txDepth;
         region = arena.allocate(grantOffset + 8, 4096);
-        txBuffers = new ByteBuffer[txDepth];
-        for (int i = 0; i < txDepth; i++) {
+        txBuffers = new ByteBuffer[frameSlots];
+        for (int i = 0; i < frameSlots; i++) {
             txBuffers[i] = region.asSlice(txOffset + (long) i * segSize, segSize).asByteBuffer();
         }
         QueuePair q = null;
@@ -370,19 +377,20 @@ public final class RdmaChannel extends AbstractChannel implements RmaLane {
         }
         int idx = (int) (postedSeq % txDepth);
         if (msg instanceof AmFrame f) {
-            if (credits < 2 || sqUsed >= txDepth) {
+            if (credits < 2 || sqUsed >= txDepth || framesPosted - framesCompleted >= frameSlots) {
                 return false;
             }
+            int slot = (int) (framesPosted % frameSlots);
             int headerLength = f.header().readableBytes();
             int length = RdmaFrame.HEADER_LENGTH + f.length();
-            long off = txOffset + (long) idx * segSize;
+            long off = txOffset + (long) slot * segSize;
             int grant = Math.min(owed, 0xffff);
             region.set(ValueLayout.JAVA_BYTE, off + RdmaFrame.AM_ID, (byte) f.amId());
             region.set(ValueLayout.JAVA_BYTE, off + RdmaFrame.FLAGS, (byte) f.flags());
             region.set(U16, off + RdmaFrame.HEADER_LEN, (short) headerLength);
             region.set(U16, off + RdmaFrame.CREDITS, (short) grant);
             region.set(U16, off + 6, (short) 0);
-            ByteBuffer tx = txBuffers[idx];
+            ByteBuffer tx = txBuffers[slot];
             // getBytes(index, ByteBuffer) fills the buffer up to its limit: one limit per part
             tx.clear().position(RdmaFrame.HEADER_LENGTH).limit(RdmaFrame.HEADER_LENGTH + headerLength);
             f.header().getBytes(f.header().readerIndex(), tx);
@@ -397,6 +405,7 @@ public final class RdmaChannel extends AbstractChannel implements RmaLane {
             owed -= grant;
             credits--;
             sqUsed++;
+            framesPosted++;
             wrsLeft[idx] = 1;
         } else {
             RmaOp op = (RmaOp) msg;
@@ -586,7 +595,9 @@ public final class RdmaChannel extends AbstractChannel implements RmaLane {
             in.remove(cause);
             return;
         }
-        if (head instanceof RmaOp op) {
+        if (head instanceof AmFrame) {
+            framesCompleted++;
+        } else if (head instanceof RmaOp op) {
             if (op.kind().isAtomic()) {
                 op.complete(region.get(U64, amoOffset + 8L * idx));
             } else {
