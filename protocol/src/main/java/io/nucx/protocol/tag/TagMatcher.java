@@ -808,7 +808,9 @@ public final class TagMatcher {
         held.put(ra.msgId, ra);
         putHeldCount.increment();
         MemoryRegistration registration = ra.putRegistration;
-        registration.revoke().addListener(f -> {
+        // On a later turn: a revoke may complete at once (the sender already gone), and the endpoint that ended is
+        // still ending; its receives end after it has.
+        registration.revoke().addListener(f -> loop.execute(() -> {
             if (f.isSuccess() && held.get(ra.msgId) == ra) {
                 putOver(ra);
                 Throwable endpointCause = ra.heldCause.getCause() != null ? ra.heldCause.getCause() : ra.heldCause;
@@ -816,7 +818,7 @@ public final class TagMatcher {
                         + "longer write into it (" + registration + ")", endpointCause));
             }
             // else an ATP or DATA released it first (closing the registration), or the worker parked it
-        });
+        }));
     }
 
     /** Completes when no receive is held any more, or after {@code timeoutNanos}, whichever comes first. */

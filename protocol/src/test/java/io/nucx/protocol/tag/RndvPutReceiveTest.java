@@ -390,7 +390,7 @@ class RndvPutReceiveTest {
         while (!p.isDone()) {
             assertTrue(System.nanoTime() < deadline, "not released after the sender exited");
             ch.advanceTimeBy(1, TimeUnit.SECONDS);
-            ch.runScheduledPendingTasks();
+            ch.runPendingTasks(); // the exit check, then the release it posts
             Thread.onSpinWait();
         }
         assertInstanceOf(IOException.class, p.cause());

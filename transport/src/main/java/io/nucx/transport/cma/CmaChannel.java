@@ -1,14 +1,9 @@
 package io.nucx.transport.cma;
 
 import io.netty.buffer.ByteBuf;
-import io.netty.channel.AbstractChannel;
 import io.netty.channel.Channel;
-import io.netty.channel.ChannelConfig;
-import io.netty.channel.ChannelMetadata;
 import io.netty.channel.ChannelOutboundBuffer;
-import io.netty.channel.ChannelPromise;
-import io.netty.channel.DefaultChannelConfig;
-import io.netty.channel.EventLoop;
+import io.nucx.transport.AbstractLaneChannel;
 import io.nucx.transport.rma.InvalidRemoteKeyException;
 import io.nucx.transport.rma.MemoryRegistration;
 import io.nucx.transport.rma.RemoteKey;
@@ -17,7 +12,6 @@ import io.nucx.transport.rma.RmaOp;
 
 import java.lang.foreign.MemorySegment;
 import java.net.SocketAddress;
-import java.nio.channels.ClosedChannelException;
 import java.util.concurrent.CancellationException;
 
 /**
@@ -34,9 +28,7 @@ import java.util.concurrent.CancellationException;
  *
  * <p>It registers no {@code IoHandle}, so it runs on any event loop (the endpoint's).
  */
-public final class CmaChannel extends AbstractChannel implements RmaLane {
-
-    private static final ChannelMetadata METADATA = new ChannelMetadata(false);
+public final class CmaChannel extends AbstractLaneChannel implements RmaLane {
 
     private static final class Address extends SocketAddress {
         private static final long serialVersionUID = 1L;
@@ -52,9 +44,6 @@ public final class CmaChannel extends AbstractChannel implements RmaLane {
         }
     }
 
-    private final ChannelConfig config = new DefaultChannelConfig(this);
-    private final Address local;
-    private final Address remote;
     private final int peerPid;
     private final PeerExit peerExit;
     private final Runnable resume = this::resume;
@@ -62,14 +51,11 @@ public final class CmaChannel extends AbstractChannel implements RmaLane {
     private boolean resumeScheduled;
     /** In doWrite: promise listeners run inside it and may write (and flush) again. */
     private boolean writing;
-    private volatile boolean open = true;
 
     CmaChannel(int peerPid) {
-        super(null);
+        super(new Address(Cma.pid()), new Address(peerPid), State.CONNECTED); // nothing to set up: see CmaIface
         this.peerPid = peerPid;
         this.peerExit = new PeerExit(peerPid);
-        this.local = new Address(Cma.pid());
-        this.remote = new Address(peerPid);
     }
 
     /** An unregistered lane to {@code pid} (the cma iface makes them for endpoints; tests register their own). */
@@ -111,70 +97,15 @@ public final class CmaChannel extends AbstractChannel implements RmaLane {
     public RemoteKey unpackKey(ByteBuf packed) throws InvalidRemoteKeyException {
         return CmaKey.unpack(packed, peerPid);
     }
-    @Override
-    public ChannelConfig config() {
-        return config;
-    }
-
-    @Override
-    public boolean isOpen() {
-        return open;
-    }
-
+    /** Active once registered: the kernel checks permission on every call, so there is nothing to set up. */
     @Override
     public boolean isActive() {
-        return open && isRegistered();
-    }
-
-    @Override
-    public ChannelMetadata metadata() {
-        return METADATA;
-    }
-
-    @Override
-    protected AbstractUnsafe newUnsafe() {
-        return new CmaUnsafe();
-    }
-
-    private final class CmaUnsafe extends AbstractUnsafe {
-        @Override
-        public void connect(SocketAddress remoteAddress, SocketAddress localAddress, ChannelPromise promise) {
-            promise.setFailure(new UnsupportedOperationException("cma lanes are made by the cma iface"));
-        }
-
-        void resume() {
-            flush0();
-        }
-    }
-
-    @Override
-    protected boolean isCompatible(EventLoop loop) {
-        return true;
-    }
-
-    @Override
-    protected SocketAddress localAddress0() {
-        return local;
-    }
-
-    @Override
-    protected SocketAddress remoteAddress0() {
-        return remote;
-    }
-
-    @Override
-    protected void doBind(SocketAddress localAddress) {
-        throw new UnsupportedOperationException("a cma lane is created connected");
-    }
-
-    @Override
-    protected void doDisconnect() {
-        doClose();
+        return super.isActive() && isRegistered();
     }
 
     @Override
     protected void doClose() {
-        open = false;
+        markClosed();
         if (cma != null) {
             cma.close();
             cma = null;
@@ -204,9 +135,7 @@ public final class CmaChannel extends AbstractChannel implements RmaLane {
 
     @Override
     protected void doWrite(ChannelOutboundBuffer in) throws Exception {
-        if (!open) {
-            throw new ClosedChannelException();
-        }
+        ensureConnected();
         if (writing) {
             scheduleResume(in); // a completion listener wrote again: its chunk goes on the next turn
             return;
@@ -265,8 +194,8 @@ public final class CmaChannel extends AbstractChannel implements RmaLane {
 
     private void resume() {
         resumeScheduled = false;
-        if (open) {
-            ((CmaUnsafe) unsafe()).resume();
+        if (isOpen()) {
+            resumeWrites();
         }
     }
 }

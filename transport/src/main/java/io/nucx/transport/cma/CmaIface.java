@@ -2,18 +2,13 @@ package io.nucx.transport.cma;
 
 import io.netty.channel.ChannelFuture;
 import io.netty.channel.ChannelHandler;
-import io.netty.channel.EventLoop;
-import io.netty.util.concurrent.Future;
+import io.nucx.transport.AbstractIface;
 import io.nucx.transport.Capability;
-import io.nucx.transport.Device;
 import io.nucx.transport.HostId;
-import io.nucx.transport.Iface;
 import io.nucx.transport.IfaceAttributes;
 import io.nucx.transport.IfaceParams;
 import io.nucx.transport.Transport;
 
-import java.nio.ByteBuffer;
-import java.nio.ByteOrder;
 import java.util.EnumSet;
 
 /**
@@ -28,7 +23,7 @@ import java.util.EnumSet;
  * read the peer is a separate question, asked at lane selection ({@link #accessRefusal}), as UCX's
  * {@code uct_cma_iface_is_reachable_v2} does.
  */
-final class CmaIface implements Iface {
+final class CmaIface extends AbstractIface {
 
     static final int DEVICE_ADDRESS_LENGTH = 12;
 
@@ -42,57 +37,19 @@ final class CmaIface implements Iface {
                 0, 0, 0, 80e-9, 0, 11145e6, 0, 2e-6, 0, Long.MAX_VALUE, Integer.MAX_VALUE, Cma.CHUNK);
     }
 
-    private final Transport transport;
-    private final Device device;
-    private final EventLoop loop;
-    private final IfaceAttributes attributes = attributes0();
-
     CmaIface(Transport transport, IfaceParams params) {
-        this.transport = transport;
-        this.device = params.device();
-        this.loop = params.eventLoop();
-    }
-
-    @Override
-    public Transport transport() {
-        return transport;
-    }
-
-    @Override
-    public Device device() {
-        return device;
-    }
-
-    @Override
-    public IfaceAttributes attributes() {
-        return attributes;
-    }
-
-    @Override
-    public byte[] deviceAddress() {
-        return ByteBuffer.allocate(DEVICE_ADDRESS_LENGTH).order(ByteOrder.LITTLE_ENDIAN).putLong(HostId.get())
-                .putInt(Cma.pid()).array();
-    }
-
-    @Override
-    public byte[] ifaceAddress() {
-        return new byte[0];
+        super(transport, params, attributes0(), packer(DEVICE_ADDRESS_LENGTH).putLong(HostId.get())
+                .putInt(Cma.pid()).array(), new byte[0]);
     }
 
     /** The pid in a cma device address, or -1 if the address is not one. */
     static int pidOf(byte[] deviceAddress) {
-        return deviceAddress.length == DEVICE_ADDRESS_LENGTH
-                ? ByteBuffer.wrap(deviceAddress).order(ByteOrder.LITTLE_ENDIAN).getInt(8) : -1;
-    }
-
-    private static long hostOf(byte[] deviceAddress) {
-        return ByteBuffer.wrap(deviceAddress).order(ByteOrder.LITTLE_ENDIAN).getLong(0);
+        return deviceAddress.length == DEVICE_ADDRESS_LENGTH ? reader(deviceAddress).getInt(8) : -1;
     }
 
     @Override
     public boolean isReachable(byte[] remoteDevice, byte[] remoteIface) {
-        return remoteDevice.length == DEVICE_ADDRESS_LENGTH && hostOf(remoteDevice) == HostId.get()
-                && pidOf(remoteDevice) > 0;
+        return remoteDevice.length == DEVICE_ADDRESS_LENGTH && onThisHost(remoteDevice) && pidOf(remoteDevice) > 0;
     }
 
     /** UCX's wireup probe: a 16-byte read at address 0 of the peer; EPERM means the kernel will refuse us. */
@@ -121,20 +78,13 @@ final class CmaIface implements Iface {
     public ChannelFuture connect(byte[] remoteDevice, byte[] remoteIface, ChannelHandler laneHandler) {
         CmaChannel ch = new CmaChannel(pidOf(remoteDevice));
         if (!isReachable(remoteDevice, remoteIface)) {
-            ch.unsafe().closeForcibly();
-            return ch.newFailedFuture(new IllegalArgumentException("cma cannot reach a process on another host"));
+            return failedLane(ch, new IllegalArgumentException("cma cannot reach a process on another host"));
         }
-        ch.pipeline().addLast("nucx.lane", laneHandler);
-        return loop.register(ch);
+        return registerLane(eventLoop(), ch, laneHandler);
     }
 
     @Override
-    public Future<?> close() {
-        return loop.newSucceededFuture(null);
-    }
-
-    @Override
-    public String toString() {
-        return "cma/" + device.name() + "(pid " + Cma.pid() + ")";
+    protected String describe() {
+        return "(pid " + Cma.pid() + ")";
     }
 }

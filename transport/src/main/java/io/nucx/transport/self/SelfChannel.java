@@ -1,21 +1,13 @@
 package io.nucx.transport.self;
 
 import io.netty.buffer.ByteBuf;
-import io.netty.channel.AbstractChannel;
-import io.netty.channel.ChannelConfig;
-import io.netty.channel.ChannelMetadata;
 import io.netty.channel.ChannelOutboundBuffer;
 import io.netty.channel.ChannelPipeline;
-import io.netty.channel.ChannelPromise;
-import io.netty.channel.DefaultChannelConfig;
-import io.netty.channel.EventLoop;
 import io.netty.util.ReferenceCountUtil;
+import io.nucx.transport.AbstractLaneChannel;
 import io.nucx.transport.AmFrame;
-import io.nucx.transport.AmFrameSizeEstimator;
 
-import java.net.SocketAddress;
 import java.nio.channels.ClosedChannelException;
-import java.nio.channels.NotYetConnectedException;
 import java.util.Queue;
 import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.atomic.AtomicBoolean;
@@ -31,49 +23,35 @@ import java.util.concurrent.atomic.AtomicLong;
  * <p>A write completes when the message is in the peer's queue. It registers no {@code IoHandle}, so it runs on
  * any event loop; the peer's events run on the peer's loop.
  */
-public final class SelfChannel extends AbstractChannel {
+public final class SelfChannel extends AbstractLaneChannel {
 
-    private enum State { OPEN, CONNECTED, CLOSED }
-
-    private static final ChannelMetadata METADATA = new ChannelMetadata(false);
     /** Accounting weight of a message beyond its bytes, so that empty frames still fill the queue. */
     private static final int MESSAGE_OVERHEAD = 64;
     private static final int READ_BATCH = 64;
     private static final int WRITE_BATCH = 256;
 
-    private final ChannelConfig config = new DefaultChannelConfig(this);
-
-    {
-        // Frames weigh their bytes toward the water mark (Netty's default estimator counts unknown types as 8).
-        config.setMessageSizeEstimator(AmFrameSizeEstimator.INSTANCE);
-    }
     private final Queue<Object> inbound = new ConcurrentLinkedQueue<>();
     private final AtomicLong queuedBytes = new AtomicLong();
     private final AtomicBoolean readScheduled = new AtomicBoolean();
     private final AtomicBoolean writerWaiting = new AtomicBoolean();
     private final long capacity;
-    private final SelfAddress localAddress;
-    private final SelfAddress remoteAddress;
     private final Runnable readTask = this::readInbound;
     private final Runnable resumeTask = this::resumeWrites;
 
-    private volatile State state = State.OPEN;
     private volatile SelfChannel peer;
     private boolean readPending;
 
     SelfChannel(long capacity, SelfAddress localAddress, SelfAddress remoteAddress) {
-        super(null);
+        super(localAddress, remoteAddress, State.OPEN);
         this.capacity = capacity;
-        this.localAddress = localAddress;
-        this.remoteAddress = remoteAddress;
     }
 
     /** Links two ends; both are connected from then on. */
     static void link(SelfChannel a, SelfChannel b) {
         a.peer = b;
         b.peer = a;
-        a.state = State.CONNECTED;
-        b.state = State.CONNECTED;
+        a.connected(null);
+        b.connected(null);
     }
 
     /** Bytes waiting in this end's inbound queue. */
@@ -82,62 +60,11 @@ public final class SelfChannel extends AbstractChannel {
     }
 
     @Override
-    public ChannelConfig config() {
-        return config;
-    }
-
-    @Override
-    public boolean isOpen() {
-        return state != State.CLOSED;
-    }
-
-    @Override
-    public boolean isActive() {
-        return state == State.CONNECTED;
-    }
-
-    @Override
-    public ChannelMetadata metadata() {
-        return METADATA;
-    }
-
-    @Override
-    protected AbstractUnsafe newUnsafe() {
-        return new SelfUnsafe();
-    }
-
-    @Override
-    protected boolean isCompatible(EventLoop loop) {
-        return true;
-    }
-
-    @Override
-    protected SocketAddress localAddress0() {
-        return localAddress;
-    }
-
-    @Override
-    protected SocketAddress remoteAddress0() {
-        return remoteAddress;
-    }
-
-    @Override
-    protected void doBind(SocketAddress localAddress) {
-        throw new IllegalStateException("a self channel is created connected; it cannot be bound");
-    }
-
-    @Override
-    protected void doDisconnect() {
-        doClose();
-    }
-
-    @Override
     protected void doClose() {
-        State old = state;
-        state = State.CLOSED;
+        boolean wasOpen = markClosed();
         releaseInbound();
         SelfChannel p = peer;
-        if (old != State.CLOSED && p != null && p.isOpen()) {
+        if (wasOpen && p != null && p.isOpen()) {
             // Always post the peer's close to its own loop, even when it is ours: the peer may be mid-pipeline.
             p.eventLoop().execute(() -> p.unsafe().close(p.unsafe().voidPromise()));
         }
@@ -160,11 +87,7 @@ public final class SelfChannel extends AbstractChannel {
 
     @Override
     protected void doWrite(ChannelOutboundBuffer in) throws Exception {
-        switch (state) {
-            case OPEN -> throw new NotYetConnectedException();
-            case CLOSED -> throw new ClosedChannelException();
-            default -> { }
-        }
+        ensureConnected();
         SelfChannel p = peer;
         boolean moved = false;
         int budget = WRITE_BATCH;
@@ -206,7 +129,7 @@ public final class SelfChannel extends AbstractChannel {
     private void enqueue(Object msg, long size) {
         queuedBytes.addAndGet(size);
         inbound.add(msg);
-        if (state == State.CLOSED) {
+        if (state() == State.CLOSED) {
             releaseInbound(); // closed while we were adding: nobody else will read it
         }
     }
@@ -219,7 +142,7 @@ public final class SelfChannel extends AbstractChannel {
 
     private void readInbound() {
         readScheduled.set(false);
-        if (!isRegistered() || !readPending || state == State.CLOSED || inbound.isEmpty()) {
+        if (!isRegistered() || !readPending || state() == State.CLOSED || inbound.isEmpty()) {
             return; // a read request is only used up by a batch that delivers something
         }
         readPending = false;
@@ -243,10 +166,6 @@ public final class SelfChannel extends AbstractChannel {
         }
     }
 
-    private void resumeWrites() {
-        ((SelfUnsafe) unsafe()).resume();
-    }
-
     private static long sizeOf(Object msg) {
         if (msg instanceof AmFrame f) {
             return f.length() + MESSAGE_OVERHEAD;
@@ -255,16 +174,5 @@ public final class SelfChannel extends AbstractChannel {
             return b.readableBytes() + MESSAGE_OVERHEAD;
         }
         return MESSAGE_OVERHEAD;
-    }
-
-    private final class SelfUnsafe extends AbstractUnsafe {
-        @Override
-        public void connect(SocketAddress remote, SocketAddress local, ChannelPromise promise) {
-            promise.setFailure(new IllegalStateException("self channels are connected by SelfIface.connect"));
-        }
-
-        void resume() {
-            flush0();
-        }
     }
 }

@@ -2,26 +2,19 @@ package io.nucx.transport.shm;
 
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.Unpooled;
-import io.netty.channel.AbstractChannel;
 import io.netty.channel.Channel;
-import io.netty.channel.ChannelConfig;
-import io.netty.channel.ChannelMetadata;
 import io.netty.channel.ChannelOutboundBuffer;
 import io.netty.channel.ChannelPromise;
-import io.netty.channel.DefaultChannelConfig;
 import io.netty.channel.EventLoop;
 import io.netty.channel.IoEvent;
 import io.netty.channel.IoEventLoop;
 import io.netty.channel.IoRegistration;
 import io.netty.handler.codec.CorruptedFrameException;
+import io.nucx.transport.AbstractLaneChannel;
 import io.nucx.transport.AmFrame;
-import io.nucx.transport.AmFrameSizeEstimator;
 
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
-import java.net.SocketAddress;
-import java.nio.channels.ClosedChannelException;
-import java.nio.channels.NotYetConnectedException;
 import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.TimeUnit;
 
@@ -35,11 +28,8 @@ import java.util.concurrent.TimeUnit;
  * Netty's outbound buffer (where it counts toward the water mark, so the lane turns unwritable) until the reader has
  * made room; nothing is dropped.
  */
-public final class ShmChannel extends AbstractChannel {
+public final class ShmChannel extends AbstractLaneChannel {
 
-    private enum State { OPEN, CONNECTED, CLOSED }
-
-    private static final ChannelMetadata METADATA = new ChannelMetadata(false);
     private static final int READ_BATCH = 64;
     private static final int WRITE_BATCH = 256;
     private static final int MAX_HEADER = 0x7fff;
@@ -47,18 +37,10 @@ public final class ShmChannel extends AbstractChannel {
     private static final ByteBuf DOORBELL = Unpooled.unreleasableBuffer(
             Unpooled.directBuffer(1).writeByte(1).asReadOnly());
 
-    private final ChannelConfig config = new DefaultChannelConfig(this);
-
-    {
-        config.setMessageSizeEstimator(AmFrameSizeEstimator.INSTANCE);
-    }
-
-    private final ShmAddress.Socket localAddress;
     private final int maxRecordPayload;
     private final SpscRing.RecordHandler onRecord = this::onRecord;
 
-    private volatile State state = State.OPEN;
-    private ShmAddress.Socket remoteAddress;
+    private volatile ShmAddress remote;
     private SpscRing in;
     private SpscRing out;
     private Channel doorbell;
@@ -70,43 +52,23 @@ public final class ShmChannel extends AbstractChannel {
     private int delivered;
 
     ShmChannel(ShmAddress local, int maxRecordPayload) {
-        super(null);
-        this.localAddress = new ShmAddress.Socket(local);
+        super(new ShmAddress.Socket(local), null, State.OPEN);
         this.maxRecordPayload = maxRecordPayload;
     }
 
     /** Gives the channel its rings and doorbell once the handshake is done; it is active from then on. */
     void connect(ShmAddress remote, SpscRing in, SpscRing out, Channel doorbell) {
-        this.remoteAddress = new ShmAddress.Socket(remote);
+        this.remote = remote;
         this.in = in;
         this.out = out;
         this.doorbell = doorbell;
-        this.state = State.CONNECTED;
+        connected(new ShmAddress.Socket(remote));
     }
 
     /** The peer's process id. */
     public long peerPid() {
-        return remoteAddress == null ? -1 : remoteAddress.address.pid();
-    }
-
-    @Override
-    public ChannelConfig config() {
-        return config;
-    }
-
-    @Override
-    public boolean isOpen() {
-        return state != State.CLOSED;
-    }
-
-    @Override
-    public boolean isActive() {
-        return state == State.CONNECTED;
-    }
-
-    @Override
-    public ChannelMetadata metadata() {
-        return METADATA;
+        ShmAddress r = remote;
+        return r == null ? -1 : r.pid();
     }
 
     @Override
@@ -141,30 +103,8 @@ public final class ShmChannel extends AbstractChannel {
     }
 
     @Override
-    protected SocketAddress localAddress0() {
-        return localAddress;
-    }
-
-    @Override
-    protected SocketAddress remoteAddress0() {
-        return remoteAddress;
-    }
-
-    @Override
-    protected void doBind(SocketAddress localAddress) {
-        throw new UnsupportedOperationException("a shm channel is created connected by ShmIface.connect");
-    }
-
-    @Override
-    protected void doDisconnect() {
-        doClose();
-    }
-
-    @Override
     protected void doClose() {
-        State old = state;
-        state = State.CLOSED;
-        if (old == State.CLOSED) {
+        if (!markClosed()) {
             return;
         }
         Channel d = doorbell;
@@ -206,11 +146,7 @@ public final class ShmChannel extends AbstractChannel {
 
     @Override
     protected void doWrite(ChannelOutboundBuffer buffer) throws Exception {
-        switch (state) {
-            case OPEN -> throw new NotYetConnectedException();
-            case CLOSED -> throw new ClosedChannelException();
-            default -> { }
-        }
+        ensureConnected();
         boolean wrote = false;
         int budget = WRITE_BATCH;
         for (Object msg; (msg = buffer.current()) != null; ) {
@@ -243,7 +179,7 @@ public final class ShmChannel extends AbstractChannel {
 
     /** Reads up to a batch of records into the pipeline; returns how many. */
     private int readInbound() {
-        if (!readPending || state != State.CONNECTED) {
+        if (!readPending || state() != State.CONNECTED) {
             return 0;
         }
         delivered = 0;
@@ -263,7 +199,7 @@ public final class ShmChannel extends AbstractChannel {
                 readPending = false;
                 pipeline().fireChannelReadComplete();
             }
-            if (state == State.CONNECTED && in.takeWriterWaiting()) {
+            if (state() == State.CONNECTED && in.takeWriterWaiting()) {
                 ringDoorbell();
             }
         }
@@ -271,7 +207,7 @@ public final class ShmChannel extends AbstractChannel {
     }
 
     private void onRecord(int type, MemorySegment record) {
-        if (state != State.CONNECTED) {
+        if (state() != State.CONNECTED) {
             return; // closed by a handler during this batch: the rest is dropped with the connection
         }
         int amId = type & 0xff;
@@ -297,7 +233,7 @@ public final class ShmChannel extends AbstractChannel {
 
     /** Closes with {@code cause} reported down the pipeline first (a corrupt ring, a vanished peer). */
     private void fail(Throwable cause) {
-        if (state == State.CLOSED) {
+        if (state() == State.CLOSED) {
             return;
         }
         pipeline().fireExceptionCaught(cause);
@@ -319,16 +255,16 @@ public final class ShmChannel extends AbstractChannel {
      * channel closes and writes still queued fail with {@link ShmPeerGoneException}.
      */
     void peerGone() {
-        if (state == State.CLOSED) {
+        if (state() == State.CLOSED) {
             return;
         }
-        if (state == State.CONNECTED) {
+        if (state() == State.CONNECTED) {
             readPending = true; // deliver all that is left even if the pipeline asked for no more reads
-            while (state == State.CONNECTED && readInbound() > 0) {
+            while (state() == State.CONNECTED && readInbound() > 0) {
                 readPending = true;
             }
         }
-        if (state != State.CLOSED) {
+        if (state() != State.CLOSED) {
             boolean exited = ProcessHandle.of(peerPid()).isEmpty();
             reapPeerFiles(peerPid(), 0);
             ShmPeerGoneException e = new ShmPeerGoneException("shm peer (pid " + peerPid() + ") closed its "
@@ -358,20 +294,15 @@ public final class ShmChannel extends AbstractChannel {
         return out;
     }
 
-    private final class ShmUnsafe extends AbstractUnsafe implements ShmIoHandle {
-        @Override
-        public void connect(SocketAddress remote, SocketAddress local, ChannelPromise promise) {
-            promise.setFailure(new UnsupportedOperationException("shm channels are connected by ShmIface.connect"));
-        }
-
+    private final class ShmUnsafe extends LaneUnsafe implements ShmIoHandle {
         @Override
         public int poll() {
-            if (state != State.CONNECTED) {
+            if (state() != State.CONNECTED) {
                 return 0;
             }
             int work = readInbound();
-            if (writeBlocked && state == State.CONNECTED && out.hasRoomFor(nextRecordPayload())) {
-                flush0();
+            if (writeBlocked && state() == State.CONNECTED && out.hasRoomFor(nextRecordPayload())) {
+                resume();
                 work++;
             }
             return work;
@@ -385,7 +316,7 @@ public final class ShmChannel extends AbstractChannel {
 
         @Override
         public boolean prepareToPark() {
-            if (state != State.CONNECTED) {
+            if (state() != State.CONNECTED) {
                 return true;
             }
             in.markConsumerSleeping();
@@ -400,7 +331,7 @@ public final class ShmChannel extends AbstractChannel {
 
         @Override
         public void unpark() {
-            if (state == State.CONNECTED) {
+            if (state() == State.CONNECTED) {
                 in.clearConsumerSleeping();
             }
         }

@@ -11,10 +11,9 @@ import io.netty.channel.DefaultChannelPromise;
 import io.netty.channel.EventLoop;
 import io.netty.channel.WriteBufferWaterMark;
 import io.netty.util.concurrent.Future;
+import io.nucx.transport.AbstractIface;
 import io.nucx.transport.Capability;
-import io.nucx.transport.Device;
 import io.nucx.transport.HostId;
-import io.nucx.transport.Iface;
 import io.nucx.transport.IfaceAttributes;
 import io.nucx.transport.IfaceParams;
 import io.nucx.transport.NucxConfig;
@@ -23,12 +22,10 @@ import io.nucx.transport.tcp.TcpIoMode;
 
 import java.io.IOException;
 import java.nio.ByteBuffer;
-import java.nio.ByteOrder;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.EnumSet;
 import java.util.concurrent.atomic.AtomicLong;
-import java.util.function.Supplier;
 
 /**
  * A shm iface: a Unix socket {@code /dev/shm/nucx-<pid>-<id>.sock} on which peers of the same host set up ring
@@ -36,7 +33,7 @@ import java.util.function.Supplier;
  * from which the socket's path follows. Reachable when the host ids match (UCX's rule: same boot id and network
  * namespace) and the socket exists in our {@code /dev/shm} (same mount namespace).
  */
-final class ShmIface implements Iface {
+final class ShmIface extends AbstractIface {
 
     private static final AtomicLong NEXT_ID = new AtomicLong(1);
     /** UCX's posix transport on this machine kind: 80 ns latency, 10 ns overhead, about 12 GB/s. */
@@ -46,33 +43,28 @@ final class ShmIface implements Iface {
     static final int MAX_SHORT = 100;
     static final int MAX_HEADER = 256;
 
-    private final Transport transport;
-    private final Device device;
-    private final EventLoop loop;
     private final TcpIoMode engine;
     private final Path dir;
     private final ShmAddress local;
     private final int ringSize;
     private final int segSize;
-    private final Channel server;
-    private final IfaceAttributes attributes;
+    /** The listening socket; set once bound (its accepted lanes need this iface first). */
+    private Channel server;
 
-    private ShmIface(Transport transport, Device device, EventLoop loop, TcpIoMode engine, Path dir, ShmAddress local,
-                     int ringSize, int segSize, Channel server) {
-        this.transport = transport;
-        this.device = device;
-        this.loop = loop;
+    private ShmIface(Transport transport, IfaceParams params, TcpIoMode engine, Path dir, ShmAddress local,
+                     int ringSize, int segSize) {
+        // Every payload is copied into the ring as it is written (amCopyMax: all), so no AM zero-copy, as UCX's mm.
+        super(transport, params, new IfaceAttributes(
+                EnumSet.of(Capability.AM_SHORT, Capability.AM_BCOPY, Capability.PENDING, Capability.CONNECT_TO_IFACE,
+                        Capability.CB_SYNC, Capability.ERRHANDLE_PEER_FAILURE),
+                MAX_SHORT, segSize, MAX_HEADER, LATENCY, 0, BANDWIDTH, 0, OVERHEAD, 0, 0, Integer.MAX_VALUE),
+                packer(8).putLong(HostId.get()).array(),
+                packer(8).putInt((int) local.pid()).putInt((int) local.ifaceId()).array());
         this.engine = engine;
         this.dir = dir;
         this.local = local;
         this.ringSize = ringSize;
         this.segSize = segSize;
-        this.server = server;
-        // Every payload is copied into the ring as it is written (amCopyMax: all), so no AM zero-copy, as UCX's mm.
-        this.attributes = new IfaceAttributes(
-                EnumSet.of(Capability.AM_SHORT, Capability.AM_BCOPY, Capability.PENDING, Capability.CONNECT_TO_IFACE,
-                        Capability.CB_SYNC, Capability.ERRHANDLE_PEER_FAILURE),
-                MAX_SHORT, segSize, MAX_HEADER, LATENCY, 0, BANDWIDTH, 0, OVERHEAD, 0, 0, Integer.MAX_VALUE);
     }
 
     static ShmIface open(Transport transport, IfaceParams params, Path dir) throws Exception {
@@ -89,8 +81,7 @@ final class ShmIface implements Iface {
         ShmAddress local = new ShmAddress(ShmFiles.pid(), NEXT_ID.getAndIncrement());
         Path socket = ShmFiles.socket(dir, local.pid(), local.ifaceId());
         Files.deleteIfExists(socket); // ours by name: a leftover of an earlier process with our pid
-        Supplier<ChannelHandler> accepted = params.acceptedLane();
-        Transport t = transport;
+        ShmIface iface = new ShmIface(transport, params, engine, dir, local, ringSize, segSize);
         ServerBootstrap sb = new ServerBootstrap()
                 .group(loop, loop)
                 .channel(engine.serverDomainSocketChannel())
@@ -100,7 +91,7 @@ final class ShmIface implements Iface {
                         doorbell.pipeline().addLast("nucx.shm.handshake", new ShmHandshake(false, dir, local,
                                 ringSize, r -> {
                                     ShmChannel ch = newChannel(local, segSize);
-                                    ch.pipeline().addLast("nucx.lane", accepted.get());
+                                    ch.pipeline().addLast(LANE_HANDLER, iface.newAcceptedLaneHandler());
                                     attach(ch, r, doorbell).addListener(f -> {
                                         if (!f.isSuccess()) {
                                             doorbell.close();
@@ -109,8 +100,8 @@ final class ShmIface implements Iface {
                                 }, cause -> { }));
                     }
                 });
-        Channel server = sb.bind(engine.domainSocketAddress(socket)).sync().channel();
-        return new ShmIface(t, params.device(), loop, engine, dir, local, ringSize, segSize, server);
+        iface.server = sb.bind(engine.domainSocketAddress(socket)).sync().channel();
+        return iface;
     }
 
     private static ShmChannel newChannel(ShmAddress local, int segSize) {
@@ -127,57 +118,30 @@ final class ShmIface implements Iface {
         return doorbell.eventLoop().register(ch);
     }
 
-    @Override
-    public Transport transport() {
-        return transport;
-    }
-
-    @Override
-    public Device device() {
-        return device;
-    }
-
-    @Override
-    public IfaceAttributes attributes() {
-        return attributes;
-    }
-
-    @Override
-    public byte[] deviceAddress() {
-        return ByteBuffer.allocate(8).order(ByteOrder.LITTLE_ENDIAN).putLong(HostId.get()).array();
-    }
-
-    @Override
-    public byte[] ifaceAddress() {
-        return ByteBuffer.allocate(8).order(ByteOrder.LITTLE_ENDIAN).putInt((int) local.pid())
-                .putInt((int) local.ifaceId()).array();
-    }
-
     private Path socketOf(byte[] remoteIface) {
-        ByteBuffer b = ByteBuffer.wrap(remoteIface).order(ByteOrder.LITTLE_ENDIAN);
+        ByteBuffer b = reader(remoteIface);
         return ShmFiles.socket(dir, Integer.toUnsignedLong(b.getInt()), Integer.toUnsignedLong(b.getInt()));
     }
 
     @Override
     public boolean isReachable(byte[] remoteDevice, byte[] remoteIface) {
-        return remoteDevice.length == 8 && remoteIface.length == 8
-                && ByteBuffer.wrap(remoteDevice).order(ByteOrder.LITTLE_ENDIAN).getLong() == HostId.get()
+        return remoteDevice.length == 8 && remoteIface.length == 8 && onThisHost(remoteDevice)
                 && Files.exists(socketOf(remoteIface));
     }
 
     @Override
     public ChannelFuture connect(byte[] remoteDevice, byte[] remoteIface, ChannelHandler laneHandler) {
         ShmChannel ch = newChannel(local, segSize);
-        ChannelPromise promise = new DefaultChannelPromise(ch, loop);
+        ChannelPromise promise = new DefaultChannelPromise(ch, eventLoop());
         if (!isReachable(remoteDevice, remoteIface)) {
             ch.unsafe().closeForcibly();
             return promise.setFailure(new IOException("shm iface " + (remoteIface.length == 8
                     ? socketOf(remoteIface) : "(bad address)") + " is not reachable from this host"));
         }
-        ch.pipeline().addLast("nucx.lane", laneHandler);
+        ch.pipeline().addLast(LANE_HANDLER, laneHandler);
         Path socket = socketOf(remoteIface);
         Bootstrap b = new Bootstrap()
-                .group(loop)
+                .group(eventLoop())
                 .channel(engine.domainSocketChannel())
                 .handler(new ChannelInitializer<>() {
                     @Override
@@ -207,13 +171,13 @@ final class ShmIface implements Iface {
     }
 
     @Override
-    public Future<?> close() {
+    protected Future<?> doClose() {
         return server.close().addListener(f -> Files.deleteIfExists(ShmFiles.socket(dir, local.pid(),
                 local.ifaceId())));
     }
 
     @Override
-    public String toString() {
-        return "shm/" + device.name() + "#" + local.ifaceId();
+    protected String describe() {
+        return "#" + local.ifaceId();
     }
 }

@@ -2,28 +2,25 @@ package io.nucx.transport.shm;
 
 import io.netty.channel.EventLoop;
 import io.netty.channel.IoEventLoop;
+import io.nucx.transport.AbstractTransport;
 import io.nucx.transport.Availability;
 import io.nucx.transport.Device;
 import io.nucx.transport.Iface;
 import io.nucx.transport.IfaceParams;
-import io.nucx.transport.NucxConfig;
-import io.nucx.transport.Transport;
 
 import java.nio.file.Files;
-import java.util.List;
 
 /**
  * Shared-memory transport between processes of one host: a ring per direction per connection in a file under
  * {@code /dev/shm}, mapped with FFM; channels run on loops whose engine is a {@link ShmIoHandler}.
  */
-public final class ShmTransport implements Transport {
+public final class ShmTransport extends AbstractTransport {
 
     public static final String NAME = "shm";
-    public static final Device MEMORY = new Device("memory", "shm");
+    public static final Device MEMORY = memoryDevice(NAME);
 
-    @Override
-    public String name() {
-        return NAME;
+    public ShmTransport() {
+        super(NAME);
     }
 
     @Override
@@ -43,11 +40,6 @@ public final class ShmTransport implements Transport {
 
     static boolean isCompatible(EventLoop loop) {
         return loop instanceof IoEventLoop io && io.isCompatible(ShmIoHandle.class);
-    }
-
-    @Override
-    public List<Device> devices(NucxConfig config) {
-        return availability().isAvailable() ? List.of(MEMORY) : List.of();
     }
 
     @Override

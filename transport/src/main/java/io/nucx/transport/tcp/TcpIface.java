@@ -10,10 +10,10 @@ import io.netty.channel.ChannelOption;
 import io.netty.channel.EventLoop;
 import io.netty.channel.WriteBufferWaterMark;
 import io.netty.util.concurrent.Future;
+import io.nucx.transport.AbstractIface;
 import io.nucx.transport.Capability;
 import io.nucx.transport.Device;
 import io.nucx.transport.HostId;
-import io.nucx.transport.Iface;
 import io.nucx.transport.IfaceAttributes;
 import io.nucx.transport.IfaceParams;
 import io.nucx.transport.NucxConfig;
@@ -25,12 +25,10 @@ import java.net.InetSocketAddress;
 import java.net.NetworkInterface;
 import java.net.UnknownHostException;
 import java.nio.ByteBuffer;
-import java.nio.ByteOrder;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.Arrays;
 import java.util.EnumSet;
-import java.util.function.Supplier;
 
 /**
  * A listening TCP socket on the worker's loop. Accepted and connected lanes get the same pipeline:
@@ -47,7 +45,7 @@ import java.util.function.Supplier;
  * A connection naming an unknown token is closed. One TCP connection serves both directions, so only one side dials.
  * The listening socket still takes connect-to-iface lanes (wireup's auxiliary lane).
  */
-final class TcpIface implements Iface {
+final class TcpIface extends AbstractIface {
 
     /** UCX's tcp latency constant, 5.2 us, plus 576 bits on the wire (research/ucx-internals.md §5). */
     private static final double LATENCY_BASE = 5.2e-6;
@@ -62,30 +60,19 @@ final class TcpIface implements Iface {
     private static final io.netty.util.internal.logging.InternalLogger LOG =
             io.netty.util.internal.logging.InternalLoggerFactory.getInstance(TcpIface.class);
 
-    private final Transport transport;
-    private final Device device;
     private final TcpIoMode mode;
-    private final EventLoop loop;
     private final Channel server;
-    private final IfaceAttributes attributes;
-    private final byte[] deviceAddress;
-    private final byte[] ifaceAddress;
     private final int segSize;
     private final boolean p2p;
     /** p2p endpoints waiting to be reached, by token. Loop only. */
     private final java.util.Map<Long, TcpP2pEndpoint> waiting = new java.util.HashMap<>();
     private long nextToken = 1;
 
-    private TcpIface(Transport transport, Device device, TcpIoMode mode, EventLoop loop, Channel server,
+    private TcpIface(Transport transport, IfaceParams params, TcpIoMode mode, Channel server,
                      IfaceAttributes attributes, byte[] deviceAddress, byte[] ifaceAddress, int segSize, boolean p2p) {
-        this.transport = transport;
-        this.device = device;
+        super(transport, params, attributes, deviceAddress, ifaceAddress);
         this.mode = mode;
-        this.loop = loop;
         this.server = server;
-        this.attributes = attributes;
-        this.deviceAddress = deviceAddress;
-        this.ifaceAddress = ifaceAddress;
         this.segSize = segSize;
         this.p2p = p2p;
     }
@@ -105,9 +92,8 @@ final class TcpIface implements Iface {
         }
         int segSize = (int) config.memunits(NucxConfig.TCP_SEG_SIZE, 8192, 16L << 20);
         boolean p2p = config.choice(NucxConfig.TCP_CONNECT, "iface", "p2p").equals("p2p");
-        TcpIface[] self = new TcpIface[1]; // accepted lanes of a p2p iface look up its endpoints
+        TcpIface[] self = new TcpIface[1]; // accepted lanes look up the iface (its handler, its p2p endpoints)
         InetAddress bind = TcpTransport.bindAddress(config);
-        Supplier<ChannelHandler> accepted = params.acceptedLane();
         ServerBootstrap sb = new ServerBootstrap()
                 .group(loop, loop)
                 .channel(mode.serverChannel())
@@ -117,9 +103,9 @@ final class TcpIface implements Iface {
                 .childHandler(new ChannelInitializer<>() {
                     @Override
                     protected void initChannel(Channel ch) {
-                        initLane(ch, segSize, accepted.get());
+                        initLane(ch, segSize, self[0].newAcceptedLaneHandler());
                         if (p2p) {
-                            ch.pipeline().addBefore("nucx.lane", "nucx.tcp.ep", self[0].new EpAcceptor());
+                            ch.pipeline().addBefore(LANE_HANDLER, "nucx.tcp.ep", self[0].new EpAcceptor());
                         }
                     }
                 });
@@ -129,10 +115,9 @@ final class TcpIface implements Iface {
         Device device = params.device();
         IfaceAttributes attrs = attributes(device, segSize, p2p);
         byte[] ip = advertised.getAddress();
-        byte[] dev = ByteBuffer.allocate(9 + ip.length).order(ByteOrder.LITTLE_ENDIAN)
-                .putLong(HostId.get()).put((byte) ip.length).put(ip).array();
-        byte[] iface = ByteBuffer.allocate(2).order(ByteOrder.LITTLE_ENDIAN).putShort((short) local.getPort()).array();
-        self[0] = new TcpIface(transport, device, mode, loop, server, attrs, dev, iface, segSize, p2p);
+        byte[] dev = packer(9 + ip.length).putLong(HostId.get()).put((byte) ip.length).put(ip).array();
+        byte[] iface = packer(2).putShort((short) local.getPort()).array();
+        self[0] = new TcpIface(transport, params, mode, server, attrs, dev, iface, segSize, p2p);
         return self[0];
     }
 
@@ -140,7 +125,7 @@ final class TcpIface implements Iface {
     private static void initLane(Channel ch, int segSize, ChannelHandler laneHandler) {
         ch.pipeline().addLast("nucx.frameDecoder", new AmFrameDecoder(MAX_HEADER, segSize));
         ch.pipeline().addLast("nucx.frameEncoder", AmFrameEncoder.INSTANCE);
-        ch.pipeline().addLast("nucx.lane", laneHandler);
+        ch.pipeline().addLast(LANE_HANDLER, laneHandler);
     }
 
     private static WriteBufferWaterMark waterMark(int segSize) {
@@ -194,46 +179,16 @@ final class TcpIface implements Iface {
     }
 
     @Override
-    public Transport transport() {
-        return transport;
-    }
-
-    @Override
-    public Device device() {
-        return device;
-    }
-
-    @Override
-    public IfaceAttributes attributes() {
-        return attributes;
-    }
-
-    @Override
-    public byte[] deviceAddress() {
-        return deviceAddress.clone();
-    }
-
-    @Override
-    public byte[] ifaceAddress() {
-        return ifaceAddress.clone();
-    }
-
-    @Override
     public boolean isReachable(byte[] remoteDevice, byte[] remoteIface) {
         InetSocketAddress remote = remoteSocketAddress(remoteDevice, remoteIface);
         if (remote == null) {
             return false;
         }
-        ByteBuffer dev = ByteBuffer.wrap(remoteDevice).order(ByteOrder.LITTLE_ENDIAN);
-        long remoteHost = dev.getLong();
-        byte[] localIp = Arrays.copyOfRange(deviceAddress, 9, deviceAddress.length);
-        if (remote.getAddress().getAddress().length != localIp.length) {
+        byte[] localDevice = deviceAddress();
+        if (remote.getAddress().getAddress().length != localDevice.length - 9) {
             return false; // IPv4 does not reach IPv6 here
         }
-        if (remote.getAddress().isLoopbackAddress()) {
-            return remoteHost == HostId.get();
-        }
-        return true;
+        return !remote.getAddress().isLoopbackAddress() || onThisHost(remoteDevice);
     }
 
     /** The remote socket address, or null when the bytes are not a tcp address. */
@@ -241,7 +196,7 @@ final class TcpIface implements Iface {
         if (remoteDevice.length < 9 || remoteIface.length != 2) {
             return null;
         }
-        ByteBuffer dev = ByteBuffer.wrap(remoteDevice).order(ByteOrder.LITTLE_ENDIAN);
+        ByteBuffer dev = reader(remoteDevice);
         dev.getLong();
         int ipLength = dev.get() & 0xff;
         if ((ipLength != 4 && ipLength != 16) || dev.remaining() != ipLength) {
@@ -249,7 +204,7 @@ final class TcpIface implements Iface {
         }
         byte[] ip = new byte[ipLength];
         dev.get(ip);
-        int port = ByteBuffer.wrap(remoteIface).order(ByteOrder.LITTLE_ENDIAN).getShort() & 0xffff;
+        int port = reader(remoteIface).getShort() & 0xffff;
         try {
             return new InetSocketAddress(InetAddress.getByAddress(ip), port);
         } catch (UnknownHostException e) {
@@ -259,7 +214,7 @@ final class TcpIface implements Iface {
 
     @Override
     public P2pEndpoint createEndpoint(ChannelHandler laneHandler) {
-        assert loop.inEventLoop();
+        assert eventLoop().inEventLoop();
         if (!p2p) {
             throw new UnsupportedOperationException("tcp connects endpoint to endpoint only with NUCX_TCP_CONNECT=p2p");
         }
@@ -272,7 +227,7 @@ final class TcpIface implements Iface {
     private final class TcpP2pEndpoint implements P2pEndpoint {
         final long token;
         final ChannelHandler laneHandler;
-        final io.netty.util.concurrent.Promise<Channel> connected = loop.newPromise();
+        final io.netty.util.concurrent.Promise<Channel> connected = eventLoop().newPromise();
 
         TcpP2pEndpoint(long token, ChannelHandler laneHandler) {
             this.token = token;
@@ -281,7 +236,7 @@ final class TcpIface implements Iface {
 
         @Override
         public byte[] address() {
-            return ByteBuffer.allocate(8).order(ByteOrder.LITTLE_ENDIAN).putLong(token).array();
+            return packer(8).putLong(token).array();
         }
 
         @Override
@@ -291,7 +246,7 @@ final class TcpIface implements Iface {
                 return server.newFailedFuture(new IllegalArgumentException("not a tcp endpoint address: "
                         + Arrays.toString(remoteEpAddress)));
             }
-            long remoteToken = ByteBuffer.wrap(remoteEpAddress).order(ByteOrder.LITTLE_ENDIAN).getLong();
+            long remoteToken = reader(remoteEpAddress).getLong();
             ChannelFuture dial = TcpIface.this.connect(remoteDevice, remoteIface, laneHandler);
             io.netty.channel.ChannelPromise done = dial.channel().newPromise();
             dial.addListener((io.netty.channel.ChannelFutureListener) f -> {
@@ -350,7 +305,7 @@ final class TcpIface implements Iface {
                 ctx.close();
                 return;
             }
-            ctx.pipeline().replace("nucx.lane", "nucx.lane", ep.laneHandler);
+            ctx.pipeline().replace(LANE_HANDLER, LANE_HANDLER, ep.laneHandler);
             ctx.pipeline().remove(this);
             if (!ep.connected.trySuccess(ctx.channel())) {
                 ctx.close(); // the endpoint closed meanwhile
@@ -366,7 +321,7 @@ final class TcpIface implements Iface {
                     + Arrays.toString(remoteDevice) + ", iface " + Arrays.toString(remoteIface)));
         }
         return new Bootstrap()
-                .group(loop)
+                .group(eventLoop())
                 .channel(mode.socketChannel())
                 .option(ChannelOption.TCP_NODELAY, true)
                 .option(ChannelOption.WRITE_BUFFER_WATER_MARK, waterMark(segSize))
@@ -380,12 +335,12 @@ final class TcpIface implements Iface {
     }
 
     @Override
-    public Future<?> close() {
+    protected Future<?> doClose() {
         return server.close();
     }
 
     @Override
-    public String toString() {
-        return "tcp/" + device.name() + "(" + mode.configName() + (p2p ? " p2p " : " ") + server.localAddress() + ")";
+    protected String describe() {
+        return "(" + mode.configName() + (p2p ? " p2p " : " ") + server.localAddress() + ")";
     }
 }

@@ -1,11 +1,11 @@
 package io.nucx.transport.tcp;
 
+import io.nucx.transport.AbstractTransport;
 import io.nucx.transport.Availability;
 import io.nucx.transport.Device;
 import io.nucx.transport.Iface;
 import io.nucx.transport.IfaceParams;
 import io.nucx.transport.NucxConfig;
-import io.nucx.transport.Transport;
 
 import java.net.InetAddress;
 import java.net.NetworkInterface;
@@ -18,13 +18,12 @@ import java.util.List;
  * TCP as a nucx transport: Netty's socket channels on io_uring, epoll or NIO ({@link TcpIoMode}),
  * connect-to-iface, active messages framed by {@link AmFrameLayout}.
  */
-public final class TcpTransport implements Transport {
+public final class TcpTransport extends AbstractTransport {
 
     public static final String NAME = "tcp";
 
-    @Override
-    public String name() {
-        return NAME;
+    public TcpTransport() {
+        super(NAME);
     }
 
     @Override
@@ -32,6 +31,7 @@ public final class TcpTransport implements Transport {
         return Availability.available(); // NIO needs nothing native
     }
 
+    /** The network interfaces that are up and have an address. */
     @Override
     public List<Device> devices(NucxConfig config) {
         List<Device> out = new ArrayList<>();

@@ -1,0 +1,137 @@
+package io.nucx.transport;
+
+import io.netty.channel.AbstractChannel;
+import io.netty.channel.ChannelConfig;
+import io.netty.channel.ChannelMetadata;
+import io.netty.channel.ChannelPromise;
+import io.netty.channel.DefaultChannelConfig;
+import io.netty.channel.EventLoop;
+
+import java.net.SocketAddress;
+import java.nio.channels.ClosedChannelException;
+import java.nio.channels.NotYetConnectedException;
+
+/**
+ * What nucx's own lane channels share (self, shm, cma; tcp lanes are Netty's socket channels): made connected by their
+ * iface (never bound, never connected through the channel), an explicit {@link State}, addresses fixed at connect,
+ * frames weighed by their bytes toward the water mark, and a way to resume writing from the loop.
+ */
+public abstract class AbstractLaneChannel extends AbstractChannel {
+
+    /** OPEN: made, not yet paired with its peer; CONNECTED: carries writes; CLOSED: for good. */
+    protected enum State { OPEN, CONNECTED, CLOSED }
+
+    private static final ChannelMetadata METADATA = new ChannelMetadata(false);
+
+    private final ChannelConfig config = new DefaultChannelConfig(this);
+    private final SocketAddress localAddress;
+    private volatile SocketAddress remoteAddress;
+    private volatile State state;
+
+    protected AbstractLaneChannel(SocketAddress localAddress, SocketAddress remoteAddress, State initial) {
+        super(null);
+        // Frames weigh their bytes toward the water mark (Netty's default estimator counts unknown types as 8).
+        config.setMessageSizeEstimator(AmFrameSizeEstimator.INSTANCE);
+        this.localAddress = localAddress;
+        this.remoteAddress = remoteAddress;
+        this.state = initial;
+    }
+
+    protected final State state() {
+        return state;
+    }
+
+    /** The lane is connected from now on, to {@code remote} if given. */
+    protected final void connected(SocketAddress remote) {
+        if (remote != null) {
+            remoteAddress = remote;
+        }
+        state = State.CONNECTED;
+    }
+
+    /** What a write fails with before the lane is connected or after it closed; nothing while connected. */
+    protected final void ensureConnected() throws ClosedChannelException {
+        switch (state) {
+            case OPEN -> throw new NotYetConnectedException();
+            case CLOSED -> throw new ClosedChannelException();
+            default -> { }
+        }
+    }
+
+    /** Marks the lane closed; true if it was not already. */
+    protected final boolean markClosed() {
+        State old = state;
+        state = State.CLOSED;
+        return old != State.CLOSED;
+    }
+
+    @Override
+    public final ChannelConfig config() {
+        return config;
+    }
+
+    @Override
+    public final boolean isOpen() {
+        return state != State.CLOSED;
+    }
+
+    @Override
+    public boolean isActive() {
+        return state == State.CONNECTED;
+    }
+
+    @Override
+    public final ChannelMetadata metadata() {
+        return METADATA;
+    }
+
+    /** Any loop: the lane registers no IoHandle (shm, which polls rings, overrides this). */
+    @Override
+    protected boolean isCompatible(EventLoop loop) {
+        return true;
+    }
+
+    @Override
+    protected final SocketAddress localAddress0() {
+        return localAddress;
+    }
+
+    @Override
+    protected final SocketAddress remoteAddress0() {
+        return remoteAddress;
+    }
+
+    @Override
+    protected final void doBind(SocketAddress localAddress) {
+        throw new UnsupportedOperationException(getClass().getSimpleName() + " is created connected by its iface; "
+                + "it cannot be bound");
+    }
+
+    @Override
+    protected final void doDisconnect() throws Exception {
+        doClose();
+    }
+
+    @Override
+    protected AbstractUnsafe newUnsafe() {
+        return new LaneUnsafe();
+    }
+
+    /** Flushes what the outbound buffer holds again: a write that waited for room, or the next batch. Loop only. */
+    protected final void resumeWrites() {
+        ((LaneUnsafe) unsafe()).resume();
+    }
+
+    /** The lane's unsafe: connecting is its iface's job. */
+    protected class LaneUnsafe extends AbstractUnsafe {
+        @Override
+        public final void connect(SocketAddress remote, SocketAddress local, ChannelPromise promise) {
+            promise.setFailure(new UnsupportedOperationException(AbstractLaneChannel.this.getClass().getSimpleName()
+                    + " is connected by its iface"));
+        }
+
+        protected final void resume() {
+            flush0();
+        }
+    }
+}
