@@ -17,9 +17,8 @@ import io.netty.util.concurrent.Future;
 import io.netty.util.concurrent.Promise;
 import io.netty.util.internal.logging.InternalLogger;
 import io.netty.util.internal.logging.InternalLoggerFactory;
+import io.nucx.transport.AbstractIface;
 import io.nucx.transport.Capability;
-import io.nucx.transport.Device;
-import io.nucx.transport.Iface;
 import io.nucx.transport.IfaceAttributes;
 import io.nucx.transport.IfaceParams;
 import io.nucx.transport.P2pEndpoint;
@@ -28,8 +27,6 @@ import io.nucx.transport.shm.ShmIoHandle;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
-import java.nio.ByteBuffer;
-import java.nio.ByteOrder;
 import java.nio.channels.ClosedChannelException;
 import java.util.Arrays;
 import java.util.EnumSet;
@@ -56,7 +53,7 @@ import static java.lang.foreign.ValueLayout.JAVA_INT;
  * </pre>
  * Reachable: the same link layer and, on InfiniBand, the same subnet (the GID's upper 64 bits).
  */
-final class RdmaIface implements Iface {
+final class RdmaIface extends AbstractIface {
 
     private static final InternalLogger LOG = InternalLoggerFactory.getInstance(RdmaIface.class);
     static final int DEVICE_ADDRESS_LENGTH = 20;
@@ -66,8 +63,6 @@ final class RdmaIface implements Iface {
     static final double OVERHEAD = 75e-9;
     static final int TX_DEPTH = 256;
 
-    private final Transport transport;
-    private final Device device;
     private final IoEventLoop loop;
     private final RdmaContext rc;
     private final MemorySegment compChannel;
@@ -75,7 +70,6 @@ final class RdmaIface implements Iface {
     private final int asyncFd;
     private final int segSize;
     private final int rxDepth;
-    private final IfaceAttributes attributes;
     private final Arena scratch = Arena.ofShared();
     private final MemorySegment capture = Verbs.newCaptureState(scratch);
     private final MemorySegment cqOut = scratch.allocate(ADDRESS);
@@ -96,11 +90,10 @@ final class RdmaIface implements Iface {
     private boolean closing;
     private boolean released;
 
-    private RdmaIface(Transport transport, Device device, IoEventLoop loop, RdmaContext rc, MemorySegment compChannel,
+    private RdmaIface(Transport transport, IfaceParams params, RdmaContext rc, MemorySegment compChannel,
                       int segSize, int rxDepth) {
-        this.transport = transport;
-        this.device = device;
-        this.loop = loop;
+        super(transport, params, attributes(rc, segSize), deviceAddress(rc), new byte[0]);
+        this.loop = (IoEventLoop) params.eventLoop();
         this.rc = rc;
         this.compChannel = compChannel;
         this.compFd = IbvCompChannel.fd(compChannel);
@@ -108,6 +101,10 @@ final class RdmaIface implements Iface {
         this.segSize = segSize;
         this.rxDepth = rxDepth;
         this.closeFuture = loop.newPromise();
+    }
+
+    /** UCX's rc_verbs figures and what this device and configuration allow. */
+    private static IfaceAttributes attributes(RdmaContext rc, int segSize) {
         EnumSet<Capability> caps = EnumSet.of(Capability.AM_SHORT, Capability.AM_BCOPY, Capability.PUT_ZCOPY,
                 Capability.GET_ZCOPY, Capability.PENDING, Capability.CONNECT_TO_EP,
                 Capability.ERRHANDLE_PEER_FAILURE);
@@ -116,9 +113,14 @@ final class RdmaIface implements Iface {
         }
         double bandwidth = rc.bandwidth() > 0 ? rc.bandwidth() : 12.5e9;
         int maxFrame = segSize - RdmaFrame.HEADER_LENGTH;
-        this.attributes = new IfaceAttributes(caps, Math.min(maxFrame, QueuePair.MAX_INLINE - RdmaFrame.HEADER_LENGTH),
+        return new IfaceAttributes(caps, Math.min(maxFrame, QueuePair.MAX_INLINE - RdmaFrame.HEADER_LENGTH),
                 maxFrame, maxFrame, LATENCY, LATENCY_PER_EP, bandwidth, 0, OVERHEAD, 0,
                 rc.maxMsgSize * TX_DEPTH, Integer.MAX_VALUE, rc.maxMsgSize);
+    }
+
+    private static byte[] deviceAddress(RdmaContext rc) {
+        return packer(DEVICE_ADDRESS_LENGTH).put((byte) 1).put((byte) rc.linkLayer).putShort((short) rc.lid)
+                .put(rc.gid).array();
     }
 
     /** Opens device {@code device} (named "dev:port") on the loop of {@code params}. */
@@ -147,8 +149,8 @@ final class RdmaIface implements Iface {
             }
             Verbs.setNonBlocking(IbvCompChannel.fd(channel));
             Verbs.setNonBlocking(IbvContext.asyncFd(rc.ctx));
-            RdmaIface iface = new RdmaIface(transport, params.device(), loop, rc, channel,
-                    params.config().rdmaSegSize(), params.config().rdmaRxDepth());
+            RdmaIface iface = new RdmaIface(transport, params, rc, channel, params.config().rdmaSegSize(),
+                    params.config().rdmaRxDepth());
             iface.registerHandles();
             return iface;
         } catch (Throwable t) {
@@ -198,36 +200,6 @@ final class RdmaIface implements Iface {
 
     MemorySegment compChannel() {
         return compChannel;
-    }
-
-    EventLoop eventLoop() {
-        return loop;
-    }
-
-    @Override
-    public Transport transport() {
-        return transport;
-    }
-
-    @Override
-    public Device device() {
-        return device;
-    }
-
-    @Override
-    public IfaceAttributes attributes() {
-        return attributes;
-    }
-
-    @Override
-    public byte[] deviceAddress() {
-        return ByteBuffer.allocate(DEVICE_ADDRESS_LENGTH).order(ByteOrder.LITTLE_ENDIAN).put((byte) 1)
-                .put((byte) rc.linkLayer).putShort((short) rc.lid).put(rc.gid).array();
-    }
-
-    @Override
-    public byte[] ifaceAddress() {
-        return new byte[0];
     }
 
     @Override
@@ -592,8 +564,7 @@ final class RdmaIface implements Iface {
                 connected.tryFailure(e);
                 return promise.setFailure(e);
             }
-            channel.pipeline().addLast("nucx.lane", laneHandler);
-            loop.register(channel).addListener(f -> {
+            registerLane(loop, channel, laneHandler).addListener(f -> {
                 if (f.isSuccess()) {
                     connected.trySuccess(channel);
                     promise.trySuccess();
@@ -622,7 +593,7 @@ final class RdmaIface implements Iface {
 
     /** Stops taking lanes; the device is released when the last lane has closed. */
     @Override
-    public Future<?> close() {
+    protected Future<?> doClose() {
         if (loop.inEventLoop()) {
             close0();
         } else {
@@ -671,7 +642,7 @@ final class RdmaIface implements Iface {
     }
 
     @Override
-    public String toString() {
-        return "rdma/" + device.name();
+    protected String describe() {
+        return "";
     }
 }

@@ -8,7 +8,7 @@ import io.nucx.transport.Device;
 import io.nucx.transport.Iface;
 import io.nucx.transport.IfaceParams;
 import io.nucx.transport.NucxConfig;
-import io.nucx.transport.Transport;
+import io.nucx.transport.AbstractTransport;
 
 import java.util.ArrayList;
 import java.util.List;
@@ -20,7 +20,7 @@ import java.util.List;
  * {@code ibv_get_device_list} finds devices (else its errno), whether any port is ACTIVE; the reason says which step
  * failed.
  */
-public final class RdmaTransport implements Transport {
+public final class RdmaTransport extends AbstractTransport {
 
     public static final String NAME = "rdma";
 
@@ -37,17 +37,13 @@ public final class RdmaTransport implements Transport {
 
     /** The transport over {@code library} (a soname or a path); null for NUCX_VERBS_LIB's. */
     public RdmaTransport(String library) {
+        super(NAME);
         this.library = library;
     }
 
     /** The library this transport binds. */
     public String library() {
         return library != null ? library : NucxConfig.fromEnvironment().verbsLib();
-    }
-
-    @Override
-    public String name() {
-        return NAME;
     }
 
     @Override
