@@ -37,7 +37,9 @@
  * Not modelled: UD/UC/XRC, memory windows, multicast, RDMA WRITE with immediate, a responder whose process is
  * stopped (its "NIC" stops with it).
  *
- * Settings (environment): VERBS_EMU_DEVICES (0..2, default 2), VERBS_EMU_PORT_STATE (active | down).
+ * Settings (environment): VERBS_EMU_DEVICES (0..2, default 2), VERBS_EMU_PORT_STATE (active | down),
+ * VERBS_EMU_LINK_LAYER (infiniband | ethernet: RoCE ports, no LIDs, GRH required, GIDs 0 = RoCE v1 and 1 = RoCE v2),
+ * VERBS_EMU_DEBUG (trace dials and errors on stderr).
  */
 #define _GNU_SOURCE
 #include <infiniband/verbs.h>
@@ -140,6 +142,39 @@ static void init_devices(void)
 static uint16_t lid_of(int dev)
 {
     return (uint16_t)(dev + 1);
+}
+
+static void gid_of(int dev, union ibv_gid *gid);
+
+/* VERBS_EMU_LINK_LAYER=ethernet: the ports are RoCE: no LID, GRH required, GID 0 RoCE v1 (link-local) and GID 1
+   RoCE v2 (IPv4-mapped 10.0.0.<dev+1>), as a RoCE NIC's table starts. */
+static int roce(void)
+{
+    const char *v = getenv("VERBS_EMU_LINK_LAYER");
+    return v != NULL && strcmp(v, "ethernet") == 0;
+}
+
+static int gid_count(void)
+{
+    return roce() ? 2 : 1;
+}
+
+/* GID `index` of device `dev`; 0 for a valid index */
+static int gid_at(int dev, int index, union ibv_gid *gid)
+{
+    if (index < 0 || index >= gid_count()) {
+        return EINVAL;
+    }
+    memset(gid, 0, sizeof(*gid));
+    if (index == 1) {
+        gid->raw[10] = 0xff;
+        gid->raw[11] = 0xff;
+        gid->raw[12] = 10;
+        gid->raw[15] = (uint8_t)(dev + 1);
+        return 0;
+    }
+    gid_of(dev, gid);
+    return 0;
 }
 
 static void gid_of(int dev, union ibv_gid *gid)
@@ -964,15 +999,17 @@ static uint64_t ack_timeout_ns(struct emu_qp *qp)
 
 static int dev_of_ah(const struct ibv_ah_attr *ah)
 {
-    int i;
+    int i, g;
     for (i = 0; i < device_count(); i++) {
         if (ah->is_global) {
-            union ibv_gid g;
-            gid_of(i, &g);
-            if (memcmp(g.raw, ah->grh.dgid.raw, 16) == 0) {
-                return i;
+            for (g = 0; g < gid_count(); g++) {
+                union ibv_gid gid;
+                gid_at(i, g, &gid);
+                if (memcmp(gid.raw, ah->grh.dgid.raw, 16) == 0) {
+                    return i;
+                }
             }
-        } else if (ah->dlid == lid_of(i)) {
+        } else if (!roce() && ah->dlid == lid_of(i)) {
             return i;
         }
     }
@@ -1716,18 +1753,18 @@ static int emu_query_port(struct ibv_context *context, uint8_t port_num, struct 
     p.state = state != NULL && strcmp(state, "down") == 0 ? IBV_PORT_DOWN : IBV_PORT_ACTIVE;
     p.max_mtu = IBV_MTU_4096;
     p.active_mtu = IBV_MTU_4096;
-    p.gid_tbl_len = 1;
+    p.gid_tbl_len = gid_count();
     p.port_cap_flags = 0;
     p.max_msg_sz = EMU_MAX_MSG;
     p.pkey_tbl_len = 1;
-    p.lid = lid_of(dev);
+    p.lid = roce() ? 0 : lid_of(dev);
     p.sm_lid = 1;
     p.max_vl_num = 1;
     p.subnet_timeout = 18;
     p.active_width = 2;  /* 4x */
     p.active_speed = 32; /* EDR */
     p.phys_state = p.state == IBV_PORT_ACTIVE ? 5 : 3; /* LinkUp : Disabled */
-    p.link_layer = IBV_LINK_LAYER_INFINIBAND;
+    p.link_layer = roce() ? IBV_LINK_LAYER_ETHERNET : IBV_LINK_LAYER_INFINIBAND;
     memcpy(a, &p, len < sizeof(p) ? len : sizeof(p));
     return 0;
 }
@@ -1740,11 +1777,10 @@ EXPORT int ibv_query_port(struct ibv_context *context, uint8_t port_num, struct 
 
 EXPORT int ibv_query_gid(struct ibv_context *context, uint8_t port_num, int index, union ibv_gid *gid)
 {
-    if (port_num != 1 || index != 0) {
+    if (port_num != 1 || gid_at(ctx_of(context)->index, index, gid) != 0) {
         errno = EINVAL;
         return -1;
     }
-    gid_of(ctx_of(context)->index, gid);
     return 0;
 }
 
@@ -1752,13 +1788,16 @@ EXPORT int _ibv_query_gid_ex(struct ibv_context *context, uint32_t port_num, uin
                              struct ibv_gid_entry *entry, uint32_t flags, size_t entry_size)
 {
     (void)flags;
-    if (port_num != 1 || gid_index != 0 || entry_size < sizeof(*entry)) {
+    if (port_num != 1 || entry_size < sizeof(*entry)) {
         return EINVAL;
     }
     memset(entry, 0, sizeof(*entry));
-    gid_of(ctx_of(context)->index, &entry->gid);
+    if (gid_at(ctx_of(context)->index, (int)gid_index, &entry->gid) != 0) {
+        return EINVAL;
+    }
+    entry->gid_index = gid_index;
     entry->port_num = 1;
-    entry->gid_type = IBV_GID_TYPE_IB;
+    entry->gid_type = !roce() ? IBV_GID_TYPE_IB : gid_index == 1 ? IBV_GID_TYPE_ROCE_V2 : IBV_GID_TYPE_ROCE_V1;
     return 0;
 }
 
@@ -2003,6 +2042,9 @@ EXPORT int ibv_modify_qp(struct ibv_qp *ibqp, struct ibv_qp_attr *attr, int mask
         }
     } else if (cur == IBV_QPS_INIT && next == IBV_QPS_RTR) {
         rc = check_mask(mask, REQ_RTR, OPT_RTR, "INIT->RTR");
+        if (rc == 0 && roce() && !attr->ah_attr.is_global) {
+            rc = EINVAL; /* RoCE has no LIDs: the address must carry the GRH */
+        }
         if (rc == 0 && (attr->path_mtu < IBV_MTU_256 || attr->path_mtu > IBV_MTU_4096
                         || attr->max_dest_rd_atomic > EMU_MAX_RD_ATOM || attr->ah_attr.port_num != 1
                         || attr->dest_qp_num > 0xffffff)) {

@@ -176,7 +176,7 @@ public final class RdmaChannel extends AbstractChannel implements RmaLane {
     /** This queue pair's address for the peer (see {@link RdmaEndpointAddress}). */
     RdmaEndpointAddress endpointAddress() {
         RdmaContext rc = iface.context();
-        return new RdmaEndpointAddress(rc.linkLayer, RdmaContext.PORT, rc.activeMtu, rc.lid, RdmaContext.GID_INDEX,
+        return new RdmaEndpointAddress(rc.linkLayer, RdmaContext.PORT, rc.activeMtu, rc.lid, rc.gidIndex,
                 rc.linkLayer == IbvPortAttr.IBV_LINK_LAYER_ETHERNET, qp.qpn, psn, rxDepth, segSize, rc.gid,
                 iface.pdToken());
     }
@@ -186,7 +186,7 @@ public final class RdmaChannel extends AbstractChannel implements RmaLane {
         if (state != State.NEW) {
             throw new IllegalStateException("rdma channel already " + state);
         }
-        qp.connect(peer, psn, RdmaContext.GID_INDEX);
+        qp.connect(peer, psn, iface.context().gidIndex);
         remoteAddress = peer;
         remote = new Address("rdma " + peer);
         maxFrame = Math.min(segSize, peer.maxFrame());

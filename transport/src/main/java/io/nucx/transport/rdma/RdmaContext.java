@@ -16,7 +16,6 @@ import static java.lang.foreign.ValueLayout.JAVA_SHORT;
 final class RdmaContext implements AutoCloseable {
 
     static final int PORT = 1;
-    static final int GID_INDEX = 0;
 
     final Verbs verbs;
     final String deviceName;
@@ -38,11 +37,14 @@ final class RdmaContext implements AutoCloseable {
     final long maxMsgSize;
     final int activeWidth;
     final int activeSpeed;
+    /** The source GID this side uses and its index: 0 on InfiniBand; on RoCE the first RoCE v2 GID if the library
+     *  tells GID types, else 0. */
     final byte[] gid = new byte[IbvGid.SIZE];
+    final int gidIndex;
     private boolean closed;
 
     private RdmaContext(Verbs verbs, String deviceName, MemorySegment ctx, MemorySegment pd, MemorySegment devAttr,
-                        MemorySegment portAttr, MemorySegment gidSeg) {
+                        MemorySegment portAttr, MemorySegment gidSeg, int gidIndex) {
         this.verbs = verbs;
         this.deviceName = deviceName;
         this.ctx = ctx;
@@ -63,6 +65,7 @@ final class RdmaContext implements AutoCloseable {
         activeWidth = portAttr.get(JAVA_BYTE, IbvPortAttr.ACTIVE_WIDTH);
         activeSpeed = portAttr.get(JAVA_BYTE, IbvPortAttr.ACTIVE_SPEED);
         MemorySegment.copy(gidSeg, JAVA_BYTE, 0, gid, 0, IbvGid.SIZE);
+        this.gidIndex = gidIndex;
     }
 
     /** Lists the device names {@code ibv_get_device_list} returns; the exception says why there are none. */
@@ -129,7 +132,8 @@ final class RdmaContext implements AutoCloseable {
             if (rc == 0) {
                 rc = (int) verbs.queryPort.invokeExact(ctx, (byte) PORT, portAttr);
             }
-            if (rc == 0 && (int) verbs.queryGid.invokeExact(cs, ctx, (byte) PORT, GID_INDEX, gid) != 0) {
+            int gidIndex = rc == 0 ? sourceGidIndex(verbs, ctx, portAttr, arena) : 0;
+            if (rc == 0 && (int) verbs.queryGid.invokeExact(cs, ctx, (byte) PORT, gidIndex, gid) != 0) {
                 rc = Verbs.errno(cs);
             }
             MemorySegment pd = rc == 0 ? (MemorySegment) verbs.allocPd.invokeExact(cs, ctx) : MemorySegment.NULL;
@@ -139,12 +143,34 @@ final class RdmaContext implements AutoCloseable {
                 throw new VerbsException((rc != 0 ? "ibv_query_device/port/gid(" : "ibv_alloc_pd(") + name + ")",
                         errno);
             }
-            return new RdmaContext(verbs, name, ctx, pd, devAttr, portAttr, gid);
+            return new RdmaContext(verbs, name, ctx, pd, devAttr, portAttr, gid, gidIndex);
         } catch (VerbsException e) {
             throw e;
         } catch (Throwable t) {
             throw new IllegalStateException("verbs downcall failed", t);
         }
+    }
+
+    /**
+     * The GID index this side sends from: 0 on InfiniBand (the port's GID; LIDs route); on RoCE the first entry whose
+     * type is RoCE v2 (routable over IP, what RoCE fabrics run), or 0 when the library cannot tell types
+     * (rdma-core before 32) or the table has none.
+     */
+    private static int sourceGidIndex(Verbs verbs, MemorySegment ctx, MemorySegment portAttr, Arena arena)
+            throws Throwable {
+        if (portAttr.get(JAVA_BYTE, IbvPortAttr.LINK_LAYER) != IbvPortAttr.IBV_LINK_LAYER_ETHERNET
+                || verbs.queryGidEx == null) {
+            return 0;
+        }
+        int entries = portAttr.get(JAVA_INT, IbvPortAttr.GID_TBL_LEN);
+        MemorySegment entry = arena.allocate(IbvGidEntry.LAYOUT);
+        for (int i = 0; i < entries; i++) {
+            int rc = (int) verbs.queryGidEx.invokeExact(ctx, PORT, i, entry, 0, IbvGidEntry.LAYOUT.byteSize());
+            if (rc == 0 && entry.get(JAVA_INT, IbvGidEntry.GID_TYPE) == IbvGidEntry.IBV_GID_TYPE_ROCE_V2) {
+                return i;
+            }
+        }
+        return 0;
     }
 
     boolean portActive() {

@@ -94,6 +94,8 @@ final class Verbs {
     final MethodHandle destroyQp;
     final MethodHandle getAsyncEvent;
     final MethodHandle ackAsyncEvent;
+    /** {@code _ibv_query_gid_ex}, null before rdma-core 32 (then GID types are unknown: index 0 is used). */
+    final MethodHandle queryGidEx;
 
     private Verbs(String library, SymbolLookup lookup) {
         this.library = library;
@@ -132,6 +134,10 @@ final class Verbs {
         destroyQp = bind(lookup, "ibv_destroy_qp", FunctionDescriptor.of(JAVA_INT, ADDRESS), false);
         getAsyncEvent = bind(lookup, "ibv_get_async_event", FunctionDescriptor.of(JAVA_INT, ADDRESS, ADDRESS), true);
         ackAsyncEvent = bind(lookup, "ibv_ack_async_event", FunctionDescriptor.ofVoid(ADDRESS), false);
+        // int _ibv_query_gid_ex(struct ibv_context *, uint32_t port, uint32_t index, struct ibv_gid_entry *,
+        //                       uint32_t flags, size_t entry_size): 0 or an errno value
+        queryGidEx = lookup.find("_ibv_query_gid_ex").map(f -> LINKER.downcallHandle(f, FunctionDescriptor.of(
+                JAVA_INT, ADDRESS, JAVA_INT, JAVA_INT, ADDRESS, JAVA_INT, JAVA_LONG))).orElse(null);
     }
 
     private static MethodHandle bind(SymbolLookup lookup, String name, FunctionDescriptor fd, boolean errno) {

@@ -27,6 +27,7 @@ final class VerbsLayouts {
             new Struct("struct ibv_device_attr", IbvDeviceAttr.LAYOUT),
             new Struct("struct ibv_port_attr", IbvPortAttr.LAYOUT),
             new Struct("union ibv_gid", IbvGid.LAYOUT),
+            new Struct("struct ibv_gid_entry", IbvGidEntry.LAYOUT),
             new Struct("struct ibv_pd", IbvPd.LAYOUT),
             new Struct("struct ibv_mr", IbvMr.LAYOUT),
             new Struct("struct ibv_comp_channel", IbvCompChannel.LAYOUT),

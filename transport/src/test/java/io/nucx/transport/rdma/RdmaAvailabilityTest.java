@@ -56,6 +56,26 @@ class RdmaAvailabilityTest {
         assertEquals("[Device[name=emu0:1, type=rdma], Device[name=emu1:1, type=rdma]]", out.get(1));
     }
 
+    /**
+     * RoCE ports (the emulator as Ethernet): no LIDs, so the address must carry the GRH, from the RoCE v2 GID (index
+     * 1 of the table; 0 is v1); frames and a PUT go through.
+     */
+    @Test
+    void roceLanesAddressByTheRoceV2Gid() throws Exception {
+        String missing = VerbsEmulator.missing();
+        assumeTrue(missing == null, () -> missing);
+        String java = ProcessHandle.current().info().command().orElseThrow();
+        ProcessBuilder pb = new ProcessBuilder(List.of(java, "--enable-native-access=ALL-UNNAMED", "-cp",
+                System.getProperty("java.class.path"), RdmaLoopbackProbe.class.getName(), VerbsEmulator.library()))
+                .redirectErrorStream(true);
+        pb.environment().put("VERBS_EMU_LINK_LAYER", "ethernet");
+        Process p = pb.start();
+        List<String> out = new String(p.getInputStream().readAllBytes()).lines()
+                .filter(l -> l.startsWith("LINK") || l.startsWith("OK") || l.startsWith("FAILED")).toList();
+        assertTrue(p.waitFor(60, TimeUnit.SECONDS));
+        assertEquals(List.of("LINK 2 GID 1 LID 0", "LINK 2 GID 1 LID 0", "OK"), out);
+    }
+
     /** Until the wireup connects rdma lanes on both sides, "all" leaves rdma out even where it runs; naming it works. */
     @Test
     void allLeavesRdmaOutButNamingItSelectsIt() throws Exception {

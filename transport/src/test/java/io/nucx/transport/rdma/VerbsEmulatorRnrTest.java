@@ -30,8 +30,8 @@ class VerbsEmulatorRnrTest {
             QueuePair a = QueuePair.create(ca, MemorySegment.NULL, 4, 4, arena);
             QueuePair b = QueuePair.create(cb, MemorySegment.NULL, 4, 4, arena);
             try {
-                a.connect(address(cb, b), 1, RdmaContext.GID_INDEX); // b's device and queue pair
-                b.connect(address(ca, a), 2, RdmaContext.GID_INDEX);
+                a.connect(address(cb, b), 1, ca.gidIndex); // b's device and queue pair
+                b.connect(address(ca, a), 2, cb.gidIndex);
                 MemorySegment src = arena.allocate(64, 64).fill((byte) 0x2a);
                 MemorySegment dst = arena.allocate(64, 64);
                 MemorySegment mrA = register(ca, src);
@@ -67,7 +67,7 @@ class VerbsEmulatorRnrTest {
     }
 
     private static RdmaEndpointAddress address(RdmaContext rc, QueuePair qp) {
-        return new RdmaEndpointAddress(rc.linkLayer, RdmaContext.PORT, rc.activeMtu, rc.lid, RdmaContext.GID_INDEX,
+        return new RdmaEndpointAddress(rc.linkLayer, RdmaContext.PORT, rc.activeMtu, rc.lid, rc.gidIndex,
                 false, qp.qpn, 0, 4, 64, rc.gid, 0);
     }
 
