@@ -926,35 +926,31 @@ static void complete_send(struct emu_qp *qp, struct wqe *w, enum ibv_wc_status s
     cq_push((struct emu_cq *)qp->qp.send_cq, &wc);
 }
 
+/* A flushed work request's completion: IBV_WC_WR_FLUSH_ERR, as a QP in the error state reports each. */
+static void push_flushed(struct ibv_cq *cq, uint64_t wr_id, enum ibv_wc_opcode opcode, uint32_t qp_num)
+{
+    struct ibv_wc wc;
+    memset(&wc, 0, sizeof(wc));
+    wc.wr_id = wr_id;
+    wc.status = IBV_WC_WR_FLUSH_ERR;
+    wc.opcode = opcode;
+    wc.qp_num = qp_num;
+    wc.vendor_err = 0xf9;
+    cq_push((struct emu_cq *)cq, &wc);
+}
+
 static void flush_recv(struct emu_qp *qp)
 {
-    while (qp->rq_head != qp->rq_tail) {
-        struct rwqe *r = &qp->rq[qp->rq_head % qp->rq_depth];
-        struct ibv_wc wc;
-        memset(&wc, 0, sizeof(wc));
-        wc.wr_id = r->wr_id;
-        wc.status = IBV_WC_WR_FLUSH_ERR;
-        wc.opcode = IBV_WC_RECV;
-        wc.qp_num = qp->qp.qp_num;
-        wc.vendor_err = 0xf9;
-        qp->rq_head++;
-        cq_push((struct emu_cq *)qp->qp.recv_cq, &wc);
+    for (; qp->rq_head != qp->rq_tail; qp->rq_head++) {
+        push_flushed(qp->qp.recv_cq, qp->rq[qp->rq_head % qp->rq_depth].wr_id, IBV_WC_RECV, qp->qp.qp_num);
     }
 }
 
 static void flush_send(struct emu_qp *qp)
 {
-    while (qp->sq_head != qp->sq_tail) {
+    for (; qp->sq_head != qp->sq_tail; qp->sq_head++) {
         struct wqe *w = &qp->sq[qp->sq_head % qp->sq_depth];
-        struct ibv_wc wc;
-        memset(&wc, 0, sizeof(wc));
-        wc.wr_id = w->wr_id;
-        wc.status = IBV_WC_WR_FLUSH_ERR;
-        wc.opcode = wc_opcode(w->opcode);
-        wc.qp_num = qp->qp.qp_num;
-        wc.vendor_err = 0xf9;
-        qp->sq_head++;
-        cq_push((struct emu_cq *)qp->qp.send_cq, &wc);
+        push_flushed(qp->qp.send_cq, w->wr_id, wc_opcode(w->opcode), qp->qp.qp_num);
     }
     qp->sq_sent = qp->sq_head;
 }
