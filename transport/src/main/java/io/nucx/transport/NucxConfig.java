@@ -61,6 +61,16 @@ public final class NucxConfig {
     /** Largest active-message payload one shm record carries. */
     public static final Entry SHM_SEG_SIZE = define("SHM_SEG_SIZE", "64k",
             "Largest payload of one shm active-message record (bcopy fragment size); at most ring size / 8");
+    /** The verbs library the rdma transport binds: the system's, or a stand-in such as nucx's test emulator. */
+    public static final Entry VERBS_LIB = define("VERBS_LIB", "libibverbs.so.1",
+            "Verbs library the rdma transport loads: a soname or a path (the system's libibverbs.so.1 by default)");
+    /** Largest active message one rdma SEND carries; each receive buffer has this size. */
+    public static final Entry RDMA_SEG_SIZE = define("RDMA_SEG_SIZE", "8k",
+            "Largest active-message frame of one rdma SEND, header included; the size of each receive buffer "
+                    + "(1k..1m)");
+    /** Receives each rdma lane keeps posted: the credits its peer starts with. */
+    public static final Entry RDMA_RX_DEPTH = define("RDMA_RX_DEPTH", "128",
+            "Receive buffers each rdma lane keeps posted, the peer's send credits (16..4096)");
     /** Largest tagged message a receiver accepts; checked before any allocation. */
     public static final Entry MAX_MSG_SIZE = define("MAX_MSG_SIZE", "1g",
             "Largest tagged message a receiver accepts (checked before allocating)");
@@ -377,6 +387,25 @@ public final class NucxConfig {
         return (int) v;
     }
 
+    /** {@link #RDMA_SEG_SIZE}: 1 KiB to 1 MiB. */
+    public int rdmaSegSize() {
+        return (int) memunits(RDMA_SEG_SIZE, 1024, 1 << 20);
+    }
+
+    /** {@link #RDMA_RX_DEPTH}: 16 to 4096. */
+    public int rdmaRxDepth() {
+        return integer(RDMA_RX_DEPTH, 16, 4096);
+    }
+
+    /** {@link #VERBS_LIB}, not empty. */
+    public String verbsLib() {
+        String v = string(VERBS_LIB);
+        if (v.isEmpty()) {
+            throw invalid(VERBS_LIB, "empty library name");
+        }
+        return v;
+    }
+
     /** Shortest keepalive period: a tick walks every endpoint, so a shorter one costs more than it detects. */
     public static final long MIN_KEEPALIVE_INTERVAL_NANOS = 10_000_000L;
     private static final long MAX_KEEPALIVE_NANOS = 3_600_000_000_000L;
@@ -433,6 +462,9 @@ public final class NucxConfig {
         shmRingSize();
         shmSegSize();
         memunits(MAX_MSG_SIZE, 1, Integer.MAX_VALUE - 64);
+        verbsLib();
+        rdmaSegSize();
+        rdmaRxDepth();
         bool(BUSY_POLL);
         bool(PROTO_INFO);
         choice(ERR_MODE, "peer", "failover", "none");

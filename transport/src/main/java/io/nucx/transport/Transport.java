@@ -28,6 +28,15 @@ public interface Transport {
         return devices.get(0);
     }
 
+    /**
+     * Whether {@code NUCX_TLS=all} includes this transport when it is available. A transport the upper layers cannot
+     * drive yet (rdma: its lanes need a connect on both sides, which the wireup does not do yet) says false; naming
+     * it in {@code NUCX_TLS} still selects it.
+     */
+    default boolean includedInAll() {
+        return true;
+    }
+
     /** False for RMA-only transports (cma): they never carry active messages, so they cannot be a worker's only one. */
     default boolean carriesActiveMessages() {
         return true;

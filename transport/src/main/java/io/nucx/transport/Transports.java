@@ -24,7 +24,8 @@ public final class Transports {
     }
 
     /**
-     * The transports {@code NUCX_TLS} selects. "all" selects every available one; a named transport that is
+     * The transports {@code NUCX_TLS} selects. "all" selects every available one that is {@link
+     * Transport#includedInAll() included in all}; a named transport that is
      * unknown fails, and one that is unavailable fails with its reason.
      */
     public static List<Transport> selected(NucxConfig config) {
@@ -33,7 +34,7 @@ public final class Transports {
         List<Transport> out = new ArrayList<>();
         if (tls.equals("all")) {
             for (Transport t : all) {
-                if (t.availability().isAvailable()) {
+                if (t.includedInAll() && t.availability().isAvailable()) {
                     out.add(t);
                 }
             }
