@@ -109,7 +109,7 @@ public final class DefaultWorker implements Worker {
                     if (context.allTransports()) {
                         continue; // "all" means all that can run here; a named transport must run
                     }
-                    throw config.invalid(NucxConfig.TLS, onLoop.reason());
+                    throw config.invalid(io.nucx.transport.TransportConfig.TLS, onLoop.reason());
                 }
                 Iface iface = t.openIface(new IfaceParams(loop, t.defaultDevice(config),
                         () -> LaneInboundHandler.accepted(this), config));

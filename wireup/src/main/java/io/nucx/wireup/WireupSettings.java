@@ -16,13 +16,8 @@ record WireupSettings(ErrorMode errorMode, LaneSelector.BwLimits bwLimits, long 
                       long keepaliveTimeoutNanos) {
 
     static WireupSettings from(NucxConfig config) {
-        ErrorMode mode = switch (config.choice(NucxConfig.ERR_MODE, "peer", "failover", "none")) {
-            case "peer" -> ErrorMode.PEER;
-            case "failover" -> ErrorMode.FAILOVER;
-            default -> ErrorMode.NONE;
-        };
-        return new WireupSettings(mode, new LaneSelector.BwLimits(config.integer(NucxConfig.MAX_RNDV_LANES, 1, 8),
-                config.decimal(NucxConfig.MULTI_LANE_MAX_RATIO, 1, 1000)), config.keepaliveIntervalNanos(),
-                config.keepaliveTimeoutNanos());
+        return new WireupSettings(config.get(WireupConfig.ERR_MODE), new LaneSelector.BwLimits(
+                config.get(WireupConfig.MAX_RNDV_LANES), config.get(WireupConfig.MULTI_LANE_MAX_RATIO)),
+                config.get(WireupConfig.KEEPALIVE_INTERVAL), config.get(WireupConfig.KEEPALIVE_TIMEOUT));
     }
 }

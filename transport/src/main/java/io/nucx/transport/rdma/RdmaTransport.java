@@ -43,7 +43,7 @@ public final class RdmaTransport extends AbstractTransport {
 
     /** The library this transport binds. */
     public String library() {
-        return library != null ? library : NucxConfig.fromEnvironment().verbsLib();
+        return library != null ? library : NucxConfig.fromEnvironment().get(RdmaConfig.VERBS_LIB);
     }
 
     @Override
@@ -150,5 +150,10 @@ public final class RdmaTransport extends AbstractTransport {
             throw new IllegalStateException(p.availability().reason());
         }
         return RdmaIface.open(this, params, p.verbs());
+    }
+
+    @Override
+    public io.nucx.transport.config.ConfigTable configTable() {
+        return RdmaConfig.TABLE;
     }
 }

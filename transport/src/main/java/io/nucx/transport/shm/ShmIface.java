@@ -75,8 +75,8 @@ final class ShmIface extends AbstractIface {
                     + "an io_uring, epoll or NIO handler; this worker's loop is " + loop.getClass().getName());
         }
         NucxConfig config = params.config();
-        int ringSize = config.shmRingSize();
-        int segSize = config.shmSegSize();
+        int ringSize = ShmConfig.ringSize(config);
+        int segSize = ShmConfig.segSize(config);
         ShmFiles.reapStale(dir);
         ShmAddress local = new ShmAddress(ShmFiles.pid(), NEXT_ID.getAndIncrement());
         Path socket = ShmFiles.socket(dir, local.pid(), local.ifaceId());

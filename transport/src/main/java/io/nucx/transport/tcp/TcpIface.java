@@ -87,13 +87,13 @@ final class TcpIface extends AbstractIface {
             throw new IllegalArgumentException("tcp needs an io_uring, epoll or nio event loop; got "
                     + loop.getClass().getName());
         }
-        String forced = config.choice(NucxConfig.TCP_IO, "auto", "io_uring", "epoll", "nio");
-        if (!forced.equals("auto") && !forced.equals(mode.configName())) {
-            throw config.invalid(NucxConfig.TCP_IO, "the worker's event loop runs " + mode.configName()
-                    + "; give the worker a " + forced + " event loop group or drop the setting");
+        java.util.Optional<TcpIoMode> forced = config.get(TcpConfig.IO);
+        if (forced.isPresent() && forced.get() != mode) {
+            throw config.invalid(TcpConfig.IO, "the worker's event loop runs " + mode.configName()
+                    + "; give the worker a " + forced.get().configName() + " event loop group or drop the setting");
         }
-        int segSize = (int) config.memunits(NucxConfig.TCP_SEG_SIZE, 8192, 16L << 20);
-        boolean p2p = config.choice(NucxConfig.TCP_CONNECT, "iface", "p2p").equals("p2p");
+        int segSize = (int) (long) config.get(TcpConfig.SEG_SIZE);
+        boolean p2p = config.get(TcpConfig.CONNECT) == TcpConfig.Connect.P2P;
         TcpIface[] self = new TcpIface[1]; // accepted lanes look up the iface (its handler, its p2p endpoints)
         InetAddress bind = TcpTransport.bindAddress(config);
         ServerBootstrap sb = new ServerBootstrap()
