@@ -127,7 +127,9 @@ public final class DefaultWorker implements Worker {
         }
         this.address = new WorkerAddress(uuid, name, entries);
         // One timer per worker, not per endpoint: a tick walks every endpoint (UCX's keepalive progress does too).
-        this.keepaliveTask = !keepalive.enabled() ? null : loop.scheduleAtFixedRate(this::keepaliveTick,
+        // Fixed delay, not fixed rate: after the loop stalls, a fixed rate fires the missed ticks back to back, each
+        // counting an interval of silence while the peer's frames still wait unread in the lane.
+        this.keepaliveTask = !keepalive.enabled() ? null : loop.scheduleWithFixedDelay(this::keepaliveTick,
                 keepalive.intervalNanos(), keepalive.intervalNanos(), TimeUnit.NANOSECONDS);
     }
 
