@@ -142,10 +142,16 @@ public final class DefaultWorker implements Worker {
         return new DefaultWorker(context, loop, owned, name, endpointInitializer);
     }
 
-    private void keepaliveTick() {
+    /** One keepalive tick over every endpoint; the timer's, and tests' that step keepalive instead of waiting. */
+    void keepaliveTick() {
         for (EndpointChannel ep : endpoints.values()) {
             ep.keepaliveTick(keepalive);
         }
+    }
+
+    /** Ticks of silence after which keepalive fails an endpoint. */
+    int keepaliveTicksToExpire() {
+        return keepalive.ticksToExpire();
     }
 
     // ------------------------------------------------------------ Worker
