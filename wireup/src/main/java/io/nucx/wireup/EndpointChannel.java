@@ -26,6 +26,7 @@ import io.nucx.protocol.amo.AtomicOp;
 import io.nucx.protocol.amo.AtomicRequest;
 import io.nucx.protocol.amo.RemoteMemoryKey;
 import io.nucx.protocol.select.SelectionKey;
+import io.nucx.protocol.stream.StreamData;
 import io.nucx.protocol.tag.TagMessage;
 import io.nucx.transport.AmFrame;
 import io.nucx.transport.Capability;
@@ -344,6 +345,11 @@ final class EndpointChannel extends AbstractChannel implements Endpoint, Endpoin
     @Override
     public ChannelFuture tagSend(long tag, ByteBuf data) {
         return writeAndFlush(new TagMessage(tag, data));
+    }
+
+    @Override
+    public ChannelFuture streamSend(ByteBuf data) {
+        return writeAndFlush(new StreamData(data));
     }
 
     @Override

@@ -103,7 +103,7 @@ final class RndvSender {
         }
         ByteBuf header = RndvHeaders.writeRts(ctx.alloc().buffer(RndvHeaders.rtsLength(key)), req.tag(), s.id,
                 content.readableBytes(), key);
-        ctx.write(AmFrame.of(AmIds.RNDV_RTS, header), ctx.voidPromise());
+        ctx.write(AmFrame.of(req.stream() ? AmIds.STREAM_RTS : AmIds.RNDV_RTS, header), ctx.voidPromise());
     }
 
     private Send find(long senderReqId, String what) {
