@@ -55,8 +55,13 @@ final class EndpointChannel extends AbstractChannel implements Endpoint, Endpoin
 
     private final DefaultWorker worker;
     private final long id;
-    /** This endpoint's number among the connections between the two workers (see {@link EndpointMatch}). */
+    /**
+     * This endpoint's number among the connections between the two workers (see {@link EndpointMatch}), or for an
+     * endpoint made through a listener the listener's token.
+     */
     private final int connSn;
+    /** Made through a listener ({@link DefaultWorker#connectListened}): never matched. */
+    private boolean listened;
     private final WorkerAddress remote;
     private final ErrorMode errorMode;
     private final EndpointAddress localAddress;
@@ -113,6 +118,14 @@ final class EndpointChannel extends AbstractChannel implements Endpoint, Endpoin
         EndpointChannel ep = new EndpointChannel(worker, id, remote, lanes, mode, WireupMessage.INVALID_EP_ID, connSn,
                 true);
         ep.pipeline().addAfter(STUB, WIREUP, WireupHandler.connecting(ep));
+        return ep;
+    }
+
+    /** An endpoint this worker connects through a listener that gave it {@code token}; never matched. */
+    static EndpointChannel listened(DefaultWorker worker, long id, WorkerAddress remote, LaneSelector.Lanes lanes,
+                                    ErrorMode mode, int token) {
+        EndpointChannel ep = outgoing(worker, id, remote, lanes, mode, token);
+        ep.listened = true;
         return ep;
     }
 
@@ -421,6 +434,11 @@ final class EndpointChannel extends AbstractChannel implements Endpoint, Endpoin
 
     int connSn() {
         return connSn;
+    }
+
+    /** Whether this endpoint was made through a listener (its REQUEST says so). */
+    boolean listened() {
+        return listened;
     }
 
     LaneSelector.Lanes selection() {

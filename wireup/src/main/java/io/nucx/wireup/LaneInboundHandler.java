@@ -126,6 +126,7 @@ final class LaneInboundHandler extends ChannelInboundHandlerAdapter {
                 ignoredFrom = m.address().uuid();
                 i.expected().heard();
             }
+            case RequestProcessor.Outcome.Refused r -> requestIgnored = true; // the lane closes once the peer knows why
             case RequestProcessor.Outcome.Retry r -> {
                 // Our endpoint for this (uuid, conn_sn) is being registered on this loop by another thread's connect;
                 // its registration task is queued, so ask again behind it, holding later frames meanwhile.

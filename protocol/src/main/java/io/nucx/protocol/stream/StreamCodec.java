@@ -443,6 +443,15 @@ public final class StreamCodec extends ChannelDuplexHandler implements ProtocolC
         releaseInbound();
     }
 
+    /**
+     * Whether a write of {@code bytes} would go at once rather than wait for credit: a channel over this stream
+     * (NucxChannel) keeps its writes in its own outbound buffer until then, as a socket channel does while the
+     * kernel's buffer is full, and tries again when a read batch ends (credit comes in read batches).
+     */
+    public boolean accepts(int bytes) {
+        return !ended && waiting.isEmpty() && (bytes == 0 || credit >= Math.min(bytes, WINDOW / 2));
+    }
+
     /** Writes waiting for credit; for tests and diagnostics. */
     public int waitingWrites() {
         return waiting == null ? 0 : waiting.size();
