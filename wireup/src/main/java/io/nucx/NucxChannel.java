@@ -554,6 +554,11 @@ public final class NucxChannel extends AbstractChannel implements SocketChannel 
                 Throwable why = ep.errorFuture().cause();
                 throw why instanceof Exception e ? e : new java.nio.channels.ClosedChannelException();
             }
+            if (stream.outputEnded()) {
+                // Closed under this channel (its worker closes, e.g. with its event loop group): nothing may follow.
+                throw new io.netty.channel.socket.ChannelOutputShutdownException("the endpoint under " + this
+                        + " is closing (its worker closes): nothing more can be written");
+            }
             if (!stream.accepts(buf.readableBytes()) || !ep.isWritable()) {
                 break; // resumed when credit comes or the lanes drain
             }

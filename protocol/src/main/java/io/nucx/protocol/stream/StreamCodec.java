@@ -449,7 +449,12 @@ public final class StreamCodec extends ChannelDuplexHandler implements ProtocolC
      * kernel's buffer is full, and tries again when a read batch ends (credit comes in read batches).
      */
     public boolean accepts(int bytes) {
-        return !ended && waiting.isEmpty() && (bytes == 0 || credit >= Math.min(bytes, WINDOW / 2));
+        return !ended && !outputEnded && waiting.isEmpty() && (bytes == 0 || credit >= Math.min(bytes, WINDOW / 2));
+    }
+
+    /** Whether the stream's end was written (by a shutdown, or by the endpoint's close): no byte may follow. */
+    public boolean outputEnded() {
+        return outputEnded;
     }
 
     /** Writes waiting for credit; for tests and diagnostics. */
