@@ -571,6 +571,37 @@ public final class NucxChannel extends AbstractChannel implements SocketChannel 
         }
     }
 
+    // ------------------------------------------------------------ writes after the end name it
+
+    @Override
+    public ChannelFuture write(Object msg) {
+        return write(msg, newPromise());
+    }
+
+    @Override
+    public ChannelFuture write(Object msg, ChannelPromise promise) {
+        return isOpen() ? super.write(msg, promise) : writeAfterClose(msg, promise);
+    }
+
+    @Override
+    public ChannelFuture writeAndFlush(Object msg) {
+        return writeAndFlush(msg, newPromise());
+    }
+
+    @Override
+    public ChannelFuture writeAndFlush(Object msg, ChannelPromise promise) {
+        return isOpen() ? super.writeAndFlush(msg, promise) : writeAfterClose(msg, promise);
+    }
+
+    private ChannelFuture writeAfterClose(Object msg, ChannelPromise promise) {
+        ReferenceCountUtil.release(msg);
+        Endpoint ep = endpoint;
+        Throwable failed = ep != null && ep.errorFuture().isDone() ? ep.errorFuture().cause() : null;
+        promise.tryFailure(new NucxClosedException(this + " is closed" + (failed != null ? " (its endpoint failed: "
+                + failed.getMessage() + ")" : ""), failed));
+        return promise;
+    }
+
     // ------------------------------------------------------------ DuplexChannel
 
     @Override

@@ -31,7 +31,6 @@ import io.nucx.transport.NucxConfig;
 import io.nucx.transport.Transport;
 
 import java.lang.foreign.MemorySegment;
-import java.nio.channels.ClosedChannelException;
 import java.util.ArrayList;
 import java.util.Collection;
 import java.util.Deque;
@@ -280,6 +279,10 @@ public final class DefaultWorker implements Worker {
     @Override
     public Future<TagMessage> tagRecv(long tag, long mask, ByteBuf into) {
         Promise<TagMessage> p = loop.newPromise();
+        if (closed.get()) {
+            p.tryFailure(closedError());
+            return p;
+        }
         TagReceive r = new TagReceive(tag, mask, into, p);
         if (loop.inEventLoop()) {
             protocols.matcher().post(r);
@@ -287,10 +290,16 @@ public final class DefaultWorker implements Worker {
             try {
                 loop.execute(() -> protocols.matcher().post(r));
             } catch (java.util.concurrent.RejectedExecutionException e) {
-                p.tryFailure(new ClosedChannelException());
+                p.tryFailure(closedError());
             }
         }
         return p;
+    }
+
+    /** Why a receive on this worker fails once it closed. */
+    private io.nucx.NucxClosedException closedError() {
+        return new io.nucx.NucxClosedException("worker " + name + " is closed: its receives fail, and no more may be "
+                + "posted", null);
     }
 
     @Override
@@ -376,7 +385,7 @@ public final class DefaultWorker implements Worker {
         Promise<Void> done = loop.newPromise();
         all.finish(done);
         done.addListener(f -> {
-            protocols.matcher().close(new ClosedChannelException());
+            protocols.matcher().close(closedError());
             Promise<Void> lingered = loop.newPromise();
             PromiseCombiner waits = new PromiseCombiner(loop);
             lingering.forEach(ep -> waits.add(ep.lifecycle().closedFuture()));

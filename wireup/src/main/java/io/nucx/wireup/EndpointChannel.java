@@ -16,6 +16,7 @@ import io.netty.util.concurrent.Promise;
 import io.nucx.Endpoint;
 import io.nucx.EndpointAddress;
 import io.nucx.EndpointException;
+import io.nucx.NucxClosedException;
 import io.nucx.ErrorMode;
 import io.nucx.WorkerAddress;
 import io.nucx.protocol.EndpointConfig;
@@ -360,6 +361,41 @@ final class EndpointChannel extends AbstractChannel implements Endpoint, Endpoin
         return writeAndFlush(new TagMessage(tag, data));
     }
 
+    // ------------------------------------------------------------ writes after the end name it
+
+    /** What a write on this endpoint may be; anything else fails naming these. */
+    static final Class<?>[] WRITABLE = {ByteBuf.class, TagMessage.class, StreamData.class};
+
+    @Override
+    public ChannelFuture write(Object msg) {
+        return write(msg, newPromise());
+    }
+
+    @Override
+    public ChannelFuture write(Object msg, ChannelPromise promise) {
+        return isOpen() ? super.write(msg, promise) : writeAfterEnd(msg, promise);
+    }
+
+    @Override
+    public ChannelFuture writeAndFlush(Object msg) {
+        return writeAndFlush(msg, newPromise());
+    }
+
+    @Override
+    public ChannelFuture writeAndFlush(Object msg, ChannelPromise promise) {
+        return isOpen() ? super.writeAndFlush(msg, promise) : writeAfterEnd(msg, promise);
+    }
+
+    /** A write on an ended endpoint fails with why it ended (Netty's own would say only "closed", without a message). */
+    private ChannelFuture writeAfterEnd(Object msg, ChannelPromise promise) {
+        io.netty.util.ReferenceCountUtil.release(msg);
+        EndpointException failed = lifecycle.failure();
+        promise.tryFailure(failed != null ? new NucxClosedException(this + " failed before this write: "
+                + failed.getMessage(), failed) : new NucxClosedException(this + " was closed by its owner before "
+                + "this write", null));
+        return promise;
+    }
+
     @Override
     public ChannelFuture streamSend(ByteBuf data) {
         return writeAndFlush(new StreamData(data));
@@ -550,7 +586,7 @@ final class EndpointChannel extends AbstractChannel implements Endpoint, Endpoin
     protected void doWrite(ChannelOutboundBuffer in) {
         // Only messages no handler turned into frames get here.
         for (Object m; (m = in.current()) != null; ) {
-            in.remove(new UnsupportedMessageTypeException(m, TagMessage.class, ByteBuf.class));
+            in.remove(new UnsupportedMessageTypeException(m, WRITABLE));
         }
     }
 

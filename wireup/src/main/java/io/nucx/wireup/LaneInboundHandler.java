@@ -64,6 +64,10 @@ final class LaneInboundHandler extends ChannelInboundHandlerAdapter {
             ReferenceCountUtil.release(msg);
             throw new ProtocolException("lane received " + msg.getClass().getName() + ", not a frame");
         }
+        if (failure != null) {
+            frame.release(); // the lane is closing after an error: the peer was told why, nothing more is read
+            return;
+        }
         if (held != null) {
             held.add(frame); // behind a REQUEST that waits: keep the lane's order
             return;
@@ -119,7 +123,16 @@ final class LaneInboundHandler extends ChannelInboundHandlerAdapter {
             throw new ProtocolException("wireup REQUEST naming endpoint #" + m.dstEpId() + " (reconnecting an "
                     + "existing endpoint is not supported)");
         }
-        switch (worker.requests().onRequest(m, ctx.channel())) {
+        RequestProcessor.Outcome outcome;
+        try {
+            outcome = worker.requests().onRequest(m, ctx.channel());
+        } catch (RuntimeException e) {
+            // The endpoint could not be made (e.g. the worker's endpoint handler is not @Sharable and went to another
+            // endpoint already): the peer's endpoint fails with this reason, not with a lost connection.
+            refuse(ctx, m.srcEpId(), "worker " + worker.name() + " could not accept the endpoint: " + e, e);
+            return;
+        }
+        switch (outcome) {
             case RequestProcessor.Outcome.Accepted a -> endpoint = a.endpoint();
             case RequestProcessor.Outcome.Ignored i -> {
                 requestIgnored = true;
@@ -297,15 +310,43 @@ final class LaneInboundHandler extends ChannelInboundHandlerAdapter {
         exceptionCaught(ctx, cause);
     }
 
+    /**
+     * The lane closes after an error. When it carries an endpoint, the peer is told why first (EP_REMOVED with the
+     * reason, acted on at once: its endpoint fails with {@link io.nucx.ConnectionResetException} naming it, e.g. a
+     * message over our NUCX_MAX_MSG_SIZE), and the peer closes the lane, so the reason is read before the close; if
+     * it does not within the close bound, this side closes. Nothing more is read from the lane meanwhile.
+     */
     @Override
     public void exceptionCaught(ChannelHandlerContext ctx, Throwable cause) {
-        if (failure == null) {
-            failure = cause;
-            worker.laneFailed(cause);
-            LOG.warn("closing lane {} -> {} of worker {}: {}", ctx.channel().localAddress(),
-                    ctx.channel().remoteAddress(), worker.name(), cause.toString());
+        if (failure != null) {
+            return;
         }
-        ctx.close();
+        failure = cause;
+        worker.laneFailed(cause);
+        LOG.warn("closing lane {} -> {} of worker {}: {}", ctx.channel().localAddress(),
+                ctx.channel().remoteAddress(), worker.name(), cause.toString());
+        if (endpoint == null || !ctx.channel().isActive()) {
+            ctx.close();
+            return;
+        }
+        tellAndClose(ctx, endpoint.remoteEndpointId(), "it closed the lane after an error: " + cause.getMessage());
+    }
+
+    /** Answers a REQUEST that could not be accepted with why, then closes the lane (see {@link #exceptionCaught}). */
+    private void refuse(ChannelHandlerContext ctx, long requesterEpId, String reason, Throwable cause) {
+        failure = cause;
+        worker.laneFailed(cause);
+        LOG.warn("refusing the wireup REQUEST on lane {} -> {} of worker {}: {}", ctx.channel().localAddress(),
+                ctx.channel().remoteAddress(), worker.name(), cause.toString());
+        tellAndClose(ctx, requesterEpId, reason);
+    }
+
+    private void tellAndClose(ChannelHandlerContext ctx, long peerEpId, String reason) {
+        ctx.writeAndFlush(WireupMessage.epRemoved(WireupMessage.INVALID_EP_ID, peerEpId, reason).toFrame(ctx.alloc()));
+        io.netty.util.concurrent.Future<?> bound = ctx.executor().schedule(() -> {
+            ctx.close();
+        }, worker.closeWaitNanos(), java.util.concurrent.TimeUnit.NANOSECONDS);
+        ctx.channel().closeFuture().addListener(f -> bound.cancel(false));
     }
 
     @Override
