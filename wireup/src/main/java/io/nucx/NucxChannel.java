@@ -544,9 +544,21 @@ public final class NucxChannel extends AbstractChannel implements SocketChannel 
         throw new UnsupportedMessageTypeException(msg, ByteBuf.class);
     }
 
+    /** Writes up to this size are gathered into one stream write (one message, one frame when it fits). */
+    static final int GATHER_LIMIT = 64 * 1024;
+
+    /**
+     * Hands the flushed buffers to the stream while its window has room and the lanes are writable. Small buffers
+     * are gathered (a composite, up to {@value #GATHER_LIMIT} bytes) into one stream write, as a socket's writev
+     * sends many buffers in one call: codecs write headers and bodies as separate buffers, and one message per
+     * buffer would pay a message's cost for each. A large buffer goes alone, so it stays one message the
+     * protocols may send by rendezvous, zero-copy.
+     */
     @Override
     protected void doWrite(ChannelOutboundBuffer in) throws Exception {
         Endpoint ep = endpoint;
+        io.netty.buffer.CompositeByteBuf gathered = null;
+        int gatheredBytes = 0;
         boolean wrote = false;
         for (Object m; (m = in.current()) != null; ) {
             ByteBuf buf = (ByteBuf) m;
@@ -559,11 +571,31 @@ public final class NucxChannel extends AbstractChannel implements SocketChannel 
                 throw new io.netty.channel.socket.ChannelOutputShutdownException("the endpoint under " + this
                         + " is closing (its worker closes): nothing more can be written");
             }
-            if (!stream.accepts(buf.readableBytes()) || !ep.isWritable()) {
+            int n = buf.readableBytes();
+            boolean alone = n > GATHER_LIMIT / 2;
+            if (gathered != null && (alone || gatheredBytes + n > GATHER_LIMIT)) {
+                ep.write(new StreamData(gathered), ep.voidPromise());
+                gathered = null;
+                gatheredBytes = 0;
+                wrote = true;
+            }
+            if (!stream.accepts(gatheredBytes + n) || !ep.isWritable()) {
                 break; // resumed when credit comes or the lanes drain
             }
-            ep.write(new StreamData(buf.retain()), ep.voidPromise());
+            if (alone) {
+                ep.write(new StreamData(buf.retain()), ep.voidPromise());
+                wrote = true;
+            } else {
+                if (gathered == null) {
+                    gathered = alloc().compositeBuffer(64);
+                }
+                gathered.addComponent(true, buf.retain());
+                gatheredBytes += n;
+            }
             in.remove();
+        }
+        if (gathered != null) {
+            ep.write(new StreamData(gathered), ep.voidPromise());
             wrote = true;
         }
         if (wrote) {

@@ -55,6 +55,11 @@ public final class GrpcApp {
             .setType(MethodDescriptor.MethodType.BIDI_STREAMING).setFullMethodName("nucx.Hash/Chat")
             .setRequestMarshaller(BYTES).setResponseMarshaller(BYTES).build();
 
+    /** Answers each message with its length (4 bytes): the throughput benchmark's stream, without the hash. */
+    public static final MethodDescriptor<byte[], byte[]> SIZE = MethodDescriptor.<byte[], byte[]>newBuilder()
+            .setType(MethodDescriptor.MethodType.BIDI_STREAMING).setFullMethodName("nucx.Hash/Size")
+            .setRequestMarshaller(BYTES).setResponseMarshaller(BYTES).build();
+
     private GrpcApp() {
     }
 
@@ -77,24 +82,31 @@ public final class GrpcApp {
                     out.onNext(answer(req));
                     out.onCompleted();
                 }))
-                .addMethod(CHAT, ServerCalls.asyncBidiStreamingCall(out -> new StreamObserver<byte[]>() {
-                    @Override
-                    public void onNext(byte[] m) {
-                        out.onNext(answer(m));
-                    }
-
-                    @Override
-                    public void onError(Throwable t) {
-                        out.onError(t);
-                    }
-
-                    @Override
-                    public void onCompleted() {
-                        out.onCompleted();
-                    }
-                })).build();
+                .addMethod(SIZE, ServerCalls.asyncBidiStreamingCall(out -> relay(out, m -> java.nio.ByteBuffer
+                        .allocate(4).putInt(m.length).array())))
+                .addMethod(CHAT, ServerCalls.asyncBidiStreamingCall(out -> relay(out, GrpcApp::answer))).build();
         return NettyServerBuilder.forAddress(at).channelType(type).bossEventLoopGroup(boss)
                 .workerEventLoopGroup(workers).maxInboundMessageSize(MAX_MESSAGE).addService(service).build().start();
+    }
+
+    private static StreamObserver<byte[]> relay(StreamObserver<byte[]> out,
+                                                java.util.function.UnaryOperator<byte[]> answer) {
+        return new StreamObserver<>() {
+            @Override
+            public void onNext(byte[] m) {
+                out.onNext(answer.apply(m));
+            }
+
+            @Override
+            public void onError(Throwable t) {
+                out.onError(t);
+            }
+
+            @Override
+            public void onCompleted() {
+                out.onCompleted();
+            }
+        };
     }
 
     public static ManagedChannel client(EventLoopGroup group, Class<? extends Channel> type, InetSocketAddress to) {
@@ -109,5 +121,10 @@ public final class GrpcApp {
     /** Opens a bidirectional stream; {@code answers} gets each answer. */
     public static StreamObserver<byte[]> chat(ManagedChannel ch, StreamObserver<byte[]> answers) {
         return ClientCalls.asyncBidiStreamingCall(ch.newCall(CHAT, CallOptions.DEFAULT), answers);
+    }
+
+    /** Opens a stream whose answers are the messages' lengths. */
+    public static StreamObserver<byte[]> sizes(ManagedChannel ch, StreamObserver<byte[]> answers) {
+        return ClientCalls.asyncBidiStreamingCall(ch.newCall(SIZE, CallOptions.DEFAULT), answers);
     }
 }

@@ -32,7 +32,8 @@ import java.util.concurrent.TimeUnit;
  * An ordinary HTTP/1.1 server and client on Netty's own codecs ({@code HttpServerCodec}, {@code HttpClientCodec},
  * {@code HttpObjectAggregator}). The server answers each POST with the SHA-256 and length of the body it received
  * (headers {@code x-request-sha256}, {@code x-request-length}) and a body of {@code x-response-size} bytes derived
- * from {@code x-response-seed}; the client pipelines requests and checks each answer. Nothing here knows nucx: the
+ * from {@code x-response-seed} ({@code x-hash: no} skips the hash: the throughput benchmark measures the transport,
+ * not SHA-256); the client pipelines requests and checks each answer. Nothing here knows nucx: the
  * group and channel classes come from the caller ({@link Stack}).
  */
 public final class HttpApp {
@@ -62,8 +63,9 @@ public final class HttpApp {
             long seed = Long.parseLong(req.headers().get("x-response-seed", "0"));
             FullHttpResponse res = new DefaultFullHttpResponse(HttpVersion.HTTP_1_1, HttpResponseStatus.OK,
                     Unpooled.wrappedBuffer(Bodies.of(seed, size)));
+            boolean hash = !"no".equals(req.headers().get("x-hash"));
             res.headers().set(HttpHeaderNames.CONTENT_LENGTH, size)
-                    .set("x-request-sha256", Bodies.sha256(req.content()))
+                    .set("x-request-sha256", hash ? Bodies.sha256(req.content()) : "-")
                     .set("x-request-length", req.content().readableBytes());
             HttpUtil.setKeepAlive(res, HttpUtil.isKeepAlive(req));
             ctx.writeAndFlush(res);
@@ -113,10 +115,18 @@ public final class HttpApp {
 
         /** Writes a POST of {@code body} asking for a {@code responseSize}-byte answer; flush to send. */
         public void write(byte[] body, int responseSize, long responseSeed) {
+            write(body, responseSize, responseSeed, true);
+        }
+
+        /** As {@link #write(byte[], int, long)}; {@code hash} false: the server does not hash the body. */
+        public void write(byte[] body, int responseSize, long responseSeed, boolean hash) {
             FullHttpRequest req = new DefaultFullHttpRequest(HttpVersion.HTTP_1_1, HttpMethod.POST, "/hash",
                     Unpooled.wrappedBuffer(body));
             req.headers().set(HttpHeaderNames.HOST, "nucx").set(HttpHeaderNames.CONTENT_LENGTH, body.length)
                     .set("x-response-size", responseSize).set("x-response-seed", responseSeed);
+            if (!hash) {
+                req.headers().set("x-hash", "no");
+            }
             channel.write(req);
         }
 

@@ -32,7 +32,8 @@ public final class ReactorApp {
                         .flatMap(body -> {
                             int size = Integer.parseInt(req.requestHeaders().get("x-response-size", "0"));
                             long seed = Long.parseLong(req.requestHeaders().get("x-response-seed", "0"));
-                            return res.header("x-request-sha256", Bodies.sha256(body))
+                            boolean hash = !"no".equals(req.requestHeaders().get("x-hash"));
+                            return res.header("x-request-sha256", hash ? Bodies.sha256(body) : "-")
                                     .header("x-request-length", Integer.toString(body.length))
                                     .header("content-length", Integer.toString(size))
                                     .sendObject(Unpooled.wrappedBuffer(Bodies.of(seed, size))).then();
@@ -47,7 +48,14 @@ public final class ReactorApp {
     /** One POST; blocks for the answer. */
     public static HttpApp.Answered post(HttpClient client, byte[] body, int responseSize, long seed,
                                         Duration timeout) {
-        return client.headers(h -> h.set("x-response-size", responseSize).set("x-response-seed", seed))
+        return post(client, body, responseSize, seed, true, timeout);
+    }
+
+    /** One POST; {@code hash} false: the server does not hash the body ({@code x-hash: no}). */
+    public static HttpApp.Answered post(HttpClient client, byte[] body, int responseSize, long seed, boolean hash,
+                                        Duration timeout) {
+        return client.headers(h -> h.set("x-response-size", responseSize).set("x-response-seed", seed)
+                        .set("x-hash", hash ? "yes" : "no"))
                 .post().uri("/hash").send(Mono.just(Unpooled.wrappedBuffer(body)))
                 .responseSingle((res, content) -> content.asByteArray().defaultIfEmpty(new byte[0])
                         .map(b -> new HttpApp.Answered(res.status().code(), res.responseHeaders()
