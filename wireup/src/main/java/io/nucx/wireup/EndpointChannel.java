@@ -386,7 +386,7 @@ final class EndpointChannel extends AbstractChannel implements Endpoint, Endpoin
         return isOpen() ? super.writeAndFlush(msg, promise) : writeAfterEnd(msg, promise);
     }
 
-    /** A write on an ended endpoint fails with why it ended (Netty's own would say only "closed", without a message). */
+    /** A write on an ended endpoint fails with why it ended (Netty's own says "closed", without a message). */
     private ChannelFuture writeAfterEnd(Object msg, ChannelPromise promise) {
         io.netty.util.ReferenceCountUtil.release(msg);
         EndpointException failed = lifecycle.failure();

@@ -154,7 +154,8 @@ class ErrorMessagesTest {
                     .handler(new ChannelInboundHandlerAdapter()).connect(server.localAddress()).sync().channel()
                     .writeAndFlush("a string");
             assertTrue(wrong.await(10, TimeUnit.SECONDS));
-            assertTrue(wrong.cause().getMessage().contains("(expected: io.netty.buffer.ByteBuf)"), wrong.cause().getMessage());
+            assertTrue(wrong.cause().getMessage().contains("(expected: io.netty.buffer.ByteBuf)"),
+                    wrong.cause().getMessage());
             server.close().sync();
         } finally {
             group.shutdownGracefully(0, 5, TimeUnit.SECONDS).sync();

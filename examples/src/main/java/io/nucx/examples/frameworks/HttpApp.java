@@ -45,7 +45,8 @@ public final class HttpApp {
     }
 
     public static Channel server(EventLoopGroup boss, EventLoopGroup workers,
-                                 Class<? extends ServerSocketChannel> type, SocketAddress at) throws InterruptedException {
+                                 Class<? extends ServerSocketChannel> type, SocketAddress at)
+            throws InterruptedException {
         return new ServerBootstrap().group(boss, workers).channel(type)
                 .childHandler(new ChannelInitializer<SocketChannel>() {
                     @Override

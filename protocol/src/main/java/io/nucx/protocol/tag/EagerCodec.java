@@ -30,7 +30,8 @@ public final class EagerCodec extends ChannelDuplexHandler implements ProtocolCo
     /** The active messages it handles. */
     static final int[] AM_IDS = {AmIds.EAGER_ONLY, AmIds.EAGER_FIRST, AmIds.EAGER_MIDDLE, AmIds.EAGER_SYNC_ONLY,
         AmIds.EAGER_SYNC_FIRST, AmIds.EAGER_SYNC_ACK, AmIds.EAGER_ZCOPY_ONLY, AmIds.EAGER_ZCOPY_FIRST,
-        AmIds.EAGER_ZCOPY_ACK, AmIds.STREAM_ONLY, AmIds.STREAM_FIRST, AmIds.STREAM_ZCOPY_ONLY, AmIds.STREAM_ZCOPY_FIRST};
+        AmIds.EAGER_ZCOPY_ACK, AmIds.STREAM_ONLY, AmIds.STREAM_FIRST, AmIds.STREAM_ZCOPY_ONLY,
+        AmIds.STREAM_ZCOPY_FIRST};
 
     private static final boolean[] OWNED = new boolean[256];
 

@@ -33,7 +33,7 @@ final class EagerReceiver {
         final long msgId;
         final long tag;
         final int total;
-        /** A {@link TagReceive}, an {@link Arrival}, a {@link PipelineSlot}, a {@link StreamSlot}, or null (dropped). */
+        /** A {@link TagReceive}, an {@link Arrival}, a {@link PipelineSlot}, a {@link StreamSlot}, or null. */
         Object target;
         ByteBuf buffer;
         /** The buffer is a slice of the receive's own buffer: complete in place. */
