@@ -64,10 +64,6 @@ final class LaneInboundHandler extends ChannelInboundHandlerAdapter {
             ReferenceCountUtil.release(msg);
             throw new ProtocolException("lane received " + msg.getClass().getName() + ", not a frame");
         }
-        if (failure != null) {
-            frame.release(); // the lane is closing after an error: the peer was told why, nothing more is read
-            return;
-        }
         if (held != null) {
             held.add(frame); // behind a REQUEST that waits: keep the lane's order
             return;
@@ -311,10 +307,9 @@ final class LaneInboundHandler extends ChannelInboundHandlerAdapter {
     }
 
     /**
-     * The lane closes after an error. When it carries an endpoint, the peer is told why first (EP_REMOVED with the
-     * reason, acted on at once: its endpoint fails with {@link io.nucx.ConnectionResetException} naming it, e.g. a
-     * message over our NUCX_MAX_MSG_SIZE), and the peer closes the lane, so the reason is read before the close; if
-     * it does not within the close bound, this side closes. Nothing more is read from the lane meanwhile.
+     * The lane closes after an error. When it carries an endpoint, the peer is told why first: EP_REMOVED with the
+     * reason, acted on at once (its endpoint fails with {@link io.nucx.ConnectionResetException} naming it, e.g. a
+     * message over our NUCX_MAX_MSG_SIZE), written before the lane closes.
      */
     @Override
     public void exceptionCaught(ChannelHandlerContext ctx, Throwable cause) {
@@ -342,11 +337,8 @@ final class LaneInboundHandler extends ChannelInboundHandlerAdapter {
     }
 
     private void tellAndClose(ChannelHandlerContext ctx, long peerEpId, String reason) {
-        ctx.writeAndFlush(WireupMessage.epRemoved(WireupMessage.INVALID_EP_ID, peerEpId, reason).toFrame(ctx.alloc()));
-        io.netty.util.concurrent.Future<?> bound = ctx.executor().schedule(() -> {
-            ctx.close();
-        }, worker.closeWaitNanos(), java.util.concurrent.TimeUnit.NANOSECONDS);
-        ctx.channel().closeFuture().addListener(f -> bound.cancel(false));
+        ctx.writeAndFlush(WireupMessage.epRemoved(WireupMessage.INVALID_EP_ID, peerEpId, reason).toFrame(ctx.alloc()))
+                .addListener(f -> ctx.close());
     }
 
     @Override
