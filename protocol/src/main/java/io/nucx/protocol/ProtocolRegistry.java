@@ -3,6 +3,7 @@ package io.nucx.protocol;
 import io.netty.channel.ChannelPipeline;
 import io.nucx.protocol.amo.AmoCodec;
 import io.nucx.protocol.select.Protocol;
+import io.nucx.protocol.stream.StreamCodec;
 import io.nucx.protocol.tag.EagerProtocols;
 import io.nucx.protocol.tag.RndvProtocols;
 
@@ -17,9 +18,12 @@ import java.util.List;
  */
 public final class ProtocolRegistry {
 
-    /** Tag eager, tag rendezvous, atomics. */
-    public static final ProtocolRegistry DEFAULT = new ProtocolRegistry(List.of(EagerProtocols.FAMILY,
-            RndvProtocols.FAMILY, AmoCodec.FAMILY));
+    /**
+     * Stream, tag eager, tag rendezvous, atomics. The stream comes first, nearest the user: its writes wait for credit
+     * before the eager codec selects their protocol, and it receives what the tag codecs carried for it.
+     */
+    public static final ProtocolRegistry DEFAULT = new ProtocolRegistry(List.of(StreamCodec.FAMILY,
+            EagerProtocols.FAMILY, RndvProtocols.FAMILY, AmoCodec.FAMILY));
 
     private final List<ProtocolFamily> families;
     private final List<Protocol> protocols;

@@ -32,7 +32,6 @@ import io.nucx.transport.NucxConfig;
 import io.nucx.transport.Transport;
 
 import java.lang.foreign.MemorySegment;
-import java.nio.channels.ClosedChannelException;
 import java.util.ArrayList;
 import java.util.Collection;
 import java.util.Deque;
@@ -84,6 +83,9 @@ public final class DefaultWorker implements Worker {
     private final java.util.concurrent.atomic.LongAdder wireups = new java.util.concurrent.atomic.LongAdder();
     private final java.util.concurrent.atomic.LongAdder wireupNanos = new java.util.concurrent.atomic.LongAdder();
     private final Map<String, java.util.concurrent.atomic.LongAdder> endpointErrors = new ConcurrentHashMap<>();
+    /** Listeners waiting for the endpoint a client connects with the token they gave it (loop only). */
+    private final Map<Integer, java.util.function.Consumer<Endpoint>> listened = new java.util.HashMap<>();
+    private int nextToken;
     private final Deque<Throwable> rmaFailures = new ConcurrentLinkedDeque<>();
 
     private DefaultWorker(Context context, EventLoop loop, EventLoopGroup ownedGroup, String name,
@@ -223,6 +225,61 @@ public final class DefaultWorker implements Worker {
         return ep;
     }
 
+    /**
+     * Connects to {@code remote} as a client of one of its listeners (UCX's client-server flow), which gave
+     * {@code token}: the REQUEST says so, and the peer hands the endpoint it creates to that listener. Such endpoints
+     * are never paired with others nor adopted by a {@code connect}. Any thread.
+     */
+    public Endpoint connectListened(WorkerAddress remote, ErrorMode mode, int token) {
+        if (closed.get()) {
+            throw new IllegalStateException("worker " + name + " is closed");
+        }
+        EndpointChannel ep = EndpointChannel.listened(this, newEndpointId(), remote, selectLanes(remote, mode), mode,
+                token);
+        endpoints.put(ep.endpointId(), ep);
+        loop.register(ep).addListener(f -> {
+            if (!f.isSuccess()) {
+                ep.close();
+            }
+        });
+        return ep;
+    }
+
+    /**
+     * A listener's accepted channel waits for the endpoint its client will connect: returns the token to give the
+     * client ({@link #connectListened}), or -1 when 65,536 are already waiting. {@code onEndpoint} gets the endpoint
+     * when the client's REQUEST arrives, after the REPLY. Loop only.
+     */
+    public int expectListened(java.util.function.Consumer<Endpoint> onEndpoint) {
+        assert loop.inEventLoop();
+        for (int i = 0; i <= 0xffff; i++) {
+            int token = (nextToken + i) & 0xffff;
+            if (!listened.containsKey(token)) {
+                listened.put(token, onEndpoint);
+                nextToken = token + 1;
+                return token;
+            }
+        }
+        return -1;
+    }
+
+    /** The accepted channel waiting for {@code token} gave up (closed): a REQUEST with it is refused. Loop only. */
+    public void cancelListened(int token) {
+        assert loop.inEventLoop();
+        listened.remove(token);
+    }
+
+    boolean expectsListened(int token) {
+        return listened.containsKey(token);
+    }
+
+    void takeListened(int token, EndpointChannel ep) {
+        java.util.function.Consumer<Endpoint> l = listened.remove(token);
+        if (l != null) {
+            l.accept(ep);
+        }
+    }
+
     @Override
     public Collection<Endpoint> endpoints() {
         return List.copyOf(endpoints.values());
@@ -236,6 +293,10 @@ public final class DefaultWorker implements Worker {
     @Override
     public Future<TagMessage> tagRecv(long tag, long mask, ByteBuf into) {
         Promise<TagMessage> p = loop.newPromise();
+        if (closed.get()) {
+            p.tryFailure(closedError());
+            return p;
+        }
         TagReceive r = new TagReceive(tag, mask, into, p);
         if (loop.inEventLoop()) {
             protocols.matcher().post(r);
@@ -243,10 +304,16 @@ public final class DefaultWorker implements Worker {
             try {
                 loop.execute(() -> protocols.matcher().post(r));
             } catch (java.util.concurrent.RejectedExecutionException e) {
-                p.tryFailure(new ClosedChannelException());
+                p.tryFailure(closedError());
             }
         }
         return p;
+    }
+
+    /** Why a receive on this worker fails once it closed. */
+    private io.nucx.NucxClosedException closedError() {
+        return new io.nucx.NucxClosedException("worker " + name + " is closed: its receives fail, and no more may be "
+                + "posted", null);
     }
 
     @Override
@@ -382,7 +449,7 @@ public final class DefaultWorker implements Worker {
         Promise<Void> done = loop.newPromise();
         all.finish(done);
         done.addListener(f -> {
-            protocols.matcher().close(new ClosedChannelException());
+            protocols.matcher().close(closedError());
             Promise<Void> lingered = loop.newPromise();
             PromiseCombiner waits = new PromiseCombiner(loop);
             lingering.forEach(ep -> waits.add(ep.lifecycle().closedFuture()));

@@ -16,6 +16,7 @@ import io.netty.util.concurrent.Promise;
 import io.nucx.Endpoint;
 import io.nucx.EndpointAddress;
 import io.nucx.EndpointException;
+import io.nucx.NucxClosedException;
 import io.nucx.ErrorMode;
 import io.nucx.WorkerAddress;
 import io.nucx.protocol.EndpointConfig;
@@ -26,6 +27,7 @@ import io.nucx.protocol.amo.AtomicOp;
 import io.nucx.protocol.amo.AtomicRequest;
 import io.nucx.protocol.amo.RemoteMemoryKey;
 import io.nucx.protocol.select.SelectionKey;
+import io.nucx.protocol.stream.StreamData;
 import io.nucx.protocol.tag.TagMessage;
 import io.nucx.transport.AmFrame;
 import io.nucx.transport.Capability;
@@ -54,8 +56,13 @@ final class EndpointChannel extends AbstractChannel implements Endpoint, Endpoin
 
     private final DefaultWorker worker;
     private final long id;
-    /** This endpoint's number among the connections between the two workers (see {@link EndpointMatch}). */
+    /**
+     * This endpoint's number among the connections between the two workers (see {@link EndpointMatch}), or for an
+     * endpoint made through a listener the listener's token.
+     */
     private final int connSn;
+    /** Made through a listener ({@link DefaultWorker#connectListened}): never matched. */
+    private boolean listened;
     private final WorkerAddress remote;
     private final ErrorMode errorMode;
     private final EndpointAddress localAddress;
@@ -113,6 +120,14 @@ final class EndpointChannel extends AbstractChannel implements Endpoint, Endpoin
         EndpointChannel ep = new EndpointChannel(worker, id, remote, lanes, mode, WireupMessage.INVALID_EP_ID, connSn,
                 true);
         ep.pipeline().addAfter(STUB, WIREUP, WireupHandler.connecting(ep));
+        return ep;
+    }
+
+    /** An endpoint this worker connects through a listener that gave it {@code token}; never matched. */
+    static EndpointChannel listened(DefaultWorker worker, long id, WorkerAddress remote, LaneSelector.Lanes lanes,
+                                    ErrorMode mode, int token) {
+        EndpointChannel ep = outgoing(worker, id, remote, lanes, mode, token);
+        ep.listened = true;
         return ep;
     }
 
@@ -349,6 +364,46 @@ final class EndpointChannel extends AbstractChannel implements Endpoint, Endpoin
         return writeAndFlush(new TagMessage(tag, data));
     }
 
+    // ------------------------------------------------------------ writes after the end name it
+
+    /** What a write on this endpoint may be; anything else fails naming these. */
+    static final Class<?>[] WRITABLE = {ByteBuf.class, TagMessage.class, StreamData.class};
+
+    @Override
+    public ChannelFuture write(Object msg) {
+        return write(msg, newPromise());
+    }
+
+    @Override
+    public ChannelFuture write(Object msg, ChannelPromise promise) {
+        return isOpen() ? super.write(msg, promise) : writeAfterEnd(msg, promise);
+    }
+
+    @Override
+    public ChannelFuture writeAndFlush(Object msg) {
+        return writeAndFlush(msg, newPromise());
+    }
+
+    @Override
+    public ChannelFuture writeAndFlush(Object msg, ChannelPromise promise) {
+        return isOpen() ? super.writeAndFlush(msg, promise) : writeAfterEnd(msg, promise);
+    }
+
+    /** A write on an ended endpoint fails with why it ended (Netty's own says "closed", without a message). */
+    private ChannelFuture writeAfterEnd(Object msg, ChannelPromise promise) {
+        io.netty.util.ReferenceCountUtil.release(msg);
+        EndpointException failed = lifecycle.failure();
+        promise.tryFailure(failed != null ? new NucxClosedException(this + " failed before this write: "
+                + failed.getMessage(), failed) : new NucxClosedException(this + " was closed by its owner before "
+                + "this write", null));
+        return promise;
+    }
+
+    @Override
+    public ChannelFuture streamSend(ByteBuf data) {
+        return writeAndFlush(new StreamData(data));
+    }
+
     @Override
     public ChannelFuture tagSendSync(long tag, ByteBuf data) {
         return writeAndFlush(new TagMessage(tag, data, true));
@@ -418,6 +473,11 @@ final class EndpointChannel extends AbstractChannel implements Endpoint, Endpoin
 
     int connSn() {
         return connSn;
+    }
+
+    /** Whether this endpoint was made through a listener (its REQUEST says so). */
+    boolean listened() {
+        return listened;
     }
 
     LaneSelector.Lanes selection() {
@@ -529,7 +589,7 @@ final class EndpointChannel extends AbstractChannel implements Endpoint, Endpoin
     protected void doWrite(ChannelOutboundBuffer in) {
         // Only messages no handler turned into frames get here.
         for (Object m; (m = in.current()) != null; ) {
-            in.remove(new UnsupportedMessageTypeException(m, TagMessage.class, ByteBuf.class));
+            in.remove(new UnsupportedMessageTypeException(m, WRITABLE));
         }
     }
 

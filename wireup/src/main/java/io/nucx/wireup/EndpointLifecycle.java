@@ -242,7 +242,7 @@ final class EndpointLifecycle {
 
     /** Both ends of a pair must handle errors alike; a pair of {@code connect}s in two modes fails, naming both. */
     boolean failsOnModeMismatch(WireupMessage m) {
-        ErrorMode theirs = ErrorMode.fromWire(m.errMode());
+        ErrorMode theirs = m.errorMode();
         if (theirs == ep.errorMode()) {
             return false;
         }

@@ -30,9 +30,10 @@ final class LaneInboundHandler extends ChannelInboundHandlerAdapter {
     /**
      * NEW: a lane a peer connected, before its first frame. RETRYING: its REQUEST waits behind another thread's
      * connect, later frames held in order. IGNORED: its REQUEST lost a simultaneous connect; the peer's REPLY to ours
-     * comes next on it. ENDPOINT: it is one of an endpoint's lanes.
+     * comes next on it. REFUSED: its REQUEST was answered with the reason it cannot be accepted; the lane closes
+     * once that is written. ENDPOINT: it is one of an endpoint's lanes.
      */
-    private enum Role { NEW, RETRYING, IGNORED, ENDPOINT }
+    private enum Role { NEW, RETRYING, IGNORED, REFUSED, ENDPOINT }
 
     private final DefaultWorker worker;
     private Role role;
@@ -124,7 +125,17 @@ final class LaneInboundHandler extends ChannelInboundHandlerAdapter {
             throw new ProtocolException("wireup REQUEST naming endpoint #" + m.dstEpId() + " (reconnecting an "
                     + "existing endpoint is not supported)");
         }
-        switch (worker.requests().onRequest(m, ctx.channel())) {
+        RequestProcessor.Outcome outcome;
+        try {
+            outcome = worker.requests().onRequest(m, ctx.channel());
+        } catch (RuntimeException e) {
+            // The endpoint could not be made (e.g. the worker's endpoint handler is not @Sharable and went to another
+            // endpoint already): the peer's endpoint fails with this reason, not with a lost connection.
+            role = Role.REFUSED;
+            refuse(ctx, m.srcEpId(), "worker " + worker.name() + " could not accept the endpoint: " + e, e);
+            return;
+        }
+        switch (outcome) {
             case RequestProcessor.Outcome.Accepted a -> {
                 endpoint = a.endpoint();
                 role = Role.ENDPOINT;
@@ -134,6 +145,7 @@ final class LaneInboundHandler extends ChannelInboundHandlerAdapter {
                 ignoredFrom = m.address().uuid();
                 i.expected().heard();
             }
+            case RequestProcessor.Outcome.Refused r -> role = Role.REFUSED;
             case RequestProcessor.Outcome.Retry r -> {
                 // Our endpoint for this (uuid, conn_sn) is being registered on this loop by another thread's connect;
                 // its registration task is queued, so ask again behind it, holding later frames meanwhile.
@@ -307,15 +319,39 @@ final class LaneInboundHandler extends ChannelInboundHandlerAdapter {
         exceptionCaught(ctx, cause);
     }
 
+    /**
+     * The lane closes after an error. When it carries an endpoint, the peer is told why first: EP_REMOVED with the
+     * reason, acted on at once (its endpoint fails with {@link io.nucx.ConnectionResetException} naming it, e.g. a
+     * message over our NUCX_MAX_MSG_SIZE), written before the lane closes.
+     */
     @Override
     public void exceptionCaught(ChannelHandlerContext ctx, Throwable cause) {
-        if (failure == null) {
-            failure = cause;
-            worker.laneFailed(cause);
-            LOG.warn("closing lane {} -> {} of worker {}: {}", ctx.channel().localAddress(),
-                    ctx.channel().remoteAddress(), worker.name(), cause.toString());
+        if (failure != null) {
+            return;
         }
-        ctx.close();
+        failure = cause;
+        worker.laneFailed(cause);
+        LOG.warn("closing lane {} -> {} of worker {}: {}", ctx.channel().localAddress(),
+                ctx.channel().remoteAddress(), worker.name(), cause.toString());
+        if (endpoint == null || !ctx.channel().isActive()) {
+            ctx.close();
+            return;
+        }
+        tellAndClose(ctx, endpoint.remoteEndpointId(), "it closed the lane after an error: " + cause.getMessage());
+    }
+
+    /** Answers a REQUEST that could not be accepted with why, then closes the lane (see {@link #exceptionCaught}). */
+    private void refuse(ChannelHandlerContext ctx, long requesterEpId, String reason, Throwable cause) {
+        failure = cause;
+        worker.laneFailed(cause);
+        LOG.warn("refusing the wireup REQUEST on lane {} -> {} of worker {}: {}", ctx.channel().localAddress(),
+                ctx.channel().remoteAddress(), worker.name(), cause.toString());
+        tellAndClose(ctx, requesterEpId, reason);
+    }
+
+    private void tellAndClose(ChannelHandlerContext ctx, long peerEpId, String reason) {
+        ctx.writeAndFlush(WireupMessage.epRemoved(WireupMessage.INVALID_EP_ID, peerEpId, reason).toFrame(ctx.alloc()))
+                .addListener(f -> ctx.close());
     }
 
     @Override

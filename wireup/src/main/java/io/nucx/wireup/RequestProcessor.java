@@ -17,7 +17,10 @@ import io.nucx.WorkerAddress;
  *   <li>Otherwise an endpoint is created on demand (so protocols can reply), queued UNEXPECTED for a later
  *       {@code connect} to adopt, and answered with REPLY.</li>
  * </ol>
- * Loopback (our own uuid) is not matched: both ends would draw from the same sequence.
+ * Loopback (our own uuid) is not matched: both ends would draw from the same sequence. Nor is a REQUEST of an endpoint
+ * made through a listener ({@link WireupMessage#listened()}, UCX's client-server flow): its endpoint goes to the
+ * listener waiting for its token ({@link DefaultWorker#expectListened}) once the REPLY is out; with no such listener
+ * the peer is told so by EP_REMOVED.
  */
 final class RequestProcessor {
 
@@ -34,6 +37,10 @@ final class RequestProcessor {
         /** The EXPECTED endpoint is not registered yet (connect runs on another thread): ask again later. */
         record Retry() implements Outcome {
         }
+
+        /** A listened REQUEST no listener waits for: the peer was told why (EP_REMOVED), the lane closes. */
+        record Refused() implements Outcome {
+        }
     }
 
     private final DefaultWorker worker;
@@ -45,8 +52,16 @@ final class RequestProcessor {
     Outcome onRequest(WireupMessage request, Channel lane) {
         assert worker.eventLoop().inEventLoop();
         WorkerAddress remote = request.address();
-        boolean matched = remote.uuid() != worker.uuid();
-        ErrorMode mode = ErrorMode.fromWire(request.errMode());
+        boolean listened = request.listened();
+        boolean matched = remote.uuid() != worker.uuid() && !listened;
+        ErrorMode mode = request.errorMode();
+        if (listened && !worker.expectsListened(request.connSn())) {
+            lane.writeAndFlush(WireupMessage.epRemoved(WireupMessage.INVALID_EP_ID, request.srcEpId(), "worker "
+                    + worker.name() + " has no listener waiting for connection token " + request.connSn()
+                    + " (the listener closed, or its accepted channel did)").toFrame(lane.alloc()))
+                    .addListener(io.netty.channel.ChannelFutureListener.CLOSE);
+            return new Outcome.Refused();
+        }
         EndpointMatch<EndpointChannel> match = worker.match();
         EndpointChannel expected = null;
         EndpointChannel ep = null;
@@ -82,6 +97,8 @@ final class RequestProcessor {
         WireupHandler.sendReply(ep, lane, w != null ? w.localEpAddress() : WireupMessage.NO_EP_ADDRESS);
         if (worker.isClosed()) {
             ep.close();
+        } else if (listened) {
+            worker.takeListened(request.connSn(), ep);
         }
         return new Outcome.Accepted(ep);
     }

@@ -88,7 +88,8 @@ final class WireupHandler extends ChannelInboundHandlerAdapter {
         }
         ownLane = lane;
         endpoint.lanes().ownLane(lane);
-        lane.write(WireupMessage.request(endpoint.errorMode(), endpoint.connSn(), endpoint.endpointId(),
+        lane.write(WireupMessage.request(endpoint.errorMode(), endpoint.listened(), endpoint.connSn(),
+                endpoint.endpointId(),
                 endpoint.worker().address(), p2pEndpoint != null ? p2pEndpoint.address()
                         : WireupMessage.NO_EP_ADDRESS).toFrame(lane.alloc()), lane.voidPromise());
         if (!endpoint.selection().am().p2p()

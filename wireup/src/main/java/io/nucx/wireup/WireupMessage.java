@@ -35,7 +35,9 @@ import java.nio.charset.StandardCharsets;
  * <ul>
  *   <li>REQUEST: connecting side → acceptor, on the lane the connector opened; conn sn = the connector's number
  *       for this connection to the acceptor's uuid (0, 1, 2... per peer; see {@link EndpointMatch}), src = the
- *       connector's endpoint id, dst = none.</li>
+ *       connector's endpoint id, dst = none. With {@link #LISTENED} set in the err mode byte, the endpoint was made
+ *       through a listener (UCX's client-server flow): conn sn is then the token the listener gave the client, and
+ *       the acceptor hands the endpoint to the listener that waits for that token, never pairing or queueing it.</li>
  *   <li>REPLY: acceptor → connector; src = the acceptor's endpoint id, dst = the connector's, conn sn echoed. After
  *       it both sides know the other's id (keepalive needs it). In a simultaneous connect the REPLY goes on the
  *       replier's own lane, behind its own (ignored) REQUEST, so the peer always sees that REQUEST first.</li>
@@ -68,11 +70,31 @@ record WireupMessage(int type, int errMode, int connSn, long srcEpId, long dstEp
     static final long INVALID_EP_ID = -1L;
     static final int MAX_REASON = 512;
 
+    /** In a REQUEST's err mode byte: an endpoint made through a listener; conn sn is the listener's token. */
+    static final int LISTENED = 0x80;
+
     static final byte[] NO_EP_ADDRESS = new byte[0];
     static final int MAX_EP_ADDRESS = 255;
 
     static WireupMessage request(ErrorMode mode, int connSn, long srcEpId, WorkerAddress address, byte[] epAddress) {
-        return new WireupMessage(REQUEST, mode.wire(), connSn, srcEpId, INVALID_EP_ID, address, epAddress, null, 0, 0);
+        return request(mode, false, connSn, srcEpId, address, epAddress);
+    }
+
+    /** A REQUEST; {@code listened}: of an endpoint made through a listener, {@code connSn} being its token. */
+    static WireupMessage request(ErrorMode mode, boolean listened, int connSn, long srcEpId, WorkerAddress address,
+                                 byte[] epAddress) {
+        return new WireupMessage(REQUEST, mode.wire() | (listened ? LISTENED : 0), connSn, srcEpId, INVALID_EP_ID,
+                address, epAddress, null, 0, 0);
+    }
+
+    /** Whether this REQUEST's endpoint was made through a listener. */
+    boolean listened() {
+        return (errMode & LISTENED) != 0;
+    }
+
+    /** The error mode, without the {@link #LISTENED} flag. */
+    ErrorMode errorMode() {
+        return ErrorMode.fromWire(errMode & ~LISTENED);
     }
 
     static WireupMessage reply(ErrorMode mode, int connSn, long srcEpId, long dstEpId, byte[] epAddress) {

@@ -99,7 +99,7 @@ public final class AmoCodec extends ChannelDuplexHandler implements ProtocolCode
                 expect(frame, AmoHeaders.REQ_LENGTH);
                 ByteBuf reply = apply(ctx, h.getLongLE(at), h.getLongLE(at + 8), h.getLongLE(at + 16),
                         h.getLongLE(at + 24), h.getIntLE(at + 32), h.getUnsignedByte(at + 36));
-                ctx.writeAndFlush(AmFrame.of(AmIds.ATOMIC_REP, reply), ctx.voidPromise());
+                ctx.writeAndFlush(AmFrame.of(AmIds.ATOMIC_REP, reply), ProtocolCodec.quietPromise(ctx));
             } else {
                 expect(frame, AmoHeaders.REP_LENGTH);
                 onReply(h.getLongLE(at), h.getUnsignedByte(at + 8), h.getLongLE(at + 9));

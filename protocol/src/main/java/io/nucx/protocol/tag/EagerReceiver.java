@@ -4,7 +4,9 @@ import io.netty.buffer.ByteBuf;
 import io.netty.buffer.ByteBufAllocator;
 import io.netty.channel.ChannelHandlerContext;
 import io.nucx.protocol.AmIds;
+import io.nucx.protocol.ProtocolCodec;
 import io.nucx.protocol.ProtocolException;
+import io.nucx.protocol.stream.StreamSlot;
 import io.nucx.transport.AmFrame;
 
 import java.io.IOException;
@@ -20,7 +22,9 @@ import java.util.function.LongPredicate;
  * message where its first frame decided: a posted receive (from the worker's {@link TagMatcher}, straight into the
  * user's buffer when it gave one), the endpoint's pipeline ({@code PIPELINE_TAG}; a {@link PipelineSlot} holds its
  * place while fragments arrive), or the unexpected queue. Synchronous senders are acknowledged at the match, zero-copy
- * senders once every byte has arrived. A header of the wrong length, a message over NUCX_MAX_MSG_SIZE, a fragment
+ * senders once every byte has arrived. Stream writes (STREAM_ONLY, STREAM_FIRST, STREAM_ZCOPY_*) go to the endpoint's
+ * stream instead, never to the matcher: a {@link StreamSlot} up the pipeline, completed as their fragments arrive. A
+ * header of the wrong length, a message over NUCX_MAX_MSG_SIZE, a fragment
  * outside its message or of an unknown message is a {@link ProtocolException}: the lane it came by closes.
  */
 final class EagerReceiver {
@@ -30,7 +34,7 @@ final class EagerReceiver {
         final long msgId;
         final long tag;
         final int total;
-        /** A {@link TagReceive}, an {@link Arrival}, a {@link PipelineSlot}, or null (the rest is dropped). */
+        /** A {@link TagReceive}, an {@link Arrival}, a {@link PipelineSlot}, a {@link StreamSlot}, or null. */
         Object target;
         ByteBuf buffer;
         /** The buffer is a slice of the receive's own buffer: complete in place. */
@@ -122,7 +126,8 @@ final class EagerReceiver {
                 }
                 case AmIds.EAGER_FIRST -> {
                     check(frame, EagerHeaders.FIRST_LENGTH);
-                    onFirst(h.getLongLE(at + EagerHeaders.TAG_OFFSET), h.getLongLE(at + EagerHeaders.FIRST_TOTAL_OFFSET),
+                    onFirst(false, h.getLongLE(at + EagerHeaders.TAG_OFFSET),
+                            h.getLongLE(at + EagerHeaders.FIRST_TOTAL_OFFSET),
                             h.getLongLE(at + EagerHeaders.FIRST_MSG_ID_OFFSET), -1, -1, frame.payload().retain());
                 }
                 case AmIds.EAGER_MIDDLE -> {
@@ -137,7 +142,8 @@ final class EagerReceiver {
                 }
                 case AmIds.EAGER_SYNC_FIRST -> {
                     check(frame, EagerHeaders.SYNC_FIRST_LENGTH);
-                    onFirst(h.getLongLE(at + EagerHeaders.TAG_OFFSET), h.getLongLE(at + EagerHeaders.FIRST_TOTAL_OFFSET),
+                    onFirst(false, h.getLongLE(at + EagerHeaders.TAG_OFFSET),
+                            h.getLongLE(at + EagerHeaders.FIRST_TOTAL_OFFSET),
                             h.getLongLE(at + EagerHeaders.FIRST_MSG_ID_OFFSET),
                             requestId(frame, at + EagerHeaders.FIRST_LENGTH), -1, frame.payload().retain());
                 }
@@ -149,7 +155,29 @@ final class EagerReceiver {
                 }
                 case AmIds.EAGER_ZCOPY_FIRST -> {
                     check(frame, EagerHeaders.ZCOPY_FIRST_LENGTH);
-                    onFirst(h.getLongLE(at + EagerHeaders.TAG_OFFSET), h.getLongLE(at + EagerHeaders.FIRST_TOTAL_OFFSET),
+                    onFirst(false, h.getLongLE(at + EagerHeaders.TAG_OFFSET),
+                            h.getLongLE(at + EagerHeaders.FIRST_TOTAL_OFFSET),
+                            h.getLongLE(at + EagerHeaders.FIRST_MSG_ID_OFFSET), -1,
+                            requestId(frame, at + EagerHeaders.FIRST_LENGTH), frame.payload().retain());
+                }
+                case AmIds.STREAM_ONLY -> {
+                    check(frame, EagerHeaders.ONLY_LENGTH);
+                    ctx.fireChannelRead(StreamSlot.whole(frame.payload().retain()));
+                }
+                case AmIds.STREAM_ZCOPY_ONLY -> {
+                    check(frame, EagerHeaders.ZCOPY_ONLY_LENGTH);
+                    long reqId = requestId(frame, at + EagerHeaders.ONLY_LENGTH);
+                    ctx.fireChannelRead(StreamSlot.whole(frame.payload().retain()));
+                    acknowledgeArrival(reqId);
+                }
+                case AmIds.STREAM_FIRST -> {
+                    check(frame, EagerHeaders.FIRST_LENGTH);
+                    onFirst(true, 0, h.getLongLE(at + EagerHeaders.FIRST_TOTAL_OFFSET),
+                            h.getLongLE(at + EagerHeaders.FIRST_MSG_ID_OFFSET), -1, -1, frame.payload().retain());
+                }
+                case AmIds.STREAM_ZCOPY_FIRST -> {
+                    check(frame, EagerHeaders.ZCOPY_FIRST_LENGTH);
+                    onFirst(true, 0, h.getLongLE(at + EagerHeaders.FIRST_TOTAL_OFFSET),
                             h.getLongLE(at + EagerHeaders.FIRST_MSG_ID_OFFSET), -1,
                             requestId(frame, at + EagerHeaders.FIRST_LENGTH), frame.payload().retain());
                 }
@@ -188,8 +216,12 @@ final class EagerReceiver {
         }
     }
 
-    /** The first fragment of a message; its destination is decided now, in the order the peer wrote. */
-    private void onFirst(long tag, long total, long msgId, long syncReqId, long zcopyReqId, ByteBuf payload) {
+    /**
+     * The first fragment of a message; its destination is decided now, in the order the peer wrote: for a stream
+     * write its place in the endpoint's stream, else by tag.
+     */
+    private void onFirst(boolean stream, long tag, long total, long msgId, long syncReqId, long zcopyReqId,
+                         ByteBuf payload) {
         try {
             if (total > maxMessageSize || total < 0) {
                 throw new ProtocolException("message " + Long.toHexString(msgId) + " announces " + total
@@ -203,8 +235,12 @@ final class EagerReceiver {
                 throw new ProtocolException("message id " + Long.toHexString(msgId) + " started twice");
             }
             Reassembly ra = new Reassembly(msgId, tag, (int) total, zcopyReqId);
-            TagReceive r = matcher.takeExpected(tag);
-            if (r != null) {
+            TagReceive r = stream ? null : matcher.takeExpected(tag);
+            if (stream) {
+                StreamSlot slot = new StreamSlot();
+                ra.target = slot;
+                ctx.fireChannelRead(slot);
+            } else if (r != null) {
                 if (syncReqId >= 0) {
                     acknowledgeMatch(syncReqId, r, total);
                 }
@@ -283,6 +319,7 @@ final class EagerReceiver {
                 a.reassembly = null;
             }
             case PipelineSlot s -> s.complete(new TagMessage(ra.tag, data));
+            case StreamSlot s -> s.complete(data);
             case null, default -> {
                 if (data != null) {
                     data.release();
@@ -308,7 +345,7 @@ final class EagerReceiver {
             frame.release();
             return;
         }
-        ctx.writeAndFlush(frame, ctx.voidPromise());
+        ctx.writeAndFlush(frame, ProtocolCodec.quietPromise(ctx));
     }
 
     /**
@@ -329,6 +366,7 @@ final class EagerReceiver {
                         cause));
                 case Arrival a -> matcher.withdraw(a);
                 case PipelineSlot s -> s.abort();
+                case StreamSlot s -> s.abort();
                 case null, default -> {
                 }
             }

@@ -10,8 +10,10 @@ import io.netty.util.internal.logging.InternalLoggerFactory;
 import io.nucx.protocol.AmIds;
 import io.nucx.protocol.EndpointServices;
 import io.nucx.protocol.PendingRequests;
+import io.nucx.protocol.ProtocolCodec;
 import io.nucx.protocol.ProtocolCounters;
 import io.nucx.protocol.ProtocolException;
+import io.nucx.protocol.stream.StreamSlot;
 import io.nucx.transport.AmFrame;
 import io.nucx.transport.Capability;
 import io.nucx.transport.rma.MemoryRegistration;
@@ -73,7 +75,7 @@ final class RndvReceiver {
         final long senderReqId;
         long id;
         Stage stage;
-        /** A {@link TagReceive}, a {@link PipelineSlot}, or null (the data are taken and dropped). */
+        /** A {@link TagReceive}, a {@link PipelineSlot}, a {@link StreamSlot}, or null (taken and dropped). */
         Object target;
         ByteBuf buffer;
         boolean inPlace;
@@ -154,8 +156,11 @@ final class RndvReceiver {
         this.putHeldCount = counters.counter(RndvProtocols.RECV_PUT_HELD_COUNTER);
     }
 
-    /** RNDV_RTS: match it now, in the order the peer wrote, or keep it unexpected until a receive wants it. */
-    void onRts(long tag, long senderReqId, long size, ByteBuf packedKey) {
+    /**
+     * RNDV_RTS: match it now, in the order the peer wrote, or keep it unexpected until a receive wants it. STREAM_RTS
+     * ({@code stream}): its place in the endpoint's stream is taken now (a {@link StreamSlot}), no matching.
+     */
+    void onRts(long tag, long senderReqId, long size, ByteBuf packedKey, boolean stream) {
         if (size > maxMessageSize || size < 0) {
             throw new ProtocolException("rendezvous request " + senderReqId + " announces " + size
                     + " bytes; NUCX_MAX_MSG_SIZE allows " + maxMessageSize);
@@ -168,6 +173,12 @@ final class RndvReceiver {
             } else {
                 getFallbackCount.increment(); // no permitted RMA lane on this side: the sender sends the data
             }
+        }
+        if (stream) {
+            StreamSlot slot = new StreamSlot();
+            ctx.fireChannelRead(slot);
+            start(slot, tag, size, senderReqId, key);
+            return;
         }
         TagReceive r = matcher.takeExpected(tag);
         if (r != null) {
@@ -392,6 +403,7 @@ final class RndvReceiver {
             case TagReceive r when rv.inPlace -> r.completeInPlace(rv.tag, data);
             case TagReceive r -> r.deliver(rv.tag, data);
             case PipelineSlot s -> s.complete(new TagMessage(rv.tag, data));
+            case StreamSlot s -> s.complete(data);
             case null, default -> data.release();
         }
     }
@@ -409,6 +421,7 @@ final class RndvReceiver {
         switch (rv.target) {
             case TagReceive r -> r.fail(cause);
             case PipelineSlot s -> s.abort();
+            case StreamSlot s -> s.abort();
             case null, default -> {
             }
         }
@@ -425,7 +438,7 @@ final class RndvReceiver {
             frame.release();
             return;
         }
-        ctx.writeAndFlush(frame, ctx.voidPromise());
+        ctx.writeAndFlush(frame, ProtocolCodec.quietPromise(ctx));
     }
 
     // ------------------------------------------------------------ the end of the endpoint
