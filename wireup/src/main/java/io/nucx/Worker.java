@@ -80,6 +80,15 @@ public interface Worker {
     Future<TagMessage> tagRecv(long tag, long mask, ByteBuf into);
 
     /**
+     * Sets the handler of active messages sent to {@code id} (0 to 65535) on this worker's endpoints, replacing any
+     * before; {@code null} removes it. Effective at once: a message arriving after this returns gets the new handler.
+     * A message whose id has no handler is dropped with a counted warning (counter {@code am/dropped-no-handler}), as
+     * UCX drops it; that includes messages arriving before a handler is set. A rendezvous sender is told, and its
+     * future fails ({@code io.nucx.protocol.am.NoAmHandlerException}); an eager sender cannot tell.
+     */
+    void setAmHandler(int id, AmHandler handler);
+
+    /**
      * Lets peers run atomics ({@link Endpoint#atomic}) on the 8-byte words of {@code segment} (native, 8-byte
      * aligned, of a shared or global arena): returns the key to give them (out of band, or in a message). The words
      * are changed with the CPU's atomic instructions on this worker's loop, so local code using atomics on them sees

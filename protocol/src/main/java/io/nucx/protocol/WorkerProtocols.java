@@ -2,6 +2,7 @@ package io.nucx.protocol;
 
 import io.netty.buffer.ByteBufAllocator;
 import io.netty.util.concurrent.EventExecutor;
+import io.nucx.protocol.am.AmHandlerTable;
 import io.nucx.protocol.amo.MemoryRegistry;
 import io.nucx.protocol.select.SelectionCache;
 import io.nucx.protocol.select.SelectionKey;
@@ -15,7 +16,7 @@ import java.util.concurrent.atomic.AtomicInteger;
 /**
  * A worker's protocol state that its endpoints' codecs share: tag matching, the protocol tables of each endpoint
  * configuration, memory registered for peers' atomics, message ids, counters. Everything but the counters, the
- * memory registry and the table cache map is confined to the worker's loop.
+ * memory registry, the active-message handlers and the table cache map is confined to the worker's loop.
  */
 public final class WorkerProtocols {
 
@@ -28,6 +29,7 @@ public final class WorkerProtocols {
     private final ProtocolCounters counters;
     private final TagMatcher matcher;
     private final MemoryRegistry memory;
+    private final AmHandlerTable amHandlers = new AmHandlerTable();
     private final Map<CacheKey, SelectionCache> selectionCaches = new ConcurrentHashMap<>();
     /** Rendezvous sends and receives in progress on every endpoint, for metrics. */
     private final AtomicInteger rndvInFlight = new AtomicInteger();
@@ -68,6 +70,11 @@ public final class WorkerProtocols {
     /** Memory this worker's peers may run atomics on. */
     public MemoryRegistry memory() {
         return memory;
+    }
+
+    /** The worker's active-message handlers by id (set from any thread). */
+    public AmHandlerTable amHandlers() {
+        return amHandlers;
     }
 
     /** Rendezvous sends and receives in progress on every endpoint of this worker (any thread may read it). */

@@ -13,6 +13,8 @@ import io.nucx.protocol.PendingRequests;
 import io.nucx.protocol.ProtocolCodec;
 import io.nucx.protocol.ProtocolCounters;
 import io.nucx.protocol.ProtocolException;
+import io.nucx.protocol.am.AmHeaders;
+import io.nucx.protocol.am.AmIncoming;
 import io.nucx.protocol.stream.StreamSlot;
 import io.nucx.transport.AmFrame;
 import io.nucx.transport.Capability;
@@ -121,6 +123,59 @@ final class RndvReceiver {
         }
     }
 
+    /**
+     * An active message's RTS, handed to its handler: the data wait at the sender until the handler asks for them
+     * into a buffer of its own ({@link #receiveData}), or lets the message go (ATS: the send completes; or, with no
+     * handler for its id, fails).
+     */
+    private final class AmRts extends AmIncoming {
+        final long tag;
+        final long senderReqId;
+        final long size;
+        final RemoteKey key;
+        /** Why the data can no longer be asked for: the endpoint ended first. */
+        Throwable ended;
+
+        AmRts(long tag, ByteBuf header, long size, long senderReqId, RemoteKey key) {
+            super(tag, header, size);
+            this.tag = tag;
+            this.senderReqId = senderReqId;
+            this.size = size;
+            this.key = key;
+        }
+
+        @Override
+        public boolean isRendezvous() {
+            return true;
+        }
+
+        @Override
+        protected void receiveData(ByteBuf into, Promise<Void> done) {
+            if (ended != null) {
+                done.tryFailure(ended);
+                return;
+            }
+            amWaiting.remove(this);
+            Promise<TagMessage> received = ctx.executor().newPromise();
+            received.addListener(f -> {
+                if (f.isSuccess()) {
+                    ((TagMessage) f.getNow()).release(); // a slice of the caller's buffer
+                    done.trySuccess(null);
+                } else {
+                    done.tryFailure(f.cause());
+                }
+            });
+            start(new TagReceive(tag, -1L, into, received), tag, size, senderReqId, key);
+        }
+
+        @Override
+        protected void dropData(Drop why) {
+            if (why != Drop.RECEIVED && amWaiting.remove(this)) {
+                sendAts(senderReqId, why == Drop.NO_HANDLER ? RndvHeaders.STATUS_NO_HANDLER : RndvHeaders.STATUS_OK);
+            }
+        }
+    }
+
     private final ChannelHandlerContext ctx;
     private final EndpointServices endpoint;
     private final TagMatcher matcher;
@@ -131,6 +186,8 @@ final class RndvReceiver {
     private final PendingRequests<Receive> receives;
     /** This endpoint's RTS waiting in the worker's unexpected queue; they leave it when the endpoint ends. */
     private final Set<RtsArrival> unexpected = new LinkedHashSet<>();
+    /** This endpoint's active messages by rendezvous whose data nobody asked for nor let go yet. */
+    private final Set<AmRts> amWaiting = new LinkedHashSet<>();
     private final LongAdder getCount;
     private final LongAdder getFallbackCount;
     private final LongAdder putCount;
@@ -157,10 +214,11 @@ final class RndvReceiver {
     }
 
     /**
-     * RNDV_RTS: match it now, in the order the peer wrote, or keep it unexpected until a receive wants it. STREAM_RTS
-     * ({@code stream}): its place in the endpoint's stream is taken now (a {@link StreamSlot}), no matching.
+     * RNDV_RTS: match it now, in the order the peer wrote, or keep it unexpected until a receive wants it. STREAM_RTS:
+     * its place in the endpoint's stream is taken now (a {@link StreamSlot}), no matching. AM_RTS: its handler gets it
+     * now ({@link AmRts}, with the user header {@code payload}: not owned), and asks for the data when it likes.
      */
-    void onRts(long tag, long senderReqId, long size, ByteBuf packedKey, boolean stream) {
+    void onRts(long tag, long senderReqId, long size, ByteBuf packedKey, MessageKind kind, ByteBuf payload) {
         if (size > maxMessageSize || size < 0) {
             throw new ProtocolException("rendezvous request " + senderReqId + " announces " + size
                     + " bytes; NUCX_MAX_MSG_SIZE allows " + maxMessageSize);
@@ -174,7 +232,18 @@ final class RndvReceiver {
                 getFallbackCount.increment(); // no permitted RMA lane on this side: the sender sends the data
             }
         }
-        if (stream) {
+        if (kind == MessageKind.AM) {
+            int headerLength = AmHeaders.headerLength(tag);
+            if (payload.readableBytes() != headerLength) {
+                throw new ProtocolException("AM_RTS " + senderReqId + " carries " + payload.readableBytes()
+                        + " header bytes, its tag field says " + headerLength);
+            }
+            AmRts a = new AmRts(tag, payload.retainedSlice(), size, senderReqId, key);
+            amWaiting.add(a);
+            ctx.fireChannelRead(a);
+            return;
+        }
+        if (kind == MessageKind.STREAM) {
             StreamSlot slot = new StreamSlot();
             ctx.fireChannelRead(slot);
             start(slot, tag, size, senderReqId, key);
@@ -461,6 +530,11 @@ final class RndvReceiver {
             matcher.withdraw(a);
         }
         unexpected.clear();
+        for (AmRts a : amWaiting) {
+            a.ended = new IOException("sender " + ctx.channel() + " went away before the " + a.size + " bytes of "
+                    + "active message " + a.id() + " were asked for", cause);
+        }
+        amWaiting.clear();
         for (Receive rv : new ArrayList<>(receives.values())) {
             if (rv.stage == Stage.HELD || rv.stage == Stage.PARKED) {
                 continue; // ended already: only the sender's last word, the revoke or the park may touch it
