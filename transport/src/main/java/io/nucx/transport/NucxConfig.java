@@ -110,6 +110,36 @@ public final class NucxConfig {
     /** Silence after which a peer is declared hung; a few intervals, so one late tick is not a failure. */
     public static final Entry KEEPALIVE_TIMEOUT = define("KEEPALIVE_TIMEOUT", "5s",
             "A peer-mode endpoint that hears nothing from its peer this long fails (at least 2 x KEEPALIVE_INTERVAL)");
+    /**
+     * Receive memory one endpoint's peer may make this worker hold that no posted receive owns: unexpected messages,
+     * messages still arriving for the unexpected queue or the pipeline, buffers offered for PUT (each counted with
+     * 256 bytes of bookkeeping). Going over it fails that endpoint and releases what it held.
+     */
+    public static final Entry RX_EP_BYTES = define("RX_EP_BYTES", "64m",
+            "Receive memory (unexpected messages, partial messages for the unexpected queue or the pipeline, PUT "
+                    + "offers) one peer's endpoint may hold; more fails that endpoint and releases it");
+    /** The same bound over all of a worker's endpoints. */
+    public static final Entry RX_WORKER_BYTES = define("RX_WORKER_BYTES", "512m",
+            "Receive memory all peers together may hold on one worker (as NUCX_RX_EP_BYTES); the endpoint that goes "
+                    + "over it fails");
+    /** Bytes of writes one endpoint queues while it wires up (its stub), and over all of a worker's endpoints. */
+    public static final Entry STUB_EP_BYTES = define("STUB_EP_BYTES", "64m",
+            "Bytes of writes one endpoint may queue while it wires up; more fails that endpoint");
+    public static final Entry STUB_WORKER_BYTES = define("STUB_WORKER_BYTES", "512m",
+            "Bytes of writes all endpoints of a worker may queue while they wire up; the endpoint that goes over it "
+                    + "fails");
+    /** Requests whose answers wait for a lane that does not take more, per endpoint; also a sender's atomics window. */
+    public static final Entry REPLY_BACKLOG = define("REPLY_BACKLOG", "16384",
+            "Requests (atomics) one endpoint may hold whose answers wait for the peer to read; more fails the "
+                    + "endpoint. A sender keeps at most this many atomics unanswered per endpoint (1..1048576)");
+    /** A connection a peer opened must carry its wireup (REQUEST or LANE_ATTACH) within this. */
+    public static final Entry WIREUP_TIMEOUT = define("WIREUP_TIMEOUT", "10s",
+            "A connection a peer opened that has not carried its wireup REQUEST (or LANE_ATTACH) this long is "
+                    + "closed (10ms..1h)");
+    /** Endpoints a worker creates for peers' REQUESTs, alive at once. */
+    public static final Entry MAX_ENDPOINTS = define("MAX_ENDPOINTS", "65536",
+            "Endpoints created for peers' wireup REQUESTs that a worker holds at once; a REQUEST beyond is refused "
+                    + "(1..16777216)");
     /** Progress mode of workers created by nucx: spin (busy-poll) or block. */
     public static final Entry BUSY_POLL = define("BUSY_POLL", "n",
             "Busy-poll the worker's event loop (y) or block until woken (n)");
@@ -404,6 +434,15 @@ public final class NucxConfig {
         return v;
     }
 
+    /** {@link #WIREUP_TIMEOUT} in nanoseconds, 10 ms to 1 h. */
+    public long wireupTimeoutNanos() {
+        long v = nanos(WIREUP_TIMEOUT, MAX_KEEPALIVE_NANOS);
+        if (v < MIN_KEEPALIVE_INTERVAL_NANOS) {
+            throw invalid(WIREUP_TIMEOUT, "must be at least 10ms");
+        }
+        return v;
+    }
+
     /** Builds the exception that names the variable, its value and what was expected. */
     public NucxConfigException invalid(Entry e, String why) {
         return new NucxConfigException("invalid value '" + raw(e) + "' for " + source(e) + ": " + why);
@@ -443,6 +482,13 @@ public final class NucxConfig {
         memunitsOrAuto(RNDV_THRESH, 0, Long.MAX_VALUE - 1);
         threshold(ZCOPY_THRESH);
         choice(RNDV_SCHEME, "auto", "get_zcopy", "put_zcopy", "am");
+        memunits(RX_EP_BYTES, 64 << 10, Long.MAX_VALUE / 2);
+        memunits(RX_WORKER_BYTES, 64 << 10, Long.MAX_VALUE / 2);
+        memunits(STUB_EP_BYTES, 64 << 10, Long.MAX_VALUE / 2);
+        memunits(STUB_WORKER_BYTES, 64 << 10, Long.MAX_VALUE / 2);
+        integer(REPLY_BACKLOG, 1, 1 << 20);
+        wireupTimeoutNanos();
+        integer(MAX_ENDPOINTS, 1, 1 << 24);
         if (string(TLS).isEmpty()) {
             throw invalid(TLS, "empty transport list");
         }

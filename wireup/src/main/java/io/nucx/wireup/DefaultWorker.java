@@ -14,6 +14,7 @@ import io.nucx.ErrorMode;
 import io.nucx.WireupException;
 import io.nucx.Worker;
 import io.nucx.WorkerAddress;
+import io.nucx.protocol.MemoryBudget;
 import io.nucx.protocol.ProtocolCounters;
 import io.nucx.protocol.ProtocolRegistry;
 import io.nucx.protocol.ProtocolSettings;
@@ -77,6 +78,10 @@ public final class DefaultWorker implements Worker {
     private final LaneSelector.BwLimits bwLimits;
     private final Keepalive keepalive;
     private final ScheduledFuture<?> keepaliveTask;
+    private final ScheduledFuture<?> reaperTask;
+    private final WireupSettings settings;
+    /** Writes queued by endpoints still wiring up, all together (NUCX_STUB_WORKER_BYTES). Loop only. */
+    private final MemoryBudget stubPool;
     private final Deque<Throwable> laneFailures = new ConcurrentLinkedDeque<>();
     private final Deque<Throwable> rmaFailures = new ConcurrentLinkedDeque<>();
 
@@ -89,9 +94,11 @@ public final class DefaultWorker implements Worker {
         this.endpointInitializer = endpointInitializer;
         this.closeFuture = loop.newPromise();
         NucxConfig config = context.config();
-        this.protocols = new WorkerProtocols(loop, ByteBufAllocator.DEFAULT, ProtocolSettings.from(config, registry),
-                uuid, counters);
         WireupSettings settings = WireupSettings.from(config);
+        this.protocols = new WorkerProtocols(loop, ByteBufAllocator.DEFAULT, ProtocolSettings.from(config, registry),
+                uuid, counters, settings.receiveLimits());
+        this.settings = settings;
+        this.stubPool = MemoryBudget.worker("NUCX_STUB_WORKER_BYTES", settings.stubWorkerBytes());
         this.defaultErrorMode = settings.errorMode();
         this.bwLimits = settings.bwLimits();
         this.keepalive = new Keepalive(settings.keepaliveIntervalNanos(), settings.keepaliveTimeoutNanos());
@@ -123,6 +130,18 @@ public final class DefaultWorker implements Worker {
         // One timer per worker, not per endpoint: a tick walks every endpoint (UCX's keepalive progress does too).
         this.keepaliveTask = !keepalive.enabled() ? null : loop.scheduleAtFixedRate(this::keepaliveTick,
                 keepalive.intervalNanos(), keepalive.intervalNanos(), TimeUnit.NANOSECONDS);
+        long reapEvery = Math.min(TimeUnit.SECONDS.toNanos(1), settings.wireupTimeoutNanos());
+        this.reaperTask = loop.scheduleAtFixedRate(this::reap, reapEvery, reapEvery, TimeUnit.NANOSECONDS);
+    }
+
+    /**
+     * Endpoints whose lanes are all gone are failed and dropped, whatever their error mode: a lane's close normally
+     * does it, and this catches what slipped past (an endpoint whose lane closed before it knew the lane).
+     */
+    private void reap() {
+        for (EndpointChannel ep : endpoints.values()) {
+            ep.lifecycle().reapIfLanesGone();
+        }
     }
 
     /**
@@ -308,6 +327,7 @@ public final class DefaultWorker implements Worker {
         if (keepaliveTask != null) {
             keepaliveTask.cancel(false);
         }
+        reaperTask.cancel(false);
         PromiseCombiner all = new PromiseCombiner(loop);
         for (EndpointChannel ep : endpoints.values()) {
             all.add(ep.close());
@@ -372,6 +392,20 @@ public final class DefaultWorker implements Worker {
     /** The opened ifaces, one per selected transport. */
     List<Iface> ifaces() {
         return List.copyOf(ifaces);
+    }
+
+    WireupSettings settings() {
+        return settings;
+    }
+
+    /** A new endpoint's bound on writes it queues while wiring up, inside the worker's. */
+    MemoryBudget newStubBudget() {
+        return stubPool.endpoint("NUCX_STUB_EP_BYTES", settings.stubEndpointBytes());
+    }
+
+    /** Endpoints open now. */
+    int endpointCount() {
+        return endpoints.size();
     }
 
     long newEndpointId() {

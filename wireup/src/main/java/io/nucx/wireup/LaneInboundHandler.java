@@ -6,11 +6,16 @@ import io.netty.channel.ChannelInboundHandlerAdapter;
 import io.netty.util.ReferenceCountUtil;
 import io.netty.util.internal.logging.InternalLogger;
 import io.netty.util.internal.logging.InternalLoggerFactory;
+import io.nucx.Worker;
 import io.nucx.protocol.AmIds;
 import io.nucx.protocol.ProtocolException;
 import io.nucx.transport.AmFrame;
 
+import io.netty.util.concurrent.ScheduledFuture;
+import io.nucx.WireupException;
+
 import java.util.ArrayDeque;
+import java.util.concurrent.TimeUnit;
 
 /**
  * The bottom handler of every lane channel (after the transport's framing): it demultiplexes the lane onto its
@@ -41,6 +46,8 @@ final class LaneInboundHandler extends ChannelInboundHandlerAdapter {
     private boolean requestIgnored;
     /** Frames that arrived behind a REQUEST whose handling had to wait; null when not waiting. */
     private ArrayDeque<AmFrame> held;
+    /** A lane a peer connected must carry its wireup within NUCX_WIREUP_TIMEOUT; null once it has (or ours). */
+    private ScheduledFuture<?> wireupTimer;
 
     LaneInboundHandler(DefaultWorker worker, EndpointChannel endpoint, int laneIndex) {
         this.worker = worker;
@@ -56,6 +63,29 @@ final class LaneInboundHandler extends ChannelInboundHandlerAdapter {
     @Override
     public void handlerAdded(ChannelHandlerContext ctx) {
         this.ctx = ctx;
+        if (endpoint == null) {
+            long timeout = worker.settings().wireupTimeoutNanos();
+            wireupTimer = ctx.executor().schedule(() -> {
+                wireupTimer = null;
+                if (endpoint == null && ctx.channel().isOpen()) {
+                    exceptionCaught(ctx, new WireupException("connection from " + ctx.channel().remoteAddress()
+                            + " carried no wireup " + (requestIgnored ? "REPLY" : "REQUEST") + " within "
+                            + java.time.Duration.ofNanos(timeout) + " (NUCX_WIREUP_TIMEOUT)", null));
+                }
+            }, timeout, TimeUnit.NANOSECONDS);
+        }
+    }
+
+    @Override
+    public void handlerRemoved(ChannelHandlerContext ctx) {
+        cancelWireupTimer();
+    }
+
+    private void cancelWireupTimer() {
+        if (wireupTimer != null) {
+            wireupTimer.cancel(false);
+            wireupTimer = null;
+        }
     }
 
     @Override
@@ -120,7 +150,10 @@ final class LaneInboundHandler extends ChannelInboundHandlerAdapter {
                     + "existing endpoint is not supported)");
         }
         switch (worker.requests().onRequest(m, ctx.channel())) {
-            case RequestProcessor.Outcome.Accepted a -> endpoint = a.endpoint();
+            case RequestProcessor.Outcome.Accepted a -> {
+                endpoint = a.endpoint();
+                cancelWireupTimer();
+            }
             case RequestProcessor.Outcome.Ignored i -> {
                 requestIgnored = true;
                 ignoredFrom = m.address().uuid();
@@ -226,17 +259,23 @@ final class LaneInboundHandler extends ChannelInboundHandlerAdapter {
 
     /**
      * Keepalive probe: nothing to do if we know the endpoint it names (its arrival was the point); otherwise answer
-     * EP_REMOVED so the peer fails its endpoint at once instead of waiting (UCX's ucp_wireup_send_ep_removed).
+     * EP_REMOVED so the peer fails its endpoint at once instead of waiting (UCX's ucp_wireup_send_ep_removed). The
+     * answer only hastens what the peer's keepalive finds anyway, so a lane that takes no more (a peer that does not
+     * read) gets none: probes never pile up answers here.
      */
     private void onEpCheck(ChannelHandlerContext ctx, WireupMessage m) {
         EndpointChannel known = worker.endpoint(m.dstEpId());
         if (known != null && known == endpoint) { // also while it closes gracefully: it still takes frames
             return;
         }
+        if (!ctx.channel().isWritable()) {
+            worker.counters().counter(Worker.EP_CHECK_UNANSWERED).increment();
+            return;
+        }
         String reason = "worker " + worker.name() + " (" + Long.toHexString(worker.uuid()) + ") has no endpoint #"
                 + m.dstEpId() + (known != null ? " on this connection" : "");
         ctx.writeAndFlush(WireupMessage.epRemoved(WireupMessage.INVALID_EP_ID, m.srcEpId(), reason)
-                .toFrame(ctx.alloc()), ctx.voidPromise());
+                .toFrame(ctx.alloc()), ctx.voidPromise()); // flushed once per read batch on tcp
     }
 
     /** The peer removed the endpoint of this lane (closed it, or did not know it): ours fails with a reset. */
@@ -267,6 +306,7 @@ final class LaneInboundHandler extends ChannelInboundHandlerAdapter {
         target.lanes().onAttach(m.lane(), m.reason(), ctx.channel());
         endpoint = target;
         laneIndex = m.lane();
+        cancelWireupTimer();
     }
 
     /** The failover reliability a LANE_ACK or LANE_FAILED is for: this lane's endpoint's, named by id. */
@@ -309,6 +349,7 @@ final class LaneInboundHandler extends ChannelInboundHandlerAdapter {
 
     @Override
     public void channelInactive(ChannelHandlerContext ctx) {
+        cancelWireupTimer();
         if (held != null) {
             releaseAll(held);
             held = null;
@@ -331,6 +372,7 @@ final class LaneInboundHandler extends ChannelInboundHandlerAdapter {
     void endpoint(EndpointChannel ep, int index) {
         this.endpoint = ep;
         this.laneIndex = index;
+        cancelWireupTimer();
     }
 
     Channel channel() {

@@ -5,6 +5,13 @@ import io.netty.channel.ChannelOutboundHandlerAdapter;
 import io.netty.channel.ChannelPromise;
 import io.netty.channel.PendingWriteQueue;
 
+import io.netty.buffer.ByteBuf;
+import io.netty.util.ReferenceCountUtil;
+import io.nucx.transport.AmFrame;
+import io.nucx.EndpointException;
+import io.nucx.protocol.LimitExceededException;
+import io.nucx.protocol.MemoryBudget;
+
 import java.nio.channels.ClosedChannelException;
 
 /**
@@ -17,11 +24,23 @@ import java.nio.channels.ClosedChannelException;
  */
 final class StubHandler extends ChannelOutboundHandlerAdapter {
 
+    /** Bytes queued here, charged to the endpoint's and the worker's bound (NUCX_STUB_EP_BYTES, _WORKER_BYTES). */
+    private final MemoryBudget budget;
+    private long charged;
     private PendingWriteQueue pending;
     private boolean flushRequested;
     private boolean ready;
     private Throwable failure;
     private ChannelPromise deferredClose;
+
+    /** Without a bound: handler tests. */
+    StubHandler() {
+        this(MemoryBudget.unlimited());
+    }
+
+    StubHandler(MemoryBudget budget) {
+        this.budget = budget;
+    }
 
     @Override
     public void handlerAdded(ChannelHandlerContext ctx) {
@@ -30,7 +49,22 @@ final class StubHandler extends ChannelOutboundHandlerAdapter {
 
     @Override
     public void write(ChannelHandlerContext ctx, Object msg, ChannelPromise promise) {
+        if (failure != null) {
+            ReferenceCountUtil.release(msg);
+            promise.tryFailure(failure);
+            return;
+        }
+        long added = msg instanceof AmFrame f ? f.length() : msg instanceof ByteBuf b ? b.readableBytes() : 0;
         pending.add(msg, promise);
+        try {
+            budget.charge(added + MemoryBudget.ENTRY_COST, "writes queued while wiring up (" + pending.size()
+                    + " writes, " + pending.bytes() + " bytes)");
+            charged += added + MemoryBudget.ENTRY_COST;
+        } catch (LimitExceededException e) {
+            EndpointChannel ep = (EndpointChannel) ctx.channel();
+            ep.fail(new EndpointException(ep.endpointId(), ep.remoteAddress(), "the peer has not answered wireup "
+                    + "while writes piled up: " + e.getMessage(), e));
+        }
     }
 
     @Override
@@ -68,6 +102,8 @@ final class StubHandler extends ChannelOutboundHandlerAdapter {
 
     @Override
     public void handlerRemoved(ChannelHandlerContext ctx) {
+        budget.release(charged);
+        charged = 0;
         if (ready && failure == null && ctx.channel().isOpen()) {
             // ctx's neighbours now point at the handler that replaced us, so these writes go through it.
             pending.removeAndWriteAll();

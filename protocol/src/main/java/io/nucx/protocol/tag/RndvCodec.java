@@ -42,7 +42,8 @@ public final class RndvCodec extends ChannelDuplexHandler implements ProtocolCod
     public void handlerAdded(ChannelHandlerContext ctx) {
         sender = new RndvSender(ctx, endpoint, worker.counters());
         receiver = new RndvReceiver(ctx, endpoint, worker.matcher(), worker.alloc(),
-                worker.settings().maxMessageSize(), worker.settings().scheme(), worker.counters());
+                worker.settings().maxMessageSize(), worker.settings().scheme(), worker.counters(),
+                endpoint.receiveBudget());
     }
 
     @Override
