@@ -104,7 +104,7 @@ public final class AmoCodec extends ChannelDuplexHandler implements ProtocolCode
         long id = requests.add(r);
         ByteBuf header = ctx.alloc().buffer(AmoHeaders.REQ_LENGTH).writeLongLE(id).writeLongLE(r.address())
                 .writeLongLE(r.value()).writeLongLE(r.compare()).writeIntLE(r.key().region())
-                .writeByte(r.op().wire()).writeZero(3);
+                .writeByte(r.op().wire()).writeZero(3).writeLongLE(r.key().secret());
         promise.addListener((ChannelFutureListener) f -> {
             AtomicRequest failed;
             if (!f.isSuccess() && (failed = requests.remove(id)) != null) {
@@ -149,7 +149,7 @@ public final class AmoCodec extends ChannelDuplexHandler implements ProtocolCode
         ByteBuf h = frame.header();
         int at = h.readerIndex();
         ByteBuf reply = apply(ctx, h.getLongLE(at), h.getLongLE(at + 8), h.getLongLE(at + 16), h.getLongLE(at + 24),
-                h.getIntLE(at + 32), h.getUnsignedByte(at + 36));
+                h.getIntLE(at + 32), h.getUnsignedByte(at + 36), h.getLongLE(at + 40));
         ctx.write(AmFrame.of(AmIds.ATOMIC_REP, reply), ctx.voidPromise());
     }
 
@@ -198,12 +198,12 @@ public final class AmoCodec extends ChannelDuplexHandler implements ProtocolCode
 
     /** Applies one ATOMIC_REQ; returns the ATOMIC_REP header. */
     private ByteBuf apply(ChannelHandlerContext ctx, long id, long address, long value, long compare, int region,
-                          int opCode) {
+                          int opCode, long secret) {
         AtomicOp op = AtomicOp.fromWire(opCode);
         long old = 0;
-        int status = check(op, region, address);
+        int status = check(op, region, secret, address);
         if (status == AmoHeaders.STATUS_OK) {
-            MemorySegment seg = memory.region(region);
+            MemorySegment seg = memory.region(region, secret);
             try {
                 old = apply(op, seg, address - seg.address(), value, compare);
             } catch (IllegalStateException | WrongThreadException inaccessible) {
@@ -214,11 +214,11 @@ public final class AmoCodec extends ChannelDuplexHandler implements ProtocolCode
         return ctx.alloc().buffer(AmoHeaders.REP_LENGTH).writeLongLE(id).writeByte(status).writeLongLE(old);
     }
 
-    private int check(AtomicOp op, int region, long address) {
+    private int check(AtomicOp op, int region, long secret, long address) {
         if (op == null) {
             return AmoHeaders.STATUS_UNKNOWN_OP;
         }
-        MemorySegment seg = memory.region(region);
+        MemorySegment seg = memory.region(region, secret);
         if (seg == null) {
             return AmoHeaders.STATUS_NO_REGION;
         }
