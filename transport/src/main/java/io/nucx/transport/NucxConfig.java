@@ -140,6 +140,13 @@ public final class NucxConfig {
     public static final Entry MAX_ENDPOINTS = define("MAX_ENDPOINTS", "65536",
             "Endpoints created for peers' wireup REQUESTs that a worker holds at once; a REQUEST beyond is refused "
                     + "(1..16777216)");
+    /** A shared secret that authenticates wireup: REQUESTs without an HMAC proof of it are refused. */
+    public static final Entry AUTH_TOKEN = define("AUTH_TOKEN", "",
+            "Shared secret (16 bytes or more) that authenticates wireup: a REQUEST without an HMAC proof of it (over "
+                    + "both worker uuids, a nonce and the time) is refused before any endpoint exists; empty: off");
+    /** The same secret read from a file. */
+    public static final Entry AUTH_KEY_FILE = define("AUTH_KEY_FILE", "",
+            "File holding the wireup secret (16 bytes or more), instead of NUCX_AUTH_TOKEN");
     /** Progress mode of workers created by nucx: spin (busy-poll) or block. */
     public static final Entry BUSY_POLL = define("BUSY_POLL", "n",
             "Busy-poll the worker's event loop (y) or block until woken (n)");
@@ -445,7 +452,8 @@ public final class NucxConfig {
 
     /** Builds the exception that names the variable, its value and what was expected. */
     public NucxConfigException invalid(Entry e, String why) {
-        return new NucxConfigException("invalid value '" + raw(e) + "' for " + source(e) + ": " + why);
+        String value = e == AUTH_TOKEN ? "(secret, not shown)" : "'" + raw(e) + "'";
+        return new NucxConfigException("invalid value " + value + " for " + source(e) + ": " + why);
     }
 
     /**

@@ -80,6 +80,8 @@ public final class DefaultWorker implements Worker {
     private final ScheduledFuture<?> keepaliveTask;
     private final ScheduledFuture<?> reaperTask;
     private final WireupSettings settings;
+    /** The wireup key (NUCX_AUTH_TOKEN / NUCX_AUTH_KEY_FILE), or null when wireup is not authenticated. */
+    private final WireupAuth auth;
     /** Writes queued by endpoints still wiring up, all together (NUCX_STUB_WORKER_BYTES). Loop only. */
     private final MemoryBudget stubPool;
     private final Deque<Throwable> laneFailures = new ConcurrentLinkedDeque<>();
@@ -98,6 +100,7 @@ public final class DefaultWorker implements Worker {
         this.protocols = new WorkerProtocols(loop, ByteBufAllocator.DEFAULT, ProtocolSettings.from(config, registry),
                 uuid, counters, settings.receiveLimits());
         this.settings = settings;
+        this.auth = WireupAuth.from(config);
         this.stubPool = MemoryBudget.worker("NUCX_STUB_WORKER_BYTES", settings.stubWorkerBytes());
         this.defaultErrorMode = settings.errorMode();
         this.bwLimits = settings.bwLimits();
@@ -392,6 +395,10 @@ public final class DefaultWorker implements Worker {
     /** The opened ifaces, one per selected transport. */
     List<Iface> ifaces() {
         return List.copyOf(ifaces);
+    }
+
+    WireupAuth auth() {
+        return auth;
     }
 
     WireupSettings settings() {

@@ -47,6 +47,9 @@ final class RequestProcessor {
     Outcome onRequest(WireupMessage request, Channel lane) {
         assert worker.eventLoop().inEventLoop();
         WorkerAddress remote = request.address();
+        if (worker.auth() != null) {
+            worker.auth().check(request.proof(), remote.uuid(), worker.uuid(), request.connSn());
+        }
         boolean matched = remote.uuid() != worker.uuid();
         ErrorMode mode = ErrorMode.fromWire(request.errMode());
         EndpointMatch<EndpointChannel> match = worker.match();

@@ -25,7 +25,8 @@ import java.nio.charset.StandardCharsets;
  * </pre>
  * Payload by type:
  * <pre>
- *  REQUEST     | address length:u16 | packed worker address | p2p endpoint address (the rest; empty if none) |
+ *  REQUEST     | address length:u16 | packed worker address | ep length:u8 | p2p endpoint address |
+ *              proof (none, or {@link WireupAuth#PROOF_LENGTH} bytes with NUCX_AUTH_TOKEN: nonce, time, HMAC) |
  *  REPLY       | p2p endpoint address (empty if none; at most 255 bytes) |
  *  EP_REMOVED  | UTF-8 reason, at most {@link #MAX_REASON} bytes (UCX sends none; ours names why) |
  *  ACK, EP_CHECK: none
@@ -49,7 +50,7 @@ import java.nio.charset.StandardCharsets;
  * </ul>
  */
 record WireupMessage(int type, int errMode, int connSn, long srcEpId, long dstEpId, WorkerAddress address,
-                     byte[] epAddress, String reason, int lane, long value) {
+                     byte[] epAddress, String reason, int lane, long value, byte[] proof) {
 
     static final int REQUEST = 1;
     static final int REPLY = 2;
@@ -72,35 +73,42 @@ record WireupMessage(int type, int errMode, int connSn, long srcEpId, long dstEp
     static final int MAX_EP_ADDRESS = 255;
 
     static WireupMessage request(ErrorMode mode, int connSn, long srcEpId, WorkerAddress address, byte[] epAddress) {
-        return new WireupMessage(REQUEST, mode.wire(), connSn, srcEpId, INVALID_EP_ID, address, epAddress, null, 0, 0);
+        return request(mode, connSn, srcEpId, address, epAddress, null);
+    }
+
+    /** A REQUEST carrying {@code proof} ({@link WireupAuth}), or none (null). */
+    static WireupMessage request(ErrorMode mode, int connSn, long srcEpId, WorkerAddress address, byte[] epAddress,
+                                 byte[] proof) {
+        return new WireupMessage(REQUEST, mode.wire(), connSn, srcEpId, INVALID_EP_ID, address, epAddress, null, 0, 0,
+                proof);
     }
 
     static WireupMessage reply(ErrorMode mode, int connSn, long srcEpId, long dstEpId, byte[] epAddress) {
-        return new WireupMessage(REPLY, mode.wire(), connSn, srcEpId, dstEpId, null, epAddress, null, 0, 0);
+        return new WireupMessage(REPLY, mode.wire(), connSn, srcEpId, dstEpId, null, epAddress, null, 0, 0, null);
     }
 
     static WireupMessage ack(ErrorMode mode, int connSn, long srcEpId, long dstEpId) {
-        return new WireupMessage(ACK, mode.wire(), connSn, srcEpId, dstEpId, null, null, null, 0, 0);
+        return new WireupMessage(ACK, mode.wire(), connSn, srcEpId, dstEpId, null, null, null, 0, 0, null);
     }
 
     static WireupMessage epCheck(ErrorMode mode, long srcEpId, long dstEpId) {
-        return new WireupMessage(EP_CHECK, mode.wire(), 0, srcEpId, dstEpId, null, null, null, 0, 0);
+        return new WireupMessage(EP_CHECK, mode.wire(), 0, srcEpId, dstEpId, null, null, null, 0, 0, null);
     }
 
     static WireupMessage epRemoved(long srcEpId, long dstEpId, String reason) {
-        return new WireupMessage(EP_REMOVED, ErrorMode.NONE.wire(), 0, srcEpId, dstEpId, null, null, reason, 0, 0);
+        return new WireupMessage(EP_REMOVED, ErrorMode.NONE.wire(), 0, srcEpId, dstEpId, null, null, reason, 0, 0, null);
     }
 
     static WireupMessage laneAttach(long srcEpId, long dstEpId, int lane, long uuid, String transport) {
-        return new WireupMessage(LANE_ATTACH, 0, 0, srcEpId, dstEpId, null, null, transport, lane, uuid);
+        return new WireupMessage(LANE_ATTACH, 0, 0, srcEpId, dstEpId, null, null, transport, lane, uuid, null);
     }
 
     static WireupMessage laneAck(long srcEpId, long dstEpId, int lane, long count) {
-        return new WireupMessage(LANE_ACK, 0, 0, srcEpId, dstEpId, null, null, null, lane, count);
+        return new WireupMessage(LANE_ACK, 0, 0, srcEpId, dstEpId, null, null, null, lane, count, null);
     }
 
     static WireupMessage laneFailed(long srcEpId, long dstEpId, int lane, long count) {
-        return new WireupMessage(LANE_FAILED, 0, 0, srcEpId, dstEpId, null, null, null, lane, count);
+        return new WireupMessage(LANE_FAILED, 0, 0, srcEpId, dstEpId, null, null, null, lane, count, null);
     }
 
     static String typeName(int type) {
@@ -124,8 +132,10 @@ record WireupMessage(int type, int errMode, int connSn, long srcEpId, long dstEp
         if (type == REQUEST) {
             byte[] a = address.encode();
             byte[] ep = epAddress != null ? epAddress : NO_EP_ADDRESS;
-            payload = Unpooled.wrappedBuffer(java.nio.ByteBuffer.allocate(2 + a.length + ep.length)
-                    .order(java.nio.ByteOrder.LITTLE_ENDIAN).putShort((short) a.length).put(a).put(ep).flip());
+            byte[] p = proof != null ? proof : NO_EP_ADDRESS;
+            payload = Unpooled.wrappedBuffer(java.nio.ByteBuffer.allocate(2 + a.length + 1 + ep.length + p.length)
+                    .order(java.nio.ByteOrder.LITTLE_ENDIAN).putShort((short) a.length).put(a).put((byte) ep.length)
+                    .put(ep).put(p).flip());
         } else if (type == LANE_ATTACH || type == LANE_ACK || type == LANE_FAILED) {
             byte[] name = type == LANE_ATTACH ? reason.getBytes(StandardCharsets.US_ASCII) : new byte[0];
             payload = Unpooled.wrappedBuffer(java.nio.ByteBuffer.allocate(LANE_PAYLOAD + name.length)
@@ -164,15 +174,27 @@ record WireupMessage(int type, int errMode, int connSn, long srcEpId, long dstEp
                 }
                 byte[] blob = new byte[addressLength];
                 payload.getBytes(payload.readerIndex() + 2, blob);
-                byte[] ep = new byte[length - 2 - addressLength];
-                if (ep.length > MAX_EP_ADDRESS) {
-                    throw new ProtocolException("wireup REQUEST with a " + ep.length + "-byte endpoint address (at most "
-                            + MAX_EP_ADDRESS + ")");
+                int epAt = 2 + addressLength;
+                int epLength = epAt < length ? payload.getUnsignedByte(payload.readerIndex() + epAt) : -1;
+                if (epLength < 0 || epLength > length - epAt - 1) {
+                    throw new ProtocolException("wireup REQUEST of " + length + " payload bytes announces a "
+                            + epLength + "-byte endpoint address after its " + addressLength + "-byte worker address");
                 }
-                payload.getBytes(payload.readerIndex() + 2 + addressLength, ep);
+                byte[] ep = new byte[epLength];
+                payload.getBytes(payload.readerIndex() + epAt + 1, ep);
+                int proofLength = length - epAt - 1 - epLength;
+                if (proofLength != 0 && proofLength != WireupAuth.PROOF_LENGTH) {
+                    throw new ProtocolException("wireup REQUEST with a " + proofLength + "-byte proof (expected none or "
+                            + WireupAuth.PROOF_LENGTH + ")");
+                }
+                byte[] proof = null;
+                if (proofLength > 0) {
+                    proof = new byte[proofLength];
+                    payload.getBytes(payload.readerIndex() + epAt + 1 + epLength, proof);
+                }
                 try {
                     return new WireupMessage(type, errMode, connSn, src, dst, WorkerAddress.decode(blob), ep, null,
-                            0, 0);
+                            0, 0, proof);
                 } catch (InvalidAddressException e) {
                     throw new ProtocolException("wireup REQUEST carries a bad worker address: " + e.getMessage());
                 }
@@ -184,14 +206,14 @@ record WireupMessage(int type, int errMode, int connSn, long srcEpId, long dstEp
                 }
                 byte[] ep = new byte[length];
                 payload.getBytes(payload.readerIndex(), ep);
-                return new WireupMessage(type, errMode, connSn, src, dst, null, ep, null, 0, 0);
+                return new WireupMessage(type, errMode, connSn, src, dst, null, ep, null, 0, 0, null);
             }
             case ACK, EP_CHECK -> {
                 if (length != 0) {
                     throw new ProtocolException("wireup " + typeName(type) + " with a " + length
                             + "-byte payload (expected none)");
                 }
-                return new WireupMessage(type, errMode, connSn, src, dst, null, null, null, 0, 0);
+                return new WireupMessage(type, errMode, connSn, src, dst, null, null, null, 0, 0, null);
             }
             case EP_REMOVED -> {
                 if (length > MAX_REASON) {
@@ -199,7 +221,7 @@ record WireupMessage(int type, int errMode, int connSn, long srcEpId, long dstEp
                             + MAX_REASON + ")");
                 }
                 return new WireupMessage(type, errMode, connSn, src, dst, null, null,
-                        payload.toString(payload.readerIndex(), length, StandardCharsets.UTF_8), 0, 0);
+                        payload.toString(payload.readerIndex(), length, StandardCharsets.UTF_8), 0, 0, null);
             }
             case LANE_ATTACH, LANE_ACK, LANE_FAILED -> {
                 int nameLength = length - LANE_PAYLOAD;
@@ -217,7 +239,7 @@ record WireupMessage(int type, int errMode, int connSn, long srcEpId, long dstEp
                 }
                 String transport = type == LANE_ATTACH
                         ? payload.toString(at0 + LANE_PAYLOAD, nameLength, StandardCharsets.US_ASCII) : null;
-                return new WireupMessage(type, errMode, connSn, src, dst, null, null, transport, lane, value);
+                return new WireupMessage(type, errMode, connSn, src, dst, null, null, transport, lane, value, null);
             }
             default -> throw new ProtocolException("wireup message type " + type + " is not handled by this version");
         }

@@ -82,8 +82,13 @@ final class RawPeer implements AutoCloseable {
      * {@code like}'s entries (so the target finds a lane to it), asking for error mode {@code mode}.
      */
     RawPeer request(long uuid, int connSn, WorkerAddress like, ErrorMode mode) throws IOException {
+        return frame(requestFrame(uuid, connSn, like, mode, null));
+    }
+
+    /** The frame of {@link #request}, carrying {@code proof} ({@link WireupAuth}) or none. */
+    static AmFrame requestFrame(long uuid, int connSn, WorkerAddress like, ErrorMode mode, byte[] proof) {
         WorkerAddress forged = new WorkerAddress(uuid, "raw-" + Long.toHexString(uuid), like.entries());
-        return frame(WireupMessage.request(mode, connSn, 7, forged, null).toFrame(HEAP));
+        return WireupMessage.request(mode, connSn, 7, forged, null, proof).toFrame(HEAP);
     }
 
     /** Reads one frame's am id and skips the rest; -1 at the end of the stream. */

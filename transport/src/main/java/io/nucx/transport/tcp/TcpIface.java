@@ -67,7 +67,8 @@ final class TcpIface extends AbstractIface {
     private final boolean p2p;
     /** p2p endpoints waiting to be reached, by token. Loop only. */
     private final java.util.Map<Long, TcpP2pEndpoint> waiting = new java.util.HashMap<>();
-    private long nextToken = 1;
+    /** p2p endpoint tokens are random: a connection naming one must have been told it, not have counted to it. */
+    private final java.security.SecureRandom tokens = new java.security.SecureRandom();
 
     private TcpIface(Transport transport, IfaceParams params, TcpIoMode mode, Channel server,
                      IfaceAttributes attributes, byte[] deviceAddress, byte[] ifaceAddress, int segSize, boolean p2p) {
@@ -229,13 +230,21 @@ final class TcpIface extends AbstractIface {
         }
     }
 
+    private long newToken() {
+        long t;
+        do {
+            t = tokens.nextLong();
+        } while (t == 0 || waiting.containsKey(t));
+        return t;
+    }
+
     @Override
     public P2pEndpoint createEndpoint(ChannelHandler laneHandler) {
         assert eventLoop().inEventLoop();
         if (!p2p) {
             throw new UnsupportedOperationException("tcp connects endpoint to endpoint only with NUCX_TCP_CONNECT=p2p");
         }
-        TcpP2pEndpoint ep = new TcpP2pEndpoint(nextToken++, laneHandler);
+        TcpP2pEndpoint ep = new TcpP2pEndpoint(newToken(), laneHandler);
         waiting.put(ep.token, ep);
         return ep;
     }
