@@ -18,6 +18,7 @@ import java.util.Map;
 import java.util.concurrent.TimeUnit;
 
 import static io.nucx.wireup.HostilePeerTest.await;
+import static io.nucx.wireup.HostilePeerTest.exchange;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
@@ -34,17 +35,6 @@ class HostileAuthTest {
     final TestWorkers workers = new TestWorkers();
 
     private static final String KEY = "correct horse battery staple";
-
-    private static void exchange(Worker receiver, Endpoint ep, long tag) throws Exception {
-        Future<TagMessage> r = receiver.tagRecv(tag, -1L);
-        ep.tagSend(tag, TestWorkers.pattern(tag, 100)).sync();
-        TagMessage m = r.get(10, TimeUnit.SECONDS);
-        try {
-            TestWorkers.assertPattern(tag, 100, m.content());
-        } finally {
-            m.release();
-        }
-    }
 
     private static void awaitRefusal(DefaultWorker target, String why) throws InterruptedException {
         await(() -> target.laneFailures().stream().anyMatch(t -> String.valueOf(t.getMessage()).contains(why)),

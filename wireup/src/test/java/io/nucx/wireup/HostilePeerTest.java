@@ -54,7 +54,7 @@ class HostilePeerTest {
         return ep;
     }
 
-    private static void exchange(Worker receiver, Endpoint ep, long tag) throws Exception {
+    static void exchange(Worker receiver, Endpoint ep, long tag) throws Exception {
         Future<TagMessage> r = receiver.tagRecv(tag, -1L);
         ep.tagSend(tag, TestWorkers.pattern(tag, 1000)).sync();
         TagMessage m = r.get(10, TimeUnit.SECONDS);
