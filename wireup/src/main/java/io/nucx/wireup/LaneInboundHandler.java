@@ -294,6 +294,9 @@ final class LaneInboundHandler extends ChannelInboundHandlerAdapter {
             throw new ProtocolException("LANE_ATTACH on a lane of " + (endpoint != null ? endpoint
                     : "worker " + worker.name()) + " that carries wireup already");
         }
+        if (worker.auth() != null) { // before anything is looked up: a stranger learns nothing of our endpoints
+            worker.auth().checkLane(m.proof(), m.value(), worker.uuid(), m.srcEpId(), m.dstEpId(), m.lane());
+        }
         EndpointChannel target = worker.endpoint(m.dstEpId());
         if (target == null || target.remoteWorkerAddress().uuid() != m.value()
                 || target.remoteEndpointId() != m.srcEpId()) {

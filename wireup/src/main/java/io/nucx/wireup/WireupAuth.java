@@ -26,8 +26,12 @@ import java.util.function.LongSupplier;
  *
  * <pre>
  *  proof = | nonce:16 (SecureRandom) | time:u64 (ms since the epoch) | HMAC-SHA256:32 |
- *  HMAC over "nucx-wireup-1" | sender uuid:u64 | receiver uuid:u64 | conn sn:u16 | nonce | time
+ *  REQUEST:     HMAC over "nucx-wireup-1" | sender uuid:u64 | receiver uuid:u64 | conn sn:u16 | nonce | time
+ *  LANE_ATTACH: HMAC over "nucx-lane-1" | sender uuid:u64 | receiver uuid:u64 | sender ep:u64 | receiver ep:u64 |
+ *               lane:u8 | nonce | time
  * </pre>
+ * LANE_ATTACH (a lane joining a wired-up endpoint) carries a proof too: endpoint ids count from 0 and uuids are in
+ * addresses, so without it anyone who reaches the port could attach a lane to another peer's endpoint.
  * Both worker uuids are in the MAC, so a REQUEST recorded on its way to one worker proves nothing to another, nor
  * for another sender; the time must lie within {@link #WINDOW_MILLIS} of the receiver's clock, and a nonce seen
  * within that window is refused (a replay), so the nonces a worker remembers are bounded by the window.
@@ -40,6 +44,7 @@ final class WireupAuth {
     /** How far a REQUEST's time may be from ours (hosts' clocks must agree this well). */
     static final long WINDOW_MILLIS = 5 * 60_000;
     private static final byte[] LABEL = "nucx-wireup-1".getBytes(StandardCharsets.US_ASCII);
+    private static final byte[] LANE_LABEL = "nucx-lane-1".getBytes(StandardCharsets.US_ASCII);
     private static final int MIN_KEY = 16;
 
     private final SecretKeySpec key;
@@ -88,13 +93,38 @@ final class WireupAuth {
 
     /** A fresh proof for a REQUEST from {@code sender} to {@code receiver} as connection {@code connSn}. */
     byte[] proof(long sender, long receiver, int connSn) {
+        return proof(LABEL, requestFields(sender, receiver, connSn));
+    }
+
+    /** A fresh proof for a LANE_ATTACH of lane {@code lane} from endpoint {@code senderEp} to {@code receiverEp}. */
+    byte[] laneProof(long sender, long receiver, long senderEp, long receiverEp, int lane) {
+        return proof(LANE_LABEL, laneFields(sender, receiver, senderEp, receiverEp, lane));
+    }
+
+    private byte[] proof(byte[] label, byte[] fields) {
         byte[] nonce = new byte[NONCE_LENGTH];
         synchronized (random) {
             random.nextBytes(nonce);
         }
         long time = clock.getAsLong();
         return ByteBuffer.allocate(PROOF_LENGTH).order(ByteOrder.LITTLE_ENDIAN).put(nonce).putLong(time)
-                .put(mac(sender, receiver, connSn, nonce, time)).array();
+                .put(mac(label, fields, nonce, time)).array();
+    }
+
+    private static byte[] requestFields(long sender, long receiver, int connSn) {
+        return ByteBuffer.allocate(18).order(ByteOrder.LITTLE_ENDIAN).putLong(sender).putLong(receiver)
+                .putShort((short) connSn).array();
+    }
+
+    private static byte[] laneFields(long sender, long receiver, long senderEp, long receiverEp, int lane) {
+        return ByteBuffer.allocate(33).order(ByteOrder.LITTLE_ENDIAN).putLong(sender).putLong(receiver)
+                .putLong(senderEp).putLong(receiverEp).put((byte) lane).array();
+    }
+
+    /** Checks a LANE_ATTACH's proof, as {@link #check} a REQUEST's. */
+    void checkLane(byte[] proof, long sender, long receiver, long senderEp, long receiverEp, int lane) {
+        check(proof, LANE_LABEL, laneFields(sender, receiver, senderEp, receiverEp, lane),
+                "LANE_ATTACH from " + Long.toHexString(sender));
     }
 
     /**
@@ -103,7 +133,12 @@ final class WireupAuth {
      * @throws ProtocolException naming what is wrong: no proof, a bad MAC, a stale time, a replayed nonce
      */
     void check(byte[] proof, long sender, long receiver, int connSn) {
-        String who = "wireup REQUEST from " + Long.toHexString(sender) + " refused (" + source + "): ";
+        check(proof, LABEL, requestFields(sender, receiver, connSn), "wireup REQUEST from "
+                + Long.toHexString(sender));
+    }
+
+    private void check(byte[] proof, byte[] label, byte[] fields, String what) {
+        String who = what + " refused (" + source + "): ";
         if (proof == null) {
             throw new ProtocolException(who + "it carries no proof of the key");
         }
@@ -113,7 +148,7 @@ final class WireupAuth {
         long time = p.getLong();
         byte[] mac = new byte[MAC_LENGTH];
         p.get(mac);
-        if (!MessageDigest.isEqual(mac, mac(sender, receiver, connSn, nonce, time))) {
+        if (!MessageDigest.isEqual(mac, mac(label, fields, nonce, time))) {
             throw new ProtocolException(who + "its proof does not match (another key, or another sender or "
                     + "receiver)");
         }
@@ -124,7 +159,7 @@ final class WireupAuth {
         }
         forgetExpired(now);
         if (!seen.add(ByteBuffer.wrap(nonce))) {
-            throw new ProtocolException(who + "it replays a REQUEST already received");
+            throw new ProtocolException(who + "it replays a message already received");
         }
         expiries.add(new Object[] {time + WINDOW_MILLIS, ByteBuffer.wrap(nonce)});
     }
@@ -136,13 +171,14 @@ final class WireupAuth {
         }
     }
 
-    private byte[] mac(long sender, long receiver, int connSn, byte[] nonce, long time) {
+    private byte[] mac(byte[] label, byte[] fields, byte[] nonce, long time) {
         try {
             Mac m = Mac.getInstance("HmacSHA256");
             m.init(key);
-            m.update(LABEL);
-            m.update(ByteBuffer.allocate(18 + NONCE_LENGTH + 8).order(ByteOrder.LITTLE_ENDIAN).putLong(sender)
-                    .putLong(receiver).putShort((short) connSn).put(nonce).putLong(time).array());
+            m.update(label);
+            m.update(fields);
+            m.update(nonce);
+            m.update(ByteBuffer.allocate(8).order(ByteOrder.LITTLE_ENDIAN).putLong(time).array());
             return m.doFinal();
         } catch (GeneralSecurityException e) {
             throw new IllegalStateException("HmacSHA256 is part of every JDK", e);

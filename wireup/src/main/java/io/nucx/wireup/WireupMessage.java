@@ -29,6 +29,8 @@ import java.nio.charset.StandardCharsets;
  *              proof (none, or {@link WireupAuth#PROOF_LENGTH} bytes with NUCX_AUTH_TOKEN: nonce, time, HMAC) |
  *  REPLY       | p2p endpoint address (empty if none; at most 255 bytes) |
  *  EP_REMOVED  | UTF-8 reason, at most {@link #MAX_REASON} bytes (UCX sends none; ours names why) |
+ *  LANE_ATTACH | lane:u8 | sender uuid:u64 | name length:u8 | transport name | proof (none, or with a key) |
+ *  LANE_ACK, LANE_FAILED | lane:u8 | count:u64 |
  *  ACK, EP_CHECK: none
  * </pre>
  * UCX packs p2p endpoint addresses inside the worker address, per lane; nucx has one lane per endpoint, so its one
@@ -100,7 +102,12 @@ record WireupMessage(int type, int errMode, int connSn, long srcEpId, long dstEp
     }
 
     static WireupMessage laneAttach(long srcEpId, long dstEpId, int lane, long uuid, String transport) {
-        return new WireupMessage(LANE_ATTACH, 0, 0, srcEpId, dstEpId, null, null, transport, lane, uuid, null);
+        return laneAttach(srcEpId, dstEpId, lane, uuid, transport, null);
+    }
+
+    /** A LANE_ATTACH carrying {@code proof} ({@link WireupAuth#laneProof}), or none (null). */
+    static WireupMessage laneAttach(long srcEpId, long dstEpId, int lane, long uuid, String transport, byte[] proof) {
+        return new WireupMessage(LANE_ATTACH, 0, 0, srcEpId, dstEpId, null, null, transport, lane, uuid, proof);
     }
 
     static WireupMessage laneAck(long srcEpId, long dstEpId, int lane, long count) {
@@ -136,10 +143,15 @@ record WireupMessage(int type, int errMode, int connSn, long srcEpId, long dstEp
             payload = Unpooled.wrappedBuffer(java.nio.ByteBuffer.allocate(2 + a.length + 1 + ep.length + p.length)
                     .order(java.nio.ByteOrder.LITTLE_ENDIAN).putShort((short) a.length).put(a).put((byte) ep.length)
                     .put(ep).put(p).flip());
-        } else if (type == LANE_ATTACH || type == LANE_ACK || type == LANE_FAILED) {
-            byte[] name = type == LANE_ATTACH ? reason.getBytes(StandardCharsets.US_ASCII) : new byte[0];
-            payload = Unpooled.wrappedBuffer(java.nio.ByteBuffer.allocate(LANE_PAYLOAD + name.length)
-                    .order(java.nio.ByteOrder.LITTLE_ENDIAN).put((byte) lane).putLong(value).put(name).flip());
+        } else if (type == LANE_ATTACH) {
+            byte[] name = reason.getBytes(StandardCharsets.US_ASCII);
+            byte[] p = proof != null ? proof : NO_EP_ADDRESS;
+            payload = Unpooled.wrappedBuffer(java.nio.ByteBuffer.allocate(LANE_PAYLOAD + 1 + name.length + p.length)
+                    .order(java.nio.ByteOrder.LITTLE_ENDIAN).put((byte) lane).putLong(value).put((byte) name.length)
+                    .put(name).put(p).flip());
+        } else if (type == LANE_ACK || type == LANE_FAILED) {
+            payload = Unpooled.wrappedBuffer(java.nio.ByteBuffer.allocate(LANE_PAYLOAD)
+                    .order(java.nio.ByteOrder.LITTLE_ENDIAN).put((byte) lane).putLong(value).flip());
         } else if (type == REPLY && epAddress != null && epAddress.length > 0) {
             payload = Unpooled.wrappedBuffer(epAddress);
         } else if (reason != null) {
@@ -223,23 +235,37 @@ record WireupMessage(int type, int errMode, int connSn, long srcEpId, long dstEp
                 return new WireupMessage(type, errMode, connSn, src, dst, null, null,
                         payload.toString(payload.readerIndex(), length, StandardCharsets.UTF_8), 0, 0, null);
             }
-            case LANE_ATTACH, LANE_ACK, LANE_FAILED -> {
-                int nameLength = length - LANE_PAYLOAD;
-                if (nameLength < 0 || (type == LANE_ATTACH ? nameLength == 0 || nameLength > MAX_TRANSPORT_NAME
-                        : nameLength != 0)) {
+            case LANE_ATTACH -> {
+                int at0 = payload.readerIndex();
+                int nameLength = length > LANE_PAYLOAD ? payload.getUnsignedByte(at0 + LANE_PAYLOAD) : -1;
+                int proofLength = length - LANE_PAYLOAD - 1 - nameLength;
+                if (nameLength < 1 || nameLength > MAX_TRANSPORT_NAME
+                        || (proofLength != 0 && proofLength != WireupAuth.PROOF_LENGTH)) {
+                    throw new ProtocolException("wireup LANE_ATTACH with a " + length + "-byte payload (expected "
+                            + LANE_PAYLOAD + ", a transport name of 1-" + MAX_TRANSPORT_NAME + " and none or a "
+                            + WireupAuth.PROOF_LENGTH + "-byte proof)");
+                }
+                String transport = payload.toString(at0 + LANE_PAYLOAD + 1, nameLength, StandardCharsets.US_ASCII);
+                byte[] proof = null;
+                if (proofLength > 0) {
+                    proof = new byte[proofLength];
+                    payload.getBytes(at0 + LANE_PAYLOAD + 1 + nameLength, proof);
+                }
+                return new WireupMessage(type, errMode, connSn, src, dst, null, null, transport,
+                        payload.getUnsignedByte(at0), payload.getLongLE(at0 + 1), proof);
+            }
+            case LANE_ACK, LANE_FAILED -> {
+                if (length != LANE_PAYLOAD) {
                     throw new ProtocolException("wireup " + typeName(type) + " with a " + length + "-byte payload "
-                            + "(expected " + LANE_PAYLOAD + (type == LANE_ATTACH ? " + a transport name of 1-"
-                            + MAX_TRANSPORT_NAME : "") + ")");
+                            + "(expected " + LANE_PAYLOAD + ")");
                 }
                 int at0 = payload.readerIndex();
-                int lane = payload.getUnsignedByte(at0);
                 long value = payload.getLongLE(at0 + 1);
-                if (type != LANE_ATTACH && value < 0) {
+                if (value < 0) {
                     throw new ProtocolException("wireup " + typeName(type) + " counts " + value + " frames");
                 }
-                String transport = type == LANE_ATTACH
-                        ? payload.toString(at0 + LANE_PAYLOAD, nameLength, StandardCharsets.US_ASCII) : null;
-                return new WireupMessage(type, errMode, connSn, src, dst, null, null, transport, lane, value, null);
+                return new WireupMessage(type, errMode, connSn, src, dst, null, null, null,
+                        payload.getUnsignedByte(at0), value, null);
             }
             default -> throw new ProtocolException("wireup message type " + type + " is not handled by this version");
         }

@@ -86,7 +86,7 @@ class HostileAuthTest {
             replay.frame(AmIds.WIREUP, header, payload).flush();
             assertTrue(replay.closedByPeerWithin(10_000), "a replayed REQUEST must be refused");
         }
-        awaitRefusal(target, "replays a REQUEST already received");
+        awaitRefusal(target, "replays a message already received");
         assertTrue(target.endpoints().isEmpty());
 
         // Recorded on its way to one worker, it proves nothing to another with the same key.
@@ -132,5 +132,34 @@ class HostileAuthTest {
         assertTrue(both.getMessage().contains("not both"), both.getMessage());
         assertTrue(List.of(shortKey, both).stream().noneMatch(e -> e.getMessage().contains(KEY)
                         || e.getMessage().contains("'short'")), "the key must not appear in messages");
+    }
+
+    /** AM_BW lanes join with a proof; a stranger's LANE_ATTACH naming a real endpoint is refused and joins nothing. */
+    @Test
+    void lanesJoinOnlyWithAProof() throws Exception {
+        String[] settings = {"TLS", "shm,tcp", "MULTI_LANE_MAX_RATIO", "20", "AUTH_TOKEN", KEY};
+        DefaultWorker a = workers.start("a", settings);
+        DefaultWorker b = workers.start("b", settings);
+        Endpoint ab = a.connect(b.address());
+        exchange(b, ab, 1);
+        await(() -> {
+            try {
+                return ab.laneNames().get().size() == 2;
+            } catch (Exception e) {
+                throw new IllegalStateException(e);
+            }
+        }, "the AM_BW lane did not join with its proof");
+        Endpoint ba = b.endpoints().iterator().next();
+        long target = TestWorkers.impl(ba).endpointId();
+        long peerEp = ab.eventLoop().submit(() -> TestWorkers.impl(ab).endpointId()).get();
+        try (RawPeer raw = RawPeer.connect(b)) {
+            raw.frame(WireupMessage.laneAttach(peerEp, target, 2, a.uuid(), "tcp")
+                    .toFrame(io.netty.buffer.UnpooledByteBufAllocator.DEFAULT)).flush();
+            assertTrue(raw.closedByPeerWithin(10_000), "a LANE_ATTACH without proof must be refused");
+        }
+        awaitRefusal(b, "LANE_ATTACH from " + Long.toHexString(a.uuid()) + " refused");
+        assertEquals(2, b.eventLoop().submit(() -> TestWorkers.impl(ba).lanes().size()).get().intValue(),
+                "the stranger's lane joined the endpoint");
+        exchange(b, ab, 2);
     }
 }
