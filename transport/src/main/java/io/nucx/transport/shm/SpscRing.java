@@ -342,11 +342,17 @@ public final class SpscRing implements AutoCloseable {
      * start inside an old payload, but never beyond the tail.
      */
     public int read(RecordHandler handler, int limit) {
-        long head = (long) LONG.get(segment, headAt); // only we write it
+        long head = (long) LONG.get(segment, headAt); // only we write it (but the file is the other process's too)
         long tail = (long) LONG.getAcquire(segment, tailAt);
         if (tail - head < 0 || tail - head > capacity) {
             throw new RingCorruptedException(file + ": tail " + tail + " and head " + head + " are not " + capacity
                     + " bytes apart or less");
+        }
+        if ((head & (RecordDescriptor.ALIGNMENT - 1)) != 0) {
+            // Records start aligned: a head that is not was written by someone else (found by fuzzing: the reads
+            // below would throw IllegalArgumentException on an unaligned word).
+            throw new RingCorruptedException(file + ": head " + head + " is not " + RecordDescriptor.ALIGNMENT
+                    + "-byte aligned");
         }
         long start = head;
         int count = 0;
@@ -357,7 +363,8 @@ public final class SpscRing implements AutoCloseable {
                 int type = (int) INT.get(segment, at + TYPE_OFFSET);
                 int recordLength = type == PADDING_TYPE ? length : aligned(length);
                 // The other process writes these words: check them before trusting them with an offset.
-                if ((type == PADDING_TYPE ? length <= 0 : length < HEADER_LENGTH || length > maxRecord)
+                if ((type == PADDING_TYPE ? length <= 0 || (length & (RecordDescriptor.ALIGNMENT - 1)) != 0
+                        : length < HEADER_LENGTH || length > maxRecord)
                         || recordLength > capacity - (int) (head & mask) || recordLength > tail - head) {
                     throw new RingCorruptedException(file + ": record at position " + head + " has length " + length
                             + " (type " + type + "), not possible in a ring of " + capacity + " bytes with "
