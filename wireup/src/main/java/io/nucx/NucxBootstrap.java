@@ -91,14 +91,14 @@ public final class NucxBootstrap {
         if (group != null) {
             loop = group.next();
         } else {
-            boolean spin = busyPoll != null ? busyPoll : ctx.config().bool(NucxConfig.BUSY_POLL);
+            boolean spin = busyPoll != null ? busyPoll : ctx.config().get(io.nucx.wireup.WireupConfig.BUSY_POLL);
             TcpIoMode mode = TcpIoMode.configured(ctx.config(), spin);
             // The shm engine wraps the TCP one, so one thread serves both kinds of lane.
             owned = new MultiThreadIoEventLoopGroup(1, new DefaultThreadFactory("nucx-" + name, true),
                     // Busy-polling is done by the shm engine, in non-blocking passes of the wrapped one: epoll's own
                     // busy wait spins in native code until a socket is ready, and tasks and timers wait for it.
                     ShmIoHandler.newFactory(mode.ioHandlerFactory(), spin ? Long.MAX_VALUE
-                            : ctx.config().nanos(NucxConfig.SHM_SPIN, 10_000_000_000L)));
+                            : ctx.config().get(io.nucx.transport.shm.ShmConfig.SPIN)));
             loop = owned.next();
         }
         try {

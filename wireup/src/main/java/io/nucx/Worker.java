@@ -95,6 +95,9 @@ public interface Worker {
     /** How many messages each protocol carried (and lane events: failovers, resends). */
     ProtocolCounters counters();
 
+    /** This worker's numbers for monitoring; bind {@link WorkerMetrics} to publish them with Micrometer. */
+    WorkerStats stats();
+
     /** Why recent lanes were closed (malformed frames, protocol errors), oldest first, at most 16. */
     List<Throwable> laneFailures();
 

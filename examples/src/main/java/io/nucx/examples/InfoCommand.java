@@ -99,6 +99,8 @@ final class InfoCommand implements Callable<Integer> {
         // The loop workers get (the shm engine around a tcp one), so that every transport can open an iface on it.
         EventLoopGroup group = new MultiThreadIoEventLoopGroup(1,
                 io.nucx.transport.shm.ShmIoHandler.newFactory(NioIoHandler.newFactory(), 0));
+        // rdma watches its completion channel's fd, which a NIO loop cannot poll: it gets an epoll loop here.
+        EventLoopGroup epollGroup = null;
         try {
             for (Transport t : Transports.all()) {
                 out.println("#");
@@ -108,6 +110,21 @@ final class InfoCommand implements Callable<Integer> {
                     continue;
                 }
                 out.println("#   Availability: available");
+                io.netty.channel.EventLoop loop = group.next();
+                if (!t.availabilityOn(loop).isAvailable() && io.netty.channel.epoll.Epoll.isAvailable()) {
+                    if (epollGroup == null) {
+                        epollGroup = new MultiThreadIoEventLoopGroup(1,
+                                io.netty.channel.epoll.EpollIoHandler.newFactory());
+                    }
+                    loop = epollGroup.next();
+                }
+                if (!t.availabilityOn(loop).isAvailable()) {
+                    out.println("#     Event loop: " + t.availabilityOn(loop).reason());
+                    continue;
+                }
+                if (t instanceof io.nucx.transport.rdma.RdmaTransport r) {
+                    out.println("#        Library: " + r.library() + "  (NUCX_VERBS_LIB)");
+                }
                 if (t.name().equals(io.nucx.transport.cma.CmaTransport.NAME)) {
                     out.println("#         Access: " + io.nucx.transport.cma.Cma.accessSummary());
                 }
@@ -119,7 +136,7 @@ final class InfoCommand implements Callable<Integer> {
                 out.println("#        Devices: " + String.join(", ", devices));
                 out.println("#         Device: " + dev.name() + "  (the one workers open)");
                 out.println("#           Type: " + dev.type());
-                Iface iface = t.openIface(new IfaceParams(group.next(), dev, ChannelInboundHandlerAdapter::new,
+                Iface iface = t.openIface(new IfaceParams(loop, dev, ChannelInboundHandlerAdapter::new,
                         config.with("TCP_IO", "nio")));
                 try {
                     printAttributes(iface.attributes(), out);
@@ -140,6 +157,9 @@ final class InfoCommand implements Callable<Integer> {
             out.println("#");
         } finally {
             group.shutdownGracefully(0, 0, java.util.concurrent.TimeUnit.SECONDS).sync();
+            if (epollGroup != null) {
+                epollGroup.shutdownGracefully(0, 0, java.util.concurrent.TimeUnit.SECONDS).sync();
+            }
         }
     }
 
@@ -166,6 +186,9 @@ final class InfoCommand implements Callable<Integer> {
         }
         if (a.has(Capability.PUT_ZCOPY)) {
             out.println("#            put_zcopy: <= " + zcopyUnits(a.maxZcopy()));
+        }
+        if (a.has(Capability.ATOMIC64)) {
+            out.println("#             atomic64: fetch-add, compare-swap (device)");
         }
         List<String> conn = new ArrayList<>();
         if (a.has(Capability.CONNECT_TO_EP)) {

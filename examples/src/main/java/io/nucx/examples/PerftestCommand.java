@@ -7,10 +7,10 @@ import io.nucx.examples.perf.PerfResult;
 import io.nucx.examples.perf.PerfTestType;
 import io.nucx.examples.perf.Perftest;
 import io.nucx.transport.NucxConfig;
-import picocli.CommandLine;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
 import picocli.CommandLine.Parameters;
+import picocli.CommandLine;
 
 import java.util.Map;
 import java.util.concurrent.Callable;
@@ -75,6 +75,10 @@ final class PerftestCommand implements Callable<Integer> {
     @Option(names = "-f", description = "Print only the final result.")
     boolean finalOnly;
 
+    @Option(names = "--metrics-port", paramLabel = "PORT", description = "Serve the worker's Micrometer meters as a "
+            + "Prometheus scrape on 127.0.0.1:PORT/metrics while the test runs.")
+    Integer metricsPort;
+
     /** This command as picocli runs it: usage errors go to its error stream. */
     @CommandLine.Spec
     CommandLine.Model.CommandSpec spec;
@@ -88,6 +92,16 @@ final class PerftestCommand implements Callable<Integer> {
         }
         NucxConfig config = NucxConfig.fromEnvironment().validate();
         boolean busyPoll = busyPoll(config);
+        try (MetricsServer metrics = metricsPort == null ? null : MetricsServer.start(metricsPort)) {
+            if (metrics != null) {
+                Perftest.onWorkerStarted(metrics::bind);
+                System.err.println("metrics: http://127.0.0.1:" + metrics.port() + "/metrics");
+            }
+            return run(sendDatatype, busyPoll);
+        }
+    }
+
+    private int run(PerfDatatype sendDatatype, boolean busyPoll) throws Exception {
         if (host == null) {
             Perftest.serve(port, Map.of(), busyPoll, System.out);
             return 0;
@@ -117,7 +131,7 @@ final class PerftestCommand implements Callable<Integer> {
     /** Like ucx_perftest, spin by default; NUCX_BUSY_POLL=n makes the loops block instead. */
     static boolean busyPoll(NucxConfig config) {
         boolean explicit = System.getenv("NUCX_BUSY_POLL") != null || System.getProperty("nucx.busy.poll") != null;
-        return !explicit || config.bool(NucxConfig.BUSY_POLL);
+        return !explicit || config.get(io.nucx.wireup.WireupConfig.BUSY_POLL);
     }
 
     /** Progress rows only when a person is watching. */

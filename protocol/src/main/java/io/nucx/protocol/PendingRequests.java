@@ -5,6 +5,7 @@ import java.util.Collection;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.atomic.AtomicInteger;
 
 /**
  * One endpoint's requests of one kind waiting for the peer's answer, by request id (sync and zero-copy sends,
@@ -16,12 +17,26 @@ import java.util.Map;
 public final class PendingRequests<P> {
 
     private final Map<Long, P> pending = new HashMap<>();
+    /** Also counts what waits here, for metrics read from other threads; null when nobody asks. */
+    private final AtomicInteger gauge;
     private long nextId = 1;
+
+    public PendingRequests() {
+        this(null);
+    }
+
+    /** @param gauge incremented for each request registered here, decremented as each leaves */
+    public PendingRequests(AtomicInteger gauge) {
+        this.gauge = gauge;
+    }
 
     /** Registers {@code p}; returns its request id. */
     public long add(P p) {
         long id = nextId++;
         pending.put(id, p);
+        if (gauge != null) {
+            gauge.incrementAndGet();
+        }
         return id;
     }
 
@@ -45,7 +60,11 @@ public final class PendingRequests<P> {
 
     /** Removes and returns {@code id}, or null. */
     public P remove(long id) {
-        return pending.remove(id);
+        P p = pending.remove(id);
+        if (p != null && gauge != null) {
+            gauge.decrementAndGet();
+        }
+        return p;
     }
 
     /** What waits, still registered. */
@@ -57,6 +76,9 @@ public final class PendingRequests<P> {
     public List<P> takeAll() {
         List<P> out = new ArrayList<>(pending.values());
         pending.clear();
+        if (gauge != null) {
+            gauge.addAndGet(-out.size());
+        }
         return out;
     }
 }

@@ -10,6 +10,7 @@ import io.nucx.protocol.tag.TagMatcher;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ThreadLocalRandom;
+import java.util.concurrent.atomic.AtomicInteger;
 
 /**
  * A worker's protocol state that its endpoints' codecs share: tag matching, the protocol tables of each endpoint
@@ -31,6 +32,8 @@ public final class WorkerProtocols {
     /** Receive memory held for peers, over all endpoints (NUCX_RX_WORKER_BYTES). Loop only. */
     private final MemoryBudget receivePool;
     private final Map<CacheKey, SelectionCache> selectionCaches = new ConcurrentHashMap<>();
+    /** Rendezvous sends and receives in progress on every endpoint, for metrics. */
+    private final AtomicInteger rndvInFlight = new AtomicInteger();
     /** Seeded at random so message ids differ between workers (UCX's am_message_id). Loop only. */
     private long nextMessageId = ThreadLocalRandom.current().nextLong();
 
@@ -89,6 +92,11 @@ public final class WorkerProtocols {
     /** Receive memory held for peers now, over all endpoints; loop only. */
     public long receiveMemoryHeld() {
         return receivePool.used();
+    }
+
+    /** Rendezvous sends and receives in progress on every endpoint of this worker (any thread may read it). */
+    public AtomicInteger rndvInFlight() {
+        return rndvInFlight;
     }
 
     /** The next id for a multi-fragment message, unique per sender. Loop only. */

@@ -25,11 +25,18 @@ public abstract class AbstractLaneChannel extends AbstractChannel {
 
     private final ChannelConfig config = new DefaultChannelConfig(this);
     private final SocketAddress localAddress;
+    private final IfaceAttributes limits;
     private volatile SocketAddress remoteAddress;
     private volatile State state;
 
-    protected AbstractLaneChannel(SocketAddress localAddress, SocketAddress remoteAddress, State initial) {
+    /**
+     * @param limits the iface's attributes, whose frame limits writes are checked against
+     *               ({@link IfaceAttributes#checkFrame}); null for a lane that carries no frames
+     */
+    protected AbstractLaneChannel(SocketAddress localAddress, SocketAddress remoteAddress, State initial,
+                                  IfaceAttributes limits) {
         super(null);
+        this.limits = limits;
         // Frames weigh their bytes toward the water mark (Netty's default estimator counts unknown types as 8).
         config.setMessageSizeEstimator(AmFrameSizeEstimator.INSTANCE);
         this.localAddress = localAddress;
@@ -47,6 +54,20 @@ public abstract class AbstractLaneChannel extends AbstractChannel {
             remoteAddress = remote;
         }
         state = State.CONNECTED;
+    }
+
+    /**
+     * Takes {@link AmFrame}s within the iface's limits; a larger frame fails its write with the
+     * {@link io.netty.handler.codec.TooLongFrameException} naming both, and anything else is refused.
+     */
+    @Override
+    protected Object filterOutboundMessage(Object msg) {
+        if (msg instanceof AmFrame f && limits != null) {
+            limits.checkFrame(f, this);
+            return msg;
+        }
+        throw new UnsupportedOperationException(getClass().getSimpleName() + " carries "
+                + (limits != null ? "AmFrames" : "no frames") + ", not " + msg.getClass().getName());
     }
 
     /** What a write fails with before the lane is connected or after it closed; nothing while connected. */

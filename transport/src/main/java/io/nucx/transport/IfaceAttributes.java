@@ -1,5 +1,7 @@
 package io.nucx.transport;
 
+import io.netty.handler.codec.TooLongFrameException;
+
 import java.util.EnumSet;
 import java.util.Set;
 
@@ -87,6 +89,23 @@ public record IfaceAttributes(Set<Capability> capabilities, int maxShort, int ma
      */
     public boolean copiesAmPayload(int length, boolean heap) {
         return length <= amCopyMax || (heap && has(Capability.AM_ZCOPY));
+    }
+
+    /**
+     * Checks that {@code frame} fits this iface: its header at most {@code maxHeader}, header and payload at most
+     * {@code maxBcopy} (what protocols fragment to). Lanes check on the sender's side, so a frame too large fails its
+     * own write, with this message, and the lane goes on.
+     *
+     * @param lane names the lane in the error
+     * @throws TooLongFrameException naming the frame's sizes and the limits
+     */
+    public void checkFrame(AmFrame frame, Object lane) {
+        int header = frame.header().readableBytes();
+        if (header > maxHeader || frame.length() > maxBcopy) {
+            throw new TooLongFrameException("frame of " + frame.length() + " bytes (header " + header + ", am id "
+                    + frame.amId() + ") exceeds the limits of " + lane + ": header <= " + maxHeader
+                    + ", header + payload <= " + maxBcopy + " bytes");
+        }
     }
 
     /** Bandwidth as UCX's v2 model uses it: dedicated + shared / min(ppn, 8), with one process per node here. */

@@ -1,9 +1,12 @@
 package io.nucx.transport;
 
+import io.nucx.transport.config.ConfigTable;
+
 import java.util.List;
 
 /**
- * A UCT transport: a Netty channel type plus what it can do. Implementations are found with {@link java.util.ServiceLoader}
+ * A UCT transport: a Netty channel type plus what it can do. Implementations are found with
+ * {@link java.util.ServiceLoader}
  * ({@code META-INF/services/io.nucx.transport.Transport}); {@link Transports} lists them in a fixed order.
  *
  * <p>Nothing here knows about endpoints or protocols: a transport moves {@link AmFrame}s between two ifaces.
@@ -28,6 +31,15 @@ public interface Transport {
         return devices.get(0);
     }
 
+    /**
+     * Whether {@code NUCX_TLS=all} includes this transport when it is available. A transport the upper layers cannot
+     * drive yet (rdma: its lanes need a connect on both sides, which the wireup does not do yet) says false; naming
+     * it in {@code NUCX_TLS} still selects it.
+     */
+    default boolean includedInAll() {
+        return true;
+    }
+
     /** False for RMA-only transports (cma): they never carry active messages, so they cannot be a worker's only one. */
     default boolean carriesActiveMessages() {
         return true;
@@ -39,6 +51,14 @@ public interface Transport {
      */
     default Availability availabilityOn(io.netty.channel.EventLoop loop) {
         return Availability.available();
+    }
+
+    /**
+     * This transport's own settings ({@code NUCX_<NAME>_*}), validated with every other layer's at start-up and listed
+     * in docs/CONFIG.md; none by default.
+     */
+    default ConfigTable configTable() {
+        return ConfigTable.EMPTY;
     }
 
     /** Opens an iface on the event loop in {@code params}; the returned iface is bound and ready to connect. */

@@ -3,7 +3,6 @@ package io.nucx.transport;
 import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.List;
-import java.util.Locale;
 import java.util.ServiceLoader;
 
 /**
@@ -24,28 +23,28 @@ public final class Transports {
     }
 
     /**
-     * The transports {@code NUCX_TLS} selects. "all" selects every available one; a named transport that is
+     * The transports {@code NUCX_TLS} selects. "all" selects every available one that is {@link
+     * Transport#includedInAll() included in all}; a named transport that is
      * unknown fails, and one that is unavailable fails with its reason.
      */
     public static List<Transport> selected(NucxConfig config) {
         List<Transport> all = all();
-        String tls = config.string(NucxConfig.TLS).toLowerCase(Locale.ROOT);
+        List<String> tls = config.get(TransportConfig.TLS);
         List<Transport> out = new ArrayList<>();
-        if (tls.equals("all")) {
+        if (tls.equals(List.of("all"))) {
             for (Transport t : all) {
-                if (t.availability().isAvailable()) {
+                if (t.includedInAll() && t.availability().isAvailable()) {
                     out.add(t);
                 }
             }
             return out;
         }
-        for (String name : tls.split(",")) {
-            String n = name.trim();
+        for (String n : tls) {
             Transport t = all.stream().filter(x -> x.name().equals(n)).findFirst().orElseThrow(() ->
-                    config.invalid(NucxConfig.TLS, "unknown transport '" + n + "'; known: "
+                    config.invalid(TransportConfig.TLS, "unknown transport '" + n + "'; known: "
                             + all.stream().map(Transport::name).toList()));
             if (!t.availability().isAvailable()) {
-                throw config.invalid(NucxConfig.TLS, "transport '" + n + "' is unavailable: "
+                throw config.invalid(TransportConfig.TLS, "transport '" + n + "' is unavailable: "
                         + t.availability().reason());
             }
             if (!out.contains(t)) {

@@ -14,6 +14,7 @@ import io.nucx.ErrorMode;
 import io.nucx.WireupException;
 import io.nucx.Worker;
 import io.nucx.WorkerAddress;
+import io.nucx.WorkerStats;
 import io.nucx.protocol.MemoryBudget;
 import io.nucx.protocol.ProtocolCounters;
 import io.nucx.protocol.ProtocolRegistry;
@@ -85,6 +86,11 @@ public final class DefaultWorker implements Worker {
     /** Writes queued by endpoints still wiring up, all together (NUCX_STUB_WORKER_BYTES). Loop only. */
     private final MemoryBudget stubPool;
     private final Deque<Throwable> laneFailures = new ConcurrentLinkedDeque<>();
+    /** Writes waiting in stubs of endpoints still wiring up; wireups and their time; failures by cause. */
+    private final java.util.concurrent.atomic.AtomicInteger pendingWrites = new java.util.concurrent.atomic.AtomicInteger();
+    private final java.util.concurrent.atomic.LongAdder wireups = new java.util.concurrent.atomic.LongAdder();
+    private final java.util.concurrent.atomic.LongAdder wireupNanos = new java.util.concurrent.atomic.LongAdder();
+    private final Map<String, java.util.concurrent.atomic.LongAdder> endpointErrors = new ConcurrentHashMap<>();
     private final Deque<Throwable> rmaFailures = new ConcurrentLinkedDeque<>();
 
     private DefaultWorker(Context context, EventLoop loop, EventLoopGroup ownedGroup, String name,
@@ -113,7 +119,7 @@ public final class DefaultWorker implements Worker {
                     if (context.allTransports()) {
                         continue; // "all" means all that can run here; a named transport must run
                     }
-                    throw config.invalid(NucxConfig.TLS, onLoop.reason());
+                    throw config.invalid(io.nucx.transport.TransportConfig.TLS, onLoop.reason());
                 }
                 Iface iface = t.openIface(new IfaceParams(loop, t.defaultDevice(config),
                         () -> LaneInboundHandler.accepted(this), config));
@@ -271,6 +277,56 @@ public final class DefaultWorker implements Worker {
     public ProtocolCounters counters() {
         return counters;
     }
+
+    @Override
+    public WorkerStats stats() {
+        return stats;
+    }
+
+    /** One instance: meters hold it weakly, so it must live as long as the worker. */
+    private final WorkerStats stats = new WorkerStats() {
+            @Override
+            public ProtocolCounters counters() {
+                return counters;
+            }
+
+            @Override
+            public int openEndpoints() {
+                return endpoints.size();
+            }
+
+            @Override
+            public int unexpectedMessages() {
+                return protocols.matcher().unexpectedCount(); // a plain int of the loop's: may lag by a moment
+            }
+
+            @Override
+            public int rendezvousInFlight() {
+                return protocols.rndvInFlight().get();
+            }
+
+            @Override
+            public int pendingWrites() {
+                return pendingWrites.get();
+            }
+
+            @Override
+            public long wireups() {
+                return wireups.sum();
+            }
+
+            @Override
+            public long wireupNanos() {
+                return wireupNanos.sum();
+            }
+
+            @Override
+            public Map<String, Long> endpointErrors() {
+                Map<String, Long> out = new java.util.TreeMap<>();
+                endpointErrors.forEach((k, v) -> out.put(k, v.sum()));
+                return out;
+            }
+        };
 
     @Override
     public List<Throwable> laneFailures() {
@@ -519,6 +575,23 @@ public final class DefaultWorker implements Worker {
             }
         }
         return n;
+    }
+
+    /** The count of writes waiting in endpoints' stubs. */
+    java.util.concurrent.atomic.AtomicInteger pendingWrites() {
+        return pendingWrites;
+    }
+
+    /** An endpoint completed wireup {@code nanos} after it was created. */
+    void wiredUp(long nanos) {
+        wireups.increment();
+        wireupNanos.add(nanos);
+    }
+
+    /** An endpoint failed with {@code cause}. */
+    void endpointFailed(Throwable cause) {
+        endpointErrors.computeIfAbsent(cause.getClass().getSimpleName(), k -> new java.util.concurrent.atomic.LongAdder())
+                .increment();
     }
 
     /** Queue sizes toward {@code peerUuid}, {expected, unexpected}; for tests. */

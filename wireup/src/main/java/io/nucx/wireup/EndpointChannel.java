@@ -75,6 +75,7 @@ final class EndpointChannel extends AbstractChannel implements Endpoint, Endpoin
     private final EndpointLifecycle lifecycle;
     /** The peer's id for this endpoint: from the REQUEST (accepted) or the REPLY (connected). Loop only. */
     private long remoteEpId;
+    private final long createdNanos = System.nanoTime();
     /** The lane whose frame is going up the pipeline now: a protocol error there closes that lane. */
     private LaneInboundHandler delivering;
 
@@ -98,7 +99,7 @@ final class EndpointChannel extends AbstractChannel implements Endpoint, Endpoin
         this.receiveBudget = worker.protocols().newEndpointBudget();
         ChannelPipeline p = pipeline();
         if (wiringUp) {
-            p.addLast(STUB, new StubHandler(worker.newStubBudget()));
+            p.addLast(STUB, new StubHandler(worker.pendingWrites(), worker.newStubBudget()));
         } else {
             p.addLast(LANES, new LaneDispatcher(this));
             wireupPromise.setSuccess(null);
@@ -168,7 +169,9 @@ final class EndpointChannel extends AbstractChannel implements Endpoint, Endpoin
 
     /** The peer answered (its REPLY, its REQUEST paired with ours, or its ACK on a p2p lane). */
     void wiredUp() {
-        wireupPromise.trySuccess(null);
+        if (wireupPromise.trySuccess(null)) {
+            worker.wiredUp(System.nanoTime() - createdNanos);
+        }
     }
 
     /** The peer's id of this endpoint became known (its REPLY, or its REQUEST paired with ours). */

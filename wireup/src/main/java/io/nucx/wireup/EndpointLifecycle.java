@@ -127,6 +127,7 @@ final class EndpointLifecycle {
             return;
         }
         failure = cause;
+        ep.worker().endpointFailed(cause);
         ep.wireupFailed(cause);
         closeNow();
         if (ep.isRegistered()) {

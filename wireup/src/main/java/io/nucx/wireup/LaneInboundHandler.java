@@ -32,19 +32,23 @@ final class LaneInboundHandler extends ChannelInboundHandlerAdapter {
 
     private static final InternalLogger LOG = InternalLoggerFactory.getInstance(LaneInboundHandler.class);
 
+    /**
+     * NEW: a lane a peer connected, before its first frame. RETRYING: its REQUEST waits behind another thread's
+     * connect, later frames held in order. IGNORED: its REQUEST lost a simultaneous connect; the peer's REPLY to ours
+     * comes next on it. ENDPOINT: it is one of an endpoint's lanes.
+     */
+    private enum Role { NEW, RETRYING, IGNORED, ENDPOINT }
+
     private final DefaultWorker worker;
+    private Role role;
     private EndpointChannel endpoint;
     /** This lane's index among its endpoint's message lanes (0: the AM lane chosen at wireup). */
     private int laneIndex;
     private Throwable failure;
     private ChannelHandlerContext ctx;
-    /**
-     * The peer's REQUEST on this lane lost a simultaneous connect (its uuid is higher): the uuid it came from; the
-     * peer's REPLY to our own REQUEST follows on this lane, after which we close it. 0 when not.
-     */
+    /** IGNORED: the uuid of the peer whose REQUEST was ignored. */
     private long ignoredFrom;
-    private boolean requestIgnored;
-    /** Frames that arrived behind a REQUEST whose handling had to wait; null when not waiting. */
+    /** RETRYING: frames that arrived behind the REQUEST, in order. */
     private ArrayDeque<AmFrame> held;
     /** A lane a peer connected must carry its wireup within NUCX_WIREUP_TIMEOUT; null once it has (or ours). */
     private ScheduledFuture<?> wireupTimer;
@@ -52,6 +56,7 @@ final class LaneInboundHandler extends ChannelInboundHandlerAdapter {
     LaneInboundHandler(DefaultWorker worker, EndpointChannel endpoint, int laneIndex) {
         this.worker = worker;
         this.endpoint = endpoint;
+        this.role = endpoint == null ? Role.NEW : Role.ENDPOINT;
         this.laneIndex = laneIndex;
     }
 
@@ -69,7 +74,7 @@ final class LaneInboundHandler extends ChannelInboundHandlerAdapter {
                 wireupTimer = null;
                 if (endpoint == null && ctx.channel().isOpen()) {
                     exceptionCaught(ctx, new WireupException("connection from " + ctx.channel().remoteAddress()
-                            + " carried no wireup " + (requestIgnored ? "REPLY" : "REQUEST") + " within "
+                            + " carried no wireup " + (role == Role.IGNORED ? "REPLY" : "REQUEST") + " within "
                             + java.time.Duration.ofNanos(timeout) + " (NUCX_WIREUP_TIMEOUT)", null));
                 }
             }, timeout, TimeUnit.NANOSECONDS);
@@ -94,7 +99,7 @@ final class LaneInboundHandler extends ChannelInboundHandlerAdapter {
             ReferenceCountUtil.release(msg);
             throw new ProtocolException("lane received " + msg.getClass().getName() + ", not a frame");
         }
-        if (held != null) {
+        if (role == Role.RETRYING) {
             held.add(frame); // behind a REQUEST that waits: keep the lane's order
             return;
         }
@@ -141,7 +146,7 @@ final class LaneInboundHandler extends ChannelInboundHandlerAdapter {
     }
 
     private void onRequest(ChannelHandlerContext ctx, WireupMessage m) {
-        if (endpoint != null || requestIgnored) {
+        if (role != Role.NEW) {
             throw new ProtocolException("second wireup REQUEST on a lane of " + (endpoint != null ? endpoint
                     : "worker " + worker.name()));
         }
@@ -152,17 +157,19 @@ final class LaneInboundHandler extends ChannelInboundHandlerAdapter {
         switch (worker.requests().onRequest(m, ctx.channel())) {
             case RequestProcessor.Outcome.Accepted a -> {
                 endpoint = a.endpoint();
+                role = Role.ENDPOINT;
                 cancelWireupTimer();
             }
             case RequestProcessor.Outcome.Ignored i -> {
-                requestIgnored = true;
+                role = Role.IGNORED;
                 ignoredFrom = m.address().uuid();
                 i.expected().heard();
             }
             case RequestProcessor.Outcome.Retry r -> {
                 // Our endpoint for this (uuid, conn_sn) is being registered on this loop by another thread's connect;
                 // its registration task is queued, so ask again behind it, holding later frames meanwhile.
-                if (held == null) {
+                if (role != Role.RETRYING) {
+                    role = Role.RETRYING;
                     held = new ArrayDeque<>();
                     ctx.channel().config().setAutoRead(false);
                 }
@@ -172,11 +179,12 @@ final class LaneInboundHandler extends ChannelInboundHandlerAdapter {
     }
 
     private void retryRequest(ChannelHandlerContext ctx, WireupMessage m) {
-        ArrayDeque<AmFrame> waiting = held;
-        held = null;
-        if (waiting == null) {
+        if (role != Role.RETRYING) {
             return; // the lane closed meanwhile and released them
         }
+        ArrayDeque<AmFrame> waiting = held;
+        held = null;
+        role = Role.NEW;
         try {
             onRequest(ctx, m);
         } catch (RuntimeException e) {
@@ -184,13 +192,13 @@ final class LaneInboundHandler extends ChannelInboundHandlerAdapter {
             exceptionCaught(ctx, e);
             return;
         }
-        if (held != null) {
+        if (role == Role.RETRYING) {
             held.addAll(waiting); // still waiting: keep them, in order
             return;
         }
         ctx.channel().config().setAutoRead(true);
         for (AmFrame f; (f = waiting.poll()) != null; ) {
-            if (held != null || !ctx.channel().isOpen()) {
+            if (role == Role.RETRYING || !ctx.channel().isOpen()) {
                 f.release();
                 continue;
             }
@@ -227,7 +235,7 @@ final class LaneInboundHandler extends ChannelInboundHandlerAdapter {
             wireupOf(endpoint, "REPLY").onReply(m);
             return;
         }
-        if (!requestIgnored) {
+        if (role != Role.IGNORED) {
             throw new ProtocolException("wireup REPLY on a lane without endpoint");
         }
         EndpointChannel target = worker.endpoint(m.dstEpId());
@@ -290,7 +298,7 @@ final class LaneInboundHandler extends ChannelInboundHandlerAdapter {
      * the first frame names our endpoint, and the peer's uuid and endpoint id must be the ones it was wired up with.
      */
     private void onLaneAttach(ChannelHandlerContext ctx, WireupMessage m) {
-        if (endpoint != null || requestIgnored) {
+        if (role != Role.NEW) {
             throw new ProtocolException("LANE_ATTACH on a lane of " + (endpoint != null ? endpoint
                     : "worker " + worker.name()) + " that carries wireup already");
         }
@@ -308,6 +316,7 @@ final class LaneInboundHandler extends ChannelInboundHandlerAdapter {
         target.heard();
         target.lanes().onAttach(m.lane(), m.reason(), ctx.channel());
         endpoint = target;
+        role = Role.ENDPOINT;
         laneIndex = m.lane();
         cancelWireupTimer();
     }
@@ -353,9 +362,10 @@ final class LaneInboundHandler extends ChannelInboundHandlerAdapter {
     @Override
     public void channelInactive(ChannelHandlerContext ctx) {
         cancelWireupTimer();
-        if (held != null) {
+        if (role == Role.RETRYING) {
             releaseAll(held);
             held = null;
+            role = Role.NEW;
         }
         if (endpoint != null) {
             endpoint.lifecycle().laneInactive(ctx.channel(), failure);
@@ -374,6 +384,7 @@ final class LaneInboundHandler extends ChannelInboundHandlerAdapter {
     /** Wireup pointed this lane at {@code ep} (our own lane, or a p2p lane reached by the peer). */
     void endpoint(EndpointChannel ep, int index) {
         this.endpoint = ep;
+        this.role = Role.ENDPOINT;
         this.laneIndex = index;
         cancelWireupTimer();
     }

@@ -28,17 +28,24 @@ final class StubHandler extends ChannelOutboundHandlerAdapter {
     private final MemoryBudget budget;
     private long charged;
     private PendingWriteQueue pending;
+    /** The worker's count of writes waiting in stubs, for metrics; null when nobody asks. */
+    private final java.util.concurrent.atomic.AtomicInteger waiting;
     private boolean flushRequested;
     private boolean ready;
     private Throwable failure;
     private ChannelPromise deferredClose;
 
-    /** Without a bound: handler tests. */
+    /** Without a count or a bound: handler tests. */
     StubHandler() {
-        this(MemoryBudget.unlimited());
+        this(null, MemoryBudget.unlimited());
     }
 
-    StubHandler(MemoryBudget budget) {
+    /**
+     * @param waiting counts the writes waiting here (for metrics read from other threads), or null
+     * @param budget  bounds the bytes waiting here (NUCX_STUB_EP_BYTES, inside the worker's NUCX_STUB_WORKER_BYTES)
+     */
+    StubHandler(java.util.concurrent.atomic.AtomicInteger waiting, MemoryBudget budget) {
+        this.waiting = waiting;
         this.budget = budget;
     }
 
@@ -56,6 +63,9 @@ final class StubHandler extends ChannelOutboundHandlerAdapter {
         }
         long added = msg instanceof AmFrame f ? f.length() : msg instanceof ByteBuf b ? b.readableBytes() : 0;
         pending.add(msg, promise);
+        if (waiting != null) {
+            waiting.incrementAndGet();
+        }
         try {
             budget.charge(added + MemoryBudget.ENTRY_COST, "writes queued while wiring up (" + pending.size()
                     + " writes, " + pending.bytes() + " bytes)");
@@ -104,6 +114,9 @@ final class StubHandler extends ChannelOutboundHandlerAdapter {
     public void handlerRemoved(ChannelHandlerContext ctx) {
         budget.release(charged);
         charged = 0;
+        if (waiting != null) {
+            waiting.addAndGet(-pending.size());
+        }
         if (ready && failure == null && ctx.channel().isOpen()) {
             // ctx's neighbours now point at the handler that replaced us, so these writes go through it.
             pending.removeAndWriteAll();

@@ -63,15 +63,15 @@ final class WireupAuth {
 
     /** The key {@code config} names, or null when wireup is not authenticated. */
     static WireupAuth from(NucxConfig config) {
-        String token = config.string(NucxConfig.AUTH_TOKEN);
-        String file = config.string(NucxConfig.AUTH_KEY_FILE);
+        String token = config.get(WireupConfig.AUTH_TOKEN);
+        String file = config.get(WireupConfig.AUTH_KEY_FILE).trim();
         if (!token.isEmpty() && !file.isEmpty()) {
-            throw config.invalid(NucxConfig.AUTH_KEY_FILE, "give NUCX_AUTH_TOKEN or NUCX_AUTH_KEY_FILE, not both");
+            throw config.invalid(WireupConfig.AUTH_KEY_FILE, "give NUCX_AUTH_TOKEN or NUCX_AUTH_KEY_FILE, not both");
         }
         if (!token.isEmpty()) {
             byte[] k = token.getBytes(StandardCharsets.UTF_8);
             if (k.length < MIN_KEY) {
-                throw config.invalid(NucxConfig.AUTH_TOKEN, "at least " + MIN_KEY + " bytes");
+                throw config.invalid(WireupConfig.AUTH_TOKEN, "at least " + MIN_KEY + " bytes");
             }
             return new WireupAuth(k, "NUCX_AUTH_TOKEN", System::currentTimeMillis);
         }
@@ -80,10 +80,10 @@ final class WireupAuth {
             try {
                 k = Files.readAllBytes(Path.of(file));
             } catch (IOException e) {
-                throw config.invalid(NucxConfig.AUTH_KEY_FILE, "cannot read it: " + e);
+                throw config.invalid(WireupConfig.AUTH_KEY_FILE, "cannot read it: " + e);
             }
             if (k.length < MIN_KEY) {
-                throw config.invalid(NucxConfig.AUTH_KEY_FILE, "the key file holds " + k.length + " bytes, at least "
+                throw config.invalid(WireupConfig.AUTH_KEY_FILE, "the key file holds " + k.length + " bytes, at least "
                         + MIN_KEY + " needed");
             }
             return new WireupAuth(k, "NUCX_AUTH_KEY_FILE", System::currentTimeMillis);

@@ -1,6 +1,7 @@
 package io.nucx.wireup;
 
 import io.nucx.ErrorMode;
+import io.nucx.protocol.ProtocolConfig;
 import io.nucx.protocol.ReceiveLimits;
 import io.nucx.transport.NucxConfig;
 
@@ -23,19 +24,12 @@ record WireupSettings(ErrorMode errorMode, LaneSelector.BwLimits bwLimits, long 
                       long stubWorkerBytes, long wireupTimeoutNanos, int maxEndpoints) {
 
     static WireupSettings from(NucxConfig config) {
-        ErrorMode mode = switch (config.choice(NucxConfig.ERR_MODE, "peer", "failover", "none")) {
-            case "peer" -> ErrorMode.PEER;
-            case "failover" -> ErrorMode.FAILOVER;
-            default -> ErrorMode.NONE;
-        };
-        return new WireupSettings(mode, new LaneSelector.BwLimits(config.integer(NucxConfig.MAX_RNDV_LANES, 1, 8),
-                config.decimal(NucxConfig.MULTI_LANE_MAX_RATIO, 1, 1000)), config.keepaliveIntervalNanos(),
-                config.keepaliveTimeoutNanos(),
-                new ReceiveLimits(config.memunits(NucxConfig.RX_EP_BYTES, 64 << 10, Long.MAX_VALUE / 2),
-                        config.memunits(NucxConfig.RX_WORKER_BYTES, 64 << 10, Long.MAX_VALUE / 2),
-                        config.integer(NucxConfig.REPLY_BACKLOG, 1, 1 << 20)),
-                config.memunits(NucxConfig.STUB_EP_BYTES, 64 << 10, Long.MAX_VALUE / 2),
-                config.memunits(NucxConfig.STUB_WORKER_BYTES, 64 << 10, Long.MAX_VALUE / 2),
-                config.wireupTimeoutNanos(), config.integer(NucxConfig.MAX_ENDPOINTS, 1, 1 << 24));
+        return new WireupSettings(config.get(WireupConfig.ERR_MODE), new LaneSelector.BwLimits(
+                config.get(WireupConfig.MAX_RNDV_LANES), config.get(WireupConfig.MULTI_LANE_MAX_RATIO)),
+                config.get(WireupConfig.KEEPALIVE_INTERVAL), config.get(WireupConfig.KEEPALIVE_TIMEOUT),
+                new ReceiveLimits(config.get(ProtocolConfig.RX_EP_BYTES), config.get(ProtocolConfig.RX_WORKER_BYTES),
+                        config.get(ProtocolConfig.REPLY_BACKLOG)),
+                config.get(WireupConfig.STUB_EP_BYTES), config.get(WireupConfig.STUB_WORKER_BYTES),
+                config.get(WireupConfig.WIREUP_TIMEOUT), config.get(WireupConfig.MAX_ENDPOINTS));
     }
 }

@@ -31,13 +31,23 @@ public final class Perftest {
     private Perftest() {
     }
 
+    /** Told of each worker a run starts (to publish its metrics); does nothing by default. */
+    private static volatile Consumer<Worker> onWorker = w -> { };
+
+    /** {@code observer} is told of each worker a run starts from now on, e.g. to bind its metrics. */
+    public static void onWorkerStarted(Consumer<Worker> observer) {
+        onWorker = observer;
+    }
+
     /** A worker with {@code config}, then the run's own settings ({@code -D bcopy|zcopy}, {@code -e}) on top. */
     private static Worker startWorker(String name, Map<String, String> config, PerfParams params, boolean busyPoll)
             throws Exception {
         NucxBootstrap b = new NucxBootstrap().name(name).busyPoll(busyPoll);
         config.forEach(b::config);
         params.settings().forEach(b::config);
-        return b.start();
+        Worker w = b.start();
+        onWorker.accept(w);
+        return w;
     }
 
     /** Serves one test on {@code port}, printing what ucx_perftest's server prints. */

@@ -18,7 +18,6 @@ import io.nucx.transport.AmFrame;
 import io.nucx.transport.IfaceAttributes;
 
 import java.util.List;
-import java.util.concurrent.atomic.LongAdder;
 import java.util.function.LongSupplier;
 
 /**
@@ -51,15 +50,15 @@ final class EagerSender {
     private final long[] keys = new long[8];
     private final LongSupplier messageIds;
     private final LongSupplier defaultTag;
-    private final LongAdder shortCount;
-    private final LongAdder singleCount;
-    private final LongAdder multiCount;
-    private final LongAdder rndvCount;
-    private final LongAdder getZcopyCount;
-    private final LongAdder syncSingleCount;
-    private final LongAdder syncMultiCount;
-    private final LongAdder singleZcopyCount;
-    private final LongAdder multiZcopyCount;
+    private final ProtocolCounters.Traffic shortCount;
+    private final ProtocolCounters.Traffic singleCount;
+    private final ProtocolCounters.Traffic multiCount;
+    private final ProtocolCounters.Traffic rndvCount;
+    private final ProtocolCounters.Traffic getZcopyCount;
+    private final ProtocolCounters.Traffic syncSingleCount;
+    private final ProtocolCounters.Traffic syncMultiCount;
+    private final ProtocolCounters.Traffic singleZcopyCount;
+    private final ProtocolCounters.Traffic multiZcopyCount;
     /** Synchronous sends waiting for EAGER_SYNC_ACK, and zero-copy sends waiting for EAGER_ZCOPY_ACK. */
     private final PendingRequests<SyncSend> syncSends = new PendingRequests<>();
     private final PendingRequests<ChannelPromise> zcopySends = new PendingRequests<>();
@@ -72,6 +71,8 @@ final class EagerSender {
     EagerSender(SelectionCache protocols, LongSupplier messageIds, LongSupplier defaultTag, ProtocolCounters counters) {
         EndpointConfig config = protocols.config();
         this.lane = config.amLaneAttrs();
+        int slash = config.amLane().indexOf('/');
+        String transport = slash < 0 ? config.amLane() : config.amLane().substring(0, slash); // "tcp" of "tcp/lo"
         int maxBcopy = lane.maxBcopy();
         if (maxBcopy <= EagerHeaders.FIRST_LENGTH) {
             throw new IllegalArgumentException("AM lane " + config.amLane() + " max bcopy " + maxBcopy
@@ -90,15 +91,15 @@ final class EagerSender {
         }
         this.messageIds = messageIds;
         this.defaultTag = defaultTag;
-        this.shortCount = counters.counter(EagerProtocols.SHORT.name());
-        this.singleCount = counters.counter(EagerProtocols.SINGLE_BCOPY.name());
-        this.multiCount = counters.counter(EagerProtocols.MULTI_BCOPY.name());
-        this.rndvCount = counters.counter(RndvProtocols.TAG_RNDV.name());
-        this.getZcopyCount = counters.counter(RndvProtocols.GET_ZCOPY.name());
-        this.syncSingleCount = counters.counter(EagerProtocols.SYNC_SINGLE_BCOPY.name());
-        this.syncMultiCount = counters.counter(EagerProtocols.SYNC_MULTI_BCOPY.name());
-        this.singleZcopyCount = counters.counter(EagerProtocols.SINGLE_ZCOPY.name());
-        this.multiZcopyCount = counters.counter(EagerProtocols.MULTI_ZCOPY.name());
+        this.shortCount = counters.traffic(EagerProtocols.SHORT.name(), transport);
+        this.singleCount = counters.traffic(EagerProtocols.SINGLE_BCOPY.name(), transport);
+        this.multiCount = counters.traffic(EagerProtocols.MULTI_BCOPY.name(), transport);
+        this.rndvCount = counters.traffic(RndvProtocols.TAG_RNDV.name(), transport);
+        this.getZcopyCount = counters.traffic(RndvProtocols.GET_ZCOPY.name(), transport);
+        this.syncSingleCount = counters.traffic(EagerProtocols.SYNC_SINGLE_BCOPY.name(), transport);
+        this.syncMultiCount = counters.traffic(EagerProtocols.SYNC_MULTI_BCOPY.name(), transport);
+        this.singleZcopyCount = counters.traffic(EagerProtocols.SINGLE_ZCOPY.name(), transport);
+        this.multiZcopyCount = counters.traffic(EagerProtocols.MULTI_ZCOPY.name(), transport);
     }
 
     /** Sends a {@link TagMessage} or a plain {@link ByteBuf} (with the default tag); owns {@code msg}. */
@@ -128,11 +129,11 @@ final class EagerSender {
             Protocol p = chosen == null ? null : chosen.protocol();
             if (p == EagerProtocols.SHORT || p == EagerProtocols.SINGLE_BCOPY) {
                 ByteBuf header = ctx.alloc().buffer(EagerHeaders.ONLY_LENGTH).writeLongLE(tag);
-                (p == EagerProtocols.SHORT ? shortCount : singleCount).increment();
+                (p == EagerProtocols.SHORT ? shortCount : singleCount).sent(length);
                 ctx.write(AmFrame.of(AmIds.EAGER_ONLY, 0, header,
                         copyPayload(ctx, content, content.readerIndex(), length)), promise);
             } else if (p == EagerProtocols.MULTI_BCOPY) {
-                multiCount.increment();
+                multiCount.sent(length);
                 writeFragments(ctx, AmIds.EAGER_FIRST, tag, content, length, -1, true, promise);
             } else if (p == EagerProtocols.SINGLE_ZCOPY || p == EagerProtocols.MULTI_ZCOPY) {
                 writeZcopy(ctx, tag, content, length, p == EagerProtocols.MULTI_ZCOPY, promise);
@@ -140,11 +141,11 @@ final class EagerSender {
                 writeSync(ctx, tag, content, length, p == EagerProtocols.SYNC_MULTI_BCOPY, promise);
             } else if (p == RndvProtocols.TAG_RNDV || p == RndvProtocols.PUT_ZCOPY) {
                 // put/zcopy's RTS is tag/rndv's: the receiver answers with its buffer's key
-                rndvCount.increment();
+                rndvCount.sent(length);
                 ctx.write(new RndvSendRequest(tag, content.retain()), promise);
             } else if (p == RndvProtocols.GET_ZCOPY) {
                 boolean offer = RndvSendRequest.offersKey(content);
-                (offer ? getZcopyCount : rndvCount).increment(); // not one native run: the receiver asks by RTR
+                (offer ? getZcopyCount : rndvCount).sent(length); // not one native run: the receiver asks by RTR
                 ctx.write(new RndvSendRequest(tag, content.retain(), offer), promise);
             } else {
                 promise.tryFailure(new IllegalStateException("no protocol sends a " + length + "-byte "
@@ -171,10 +172,10 @@ final class EagerSender {
             }
         });
         if (multi) {
-            syncMultiCount.increment();
+            syncMultiCount.sent(length);
             writeFragments(ctx, AmIds.EAGER_SYNC_FIRST, tag, content, length, id, true, written);
         } else {
-            syncSingleCount.increment();
+            syncSingleCount.sent(length);
             ByteBuf header = ctx.alloc().buffer(EagerHeaders.SYNC_ONLY_LENGTH).writeLongLE(tag).writeLongLE(id);
             ctx.write(AmFrame.of(AmIds.EAGER_SYNC_ONLY, 0, header,
                     copyPayload(ctx, content, content.readerIndex(), length)), written);
@@ -199,10 +200,10 @@ final class EagerSender {
             }
         });
         if (multi) {
-            multiZcopyCount.increment();
+            multiZcopyCount.sent(length);
             writeFragments(ctx, AmIds.EAGER_ZCOPY_FIRST, tag, content, length, id, false, written);
         } else {
-            singleZcopyCount.increment();
+            singleZcopyCount.sent(length);
             ByteBuf header = ctx.alloc().buffer(EagerHeaders.ZCOPY_ONLY_LENGTH).writeLongLE(tag).writeLongLE(id);
             ctx.write(AmFrame.of(AmIds.EAGER_ZCOPY_ONLY, 0, header, content.retainedSlice()), written);
         }

@@ -40,10 +40,10 @@ public final class RndvCodec extends ChannelDuplexHandler implements ProtocolCod
 
     @Override
     public void handlerAdded(ChannelHandlerContext ctx) {
-        sender = new RndvSender(ctx, endpoint, worker.counters());
+        sender = new RndvSender(ctx, endpoint, worker.counters(), worker.rndvInFlight());
         receiver = new RndvReceiver(ctx, endpoint, worker.matcher(), worker.alloc(),
                 worker.settings().maxMessageSize(), worker.settings().scheme(), worker.counters(),
-                endpoint.receiveBudget());
+                worker.rndvInFlight(), endpoint.receiveBudget());
     }
 
     @Override

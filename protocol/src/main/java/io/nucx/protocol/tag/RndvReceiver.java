@@ -138,7 +138,7 @@ final class RndvReceiver {
     private final RndvScheme scheme;
     private final LongPredicate toPipeline;
     private final MemoryBudget budget;
-    private final PendingRequests<Receive> receives = new PendingRequests<>();
+    private final PendingRequests<Receive> receives;
     /** This endpoint's RTS waiting in the worker's unexpected queue; they leave it when the endpoint ends. */
     private final Set<RtsArrival> unexpected = new LinkedHashSet<>();
     private final LongAdder getCount;
@@ -149,9 +149,11 @@ final class RndvReceiver {
     private int held;
 
     RndvReceiver(ChannelHandlerContext ctx, EndpointServices endpoint, TagMatcher matcher, ByteBufAllocator alloc,
-                 long maxMessageSize, RndvScheme scheme, ProtocolCounters counters, MemoryBudget budget) {
+                 long maxMessageSize, RndvScheme scheme, ProtocolCounters counters,
+                 java.util.concurrent.atomic.AtomicInteger inFlight, MemoryBudget budget) {
         this.budget = budget;
         this.ctx = ctx;
+        this.receives = new PendingRequests<>(inFlight);
         this.endpoint = endpoint;
         this.matcher = matcher;
         this.alloc = alloc;

@@ -71,14 +71,17 @@ final class RndvSender {
     private final ChannelHandlerContext ctx;
     private final EndpointServices endpoint;
     private final int fragment;
-    private final PendingRequests<Send> sends = new PendingRequests<>();
+    private final PendingRequests<Send> sends;
     private final LongAdder putCount;
     private final LongAdder putFallbackCount;
     /** ATP(cancelled) frames written at the end and not yet gone; the endpoint lingers until they are. */
     private int lastWordsPending;
 
-    RndvSender(ChannelHandlerContext ctx, EndpointServices endpoint, ProtocolCounters counters) {
+    /** @param inFlight the worker's count of rendezvous in progress, for metrics */
+    RndvSender(ChannelHandlerContext ctx, EndpointServices endpoint, ProtocolCounters counters,
+               java.util.concurrent.atomic.AtomicInteger inFlight) {
         this.ctx = ctx;
+        this.sends = new PendingRequests<>(inFlight);
         this.endpoint = endpoint;
         // Each fragment fits every lane it may take.
         this.fragment = endpoint.endpointConfig().minMaxBcopy() - RndvHeaders.DATA_LENGTH;

@@ -53,7 +53,7 @@ public final class CmaChannel extends AbstractLaneChannel implements RmaLane {
     private boolean writing;
 
     CmaChannel(int peerPid) {
-        super(new Address(Cma.pid()), new Address(peerPid), State.CONNECTED); // nothing to set up: see CmaIface
+        super(new Address(Cma.pid()), new Address(peerPid), State.CONNECTED, null); // nothing to set up: see CmaIface
         this.peerPid = peerPid;
         this.peerExit = new PeerExit(peerPid);
     }

@@ -6,6 +6,7 @@ import io.netty.channel.ChannelPipeline;
 import io.netty.util.ReferenceCountUtil;
 import io.nucx.transport.AbstractLaneChannel;
 import io.nucx.transport.AmFrame;
+import io.nucx.transport.IfaceAttributes;
 
 import java.nio.channels.ClosedChannelException;
 import java.util.Queue;
@@ -41,8 +42,8 @@ public final class SelfChannel extends AbstractLaneChannel {
     private volatile SelfChannel peer;
     private boolean readPending;
 
-    SelfChannel(long capacity, SelfAddress localAddress, SelfAddress remoteAddress) {
-        super(localAddress, remoteAddress, State.OPEN);
+    SelfChannel(long capacity, SelfAddress localAddress, SelfAddress remoteAddress, IfaceAttributes limits) {
+        super(localAddress, remoteAddress, State.OPEN, limits);
         this.capacity = capacity;
     }
 
@@ -66,8 +67,27 @@ public final class SelfChannel extends AbstractLaneChannel {
         SelfChannel p = peer;
         if (wasOpen && p != null && p.isOpen()) {
             // Always post the peer's close to its own loop, even when it is ours: the peer may be mid-pipeline.
-            p.eventLoop().execute(() -> p.unsafe().close(p.unsafe().voidPromise()));
+            p.eventLoop().execute(p::peerClosed);
         }
+    }
+
+    /**
+     * The other end closed. What it wrote before (its completed writes, in our queue) is delivered first, whether or
+     * not a read was asked for, as a socket delivers the bytes before the end of the stream; then this end closes.
+     */
+    private void peerClosed() {
+        if (!isOpen()) {
+            return;
+        }
+        if (isRegistered() && !inbound.isEmpty()) {
+            ChannelPipeline pipeline = pipeline();
+            for (Object m; isOpen() && (m = inbound.poll()) != null; ) {
+                queuedBytes.addAndGet(-sizeOf(m));
+                pipeline.fireChannelRead(m);
+            }
+            pipeline.fireChannelReadComplete();
+        }
+        unsafe().close(unsafe().voidPromise());
     }
 
     private void releaseInbound() {

@@ -7,7 +7,6 @@ import io.nucx.transport.AbstractIface;
 import io.nucx.transport.Capability;
 import io.nucx.transport.IfaceAttributes;
 import io.nucx.transport.IfaceParams;
-import io.nucx.transport.NucxConfig;
 import io.nucx.transport.Transport;
 
 import java.util.EnumSet;
@@ -43,7 +42,7 @@ final class SelfIface extends AbstractIface {
     private SelfIface(Transport transport, IfaceParams params, long id) {
         super(transport, params, ATTRIBUTES, packer(8).putLong(PROCESS_ID).array(), packer(8).putLong(id).array());
         this.id = id;
-        this.capacity = params.config().memunits(NucxConfig.SELF_QUEUE_BYTES, 4096, 1L << 30);
+        this.capacity = params.config().get(SelfConfig.QUEUE_BYTES);
     }
 
     static SelfIface open(Transport transport, IfaceParams params) {
@@ -67,13 +66,13 @@ final class SelfIface extends AbstractIface {
         long targetId = idOf(remoteIface);
         SelfIface target = idOf(remoteDevice) == PROCESS_ID ? IFACES.get(targetId) : null;
         SelfChannel local = new SelfChannel(capacity, new SelfAddress(id, "connector"),
-                new SelfAddress(targetId, "acceptor"));
+                new SelfAddress(targetId, "acceptor"), ATTRIBUTES);
         if (target == null) {
             return failedLane(local, new IllegalArgumentException("no self iface " + Long.toHexString(targetId)
                     + " in this process (closed, or an address from another process)"));
         }
         SelfChannel remote = new SelfChannel(target.capacity, new SelfAddress(target.id, "acceptor"),
-                new SelfAddress(id, "connector"));
+                new SelfAddress(id, "connector"), ATTRIBUTES);
         SelfChannel.link(local, remote);
         // Register the accepting end first so that it exists on its loop before the first write reaches it.
         registerLane(target.eventLoop(), remote, target.newAcceptedLaneHandler());

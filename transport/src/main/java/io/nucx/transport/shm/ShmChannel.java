@@ -12,6 +12,7 @@ import io.netty.channel.IoRegistration;
 import io.netty.handler.codec.CorruptedFrameException;
 import io.nucx.transport.AbstractLaneChannel;
 import io.nucx.transport.AmFrame;
+import io.nucx.transport.IfaceAttributes;
 
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
@@ -32,7 +33,6 @@ public final class ShmChannel extends AbstractLaneChannel {
 
     private static final int READ_BATCH = 64;
     private static final int WRITE_BATCH = 256;
-    private static final int MAX_HEADER = 0x7fff;
     /** One byte rung on the peer's socket; shared and never released. */
     private static final ByteBuf DOORBELL = Unpooled.unreleasableBuffer(
             Unpooled.directBuffer(1).writeByte(1).asReadOnly());
@@ -51,9 +51,10 @@ public final class ShmChannel extends AbstractLaneChannel {
     private boolean reading;
     private int delivered;
 
-    ShmChannel(ShmAddress local, int maxRecordPayload) {
-        super(new ShmAddress.Socket(local), null, State.OPEN);
-        this.maxRecordPayload = maxRecordPayload;
+    /** @param limits the iface's attributes: frames up to {@code maxBcopy} bytes, header included, one record each */
+    ShmChannel(ShmAddress local, IfaceAttributes limits) {
+        super(new ShmAddress.Socket(local), null, State.OPEN, limits);
+        this.maxRecordPayload = limits.maxBcopy();
     }
 
     /** Gives the channel its rings and doorbell once the handshake is done; it is active from then on. */
@@ -130,18 +131,6 @@ public final class ShmChannel extends AbstractLaneChannel {
     @Override
     protected void doBeginRead() {
         readPending = true;
-    }
-
-    @Override
-    protected Object filterOutboundMessage(Object msg) {
-        if (msg instanceof AmFrame f) {
-            if (f.header().readableBytes() > MAX_HEADER || f.length() > maxRecordPayload) {
-                throw new IllegalArgumentException("frame of " + f.length() + " bytes (header "
-                        + f.header().readableBytes() + ") exceeds the shm record limit " + maxRecordPayload);
-            }
-            return msg;
-        }
-        throw new UnsupportedOperationException("a shm lane carries AmFrames, not " + msg.getClass().getName());
     }
 
     @Override

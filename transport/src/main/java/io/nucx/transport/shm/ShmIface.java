@@ -77,8 +77,8 @@ final class ShmIface extends AbstractIface {
                     + "an io_uring, epoll or NIO handler; this worker's loop is " + loop.getClass().getName());
         }
         NucxConfig config = params.config();
-        int ringSize = config.shmRingSize();
-        int segSize = config.shmSegSize();
+        int ringSize = ShmConfig.ringSize(config);
+        int segSize = ShmConfig.segSize(config);
         ShmFiles.reapStale(dir);
         ShmAddress local = new ShmAddress(ShmFiles.pid(), NEXT_ID.getAndIncrement());
         Path socket = ShmFiles.socket(dir, local.pid(), local.ifaceId());
@@ -98,7 +98,7 @@ final class ShmIface extends AbstractIface {
                         doorbell.pipeline().addLast("nucx.shm.handshake", new ShmHandshake(false, dir, local,
                                 ringSize, r -> {
                                     iface.pendingHandshakes--;
-                                    ShmChannel ch = newChannel(local, segSize);
+                                    ShmChannel ch = iface.newChannel();
                                     ch.pipeline().addLast(LANE_HANDLER, iface.newAcceptedLaneHandler());
                                     attach(ch, r, doorbell).addListener(f -> {
                                         if (!f.isSuccess()) {
@@ -114,8 +114,8 @@ final class ShmIface extends AbstractIface {
         return iface;
     }
 
-    private static ShmChannel newChannel(ShmAddress local, int segSize) {
-        ShmChannel ch = new ShmChannel(local, segSize);
+    private ShmChannel newChannel() {
+        ShmChannel ch = new ShmChannel(local, attributes());
         int high = Math.max(256 * 1024, 2 * segSize);
         ch.config().setWriteBufferWaterMark(new WriteBufferWaterMark(high / 2, high));
         return ch;
@@ -151,7 +151,7 @@ final class ShmIface extends AbstractIface {
 
     @Override
     public ChannelFuture connect(byte[] remoteDevice, byte[] remoteIface, ChannelHandler laneHandler) {
-        ShmChannel ch = newChannel(local, segSize);
+        ShmChannel ch = newChannel();
         ChannelPromise promise = new DefaultChannelPromise(ch, eventLoop());
         if (!isReachable(remoteDevice, remoteIface)) {
             ch.unsafe().closeForcibly();

@@ -305,6 +305,11 @@ public final class SpscRing implements AutoCloseable {
         VarHandle.fullFence();
     }
 
+    /** Whether the consumer has announced it parks (and not woken since); for diagnostics and tests. */
+    public boolean isConsumerSleeping() {
+        return (int) INT.getVolatile(segment, sleepingAt) != 0;
+    }
+
     /** Consumer: awake again. */
     public void clearConsumerSleeping() {
         INT.setRelease(segment, sleepingAt, 0);

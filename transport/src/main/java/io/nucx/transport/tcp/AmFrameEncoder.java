@@ -6,11 +6,13 @@ import io.netty.channel.ChannelHandlerContext;
 import io.netty.channel.ChannelOutboundHandlerAdapter;
 import io.netty.channel.ChannelPromise;
 import io.nucx.transport.AmFrame;
+import io.nucx.transport.IfaceAttributes;
 
 /**
  * Writes {@link AmFrame}s as {@link AmFrameLayout}. Small frames are copied into one buffer; larger payloads go
  * out as their own buffer behind the prefix, so the socket gathers them without a copy. The frame's promise is
- * completed by the write that carries its last byte.
+ * completed by the write that carries its last byte. A frame over the iface's limits fails its write
+ * ({@link IfaceAttributes#checkFrame}) and nothing of it is written. One per iface.
  */
 @ChannelHandler.Sharable
 public final class AmFrameEncoder extends ChannelOutboundHandlerAdapter {
@@ -18,9 +20,11 @@ public final class AmFrameEncoder extends ChannelOutboundHandlerAdapter {
     /** Payloads up to this size are copied next to the prefix: one small write beats two. */
     static final int COPY_THRESHOLD = 1024;
 
-    public static final AmFrameEncoder INSTANCE = new AmFrameEncoder();
+    private final IfaceAttributes limits;
 
-    private AmFrameEncoder() {
+    /** @param limits the iface's attributes, whose frame limits every frame is checked against */
+    public AmFrameEncoder(IfaceAttributes limits) {
+        this.limits = limits;
     }
 
     @Override
@@ -31,6 +35,7 @@ public final class AmFrameEncoder extends ChannelOutboundHandlerAdapter {
         }
         ByteBuf prefix = null;
         try {
+            limits.checkFrame(frame, ctx.channel());
             ByteBuf header = frame.header();
             ByteBuf payload = frame.payload();
             int headerLength = header.readableBytes();

@@ -62,6 +62,7 @@ final class TcpIface extends AbstractIface {
             io.netty.util.internal.logging.InternalLoggerFactory.getInstance(TcpIface.class);
 
     private final TcpIoMode mode;
+    private final AmFrameEncoder encoder;
     private final Channel server;
     private final int segSize;
     private final boolean p2p;
@@ -73,6 +74,7 @@ final class TcpIface extends AbstractIface {
     private TcpIface(Transport transport, IfaceParams params, TcpIoMode mode, Channel server,
                      IfaceAttributes attributes, byte[] deviceAddress, byte[] ifaceAddress, int segSize, boolean p2p) {
         super(transport, params, attributes, deviceAddress, ifaceAddress);
+        this.encoder = new AmFrameEncoder(attributes);
         this.mode = mode;
         this.server = server;
         this.segSize = segSize;
@@ -87,13 +89,13 @@ final class TcpIface extends AbstractIface {
             throw new IllegalArgumentException("tcp needs an io_uring, epoll or nio event loop; got "
                     + loop.getClass().getName());
         }
-        String forced = config.choice(NucxConfig.TCP_IO, "auto", "io_uring", "epoll", "nio");
-        if (!forced.equals("auto") && !forced.equals(mode.configName())) {
-            throw config.invalid(NucxConfig.TCP_IO, "the worker's event loop runs " + mode.configName()
-                    + "; give the worker a " + forced + " event loop group or drop the setting");
+        java.util.Optional<TcpIoMode> forced = config.get(TcpConfig.IO);
+        if (forced.isPresent() && forced.get() != mode) {
+            throw config.invalid(TcpConfig.IO, "the worker's event loop runs " + mode.configName()
+                    + "; give the worker a " + forced.get().configName() + " event loop group or drop the setting");
         }
-        int segSize = (int) config.memunits(NucxConfig.TCP_SEG_SIZE, 8192, 16L << 20);
-        boolean p2p = config.choice(NucxConfig.TCP_CONNECT, "iface", "p2p").equals("p2p");
+        int segSize = (int) (long) config.get(TcpConfig.SEG_SIZE);
+        boolean p2p = config.get(TcpConfig.CONNECT) == TcpConfig.Connect.P2P;
         TcpIface[] self = new TcpIface[1]; // accepted lanes look up the iface (its handler, its p2p endpoints)
         InetAddress bind = TcpTransport.bindAddress(config);
         ServerBootstrap sb = new ServerBootstrap()
@@ -106,7 +108,7 @@ final class TcpIface extends AbstractIface {
                 .childHandler(new ChannelInitializer<>() {
                     @Override
                     protected void initChannel(Channel ch) {
-                        initLane(ch, segSize, self[0].newAcceptedLaneHandler());
+                        self[0].initLane(ch, self[0].newAcceptedLaneHandler());
                         if (p2p) {
                             ch.pipeline().addBefore(LANE_HANDLER, "nucx.tcp.ep", self[0].new EpAcceptor());
                         }
@@ -136,9 +138,9 @@ final class TcpIface extends AbstractIface {
      * is handled are flushed once at its end ({@link FlushConsolidationHandler}): one write per batch, not one per
      * frame (a flood of requests would otherwise be a flood of syscalls, and of io_uring completions).
      */
-    private static void initLane(Channel ch, int segSize, ChannelHandler laneHandler) {
+    private void initLane(Channel ch, ChannelHandler laneHandler) {
         ch.pipeline().addLast("nucx.frameDecoder", new AmFrameDecoder(MAX_HEADER, segSize));
-        ch.pipeline().addLast("nucx.frameEncoder", AmFrameEncoder.INSTANCE);
+        ch.pipeline().addLast("nucx.frameEncoder", encoder);
         ch.pipeline().addLast("nucx.flushes", new FlushConsolidationHandler(
                 FlushConsolidationHandler.DEFAULT_EXPLICIT_FLUSH_AFTER_FLUSHES, false));
         ch.pipeline().addLast(LANE_HANDLER, laneHandler);
@@ -355,7 +357,7 @@ final class TcpIface extends AbstractIface {
                 .handler(new ChannelInitializer<>() {
                     @Override
                     protected void initChannel(Channel ch) {
-                        initLane(ch, segSize, laneHandler);
+                        initLane(ch, laneHandler);
                     }
                 })
                 .connect(remote);

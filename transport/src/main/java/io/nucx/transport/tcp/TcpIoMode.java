@@ -145,30 +145,26 @@ public enum TcpIoMode {
 
     /**
      * The engine {@code NUCX_TCP_IO} asks for: auto picks the first available (io_uring, epoll, nio; epoll first
-     * when busy-polling, whose non-blocking pass is one epoll_wait); a forced engine that cannot load fails with its reason.
+     * when busy-polling, whose non-blocking pass is one epoll_wait); a forced engine that cannot load fails with its
+     * reason.
      */
     public static TcpIoMode configured(NucxConfig config, boolean busyPoll) {
-        String v = config.choice(NucxConfig.TCP_IO, "auto", "io_uring", "epoll", "nio");
-        if (v.equals("auto")) {
-            if (busyPoll && EPOLL.availability().isAvailable()) {
-                return EPOLL;
+        java.util.Optional<TcpIoMode> forced = config.get(TcpConfig.IO);
+        if (forced.isPresent()) {
+            Availability a = forced.get().availability();
+            if (!a.isAvailable()) {
+                throw config.invalid(TcpConfig.IO, a.reason());
             }
-            for (TcpIoMode m : values()) {
-                if (m.availability().isAvailable()) {
-                    return m;
-                }
-            }
-            return NIO;
+            return forced.get();
+        }
+        if (busyPoll && EPOLL.availability().isAvailable()) {
+            return EPOLL;
         }
         for (TcpIoMode m : values()) {
-            if (m.configName.equals(v)) {
-                Availability a = m.availability();
-                if (!a.isAvailable()) {
-                    throw config.invalid(NucxConfig.TCP_IO, a.reason());
-                }
+            if (m.availability().isAvailable()) {
                 return m;
             }
         }
-        throw config.invalid(NucxConfig.TCP_IO, "expected auto | io_uring | epoll | nio");
+        return NIO;
     }
 }

@@ -6,6 +6,7 @@ import io.nucx.transport.Device;
 import io.nucx.transport.Iface;
 import io.nucx.transport.IfaceParams;
 import io.nucx.transport.NucxConfig;
+import io.nucx.transport.config.ConfigTable;
 
 import java.net.InetAddress;
 import java.net.NetworkInterface;
@@ -57,12 +58,12 @@ public final class TcpTransport extends AbstractTransport {
     }
 
     static InetAddress bindAddress(NucxConfig config) {
-        String addr = config.string(NucxConfig.TCP_BIND_ADDR);
-        try {
-            return InetAddress.getByName(addr);
-        } catch (Exception e) {
-            throw config.invalid(NucxConfig.TCP_BIND_ADDR, "not an IP address (" + e.getMessage() + ")");
-        }
+        return config.get(TcpConfig.BIND_ADDR);
+    }
+
+    @Override
+    public ConfigTable configTable() {
+        return TcpConfig.TABLE;
     }
 
     @Override

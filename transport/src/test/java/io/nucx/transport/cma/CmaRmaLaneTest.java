@@ -7,14 +7,8 @@ import java.util.List;
 /** The RMA conformance suite on cma: revoke waits for the peer's exit; keys name a host id and a pid. */
 class CmaRmaLaneTest extends RmaLaneConformanceTest {
 
-    @Override
-    protected String transportName() {
-        return CmaTransport.NAME;
-    }
-
-    @Override
-    protected boolean revokeWaitsForPeerExit() {
-        return true;
+    CmaRmaLaneTest() {
+        super(CmaTransport.NAME, true);
     }
 
     @Override

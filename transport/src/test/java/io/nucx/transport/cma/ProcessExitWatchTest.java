@@ -40,15 +40,14 @@ class ProcessExitWatchTest {
             assertNotNull(w);
             assertEquals(pidfd, w.exact());
             assertEquals((int) child.pid(), w.pid());
-            assertFalse(w.hasExited());
-            Thread.sleep(50);
-            assertFalse(w.hasExited(), "still sleeping");
+            assertTrue(child.isAlive());
+            assertFalse(w.hasExited(), "the child sleeps");
             child.destroyForcibly();
-            assertTrue(child.waitFor(10, TimeUnit.SECONDS));
+            assertTrue(child.waitFor(10, TimeUnit.SECONDS)); // exited and reaped: both ways see it at once now
             long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
             while (!w.hasExited()) {
                 assertTrue(System.nanoTime() < deadline, "exit not seen: " + w);
-                Thread.sleep(5);
+                Thread.onSpinWait();
             }
             assertTrue(w.hasExited(), "stays exited");
         } finally {

@@ -32,9 +32,9 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
- * A self channel pair on two event loops, whose reader does not read: the writer's frames stop at the peer's bounded
- * queue, pile up in the writer's outbound buffer and make it unwritable; once the reader reads, every frame arrives in
- * order and every write completes.
+ * What only self does about backpressure, on a pair over two loops whose reader does not read: the reader's queue is
+ * bounded by its capacity, and frames held by the writer weigh their bytes toward its water mark. (That the writer
+ * turns unwritable and nothing is lost is {@link SelfLaneTest}'s.)
  */
 @Timeout(30)
 class SelfChannelBackpressureTest {
@@ -133,7 +133,7 @@ class SelfChannelBackpressureTest {
     }
 
     @Test
-    void writerBecomesUnwritableWhileReaderDoesNotReadThenEveryFrameArrivesInOrder() throws Exception {
+    void theReadersQueueHoldsNoMoreThanItsCapacityWhileItDoesNotRead() throws Exception {
         Pair p = connect();
         List<ChannelFuture> writes = new ArrayList<>();
         while (p.writer().isWritable() && writes.size() < MAX_WRITES) {
@@ -162,17 +162,8 @@ class SelfChannelBackpressureTest {
         for (ChannelFuture w : writes) {
             assertTrue(w.await(10, TimeUnit.SECONDS) && w.isSuccess(), () -> "write failed: " + w.cause());
         }
-        List<Long> seen = readOnLoop(p);
-        assertEquals(writes.size(), seen.size());
-        for (int i = 0; i < seen.size(); i++) {
-            assertEquals(i, seen.get(i), "frame order");
-        }
-        assertTrue(p.writer().isWritable(), "writable again once drained");
         assertEquals(null, p.reader().failure);
-
         p.writer().close().sync();
-        p.readerChannel().closeFuture().await(10, TimeUnit.SECONDS);
-        assertFalse(p.readerChannel().isOpen(), "closing one end closes the other");
     }
 
     private static List<Long> readOnLoop(Pair p) throws Exception {

@@ -8,6 +8,7 @@ import io.netty.handler.codec.CorruptedFrameException;
 import io.netty.handler.codec.DecoderException;
 import io.netty.handler.codec.TooLongFrameException;
 import io.nucx.transport.AmFrame;
+import io.nucx.transport.Device;
 import org.junit.jupiter.api.Test;
 
 import java.nio.charset.StandardCharsets;
@@ -72,7 +73,7 @@ class AmFrameDecoderTest {
 
     /** Encodes the frames and returns the wire bytes as one buffer. */
     private static ByteBuf encode(List<Expected> frames) {
-        EmbeddedChannel enc = new EmbeddedChannel(AmFrameEncoder.INSTANCE);
+        EmbeddedChannel enc = new EmbeddedChannel(encoder());
         for (Expected e : frames) {
             assertTrue(enc.writeOutbound(e.frame()));
         }
@@ -83,6 +84,28 @@ class AmFrameDecoderTest {
         }
         assertFalse(enc.finish());
         return wire;
+    }
+
+    /** An encoder with a tcp iface's limits for {@link #MAX_PAYLOAD}-byte segments. */
+    private static AmFrameEncoder encoder() {
+        return new AmFrameEncoder(TcpIface.attributes(new Device("lo", "network"), (int) MAX_PAYLOAD, false));
+    }
+
+    @Test
+    void theEncoderRefusesAFrameOverTheIfaceLimitsAndWritesNothingOfIt() {
+        EmbeddedChannel enc = new EmbeddedChannel(encoder());
+        ByteBuf payload = bytes(4, (int) MAX_PAYLOAD - 7);
+        var f = enc.writeOneOutbound(AmFrame.of(9, 0, Unpooled.buffer(8).writeLongLE(1), payload));
+        TooLongFrameException e = assertInstanceOf(TooLongFrameException.class, f.cause());
+        assertTrue(e.getMessage().contains("frame of " + (MAX_PAYLOAD + 1) + " bytes (header 8, am id 9)")
+                && e.getMessage().contains("header + payload <= " + MAX_PAYLOAD), e.getMessage());
+        assertEquals(0, payload.refCnt(), "released with its frame");
+        var h = enc.writeOneOutbound(AmFrame.of(9, 0, Unpooled.wrappedBuffer(new byte[MAX_HEADER + 1]),
+                Unpooled.EMPTY_BUFFER));
+        assertTrue(h.cause().getMessage().contains("header <= " + MAX_HEADER), h.cause().getMessage());
+        enc.flush();
+        assertNull(enc.readOutbound(), "nothing of either frame was written");
+        assertFalse(enc.finish());
     }
 
     private static EmbeddedChannel decoder() {
@@ -114,7 +137,7 @@ class AmFrameDecoderTest {
 
     @Test
     void encoderCopiesPayloadUpToThresholdAndGathersLargerOnesWithoutCopy() {
-        EmbeddedChannel enc = new EmbeddedChannel(AmFrameEncoder.INSTANCE);
+        EmbeddedChannel enc = new EmbeddedChannel(encoder());
         ByteBuf small = bytes(1, AmFrameEncoder.COPY_THRESHOLD);
         enc.writeOutbound(AmFrame.of(9, 0, Unpooled.wrappedBuffer(new byte[] {1, 2, 3}), small));
         assertEquals(0, small.refCnt(), "copied payload released with its frame");
@@ -140,7 +163,7 @@ class AmFrameDecoderTest {
 
     @Test
     void writePromiseOfGatheredFrameCompletesWithThePayloadWrite() {
-        EmbeddedChannel enc = new EmbeddedChannel(AmFrameEncoder.INSTANCE);
+        EmbeddedChannel enc = new EmbeddedChannel(encoder());
         var f = enc.write(AmFrame.of(9, 0, Unpooled.EMPTY_BUFFER, bytes(3, 4096)));
         assertFalse(f.isDone(), "not flushed yet");
         enc.flush();
@@ -150,7 +173,7 @@ class AmFrameDecoderTest {
 
     @Test
     void encoderPassesThroughOtherMessages() {
-        EmbeddedChannel enc = new EmbeddedChannel(AmFrameEncoder.INSTANCE);
+        EmbeddedChannel enc = new EmbeddedChannel(encoder());
         ByteBuf raw = Unpooled.copiedBuffer("raw", StandardCharsets.US_ASCII);
         assertTrue(enc.writeOutbound(raw));
         assertSame(raw, enc.readOutbound());

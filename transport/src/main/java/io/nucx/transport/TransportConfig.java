@@ -1,0 +1,39 @@
+package io.nucx.transport;
+
+import io.nucx.transport.config.AbstractConfigTable;
+import io.nucx.transport.config.ConfigEntry;
+
+import java.util.Arrays;
+import java.util.List;
+import java.util.Locale;
+
+/**
+ * The transport layer's own settings: which transports to use (UCX_TLS), and the launcher's. Each transport declares
+ * its own ({@link Transport#configTable()}).
+ */
+public final class TransportConfig extends AbstractConfigTable {
+
+    /** Transports to use, like UCX_TLS: names in lower case, or the one name "all". */
+    public static final ConfigEntry<List<String>> TLS = ConfigEntry.of("TLS", "all",
+            "Transports to use, comma-separated, or 'all': tcp, shm (shared-memory rings between processes of one "
+                    + "host), self (in-process), cma (same-host zero-copy reads and writes for rendezvous; RMA only)",
+            "all | a comma list of transport names",
+            text -> {
+                List<String> names = Arrays.stream(text.toLowerCase(Locale.ROOT).split(",")).map(String::trim)
+                        .filter(s -> !s.isEmpty()).toList();
+                if (names.isEmpty()) {
+                    throw new IllegalArgumentException("empty transport list");
+                }
+                return names;
+            });
+    /** Launcher only: the JDK bin/nucx and bin/build use. */
+    public static final ConfigEntry<String> JAVA_HOME = ConfigEntry.string("JAVA_HOME", "",
+            "Launcher only: JDK 25+ used by bin/build, bin/test and bin/nucx");
+    /** Launcher only: extra JVM options. */
+    public static final ConfigEntry<String> JAVA_OPTS = ConfigEntry.string("JAVA_OPTS", "",
+            "Launcher only: extra JVM options for bin/nucx");
+
+    public TransportConfig() {
+        super("Transports and launcher", RANK_TRANSPORT_LAYER, TLS, JAVA_HOME, JAVA_OPTS);
+    }
+}

@@ -1,0 +1,107 @@
+package io.nucx.transport.rdma;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.FunctionDescriptor;
+import java.lang.foreign.Linker;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.SymbolLookup;
+import java.lang.invoke.MethodHandle;
+import java.nio.file.Files;
+import java.nio.file.Path;
+
+import static java.lang.foreign.ValueLayout.ADDRESS;
+import static java.lang.foreign.ValueLayout.JAVA_INT;
+import static java.lang.foreign.ValueLayout.JAVA_LONG;
+
+/**
+ * The verbs emulator the test build compiled (src/test/c/verbs-emu) into {@code target/verbs-emu}: its path, why it
+ * is missing, and its counters (what the emulated devices of this process did).
+ */
+final class VerbsEmulator {
+
+    /** Counter indexes of verbs_emu_counters(). */
+    static final int REQ_SENT = 0;
+    static final int RNR_NAK_SENT = 2;
+    static final int RNR_NAK_RECEIVED = 3;
+    static final int DEV0_BYTES = 6;
+    static final int DEV1_BYTES = 7;
+
+    private VerbsEmulator() {
+    }
+
+    static Path dir() {
+        return Path.of(System.getProperty("verbs.emu.dir", "target/verbs-emu")).toAbsolutePath();
+    }
+
+    /** The emulator library's path. */
+    static String library() {
+        return dir().resolve("libibverbs.so.1").toString();
+    }
+
+    /**
+     * The library the lane tests run on: the emulator, or what {@code -Drdma.test.lib} names (on a machine with an
+     * RDMA device: {@code -Drdma.test.lib=libibverbs.so.1}).
+     */
+    static String testLibrary() {
+        return System.getProperty("rdma.test.lib", library());
+    }
+
+    /** Whether the lane tests run on the emulator (whose counters they may read). */
+    static boolean testsOnEmulator() {
+        return testLibrary().equals(library());
+    }
+
+    /** Why the lane tests cannot run, or null. */
+    static String testsMissing() {
+        if (!testsOnEmulator()) {
+            io.nucx.transport.Availability a = new RdmaTransport(testLibrary()).availability();
+            return a.isAvailable() ? null : a.reason();
+        }
+        return missing();
+    }
+
+    /** Device {@code i} of the test library (wrapping around when it has fewer: one device serves both sides). */
+    static String device(int i) {
+        java.util.List<io.nucx.transport.Device> ds = new RdmaTransport(testLibrary()).devices(
+                io.nucx.transport.NucxConfig.of(java.util.Map.of(), java.util.Map.of()));
+        return ds.get(i % ds.size()).name();
+    }
+
+    /** Why there is no emulator (no gcc, no headers, not built), or null. */
+    static String missing() {
+        Path why = dir().resolve("UNAVAILABLE");
+        try {
+            if (Files.exists(why)) {
+                return "verbs emulator not built: " + Files.readString(why).trim();
+            }
+        } catch (java.io.IOException e) {
+            return "verbs emulator: " + e;
+        }
+        return Files.exists(Path.of(library())) ? null : "verbs emulator not built (" + library() + " missing; the "
+                + "test build makes it in process-test-classes)";
+    }
+
+    /** Why the rdma-core headers cannot be compiled against, or null. */
+    static String headersMissing() {
+        Path why = dir().resolve("UNAVAILABLE");
+        try {
+            return Files.exists(why) ? Files.readString(why).trim() : null;
+        } catch (java.io.IOException e) {
+            return e.toString();
+        }
+    }
+
+    /** This process's emulator counters. */
+    static long[] counters() {
+        MethodHandle h = Linker.nativeLinker().downcallHandle(
+                SymbolLookup.libraryLookup(Path.of(library()), Arena.global()).find("verbs_emu_counters").orElseThrow(),
+                FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_INT));
+        try (Arena a = Arena.ofConfined()) {
+            MemorySegment out = a.allocate(JAVA_LONG, 16);
+            int n = (int) h.invokeExact(out, 16);
+            return out.asSlice(0, 8L * Math.min(n, 16)).toArray(JAVA_LONG);
+        } catch (Throwable t) {
+            throw new IllegalStateException(t);
+        }
+    }
+}

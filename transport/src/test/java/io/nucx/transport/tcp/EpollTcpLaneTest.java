@@ -1,0 +1,10 @@
+package io.nucx.transport.tcp;
+
+import io.nucx.transport.testsuite.LaneConformanceTest;
+
+/** The lane conformance suite on tcp over epoll (skipped where it cannot load), with a peer process. */
+class EpollTcpLaneTest extends LaneConformanceTest {
+    EpollTcpLaneTest() {
+        super(TcpTransport.NAME, TcpIoMode.EPOLL, true);
+    }
+}
