@@ -50,6 +50,12 @@ final class LaneInboundHandler extends ChannelInboundHandlerAdapter {
     private long ignoredFrom;
     /** RETRYING: frames that arrived behind the REQUEST, in order. */
     private ArrayDeque<AmFrame> held;
+    /** Frames handled since this loop turn began (NUCX_LANE_BATCH at most). */
+    private int handledThisTurn;
+    /** Frames a read brought beyond this turn's share, handled in the next turns; null when none wait. */
+    private ArrayDeque<AmFrame> backlog;
+    /** EP_REMOVED answers were written in this read batch and wait for its end to be flushed. */
+    private boolean answered;
     /** A lane a peer connected must carry its wireup within NUCX_WIREUP_TIMEOUT; null once it has (or ours). */
     private ScheduledFuture<?> wireupTimer;
 
@@ -84,6 +90,10 @@ final class LaneInboundHandler extends ChannelInboundHandlerAdapter {
     @Override
     public void handlerRemoved(ChannelHandlerContext ctx) {
         cancelWireupTimer();
+        if (backlog != null) {
+            releaseAll(backlog);
+            backlog = null;
+        }
     }
 
     private void cancelWireupTimer() {
@@ -103,6 +113,21 @@ final class LaneInboundHandler extends ChannelInboundHandlerAdapter {
             held.add(frame); // behind a REQUEST that waits: keep the lane's order
             return;
         }
+        if (backlog != null) {
+            backlog.add(frame); // this turn's share is used: the next turn takes it, in order
+            return;
+        }
+        if (++handledThisTurn > worker.settings().laneBatch()) {
+            backlog = new ArrayDeque<>();
+            backlog.add(frame);
+            ctx.channel().config().setAutoRead(false); // what this read brought waits here; nothing more is read
+            ctx.executor().schedule(() -> drainBacklog(ctx), 0, TimeUnit.NANOSECONDS);
+            return;
+        }
+        dispatch(ctx, frame);
+    }
+
+    private void dispatch(ChannelHandlerContext ctx, AmFrame frame) {
         if (frame.amId() == AmIds.WIREUP) {
             try {
                 onWireup(ctx, WireupMessage.from(frame));
@@ -120,6 +145,55 @@ final class LaneInboundHandler extends ChannelInboundHandlerAdapter {
             throw new ProtocolException(AmIds.name(frame.amId()) + " before the wireup REQUEST");
         }
         endpoint.frameArrived(this, lane(), frame);
+    }
+
+    /**
+     * The next loop turn's share of the frames a read brought beyond NUCX_LANE_BATCH: a scheduled task runs after the
+     * turn's I/O, so the loop's other lanes and timers get their turn between two shares (a task that queued itself
+     * with {@code execute} could run again before any I/O). Reading resumes once the backlog is empty.
+     */
+    private void drainBacklog(ChannelHandlerContext ctx) {
+        ArrayDeque<AmFrame> frames = backlog;
+        if (frames == null) {
+            return; // the lane closed meanwhile and released them
+        }
+        handledThisTurn = 0;
+        int batch = worker.settings().laneBatch();
+        for (AmFrame f; handledThisTurn < batch && (f = frames.poll()) != null; ) {
+            if (!ctx.channel().isOpen()) {
+                f.release();
+                continue;
+            }
+            if (role == Role.RETRYING) {
+                held.add(f);
+                continue;
+            }
+            handledThisTurn++;
+            try {
+                dispatch(ctx, f);
+            } catch (RuntimeException e) {
+                releaseAll(frames);
+                backlog = null;
+                exceptionCaught(ctx, e);
+                return;
+            }
+        }
+        if (answered) {
+            answered = false;
+            ctx.flush();
+        }
+        if (endpoint != null) {
+            endpoint.readBatchEnded(lane(), ctx.channel()); // these arrived outside a read batch: confirm them now
+        }
+        if (!frames.isEmpty()) {
+            ctx.executor().schedule(() -> drainBacklog(ctx), 0, TimeUnit.NANOSECONDS);
+            return;
+        }
+        backlog = null;
+        handledThisTurn = 0;
+        if (role != Role.RETRYING && ctx.channel().isOpen()) {
+            ctx.channel().config().setAutoRead(true);
+        }
     }
 
     private Lane lane() {
@@ -196,7 +270,9 @@ final class LaneInboundHandler extends ChannelInboundHandlerAdapter {
             held.addAll(waiting); // still waiting: keep them, in order
             return;
         }
-        ctx.channel().config().setAutoRead(true);
+        if (backlog == null) {
+            ctx.channel().config().setAutoRead(true);
+        }
         for (AmFrame f; (f = waiting.poll()) != null; ) {
             if (role == Role.RETRYING || !ctx.channel().isOpen()) {
                 f.release();
@@ -282,8 +358,9 @@ final class LaneInboundHandler extends ChannelInboundHandlerAdapter {
         }
         String reason = "worker " + worker.name() + " (" + Long.toHexString(worker.uuid()) + ") has no endpoint #"
                 + m.dstEpId() + (known != null ? " on this connection" : "");
-        ctx.writeAndFlush(WireupMessage.epRemoved(WireupMessage.INVALID_EP_ID, m.srcEpId(), reason)
-                .toFrame(ctx.alloc()), ctx.voidPromise()); // flushed once per read batch on tcp
+        ctx.write(WireupMessage.epRemoved(WireupMessage.INVALID_EP_ID, m.srcEpId(), reason).toFrame(ctx.alloc()),
+                ctx.voidPromise());
+        answered = true; // flushed once, at the end of the read batch
     }
 
     /** The peer removed the endpoint of this lane (closed it, or did not know it): ours fails with a reset. */
@@ -337,8 +414,15 @@ final class LaneInboundHandler extends ChannelInboundHandlerAdapter {
 
     @Override
     public void channelReadComplete(ChannelHandlerContext ctx) {
+        if (answered) {
+            answered = false;
+            ctx.flush();
+        }
         if (endpoint != null) {
             endpoint.readBatchEnded(lane(), ctx.channel());
+        }
+        if (backlog == null) {
+            handledThisTurn = 0; // the next turn's reads get a share of their own
         }
         ctx.fireChannelReadComplete();
     }
@@ -362,6 +446,10 @@ final class LaneInboundHandler extends ChannelInboundHandlerAdapter {
     @Override
     public void channelInactive(ChannelHandlerContext ctx) {
         cancelWireupTimer();
+        if (backlog != null) {
+            releaseAll(backlog);
+            backlog = null;
+        }
         if (role == Role.RETRYING) {
             releaseAll(held);
             held = null;

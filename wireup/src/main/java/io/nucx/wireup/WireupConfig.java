@@ -57,6 +57,10 @@ public final class WireupConfig extends AbstractConfigTable {
     /** Endpoints a worker holds at once; a peer's REQUEST beyond is refused. */
     public static final ConfigEntry<Integer> MAX_ENDPOINTS = ConfigEntry.integer("MAX_ENDPOINTS", "65536",
             "Endpoints a worker holds at once; a peer's wireup REQUEST beyond is refused", 1, 1 << 24);
+    /** Frames one lane handles per loop turn; the rest of what a read brought waits for the next turn. */
+    public static final ConfigEntry<Integer> LANE_BATCH = ConfigEntry.integer("LANE_BATCH", "512",
+            "Frames one lane handles per event-loop turn; the rest of a read waits, reading paused, for the next "
+                    + "turn, so a flooding peer delays the loop's other lanes and timers by one share", 16, 1 << 20);
     /** A shared secret that authenticates wireup ({@link WireupAuth}); a *_TOKEN value is never printed. */
     public static final ConfigEntry<String> AUTH_TOKEN = ConfigEntry.string("AUTH_TOKEN", "",
             "Shared secret (16 bytes or more) that authenticates wireup: a REQUEST or LANE_ATTACH without an HMAC "
@@ -69,7 +73,7 @@ public final class WireupConfig extends AbstractConfigTable {
     public WireupConfig() {
         super("Worker, endpoints and wireup", RANK_WORKER, BUSY_POLL, ERR_MODE, MAX_RNDV_LANES, MULTI_LANE_MAX_RATIO,
                 KEEPALIVE_INTERVAL, KEEPALIVE_TIMEOUT, STUB_EP_BYTES, STUB_WORKER_BYTES, WIREUP_TIMEOUT,
-                MAX_ENDPOINTS, AUTH_TOKEN, AUTH_KEY_FILE);
+                MAX_ENDPOINTS, LANE_BATCH, AUTH_TOKEN, AUTH_KEY_FILE);
     }
 
     /** The keepalive timeout must be at least twice the interval, so that one late tick does not fail a live peer. */

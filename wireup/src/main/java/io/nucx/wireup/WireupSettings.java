@@ -18,10 +18,11 @@ import io.nucx.transport.NucxConfig;
  * @param stubWorkerBytes        NUCX_STUB_WORKER_BYTES: the same over all endpoints of the worker
  * @param wireupTimeoutNanos     NUCX_WIREUP_TIMEOUT: a connection a peer opened must carry its wireup within it
  * @param maxEndpoints           NUCX_MAX_ENDPOINTS: endpoints created for peers' REQUESTs at once
+ * @param laneBatch              NUCX_LANE_BATCH: frames a lane handles per loop turn
  */
 record WireupSettings(ErrorMode errorMode, LaneSelector.BwLimits bwLimits, long keepaliveIntervalNanos,
                       long keepaliveTimeoutNanos, ReceiveLimits receiveLimits, long stubEndpointBytes,
-                      long stubWorkerBytes, long wireupTimeoutNanos, int maxEndpoints) {
+                      long stubWorkerBytes, long wireupTimeoutNanos, int maxEndpoints, int laneBatch) {
 
     static WireupSettings from(NucxConfig config) {
         return new WireupSettings(config.get(WireupConfig.ERR_MODE), new LaneSelector.BwLimits(
@@ -30,6 +31,7 @@ record WireupSettings(ErrorMode errorMode, LaneSelector.BwLimits bwLimits, long 
                 new ReceiveLimits(config.get(ProtocolConfig.RX_EP_BYTES), config.get(ProtocolConfig.RX_WORKER_BYTES),
                         config.get(ProtocolConfig.REPLY_BACKLOG)),
                 config.get(WireupConfig.STUB_EP_BYTES), config.get(WireupConfig.STUB_WORKER_BYTES),
-                config.get(WireupConfig.WIREUP_TIMEOUT), config.get(WireupConfig.MAX_ENDPOINTS));
+                config.get(WireupConfig.WIREUP_TIMEOUT), config.get(WireupConfig.MAX_ENDPOINTS),
+                config.get(WireupConfig.LANE_BATCH));
     }
 }

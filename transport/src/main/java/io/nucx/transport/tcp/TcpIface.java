@@ -9,7 +9,6 @@ import io.netty.channel.ChannelInitializer;
 import io.netty.channel.ChannelOption;
 import io.netty.channel.EventLoop;
 import io.netty.channel.WriteBufferWaterMark;
-import io.netty.handler.flush.FlushConsolidationHandler;
 import io.netty.util.concurrent.Future;
 import io.nucx.transport.AbstractIface;
 import io.nucx.transport.Capability;
@@ -134,15 +133,12 @@ final class TcpIface extends AbstractIface {
     static final int READS_PER_TURN = 4;
 
     /**
-     * Every tcp lane, connected or accepted: framing, then the owner's handler. Answers written while a read batch
-     * is handled are flushed once at its end ({@link FlushConsolidationHandler}): one write per batch, not one per
-     * frame (a flood of requests would otherwise be a flood of syscalls, and of io_uring completions).
+     * Every tcp lane, connected or accepted: framing, then the owner's handler. (Answers to a read batch are flushed
+     * once at its end by those who write them: the lane handler's EP_REMOVED answers, the atomics codec's replies.)
      */
     private void initLane(Channel ch, ChannelHandler laneHandler) {
         ch.pipeline().addLast("nucx.frameDecoder", new AmFrameDecoder(MAX_HEADER, segSize));
         ch.pipeline().addLast("nucx.frameEncoder", encoder);
-        ch.pipeline().addLast("nucx.flushes", new FlushConsolidationHandler(
-                FlushConsolidationHandler.DEFAULT_EXPLICIT_FLUSH_AFTER_FLUSHES, false));
         ch.pipeline().addLast(LANE_HANDLER, laneHandler);
     }
 
