@@ -258,7 +258,9 @@ class HostilePeerTest {
             io.nucx.WorkerAddress real = shape.address();
             io.nucx.WorkerAddress.Entry e = real.entries().get(0);
             byte[] iface = RawPeer.le(2).putShort((short) silent.getLocalPort()).array();
-            io.nucx.WorkerAddress mute = new io.nucx.WorkerAddress(real.uuid() + 1, "mute", List.of(
+            // The lowest uuid: a (higher) waits for the REPLY with its writes in the stub; a lower-uuid connector
+            // would use its own lane at once, and its writes would wait in the lane (its writability says so).
+            io.nucx.WorkerAddress mute = new io.nucx.WorkerAddress(1, "mute", List.of(
                     new io.nucx.WorkerAddress.Entry(e.transport(), e.capabilities(), e.maxShort(), e.maxBcopy(),
                             e.latency(), e.overhead(), e.bandwidth(), e.priority(), e.deviceAddress(), iface)));
             Endpoint ep = a.connect(mute);

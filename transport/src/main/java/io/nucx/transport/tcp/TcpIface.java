@@ -64,6 +64,8 @@ final class TcpIface extends AbstractIface {
     private final AmFrameEncoder encoder;
     private final Channel server;
     private final int segSize;
+    /** TLS on every lane (NUCX_TCP_TLS), or null. */
+    private final TcpTls tls;
     private final boolean p2p;
     /** p2p endpoints waiting to be reached, by token. Loop only. */
     private final java.util.Map<Long, TcpP2pEndpoint> waiting = new java.util.HashMap<>();
@@ -71,12 +73,14 @@ final class TcpIface extends AbstractIface {
     private final java.security.SecureRandom tokens = new java.security.SecureRandom();
 
     private TcpIface(Transport transport, IfaceParams params, TcpIoMode mode, Channel server,
-                     IfaceAttributes attributes, byte[] deviceAddress, byte[] ifaceAddress, int segSize, boolean p2p) {
+                     IfaceAttributes attributes, byte[] deviceAddress, byte[] ifaceAddress, int segSize, boolean p2p,
+                     TcpTls tls) {
         super(transport, params, attributes, deviceAddress, ifaceAddress);
         this.encoder = new AmFrameEncoder(attributes);
         this.mode = mode;
         this.server = server;
         this.segSize = segSize;
+        this.tls = tls;
         this.p2p = p2p;
     }
 
@@ -94,6 +98,7 @@ final class TcpIface extends AbstractIface {
                     + "; give the worker a " + forced.get().configName() + " event loop group or drop the setting");
         }
         int segSize = (int) (long) config.get(TcpConfig.SEG_SIZE);
+        TcpTls tls = TcpTls.from(config);
         boolean p2p = config.get(TcpConfig.CONNECT) == TcpConfig.Connect.P2P;
         TcpIface[] self = new TcpIface[1]; // accepted lanes look up the iface (its handler, its p2p endpoints)
         InetAddress bind = TcpTransport.bindAddress(config);
@@ -107,7 +112,7 @@ final class TcpIface extends AbstractIface {
                 .childHandler(new ChannelInitializer<>() {
                     @Override
                     protected void initChannel(Channel ch) {
-                        self[0].initLane(ch, self[0].newAcceptedLaneHandler());
+                        self[0].initLane(ch, self[0].newAcceptedLaneHandler(), null);
                         if (p2p) {
                             ch.pipeline().addBefore(LANE_HANDLER, "nucx.tcp.ep", self[0].new EpAcceptor());
                         }
@@ -121,7 +126,7 @@ final class TcpIface extends AbstractIface {
         byte[] ip = advertised.getAddress();
         byte[] dev = packer(9 + ip.length).putLong(HostId.network()).put((byte) ip.length).put(ip).array();
         byte[] iface = packer(2).putShort((short) local.getPort()).array();
-        self[0] = new TcpIface(transport, params, mode, server, attrs, dev, iface, segSize, p2p);
+        self[0] = new TcpIface(transport, params, mode, server, attrs, dev, iface, segSize, p2p, tls);
         return self[0];
     }
 
@@ -133,10 +138,15 @@ final class TcpIface extends AbstractIface {
     static final int READS_PER_TURN = 4;
 
     /**
-     * Every tcp lane, connected or accepted: framing, then the owner's handler. (Answers to a read batch are flushed
-     * once at its end by those who write them: the lane handler's EP_REMOVED answers, the atomics codec's replies.)
+     * Every tcp lane, connected or accepted: TLS when configured ({@link TcpTls}, with the server's or the client's
+     * context), framing, then the owner's handler. (Answers to a read batch are flushed once at its end by those who
+     * write them: the lane handler's EP_REMOVED answers, the atomics codec's replies.)
      */
-    private void initLane(Channel ch, ChannelHandler laneHandler) {
+    private void initLane(Channel ch, ChannelHandler laneHandler, InetSocketAddress connectingTo) {
+        if (tls != null) { // first: everything below reads and writes plaintext
+            ch.pipeline().addLast("nucx.tls", connectingTo == null ? tls.accepted(ch) : tls.connected(ch,
+                    connectingTo));
+        }
         ch.pipeline().addLast("nucx.frameDecoder", new AmFrameDecoder(MAX_HEADER, segSize));
         ch.pipeline().addLast("nucx.frameEncoder", encoder);
         ch.pipeline().addLast(LANE_HANDLER, laneHandler);
@@ -353,7 +363,7 @@ final class TcpIface extends AbstractIface {
                 .handler(new ChannelInitializer<>() {
                     @Override
                     protected void initChannel(Channel ch) {
-                        initLane(ch, laneHandler);
+                        initLane(ch, laneHandler, remote);
                     }
                 })
                 .connect(remote);
@@ -366,6 +376,7 @@ final class TcpIface extends AbstractIface {
 
     @Override
     protected String describe() {
-        return "(" + mode.configName() + (p2p ? " p2p " : " ") + server.localAddress() + ")";
+        return "(" + mode.configName() + (p2p ? " p2p " : " ") + (tls != null ? "tls/" + tls.provider().name()
+                .toLowerCase(java.util.Locale.ROOT) + " " : "") + server.localAddress() + ")";
     }
 }
