@@ -21,6 +21,8 @@ import io.nucx.ErrorMode;
 import io.nucx.WorkerAddress;
 import io.nucx.protocol.EndpointConfig;
 import io.nucx.protocol.EndpointServices;
+import io.nucx.protocol.LimitExceededException;
+import io.nucx.protocol.MemoryBudget;
 import io.nucx.protocol.ProtocolCodec;
 import io.nucx.protocol.ProtocolException;
 import io.nucx.protocol.amo.AtomicOp;
@@ -75,6 +77,8 @@ final class EndpointChannel extends AbstractChannel implements Endpoint, Endpoin
     private final Promise<Void> wireupPromise;
     private final List<ProtocolCodec> codecs;
     private final PeerLiveness liveness = new PeerLiveness();
+    /** Receive memory its peer holds here that no posted receive owns (NUCX_RX_EP_BYTES). */
+    private final MemoryBudget receiveBudget;
     private final EndpointLifecycle lifecycle;
     /** The peer's id for this endpoint: from the REQUEST (accepted) or the REPLY (connected). Loop only. */
     private long remoteEpId;
@@ -99,9 +103,10 @@ final class EndpointChannel extends AbstractChannel implements Endpoint, Endpoin
         this.localAddress = new EndpointAddress(worker.uuid(), worker.name());
         this.remoteAddress = new EndpointAddress(remote.uuid(), remote.name());
         this.lifecycle = new EndpointLifecycle(this, wiringUp);
+        this.receiveBudget = worker.protocols().newEndpointBudget();
         ChannelPipeline p = pipeline();
         if (wiringUp) {
-            p.addLast(STUB, new StubHandler(worker.pendingWrites()));
+            p.addLast(STUB, new StubHandler(worker.pendingWrites(), worker.newStubBudget()));
         } else {
             p.addLast(LANES, new LaneDispatcher(this));
             wireupPromise.setSuccess(null);
@@ -240,8 +245,17 @@ final class EndpointChannel extends AbstractChannel implements Endpoint, Endpoin
         pipeline().fireChannelReadComplete();
     }
 
-    /** A codec threw on a frame, or reported an error of its own: the lane it came by closes, naming the error. */
+    /**
+     * A codec threw on a frame, or reported an error of its own: the lane it came by closes, naming the error. A peer
+     * that went over a bound fails the endpoint itself (no failover: another lane would bring the same).
+     */
     void protocolError(Throwable cause) {
+        if (cause instanceof LimitExceededException limit) {
+            worker.laneFailed(limit);
+            fail(new EndpointException(id, remoteAddress, "the peer went over a bound: " + limit.getMessage(),
+                    limit));
+            return;
+        }
         LaneInboundHandler lane = delivering;
         if (lane != null) {
             lane.closeAfterError(cause);
@@ -315,6 +329,11 @@ final class EndpointChannel extends AbstractChannel implements Endpoint, Endpoin
     @Override
     public void rmaFailed(String what, Throwable cause) {
         worker.rmaFailed(what + " on " + this, cause);
+    }
+
+    @Override
+    public MemoryBudget receiveBudget() {
+        return receiveBudget;
     }
 
     @Override

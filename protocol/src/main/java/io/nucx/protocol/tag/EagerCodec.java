@@ -56,7 +56,7 @@ public final class EagerCodec extends ChannelDuplexHandler implements ProtocolCo
     @Override
     public void handlerAdded(ChannelHandlerContext ctx) {
         receiver = new EagerReceiver(ctx, worker.matcher(), worker.alloc(), worker.settings().maxMessageSize(),
-                endpoint::deliversToPipeline, sender);
+                endpoint::deliversToPipeline, sender, endpoint.receiveBudget());
     }
 
     @Override
@@ -98,6 +98,16 @@ public final class EagerCodec extends ChannelDuplexHandler implements ProtocolCo
     /** Zero-copy sends waiting for the receiver's acknowledgement of their arrival. */
     public int zcopyWaiting() {
         return sender.zcopyWaiting();
+    }
+
+    /** This endpoint's messages in the worker's unexpected queue. */
+    public int unexpectedQueued() {
+        return receiver == null ? 0 : receiver.queuedCount();
+    }
+
+    /** Messages of this endpoint whose fragments are still arriving. */
+    public int reassemblies() {
+        return receiver == null ? 0 : receiver.reassemblyCount();
     }
 
     @Override
