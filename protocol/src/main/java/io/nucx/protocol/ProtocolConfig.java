@@ -43,8 +43,16 @@ public final class ProtocolConfig extends AbstractConfigTable {
     public static final ConfigEntry<String> PROTOS = ConfigEntry.string("PROTOS", "all",
             "Protocols that may be selected: all, a comma list of names/globs (egr/*,tag/rndv), or ^list to exclude");
 
+    /**
+     * A performance profile written by {@code nucx calibrate}: the cost model takes the figures it has (latency,
+     * overhead, bandwidth, registration cost per lane; memcpy bandwidth) instead of the transports' static estimates.
+     */
+    public static final ConfigEntry<String> PERF_PROFILE = ConfigEntry.string("PERF_PROFILE", "",
+            "Performance profile measured by 'nucx calibrate' (a file); protocol selection uses its figures instead of "
+                    + "the transports' static estimates where it has them. Empty: static estimates only");
+
     public ProtocolConfig() {
         super("Protocols", RANK_PROTOCOL, MAX_MSG_SIZE, RNDV_THRESH, RNDV_SCHEME, BCOPY_THRESH, ZCOPY_THRESH,
-                PROTO_INFO, PROTOS);
+                PROTO_INFO, PROTOS, PERF_PROFILE);
     }
 }
