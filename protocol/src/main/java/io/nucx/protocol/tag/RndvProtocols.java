@@ -31,8 +31,8 @@ import java.util.function.Consumer;
 public final class RndvProtocols {
 
     /** UCX_PROTO_OVERHEAD rndv_rts and rndv_rtr. */
-    static final double RTS_OVERHEAD = 275e-9;
-    static final double RTR_OVERHEAD = 40e-9;
+    public static final double RTS_OVERHEAD = 275e-9;
+    public static final double RTR_OVERHEAD = 40e-9;
     /** 1 - UCX_RNDV_PERF_DIFF / 100: the seed's differentiate factor d. */
     public static final double PERF_DIFF_FACTOR = 0.99;
 
