@@ -49,13 +49,14 @@ public final class SweepRunner {
             WorkerAddress server = WorkerAddress.fromHex(Perftest.readLine(in, "server worker address"));
             w.println(worker.address().toHex());
             w.flush();
+            // The table before the run: once FINISH is through, the server's worker (and its shm socket) is gone.
+            ProtoTable table = worker.protocolTable(server, SelectionKey.MemoryType.DIRECT);
             Endpoint ep = worker.connect(server);
             PerfReporter quiet = new PerfReporter(new PrintStream(OutputStream.nullOutputStream()), true, false);
             PerfResult r = new TagPerfClient(worker, ep, params, quiet).start()
                     .get(Perftest.RUN_TIMEOUT_SECONDS, TimeUnit.SECONDS);
             ep.tagSend(PerfTags.FINISH, Unpooled.EMPTY_BUFFER).sync();
-            return new Run(r, worker.counters().snapshot(),
-                    worker.protocolTable(server, SelectionKey.MemoryType.DIRECT));
+            return new Run(r, worker.counters().snapshot(), table);
         } finally {
             worker.close().get(10, TimeUnit.SECONDS);
         }
