@@ -13,7 +13,9 @@
 # Needs bin/build first (in a worktree: mvn verify -DskipTests). Usage: bench/sweep.sh [OUT]
 # Environment: TEST (tag_lat | tag_bw; tag_lat), ROUNDS (3), RUN_TIME (seconds per run, 0.4), WARMUP (seconds of
 #   unrecorded nucx runs per set, 20), MAX_SIZE (67108864), SETS ("tcp;shm;shm,cma"), PROFILE (calibrate | static |
-#   FILE; calibrate), UPDATE_DOCS (1 | 0).
+#   FILE; calibrate), UPDATE_DOCS (1 | 0), METRIC (overall | percentile; overall) and PERCENTILE (-R of both tools and
+#   of calibrate's ping-pongs; 50): on a machine busy with other work, METRIC=percentile PERCENTILE=10 compares the
+#   iterations nothing preempted, where averages measure the other work.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out=${1:-bench/out/sweep-$(date -u +%Y%m%d-%H%M%S)}
@@ -24,6 +26,8 @@ warmup=${WARMUP:-20}
 max_size=${MAX_SIZE:-67108864}
 sets=${SETS:-tcp;shm;shm,cma}
 profile=${PROFILE:-calibrate}
+metric=${METRIC:-overall}
+percentile=${PERCENTILE:-50}
 if ! command -v ucx_perftest >/dev/null; then
     if [ "$(id -u)" = 0 ]; then
         apt-get install -y ucx-utils >/dev/null
@@ -36,14 +40,14 @@ fi
 mkdir -p "$out"
 out=$(cd "$out" && pwd)
 ucx_csv="$out/ucx-runs.csv"
-echo "tool,tls,test,size,config,round,iterations,p50_us,overall_us,bandwidth_mbs,msg_rate,carried_by,chosen,load1,time" \
+echo "tool,tls,test,size,config,round,iterations,percentile,pct_us,overall_us,bandwidth_mbs,msg_rate,carried_by,chosen,load1,time" \
     >"$ucx_csv"
 started=$(date -u +%Y-%m-%dT%H:%M:%SZ)
 load_start=$(cut -d' ' -f1 /proc/loadavg)
 
 case "$profile" in
     calibrate)
-        bin/nucx calibrate -o "$out/perf-profile.txt" | tee "$out/calibrate.log"
+        bin/nucx calibrate -R "$percentile" -o "$out/perf-profile.txt" | tee "$out/calibrate.log"
         export NUCX_PERF_PROFILE="$out/perf-profile.txt" ;;
     static) unset NUCX_PERF_PROFILE ;;
     *) export NUCX_PERF_PROFILE=$(cd "$(dirname "$profile")" && pwd)/$(basename "$profile") ;;
@@ -72,14 +76,15 @@ ucx_round() { # tls label round
         load=$(cut -d' ' -f1 /proc/loadavg)
         t=$(date -u +%Y-%m-%dT%H:%M:%SZ)
         # shellcheck disable=SC2086
-        line=$(pair ucx "env $envs ucx_perftest" env $envs ucx_perftest -t "$test_name" -s "$size" -n "$n" || true)
+        line=$(pair ucx "env $envs ucx_perftest" env $envs ucx_perftest -t "$test_name" -s "$size" -n "$n" \
+            -R "$percentile" || true)
         read -r _ it p50 avg overall avgbw bw avgmr mr <<<"$line" || true
         if [ -z "${mr:-}" ]; then
             echo "ucx_perftest $envs -t $test_name -s $size: no Final line" >&2
             continue
         fi
-        echo "ucx,$2,$test_name,$size,ucx,$3,$it,$p50,$overall,$bw,$mr,-,-,$load,$t" >>"$ucx_csv"
-        echo "ucx      $2 $size r$3: $overall us (load $load)"
+        echo "ucx,$2,$test_name,$size,ucx,$3,$it,$percentile,$p50,$overall,$bw,$mr,-,-,$load,$t" >>"$ucx_csv"
+        echo "ucx      $2 $size r$3: $overall us, p$percentile $p50 us (load $load)"
     done
 }
 
@@ -88,11 +93,13 @@ for tls in "${set_list[@]}"; do
     label=${tls//,/+}
     ucx_round "$tls" "$label" 0
     bin/nucx perftest --sweep -t "$test_name" --tls "$tls" --rounds "$rounds" --run-time "$run_time" \
+        -R "$percentile" --metric "$metric" \
         --sweep-warmup "$warmup" --max-size "$max_size" --out "$out/nucx-$label" | tee "$out/nucx-$label.log"
     ucx_round "$tls" "$label" 1
 done
 
-bin/nucx sweep-report --out "$out/report" --plot-prefix bench/plots/ "$out"/nucx-*/runs.csv "$ucx_csv"
+bin/nucx sweep-report --metric "$metric" --out "$out/report" --plot-prefix bench/plots/ "$out"/nucx-*/runs.csv \
+    "$ucx_csv"
 load_end=$(cut -d' ' -f1 /proc/loadavg)
 echo "report: $out/report/report.md"
 
@@ -104,10 +111,12 @@ if [ "${UPDATE_DOCS:-1}" = 1 ]; then
         echo
         echo "Run of $started, 1-minute load average $load_start at the start and $load_end at the end (2 cores;"
         echo "each row's own load is in the runs files). Command: \`TEST=$test_name ROUNDS=$rounds RUN_TIME=$run_time"
-        echo "WARMUP=$warmup MAX_SIZE=$max_size SETS='$sets' PROFILE=$profile bench/sweep.sh\`. Per transport set:"
+        echo "WARMUP=$warmup MAX_SIZE=$max_size SETS='$sets' PROFILE=$profile METRIC=$metric PERCENTILE=$percentile"
+        echo "bench/sweep.sh\`. Per transport set:"
         echo "ucx_perftest 1.13 at each power of two, then \`bin/nucx perftest --sweep\` ($rounds rounds, the order of"
         echo "the protocols rotated each round, about $run_time s per run), then ucx_perftest again; times are per"
-        echo "message (one way for tag_lat), medians of the rounds. \"auto\" is the protocol nucx's engine picks by"
+        echo "message (one way for tag_lat; METRIC=$metric: each run's average, or its ${percentile}th percentile of"
+        echo "iterations), medians of the rounds. \"auto\" is the protocol nucx's engine picks by"
         echo "itself; \"best forced\" the fastest of the protocols it could have picked, each forced by hand"
         echo "(NUCX_PROTOS and thresholds, checked against the sender's protocol counters)."
         if [ -n "${NUCX_PERF_PROFILE:-}" ]; then

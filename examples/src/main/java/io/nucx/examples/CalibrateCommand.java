@@ -45,6 +45,10 @@ final class CalibrateCommand implements Callable<Integer> {
             + "is done (default: ${DEFAULT-VALUE}).", defaultValue = "10")
     double warmupSeconds;
 
+    @Option(names = "-R", paramLabel = "RANK", description = "Percentile of a ping-pong's iterations taken as its "
+            + "time (default: ${DEFAULT-VALUE}; 10 on a machine busy with other work).", defaultValue = "50")
+    double percentile;
+
     @CommandLine.Spec
     CommandLine.Model.CommandSpec spec;
 
@@ -59,7 +63,7 @@ final class CalibrateCommand implements Callable<Integer> {
         Calibration.Options options;
         try {
             options = new Calibration.Options(amSets, rma, rounds, (long) (runSeconds * 1e9),
-                    (long) (warmupSeconds * 1e9), out,
+                    (long) (warmupSeconds * 1e9), percentile, out,
                     "bin/nucx " + String.join(" ", spec.commandLine().getParseResult().originalArgs()));
         } catch (IllegalArgumentException e) {
             throw new CommandLine.ParameterException(spec.commandLine(), e.getMessage());

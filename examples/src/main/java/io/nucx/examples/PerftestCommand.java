@@ -113,6 +113,12 @@ final class PerftestCommand implements Callable<Integer> {
             + "so the JIT compiler is done (default: ${DEFAULT-VALUE}).", defaultValue = "20")
     double sweepWarmupSeconds;
 
+    @Option(names = "--metric", paramLabel = "METRIC", description = "With --sweep: what runs are compared by: overall "
+            + "(the average, what the cost model predicts) | percentile (the -R percentile of iterations: on a busy "
+            + "machine -R 10 keeps preempted iterations out; ping-pong tests) (default: ${DEFAULT-VALUE}).",
+            defaultValue = "overall")
+    String sweepMetric;
+
     @Option(names = "--out", paramLabel = "DIR", description = "With --sweep: where its files go "
             + "(default: ${DEFAULT-VALUE}).", defaultValue = "bench/out/sweep")
     java.nio.file.Path sweepOut;

@@ -27,7 +27,8 @@ final class SweepCommand {
         try {
             options = new Sweep.Options(c.sweepTls, PerfTestType.of(c.test), c.sweepMin, c.sweepMax, c.sweepRounds,
                     (long) (c.sweepRunSeconds * 1e9), (long) (c.sweepWarmupSeconds * 1e9), c.window, c.sweepOut,
-                    NucxConfig.fromEnvironment().get(ProtocolConfig.PERF_PROFILE),
+                    NucxConfig.fromEnvironment().get(ProtocolConfig.PERF_PROFILE), c.percentile,
+                    io.nucx.examples.perf.SweepSummary.Metric.of(c.sweepMetric),
                     "bin/nucx " + String.join(" ", cmd.getParseResult().originalArgs()));
         } catch (IllegalArgumentException e) {
             throw new CommandLine.ParameterException(cmd, e.getMessage());

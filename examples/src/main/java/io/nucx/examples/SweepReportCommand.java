@@ -25,9 +25,13 @@ final class SweepReportCommand implements Callable<Integer> {
             + "name in its links (default: none).", defaultValue = "")
     String plotPrefix;
 
+    @Option(names = "--metric", paramLabel = "METRIC", description = "What runs are compared by: overall | percentile "
+            + "(default: ${DEFAULT-VALUE}).", defaultValue = "overall")
+    String metric;
+
     @Override
     public Integer call() throws Exception {
-        SweepReport.write(runs, out, plotPrefix);
+        SweepReport.write(runs, out, plotPrefix, io.nucx.examples.perf.SweepSummary.Metric.of(metric));
         System.out.println("report: " + out.resolve("report.md"));
         return 0;
     }

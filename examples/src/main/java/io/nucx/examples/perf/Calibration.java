@@ -35,14 +35,17 @@ public final class Calibration {
      * @param amSets  NUCX_TLS values whose AM lane is measured ("tcp", "shm")
      * @param rmaSets NUCX_TLS values whose RMA lane is measured by rendezvous reads over their AM lane ("shm,cma");
      *                that AM lane must be measured too (in {@code amSets})
+     * @param percentile which percentile of a ping-pong's iterations is its time (50: the median; lower on a machine
+     *                   busy with other work, whose preemptions land in the upper ones)
      */
     public record Options(List<String> amSets, List<String> rmaSets, int rounds, long runNanos, long warmupNanos,
-                          Path out, String command) {
+                          double percentile, Path out, String command) {
         public Options {
             amSets = List.copyOf(amSets);
             rmaSets = List.copyOf(rmaSets);
-            if (rounds < 1 || runNanos <= 0 || warmupNanos < 0) {
-                throw new IllegalArgumentException("rounds and run time must be positive, warm-up >= 0");
+            if (rounds < 1 || runNanos <= 0 || warmupNanos < 0 || !(percentile > 0 && percentile < 100)) {
+                throw new IllegalArgumentException("rounds and run time must be positive, warm-up >= 0, the "
+                        + "percentile in (0, 100)");
             }
         }
     }
@@ -68,20 +71,20 @@ public final class Calibration {
         log.printf(Locale.ROOT, "memcpy 64 KiB direct to direct: %.0f MB/s%n", copyBandwidth / 1e6);
         Map<String, ProtoTable> tables = new LinkedHashMap<>();
         for (String tls : sets()) {
-            tables.put(tls, runner.run(Map.of("TLS", tls), params(PerfTestType.TAG_LAT, 8, 20)).table());
+            tables.put(tls, runner.run(Map.of("TLS", tls), params(PerfTestType.TAG_LAT, 8, 20, 50)).table());
         }
         List<Step> steps = steps(tables);
         long deadline = System.nanoTime() + options.warmupNanos();
         log.println("warming up for " + options.warmupNanos() / 1e9 + " s (not recorded)");
         while (System.nanoTime() < deadline) {
             for (Step s : steps) {
-                s.run(runner, options.runNanos() / 2);
+                s.run(runner, options.runNanos() / 2, options.percentile());
             }
         }
         for (int round = 0; round < options.rounds(); round++) {
             for (Step s : steps) {
                 loads.add(Sweep.loadAverage());
-                double t = s.run(runner, options.runNanos());
+                double t = s.run(runner, options.runNanos(), options.percentile());
                 s.times.add(t);
                 log.printf(Locale.ROOT, "round %d %-9s %-18s %-8s %9d B: %10.3f us%n", round, s.tls, s.protocol,
                         s.test.testName(), s.size, t * 1e6);
@@ -107,7 +110,8 @@ public final class Calibration {
                 + Runtime.getRuntime().availableProcessors() + " cores, load average (1 min) "
                 + String.format(Locale.ROOT, "%.2f to %.2f", loads.stream().mapToDouble(d -> d).min().orElse(0),
                 loads.stream().mapToDouble(d -> d).max().orElse(0)));
-        comments.add("medians of " + options.rounds() + " rounds, runs of " + options.runNanos() / 1e9 + " s:");
+        comments.add("medians of " + options.rounds() + " rounds, runs of " + options.runNanos() / 1e9 + " s; "
+                + "ping-pongs by their " + options.percentile() + "th percentile, streams by their average:");
         for (Step s : steps) {
             comments.add(String.format(Locale.ROOT, "  %-9s %-18s %-8s %9d B: %s us", s.tls, s.protocol,
                     s.test.testName(), s.size, s.times.stream().map(t -> String.format(Locale.ROOT, "%.3f", t * 1e6))
@@ -120,7 +124,7 @@ public final class Calibration {
         String file = options.out().toAbsolutePath().toString();
         for (String tls : sets()) {
             log.print(tables.get(tls).format("static " + tls));
-            log.print(runner.run(Map.of("TLS", tls, "PERF_PROFILE", file), params(PerfTestType.TAG_LAT, 8, 20))
+            log.print(runner.run(Map.of("TLS", tls, "PERF_PROFILE", file), params(PerfTestType.TAG_LAT, 8, 20, 50))
                     .table().format("calibrated " + tls));
         }
         log.println("profile written to " + file + "; use it with NUCX_PERF_PROFILE=" + file);
@@ -155,13 +159,13 @@ public final class Calibration {
         }
 
         /** One run of about {@code nanos}; the time of one message, seconds. */
-        double run(SweepRunner runner, long nanos) throws Exception {
+        double run(SweepRunner runner, long nanos, double percentile) throws Exception {
             Map<String, String> settings = new LinkedHashMap<>();
             settings.put("TLS", tls);
             settings.putAll(ForcedProtocol.settings(protocol));
             long iterations = Math.max(Sweep.MIN_ITERATIONS, Math.min(Sweep.MAX_ITERATIONS,
                     (long) (nanos / perIterationNanos)));
-            PerfResult r = runner.run(settings, params(test, size, iterations)).result();
+            PerfResult r = runner.run(settings, params(test, size, iterations, percentile)).result();
             perIterationNanos = r.overallLatencyUs() * 1000 * (test.pingPong() ? 2 : 1);
             return (median ? r.percentileLatencyUs() : r.overallLatencyUs()) * 1e-6;
         }
@@ -233,9 +237,9 @@ public final class Calibration {
         throw new IllegalArgumentException("no rendezvous read (rndv/get/zcopy) in this set's table: no RMA lane");
     }
 
-    private static PerfParams params(PerfTestType test, long size, long iterations) {
+    private static PerfParams params(PerfTestType test, long size, long iterations, double percentile) {
         return new PerfParams(test, (int) size, iterations, Math.max(Sweep.MIN_ITERATIONS, iterations / 10),
-                PerfParams.DEFAULT_WINDOW, 50.0, PerfDatatype.CONTIG);
+                PerfParams.DEFAULT_WINDOW, percentile, PerfDatatype.CONTIG);
     }
 
     /**

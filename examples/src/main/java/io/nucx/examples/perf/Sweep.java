@@ -37,11 +37,17 @@ public final class Sweep {
      * @param warmupNanos how long to run unrecorded first, so the JIT compiler is done before anything is measured
      * @param profile     the performance profile both sides load (NUCX_PERF_PROFILE), empty for none: with one, the
      *                    plots also mark where the static model's crossovers would be
+     * @param percentile  the percentile of iterations each run also reports (ucx_perftest's -R)
+     * @param metric      what runs are compared by: their average, or that percentile
      * @param command     how the sweep was started, for summary.md
      */
     public record Options(List<String> tls, PerfTestType test, long minSize, long maxSize, int rounds, long runNanos,
-                          long warmupNanos, int window, Path out, String profile, String command) {
+                          long warmupNanos, int window, Path out, String profile, double percentile,
+                          SweepSummary.Metric metric, String command) {
         public Options {
+            if (!(percentile > 0 && percentile < 100)) {
+                throw new IllegalArgumentException("percentile must be in (0, 100), got " + percentile);
+            }
             if (minSize < 1 || maxSize < minSize || maxSize > Integer.MAX_VALUE - 64) {
                 throw new IllegalArgumentException("sizes must satisfy 1 <= min <= max < 2 GiB, got " + minSize
                         + ".." + maxSize);
@@ -107,7 +113,7 @@ public final class Sweep {
                 }
             }
         }
-        List<SweepSummary.Point> points = SweepSummary.of(rows);
+        List<SweepSummary.Point> points = SweepSummary.of(rows, options.metric());
         Files.writeString(options.out().resolve("summary.csv"), SweepSummary.csv(points), StandardCharsets.UTF_8);
         StringBuilder md = new StringBuilder("Command: `").append(options.command()).append("`; ")
                 .append(Instant.now().truncatedTo(ChronoUnit.SECONDS)).append(", load average (1 min) ")
@@ -209,10 +215,11 @@ public final class Sweep {
         PerfResult r = run.result();
         ProtoCandidate chosen = auto.lookup(size);
         String carriedBy = carriedBy(run.protocolCounts(), auto);
-        log.println(String.format(Locale.ROOT, "%-8s %9d %-20s r%d %12.3f us  p50 %10.3f  by %-18s load %.2f", tls,
-                size, config, round, r.overallLatencyUs(), r.percentileLatencyUs(), carriedBy, load));
+        log.println(String.format(Locale.ROOT, "%-8s %9d %-20s r%d %12.3f us  p%.0f %10.3f  by %-18s load %.2f",
+                tls, size, config, round, r.overallLatencyUs(), options.percentile(), r.percentileLatencyUs(),
+                carriedBy, load));
         return new SweepCsv.Row("nucx", SweepCsv.tlsLabel(tls), options.test().testName(), size, config, round,
-                r.iterations(), r.percentileLatencyUs(), r.overallLatencyUs(), r.overallBandwidth(),
+                r.iterations(), options.percentile(), r.percentileLatencyUs(), r.overallLatencyUs(), r.overallBandwidth(),
                 r.overallMessageRate(), carriedBy, chosen == null ? "-" : chosen.protocol().name(), load, time);
     }
 
@@ -240,7 +247,7 @@ public final class Sweep {
 
     private PerfParams params(long size, long iterations) {
         return new PerfParams(options.test(), (int) size, iterations, Math.max(MIN_ITERATIONS, iterations / 10),
-                options.window(), 50.0, PerfDatatype.CONTIG);
+                options.window(), options.percentile(), PerfDatatype.CONTIG);
     }
 
     /** The table's protocol that sent the most messages, or "-" when none did. */
@@ -274,7 +281,8 @@ public final class Sweep {
 
     private void plot(Path png, String tls, Tables t, List<SweepCsv.Row> rows) throws IOException {
         String label = SweepCsv.tlsLabel(tls);
-        List<SweepSummary.Point> points = SweepSummary.of(rows.stream().filter(r -> r.tls().equals(label)).toList());
+        List<SweepSummary.Point> points = SweepSummary.of(rows.stream().filter(r -> r.tls().equals(label)).toList(),
+                options.metric());
         List<String> configs = new ArrayList<>();
         configs.add(SweepCsv.AUTO);
         points.forEach(p -> p.forcedUs().keySet().stream().filter(c -> !configs.contains(c)).forEach(configs::add));
@@ -308,8 +316,8 @@ public final class Sweep {
         String title = "nucx " + options.test().testName() + " over " + tls + ": the engine's choice and each protocol "
                 + "forced" + (options.profile().isEmpty() ? " (static cost model)" : " (calibrated: "
                 + Path.of(options.profile()).getFileName() + ")");
-        SweepPlot.write(png.toFile(), title, top, ratios, "time / best forced protocol", 1 + SweepSummary.TOLERANCE,
-                markers);
+        SweepPlot.write(png.toFile(), title + "; " + points.get(0).metric(), top, ratios, "time / best forced protocol",
+                1 + SweepSummary.TOLERANCE, markers);
     }
 
     /** A marker where each range after the first starts, labelled with its protocol. */

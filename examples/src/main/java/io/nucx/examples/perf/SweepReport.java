@@ -19,13 +19,14 @@ public final class SweepReport {
     }
 
     /** Reads every runs file, writes {@code summary.csv}, {@code report.md} and the plots to {@code out}. */
-    public static List<SweepSummary.Point> write(List<Path> runs, Path out, String plotPrefix) throws IOException {
+    public static List<SweepSummary.Point> write(List<Path> runs, Path out, String plotPrefix,
+                                                 SweepSummary.Metric metric) throws IOException {
         List<SweepCsv.Row> rows = new ArrayList<>();
         for (Path p : runs) {
             rows.addAll(SweepCsv.read(p));
         }
         Files.createDirectories(out);
-        List<SweepSummary.Point> points = SweepSummary.of(rows);
+        List<SweepSummary.Point> points = SweepSummary.of(rows, metric);
         Files.writeString(out.resolve("summary.csv"), SweepSummary.csv(points), StandardCharsets.UTF_8);
         TreeSet<String> sets = new TreeSet<>();
         points.forEach(p -> sets.add(p.tls() + "|" + p.test()));
@@ -46,7 +47,7 @@ public final class SweepReport {
             double[] ones = new double[x.length];
             java.util.Arrays.fill(ones, 1.0);
             SweepPlot.write(out.resolve(name).toFile(), "nucx (engine's choice) and ucx_perftest 1.13, " + test
-                    + " over " + tls + ", same run", List.of(new SweepPlot.Series("ucx_perftest", x, ucx, false, false),
+                    + " over " + tls + ", same run; " + ps.get(0).metric(), List.of(new SweepPlot.Series("ucx_perftest", x, ucx, false, false),
                     new SweepPlot.Series("nucx", x, nucx, true, false)),
                     List.of(new SweepPlot.Series("ucx_perftest", x, ones, false, false),
                             new SweepPlot.Series("nucx", x, ratio, true, false)), "time / UCX's time", 1.0, List.of());

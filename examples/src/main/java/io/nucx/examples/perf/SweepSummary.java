@@ -19,9 +19,46 @@ public final class SweepSummary {
     /** The engine's choice passes if its time is at most this much over the best forced protocol's. */
     public static final double TOLERANCE = 0.10;
 
+    /** Which time of a run the comparison uses. */
+    public enum Metric {
+        /** The run's average time per message (ucx_perftest's "overall"): what the cost model predicts. */
+        OVERALL("overall average"),
+        /**
+         * The run's percentile of per-iteration times ({@code -R}, e.g. 10): on a machine busy with other work a low
+         * percentile is the time of the iterations nothing preempted, so it compares protocols where the average
+         * cannot (ping-pong tests; a stream's per-completion intervals are bursty).
+         */
+        PERCENTILE("percentile");
+
+        private final String label;
+
+        Metric(String label) {
+            this.label = label;
+        }
+
+        double of(SweepCsv.Row r) {
+            return this == OVERALL ? r.overallUs() : r.pctUs();
+        }
+
+        String describe(double percentile) {
+            return this == OVERALL ? label : String.format(Locale.ROOT, "%.0fth percentile of iterations",
+                    percentile);
+        }
+
+        public static Metric of(String name) {
+            for (Metric m : values()) {
+                if (m.name().equalsIgnoreCase(name)) {
+                    return m;
+                }
+            }
+            throw new IllegalArgumentException("unknown metric '" + name + "' (overall | percentile)");
+        }
+    }
+
     /** One size of one transport set. */
     public record Point(String tls, String test, long size, String chosen, double autoUs,
-                        Map<String, Double> forcedUs, String best, double bestUs, double ucxUs, double load1) {
+                        Map<String, Double> forcedUs, String best, double bestUs, double ucxUs, double load1,
+                        String metric) {
         /** The engine's time over the best forced time (1.0: it chose the best). NaN if either is missing. */
         public double ratio() {
             return autoUs / bestUs;
@@ -40,8 +77,13 @@ public final class SweepSummary {
     private SweepSummary() {
     }
 
-    /** The points of {@code rows} (nucx and ucx runs of any transport set), by transport set then size. */
+    /** The points of {@code rows} by their overall times. */
     public static List<Point> of(List<SweepCsv.Row> rows) {
+        return of(rows, Metric.OVERALL);
+    }
+
+    /** The points of {@code rows} (nucx and ucx runs of any transport set), by transport set then size. */
+    public static List<Point> of(List<SweepCsv.Row> rows, Metric metric) {
         record Key(String tls, String test, long size) {
         }
         Map<Key, List<SweepCsv.Row>> byKey = new LinkedHashMap<>();
@@ -58,13 +100,13 @@ public final class SweepSummary {
             for (SweepCsv.Row r : e.getValue()) {
                 loads.add(r.load1());
                 if (r.tool().equals("ucx")) {
-                    ucxTimes.add(r.overallUs());
+                    ucxTimes.add(metric.of(r));
                     continue;
                 }
                 chosen = r.chosen();
                 boolean verified = r.config().equals(SweepCsv.AUTO) || r.config().equals(r.carriedBy());
                 if (verified) {
-                    times.computeIfAbsent(r.config(), k -> new ArrayList<>()).add(r.overallUs());
+                    times.computeIfAbsent(r.config(), k -> new ArrayList<>()).add(metric.of(r));
                 }
             }
             if (!ucxTimes.isEmpty()) {
@@ -86,7 +128,7 @@ public final class SweepSummary {
                 }
             }
             out.add(new Point(e.getKey().tls(), e.getKey().test(), e.getKey().size(), chosen, auto, forced, best,
-                    bestUs, ucx, median(loads)));
+                    bestUs, ucx, median(loads), metric.describe(e.getValue().get(0).percentile())));
         }
         out.sort(java.util.Comparator.comparing(Point::tls).thenComparing(Point::test)
                 .thenComparingLong(Point::size));
@@ -121,7 +163,8 @@ public final class SweepSummary {
             List<Point> ps = points.stream().filter(p -> (p.tls() + " " + p.test()).equals(set)).toList();
             boolean ucx = ps.stream().anyMatch(p -> !Double.isNaN(p.ucxUs()));
             boolean nucx = ps.stream().anyMatch(p -> !Double.isNaN(p.autoUs()));
-            b.append("**").append(set.replace(" ", ", ")).append("** (time per message, us; median of the rounds)\n\n");
+            b.append("**").append(set.replace(" ", ", ")).append("** (time per message, us: ").append(ps.get(0).metric())
+                    .append(" of each run, median of the rounds)\n\n");
             b.append("| size | engine's choice | auto | best forced | best | auto / best |");
             b.append(ucx ? " ucx_perftest | nucx / UCX |\n" : "\n");
             b.append("|---|---|---|---|---|---|").append(ucx ? "---|---|\n" : "\n");

@@ -14,22 +14,22 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 class SweepSummaryTest {
 
     private static SweepCsv.Row row(String tool, String config, long size, int round, double us, String carriedBy) {
-        return new SweepCsv.Row(tool, "shm+cma", "tag_lat", size, config, round, 1000, us * 0.9, us, 1.0, 2.0,
+        return new SweepCsv.Row(tool, "shm+cma", "tag_lat", size, config, round, 1000, 50, us * 0.9, us, 1.0, 2.0,
                 carriedBy, "egr/single/bcopy", 0.75, "2026-11-23T02:10:04Z");
     }
 
     @Test
     void aRowHasTheHeadersFifteenColumnsAndReadsBackAsItWasWritten() {
-        assertEquals(15, SweepCsv.HEADER.split(",").length);
+        assertEquals(16, SweepCsv.HEADER.split(",").length);
         SweepCsv.Row r = row("nucx", "rndv/get/zcopy", 65536, 2, 12.25, "rndv/get/zcopy");
         String line = r.format();
-        assertEquals(15, line.split(",", -1).length, line);
+        assertEquals(16, line.split(",", -1).length, line);
         assertEquals(r, SweepCsv.parse(line, "test"));
         assertEquals("shm+cma", SweepCsv.tlsLabel("shm,cma"));
         assertThrows(IllegalArgumentException.class, () -> row("nucx", "a,b", 1, 0, 1, "-"));
         IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
                 () -> SweepCsv.parse("nucx,tcp,tag_lat,8", "runs.csv line 3"));
-        assertTrue(e.getMessage().startsWith("runs.csv line 3: expected 15 columns"), e.getMessage());
+        assertTrue(e.getMessage().startsWith("runs.csv line 3: expected 16 columns"), e.getMessage());
     }
 
     @Test
@@ -65,6 +65,10 @@ class SweepSummaryTest {
         assertTrue(md.contains("| 64K | egr/single/bcopy | 11.0 | rndv/get/zcopy | 9.00 | **1.22** | 5.50 | 2.00 |"),
                 md);
         assertTrue(md.contains("1 of 2 sizes within 10 % of the best forced protocol."), md);
+        SweepSummary.Point byPercentile = SweepSummary.of(rows, SweepSummary.Metric.PERCENTILE).get(1);
+        assertEquals(11 * 0.9, byPercentile.autoUs(), 1e-12, "the percentile column's median");
+        assertEquals("50th percentile of iterations", byPercentile.metric());
+        assertEquals("overall average", p.metric());
         String csv = SweepSummary.csv(points);
         assertTrue(csv.startsWith("tls,test,size,chosen,auto_us,best,best_us,auto_over_best,within_10pct,"), csv);
         assertEquals(3, csv.lines().count());

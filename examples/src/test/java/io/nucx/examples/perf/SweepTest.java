@@ -47,7 +47,7 @@ class SweepTest {
         List<SweepSummary.Point> points;
         try {
             points = new Sweep(runner, new Sweep.Options(List.of("tcp"), PerfTestType.TAG_LAT, 64, 128, 1,
-                    20_000_000L, 0, 8, out, "", "test"), new PrintStream(log, true, StandardCharsets.UTF_8)).run();
+                    20_000_000L, 0, 8, out, "", 50, SweepSummary.Metric.OVERALL, "test"), new PrintStream(log, true, StandardCharsets.UTF_8)).run();
         } finally {
             runner.quit();
             server.get(30, TimeUnit.SECONDS);
