@@ -79,6 +79,50 @@ final class PerftestCommand implements Callable<Integer> {
             + "Prometheus scrape on 127.0.0.1:PORT/metrics while the test runs.")
     Integer metricsPort;
 
+    @Option(names = "--sweep", description = "Sweep message sizes (--min-size .. --max-size: powers of two and the "
+            + "edges of each protocol range) over each --tls set, with the protocol the engine picks and with each one "
+            + "it could pick forced by hand, in alternating rounds; writes runs.csv, summary.csv, summary.md and a PNG "
+            + "per set to --out. Without HOST it starts its own server process.")
+    boolean sweep;
+
+    @Option(names = "--sweep-server", description = "Serve sweep runs on -p until the sweep ends (what --sweep "
+            + "starts by itself; run it by hand to sweep against another host).")
+    boolean sweepServer;
+
+    @Option(names = "--tls", paramLabel = "TLS", split = ";", description = "With --sweep: transport sets, "
+            + "';'-separated NUCX_TLS values (default: ${DEFAULT-VALUE}).", defaultValue = "tcp;shm;shm,cma")
+    java.util.List<String> sweepTls;
+
+    @Option(names = "--min-size", paramLabel = "BYTES", description = "With --sweep: smallest size "
+            + "(default: ${DEFAULT-VALUE}).", defaultValue = "1")
+    long sweepMin;
+
+    @Option(names = "--max-size", paramLabel = "BYTES", description = "With --sweep: largest size "
+            + "(default: ${DEFAULT-VALUE}, 64 MiB).", defaultValue = "67108864")
+    long sweepMax;
+
+    @Option(names = "--rounds", paramLabel = "N", description = "With --sweep: runs of each protocol per size, "
+            + "back to back, the order rotated each round (default: ${DEFAULT-VALUE}).", defaultValue = "3")
+    int sweepRounds;
+
+    @Option(names = "--run-time", paramLabel = "SECONDS", description = "With --sweep: how long each run should take "
+            + "(default: ${DEFAULT-VALUE}).", defaultValue = "0.4")
+    double sweepRunSeconds;
+
+    @Option(names = "--sweep-warmup", paramLabel = "SECONDS", description = "With --sweep: unrecorded runs first, "
+            + "so the JIT compiler is done (default: ${DEFAULT-VALUE}).", defaultValue = "20")
+    double sweepWarmupSeconds;
+
+    @Option(names = "--metric", paramLabel = "METRIC", description = "With --sweep: what runs are compared by: overall "
+            + "(the average, what the cost model predicts) | percentile (the -R percentile of iterations: on a busy "
+            + "machine -R 10 keeps preempted iterations out; ping-pong tests) (default: ${DEFAULT-VALUE}).",
+            defaultValue = "overall")
+    String sweepMetric;
+
+    @Option(names = "--out", paramLabel = "DIR", description = "With --sweep: where its files go "
+            + "(default: ${DEFAULT-VALUE}).", defaultValue = "bench/out/sweep")
+    java.nio.file.Path sweepOut;
+
     /** This command as picocli runs it: usage errors go to its error stream. */
     @CommandLine.Spec
     CommandLine.Model.CommandSpec spec;
@@ -102,6 +146,13 @@ final class PerftestCommand implements Callable<Integer> {
     }
 
     private int run(PerfDatatype sendDatatype, boolean busyPoll) throws Exception {
+        if (sweepServer) {
+            io.nucx.examples.perf.SweepServer.serve(port, busyPoll, System.out);
+            return 0;
+        }
+        if (sweep) {
+            return SweepCommand.run(this, busyPoll);
+        }
         if (host == null) {
             Perftest.serve(port, Map.of(), busyPoll, System.out);
             return 0;

@@ -63,8 +63,16 @@ public final class ProtocolConfig extends AbstractConfigTable {
             "Atomics of a peer whose answers wait for it to read; more fails its endpoint. Also the most atomics a "
                     + "sender keeps unanswered per endpoint", 1, 1 << 20);
 
+    /**
+     * A performance profile written by {@code nucx calibrate}: the cost model takes the figures it has (latency,
+     * overhead, bandwidth, registration cost per lane; memcpy bandwidth) instead of the transports' static estimates.
+     */
+    public static final ConfigEntry<String> PERF_PROFILE = ConfigEntry.string("PERF_PROFILE", "",
+            "Performance profile measured by 'nucx calibrate' (a file); protocol selection uses its figures instead of "
+                    + "the transports' static estimates where it has them. Empty: static estimates only");
+
     public ProtocolConfig() {
         super("Protocols", RANK_PROTOCOL, MAX_MSG_SIZE, RNDV_THRESH, RNDV_SCHEME, BCOPY_THRESH, ZCOPY_THRESH,
-                PROTO_INFO, PROTOS, RX_EP_BYTES, RX_WORKER_BYTES, REPLY_BACKLOG);
+                PROTO_INFO, PROTOS, PERF_PROFILE, RX_EP_BYTES, RX_WORKER_BYTES, REPLY_BACKLOG);
     }
 }

@@ -3,6 +3,8 @@ package io.nucx.protocol;
 import io.netty.buffer.ByteBufAllocator;
 import io.netty.util.concurrent.EventExecutor;
 import io.nucx.protocol.amo.MemoryRegistry;
+import io.nucx.protocol.select.PerfProfile;
+import io.nucx.protocol.select.ProbeParams;
 import io.nucx.protocol.select.SelectionCache;
 import io.nucx.protocol.select.SelectionKey;
 import io.nucx.protocol.tag.TagMatcher;
@@ -106,11 +108,14 @@ public final class WorkerProtocols {
 
     /**
      * The protocol tables of an endpoint configuration, shared by every endpoint of this worker with an equal one.
+     * Their cost model sees the lanes with the performance profile's figures where it has them (NUCX_PERF_PROFILE).
      * With NUCX_PROTO_INFO each new table is printed to standard output, as UCX_PROTO_INFO does.
      */
     public SelectionCache selectionCache(EndpointConfig config, SelectionKey.Locality locality) {
+        PerfProfile profile = settings.profile();
         return selectionCaches.computeIfAbsent(new CacheKey(config, locality), k -> new SelectionCache(
-                settings.protocols(), config, locality, settings.bcopyThresh(), settings.zcopyThresh(),
-                settings.rndvThresh(), settings.protoInfo() ? System.out::print : null));
+                settings.protocols(), profile.apply(config), locality, settings.bcopyThresh(), settings.zcopyThresh(),
+                settings.rndvThresh(), profile.copyBandwidth(ProbeParams.DEFAULT_COPY_BANDWIDTH),
+                settings.protoInfo() ? System.out::print : null));
     }
 }

@@ -26,7 +26,7 @@ import java.util.function.Consumer;
 public final class Perftest {
 
     /** How long either side waits for the other at set-up and for the run's end. */
-    private static final long RUN_TIMEOUT_SECONDS = 600;
+    static final long RUN_TIMEOUT_SECONDS = 600;
 
     private Perftest() {
     }
@@ -40,7 +40,7 @@ public final class Perftest {
     }
 
     /** A worker with {@code config}, then the run's own settings ({@code -D bcopy|zcopy}, {@code -e}) on top. */
-    private static Worker startWorker(String name, Map<String, String> config, PerfParams params, boolean busyPoll)
+    static Worker startWorker(String name, Map<String, String> config, PerfParams params, boolean busyPoll)
             throws Exception {
         NucxBootstrap b = new NucxBootstrap().name(name).busyPoll(busyPoll);
         config.forEach(b::config);
@@ -117,7 +117,7 @@ public final class Perftest {
     }
 
     /** The server may still be starting: retry the set-up connection for a while, as a person would. */
-    private static Socket connect(String host, int port) throws IOException, InterruptedException {
+    static Socket connect(String host, int port) throws IOException, InterruptedException {
         long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
         while (true) {
             try {
@@ -133,16 +133,16 @@ public final class Perftest {
         }
     }
 
-    private static BufferedReader reader(Socket s) throws IOException {
+    static BufferedReader reader(Socket s) throws IOException {
         s.setSoTimeout((int) TimeUnit.SECONDS.toMillis(60));
         return new BufferedReader(new InputStreamReader(s.getInputStream(), StandardCharsets.US_ASCII));
     }
 
-    private static PrintWriter writer(Socket s) throws IOException {
+    static PrintWriter writer(Socket s) throws IOException {
         return new PrintWriter(s.getOutputStream(), false, StandardCharsets.US_ASCII);
     }
 
-    private static String readLine(BufferedReader in, String what) throws IOException {
+    static String readLine(BufferedReader in, String what) throws IOException {
         String line = in.readLine();
         if (line == null) {
             throw new IOException("perftest peer closed the set-up connection before sending the " + what);
