@@ -42,6 +42,9 @@ final class EagerSender {
     private record SyncSend(long tag, long length, ChannelPromise promise) {
     }
 
+    /** Copy-in of up to this many bytes goes to a heap buffer ({@link #copyPayload}). */
+    static final int SMALL_COPY_IN = 1024;
+
     private final int firstPayload;
     private final int middlePayload;
     private final SelectionCache protocols;
@@ -240,15 +243,25 @@ final class EagerSender {
     }
 
     /**
-     * A copy protocol's payload: a slice when the lane's transport copies it into memory of its own as it is written
-     * (shm's ring, tcp's small and heap payloads), else a copy in a pooled direct buffer (the copy-in the cost model
-     * charges), so the frame no longer refers to the user's buffer.
+     * A copy protocol's payload: the message itself (or a slice of it, for one fragment) when the lane's transport
+     * copies it into memory of its own as it is written (shm's ring, tcp's small and heap payloads), else a copy in a
+     * pooled buffer (the copy-in the cost model charges), so the frame no longer refers to the user's buffer. The
+     * whole message goes as the buffer itself, not a slice: with Netty's default allocator a slice is an object per
+     * message, and a written buffer is nucx's to read (Netty's rule for every write). Small copies go to a heap
+     * buffer: without {@code sun.misc.Unsafe} (Netty's default on JDK 25) a copy between direct buffers makes NIO
+     * views, one object per copy.
      */
     private ByteBuf copyPayload(ChannelHandlerContext ctx, ByteBuf content, int index, int length) {
         if (lane.copiesAmPayload(length, !content.isDirect())) {
-            return content.retainedSlice(index, length);
+            return index == content.readerIndex() && length == content.readableBytes() ? content.retain()
+                    : content.retainedSlice(index, length);
         }
-        return ctx.alloc().directBuffer(length, length).writeBytes(content, index, length);
+        // Heap where it costs nothing: small copies, and lanes that hand buffers over as they are (self); a lane
+        // that writes native memory from the caller's buffer (tcp) gets a direct one, or it would copy again.
+        boolean heap = length <= SMALL_COPY_IN || !lane.copiesAmPayload(length, true);
+        ByteBuf copy = heap ? ctx.alloc().heapBuffer(length, length) : ctx.alloc().directBuffer(length, length);
+        content.getBytes(index, copy, 0, length);
+        return copy.writerIndex(length);
     }
 
     /** EAGER_SYNC_ACK: the receiver matched the message (or refused it as too long for its buffer). */

@@ -91,7 +91,8 @@ class SpscRingTest {
                     written++;
                 }
                 long[] next = {read};
-                read += ring.read((type, payload) -> {
+                read += ring.read((type, seg, offset, length) -> {
+                    MemorySegment payload = seg.asSlice(offset, length);
                     long i = next[0]++;
                     String e = payload.byteSize() == Math.min(sizeOf(i), ring.maxPayload())
                             && payload.get(ValueLayout.JAVA_LONG_UNALIGNED, 0) == i ? null : "record " + i + " wrong";
@@ -127,7 +128,7 @@ class SpscRingTest {
                         RingDescriptor.HEADER_LENGTH + RecordDescriptor.LENGTH_OFFSET);
             }
             RingCorruptedException e = assertThrows(RingCorruptedException.class,
-                    () -> ring.read((type, payload) -> { }, 10));
+                    () -> ring.read((type, seg, offset, length) -> { }, 10));
             assertTrue(e.getMessage().contains("length 1048576"), e.getMessage());
         }
     }
@@ -177,7 +178,8 @@ class SpscRingTest {
             String[] error = {null};
             long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(90);
             while (next[0] < count && error[0] == null) {
-                int n = ring.read((type, payload) -> {
+                int n = ring.read((type, seg, offset, length) -> {
+                    MemorySegment payload = seg.asSlice(offset, length);
                     if (error[0] == null) {
                         error[0] = check(payload, next[0]);
                     }
