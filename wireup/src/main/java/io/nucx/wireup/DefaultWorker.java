@@ -127,7 +127,9 @@ public final class DefaultWorker implements Worker {
         }
         this.address = new WorkerAddress(uuid, name, entries);
         // One timer per worker, not per endpoint: a tick walks every endpoint (UCX's keepalive progress does too).
-        this.keepaliveTask = !keepalive.enabled() ? null : loop.scheduleAtFixedRate(this::keepaliveTick,
+        // Fixed delay, not fixed rate: after the loop stalls, a fixed rate fires the missed ticks back to back, each
+        // counting an interval of silence while the peer's frames still wait unread in the lane.
+        this.keepaliveTask = !keepalive.enabled() ? null : loop.scheduleWithFixedDelay(this::keepaliveTick,
                 keepalive.intervalNanos(), keepalive.intervalNanos(), TimeUnit.NANOSECONDS);
     }
 
@@ -140,10 +142,16 @@ public final class DefaultWorker implements Worker {
         return new DefaultWorker(context, loop, owned, name, endpointInitializer);
     }
 
-    private void keepaliveTick() {
+    /** One keepalive tick over every endpoint; the timer's, and tests' that step keepalive instead of waiting. */
+    void keepaliveTick() {
         for (EndpointChannel ep : endpoints.values()) {
             ep.keepaliveTick(keepalive);
         }
+    }
+
+    /** Ticks of silence after which keepalive fails an endpoint. */
+    int keepaliveTicksToExpire() {
+        return keepalive.ticksToExpire();
     }
 
     // ------------------------------------------------------------ Worker

@@ -252,11 +252,42 @@ final class RndvReceiver {
         rv.offer = lane.register(run);
         rv.offerOver = ctx.executor().newPromise();
         rv.stage = Stage.OFFERED;
-        byte[] key = rv.offer.packedKey();
+        MemoryRegistration offer = rv.offer;
+        byte[] key = offer.packedKey();
         ByteBuf h = RndvHeaders.writeRtr(ctx.alloc().buffer(RndvHeaders.rtrLength(key)), rv.senderReqId, rv.id,
                 rv.total, key);
-        reply(AmFrame.of(AmIds.RNDV_RTR, h));
+        AmFrame rtr = AmFrame.of(AmIds.RNDV_RTR, h);
+        if (!ctx.channel().isOpen() || ctx.isRemoved()) {
+            rtr.release();
+            offerNeverSent(rv, offer, new IOException(ctx.channel() + " is closed"));
+            return true;
+        }
+        // A write that failed never handed the whole RTR to the lane, so the sender cannot hold the key: the offer
+        // may be withdrawn at once instead of being held until the sender's process is gone.
+        ctx.writeAndFlush(rtr).addListener(f -> {
+            if (!f.isSuccess()) {
+                offerNeverSent(rv, offer, f.cause());
+            }
+        });
         return true;
+    }
+
+    /** {@code offer}'s RTR never left: no one can write into the buffer through it, so the receive ends now. */
+    private void offerNeverSent(Receive rv, MemoryRegistration offer, Throwable cause) {
+        if (rv.offer != offer) {
+            return;
+        }
+        if (rv.stage == Stage.HELD) {
+            offer.close();
+            released(rv, new IOException(rv.heldCause.getMessage() + "; its buffer was never offered (the RTR was "
+                    + "not sent: " + cause + ")", rv.heldCause.getCause() != null ? rv.heldCause.getCause()
+                    : rv.heldCause));
+        } else if (rv.stage == Stage.OFFERED) {
+            offerOver(rv);
+            receives.remove(rv.id);
+            abort(rv, new IOException("could not ask for rendezvous message " + rv.id + " (the RTR was not sent)",
+                    cause));
+        }
     }
 
     /** RNDV_DATA: a fragment at {@code offset}. Owns {@code payload}. */
