@@ -96,12 +96,17 @@ public final class InProcessPingPong implements AutoCloseable {
         toClient.config().setOption(EndpointOption.SEND_TAG, PONG);
     }
 
-    /** Starts both workers over {@code tls} and wires them up; the server waits for PING. */
+    /** Starts both workers over {@code tls}, busy-polling, and wires them up; the server waits for PING. */
     public static InProcessPingPong start(String tls, int size, Api api) throws Exception {
-        Worker server = new NucxBootstrap().name("pp-server").busyPoll(true).config("TLS", tls).start();
+        return start(tls, size, api, true);
+    }
+
+    /** As {@link #start(String, int, Api)}; {@code busyPoll} false: loops that block when idle (the default). */
+    public static InProcessPingPong start(String tls, int size, Api api, boolean busyPoll) throws Exception {
+        Worker server = new NucxBootstrap().name("pp-server").busyPoll(busyPoll).config("TLS", tls).start();
         Worker client = null;
         try {
-            client = new NucxBootstrap().name("pp-client").busyPoll(true).config("TLS", tls).start();
+            client = new NucxBootstrap().name("pp-client").busyPoll(busyPoll).config("TLS", tls).start();
             Endpoint toServer = client.connect(server.address());
             toServer.wireupFuture().get(30, TimeUnit.SECONDS);
             Endpoint toClient = server.endpoints().iterator().next();
@@ -115,6 +120,12 @@ public final class InProcessPingPong implements AutoCloseable {
             server.close().get(10, TimeUnit.SECONDS);
             throw e;
         }
+    }
+
+    /** Bytes both workers' loop threads have allocated so far (each read on its own loop). */
+    public long loopAllocatedBytes() throws Exception {
+        return client.eventLoop().submit(PerfAllocation::current).get(30, TimeUnit.SECONDS)
+                + server.eventLoop().submit(PerfAllocation::current).get(30, TimeUnit.SECONDS);
     }
 
     /** The client's worker (its loop runs the measured side). */

@@ -15,6 +15,7 @@ import io.nucx.protocol.select.Protocol;
 import io.nucx.protocol.select.SelectionCache;
 import io.nucx.protocol.select.SelectionKey;
 import io.nucx.transport.AmFrame;
+import io.nucx.transport.Buffers;
 import io.nucx.transport.IfaceAttributes;
 
 import java.util.List;
@@ -260,7 +261,7 @@ final class EagerSender {
         // that writes native memory from the caller's buffer (tcp) gets a direct one, or it would copy again.
         boolean heap = length <= SMALL_COPY_IN || !lane.copiesAmPayload(length, true);
         ByteBuf copy = heap ? ctx.alloc().heapBuffer(length, length) : ctx.alloc().directBuffer(length, length);
-        content.getBytes(index, copy, 0, length);
+        Buffers.copy(content, index, copy, 0, length);
         return copy.writerIndex(length);
     }
 

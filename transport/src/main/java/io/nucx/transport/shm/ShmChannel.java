@@ -33,9 +33,6 @@ public final class ShmChannel extends AbstractLaneChannel {
 
     private static final int READ_BATCH = 64;
     private static final int WRITE_BATCH = 256;
-    /** One byte rung on the peer's socket; shared and never released. */
-    private static final ByteBuf DOORBELL = Unpooled.unreleasableBuffer(
-            Unpooled.directBuffer(1).writeByte(1).asReadOnly());
 
     private final int maxRecordPayload;
     private final SpscRing.RecordHandler onRecord = this::onRecord;
@@ -162,7 +159,8 @@ public final class ShmChannel extends AbstractLaneChannel {
     private void ringDoorbell() {
         Channel d = doorbell;
         if (d.isActive()) {
-            d.writeAndFlush(DOORBELL.duplicate(), d.voidPromise());
+            // One byte in a pooled buffer: a duplicate of a shared one would be an object per wake-up.
+            d.writeAndFlush(d.alloc().directBuffer(1, 1).writeByte(1), d.voidPromise());
         }
     }
 
