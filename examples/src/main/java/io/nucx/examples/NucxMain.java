@@ -8,7 +8,7 @@ import picocli.CommandLine.Command;
 @Command(name = "nucx", mixinStandardHelpOptions = true, version = "nucx 0.1.0",
         description = "UCX's communication model on Netty.",
         subcommands = {InfoCommand.class, PerftestCommand.class, DemoCommand.class, NodeCommand.class,
-                ConfigDocs.class})
+                ConfigDocs.class, AotTrainCommand.class})
 public final class NucxMain implements Runnable {
 
     @Override

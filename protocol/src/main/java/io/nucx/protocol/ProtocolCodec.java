@@ -15,6 +15,16 @@ import java.util.List;
 public interface ProtocolCodec extends ChannelHandler {
 
     /**
+     * A frame of one of its family's AM ids arrived, handed straight to the codec by its endpoint rather than walked up
+     * the pipeline past the other families' codecs. Returns false, having done nothing, if it must come through the
+     * pipeline ({@code channelRead}) after all. Owns {@code frame} when it returns true; an exception it throws closes
+     * the lane, as from {@code channelRead}.
+     */
+    default boolean frameArrived(AmFrame frame) {
+        return false;
+    }
+
+    /**
      * Adds what a graceful close waits for (bounded by the endpoint): requests whose outcome depends on the peer, such
      * as sends waiting for an acknowledgement or receive buffers the peer is writing into.
      */

@@ -7,6 +7,7 @@ import io.netty.util.ReferenceCountUtil;
 import io.netty.util.concurrent.Future;
 import io.nucx.protocol.AmIds;
 import io.nucx.protocol.EndpointConfig;
+import io.nucx.protocol.EndpointServices;
 import io.nucx.protocol.PendingRequests;
 import io.nucx.protocol.ProtocolCounters;
 import io.nucx.protocol.ProtocolException;
@@ -46,6 +47,7 @@ final class EagerSender {
     /** Copy-in of up to this many bytes goes to a heap buffer ({@link #copyPayload}). */
     static final int SMALL_COPY_IN = 1024;
 
+    private final EndpointServices endpoint;
     private final int firstPayload;
     private final int middlePayload;
     private final SelectionCache protocols;
@@ -68,11 +70,14 @@ final class EagerSender {
     private final PendingRequests<ChannelPromise> zcopySends = new PendingRequests<>();
 
     /**
+     * @param endpoint   takes the frames straight to its lanes once connected ({@link EndpointServices#writeToLane})
      * @param protocols  the protocol tables of the endpoint's configuration (shared with like endpoints)
      * @param messageIds the worker's message-id source (unique per sender)
      * @param defaultTag the tag of plain {@link ByteBuf} writes, read at each write
      */
-    EagerSender(SelectionCache protocols, LongSupplier messageIds, LongSupplier defaultTag, ProtocolCounters counters) {
+    EagerSender(EndpointServices endpoint, SelectionCache protocols, LongSupplier messageIds, LongSupplier defaultTag,
+                ProtocolCounters counters) {
+        this.endpoint = endpoint;
         EndpointConfig config = protocols.config();
         this.lane = config.amLaneAttrs();
         int slash = config.amLane().indexOf('/');
@@ -134,7 +139,7 @@ final class EagerSender {
             if (p == EagerProtocols.SHORT || p == EagerProtocols.SINGLE_BCOPY) {
                 ByteBuf header = ctx.alloc().buffer(EagerHeaders.ONLY_LENGTH).writeLongLE(tag);
                 (p == EagerProtocols.SHORT ? shortCount : singleCount).sent(length);
-                ctx.write(AmFrame.of(AmIds.EAGER_ONLY, 0, header,
+                writeFrame(ctx, AmFrame.of(AmIds.EAGER_ONLY, 0, header,
                         copyPayload(ctx, content, content.readerIndex(), length)), promise);
             } else if (p == EagerProtocols.MULTI_BCOPY) {
                 multiCount.sent(length);
@@ -232,14 +237,21 @@ final class EagerSender {
             first.writeLongLE(reqId);
         }
         first0 = Math.min(first0, length); // NUCX_PROTOS may leave this protocol for small messages too
-        ctx.write(AmFrame.of(firstAmId, 0, first, copy ? copyPayload(ctx, content, start, first0)
+        writeFrame(ctx, AmFrame.of(firstAmId, 0, first, copy ? copyPayload(ctx, content, start, first0)
                 : content.retainedSlice(start, first0)), first0 == length ? promise : ctx.voidPromise());
         for (int offset = first0; offset < length; offset += middlePayload) {
             int n = Math.min(middlePayload, length - offset);
             ByteBuf header = ctx.alloc().buffer(EagerHeaders.MIDDLE_LENGTH).writeLongLE(msgId).writeLongLE(offset);
             boolean last = offset + n == length;
-            ctx.write(AmFrame.of(AmIds.EAGER_MIDDLE, 0, header, copy ? copyPayload(ctx, content, start + offset, n)
-                    : content.retainedSlice(start + offset, n)), last ? promise : ctx.voidPromise());
+            ByteBuf part = copy ? copyPayload(ctx, content, start + offset, n) : content.retainedSlice(start + offset, n);
+            writeFrame(ctx, AmFrame.of(AmIds.EAGER_MIDDLE, 0, header, part), last ? promise : ctx.voidPromise());
+        }
+    }
+
+    /** A frame of this codec's to its lane: straight there once the endpoint is connected, else down the pipeline. */
+    private void writeFrame(ChannelHandlerContext ctx, AmFrame frame, ChannelPromise promise) {
+        if (!endpoint.writeToLane(frame, promise)) {
+            ctx.write(frame, promise);
         }
     }
 
