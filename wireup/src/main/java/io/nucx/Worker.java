@@ -8,6 +8,7 @@ import io.nucx.protocol.amo.RemoteMemoryKey;
 import io.nucx.protocol.select.ProtoTable;
 import io.nucx.protocol.select.SelectionKey;
 import io.nucx.protocol.tag.TagMessage;
+import io.nucx.protocol.tag.TagReceive;
 
 import java.lang.foreign.MemorySegment;
 import java.util.Collection;
@@ -80,6 +81,18 @@ public interface Worker {
      * {@code into}.
      */
     Future<TagMessage> tagRecv(long tag, long mask, ByteBuf into);
+
+    /**
+     * Posts {@code receive}, typically a {@link TagReceive#reusable reusable} one: its handler gets the next message
+     * matching its tag and mask, on this worker's loop, and may post it again right there for the one after. Called on
+     * the loop, a receive posted and matched this way allocates nothing (with {@link Endpoint#write} of a
+     * {@code ByteBuf} under {@link EndpointOption#SEND_TAG} on the sending side, neither side allocates per message);
+     * from another thread the post is handed to the loop.
+     *
+     * @throws IllegalStateException on the loop, if {@code receive} is posted already (from another thread, its
+     *                               handler's {@code failed} gets that)
+     */
+    void tagRecv(TagReceive receive);
 
     /**
      * Lets peers run atomics ({@link Endpoint#atomic}) on the 8-byte words of {@code segment} (native, 8-byte

@@ -20,9 +20,6 @@ import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 import java.util.concurrent.Callable;
-import java.util.concurrent.ExecutorService;
-import java.util.concurrent.Executors;
-import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 
 /**
@@ -43,6 +40,7 @@ final class DemoCommand implements Callable<Integer> {
     @Override
     public Integer call() throws Exception {
         NucxConfig config = NucxConfig.fromEnvironment().validate();
+        PerftestCommand.measuringLeakDetection();
         PrintStream out = System.out;
         List<String[]> summary = new ArrayList<>();
         for (String tls : runs(Transports.selected(config))) {
@@ -96,21 +94,8 @@ final class DemoCommand implements Callable<Integer> {
     }
 
     private static PerfResult inProcess(String tls, PerfParams p, PrintStream out) throws Exception {
-        int port = freePort();
-        ExecutorService server = Executors.newSingleThreadExecutor();
-        try {
-            PrintStream quiet = new PrintStream(java.io.OutputStream.nullOutputStream());
-            Future<?> served = server.submit(() -> {
-                Perftest.serve(port, Map.of("TLS", tls), false, quiet);
-                return null;
-            });
-            PerfResult r = Perftest.run("127.0.0.1", port, p, Map.of("TLS", tls), false,
-                    new PerfReporter(out, false, PerftestCommand.onTerminal()));
-            served.get(60, TimeUnit.SECONDS);
-            return r;
-        } finally {
-            server.shutdownNow();
-        }
+        return Perftest.runInProcess(p, Map.of("TLS", tls), false,
+                new PerfReporter(out, false, PerftestCommand.onTerminal()));
     }
 
     private static PerfResult twoProcesses(String tls, PerfParams p, PrintStream out) throws Exception {

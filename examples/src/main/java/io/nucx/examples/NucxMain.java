@@ -8,7 +8,8 @@ import picocli.CommandLine.Command;
 @Command(name = "nucx", mixinStandardHelpOptions = true, version = "nucx 0.1.0",
         description = "UCX's communication model on Netty.",
         subcommands = {InfoCommand.class, PerftestCommand.class, CalibrateCommand.class, DemoCommand.class,
-                NodeCommand.class, ConfigDocs.class, SweepReportCommand.class, io.nucx.examples.soak.SoakCommand.class})
+                NodeCommand.class, ConfigDocs.class, SweepReportCommand.class, AotTrainCommand.class,
+                io.nucx.examples.soak.SoakCommand.class})
 public final class NucxMain implements Runnable {
 
     @Override

@@ -1,6 +1,7 @@
 package io.nucx.protocol;
 
 import io.netty.channel.ChannelFuture;
+import io.netty.channel.ChannelPromise;
 import io.nucx.protocol.select.SelectionKey;
 import io.nucx.transport.AmFrame;
 import io.nucx.transport.Capability;
@@ -39,6 +40,16 @@ public interface EndpointServices {
      * endpoint lingers. The future fails when no lane is left.
      */
     ChannelFuture writeDirect(AmFrame frame);
+
+    /**
+     * Writes {@code frame} onto its lane now, as the lane dispatcher at the head of the pipeline would, without passing
+     * the handlers in between (other families' codecs, which pass frames on untouched): a message's frames then cost
+     * one call instead of a pipeline walk. Returns false, having done nothing, when the frame must go down the pipeline
+     * instead (the endpoint is still wiring up, so its writes queue in order, or it has ended).
+     */
+    default boolean writeToLane(AmFrame frame, ChannelPromise promise) {
+        return false;
+    }
 
     /** The codec no longer needs the ended endpoint to linger ({@link ProtocolCodec#lingers()} turned false). */
     void lingerEnded();

@@ -339,6 +339,25 @@ public final class DefaultWorker implements Worker {
     }
 
     @Override
+    public void tagRecv(TagReceive receive) {
+        if (loop.inEventLoop()) {
+            protocols.matcher().post(receive);
+            return;
+        }
+        try {
+            loop.execute(() -> {
+                try {
+                    protocols.matcher().post(receive);
+                } catch (IllegalStateException e) {
+                    receive.fail(e);
+                }
+            });
+        } catch (java.util.concurrent.RejectedExecutionException e) {
+            receive.fail(closedError());
+        }
+    }
+
+    @Override
     public RemoteMemoryKey registerMemory(MemorySegment segment) {
         return protocols.memory().register(segment);
     }

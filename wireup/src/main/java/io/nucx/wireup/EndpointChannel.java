@@ -85,6 +85,13 @@ final class EndpointChannel extends AbstractChannel implements Endpoint, Endpoin
     private final long createdNanos = System.nanoTime();
     /** The lane whose frame is going up the pipeline now: a protocol error there closes that lane. */
     private LaneInboundHandler delivering;
+    /** The codec that owns each AM id, for frames handed to it directly ({@link ProtocolCodec#frameArrived}). */
+    private final ProtocolCodec[] frameOwners = new ProtocolCodec[256];
+    /**
+     * The lane dispatcher is in place and the stub's queued writes have replayed: codecs may write frames straight to
+     * the lanes ({@link #writeToLane}). Loop only.
+     */
+    private boolean lanesDirect;
 
     private EndpointChannel(DefaultWorker worker, long id, WorkerAddress remote, LaneSelector.Lanes selection,
                             ErrorMode errorMode, long remoteEpId, int connSn, boolean wiringUp) {
@@ -110,8 +117,14 @@ final class EndpointChannel extends AbstractChannel implements Endpoint, Endpoin
         } else {
             p.addLast(LANES, new LaneDispatcher(this));
             wireupPromise.setSuccess(null);
+            lanesDirect = true;
         }
         this.codecs = worker.registry().initPipeline(p, this, worker.protocols());
+        List<io.nucx.protocol.ProtocolFamily> families = worker.registry().families();
+        for (int amId = 0; amId < frameOwners.length; amId++) {
+            io.nucx.protocol.ProtocolFamily owner = worker.registry().owner(amId);
+            frameOwners[amId] = owner == null ? null : codecs.get(families.indexOf(owner));
+        }
         p.addLast(ERRORS, new ProtocolErrorHandler(this));
         ChannelHandler init = worker.endpointInitializer();
         if (init != null) {
@@ -178,6 +191,7 @@ final class EndpointChannel extends AbstractChannel implements Endpoint, Endpoin
         StubHandler stub = pipeline().get(StubHandler.class);
         stub.ready();
         pipeline().replace(stub, LANES, new LaneDispatcher(this));
+        lanesDirect = true; // after the replay: a direct write must not overtake the queued ones
         amLane.flush();
         pipeline().fireChannelActive();
     }
@@ -228,7 +242,12 @@ final class EndpointChannel extends AbstractChannel implements Endpoint, Endpoin
                 lanes.received(lane);
                 delivering = from;
                 try {
-                    pipeline().fireChannelRead(frame);
+                    ProtocolCodec owner = frameOwners[frame.amId()];
+                    if (owner == null || !owner.frameArrived(frame)) {
+                        pipeline().fireChannelRead(frame);
+                    }
+                } catch (Throwable t) {
+                    protocolError(t); // what the pipeline's ProtocolErrorHandler does with a codec's exception
                 } finally {
                     delivering = null;
                 }
@@ -319,6 +338,15 @@ final class EndpointChannel extends AbstractChannel implements Endpoint, Endpoin
     @Override
     public ChannelFuture writeDirect(AmFrame frame) {
         return lanes.writeDirect(frame);
+    }
+
+    @Override
+    public boolean writeToLane(AmFrame frame, ChannelPromise promise) {
+        if (!lanesDirect || lifecycle.ended() || lifecycle.failure() != null) {
+            return false; // the pipeline's LaneDispatcher (or the stub) decides, as for any write
+        }
+        lanes.write(frame, promise);
+        return true;
     }
 
     @Override

@@ -315,7 +315,8 @@ final class EndpointLanes {
     }
 
     void flush() {
-        for (Lane l : lanes) {
+        for (int i = 0, n = lanes.size(); i < n; i++) { // by index: an iterator per flush is an object per message
+            Lane l = lanes.get(i);
             if (l.state() == Lane.State.ACTIVE) {
                 l.channel().flush();
             }

@@ -2,6 +2,7 @@ package io.nucx.wireup;
 
 import io.nucx.ErrorMode;
 import io.nucx.transport.NucxConfig;
+import io.nucx.transport.shm.ShmIoHandler;
 import io.nucx.transport.config.AbstractConfigTable;
 import io.nucx.transport.config.ConfigEntry;
 
@@ -17,6 +18,16 @@ public final class WireupConfig extends AbstractConfigTable {
     /** Progress mode of workers created by nucx: spin (busy-poll) or block. */
     public static final ConfigEntry<Boolean> BUSY_POLL = ConfigEntry.bool("BUSY_POLL", "n",
             "Busy-poll the worker's event loop (y) or block until woken (n)");
+    /** Idle passes a polling loop spins before it may yield its core between passes. */
+    public static final ConfigEntry<Integer> IDLE_SPINS = ConfigEntry.integer("IDLE_SPINS", "1000",
+            "Idle passes in a row a polling worker loop (busy-poll, or NUCX_SHM_SPIN) only spins before it may yield "
+                    + "its core between passes (NUCX_IDLE_BACKOFF)", 0, 1_000_000_000);
+    /** When a polling loop past its spin passes yields. */
+    public static final ConfigEntry<ShmIoHandler.Backoff> IDLE_BACKOFF = ConfigEntry.choice("IDLE_BACKOFF", "jit",
+            "When an idle polling loop past NUCX_IDLE_SPINS yields its core between passes: jit (while the JIT "
+                    + "compiler is at work, so it gets the CPU during the warm-up on a 2-core machine), always, or "
+                    + "never (spin)",
+            List.of(ShmIoHandler.Backoff.JIT, ShmIoHandler.Backoff.ALWAYS, ShmIoHandler.Backoff.NEVER));
     /** Error handling of new endpoints, like ucp_ep_params.err_mode. */
     public static final ConfigEntry<ErrorMode> ERR_MODE = ConfigEntry.choice("ERR_MODE", "peer",
             "Error handling of new endpoints: peer (keepalive; a lost peer fails the endpoint's operations), failover "
@@ -71,9 +82,9 @@ public final class WireupConfig extends AbstractConfigTable {
             "File holding the wireup secret (16 bytes or more), instead of NUCX_AUTH_TOKEN");
 
     public WireupConfig() {
-        super("Worker, endpoints and wireup", RANK_WORKER, BUSY_POLL, ERR_MODE, MAX_RNDV_LANES, MULTI_LANE_MAX_RATIO,
-                KEEPALIVE_INTERVAL, KEEPALIVE_TIMEOUT, STUB_EP_BYTES, STUB_WORKER_BYTES, WIREUP_TIMEOUT,
-                MAX_ENDPOINTS, LANE_BATCH, AUTH_TOKEN, AUTH_KEY_FILE);
+        super("Worker, endpoints and wireup", RANK_WORKER, BUSY_POLL, IDLE_SPINS, IDLE_BACKOFF, ERR_MODE, MAX_RNDV_LANES,
+                MULTI_LANE_MAX_RATIO, KEEPALIVE_INTERVAL, KEEPALIVE_TIMEOUT, STUB_EP_BYTES, STUB_WORKER_BYTES,
+                WIREUP_TIMEOUT, MAX_ENDPOINTS, LANE_BATCH, AUTH_TOKEN, AUTH_KEY_FILE);
     }
 
     /** The keepalive timeout must be at least twice the interval, so that one late tick does not fail a live peer. */

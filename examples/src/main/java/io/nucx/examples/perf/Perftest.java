@@ -70,8 +70,10 @@ public final class Perftest {
                     w.flush();
                     WorkerAddress client = WorkerAddress.fromHex(readLine(in, "client worker address"));
                     Endpoint ep = worker.connect(client);
-                    new TagPerfServer(worker, ep, params.messageSize(), params.test().sync()).start()
-                            .get(RUN_TIMEOUT_SECONDS, TimeUnit.SECONDS);
+                    TagPerfServer server = new TagPerfServer(worker, ep, params.messageSize(), params.test().sync());
+                    server.start().get(RUN_TIMEOUT_SECONDS, TimeUnit.SECONDS);
+                    w.println("allocated " + server.allocationPerMessage()); // the client prints it
+                    w.flush();
                 } finally {
                     worker.close().get(10, TimeUnit.SECONDS);
                 }
@@ -103,16 +105,56 @@ public final class Perftest {
             w.flush();
             Endpoint ep = worker.connect(server);
             reporter.header(params);
-            PerfResult r = new TagPerfClient(worker, ep, params, reporter).start()
-                    .get(RUN_TIMEOUT_SECONDS, TimeUnit.SECONDS);
+            TagPerfClient client = new TagPerfClient(worker, ep, params, reporter);
+            PerfResult r = client.start().get(RUN_TIMEOUT_SECONDS, TimeUnit.SECONDS);
             reporter.finalRow(r);
             ep.tagSend(PerfTags.FINISH, io.netty.buffer.Unpooled.EMPTY_BUFFER).sync();
+            if (reporter.windowIterations() > 0) {
+                reporter.steadyState();
+            }
+            reporter.allocation(client.allocationPerIteration(), serverAllocation(in));
             if (protocolCounts != null) {
                 protocolCounts.accept(worker.counters().snapshot());
             }
             return r;
         } finally {
             worker.close().get(10, TimeUnit.SECONDS);
+        }
+    }
+
+    /** The server's "allocated N" line after FINISH; -1 if it sends none (an older server). */
+    private static double serverAllocation(BufferedReader in) {
+        try {
+            String line = in.readLine();
+            return line != null && line.startsWith("allocated ") ? Double.parseDouble(line.substring(10)) : -1;
+        } catch (IOException | NumberFormatException e) {
+            return -1;
+        }
+    }
+
+    /**
+     * Runs one test with the server on another thread of this JVM (self, or any transport without a second
+     * process), printing the client's table; returns the final row.
+     */
+    public static PerfResult runInProcess(PerfParams params, Map<String, String> config, boolean busyPoll,
+                                          PerfReporter reporter) throws Exception {
+        int port;
+        try (ServerSocket s = new ServerSocket(0)) {
+            port = s.getLocalPort();
+        }
+        java.util.concurrent.ExecutorService server = java.util.concurrent.Executors.newSingleThreadExecutor();
+        try {
+            PrintStream quiet = new PrintStream(java.io.OutputStream.nullOutputStream());
+            int p = port;
+            java.util.concurrent.Future<?> served = server.submit(() -> {
+                serve(p, config, busyPoll, quiet);
+                return null;
+            });
+            PerfResult r = run("127.0.0.1", port, params, config, busyPoll, reporter);
+            served.get(60, TimeUnit.SECONDS);
+            return r;
+        } finally {
+            server.shutdownNow();
         }
     }
 

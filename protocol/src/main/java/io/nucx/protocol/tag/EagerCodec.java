@@ -49,8 +49,8 @@ public final class EagerCodec extends ChannelDuplexHandler implements ProtocolCo
     public EagerCodec(EndpointServices endpoint, WorkerProtocols worker) {
         this.endpoint = endpoint;
         this.worker = worker;
-        this.sender = new EagerSender(worker.selectionCache(endpoint.endpointConfig(), endpoint.locality()),
-                worker::nextMessageId, endpoint::sendTag, worker.counters());
+        this.sender = new EagerSender(endpoint, worker.selectionCache(endpoint.endpointConfig(),
+                endpoint.locality()), worker::nextMessageId, endpoint::sendTag, worker.counters());
     }
 
     @Override
@@ -75,6 +75,15 @@ public final class EagerCodec extends ChannelDuplexHandler implements ProtocolCo
         } else {
             ctx.fireChannelRead(msg);
         }
+    }
+
+    @Override
+    public boolean frameArrived(AmFrame frame) {
+        if (receiver == null) {
+            return false;
+        }
+        receiver.onFrame(frame);
+        return true;
     }
 
     @Override

@@ -38,11 +38,20 @@ public final class SpscRing implements AutoCloseable {
     private static final VarHandle LONG = ValueLayout.JAVA_LONG.varHandle();
     private static final VarHandle INT = ValueLayout.JAVA_INT.varHandle();
 
-    /** Receives each record; the payload segment is valid only during the call. */
+    /**
+     * Receives each record: its payload is bytes {@code [offset, offset + length)} of {@code ring}, valid only during
+     * the call. (The ring's own segment and an offset, not a slice: a slice per record is an allocation per message.)
+     */
     @FunctionalInterface
     public interface RecordHandler {
-        void onRecord(int type, MemorySegment payload);
+        void onRecord(int type, MemorySegment ring, long offset, int length);
     }
+
+    /** Little-endian longs at any offset, for copying small payloads eight bytes at a time. */
+    private static final ValueLayout.OfLong LONG_LE = ValueLayout.JAVA_LONG_UNALIGNED
+            .withOrder(java.nio.ByteOrder.LITTLE_ENDIAN);
+    /** Payloads up to this length are copied by longs, without the ByteBuffer views a bulk copy would need. */
+    private static final int SMALL_COPY = 256;
 
     private final Path file;
     private final Arena arena;
@@ -227,17 +236,33 @@ public final class SpscRing implements AutoCloseable {
         return true;
     }
 
+    /**
+     * Copies {@code src}'s readable bytes to {@code at}. Heap buffers and small payloads are copied without allocating;
+     * a large direct buffer goes through its NIO views (Netty without {@code sun.misc.Unsafe}, its default on JDK 25,
+     * exposes no address), one small allocation per large record.
+     */
     private void copyIn(ByteBuf src, long at) {
         int length = src.readableBytes();
         if (length == 0) {
             return;
         }
+        int from = src.readerIndex();
         if (src.hasArray()) {
-            MemorySegment.copy(src.array(), src.arrayOffset() + src.readerIndex(), segment, ValueLayout.JAVA_BYTE,
+            MemorySegment.copy(src.array(), src.arrayOffset() + from, segment, ValueLayout.JAVA_BYTE,
                     at, length);
             return;
         }
-        for (ByteBuffer nio : src.nioBuffers(src.readerIndex(), length)) {
+        if (length <= SMALL_COPY) {
+            int i = 0;
+            for (; i + Long.BYTES <= length; i += Long.BYTES) {
+                segment.set(LONG_LE, at + i, src.getLongLE(from + i));
+            }
+            for (; i < length; i++) {
+                segment.set(ValueLayout.JAVA_BYTE, at + i, src.getByte(from + i));
+            }
+            return;
+        }
+        for (ByteBuffer nio : src.nioBuffers(from, length)) {
             int n = nio.remaining();
             MemorySegment.copy(MemorySegment.ofBuffer(nio), 0, segment, at, n);
             at += n;
@@ -377,7 +402,7 @@ public final class SpscRing implements AutoCloseable {
                 }
                 if (type != PADDING_TYPE) {
                     count++;
-                    handler.onRecord(type, segment.asSlice(at + HEADER_LENGTH, length - HEADER_LENGTH));
+                    handler.onRecord(type, segment, at + HEADER_LENGTH, length - HEADER_LENGTH);
                 }
                 head += recordLength;
             }

@@ -91,7 +91,8 @@ class SpscRingTest {
                     written++;
                 }
                 long[] next = {read};
-                read += ring.read((type, payload) -> {
+                read += ring.read((type, seg, offset, length) -> {
+                    MemorySegment payload = seg.asSlice(offset, length);
                     long i = next[0]++;
                     String e = payload.byteSize() == Math.min(sizeOf(i), ring.maxPayload())
                             && payload.get(ValueLayout.JAVA_LONG_UNALIGNED, 0) == i ? null : "record " + i + " wrong";
@@ -127,7 +128,7 @@ class SpscRingTest {
                         RingDescriptor.HEADER_LENGTH + RecordDescriptor.LENGTH_OFFSET);
             }
             RingCorruptedException e = assertThrows(RingCorruptedException.class,
-                    () -> ring.read((type, payload) -> { }, 10));
+                    () -> ring.read((type, seg, offset, length) -> { }, 10));
             assertTrue(e.getMessage().contains("length 1048576"), e.getMessage());
         }
     }
@@ -150,14 +151,14 @@ class SpscRingTest {
                         RingDescriptor.HEADER_LENGTH + 4096 + RingDescriptor.TAIL_OFFSET);
             }
             RingCorruptedException e = assertThrows(RingCorruptedException.class,
-                    () -> ring.read((type, payload) -> { }, 10));
+                    () -> ring.read((type, segment, offset, length) -> { }, 10));
             assertTrue(e.getMessage().contains("length 9"), e.getMessage());
             try (java.nio.channels.FileChannel ch = java.nio.channels.FileChannel.open(p,
                     java.nio.file.StandardOpenOption.WRITE)) {
                 ch.write(java.nio.ByteBuffer.allocate(8).order(java.nio.ByteOrder.LITTLE_ENDIAN).putLong(0, 3),
                         RingDescriptor.HEADER_LENGTH + 4096 + RingDescriptor.HEAD_OFFSET);
             }
-            e = assertThrows(RingCorruptedException.class, () -> ring.read((type, payload) -> { }, 10));
+            e = assertThrows(RingCorruptedException.class, () -> ring.read((type, segment, offset, length) -> { }, 10));
             assertTrue(e.getMessage().contains("head 3 is not 8-byte aligned"), e.getMessage());
         }
     }
@@ -207,7 +208,8 @@ class SpscRingTest {
             String[] error = {null};
             long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(RingProducer.DEADLINE_SECONDS + 30);
             while (next[0] < count && error[0] == null) {
-                int n = ring.read((type, payload) -> {
+                int n = ring.read((type, seg, offset, length) -> {
+                    MemorySegment payload = seg.asSlice(offset, length);
                     if (error[0] == null) {
                         error[0] = check(payload, next[0]);
                     }

@@ -105,13 +105,12 @@ class TransportFuzzTest {
             long[] seen = {0};
             for (int pass = 0; pass < 4; pass++) {
                 try {
-                    ring.read((type, payload) -> {
-                        if (payload.byteSize() > ring.maxPayload()) {
+                    ring.read((type, segment, offset, length) -> {
+                        if (length > ring.maxPayload()) {
                             throw new AssertionError("a record larger than the ring's largest payload");
                         }
-                        seen[0] += payload.byteSize();
-                        MemorySegment.copy(payload, 0, MemorySegment.ofArray(new byte[(int) payload.byteSize()]), 0,
-                                payload.byteSize());
+                        seen[0] += length;
+                        MemorySegment.copy(segment, offset, MemorySegment.ofArray(new byte[length]), 0, length);
                     }, 64);
                 } catch (RingCorruptedException refused) {
                     return;
