@@ -69,6 +69,12 @@ final class PerftestCommand implements Callable<Integer> {
             defaultValue = "0.1")
     double warmupSeconds;
 
+    @Option(names = "--steady-warmup", paramLabel = "WINDOW", description = "End the warm-up as soon as the run "
+            + "is steady: three windows of WINDOW iterations in a row within 10 %% of the best, the JIT compiler quiet "
+            + "for 0.5 s (still at most -w iterations and --warmup-time); prints how long it took. 0: off (default: "
+            + "${DEFAULT-VALUE}).", defaultValue = "0")
+    int steadyWarmup;
+
     @Option(names = "--tail", description = "After the Final line, print p90/p99/p99.9/p99.99/max of the run.")
     boolean tail;
 
@@ -172,8 +178,12 @@ final class PerftestCommand implements Callable<Integer> {
             throw new CommandLine.ParameterException(new CommandLine(this), "--warmup-time must be between 0 and "
                     + "3600 seconds, got " + warmupSeconds);
         }
+        if (steadyWarmup < 0) {
+            throw new CommandLine.ParameterException(spec.commandLine(), "--steady-warmup must be >= 0, got "
+                    + steadyWarmup);
+        }
         PerfParams params = new PerfParams(PerfTestType.of(test), size, iterations, warmup, window, percentile,
-                sendDatatype, (long) (warmupSeconds * 1e9), errorMode);
+                sendDatatype, (long) (warmupSeconds * 1e9), errorMode, steadyWarmup);
         if (windows < 0) {
             throw new CommandLine.ParameterException(spec.commandLine(), "--windows must be >= 0, got " + windows);
         }

@@ -81,6 +81,18 @@ public final class PerfReporter {
         return windowIterations;
     }
 
+    /** The warm-up ended: after {@code iterations} in {@code nanos}, steady by the rule or at its limit. */
+    public void warmupDone(PerfParams p, long iterations, long nanos, boolean steady) {
+        if (p.steadyWindow() == 0) {
+            return;
+        }
+        out.println(String.format(Locale.ROOT, "Warm-up: %d iterations in %.1f s, %s", iterations, nanos / 1e9,
+                steady ? "until steady (three windows of " + p.steadyWindow() + " within 10 % of the best, the JIT "
+                        + "compiler quiet for " + PerfParams.QUIET_JIT_NANOS / 1_000_000 + " ms)"
+                        : "stopped at its limit before it was steady"));
+        out.flush();
+    }
+
     /** One window ended: {@code totalIterations} since the start of the run, its average per iteration in usec. */
     public void window(String phase, long totalIterations, long millisSinceProcessStart, double averageUs) {
         windows.add(new double[] {totalIterations, millisSinceProcessStart, averageUs});

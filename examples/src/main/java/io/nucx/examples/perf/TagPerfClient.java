@@ -62,6 +62,14 @@ final class TagPerfClient {
     private long windowStart;
     private long allocStart;
     private double allocPerIteration;
+    // steady warm-up (PerfParams.steadyWindow)
+    private long steadyStart;
+    private long steadyCount;
+    private double steadyBest = Double.MAX_VALUE;
+    private int calmWindows;
+    private boolean steady;
+    private long jitMillis = -1;
+    private long jitChanged;
 
     private final GenericFutureListener<Future<TagMessage>> onSyncPong = this::onSyncPong;
     private final GenericFutureListener<ChannelFuture> onSent = this::onSent;
@@ -136,6 +144,7 @@ final class TagPerfClient {
         overall.reset(); // the tail describes the measured run only
         if (p == Phase.WARMUP) {
             windowStart = phaseStart;
+            steadyStart = phaseStart;
         }
         allocStart = PerfAllocation.current();
         if (target == 0) {
@@ -150,7 +159,26 @@ final class TagPerfClient {
     }
 
     private boolean warmupOver(long now) {
-        return phase == Phase.WARMUP && now - phaseStart > params.warmupNanos();
+        return phase == Phase.WARMUP && (steady || now - phaseStart > params.warmupNanos());
+    }
+
+    /** Steady warm-up: one more iteration; at each window's end, whether the run is steady yet. */
+    private void steadyCheck(long now, int iterations) {
+        steadyCount += iterations;
+        if (steadyCount < params.steadyWindow()) {
+            return;
+        }
+        double avg = (now - steadyStart) / (double) steadyCount;
+        steadyStart = now;
+        steadyCount = 0;
+        steadyBest = Math.min(steadyBest, avg);
+        calmWindows = avg <= steadyBest * 1.1 ? calmWindows + 1 : 0;
+        long jit = java.lang.management.ManagementFactory.getCompilationMXBean().getTotalCompilationTime();
+        if (jit != jitMillis) {
+            jitMillis = jit;
+            jitChanged = now;
+        }
+        steady = calmWindows >= 3 && now - jitChanged >= PerfParams.QUIET_JIT_NANOS;
     }
 
     // ---------------------------------------------------------------- tag_lat
@@ -232,6 +260,9 @@ final class TagPerfClient {
 
     private void record(long now, int iterations) {
         runIterations += iterations;
+        if (phase == Phase.WARMUP && params.steadyWindow() > 0) {
+            steadyCheck(now, iterations);
+        }
         if (windowIterations > 0 && runIterations % windowIterations == 0) {
             double perIteration = (now - windowStart) / 1000.0 / windowIterations
                     / (params.test().pingPong() ? 2.0 : 1.0);
@@ -259,6 +290,7 @@ final class TagPerfClient {
     private void endPhase() {
         long now = System.nanoTime();
         if (phase == Phase.WARMUP) {
+            reporter.warmupDone(params, iter, now - phaseStart, steady);
             beginPhase(Phase.MEASURE);
             return;
         }
