@@ -156,7 +156,9 @@ public final class NucxBootstrap {
                     // Busy-polling is done by the shm engine, in non-blocking passes of the wrapped one: epoll's own
                     // busy wait spins in native code until a socket is ready, and tasks and timers wait for it.
                     ShmIoHandler.newFactory(mode.ioHandlerFactory(), spin ? Long.MAX_VALUE
-                            : ctx.config().get(io.nucx.transport.shm.ShmConfig.SPIN)));
+                            : ctx.config().get(io.nucx.transport.shm.ShmConfig.SPIN),
+                            ctx.config().get(io.nucx.wireup.WireupConfig.IDLE_SPINS),
+                            ctx.config().get(io.nucx.wireup.WireupConfig.IDLE_BACKOFF)));
             loop = owned.next();
         }
         return new Prepared(ctx, loop, owned, name, endpointHandler);

@@ -8,6 +8,7 @@ import io.nucx.protocol.amo.RemoteMemoryKey;
 import io.nucx.protocol.select.ProtoTable;
 import io.nucx.protocol.select.SelectionKey;
 import io.nucx.protocol.tag.TagMessage;
+import io.nucx.protocol.tag.TagReceive;
 
 import java.lang.foreign.MemorySegment;
 import java.util.Collection;
@@ -26,6 +27,8 @@ public interface Worker {
     String WIREUP_REQUEST_PAIRED = "wireup/request-paired";
     /** Counter: a simultaneous connect's REQUEST from a higher-uuid peer, ignored (ours wins). */
     String WIREUP_REQUEST_IGNORED = "wireup/request-ignored";
+    /** EP_CHECKs for unknown endpoints left unanswered because their lane took no more (the peer does not read). */
+    String EP_CHECK_UNANSWERED = "wireup/ep-check-unanswered";
 
     /** The name given at start, carried in its address for logs. */
     String name();
@@ -87,6 +90,18 @@ public interface Worker {
      * future fails ({@code io.nucx.protocol.am.NoAmHandlerException}); an eager sender cannot tell.
      */
     void setAmHandler(int id, AmHandler handler);
+
+    /**
+     * Posts {@code receive}, typically a {@link TagReceive#reusable reusable} one: its handler gets the next message
+     * matching its tag and mask, on this worker's loop, and may post it again right there for the one after. Called on
+     * the loop, a receive posted and matched this way allocates nothing (with {@link Endpoint#write} of a
+     * {@code ByteBuf} under {@link EndpointOption#SEND_TAG} on the sending side, neither side allocates per message);
+     * from another thread the post is handed to the loop.
+     *
+     * @throws IllegalStateException on the loop, if {@code receive} is posted already (from another thread, its
+     *                               handler's {@code failed} gets that)
+     */
+    void tagRecv(TagReceive receive);
 
     /**
      * Lets peers run atomics ({@link Endpoint#atomic}) on the 8-byte words of {@code segment} (native, 8-byte

@@ -1,5 +1,6 @@
 package io.nucx.examples;
 
+import io.nucx.examples.perf.PerfDatatype;
 import io.nucx.examples.perf.PerfParams;
 import io.nucx.examples.perf.PerfReporter;
 import io.nucx.examples.perf.PerfResult;
@@ -14,21 +15,24 @@ import picocli.CommandLine.Option;
 
 import java.io.File;
 import java.io.PrintStream;
+import java.lang.management.ManagementFactory;
 import java.net.ServerSocket;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 import java.util.concurrent.Callable;
-import java.util.concurrent.ExecutorService;
-import java.util.concurrent.Executors;
-import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 
 /**
  * {@code nucx demo}: two workers exchange tagged messages over every available transport, a ping-pong and a
  * bandwidth run each, printed as perftest tables and summed up at the end. Between processes where the transport
- * crosses processes (tcp: the server is a second JVM), inside one JVM for self.
+ * crosses processes (tcp: the server is a second JVM), inside one JVM for self. Both sides busy-poll, as
+ * ucx_perftest does.
+ *
+ * <p>The figures are steady-state ones, as a long ucx_perftest run's are: each run warms up until it is steady (three
+ * windows in a row within 10 % of the best, the JIT compiler quiet; {@code --warmup-time} at most) and says how long
+ * that took; both processes start from bin/build's AOT cache when bin/nucx found one, and the demo says whether.
  */
 @Command(name = "demo", mixinStandardHelpOptions = true,
         description = "Two workers exchange data over every available transport; perftest-style tables.")
@@ -40,15 +44,32 @@ final class DemoCommand implements Callable<Integer> {
     @Option(names = "--bw-iters", defaultValue = "2000", description = "Bandwidth iterations (1 MiB).")
     long bwIterations;
 
+    @Option(names = "--warmup-time", defaultValue = "20", paramLabel = "SECONDS",
+            description = "Longest warm-up of each run, seconds; 0 measures from the first message (default: "
+                    + "${DEFAULT-VALUE}).")
+    double warmupSeconds;
+
     @Override
     public Integer call() throws Exception {
         NucxConfig config = NucxConfig.fromEnvironment().validate();
+        PerftestCommand.measuringLeakDetection();
         PrintStream out = System.out;
+        if (!(warmupSeconds >= 0 && warmupSeconds <= 3600)) {
+            throw new IllegalArgumentException("--warmup-time must be between 0 and 3600 seconds, got "
+                    + warmupSeconds);
+        }
+        long warmupNanos = (long) (warmupSeconds * 1e9);
+        String aot = aotCache();
+        out.printf(Locale.ROOT, "Each run warms up until steady (at most %.0f s), then measures; the JVMs start %s.%n",
+                warmupSeconds, aot == null ? "without an AOT cache (run bin/build to train one)"
+                        : "from the AOT cache " + aot);
         List<String[]> summary = new ArrayList<>();
         for (String tls : runs(Transports.selected(config))) {
             for (PerfParams p : List.of(
-                    new PerfParams(PerfTestType.TAG_LAT, 8, latIterations, 10_000, 32, 50.0, false),
-                    new PerfParams(PerfTestType.TAG_BW, 1 << 20, bwIterations, 100, 32, 50.0, false))) {
+                    new PerfParams(PerfTestType.TAG_LAT, 8, latIterations, 1_000_000_000L, 32, 50.0,
+                            PerfDatatype.CONTIG, warmupNanos).withSteadyWarmup(10_000),
+                    new PerfParams(PerfTestType.TAG_BW, 1 << 20, bwIterations, 1_000_000_000L, 32, 50.0,
+                            PerfDatatype.CONTIG, warmupNanos).withSteadyWarmup(100))) {
                 boolean sameProcess = tls.equals(SelfTransport.NAME);
                 out.printf(Locale.ROOT, "%n=== %s: %s, %d B, %d iterations, %s ===%n", tls, p.test().testName(),
                         p.messageSize(), p.iterations(), sameProcess ? "two workers in this JVM"
@@ -96,28 +117,29 @@ final class DemoCommand implements Callable<Integer> {
     }
 
     private static PerfResult inProcess(String tls, PerfParams p, PrintStream out) throws Exception {
-        int port = freePort();
-        ExecutorService server = Executors.newSingleThreadExecutor();
-        try {
-            PrintStream quiet = new PrintStream(java.io.OutputStream.nullOutputStream());
-            Future<?> served = server.submit(() -> {
-                Perftest.serve(port, Map.of("TLS", tls), false, quiet);
-                return null;
-            });
-            PerfResult r = Perftest.run("127.0.0.1", port, p, Map.of("TLS", tls), false,
-                    new PerfReporter(out, false, PerftestCommand.onTerminal()));
-            served.get(60, TimeUnit.SECONDS);
-            return r;
-        } finally {
-            server.shutdownNow();
+        return Perftest.runInProcess(p, Map.of("TLS", tls), true,
+                new PerfReporter(out, false, PerftestCommand.onTerminal()));
+    }
+
+    /** The AOT cache this JVM started from ({@code -XX:AOTCache}), or null. */
+    private static String aotCache() {
+        for (String arg : ManagementFactory.getRuntimeMXBean().getInputArguments()) {
+            if (arg.startsWith("-XX:AOTCache=")) {
+                return arg.substring("-XX:AOTCache=".length());
+            }
         }
+        return null;
     }
 
     private static PerfResult twoProcesses(String tls, PerfParams p, PrintStream out) throws Exception {
         int port = freePort();
         String java = ProcessHandle.current().info().command().orElse("java");
-        List<String> cmd = new ArrayList<>(List.of(java, "--enable-native-access=ALL-UNNAMED", "-cp",
-                System.getProperty("java.class.path"), NucxMain.class.getName(), "perftest", "-p",
+        List<String> cmd = new ArrayList<>(List.of(java, "--enable-native-access=ALL-UNNAMED"));
+        String aot = aotCache();
+        if (aot != null) { // the server starts as warm as this JVM did
+            cmd.addAll(List.of("-XX:AOTCache=" + aot, "-Xlog:aot=off"));
+        }
+        cmd.addAll(List.of("-cp", System.getProperty("java.class.path"), NucxMain.class.getName(), "perftest", "-p",
                 Integer.toString(port)));
         ProcessBuilder pb = new ProcessBuilder(cmd).redirectErrorStream(true)
                 .redirectOutput(new File(System.getProperty("java.io.tmpdir"), "nucx-demo-server-" + port + ".log"));

@@ -7,8 +7,9 @@ import picocli.CommandLine.Command;
 /** {@code bin/nucx}: the tools, each a thin front over the library. */
 @Command(name = "nucx", mixinStandardHelpOptions = true, version = "nucx 0.1.0",
         description = "UCX's communication model on Netty.",
-        subcommands = {InfoCommand.class, PerftestCommand.class, DemoCommand.class, NodeCommand.class,
-                ConfigDocs.class})
+        subcommands = {InfoCommand.class, PerftestCommand.class, CalibrateCommand.class, DemoCommand.class,
+                NodeCommand.class, ConfigDocs.class, SweepReportCommand.class, AotTrainCommand.class,
+                io.nucx.examples.soak.SoakCommand.class})
 public final class NucxMain implements Runnable {
 
     @Override

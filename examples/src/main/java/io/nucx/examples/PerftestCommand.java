@@ -69,15 +69,75 @@ final class PerftestCommand implements Callable<Integer> {
             defaultValue = "0.1")
     double warmupSeconds;
 
+    @Option(names = "--steady-warmup", paramLabel = "WINDOW", description = "End the warm-up as soon as the run "
+            + "is steady: three windows of WINDOW iterations in a row within 10 %% of the best, the JIT compiler quiet "
+            + "for 0.5 s (still at most -w iterations and --warmup-time); prints how long it took. 0: off (default: "
+            + "${DEFAULT-VALUE}).", defaultValue = "0")
+    int steadyWarmup;
+
     @Option(names = "--tail", description = "After the Final line, print p90/p99/p99.9/p99.99/max of the run.")
     boolean tail;
 
     @Option(names = "-f", description = "Print only the final result.")
     boolean finalOnly;
 
+    @Option(names = "--windows", paramLabel = "ITERS", description = "Print a Window line every ITERS iterations, "
+            + "warm-up included (iterations so far, ms since the process started, the window's average), then when "
+            + "the run reached its steady state (three windows in a row within 10 %% of the final average); 0: off "
+            + "(default: ${DEFAULT-VALUE}).", defaultValue = "0")
+    int windows;
+
+    @Option(names = "--in-process", description = "Run the server on a thread of this process (HOST is then "
+            + "ignored): two workers in one JVM, over any transport in NUCX_TLS (self needs this).")
+    boolean inProcess;
+
     @Option(names = "--metrics-port", paramLabel = "PORT", description = "Serve the worker's Micrometer meters as a "
             + "Prometheus scrape on 127.0.0.1:PORT/metrics while the test runs.")
     Integer metricsPort;
+
+    @Option(names = "--sweep", description = "Sweep message sizes (--min-size .. --max-size: powers of two and the "
+            + "edges of each protocol range) over each --tls set, with the protocol the engine picks and with each one "
+            + "it could pick forced by hand, in alternating rounds; writes runs.csv, summary.csv, summary.md and a PNG "
+            + "per set to --out. Without HOST it starts its own server process.")
+    boolean sweep;
+
+    @Option(names = "--sweep-server", description = "Serve sweep runs on -p until the sweep ends (what --sweep "
+            + "starts by itself; run it by hand to sweep against another host).")
+    boolean sweepServer;
+
+    @Option(names = "--tls", paramLabel = "TLS", split = ";", description = "With --sweep: transport sets, "
+            + "';'-separated NUCX_TLS values (default: ${DEFAULT-VALUE}).", defaultValue = "tcp;shm;shm,cma")
+    java.util.List<String> sweepTls;
+
+    @Option(names = "--min-size", paramLabel = "BYTES", description = "With --sweep: smallest size "
+            + "(default: ${DEFAULT-VALUE}).", defaultValue = "1")
+    long sweepMin;
+
+    @Option(names = "--max-size", paramLabel = "BYTES", description = "With --sweep: largest size "
+            + "(default: ${DEFAULT-VALUE}, 64 MiB).", defaultValue = "67108864")
+    long sweepMax;
+
+    @Option(names = "--rounds", paramLabel = "N", description = "With --sweep: runs of each protocol per size, "
+            + "back to back, the order rotated each round (default: ${DEFAULT-VALUE}).", defaultValue = "3")
+    int sweepRounds;
+
+    @Option(names = "--run-time", paramLabel = "SECONDS", description = "With --sweep: how long each run should take "
+            + "(default: ${DEFAULT-VALUE}).", defaultValue = "0.4")
+    double sweepRunSeconds;
+
+    @Option(names = "--sweep-warmup", paramLabel = "SECONDS", description = "With --sweep: unrecorded runs first, "
+            + "so the JIT compiler is done (default: ${DEFAULT-VALUE}).", defaultValue = "20")
+    double sweepWarmupSeconds;
+
+    @Option(names = "--metric", paramLabel = "METRIC", description = "With --sweep: what runs are compared by: overall "
+            + "(the average, what the cost model predicts) | percentile (the -R percentile of iterations: on a busy "
+            + "machine -R 10 keeps preempted iterations out; ping-pong tests) (default: ${DEFAULT-VALUE}).",
+            defaultValue = "overall")
+    String sweepMetric;
+
+    @Option(names = "--out", paramLabel = "DIR", description = "With --sweep: where its files go "
+            + "(default: ${DEFAULT-VALUE}).", defaultValue = "bench/out/sweep")
+    java.nio.file.Path sweepOut;
 
     /** This command as picocli runs it: usage errors go to its error stream. */
     @CommandLine.Spec
@@ -92,6 +152,7 @@ final class PerftestCommand implements Callable<Integer> {
         }
         NucxConfig config = NucxConfig.fromEnvironment().validate();
         boolean busyPoll = busyPoll(config);
+        measuringLeakDetection();
         try (MetricsServer metrics = metricsPort == null ? null : MetricsServer.start(metricsPort)) {
             if (metrics != null) {
                 Perftest.onWorkerStarted(metrics::bind);
@@ -102,7 +163,14 @@ final class PerftestCommand implements Callable<Integer> {
     }
 
     private int run(PerfDatatype sendDatatype, boolean busyPoll) throws Exception {
-        if (host == null) {
+        if (sweepServer) {
+            io.nucx.examples.perf.SweepServer.serve(port, busyPoll, System.out);
+            return 0;
+        }
+        if (sweep) {
+            return SweepCommand.run(this, busyPoll);
+        }
+        if (host == null && !inProcess) {
             Perftest.serve(port, Map.of(), busyPoll, System.out);
             return 0;
         }
@@ -110,10 +178,18 @@ final class PerftestCommand implements Callable<Integer> {
             throw new CommandLine.ParameterException(new CommandLine(this), "--warmup-time must be between 0 and "
                     + "3600 seconds, got " + warmupSeconds);
         }
+        if (steadyWarmup < 0) {
+            throw new CommandLine.ParameterException(spec.commandLine(), "--steady-warmup must be >= 0, got "
+                    + steadyWarmup);
+        }
         PerfParams params = new PerfParams(PerfTestType.of(test), size, iterations, warmup, window, percentile,
-                sendDatatype, (long) (warmupSeconds * 1e9), errorMode);
-        PerfReporter reporter = new PerfReporter(System.out, finalOnly, onTerminal());
-        PerfResult r = Perftest.run(host, port, params, Map.of(), busyPoll, reporter);
+                sendDatatype, (long) (warmupSeconds * 1e9), errorMode, steadyWarmup);
+        if (windows < 0) {
+            throw new CommandLine.ParameterException(spec.commandLine(), "--windows must be >= 0, got " + windows);
+        }
+        PerfReporter reporter = new PerfReporter(System.out, finalOnly, onTerminal()).windows(windows);
+        PerfResult r = inProcess ? Perftest.runInProcess(params, Map.of(), busyPoll, reporter)
+                : Perftest.run(host, port, params, Map.of(), busyPoll, reporter);
         if (tail) {
             reporter.tailRow(r);
         }
@@ -125,6 +201,18 @@ final class PerftestCommand implements Callable<Integer> {
             return PerfDatatype.of(datatype);
         } catch (IllegalArgumentException e) {
             throw new CommandLine.ParameterException(spec.commandLine(), "-D: " + e.getMessage());
+        }
+    }
+
+    /**
+     * Netty's leak detector off unless {@code io.netty.leakDetection.level} was given: its default level samples one
+     * buffer in 128 with a stack trace, which is ~50 bytes and a fraction of a microsecond per message here, as much
+     * as the code measured. ucx_perftest does not run a memory checker either.
+     */
+    static void measuringLeakDetection() {
+        if (System.getProperty("io.netty.leakDetection.level") == null
+                && System.getProperty("io.netty.leakDetectionLevel") == null) {
+            io.netty.util.ResourceLeakDetector.setLevel(io.netty.util.ResourceLeakDetector.Level.DISABLED);
         }
     }
 

@@ -1,6 +1,7 @@
 package io.nucx.protocol;
 
 import io.netty.channel.ChannelFuture;
+import io.netty.channel.ChannelPromise;
 import io.nucx.protocol.select.SelectionKey;
 import io.nucx.transport.AmFrame;
 import io.nucx.transport.Capability;
@@ -40,6 +41,16 @@ public interface EndpointServices {
      */
     ChannelFuture writeDirect(AmFrame frame);
 
+    /**
+     * Writes {@code frame} onto its lane now, as the lane dispatcher at the head of the pipeline would, without passing
+     * the handlers in between (other families' codecs, which pass frames on untouched): a message's frames then cost
+     * one call instead of a pipeline walk. Returns false, having done nothing, when the frame must go down the pipeline
+     * instead (the endpoint is still wiring up, so its writes queue in order, or it has ended).
+     */
+    default boolean writeToLane(AmFrame frame, ChannelPromise promise) {
+        return false;
+    }
+
     /** The codec no longer needs the ended endpoint to linger ({@link ProtocolCodec#lingers()} turned false). */
     void lingerEnded();
 
@@ -48,6 +59,13 @@ public interface EndpointServices {
 
     /** A read or write of the peer's memory failed at run time and the data went another way; kept for diagnostics. */
     void rmaFailed(String what, Throwable cause);
+
+    /**
+     * This endpoint's receive budget: memory its peer's messages hold that no posted receive owns (unexpected
+     * messages, messages still arriving for the unexpected queue or the pipeline, buffers offered for PUT). A codec
+     * that would go over it throws {@link LimitExceededException}, which fails the endpoint.
+     */
+    MemoryBudget receiveBudget();
 
     /** The tag of plain {@code ByteBuf} writes ({@code SEND_TAG}). */
     long sendTag();

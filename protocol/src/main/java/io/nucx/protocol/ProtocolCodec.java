@@ -18,11 +18,21 @@ public interface ProtocolCodec extends ChannelHandler {
 
     /**
      * The promise for a codec's own frames (replies, fragments before the last): when such a write fails the endpoint
-     * is ending, which ends the requests concerned by itself. Unlike {@code ProtocolCodec.quietPromise(ctx)} it raises no exception
+     * is ending, which ends the requests concerned by itself. Unlike {@code ctx.voidPromise()} it raises no exception
      * in the endpoint's pipeline, where it would reach the user's handlers as theirs.
      */
     static ChannelPromise quietPromise(ChannelHandlerContext ctx) {
         return ctx.channel().unsafe().voidPromise();
+    }
+
+    /**
+     * A frame of one of its family's AM ids arrived, handed straight to the codec by its endpoint rather than walked up
+     * the pipeline past the other families' codecs. Returns false, having done nothing, if it must come through the
+     * pipeline ({@code channelRead}) after all. Owns {@code frame} when it returns true; an exception it throws closes
+     * the lane, as from {@code channelRead}.
+     */
+    default boolean frameArrived(AmFrame frame) {
+        return false;
     }
 
     /**

@@ -43,8 +43,36 @@ public final class ProtocolConfig extends AbstractConfigTable {
     public static final ConfigEntry<String> PROTOS = ConfigEntry.string("PROTOS", "all",
             "Protocols that may be selected: all, a comma list of names/globs (egr/*,tag/rndv), or ^list to exclude");
 
+    /**
+     * Receive memory one endpoint's peer may make this worker hold that no posted receive owns: unexpected messages,
+     * messages still arriving for the unexpected queue or the pipeline, buffers offered for PUT (each counted with
+     * {@link MemoryBudget#ENTRY_COST} bytes of bookkeeping). Going over it fails that endpoint and releases it. The
+     * default leaves room for a sender well ahead of a slow receiver (10,000 mixed messages of up to 4 MiB sent ahead
+     * of their receives queue about 150 MiB), yet one peer cannot take the process's memory.
+     */
+    public static final ConfigEntry<Long> RX_EP_BYTES = ConfigEntry.size("RX_EP_BYTES", "512m",
+            "Receive memory (unexpected messages, partial messages for the unexpected queue or the pipeline, PUT "
+                    + "offers; 256 bytes of bookkeeping each) one peer's endpoint may hold; more fails that endpoint "
+                    + "and releases what it held", 64 << 10, Long.MAX_VALUE / 2);
+    /** The same bound over all of a worker's endpoints. */
+    public static final ConfigEntry<Long> RX_WORKER_BYTES = ConfigEntry.size("RX_WORKER_BYTES", "1g",
+            "Receive memory all peers together may hold on one worker (as NUCX_RX_EP_BYTES); the endpoint that goes "
+                    + "over it fails", 64 << 10, Long.MAX_VALUE / 2);
+    /** Requests whose answers wait for a lane that takes no more, per endpoint; also a sender's atomics window. */
+    public static final ConfigEntry<Integer> REPLY_BACKLOG = ConfigEntry.integer("REPLY_BACKLOG", "16384",
+            "Atomics of a peer whose answers wait for it to read; more fails its endpoint. Also the most atomics a "
+                    + "sender keeps unanswered per endpoint", 1, 1 << 20);
+
+    /**
+     * A performance profile written by {@code nucx calibrate}: the cost model takes the figures it has (latency,
+     * overhead, bandwidth, registration cost per lane; memcpy bandwidth) instead of the transports' static estimates.
+     */
+    public static final ConfigEntry<String> PERF_PROFILE = ConfigEntry.string("PERF_PROFILE", "",
+            "Performance profile measured by 'nucx calibrate' (a file); protocol selection uses its figures instead of "
+                    + "the transports' static estimates where it has them. Empty: static estimates only");
+
     public ProtocolConfig() {
         super("Protocols", RANK_PROTOCOL, MAX_MSG_SIZE, RNDV_THRESH, RNDV_SCHEME, BCOPY_THRESH, ZCOPY_THRESH,
-                PROTO_INFO, PROTOS);
+                PROTO_INFO, PROTOS, PERF_PROFILE, RX_EP_BYTES, RX_WORKER_BYTES, REPLY_BACKLOG);
     }
 }

@@ -1,5 +1,6 @@
 package io.nucx.protocol;
 
+import io.nucx.protocol.select.PerfProfile;
 import io.nucx.protocol.select.ProtoCandidate;
 import io.nucx.protocol.select.Protocol;
 import io.nucx.protocol.tag.RndvProtocols;
@@ -20,12 +21,21 @@ import java.util.regex.Pattern;
  * @param protoInfo      print each protocol table when it is built (NUCX_PROTO_INFO)
  * @param scheme         the rendezvous data protocol receivers ask for (NUCX_RNDV_SCHEME)
  * @param protocols      the protocols selection may choose: the registry's, filtered by NUCX_PROTOS and the scheme
+ * @param profile        the measured figures the cost model uses where it has them (NUCX_PERF_PROFILE), or
+ *                       {@link PerfProfile#NONE}
  */
 public record ProtocolSettings(long maxMessageSize, long bcopyThresh, long zcopyThresh, long rndvThresh,
-                               boolean protoInfo, RndvScheme scheme, List<Protocol> protocols) {
+                               boolean protoInfo, RndvScheme scheme, List<Protocol> protocols, PerfProfile profile) {
 
     public ProtocolSettings {
         protocols = List.copyOf(protocols);
+        java.util.Objects.requireNonNull(profile, "profile");
+    }
+
+    /** Settings whose cost model uses the transports' static estimates only. */
+    public ProtocolSettings(long maxMessageSize, long bcopyThresh, long zcopyThresh, long rndvThresh,
+                            boolean protoInfo, RndvScheme scheme, List<Protocol> protocols) {
+        this(maxMessageSize, bcopyThresh, zcopyThresh, rndvThresh, protoInfo, scheme, protocols, PerfProfile.NONE);
     }
 
     /** Every protocol of {@code registry}, thresholds automatic, the default scheme: for tests and tools. */
@@ -44,7 +54,20 @@ public record ProtocolSettings(long maxMessageSize, long bcopyThresh, long zcopy
                 bcopy < 0 ? ProtoCandidate.AUTO : bcopy,
                 zcopy < 0 ? ProtoCandidate.AUTO : zcopy == Long.MAX_VALUE ? ProtoCandidate.DISABLED : zcopy,
                 rndv < 0 ? ProtoCandidate.AUTO : rndv, config.get(ProtocolConfig.PROTO_INFO), scheme,
-                enabled(listed(config, registry.protocols()), scheme));
+                enabled(listed(config, registry.protocols()), scheme), profile(config));
+    }
+
+    /** The profile NUCX_PERF_PROFILE names, read now: a file that cannot be used stops start-up, saying why. */
+    private static PerfProfile profile(NucxConfig config) {
+        String path = config.get(ProtocolConfig.PERF_PROFILE);
+        if (path.isEmpty()) {
+            return PerfProfile.NONE;
+        }
+        try {
+            return PerfProfile.read(java.nio.file.Path.of(path));
+        } catch (IllegalArgumentException e) {
+            throw config.invalid(ProtocolConfig.PERF_PROFILE, e.getMessage());
+        }
     }
 
     /**

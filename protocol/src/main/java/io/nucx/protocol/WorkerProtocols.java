@@ -4,6 +4,8 @@ import io.netty.buffer.ByteBufAllocator;
 import io.netty.util.concurrent.EventExecutor;
 import io.nucx.protocol.am.AmHandlerTable;
 import io.nucx.protocol.amo.MemoryRegistry;
+import io.nucx.protocol.select.PerfProfile;
+import io.nucx.protocol.select.ProbeParams;
 import io.nucx.protocol.select.SelectionCache;
 import io.nucx.protocol.select.SelectionKey;
 import io.nucx.protocol.tag.TagMatcher;
@@ -30,6 +32,9 @@ public final class WorkerProtocols {
     private final TagMatcher matcher;
     private final MemoryRegistry memory;
     private final AmHandlerTable amHandlers = new AmHandlerTable();
+    private final ReceiveLimits limits;
+    /** Receive memory held for peers, over all endpoints (NUCX_RX_WORKER_BYTES). Loop only. */
+    private final MemoryBudget receivePool;
     private final Map<CacheKey, SelectionCache> selectionCaches = new ConcurrentHashMap<>();
     /** Rendezvous sends and receives in progress on every endpoint, for metrics. */
     private final AtomicInteger rndvInFlight = new AtomicInteger();
@@ -38,6 +43,13 @@ public final class WorkerProtocols {
 
     public WorkerProtocols(EventExecutor loop, ByteBufAllocator alloc, ProtocolSettings settings, long workerUuid,
                            ProtocolCounters counters) {
+        this(loop, alloc, settings, workerUuid, counters, ReceiveLimits.NONE);
+    }
+
+    public WorkerProtocols(EventExecutor loop, ByteBufAllocator alloc, ProtocolSettings settings, long workerUuid,
+                           ProtocolCounters counters, ReceiveLimits limits) {
+        this.limits = limits;
+        this.receivePool = MemoryBudget.worker(ReceiveLimits.WORKER_BYTES, limits.workerBytes());
         this.loop = loop;
         this.alloc = alloc;
         this.settings = settings;
@@ -77,6 +89,20 @@ public final class WorkerProtocols {
         return amHandlers;
     }
 
+    public ReceiveLimits limits() {
+        return limits;
+    }
+
+    /** A new endpoint's receive budget (NUCX_RX_EP_BYTES), inside the worker's (NUCX_RX_WORKER_BYTES). */
+    public MemoryBudget newEndpointBudget() {
+        return receivePool.endpoint(ReceiveLimits.EP_BYTES, limits.endpointBytes());
+    }
+
+    /** Receive memory held for peers now, over all endpoints; loop only. */
+    public long receiveMemoryHeld() {
+        return receivePool.used();
+    }
+
     /** Rendezvous sends and receives in progress on every endpoint of this worker (any thread may read it). */
     public AtomicInteger rndvInFlight() {
         return rndvInFlight;
@@ -89,11 +115,14 @@ public final class WorkerProtocols {
 
     /**
      * The protocol tables of an endpoint configuration, shared by every endpoint of this worker with an equal one.
+     * Their cost model sees the lanes with the performance profile's figures where it has them (NUCX_PERF_PROFILE).
      * With NUCX_PROTO_INFO each new table is printed to standard output, as UCX_PROTO_INFO does.
      */
     public SelectionCache selectionCache(EndpointConfig config, SelectionKey.Locality locality) {
+        PerfProfile profile = settings.profile();
         return selectionCaches.computeIfAbsent(new CacheKey(config, locality), k -> new SelectionCache(
-                settings.protocols(), config, locality, settings.bcopyThresh(), settings.zcopyThresh(),
-                settings.rndvThresh(), settings.protoInfo() ? System.out::print : null));
+                settings.protocols(), profile.apply(config), locality, settings.bcopyThresh(), settings.zcopyThresh(),
+                settings.rndvThresh(), profile.copyBandwidth(ProbeParams.DEFAULT_COPY_BANDWIDTH),
+                settings.protoInfo() ? System.out::print : null));
     }
 }

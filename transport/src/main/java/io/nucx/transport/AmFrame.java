@@ -3,23 +3,43 @@ package io.nucx.transport;
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.Unpooled;
 import io.netty.util.AbstractReferenceCounted;
+import io.netty.util.Recycler;
 
 /**
  * One active message as every AM-capable lane carries it: {@code {am id, flags, header, payload}}.
  * The frame owns one reference to each buffer and releases both when it is released.
+ *
+ * <p>Frames are pooled, as Netty pools its buffers ({@link Recycler}): every message creates at least one on each
+ * side, and a message loop should not allocate. So, as with a pooled buffer, a released frame must not be touched
+ * again: its object may already carry another message.
  */
 public final class AmFrame extends AbstractReferenceCounted {
 
-    private final int amId;
-    private final int flags;
-    private final ByteBuf header;
-    private final ByteBuf payload;
+    private static final Recycler<AmFrame> POOL = new Recycler<>() {
+        @Override
+        protected AmFrame newObject(Handle<AmFrame> handle) {
+            return new AmFrame(handle);
+        }
+    };
 
-    private AmFrame(int amId, int flags, ByteBuf header, ByteBuf payload) {
-        this.amId = amId;
-        this.flags = flags;
-        this.header = header;
-        this.payload = payload;
+    private final Recycler.Handle<AmFrame> handle;
+    private int amId;
+    private int flags;
+    private ByteBuf header;
+    private ByteBuf payload;
+
+    private AmFrame(Recycler.Handle<AmFrame> handle) {
+        this.handle = handle;
+    }
+
+    private static AmFrame newInstance(int amId, int flags, ByteBuf header, ByteBuf payload) {
+        AmFrame f = POOL.get();
+        f.setRefCnt(1);
+        f.amId = amId;
+        f.flags = flags;
+        f.header = header;
+        f.payload = payload;
+        return f;
     }
 
     /** A frame taking ownership of {@code header} and {@code payload}. */
@@ -29,7 +49,7 @@ public final class AmFrame extends AbstractReferenceCounted {
             payload.release();
             throw new IllegalArgumentException("am id " + amId + " out of range 0..255");
         }
-        return new AmFrame(amId, flags & 0xff, header, payload);
+        return newInstance(amId, flags & 0xff, header, payload);
     }
 
     /** A frame with a header only. */
@@ -58,7 +78,7 @@ public final class AmFrame extends AbstractReferenceCounted {
      * (writing moves reader indexes) while this one is kept, e.g. to be sent again on another lane.
      */
     public AmFrame retainedDuplicate() {
-        return new AmFrame(amId, flags, header.retainedDuplicate(), payload.retainedDuplicate());
+        return newInstance(amId, flags, header.retainedDuplicate(), payload.retainedDuplicate());
     }
 
     /** Header plus payload bytes: what the frame weighs against queue limits. */
@@ -68,10 +88,18 @@ public final class AmFrame extends AbstractReferenceCounted {
 
     @Override
     protected void deallocate() {
+        ByteBuf h = header;
+        ByteBuf p = payload;
+        header = null;
+        payload = null;
         try {
-            header.release();
+            h.release();
         } finally {
-            payload.release();
+            try {
+                p.release();
+            } finally {
+                handle.recycle(this);
+            }
         }
     }
 
@@ -94,6 +122,9 @@ public final class AmFrame extends AbstractReferenceCounted {
 
     @Override
     public String toString() {
+        if (header == null) {
+            return "AmFrame(released)";
+        }
         return "AmFrame(am=" + amId + ", flags=" + flags + ", header=" + header.readableBytes() + "B, payload="
                 + payload.readableBytes() + "B)";
     }

@@ -29,11 +29,23 @@ import java.util.Set;
  * @param rmaSegment      bytes a zero-copy GET or PUT moves per transport call (UCX's {@code SEG_SIZE} of cma: one
  *                        {@code process_vm_readv} per 512 KiB); the per-operation overhead is paid once per segment.
  *                        {@code maxZcopy} unless the transport says otherwise (one call per operation)
+ * @param regCostSeconds  memory registration cost constant {@code c} of {@code c + m * size} (UCT's md
+ *                        {@code reg_cost}), seconds: what exposing a buffer for a peer's zero-copy GET or PUT costs
+ * @param regCostPerByte  memory registration growth {@code m}, seconds per byte
  */
 public record IfaceAttributes(Set<Capability> capabilities, int maxShort, int maxBcopy, int maxHeader,
                               double latencySeconds, double latencyPerEp, double bandwidthDedicated,
                               double bandwidthShared, double overheadSeconds, int priority, long maxZcopy,
-                              int amCopyMax, long rmaSegment) {
+                              int amCopyMax, long rmaSegment, double regCostSeconds, double regCostPerByte) {
+
+    /** Attributes whose memory registration costs nothing (tcp, shm and self register nothing; cma only packs a key). */
+    public IfaceAttributes(Set<Capability> capabilities, int maxShort, int maxBcopy, int maxHeader,
+                           double latencySeconds, double latencyPerEp, double bandwidthDedicated,
+                           double bandwidthShared, double overheadSeconds, int priority, long maxZcopy,
+                           int amCopyMax, long rmaSegment) {
+        this(capabilities, maxShort, maxBcopy, maxHeader, latencySeconds, latencyPerEp, bandwidthDedicated,
+                bandwidthShared, overheadSeconds, priority, maxZcopy, amCopyMax, rmaSegment, 0, 0);
+    }
 
     /** Attributes whose zero-copy RMA, if any, moves a whole operation per transport call. */
     public IfaceAttributes(Set<Capability> capabilities, int maxShort, int maxBcopy, int maxHeader,
@@ -67,6 +79,10 @@ public record IfaceAttributes(Set<Capability> capabilities, int maxShort, int ma
         if (rmaSegment < 0 || (maxZcopy > 0 && rmaSegment == 0)) {
             throw new IllegalArgumentException("rmaSegment must be > 0 with zero-copy RMA, got " + rmaSegment);
         }
+        if (!(regCostSeconds >= 0) || !(regCostPerByte >= 0)) {
+            throw new IllegalArgumentException("registration cost must be >= 0, got " + regCostSeconds + " s + "
+                    + regCostPerByte + " s/B");
+        }
         capabilities = capabilities.isEmpty() ? EnumSet.noneOf(Capability.class) : EnumSet.copyOf(capabilities);
     }
 
@@ -77,7 +93,24 @@ public record IfaceAttributes(Set<Capability> capabilities, int maxShort, int ma
     /** The same attributes with the AM size limits narrowed, e.g. to the smaller of two peers' limits. */
     public IfaceAttributes withAmLimits(int maxShort, int maxBcopy) {
         return new IfaceAttributes(capabilities, maxShort, maxBcopy, maxHeader, latencySeconds, latencyPerEp,
-                bandwidthDedicated, bandwidthShared, overheadSeconds, priority, maxZcopy, amCopyMax, rmaSegment);
+                bandwidthDedicated, bandwidthShared, overheadSeconds, priority, maxZcopy, amCopyMax, rmaSegment,
+                regCostSeconds, regCostPerByte);
+    }
+
+    /**
+     * The same capabilities and limits with other performance figures, e.g. measured on this machine by calibration
+     * instead of the transport's static estimates. The bandwidth becomes dedicated (a measured figure already is what
+     * this process gets).
+     */
+    public IfaceAttributes withPerf(double latencySeconds, double overheadSeconds, double bandwidth,
+                                    double regCostSeconds, double regCostPerByte) {
+        if (!(latencySeconds >= 0) || !(overheadSeconds >= 0) || !(bandwidth > 0) || Double.isInfinite(bandwidth)) {
+            throw new IllegalArgumentException("latency and overhead must be >= 0 and bandwidth > 0 and finite, got "
+                    + latencySeconds + " s, " + overheadSeconds + " s, " + bandwidth + " B/s");
+        }
+        return new IfaceAttributes(capabilities, maxShort, maxBcopy, maxHeader, latencySeconds, latencyPerEp,
+                bandwidth, 0, overheadSeconds, priority, maxZcopy, amCopyMax, rmaSegment, regCostSeconds,
+                regCostPerByte);
     }
 
     /**

@@ -213,7 +213,8 @@ public final class NucxConfig {
 
     /** Builds the exception that names the variable, its value and what was expected. */
     public NucxConfigException invalid(ConfigEntry<?> e, String why) {
-        return new NucxConfigException("invalid value '" + raw(e) + "' for " + source(e.name()) + ": " + why);
+        String value = e.name().endsWith("_TOKEN") ? "(a secret, not shown)" : "'" + raw(e) + "'";
+        return new NucxConfigException("invalid value " + value + " for " + source(e.name()) + ": " + why);
     }
 
     /** Builds the exception that names the variable, its value and what was expected (previous API). */

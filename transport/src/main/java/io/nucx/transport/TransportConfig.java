@@ -33,7 +33,12 @@ public final class TransportConfig extends AbstractConfigTable {
     public static final ConfigEntry<String> JAVA_OPTS = ConfigEntry.string("JAVA_OPTS", "",
             "Launcher only: extra JVM options for bin/nucx");
 
+    /** Launcher only: start from the AOT cache bin/build trained. */
+    public static final ConfigEntry<Boolean> AOT = ConfigEntry.bool("AOT", "y",
+            "Launcher only: bin/nucx starts the JVM from the AOT cache bin/build trained (examples/target/nucx.aot: "
+                    + "classes loaded and linked, method profiles; JEP 483/515) when it is newer than the jars");
+
     public TransportConfig() {
-        super("Transports and launcher", RANK_TRANSPORT_LAYER, TLS, JAVA_HOME, JAVA_OPTS);
+        super("Transports and launcher", RANK_TRANSPORT_LAYER, TLS, JAVA_HOME, JAVA_OPTS, AOT);
     }
 }

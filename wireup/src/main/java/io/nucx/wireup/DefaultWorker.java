@@ -16,6 +16,7 @@ import io.nucx.WireupException;
 import io.nucx.Worker;
 import io.nucx.WorkerAddress;
 import io.nucx.WorkerStats;
+import io.nucx.protocol.MemoryBudget;
 import io.nucx.protocol.ProtocolCounters;
 import io.nucx.protocol.ProtocolRegistry;
 import io.nucx.protocol.ProtocolSettings;
@@ -78,6 +79,12 @@ public final class DefaultWorker implements Worker {
     private final LaneSelector.BwLimits bwLimits;
     private final Keepalive keepalive;
     private final ScheduledFuture<?> keepaliveTask;
+    private final ScheduledFuture<?> reaperTask;
+    private final WireupSettings settings;
+    /** The wireup key (NUCX_AUTH_TOKEN / NUCX_AUTH_KEY_FILE), or null when wireup is not authenticated. */
+    private final WireupAuth auth;
+    /** Writes queued by endpoints still wiring up, all together (NUCX_STUB_WORKER_BYTES). Loop only. */
+    private final MemoryBudget stubPool;
     private final Deque<Throwable> laneFailures = new ConcurrentLinkedDeque<>();
     /** Writes waiting in stubs of endpoints still wiring up; wireups and their time; failures by cause. */
     private final java.util.concurrent.atomic.AtomicInteger pendingWrites = new java.util.concurrent.atomic.AtomicInteger();
@@ -98,9 +105,12 @@ public final class DefaultWorker implements Worker {
         this.endpointInitializer = endpointInitializer;
         this.closeFuture = loop.newPromise();
         NucxConfig config = context.config();
-        this.protocols = new WorkerProtocols(loop, ByteBufAllocator.DEFAULT, ProtocolSettings.from(config, registry),
-                uuid, counters);
         WireupSettings settings = WireupSettings.from(config);
+        this.protocols = new WorkerProtocols(loop, ByteBufAllocator.DEFAULT, ProtocolSettings.from(config, registry),
+                uuid, counters, settings.receiveLimits());
+        this.settings = settings;
+        this.auth = WireupAuth.from(config);
+        this.stubPool = MemoryBudget.worker("NUCX_STUB_WORKER_BYTES", settings.stubWorkerBytes());
         this.defaultErrorMode = settings.errorMode();
         this.bwLimits = settings.bwLimits();
         this.keepalive = new Keepalive(settings.keepaliveIntervalNanos(), settings.keepaliveTimeoutNanos());
@@ -134,6 +144,18 @@ public final class DefaultWorker implements Worker {
         // counting an interval of silence while the peer's frames still wait unread in the lane.
         this.keepaliveTask = !keepalive.enabled() ? null : loop.scheduleWithFixedDelay(this::keepaliveTick,
                 keepalive.intervalNanos(), keepalive.intervalNanos(), TimeUnit.NANOSECONDS);
+        long reapEvery = Math.min(TimeUnit.SECONDS.toNanos(1), settings.wireupTimeoutNanos());
+        this.reaperTask = loop.scheduleAtFixedRate(this::reap, reapEvery, reapEvery, TimeUnit.NANOSECONDS);
+    }
+
+    /**
+     * Endpoints whose lanes are all gone are failed and dropped, whatever their error mode: a lane's close normally
+     * does it, and this catches what slipped past (an endpoint whose lane closed before it knew the lane).
+     */
+    private void reap() {
+        for (EndpointChannel ep : endpoints.values()) {
+            ep.lifecycle().reapIfLanesGone();
+        }
     }
 
     /**
@@ -324,6 +346,25 @@ public final class DefaultWorker implements Worker {
     }
 
     @Override
+    public void tagRecv(TagReceive receive) {
+        if (loop.inEventLoop()) {
+            protocols.matcher().post(receive);
+            return;
+        }
+        try {
+            loop.execute(() -> {
+                try {
+                    protocols.matcher().post(receive);
+                } catch (IllegalStateException e) {
+                    receive.fail(e);
+                }
+            });
+        } catch (java.util.concurrent.RejectedExecutionException e) {
+            receive.fail(closedError());
+        }
+    }
+
+    @Override
     public RemoteMemoryKey registerMemory(MemorySegment segment) {
         return protocols.memory().register(segment);
     }
@@ -446,6 +487,7 @@ public final class DefaultWorker implements Worker {
         if (keepaliveTask != null) {
             keepaliveTask.cancel(false);
         }
+        reaperTask.cancel(false);
         PromiseCombiner all = new PromiseCombiner(loop);
         for (EndpointChannel ep : endpoints.values()) {
             all.add(ep.close());
@@ -510,6 +552,24 @@ public final class DefaultWorker implements Worker {
     /** The opened ifaces, one per selected transport. */
     List<Iface> ifaces() {
         return List.copyOf(ifaces);
+    }
+
+    WireupAuth auth() {
+        return auth;
+    }
+
+    WireupSettings settings() {
+        return settings;
+    }
+
+    /** A new endpoint's bound on writes it queues while wiring up, inside the worker's. */
+    MemoryBudget newStubBudget() {
+        return stubPool.endpoint("NUCX_STUB_EP_BYTES", settings.stubEndpointBytes());
+    }
+
+    /** Endpoints open now. */
+    int endpointCount() {
+        return endpoints.size();
     }
 
     long newEndpointId() {

@@ -21,6 +21,8 @@ import io.nucx.ErrorMode;
 import io.nucx.WorkerAddress;
 import io.nucx.protocol.EndpointConfig;
 import io.nucx.protocol.EndpointServices;
+import io.nucx.protocol.LimitExceededException;
+import io.nucx.protocol.MemoryBudget;
 import io.nucx.protocol.ProtocolCodec;
 import io.nucx.protocol.ProtocolException;
 import io.nucx.protocol.am.AmData;
@@ -76,12 +78,21 @@ final class EndpointChannel extends AbstractChannel implements Endpoint, Endpoin
     private final Promise<Void> wireupPromise;
     private final List<ProtocolCodec> codecs;
     private final PeerLiveness liveness = new PeerLiveness();
+    /** Receive memory its peer holds here that no posted receive owns (NUCX_RX_EP_BYTES). */
+    private final MemoryBudget receiveBudget;
     private final EndpointLifecycle lifecycle;
     /** The peer's id for this endpoint: from the REQUEST (accepted) or the REPLY (connected). Loop only. */
     private long remoteEpId;
     private final long createdNanos = System.nanoTime();
     /** The lane whose frame is going up the pipeline now: a protocol error there closes that lane. */
     private LaneInboundHandler delivering;
+    /** The codec that owns each AM id, for frames handed to it directly ({@link ProtocolCodec#frameArrived}). */
+    private final ProtocolCodec[] frameOwners = new ProtocolCodec[256];
+    /**
+     * The lane dispatcher is in place and the stub's queued writes have replayed: codecs may write frames straight to
+     * the lanes ({@link #writeToLane}). Loop only.
+     */
+    private boolean lanesDirect;
 
     private EndpointChannel(DefaultWorker worker, long id, WorkerAddress remote, LaneSelector.Lanes selection,
                             ErrorMode errorMode, long remoteEpId, int connSn, boolean wiringUp) {
@@ -100,14 +111,21 @@ final class EndpointChannel extends AbstractChannel implements Endpoint, Endpoin
         this.localAddress = new EndpointAddress(worker.uuid(), worker.name());
         this.remoteAddress = new EndpointAddress(remote.uuid(), remote.name());
         this.lifecycle = new EndpointLifecycle(this, wiringUp);
+        this.receiveBudget = worker.protocols().newEndpointBudget();
         ChannelPipeline p = pipeline();
         if (wiringUp) {
-            p.addLast(STUB, new StubHandler(worker.pendingWrites()));
+            p.addLast(STUB, new StubHandler(worker.pendingWrites(), worker.newStubBudget()));
         } else {
             p.addLast(LANES, new LaneDispatcher(this));
             wireupPromise.setSuccess(null);
+            lanesDirect = true;
         }
         this.codecs = worker.registry().initPipeline(p, this, worker.protocols());
+        List<io.nucx.protocol.ProtocolFamily> families = worker.registry().families();
+        for (int amId = 0; amId < frameOwners.length; amId++) {
+            io.nucx.protocol.ProtocolFamily owner = worker.registry().owner(amId);
+            frameOwners[amId] = owner == null ? null : codecs.get(families.indexOf(owner));
+        }
         p.addLast(ERRORS, new ProtocolErrorHandler(this));
         ChannelHandler init = worker.endpointInitializer();
         if (init != null) {
@@ -174,6 +192,7 @@ final class EndpointChannel extends AbstractChannel implements Endpoint, Endpoin
         StubHandler stub = pipeline().get(StubHandler.class);
         stub.ready();
         pipeline().replace(stub, LANES, new LaneDispatcher(this));
+        lanesDirect = true; // after the replay: a direct write must not overtake the queued ones
         amLane.flush();
         pipeline().fireChannelActive();
     }
@@ -224,7 +243,12 @@ final class EndpointChannel extends AbstractChannel implements Endpoint, Endpoin
                 lanes.received(lane);
                 delivering = from;
                 try {
-                    pipeline().fireChannelRead(frame);
+                    ProtocolCodec owner = frameOwners[frame.amId()];
+                    if (owner == null || !owner.frameArrived(frame)) {
+                        pipeline().fireChannelRead(frame);
+                    }
+                } catch (Throwable t) {
+                    protocolError(t); // what the pipeline's ProtocolErrorHandler does with a codec's exception
                 } finally {
                     delivering = null;
                 }
@@ -241,8 +265,17 @@ final class EndpointChannel extends AbstractChannel implements Endpoint, Endpoin
         pipeline().fireChannelReadComplete();
     }
 
-    /** A codec threw on a frame, or reported an error of its own: the lane it came by closes, naming the error. */
+    /**
+     * A codec threw on a frame, or reported an error of its own: the lane it came by closes, naming the error. A peer
+     * that went over a bound fails the endpoint itself (no failover: another lane would bring the same).
+     */
     void protocolError(Throwable cause) {
+        if (cause instanceof LimitExceededException limit) {
+            worker.laneFailed(limit);
+            fail(new EndpointException(id, remoteAddress, "the peer went over a bound: " + limit.getMessage(),
+                    limit));
+            return;
+        }
         LaneInboundHandler lane = delivering;
         if (lane != null) {
             lane.closeAfterError(cause);
@@ -309,6 +342,15 @@ final class EndpointChannel extends AbstractChannel implements Endpoint, Endpoin
     }
 
     @Override
+    public boolean writeToLane(AmFrame frame, ChannelPromise promise) {
+        if (!lanesDirect || lifecycle.ended() || lifecycle.failure() != null) {
+            return false; // the pipeline's LaneDispatcher (or the stub) decides, as for any write
+        }
+        lanes.write(frame, promise);
+        return true;
+    }
+
+    @Override
     public long closeWaitNanos() {
         return worker.closeWaitNanos();
     }
@@ -316,6 +358,11 @@ final class EndpointChannel extends AbstractChannel implements Endpoint, Endpoin
     @Override
     public void rmaFailed(String what, Throwable cause) {
         worker.rmaFailed(what + " on " + this, cause);
+    }
+
+    @Override
+    public MemoryBudget receiveBudget() {
+        return receiveBudget;
     }
 
     @Override

@@ -182,8 +182,12 @@ final class EndpointLanes {
         l.attach(ch);
         distributor.joined(lanes, l);
         if (announce) {
+            WireupAuth auth = endpoint.worker().auth();
             ch.writeAndFlush(WireupMessage.laneAttach(endpoint.endpointId(), endpoint.remoteEndpointId(), l.index,
-                    endpoint.worker().uuid(), l.selection.local().transport()).toFrame(ch.alloc()), ch.voidPromise());
+                    endpoint.worker().uuid(), l.selection.local().transport(), auth == null ? null
+                            : auth.laneProof(endpoint.worker().uuid(), endpoint.remoteWorkerAddress().uuid(),
+                            endpoint.endpointId(), endpoint.remoteEndpointId(), l.index)).toFrame(ch.alloc()),
+                    ch.voidPromise());
         }
         if (reliability != null) {
             reliability.joined(l);
@@ -311,7 +315,8 @@ final class EndpointLanes {
     }
 
     void flush() {
-        for (Lane l : lanes) {
+        for (int i = 0, n = lanes.size(); i < n; i++) { // by index: an iterator per flush is an object per message
+            Lane l = lanes.get(i);
             if (l.state() == Lane.State.ACTIVE) {
                 l.channel().flush();
             }

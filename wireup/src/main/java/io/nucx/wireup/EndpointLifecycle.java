@@ -280,6 +280,26 @@ final class EndpointLifecycle {
     }
 
     /**
+     * The worker's reaper: a connected endpoint none of whose lanes is open any more fails (its lanes' closes should
+     * have failed it; this makes sure nothing outlives its lanes, in any error mode).
+     */
+    void reapIfLanesGone() {
+        if (state != State.CONNECTED && state != State.DRAINING) {
+            return;
+        }
+        if (ep.lanes().holding() || !ep.lanes().liveChannels().isEmpty()) {
+            return;
+        }
+        for (Lane l : ep.lanes().all()) {
+            if (l.channel() != null && l.channel().isOpen()) {
+                return;
+            }
+        }
+        fail(new ConnectionResetException(ep.endpointId(), ep.remoteAddress(), "every lane to the peer is closed",
+                null));
+    }
+
+    /**
      * The end, whatever led here (the channel's {@code doClose}): every request still outstanding is aborted by its
      * codec as its stage says (failed with the endpoint's failure, or {@link ClosedChannelException} for a close),
      * then the endpoint lingers if a codec must hear the peer's last word, else its lanes close.

@@ -6,11 +6,16 @@ import io.netty.channel.ChannelInboundHandlerAdapter;
 import io.netty.util.ReferenceCountUtil;
 import io.netty.util.internal.logging.InternalLogger;
 import io.netty.util.internal.logging.InternalLoggerFactory;
+import io.nucx.Worker;
 import io.nucx.protocol.AmIds;
 import io.nucx.protocol.ProtocolException;
 import io.nucx.transport.AmFrame;
 
+import io.netty.util.concurrent.ScheduledFuture;
+import io.nucx.WireupException;
+
 import java.util.ArrayDeque;
+import java.util.concurrent.TimeUnit;
 
 /**
  * The bottom handler of every lane channel (after the transport's framing): it demultiplexes the lane onto its
@@ -46,6 +51,14 @@ final class LaneInboundHandler extends ChannelInboundHandlerAdapter {
     private long ignoredFrom;
     /** RETRYING: frames that arrived behind the REQUEST, in order. */
     private ArrayDeque<AmFrame> held;
+    /** Frames handled since this loop turn began (NUCX_LANE_BATCH at most). */
+    private int handledThisTurn;
+    /** Frames a read brought beyond this turn's share, handled in the next turns; null when none wait. */
+    private ArrayDeque<AmFrame> backlog;
+    /** EP_REMOVED answers were written in this read batch and wait for its end to be flushed. */
+    private boolean answered;
+    /** A lane a peer connected must carry its wireup within NUCX_WIREUP_TIMEOUT; null once it has (or ours). */
+    private ScheduledFuture<?> wireupTimer;
 
     LaneInboundHandler(DefaultWorker worker, EndpointChannel endpoint, int laneIndex) {
         this.worker = worker;
@@ -62,6 +75,33 @@ final class LaneInboundHandler extends ChannelInboundHandlerAdapter {
     @Override
     public void handlerAdded(ChannelHandlerContext ctx) {
         this.ctx = ctx;
+        if (endpoint == null) {
+            long timeout = worker.settings().wireupTimeoutNanos();
+            wireupTimer = ctx.executor().schedule(() -> {
+                wireupTimer = null;
+                if (endpoint == null && ctx.channel().isOpen()) {
+                    exceptionCaught(ctx, new WireupException("connection from " + ctx.channel().remoteAddress()
+                            + " carried no wireup " + (role == Role.IGNORED ? "REPLY" : "REQUEST") + " within "
+                            + java.time.Duration.ofNanos(timeout) + " (NUCX_WIREUP_TIMEOUT)", null));
+                }
+            }, timeout, TimeUnit.NANOSECONDS);
+        }
+    }
+
+    @Override
+    public void handlerRemoved(ChannelHandlerContext ctx) {
+        cancelWireupTimer();
+        if (backlog != null) {
+            releaseAll(backlog);
+            backlog = null;
+        }
+    }
+
+    private void cancelWireupTimer() {
+        if (wireupTimer != null) {
+            wireupTimer.cancel(false);
+            wireupTimer = null;
+        }
     }
 
     @Override
@@ -74,6 +114,21 @@ final class LaneInboundHandler extends ChannelInboundHandlerAdapter {
             held.add(frame); // behind a REQUEST that waits: keep the lane's order
             return;
         }
+        if (backlog != null) {
+            backlog.add(frame); // this turn's share is used: the next turn takes it, in order
+            return;
+        }
+        if (++handledThisTurn > worker.settings().laneBatch()) {
+            backlog = new ArrayDeque<>();
+            backlog.add(frame);
+            ctx.channel().config().setAutoRead(false); // what this read brought waits here; nothing more is read
+            ctx.executor().schedule(() -> drainBacklog(ctx), 0, TimeUnit.NANOSECONDS);
+            return;
+        }
+        dispatch(ctx, frame);
+    }
+
+    private void dispatch(ChannelHandlerContext ctx, AmFrame frame) {
         if (frame.amId() == AmIds.WIREUP) {
             try {
                 onWireup(ctx, WireupMessage.from(frame));
@@ -91,6 +146,55 @@ final class LaneInboundHandler extends ChannelInboundHandlerAdapter {
             throw new ProtocolException(AmIds.name(frame.amId()) + " before the wireup REQUEST");
         }
         endpoint.frameArrived(this, lane(), frame);
+    }
+
+    /**
+     * The next loop turn's share of the frames a read brought beyond NUCX_LANE_BATCH: a scheduled task runs after the
+     * turn's I/O, so the loop's other lanes and timers get their turn between two shares (a task that queued itself
+     * with {@code execute} could run again before any I/O). Reading resumes once the backlog is empty.
+     */
+    private void drainBacklog(ChannelHandlerContext ctx) {
+        ArrayDeque<AmFrame> frames = backlog;
+        if (frames == null) {
+            return; // the lane closed meanwhile and released them
+        }
+        handledThisTurn = 0;
+        int batch = worker.settings().laneBatch();
+        for (AmFrame f; handledThisTurn < batch && (f = frames.poll()) != null; ) {
+            if (!ctx.channel().isOpen()) {
+                f.release();
+                continue;
+            }
+            if (role == Role.RETRYING) {
+                held.add(f);
+                continue;
+            }
+            handledThisTurn++;
+            try {
+                dispatch(ctx, f);
+            } catch (RuntimeException e) {
+                releaseAll(frames);
+                backlog = null;
+                exceptionCaught(ctx, e);
+                return;
+            }
+        }
+        if (answered) {
+            answered = false;
+            ctx.flush();
+        }
+        if (endpoint != null) {
+            endpoint.readBatchEnded(lane(), ctx.channel()); // these arrived outside a read batch: confirm them now
+        }
+        if (!frames.isEmpty()) {
+            ctx.executor().schedule(() -> drainBacklog(ctx), 0, TimeUnit.NANOSECONDS);
+            return;
+        }
+        backlog = null;
+        handledThisTurn = 0;
+        if (role != Role.RETRYING && ctx.channel().isOpen()) {
+            ctx.channel().config().setAutoRead(true);
+        }
     }
 
     private Lane lane() {
@@ -139,6 +243,7 @@ final class LaneInboundHandler extends ChannelInboundHandlerAdapter {
             case RequestProcessor.Outcome.Accepted a -> {
                 endpoint = a.endpoint();
                 role = Role.ENDPOINT;
+                cancelWireupTimer();
             }
             case RequestProcessor.Outcome.Ignored i -> {
                 role = Role.IGNORED;
@@ -177,7 +282,9 @@ final class LaneInboundHandler extends ChannelInboundHandlerAdapter {
             held.addAll(waiting); // still waiting: keep them, in order
             return;
         }
-        ctx.channel().config().setAutoRead(true);
+        if (backlog == null) {
+            ctx.channel().config().setAutoRead(true);
+        }
         for (AmFrame f; (f = waiting.poll()) != null; ) {
             if (role == Role.RETRYING || !ctx.channel().isOpen()) {
                 f.release();
@@ -248,17 +355,24 @@ final class LaneInboundHandler extends ChannelInboundHandlerAdapter {
 
     /**
      * Keepalive probe: nothing to do if we know the endpoint it names (its arrival was the point); otherwise answer
-     * EP_REMOVED so the peer fails its endpoint at once instead of waiting (UCX's ucp_wireup_send_ep_removed).
+     * EP_REMOVED so the peer fails its endpoint at once instead of waiting (UCX's ucp_wireup_send_ep_removed). The
+     * answer only hastens what the peer's keepalive finds anyway, so a lane that takes no more (a peer that does not
+     * read) gets none: probes never pile up answers here.
      */
     private void onEpCheck(ChannelHandlerContext ctx, WireupMessage m) {
         EndpointChannel known = worker.endpoint(m.dstEpId());
         if (known != null && known == endpoint) { // also while it closes gracefully: it still takes frames
             return;
         }
+        if (!ctx.channel().isWritable()) {
+            worker.counters().counter(Worker.EP_CHECK_UNANSWERED).increment();
+            return;
+        }
         String reason = "worker " + worker.name() + " (" + Long.toHexString(worker.uuid()) + ") has no endpoint #"
                 + m.dstEpId() + (known != null ? " on this connection" : "");
-        ctx.writeAndFlush(WireupMessage.epRemoved(WireupMessage.INVALID_EP_ID, m.srcEpId(), reason)
-                .toFrame(ctx.alloc()), ctx.voidPromise());
+        ctx.write(WireupMessage.epRemoved(WireupMessage.INVALID_EP_ID, m.srcEpId(), reason).toFrame(ctx.alloc()),
+                ctx.voidPromise());
+        answered = true; // flushed once, at the end of the read batch
     }
 
     /** The peer removed the endpoint of this lane (closed it, or did not know it): ours fails with a reset. */
@@ -277,6 +391,9 @@ final class LaneInboundHandler extends ChannelInboundHandlerAdapter {
             throw new ProtocolException("LANE_ATTACH on a lane of " + (endpoint != null ? endpoint
                     : "worker " + worker.name()) + " that carries wireup already");
         }
+        if (worker.auth() != null) { // before anything is looked up: a stranger learns nothing of our endpoints
+            worker.auth().checkLane(m.proof(), m.value(), worker.uuid(), m.srcEpId(), m.dstEpId(), m.lane());
+        }
         EndpointChannel target = worker.endpoint(m.dstEpId());
         if (target == null || target.remoteWorkerAddress().uuid() != m.value()
                 || target.remoteEndpointId() != m.srcEpId()) {
@@ -290,6 +407,7 @@ final class LaneInboundHandler extends ChannelInboundHandlerAdapter {
         endpoint = target;
         role = Role.ENDPOINT;
         laneIndex = m.lane();
+        cancelWireupTimer();
     }
 
     /** The failover reliability a LANE_ACK or LANE_FAILED is for: this lane's endpoint's, named by id. */
@@ -308,8 +426,15 @@ final class LaneInboundHandler extends ChannelInboundHandlerAdapter {
 
     @Override
     public void channelReadComplete(ChannelHandlerContext ctx) {
+        if (answered) {
+            answered = false;
+            ctx.flush();
+        }
         if (endpoint != null) {
             endpoint.readBatchEnded(lane(), ctx.channel());
+        }
+        if (backlog == null) {
+            handledThisTurn = 0; // the next turn's reads get a share of their own
         }
         ctx.fireChannelReadComplete();
     }
@@ -356,6 +481,11 @@ final class LaneInboundHandler extends ChannelInboundHandlerAdapter {
 
     @Override
     public void channelInactive(ChannelHandlerContext ctx) {
+        cancelWireupTimer();
+        if (backlog != null) {
+            releaseAll(backlog);
+            backlog = null;
+        }
         if (role == Role.RETRYING) {
             releaseAll(held);
             held = null;
@@ -380,6 +510,7 @@ final class LaneInboundHandler extends ChannelInboundHandlerAdapter {
         this.endpoint = ep;
         this.role = Role.ENDPOINT;
         this.laneIndex = index;
+        cancelWireupTimer();
     }
 
     Channel channel() {

@@ -4,6 +4,8 @@ import io.netty.channel.Channel;
 import io.nucx.ErrorMode;
 import io.nucx.Worker;
 import io.nucx.WorkerAddress;
+import io.nucx.protocol.LimitExceededException;
+import io.nucx.protocol.ProtocolException;
 
 /**
  * What a worker does with a wireup REQUEST that arrives on a lane a peer connected (UCX's
@@ -52,6 +54,9 @@ final class RequestProcessor {
     Outcome onRequest(WireupMessage request, Channel lane) {
         assert worker.eventLoop().inEventLoop();
         WorkerAddress remote = request.address();
+        if (worker.auth() != null) {
+            worker.auth().check(request.proof(), remote.uuid(), worker.uuid(), request.connSn());
+        }
         boolean listened = request.listened();
         boolean matched = remote.uuid() != worker.uuid() && !listened;
         ErrorMode mode = request.errorMode();
@@ -72,6 +77,19 @@ final class RequestProcessor {
                 expected = match.expected(remote.uuid(), request.connSn());
             }
             if (expected == null) {
+                // Refused before anything exists for the peer: no endpoint, no lane selection, no buffer.
+                EndpointChannel pending = matched ? match.unexpected(remote.uuid(), request.connSn()) : null;
+                if (pending != null) {
+                    throw new ProtocolException("wireup REQUEST for connection #" + request.connSn() + " of "
+                            + Long.toHexString(remote.uuid()) + ", which " + pending + " serves already (a replayed "
+                            + "or duplicated REQUEST)");
+                }
+                int max = worker.settings().maxEndpoints();
+                if (worker.endpointCount() >= max) {
+                    throw new LimitExceededException("NUCX_MAX_ENDPOINTS", max, "wireup REQUEST from "
+                            + remote.name() + " (" + Long.toHexString(remote.uuid()) + ") refused: the worker holds "
+                            + worker.endpointCount() + " endpoints");
+                }
                 LaneSelector.Lanes lanes = worker.selectLanes(remote, mode);
                 ep = EndpointChannel.accepted(worker, worker.newEndpointId(), remote, lanes, mode, request, lane);
                 worker.registerEndpoint(ep); // on the loop: registered before a connect on another thread adopts it

@@ -2,6 +2,7 @@ package io.nucx.wireup;
 
 import io.nucx.ErrorMode;
 import io.nucx.transport.NucxConfig;
+import io.nucx.transport.shm.ShmIoHandler;
 import io.nucx.transport.config.AbstractConfigTable;
 import io.nucx.transport.config.ConfigEntry;
 
@@ -17,6 +18,16 @@ public final class WireupConfig extends AbstractConfigTable {
     /** Progress mode of workers created by nucx: spin (busy-poll) or block. */
     public static final ConfigEntry<Boolean> BUSY_POLL = ConfigEntry.bool("BUSY_POLL", "n",
             "Busy-poll the worker's event loop (y) or block until woken (n)");
+    /** Idle passes a polling loop spins before it may yield its core between passes. */
+    public static final ConfigEntry<Integer> IDLE_SPINS = ConfigEntry.integer("IDLE_SPINS", "1000",
+            "Idle passes in a row a polling worker loop (busy-poll, or NUCX_SHM_SPIN) only spins before it may yield "
+                    + "its core between passes (NUCX_IDLE_BACKOFF)", 0, 1_000_000_000);
+    /** When a polling loop past its spin passes yields. */
+    public static final ConfigEntry<ShmIoHandler.Backoff> IDLE_BACKOFF = ConfigEntry.choice("IDLE_BACKOFF", "jit",
+            "When an idle polling loop past NUCX_IDLE_SPINS yields its core between passes: jit (while the JIT "
+                    + "compiler is at work, so it gets the CPU during the warm-up on a 2-core machine), always, or "
+                    + "never (spin)",
+            List.of(ShmIoHandler.Backoff.JIT, ShmIoHandler.Backoff.ALWAYS, ShmIoHandler.Backoff.NEVER));
     /** Error handling of new endpoints, like ucp_ep_params.err_mode. */
     public static final ConfigEntry<ErrorMode> ERR_MODE = ConfigEntry.choice("ERR_MODE", "peer",
             "Error handling of new endpoints: peer (keepalive; a lost peer fails the endpoint's operations), failover "
@@ -41,9 +52,39 @@ public final class WireupConfig extends AbstractConfigTable {
                     + "least 2 x KEEPALIVE_INTERVAL); also the most a graceful close waits for the peer",
             MAX_KEEPALIVE_NANOS);
 
+    /** Bytes of writes one endpoint queues while it wires up (its stub). */
+    public static final ConfigEntry<Long> STUB_EP_BYTES = ConfigEntry.size("STUB_EP_BYTES", "64m",
+            "Bytes of writes one endpoint may queue while it wires up; more fails that endpoint", 64 << 10,
+            Long.MAX_VALUE / 2);
+    /** The same over all endpoints of a worker. */
+    public static final ConfigEntry<Long> STUB_WORKER_BYTES = ConfigEntry.size("STUB_WORKER_BYTES", "512m",
+            "Bytes of writes all endpoints of a worker may queue while they wire up; the endpoint that goes over it "
+                    + "fails", 64 << 10, Long.MAX_VALUE / 2);
+    /** A connection a peer opened must carry its wireup (REQUEST or LANE_ATTACH) within this, in nanoseconds. */
+    public static final ConfigEntry<Long> WIREUP_TIMEOUT = ConfigEntry.duration("WIREUP_TIMEOUT", "10s",
+            "A connection a peer opened that carried no wireup REQUEST (or LANE_ATTACH) this long is closed "
+                    + "(10ms..1h)", MAX_KEEPALIVE_NANOS)
+            .require(v -> v >= MIN_KEEPALIVE_INTERVAL_NANOS, "must be at least 10ms");
+    /** Endpoints a worker holds at once; a peer's REQUEST beyond is refused. */
+    public static final ConfigEntry<Integer> MAX_ENDPOINTS = ConfigEntry.integer("MAX_ENDPOINTS", "65536",
+            "Endpoints a worker holds at once; a peer's wireup REQUEST beyond is refused", 1, 1 << 24);
+    /** Frames one lane handles per loop turn; the rest of what a read brought waits for the next turn. */
+    public static final ConfigEntry<Integer> LANE_BATCH = ConfigEntry.integer("LANE_BATCH", "512",
+            "Frames one lane handles per event-loop turn; the rest of a read waits, reading paused, for the next "
+                    + "turn, so a flooding peer delays the loop's other lanes and timers by one share", 16, 1 << 20);
+    /** A shared secret that authenticates wireup ({@link WireupAuth}); a *_TOKEN value is never printed. */
+    public static final ConfigEntry<String> AUTH_TOKEN = ConfigEntry.string("AUTH_TOKEN", "",
+            "Shared secret (16 bytes or more) that authenticates wireup: a REQUEST or LANE_ATTACH without an HMAC "
+                    + "proof of it (over both worker uuids, a nonce and the time) is refused before any endpoint "
+                    + "exists; empty: off");
+    /** The same secret read from a file. */
+    public static final ConfigEntry<String> AUTH_KEY_FILE = ConfigEntry.string("AUTH_KEY_FILE", "",
+            "File holding the wireup secret (16 bytes or more), instead of NUCX_AUTH_TOKEN");
+
     public WireupConfig() {
-        super("Worker, endpoints and wireup", RANK_WORKER, BUSY_POLL, ERR_MODE, MAX_RNDV_LANES, MULTI_LANE_MAX_RATIO,
-                KEEPALIVE_INTERVAL, KEEPALIVE_TIMEOUT);
+        super("Worker, endpoints and wireup", RANK_WORKER, BUSY_POLL, IDLE_SPINS, IDLE_BACKOFF, ERR_MODE, MAX_RNDV_LANES,
+                MULTI_LANE_MAX_RATIO, KEEPALIVE_INTERVAL, KEEPALIVE_TIMEOUT, STUB_EP_BYTES, STUB_WORKER_BYTES,
+                WIREUP_TIMEOUT, MAX_ENDPOINTS, LANE_BATCH, AUTH_TOKEN, AUTH_KEY_FILE);
     }
 
     /** The keepalive timeout must be at least twice the interval, so that one late tick does not fail a live peer. */
@@ -55,5 +96,6 @@ public final class WireupConfig extends AbstractConfigTable {
             throw config.invalid(KEEPALIVE_TIMEOUT, "must be at least twice NUCX_KEEPALIVE_INTERVAL="
                     + config.raw(KEEPALIVE_INTERVAL) + ", so that one late tick does not fail a live peer");
         }
+        WireupAuth.from(config); // a short key, an unreadable file, or both given, stop start-up
     }
 }

@@ -88,10 +88,13 @@ final class WireupHandler extends ChannelInboundHandlerAdapter {
         }
         ownLane = lane;
         endpoint.lanes().ownLane(lane);
+        WireupAuth auth = endpoint.worker().auth();
         lane.write(WireupMessage.request(endpoint.errorMode(), endpoint.listened(), endpoint.connSn(),
                 endpoint.endpointId(),
                 endpoint.worker().address(), p2pEndpoint != null ? p2pEndpoint.address()
-                        : WireupMessage.NO_EP_ADDRESS).toFrame(lane.alloc()), lane.voidPromise());
+                        : WireupMessage.NO_EP_ADDRESS, auth == null ? null : auth.proof(endpoint.worker().uuid(),
+                        endpoint.remoteWorkerAddress().uuid(), endpoint.connSn())).toFrame(lane.alloc()),
+                lane.voidPromise());
         if (!endpoint.selection().am().p2p()
                 && Long.compareUnsigned(endpoint.worker().uuid(), endpoint.remoteWorkerAddress().uuid()) <= 0) {
             endpoint.lanesReady(lane); // the lower uuid: its own lane is the pair's whatever the peer does

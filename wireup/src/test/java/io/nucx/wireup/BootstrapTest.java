@@ -85,6 +85,17 @@ class BootstrapTest {
     }
 
     @Test
+    void aMalformedPerformanceProfileStopsStartUpNamingTheFileAndTheFault(@org.junit.jupiter.api.io.TempDir
+                                                                           java.nio.file.Path dir) throws Exception {
+        java.nio.file.Path file = dir.resolve("profile.txt");
+        java.nio.file.Files.writeString(file, "format = nucx-perf-profile 1\nshm/memory.bandwidth = -5\n");
+        NucxConfigException e = assertThrows(NucxConfigException.class,
+                () -> new NucxBootstrap().config("TLS", "tcp").config("PERF_PROFILE", file.toString()).start());
+        assertTrue(e.getMessage().contains("PERF_PROFILE") && e.getMessage().contains(file + " line 2")
+                && e.getMessage().contains("shm/memory.bandwidth must be a finite number > 0"), e.getMessage());
+    }
+
+    @Test
     void forcedEngineThatDoesNotMatchTheGivenGroupIsRefused() throws Exception {
         EventLoopGroup group = new MultiThreadIoEventLoopGroup(1, NioIoHandler.newFactory());
         try {

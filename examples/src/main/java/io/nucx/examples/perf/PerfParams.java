@@ -7,10 +7,30 @@ package io.nucx.examples.perf;
  * tests, the 50th percentile.
  */
 public record PerfParams(PerfTestType test, int messageSize, long iterations, long warmup, int window,
-                         double percentile, PerfDatatype datatype, long warmupNanos, String errorMode) {
+                         double percentile, PerfDatatype datatype, long warmupNanos, String errorMode,
+                         int steadyWindow) {
 
     /** The error modes {@code -e} takes (ucx_perftest's). */
     public static final java.util.List<String> ERROR_MODES = java.util.List.of("none", "peer", "failover");
+
+    /** Warm-up by iterations and time only (no steady-state rule). */
+    public PerfParams(PerfTestType test, int messageSize, long iterations, long warmup, int window, double percentile,
+                      PerfDatatype datatype, long warmupNanos, String errorMode) {
+        this(test, messageSize, iterations, warmup, window, percentile, datatype, warmupNanos, errorMode, 0);
+    }
+
+    /**
+     * The same run whose warm-up ends as soon as it is steady: three windows of {@code iterations} in a row averaging
+     * within 10 % of the best window so far, with the JIT compiler quiet for {@link #QUIET_JIT_NANOS} (still at most
+     * {@code warmup} iterations and {@code warmupNanos}).
+     */
+    public PerfParams withSteadyWarmup(int iterations) {
+        return new PerfParams(test, messageSize, this.iterations, warmup, window, percentile, datatype, warmupNanos,
+                errorMode, iterations);
+    }
+
+    /** How long the JIT compiler must have made no progress for a steady warm-up to end. */
+    public static final long QUIET_JIT_NANOS = 500_000_000L;
 
     /** With the error mode of the environment (NUCX_ERR_MODE) on each side. */
     public PerfParams(PerfTestType test, int messageSize, long iterations, long warmup, int window, double percentile,
@@ -41,6 +61,9 @@ public record PerfParams(PerfTestType test, int messageSize, long iterations, lo
         if (errorMode != null && !ERROR_MODES.contains(errorMode)) {
             throw new IllegalArgumentException("error mode must be one of " + ERROR_MODES + ", got '" + errorMode
                     + "'");
+        }
+        if (steadyWindow < 0) {
+            throw new IllegalArgumentException("steady warm-up window must be >= 0 iterations, got " + steadyWindow);
         }
         if (warmupNanos < 0) {
             throw new IllegalArgumentException("warm-up time must be >= 0, got " + warmupNanos + " ns");

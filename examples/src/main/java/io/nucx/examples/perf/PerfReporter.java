@@ -15,6 +15,8 @@ public final class PerfReporter {
     private final PrintStream out;
     private final boolean finalOnly;
     private final boolean progress;
+    private int windowIterations;
+    private final java.util.List<double[]> windows = new java.util.ArrayList<>();
 
     /**
      * @param progress print a row every second (ucx_perftest does; nucx does so only on a terminal)
@@ -58,6 +60,90 @@ public final class PerfReporter {
 
     public boolean wantsProgress() {
         return progress;
+    }
+
+    /**
+     * Report every {@code iterations} iterations (warm-up included) a {@code Window:} line: the iterations so far,
+     * milliseconds since this process started, and the window's average time per iteration (one-way latency for
+     * ping-pong tests); and, after the final row, when the run reached its steady state ({@link #steadyState}).
+     * 0 turns it off (the default).
+     */
+    public PerfReporter windows(int iterations) {
+        if (iterations < 0) {
+            throw new IllegalArgumentException("window must be >= 0 iterations, got " + iterations);
+        }
+        this.windowIterations = iterations;
+        return this;
+    }
+
+    /** Iterations per window report, 0 for none. */
+    public int windowIterations() {
+        return windowIterations;
+    }
+
+    /** The warm-up ended: after {@code iterations} in {@code nanos}, steady by the rule or at its limit. */
+    public void warmupDone(PerfParams p, long iterations, long nanos, boolean steady) {
+        if (p.steadyWindow() == 0) {
+            return;
+        }
+        out.println(String.format(Locale.ROOT, "Warm-up: %d iterations in %.1f s, %s", iterations, nanos / 1e9,
+                steady ? "until steady (three windows of " + p.steadyWindow() + " within 10 % of the best, the JIT "
+                        + "compiler quiet for " + PerfParams.QUIET_JIT_NANOS / 1_000_000 + " ms)"
+                        : "stopped at its limit before it was steady"));
+        out.flush();
+    }
+
+    /** One window ended: {@code totalIterations} since the start of the run, its average per iteration in usec. */
+    public void window(String phase, long totalIterations, long millisSinceProcessStart, double averageUs) {
+        windows.add(new double[] {totalIterations, millisSinceProcessStart, averageUs});
+        out.println(String.format(Locale.ROOT, "Window: %-7s %12d iterations %9d ms %10.3f usec", phase,
+                totalIterations, millisSinceProcessStart, averageUs));
+        out.flush();
+    }
+
+    /**
+     * When the run reached its steady state, from its windows: the end of the first window from which three windows
+     * in a row average within 10 % of the final average (the mean of the last tenth of the windows, at least one), in
+     * milliseconds since the process started; -1 if it never did or there are too few windows.
+     */
+    public long steadyState() {
+        int n = windows.size();
+        if (n < 4) {
+            return -1;
+        }
+        int tail = Math.max(1, n / 10);
+        double fin = 0;
+        for (int i = n - tail; i < n; i++) {
+            fin += windows.get(i)[2];
+        }
+        fin /= tail;
+        for (int w = 0; w + 2 < n; w++) {
+            boolean steady = true;
+            for (int k = w; k <= w + 2 && steady; k++) {
+                steady = Math.abs(windows.get(k)[2] - fin) <= 0.1 * fin;
+            }
+            if (steady) {
+                out.println(String.format(Locale.ROOT, "Steady state: %d ms after process start (window ending at "
+                        + "iteration %.0f within 10%% of the final %.3f usec, and the next two)", (long) windows.get(w)[1],
+                        windows.get(w)[0], fin));
+                out.flush();
+                return (long) windows.get(w)[1];
+            }
+        }
+        out.println(String.format(Locale.ROOT, "Steady state: not reached (final %.3f usec)", fin));
+        out.flush();
+        return -1;
+    }
+
+    /**
+     * Bytes each side's worker loop thread allocated per iteration of the measured run (ThreadMXBean); the server's
+     * is per message it received, -1 if it did not say.
+     */
+    public void allocation(double clientPerIteration, double serverPerMessage) {
+        out.println(String.format(Locale.ROOT, "Allocated (bytes per iteration, worker loop thread): client %.1f, "
+                + "server %s", clientPerIteration, serverPerMessage < 0 ? "unknown"
+                : String.format(Locale.ROOT, "%.1f", serverPerMessage)));
+        out.flush();
     }
 
     public void progress(PerfResult r) {

@@ -12,6 +12,8 @@ final class PerfTags {
     static final long SYNC_ACK = 5;
     /** Client to server: the run is over. */
     static final long FINISH = 6;
+    /** Client to server: the measured run starts now (the server counts what it allocates from here). */
+    static final long MEASURE = 7;
 
     private PerfTags() {
     }

@@ -26,7 +26,7 @@ import java.util.function.Consumer;
 public final class Perftest {
 
     /** How long either side waits for the other at set-up and for the run's end. */
-    private static final long RUN_TIMEOUT_SECONDS = 600;
+    static final long RUN_TIMEOUT_SECONDS = 600;
 
     private Perftest() {
     }
@@ -40,7 +40,7 @@ public final class Perftest {
     }
 
     /** A worker with {@code config}, then the run's own settings ({@code -D bcopy|zcopy}, {@code -e}) on top. */
-    private static Worker startWorker(String name, Map<String, String> config, PerfParams params, boolean busyPoll)
+    static Worker startWorker(String name, Map<String, String> config, PerfParams params, boolean busyPoll)
             throws Exception {
         NucxBootstrap b = new NucxBootstrap().name(name).busyPoll(busyPoll);
         config.forEach(b::config);
@@ -70,8 +70,10 @@ public final class Perftest {
                     w.flush();
                     WorkerAddress client = WorkerAddress.fromHex(readLine(in, "client worker address"));
                     Endpoint ep = worker.connect(client);
-                    new TagPerfServer(worker, ep, params.messageSize(), params.test().sync()).start()
-                            .get(RUN_TIMEOUT_SECONDS, TimeUnit.SECONDS);
+                    TagPerfServer server = new TagPerfServer(worker, ep, params.messageSize(), params.test().sync());
+                    server.start().get(RUN_TIMEOUT_SECONDS, TimeUnit.SECONDS);
+                    w.println("allocated " + server.allocationPerMessage()); // the client prints it
+                    w.flush();
                 } finally {
                     worker.close().get(10, TimeUnit.SECONDS);
                 }
@@ -103,10 +105,14 @@ public final class Perftest {
             w.flush();
             Endpoint ep = worker.connect(server);
             reporter.header(params);
-            PerfResult r = new TagPerfClient(worker, ep, params, reporter).start()
-                    .get(RUN_TIMEOUT_SECONDS, TimeUnit.SECONDS);
+            TagPerfClient client = new TagPerfClient(worker, ep, params, reporter);
+            PerfResult r = client.start().get(RUN_TIMEOUT_SECONDS, TimeUnit.SECONDS);
             reporter.finalRow(r);
             ep.tagSend(PerfTags.FINISH, io.netty.buffer.Unpooled.EMPTY_BUFFER).sync();
+            if (reporter.windowIterations() > 0) {
+                reporter.steadyState();
+            }
+            reporter.allocation(client.allocationPerIteration(), serverAllocation(in));
             if (protocolCounts != null) {
                 protocolCounts.accept(worker.counters().snapshot());
             }
@@ -116,8 +122,44 @@ public final class Perftest {
         }
     }
 
+    /** The server's "allocated N" line after FINISH; -1 if it sends none (an older server). */
+    private static double serverAllocation(BufferedReader in) {
+        try {
+            String line = in.readLine();
+            return line != null && line.startsWith("allocated ") ? Double.parseDouble(line.substring(10)) : -1;
+        } catch (IOException | NumberFormatException e) {
+            return -1;
+        }
+    }
+
+    /**
+     * Runs one test with the server on another thread of this JVM (self, or any transport without a second
+     * process), printing the client's table; returns the final row.
+     */
+    public static PerfResult runInProcess(PerfParams params, Map<String, String> config, boolean busyPoll,
+                                          PerfReporter reporter) throws Exception {
+        int port;
+        try (ServerSocket s = new ServerSocket(0)) {
+            port = s.getLocalPort();
+        }
+        java.util.concurrent.ExecutorService server = java.util.concurrent.Executors.newSingleThreadExecutor();
+        try {
+            PrintStream quiet = new PrintStream(java.io.OutputStream.nullOutputStream());
+            int p = port;
+            java.util.concurrent.Future<?> served = server.submit(() -> {
+                serve(p, config, busyPoll, quiet);
+                return null;
+            });
+            PerfResult r = run("127.0.0.1", port, params, config, busyPoll, reporter);
+            served.get(60, TimeUnit.SECONDS);
+            return r;
+        } finally {
+            server.shutdownNow();
+        }
+    }
+
     /** The server may still be starting: retry the set-up connection for a while, as a person would. */
-    private static Socket connect(String host, int port) throws IOException, InterruptedException {
+    static Socket connect(String host, int port) throws IOException, InterruptedException {
         long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
         while (true) {
             try {
@@ -133,16 +175,16 @@ public final class Perftest {
         }
     }
 
-    private static BufferedReader reader(Socket s) throws IOException {
+    static BufferedReader reader(Socket s) throws IOException {
         s.setSoTimeout((int) TimeUnit.SECONDS.toMillis(60));
         return new BufferedReader(new InputStreamReader(s.getInputStream(), StandardCharsets.US_ASCII));
     }
 
-    private static PrintWriter writer(Socket s) throws IOException {
+    static PrintWriter writer(Socket s) throws IOException {
         return new PrintWriter(s.getOutputStream(), false, StandardCharsets.US_ASCII);
     }
 
-    private static String readLine(BufferedReader in, String what) throws IOException {
+    static String readLine(BufferedReader in, String what) throws IOException {
         String line = in.readLine();
         if (line == null) {
             throw new IOException("perftest peer closed the set-up connection before sending the " + what);

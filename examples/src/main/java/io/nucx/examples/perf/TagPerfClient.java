@@ -1,14 +1,17 @@
 package io.nucx.examples.perf;
 
 import io.netty.buffer.ByteBuf;
+import io.netty.buffer.PooledByteBufAllocator;
 import io.netty.buffer.Unpooled;
 import io.netty.channel.ChannelFuture;
 import io.netty.util.concurrent.Future;
 import io.netty.util.concurrent.GenericFutureListener;
 import io.netty.util.concurrent.Promise;
 import io.nucx.Endpoint;
+import io.nucx.EndpointOption;
 import io.nucx.Worker;
 import io.nucx.protocol.tag.TagMessage;
+import io.nucx.protocol.tag.TagReceive;
 import org.HdrHistogram.Histogram;
 
 /**
@@ -20,6 +23,11 @@ import org.HdrHistogram.Histogram;
  *       after the last DATA, so the time counts delivery, not just local completion.</li>
  * </ul>
  * Warm-up runs the same loop first (at most {@code warmup} iterations or {@code warmupNanos}, 100 ms by default).
+ *
+ * <p>It calls nucx the way that allocates nothing per message where the test allows: the payload is a pooled buffer
+ * sent as retained duplicates (recycled objects) under the endpoint's {@link EndpointOption#SEND_TAG}, and tag_lat's
+ * PONG comes to a {@linkplain TagReceive#reusable reusable} receive. The synchronous tests send {@code TagMessage}s
+ * (the flag travels in the message), and tag_bw's sends take a promise each: the window counts completions.
  */
 final class TagPerfClient {
 
@@ -30,11 +38,14 @@ final class TagPerfClient {
     private final PerfParams params;
     private final PerfReporter reporter;
     private final Promise<PerfResult> result;
-    /** Sent again and again (as retained duplicates); {@link #owned} is released when the run ends. */
+    /** Sent again and again as retained duplicates; released when the run ends. */
     private final ByteBuf payload;
-    private final ByteBuf owned;
     private final Histogram interval = new Histogram(3_600_000_000_000L, 3);
     private final Histogram overall = new Histogram(3_600_000_000_000L, 3);
+    private final boolean sync;
+    private final int windowIterations;
+    private final long processStartMillis = ProcessHandle.current().info().startInstant()
+            .map(java.time.Instant::toEpochMilli).orElse(System.currentTimeMillis());
 
     private Phase phase = Phase.WARMUP;
     private long phaseStart;
@@ -46,29 +57,56 @@ final class TagPerfClient {
     // bandwidth state
     private long sent;
     private int outstanding;
+    // window reports (warm-up included)
+    private long runIterations;
+    private long windowStart;
+    private long allocStart;
+    private double allocPerIteration;
+    // steady warm-up (PerfParams.steadyWindow)
+    private long steadyStart;
+    private long steadyCount;
+    private double steadyBest = Double.MAX_VALUE;
+    private int calmWindows;
+    private boolean steady;
+    private long jitMillis = -1;
+    private long jitChanged;
 
-    private final GenericFutureListener<Future<TagMessage>> onPong = this::onPong;
+    private final GenericFutureListener<Future<TagMessage>> onSyncPong = this::onSyncPong;
     private final GenericFutureListener<ChannelFuture> onSent = this::onSent;
+    private final TagReceive pong = TagReceive.reusable(PerfTags.PONG, -1L, new TagReceive.Handler() {
+        @Override
+        public void received(long tag, ByteBuf data) {
+            data.release();
+            onPong();
+        }
+
+        @Override
+        public void failed(Throwable cause) {
+            fail(cause);
+        }
+    });
 
     TagPerfClient(Worker worker, Endpoint ep, PerfParams params, PerfReporter reporter) {
         this.worker = worker;
         this.ep = ep;
         this.params = params;
         this.reporter = reporter;
+        this.sync = params.test().sync();
+        this.windowIterations = reporter.windowIterations();
         this.result = worker.eventLoop().newPromise();
-        byte[] bytes = new byte[params.messageSize()];
-        for (int i = 0; i < bytes.length; i++) {
-            bytes[i] = (byte) i;
+        int size = params.messageSize();
+        ByteBuf contig = PooledByteBufAllocator.DEFAULT.directBuffer(size, size);
+        for (int i = 0; i < size; i++) {
+            contig.writeByte(i);
         }
-        ByteBuf contig = Unpooled.directBuffer(bytes.length).writeBytes(bytes);
         ByteBuf send = contig;
-        if (params.iov() && bytes.length > 1) { // two parts: the selection key says IOV
-            int half = bytes.length / 2;
-            send = Unpooled.wrappedBuffer(contig.retainedSlice(0, half), contig.retainedSlice(half, bytes.length - half));
+        if (params.iov() && size > 1) { // two parts: the selection key says IOV
+            int half = size / 2;
+            send = Unpooled.wrappedBuffer(contig.retainedSlice(0, half), contig.retainedSlice(half, size - half));
             contig.release(); // the composite's parts keep the memory
         }
-        this.owned = send;
-        this.payload = Unpooled.unreleasableBuffer(send);
+        this.payload = send;
+        ep.config().setOption(EndpointOption.SEND_TAG, params.test().pingPong() ? PerfTags.PING : PerfTags.DATA);
     }
 
     Future<PerfResult> start() {
@@ -79,11 +117,20 @@ final class TagPerfClient {
                 result.tryFailure(f.cause());
             }
         });
-        result.addListener(f -> owned.release()); // sends still in flight hold their own duplicates
+        result.addListener(f -> payload.release()); // sends still in flight hold their own duplicates
         return result;
     }
 
+    /** Bytes the loop thread allocated per iteration of the measured run (valid once the result is in). */
+    double allocationPerIteration() {
+        return allocPerIteration;
+    }
+
     private void beginPhase(Phase p) {
+        if (p == Phase.MEASURE) {
+            // The server counts from here: this arrives before the first measured message (one lane keeps order).
+            ep.writeAndFlush(new TagMessage(PerfTags.MEASURE, Unpooled.EMPTY_BUFFER), ep.voidPromise());
+        }
         phase = p;
         iter = 0;
         phaseStart = System.nanoTime();
@@ -95,6 +142,11 @@ final class TagPerfClient {
         outstanding = 0;
         interval.reset();
         overall.reset(); // the tail describes the measured run only
+        if (p == Phase.WARMUP) {
+            windowStart = phaseStart;
+            steadyStart = phaseStart;
+        }
+        allocStart = PerfAllocation.current();
         if (target == 0) {
             endPhase();
             return;
@@ -107,25 +159,52 @@ final class TagPerfClient {
     }
 
     private boolean warmupOver(long now) {
-        return phase == Phase.WARMUP && now - phaseStart > params.warmupNanos();
+        return phase == Phase.WARMUP && (steady || now - phaseStart > params.warmupNanos());
+    }
+
+    /** Steady warm-up: one more iteration; at each window's end, whether the run is steady yet. */
+    private void steadyCheck(long now, int iterations) {
+        steadyCount += iterations;
+        if (steadyCount < params.steadyWindow()) {
+            return;
+        }
+        double avg = (now - steadyStart) / (double) steadyCount;
+        steadyStart = now;
+        steadyCount = 0;
+        steadyBest = Math.min(steadyBest, avg);
+        calmWindows = avg <= steadyBest * 1.1 ? calmWindows + 1 : 0;
+        long jit = java.lang.management.ManagementFactory.getCompilationMXBean().getTotalCompilationTime();
+        if (jit != jitMillis) {
+            jitMillis = jit;
+            jitChanged = now;
+        }
+        steady = calmWindows >= 3 && now - jitChanged >= PerfParams.QUIET_JIT_NANOS;
     }
 
     // ---------------------------------------------------------------- tag_lat
 
     private void ping() {
-        worker.tagRecv(PerfTags.PONG, -1L).addListener(onPong);
-        ep.writeAndFlush(new TagMessage(PerfTags.PING, payload.retainedDuplicate(), params.test().sync()),
-                ep.voidPromise());
+        if (sync) {
+            worker.tagRecv(PerfTags.PONG, -1L).addListener(onSyncPong);
+            ep.writeAndFlush(new TagMessage(PerfTags.PING, payload.retainedDuplicate(), true), ep.voidPromise());
+        } else {
+            worker.tagRecv(pong);
+            ep.writeAndFlush(payload.retainedDuplicate(), ep.voidPromise());
+        }
     }
 
-    private void onPong(Future<TagMessage> f) {
+    private void onSyncPong(Future<TagMessage> f) {
         if (!f.isSuccess()) {
             fail(f.cause());
             return;
         }
         f.getNow().release();
+        onPong();
+    }
+
+    private void onPong() {
         long now = System.nanoTime();
-        record(now);
+        record(now, 1);
         if (++iter >= target || warmupOver(now)) {
             endPhase();
         } else {
@@ -140,8 +219,9 @@ final class TagPerfClient {
         while (outstanding < params.window() && sent < target) {
             outstanding++;
             sent++;
-            ep.write(new TagMessage(PerfTags.DATA, payload.retainedDuplicate(), params.test().sync()))
-                    .addListener(onSent);
+            Object msg = sync ? new TagMessage(PerfTags.DATA, payload.retainedDuplicate(), true)
+                    : payload.retainedDuplicate();
+            ep.write(msg).addListener(onSent);
             wrote = true;
         }
         if (wrote) {
@@ -156,7 +236,7 @@ final class TagPerfClient {
         }
         outstanding--;
         long now = System.nanoTime();
-        record(now);
+        record(now, 1);
         iter++;
         if (warmupOver(now)) {
             target = sent; // stop issuing; finish what is in flight
@@ -178,7 +258,18 @@ final class TagPerfClient {
 
     // ---------------------------------------------------------------- accounting
 
-    private void record(long now) {
+    private void record(long now, int iterations) {
+        runIterations += iterations;
+        if (phase == Phase.WARMUP && params.steadyWindow() > 0) {
+            steadyCheck(now, iterations);
+        }
+        if (windowIterations > 0 && runIterations % windowIterations == 0) {
+            double perIteration = (now - windowStart) / 1000.0 / windowIterations
+                    / (params.test().pingPong() ? 2.0 : 1.0);
+            windowStart = now;
+            reporter.window(phase == Phase.WARMUP ? "warmup" : "measure", runIterations,
+                    System.currentTimeMillis() - processStartMillis, perIteration);
+        }
         if (phase != Phase.MEASURE) {
             return;
         }
@@ -199,9 +290,11 @@ final class TagPerfClient {
     private void endPhase() {
         long now = System.nanoTime();
         if (phase == Phase.WARMUP) {
+            reporter.warmupDone(params, iter, now - phaseStart, steady);
             beginPhase(Phase.MEASURE);
             return;
         }
+        allocPerIteration = iter == 0 ? 0 : (PerfAllocation.current() - allocStart) / (double) iter;
         phase = Phase.DONE;
         Histogram h = interval.getTotalCount() > 0 ? interval : overall;
         result.trySuccess(PerfResult.of(params.test().pingPong(), params.messageSize(), iter, iter - lastReportIter,

@@ -1,36 +1,54 @@
 package io.nucx.examples.perf;
 
 import io.netty.buffer.ByteBuf;
+import io.netty.buffer.PooledByteBufAllocator;
 import io.netty.buffer.Unpooled;
 import io.netty.util.concurrent.Future;
-import io.netty.util.concurrent.GenericFutureListener;
 import io.netty.util.concurrent.Promise;
 import io.nucx.Endpoint;
+import io.nucx.EndpointOption;
 import io.nucx.Worker;
 import io.nucx.protocol.tag.TagMessage;
+import io.nucx.protocol.tag.TagReceive;
 
 /**
- * The answering side of a tag test, on the worker's loop: one receive posted at a time for any tag, answered by tag
- * ({@link PerfTags}). Completes when FINISH arrives.
+ * The answering side of a tag test, on the worker's loop: one {@linkplain TagReceive#reusable reusable} receive for
+ * any tag, posted again after each message, answered by tag ({@link PerfTags}); PONGs are slices of a pooled buffer
+ * sent under the endpoint's {@code SEND_TAG}, so a ping-pong allocates nothing here. Completes when FINISH arrives;
+ * it counts what its loop thread allocated per message from the client's MEASURE on.
  */
 final class TagPerfServer {
 
     private final Worker worker;
     private final Endpoint ep;
     private final ByteBuf reply;
-    private final ByteBuf owned;
     private final Promise<Long> done;
     private final boolean sync;
-    private final GenericFutureListener<Future<TagMessage>> onMessage = this::onMessage;
+    private final TagReceive any = TagReceive.reusable(0, 0, new TagReceive.Handler() {
+        @Override
+        public void received(long tag, ByteBuf data) {
+            int size = data.readableBytes();
+            data.release();
+            onMessage(tag, size);
+        }
+
+        @Override
+        public void failed(Throwable cause) {
+            done.tryFailure(cause);
+        }
+    });
     private long received;
+    private long measured;
+    private long allocStart = -1;
+    private double allocPerMessage = -1;
 
     TagPerfServer(Worker worker, Endpoint ep, int maxSize, boolean sync) {
         this.sync = sync;
         this.worker = worker;
         this.ep = ep;
-        this.owned = Unpooled.directBuffer(maxSize).writeZero(maxSize);
-        this.reply = Unpooled.unreleasableBuffer(owned);
+        this.reply = PooledByteBufAllocator.DEFAULT.directBuffer(maxSize, maxSize).writeZero(maxSize);
         this.done = worker.eventLoop().newPromise();
+        ep.config().setOption(EndpointOption.SEND_TAG, PerfTags.PONG);
     }
 
     /** Completes with the number of DATA messages received when the client says FINISH. */
@@ -42,30 +60,38 @@ final class TagPerfServer {
                 done.tryFailure(f.cause());
             }
         });
-        done.addListener(f -> owned.release());
+        done.addListener(f -> reply.release());
         return done;
     }
 
-    private void post() {
-        worker.tagRecv(0, 0, null).addListener(onMessage);
+    /** Bytes the loop allocated per message from MEASURE to FINISH; -1 without a MEASURE. */
+    double allocationPerMessage() {
+        return allocPerMessage;
     }
 
-    private void onMessage(Future<TagMessage> f) {
-        if (!f.isSuccess()) {
-            done.tryFailure(f.cause());
-            return;
-        }
-        TagMessage m = f.getNow();
-        long tag = m.tag();
-        int size = m.content().readableBytes();
-        m.release();
+    private void post() {
+        worker.tagRecv(any);
+    }
+
+    private void onMessage(long tag, int size) {
+        measured++;
         if (tag == PerfTags.PING) {
-            ep.writeAndFlush(new TagMessage(PerfTags.PONG, reply.retainedSlice(0, size), sync), ep.voidPromise());
+            if (sync) {
+                ep.writeAndFlush(new TagMessage(PerfTags.PONG, reply.retainedSlice(0, size), true), ep.voidPromise());
+            } else {
+                ep.writeAndFlush(reply.retainedSlice(0, size), ep.voidPromise());
+            }
         } else if (tag == PerfTags.DATA) {
             received++;
         } else if (tag == PerfTags.SYNC) {
             ep.writeAndFlush(new TagMessage(PerfTags.SYNC_ACK, Unpooled.EMPTY_BUFFER), ep.voidPromise());
+        } else if (tag == PerfTags.MEASURE) {
+            measured = 0;
+            allocStart = PerfAllocation.current();
         } else if (tag == PerfTags.FINISH) {
+            if (allocStart >= 0 && measured > 1) {
+                allocPerMessage = (PerfAllocation.current() - allocStart) / (double) (measured - 1);
+            }
             done.trySuccess(received);
             return;
         } else {

@@ -7,6 +7,8 @@ import io.netty.channel.ChannelHandlerContext;
 import io.netty.channel.ChannelPromise;
 import io.netty.util.concurrent.Future;
 import io.nucx.protocol.AmIds;
+import io.nucx.protocol.LimitExceededException;
+import io.nucx.protocol.ReceiveLimits;
 import io.nucx.protocol.PendingRequests;
 import io.nucx.protocol.ProtocolCodec;
 import io.nucx.protocol.ProtocolException;
@@ -16,6 +18,7 @@ import io.nucx.transport.AmFrame;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.lang.invoke.VarHandle;
+import java.util.ArrayDeque;
 import java.util.List;
 import java.util.function.LongSupplier;
 
@@ -27,6 +30,13 @@ import java.util.function.LongSupplier;
  * one outside the key's region fails at once, naming it, and sends nothing; a request the target's memory does not
  * allow is answered with a status and only that request fails; a malformed frame is a {@link ProtocolException} (the
  * lane closes).
+ *
+ * <p><b>Backlogs.</b> Answers go only to a lane that takes them: while the endpoint is not writable (the peer does not
+ * read), arriving requests wait unapplied, in order, and are applied and answered as it becomes writable again; more
+ * than NUCX_REPLY_BACKLOG of them fails the endpoint ({@link LimitExceededException}), so a peer that never reads
+ * makes this side hold a bounded backlog, not an unbounded queue of answers. As a sender it keeps at most that many
+ * atomics unanswered on the endpoint (later ones wait here, in order), so a well-behaved peer never reaches the
+ * bound on the other side.
  */
 public final class AmoCodec extends ChannelDuplexHandler implements ProtocolCodec {
 
@@ -36,7 +46,7 @@ public final class AmoCodec extends ChannelDuplexHandler implements ProtocolCode
     /** The atomics family: no protocol to select (atomics always go as active messages here), two AM ids. */
     public static final ProtocolFamily FAMILY = new ProtocolFamily("amo/am", List.of(),
             new int[] {AmIds.ATOMIC_REQ, AmIds.ATOMIC_REP}, (pipeline, endpoint, worker) -> {
-                AmoCodec codec = new AmoCodec(worker.memory(), endpoint::peerUuid);
+                AmoCodec codec = new AmoCodec(worker.memory(), endpoint::peerUuid, worker.limits().replyBacklog());
                 pipeline.addLast(NAME, codec);
                 return codec;
             });
@@ -46,11 +56,22 @@ public final class AmoCodec extends ChannelDuplexHandler implements ProtocolCode
     private final MemoryRegistry memory;
     private final LongSupplier peerUuid;
     private final PendingRequests<AtomicRequest> requests = new PendingRequests<>();
+    private final int backlog;
+    /** Our atomics past the window, with their write promises, waiting for answers to come back. */
+    private final ArrayDeque<Object[]> waitingToSend = new ArrayDeque<>();
+    /** The peer's ATOMIC_REQ frames waiting for the lane to take their answers. */
+    private final ArrayDeque<AmFrame> unanswered = new ArrayDeque<>();
 
     /** @param peerUuid the uuid of the worker this endpoint talks to (keys name the worker that owns the memory) */
     public AmoCodec(MemoryRegistry memory, LongSupplier peerUuid) {
+        this(memory, peerUuid, Integer.MAX_VALUE);
+    }
+
+    /** @param backlog NUCX_REPLY_BACKLOG: requests whose answers may wait, and our atomics unanswered at once */
+    public AmoCodec(MemoryRegistry memory, LongSupplier peerUuid, int backlog) {
         this.memory = memory;
         this.peerUuid = peerUuid;
+        this.backlog = backlog;
     }
 
     @Override
@@ -72,10 +93,18 @@ public final class AmoCodec extends ChannelDuplexHandler implements ProtocolCode
             promise.tryFailure(e);
             return;
         }
+        if (requests.size() >= backlog || !waitingToSend.isEmpty()) {
+            waitingToSend.add(new Object[] {r, promise});
+            return;
+        }
+        send(ctx, r, promise);
+    }
+
+    private void send(ChannelHandlerContext ctx, AtomicRequest r, ChannelPromise promise) {
         long id = requests.add(r);
         ByteBuf header = ctx.alloc().buffer(AmoHeaders.REQ_LENGTH).writeLongLE(id).writeLongLE(r.address())
                 .writeLongLE(r.value()).writeLongLE(r.compare()).writeIntLE(r.key().region())
-                .writeByte(r.op().wire()).writeZero(3);
+                .writeByte(r.op().wire()).writeZero(3).writeLongLE(r.key().secret());
         promise.addListener((ChannelFutureListener) f -> {
             AtomicRequest failed;
             if (!f.isSuccess() && (failed = requests.remove(id)) != null) {
@@ -97,26 +126,84 @@ public final class AmoCodec extends ChannelDuplexHandler implements ProtocolCode
             int at = h.readerIndex();
             if (frame.amId() == AmIds.ATOMIC_REQ) {
                 expect(frame, AmoHeaders.REQ_LENGTH);
-                ByteBuf reply = apply(ctx, h.getLongLE(at), h.getLongLE(at + 8), h.getLongLE(at + 16),
-                        h.getLongLE(at + 24), h.getIntLE(at + 32), h.getUnsignedByte(at + 36));
-                ctx.writeAndFlush(AmFrame.of(AmIds.ATOMIC_REP, reply), ProtocolCodec.quietPromise(ctx));
+                if (!unanswered.isEmpty() || !ctx.channel().isWritable()) {
+                    if (unanswered.size() >= backlog) {
+                        throw new LimitExceededException(ReceiveLimits.REPLY_BACKLOG, backlog, "the peer sent "
+                                + (unanswered.size() + 1) + " atomics whose answers it does not read");
+                    }
+                    unanswered.add(frame.retain());
+                    return;
+                }
+                answer(ctx, frame);
             } else {
                 expect(frame, AmoHeaders.REP_LENGTH);
                 onReply(h.getLongLE(at), h.getUnsignedByte(at + 8), h.getLongLE(at + 9));
+                sendWaiting(ctx);
             }
         } finally {
             frame.release();
         }
     }
 
+    private void answer(ChannelHandlerContext ctx, AmFrame frame) {
+        ByteBuf h = frame.header();
+        int at = h.readerIndex();
+        ByteBuf reply = apply(ctx, h.getLongLE(at), h.getLongLE(at + 8), h.getLongLE(at + 16), h.getLongLE(at + 24),
+                h.getIntLE(at + 32), h.getUnsignedByte(at + 36), h.getLongLE(at + 40));
+        ctx.write(AmFrame.of(AmIds.ATOMIC_REP, reply), ProtocolCodec.quietPromise(ctx));
+    }
+
+    /** Our atomics that waited for the window, as answers free it. */
+    private void sendWaiting(ChannelHandlerContext ctx) {
+        boolean sent = false;
+        while (!waitingToSend.isEmpty() && requests.size() < backlog) {
+            Object[] w = waitingToSend.poll();
+            send(ctx, (AtomicRequest) w[0], (ChannelPromise) w[1]);
+            sent = true;
+        }
+        if (sent) {
+            ctx.flush();
+        }
+    }
+
+    @Override
+    public void channelReadComplete(ChannelHandlerContext ctx) {
+        answerWaiting(ctx);
+        ctx.flush(); // the answers of this read batch, in one go
+        ctx.fireChannelReadComplete();
+    }
+
+    /** The lane takes more again: answer what waited, while it does. */
+    @Override
+    public void channelWritabilityChanged(ChannelHandlerContext ctx) {
+        answerWaiting(ctx);
+        ctx.fireChannelWritabilityChanged();
+    }
+
+    private void answerWaiting(ChannelHandlerContext ctx) {
+        boolean answered = false;
+        while (!unanswered.isEmpty() && ctx.channel().isWritable()) {
+            AmFrame f = unanswered.poll();
+            try {
+                answer(ctx, f);
+                answered = true;
+            } finally {
+                f.release();
+            }
+        }
+        if (answered) {
+            ctx.flush();
+        }
+    }
+
     /** Applies one ATOMIC_REQ; returns the ATOMIC_REP header. */
     private ByteBuf apply(ChannelHandlerContext ctx, long id, long address, long value, long compare, int region,
-                          int opCode) {
+                          int opCode, long secret) {
         AtomicOp op = AtomicOp.fromWire(opCode);
         long old = 0;
-        int status = check(op, region, address);
+        int status = check(op, region, secret, address);
         if (status == AmoHeaders.STATUS_OK) {
-            MemorySegment seg = memory.region(region);
+            MemorySegment seg = memory.region(region, secret);
             try {
                 old = apply(op, seg, address - seg.address(), value, compare);
             } catch (IllegalStateException | WrongThreadException inaccessible) {
@@ -127,11 +214,11 @@ public final class AmoCodec extends ChannelDuplexHandler implements ProtocolCode
         return ctx.alloc().buffer(AmoHeaders.REP_LENGTH).writeLongLE(id).writeByte(status).writeLongLE(old);
     }
 
-    private int check(AtomicOp op, int region, long address) {
+    private int check(AtomicOp op, int region, long secret, long address) {
         if (op == null) {
             return AmoHeaders.STATUS_UNKNOWN_OP;
         }
-        MemorySegment seg = memory.region(region);
+        MemorySegment seg = memory.region(region, secret);
         if (seg == null) {
             return AmoHeaders.STATUS_NO_REGION;
         }
@@ -178,12 +265,25 @@ public final class AmoCodec extends ChannelDuplexHandler implements ProtocolCode
     @Override
     public void collectOutstanding(List<Future<?>> out) {
         requests.values().forEach(r -> out.add(r.result()));
+        waitingToSend.forEach(w -> out.add(((AtomicRequest) w[0]).result()));
     }
 
     /** The endpoint ended: waiting atomics fail (whether the peer applied them is unknown). */
     @Override
     public void endpointEnded(Throwable cause) {
         requests.takeAll().forEach(r -> r.result().tryFailure(cause));
+        for (Object[] w; (w = waitingToSend.poll()) != null; ) {
+            ((AtomicRequest) w[0]).result().tryFailure(cause);
+            ((ChannelPromise) w[1]).tryFailure(cause);
+        }
+        for (AmFrame f; (f = unanswered.poll()) != null; ) {
+            f.release();
+        }
+    }
+
+    /** The peer's atomics waiting for the lane to take their answers; for tests. */
+    public int unansweredCount() {
+        return unanswered.size();
     }
 
     @Override

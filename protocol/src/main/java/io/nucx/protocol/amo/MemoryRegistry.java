@@ -12,7 +12,11 @@ import java.util.concurrent.atomic.AtomicInteger;
 public final class MemoryRegistry {
 
     private final long workerUuid;
-    private final Map<Integer, MemorySegment> regions = new ConcurrentHashMap<>();
+    private record Region(MemorySegment segment, long secret) {
+    }
+
+    private final Map<Integer, Region> regions = new ConcurrentHashMap<>();
+    private final java.security.SecureRandom random = new java.security.SecureRandom();
     private final AtomicInteger nextId = new AtomicInteger(1);
 
     public MemoryRegistry(long workerUuid) {
@@ -38,16 +42,27 @@ public final class MemoryRegistry {
                     + "; register memory of a shared or global arena (Arena.ofShared(), Arena.global())");
         }
         int id = nextId.getAndIncrement();
-        regions.put(id, segment);
-        return new RemoteMemoryKey(workerUuid, id, segment.address(), segment.byteSize());
+        long secret;
+        synchronized (random) {
+            do {
+                secret = random.nextLong();
+            } while (secret == 0); // 0 is what a key without a secret carries
+        }
+        regions.put(id, new Region(segment, secret));
+        return new RemoteMemoryKey(workerUuid, id, segment.address(), segment.byteSize(), secret);
     }
 
     /** Peers can no longer operate on the region of {@code key}. */
     public void unregister(RemoteMemoryKey key) {
-        regions.remove(key.region());
+        regions.computeIfPresent(key.region(), (id, r) -> r.secret() == key.secret() ? null : r);
     }
 
-    MemorySegment region(int id) {
-        return regions.get(id);
+    /**
+     * The region {@code id}, if {@code secret} is its secret; otherwise null, the same answer as for a region that
+     * does not exist, so a wrong guess tells a prober nothing.
+     */
+    MemorySegment region(int id, long secret) {
+        Region r = regions.get(id);
+        return r != null && r.secret() == secret ? r.segment() : null;
     }
 }

@@ -20,6 +20,7 @@ public final class SelectionCache {
     private final long bcopyThresh;
     private final long rndvThresh;
     private final long zcopyThresh;
+    private final double copyBandwidth;
     private final Consumer<String> onNewTable;
     private final Map<Long, ProtoTable> tables = new HashMap<>();
     private long lastKey = -1;
@@ -41,6 +42,18 @@ public final class SelectionCache {
      */
     public SelectionCache(List<Protocol> registry, EndpointConfig config, SelectionKey.Locality locality,
                           long bcopyThresh, long zcopyThresh, long rndvThresh, Consumer<String> onNewTable) {
+        this(registry, config, locality, bcopyThresh, zcopyThresh, rndvThresh, ProbeParams.DEFAULT_COPY_BANDWIDTH,
+                onNewTable);
+    }
+
+    /**
+     * @param copyBandwidth the memcpy bandwidth copies are charged at, bytes/s (measured, or
+     *                      {@link ProbeParams#DEFAULT_COPY_BANDWIDTH})
+     */
+    public SelectionCache(List<Protocol> registry, EndpointConfig config, SelectionKey.Locality locality,
+                          long bcopyThresh, long zcopyThresh, long rndvThresh, double copyBandwidth,
+                          Consumer<String> onNewTable) {
+        this.copyBandwidth = copyBandwidth;
         this.registry = List.copyOf(registry);
         this.config = config;
         this.locality = locality;
@@ -67,7 +80,7 @@ public final class SelectionCache {
         ProtoTable t = tables.get(key);
         if (t == null) {
             t = ProtoSelector.select(registry, new ProbeParams(config, key, bcopyThresh, rndvThresh,
-                    ProbeParams.DEFAULT_COPY_BANDWIDTH, zcopyThresh));
+                    copyBandwidth, zcopyThresh));
             tables.put(key, t);
             if (onNewTable != null) {
                 onNewTable.accept(t.format(config.amLane()));

@@ -51,14 +51,14 @@ public final class EagerCodec extends ChannelDuplexHandler implements ProtocolCo
     public EagerCodec(EndpointServices endpoint, WorkerProtocols worker) {
         this.endpoint = endpoint;
         this.worker = worker;
-        this.sender = new EagerSender(worker.selectionCache(endpoint.endpointConfig(), endpoint.locality()),
-                worker::nextMessageId, endpoint::sendTag, worker.counters());
+        this.sender = new EagerSender(endpoint, worker.selectionCache(endpoint.endpointConfig(),
+                endpoint.locality()), worker::nextMessageId, endpoint::sendTag, worker.counters());
     }
 
     @Override
     public void handlerAdded(ChannelHandlerContext ctx) {
         receiver = new EagerReceiver(ctx, worker.matcher(), worker.alloc(), worker.settings().maxMessageSize(),
-                endpoint::deliversToPipeline, sender);
+                endpoint::deliversToPipeline, sender, endpoint.receiveBudget());
     }
 
     @Override
@@ -77,6 +77,15 @@ public final class EagerCodec extends ChannelDuplexHandler implements ProtocolCo
         } else {
             ctx.fireChannelRead(msg);
         }
+    }
+
+    @Override
+    public boolean frameArrived(AmFrame frame) {
+        if (receiver == null) {
+            return false;
+        }
+        receiver.onFrame(frame);
+        return true;
     }
 
     @Override
@@ -100,6 +109,16 @@ public final class EagerCodec extends ChannelDuplexHandler implements ProtocolCo
     /** Zero-copy sends waiting for the receiver's acknowledgement of their arrival. */
     public int zcopyWaiting() {
         return sender.zcopyWaiting();
+    }
+
+    /** This endpoint's messages in the worker's unexpected queue. */
+    public int unexpectedQueued() {
+        return receiver == null ? 0 : receiver.queuedCount();
+    }
+
+    /** Messages of this endpoint whose fragments are still arriving. */
+    public int reassemblies() {
+        return receiver == null ? 0 : receiver.reassemblyCount();
     }
 
     @Override

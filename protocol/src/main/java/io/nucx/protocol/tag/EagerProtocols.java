@@ -39,9 +39,9 @@ import java.util.function.Consumer;
 public final class EagerProtocols {
 
     /** UCX's protocol overhead knobs: one-fragment 5 ns, multi-fragment 10 ns, software request 40 ns. */
-    static final double SINGLE_OVERHEAD = 5e-9;
-    static final double MULTI_OVERHEAD = 10e-9;
-    static final double REQUEST_OVERHEAD = 40e-9;
+    public static final double SINGLE_OVERHEAD = 5e-9;
+    public static final double MULTI_OVERHEAD = 10e-9;
+    public static final double REQUEST_OVERHEAD = 40e-9;
 
     /** {@code egr/short}: one frame, no request; sizes up to the lane's max short. */
     public static final Protocol SHORT = new Eager("egr/short", "eager short", Kind.SHORT);

@@ -7,6 +7,7 @@ import io.netty.util.ReferenceCountUtil;
 import io.netty.util.concurrent.Future;
 import io.nucx.protocol.AmIds;
 import io.nucx.protocol.EndpointConfig;
+import io.nucx.protocol.EndpointServices;
 import io.nucx.protocol.PendingRequests;
 import io.nucx.protocol.ProtocolCodec;
 import io.nucx.protocol.ProtocolCounters;
@@ -18,6 +19,7 @@ import io.nucx.protocol.select.SelectionCache;
 import io.nucx.protocol.select.SelectionKey;
 import io.nucx.protocol.stream.StreamData;
 import io.nucx.transport.AmFrame;
+import io.nucx.transport.Buffers;
 import io.nucx.transport.IfaceAttributes;
 
 import java.util.List;
@@ -51,6 +53,10 @@ final class EagerSender {
     private record SyncSend(long tag, long length, ChannelPromise promise) {
     }
 
+    /** Copy-in of up to this many bytes goes to a heap buffer ({@link #copyPayload}). */
+    static final int SMALL_COPY_IN = 1024;
+
+    private final EndpointServices endpoint;
     private final int firstPayload;
     private final int middlePayload;
     private final SelectionCache protocols;
@@ -73,11 +79,14 @@ final class EagerSender {
     private final PendingRequests<ChannelPromise> zcopySends = new PendingRequests<>();
 
     /**
+     * @param endpoint   takes the frames straight to its lanes once connected ({@link EndpointServices#writeToLane})
      * @param protocols  the protocol tables of the endpoint's configuration (shared with like endpoints)
      * @param messageIds the worker's message-id source (unique per sender)
      * @param defaultTag the tag of plain {@link ByteBuf} writes, read at each write
      */
-    EagerSender(SelectionCache protocols, LongSupplier messageIds, LongSupplier defaultTag, ProtocolCounters counters) {
+    EagerSender(EndpointServices endpoint, SelectionCache protocols, LongSupplier messageIds, LongSupplier defaultTag,
+                ProtocolCounters counters) {
+        this.endpoint = endpoint;
         EndpointConfig config = protocols.config();
         this.lane = config.amLaneAttrs();
         int slash = config.amLane().indexOf('/');
@@ -162,8 +171,8 @@ final class EagerSender {
             if (p == EagerProtocols.SHORT || p == EagerProtocols.SINGLE_BCOPY) {
                 ByteBuf header = ctx.alloc().buffer(EagerHeaders.ONLY_LENGTH).writeLongLE(tag);
                 (p == EagerProtocols.SHORT ? shortCount : singleCount).sent(length);
-                ctx.write(AmFrame.of(kind.onlyId(), 0, header, copyPayload(ctx, eager, eager.readerIndex(), length)),
-                        promise);
+                writeFrame(ctx, AmFrame.of(kind.onlyId(), 0, header, copyPayload(ctx, eager, eager.readerIndex(),
+                        length)), promise);
             } else if (p == EagerProtocols.MULTI_BCOPY) {
                 multiCount.sent(length);
                 writeFragments(ctx, kind.firstId(), tag, eager, length, -1, true, promise);
@@ -267,27 +276,44 @@ final class EagerSender {
             first.writeLongLE(reqId);
         }
         first0 = Math.min(first0, length); // NUCX_PROTOS may leave this protocol for small messages too
-        ctx.write(AmFrame.of(firstAmId, 0, first, copy ? copyPayload(ctx, content, start, first0)
+        writeFrame(ctx, AmFrame.of(firstAmId, 0, first, copy ? copyPayload(ctx, content, start, first0)
                 : content.retainedSlice(start, first0)), first0 == length ? promise : ProtocolCodec.quietPromise(ctx));
         for (int offset = first0; offset < length; offset += middlePayload) {
             int n = Math.min(middlePayload, length - offset);
             ByteBuf header = ctx.alloc().buffer(EagerHeaders.MIDDLE_LENGTH).writeLongLE(msgId).writeLongLE(offset);
             boolean last = offset + n == length;
-            ctx.write(AmFrame.of(AmIds.EAGER_MIDDLE, 0, header, copy ? copyPayload(ctx, content, start + offset, n)
-                    : content.retainedSlice(start + offset, n)), last ? promise : ProtocolCodec.quietPromise(ctx));
+            ByteBuf part = copy ? copyPayload(ctx, content, start + offset, n) : content.retainedSlice(start + offset, n);
+            writeFrame(ctx, AmFrame.of(AmIds.EAGER_MIDDLE, 0, header, part), last ? promise : ProtocolCodec.quietPromise(ctx));
+        }
+    }
+
+    /** A frame of this codec's to its lane: straight there once the endpoint is connected, else down the pipeline. */
+    private void writeFrame(ChannelHandlerContext ctx, AmFrame frame, ChannelPromise promise) {
+        if (!endpoint.writeToLane(frame, promise)) {
+            ctx.write(frame, promise);
         }
     }
 
     /**
-     * A copy protocol's payload: a slice when the lane's transport copies it into memory of its own as it is written
-     * (shm's ring, tcp's small and heap payloads), else a copy in a pooled direct buffer (the copy-in the cost model
-     * charges), so the frame no longer refers to the user's buffer.
+     * A copy protocol's payload: the message itself (or a slice of it, for one fragment) when the lane's transport
+     * copies it into memory of its own as it is written (shm's ring, tcp's small and heap payloads), else a copy in a
+     * pooled buffer (the copy-in the cost model charges), so the frame no longer refers to the user's buffer. The
+     * whole message goes as the buffer itself, not a slice: with Netty's default allocator a slice is an object per
+     * message, and a written buffer is nucx's to read (Netty's rule for every write). Small copies go to a heap
+     * buffer: without {@code sun.misc.Unsafe} (Netty's default on JDK 25) a copy between direct buffers makes NIO
+     * views, one object per copy.
      */
     private ByteBuf copyPayload(ChannelHandlerContext ctx, ByteBuf content, int index, int length) {
         if (lane.copiesAmPayload(length, !content.isDirect())) {
-            return content.retainedSlice(index, length);
+            return index == content.readerIndex() && length == content.readableBytes() ? content.retain()
+                    : content.retainedSlice(index, length);
         }
-        return ctx.alloc().directBuffer(length, length).writeBytes(content, index, length);
+        // Heap where it costs nothing: small copies, and lanes that hand buffers over as they are (self); a lane
+        // that writes native memory from the caller's buffer (tcp) gets a direct one, or it would copy again.
+        boolean heap = length <= SMALL_COPY_IN || !lane.copiesAmPayload(length, true);
+        ByteBuf copy = heap ? ctx.alloc().heapBuffer(length, length) : ctx.alloc().directBuffer(length, length);
+        Buffers.copy(content, index, copy, 0, length);
+        return copy.writerIndex(length);
     }
 
     /** EAGER_SYNC_ACK: the receiver matched the message (or refused it as too long for its buffer). */

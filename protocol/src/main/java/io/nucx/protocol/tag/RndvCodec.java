@@ -48,7 +48,7 @@ public final class RndvCodec extends ChannelDuplexHandler implements ProtocolCod
         sender = new RndvSender(ctx, endpoint, worker.counters(), worker.rndvInFlight());
         receiver = new RndvReceiver(ctx, endpoint, worker.matcher(), worker.alloc(),
                 worker.settings().maxMessageSize(), worker.settings().scheme(), worker.counters(),
-                worker.rndvInFlight());
+                worker.rndvInFlight(), endpoint.receiveBudget());
     }
 
     @Override

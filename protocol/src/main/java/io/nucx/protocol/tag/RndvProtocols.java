@@ -33,8 +33,8 @@ import java.util.function.Consumer;
 public final class RndvProtocols {
 
     /** UCX_PROTO_OVERHEAD rndv_rts and rndv_rtr. */
-    static final double RTS_OVERHEAD = 275e-9;
-    static final double RTR_OVERHEAD = 40e-9;
+    public static final double RTS_OVERHEAD = 275e-9;
+    public static final double RTR_OVERHEAD = 40e-9;
     /** 1 - UCX_RNDV_PERF_DIFF / 100: the seed's differentiate factor d. */
     public static final double PERF_DIFF_FACTOR = 0.99;
 
@@ -96,7 +96,8 @@ public final class RndvProtocols {
      * the remote key of the send buffer; the receiver reads it with the RMA lane (cma: process_vm_readv) straight
      * into the receive buffer and answers ATS, which completes the send. Cost, per UCX v2's rts + get model:
      * <ul>
-     *   <li>cpu: RTS out (AM overhead + rts knob), ATS in; no copy on the sender;</li>
+     *   <li>cpu: the send buffer's registration (the RMA lane's {@code c + m * size}), RTS out (AM overhead + rts
+     *       knob), ATS in; no copy on the sender;</li>
      *   <li>cpu-remote: RTS in, ATS out, one RMA call per {@code rmaSegment} (its overhead amortised into the slope);
      *       no copy: the data lands in the receive buffer;</li>
      *   <li>tl-remote: the receiver pulls the bytes at the RMA lane's bandwidth;</li>
@@ -112,8 +113,9 @@ public final class RndvProtocols {
         ProtoPerf perf(IfaceAttributes am, IfaceAttributes rma, long max) {
             double ovh = am.overheadSeconds();
             return new ProtoPerf()
-                    // RTS out, ATS in
-                    .add(1, max, PerfFactor.LOCAL_CPU, LinearFunc.constant(ovh + RTS_OVERHEAD + ovh))
+                    // register the send buffer, RTS out, ATS in
+                    .add(1, max, PerfFactor.LOCAL_CPU, new LinearFunc(ovh + RTS_OVERHEAD + ovh
+                            + rma.regCostSeconds(), rma.regCostPerByte()))
                     // RTS in, the reads, ATS out
                     .add(1, max, PerfFactor.REMOTE_CPU, new LinearFunc(ovh + rma.overheadSeconds() + ovh,
                             rma.overheadSeconds() / rma.rmaSegment()))
@@ -144,7 +146,7 @@ public final class RndvProtocols {
      * <ul>
      *   <li>cpu: RTS out (AM overhead + rts knob), RTR in, one RMA call per {@code rmaSegment} (its overhead amortised
      *       into the slope), ATP out; no copy;</li>
-     *   <li>cpu-remote: RTS in, RTR out (plus the rtr knob), ATP in;</li>
+     *   <li>cpu-remote: RTS in, the receive buffer's registration, RTR out (plus the rtr knob), ATP in;</li>
      *   <li>tl: the sender pushes the bytes at the RMA lane's bandwidth (local, unlike get's tl-remote);</li>
      *   <li>lat: RTS, RTR and ATP cross the AM lane, the PUT the RMA lane;</li>
      * </ul>
@@ -162,8 +164,9 @@ public final class RndvProtocols {
                     // RTS out, RTR in, the writes, ATP out
                     .add(1, max, PerfFactor.LOCAL_CPU, new LinearFunc(ovh + RTS_OVERHEAD + ovh
                             + rma.overheadSeconds() + ovh, rma.overheadSeconds() / rma.rmaSegment()))
-                    // RTS in, RTR out, ATP in
-                    .add(1, max, PerfFactor.REMOTE_CPU, LinearFunc.constant(ovh + ovh + RTR_OVERHEAD + ovh))
+                    // RTS in, register the receive buffer, RTR out, ATP in
+                    .add(1, max, PerfFactor.REMOTE_CPU, new LinearFunc(ovh + ovh + RTR_OVERHEAD + ovh
+                            + rma.regCostSeconds(), rma.regCostPerByte()))
                     .add(1, max, PerfFactor.LOCAL_TL, LinearFunc.slope(1 / rma.bandwidth()))
                     .add(1, max, PerfFactor.LATENCY, LinearFunc.constant(3 * am.latencySeconds()
                             + rma.latencySeconds()));

@@ -9,6 +9,7 @@ import io.netty.util.internal.logging.InternalLogger;
 import io.netty.util.internal.logging.InternalLoggerFactory;
 import io.nucx.protocol.AmIds;
 import io.nucx.protocol.EndpointServices;
+import io.nucx.protocol.MemoryBudget;
 import io.nucx.protocol.PendingRequests;
 import io.nucx.protocol.ProtocolCodec;
 import io.nucx.protocol.ProtocolCounters;
@@ -79,8 +80,13 @@ final class RndvReceiver {
         Stage stage;
         /** A {@link TagReceive}, a {@link PipelineSlot}, a {@link StreamSlot}, or null (taken and dropped). */
         Object target;
+        /** The whole receive buffer: the user's (in place), or allocated for a GET or a PUT offer; else null. */
         ByteBuf buffer;
         boolean inPlace;
+        /** The data of RNDV_DATA fragments: into {@link #buffer}, or copies committed as they arrive. */
+        Fragments parts;
+        /** Bytes charged to the endpoint's budget: no posted receive owns this one. */
+        long charged;
         int received;
         /** The GET reading the sender's memory, or null. */
         Get get;
@@ -106,6 +112,8 @@ final class RndvReceiver {
 
         RtsArrival(long tag, long senderReqId, long size, RemoteKey key) {
             super(tag);
+            budget.charge(MemoryBudget.ENTRY_COST, "unexpected rendezvous request " + senderReqId + " ("
+                    + size + " bytes)");
             this.senderReqId = senderReqId;
             this.size = size;
             this.key = key;
@@ -114,12 +122,15 @@ final class RndvReceiver {
         @Override
         protected void matched(TagReceive r) {
             unexpected.remove(this);
+            budget.release(MemoryBudget.ENTRY_COST);
             start(r, tag(), size, senderReqId, key);
         }
 
         @Override
         protected void discard() {
-            unexpected.remove(this);
+            if (unexpected.remove(this)) {
+                budget.release(MemoryBudget.ENTRY_COST);
+            }
         }
     }
 
@@ -183,6 +194,7 @@ final class RndvReceiver {
     private final long maxMessageSize;
     private final RndvScheme scheme;
     private final LongPredicate toPipeline;
+    private final MemoryBudget budget;
     private final PendingRequests<Receive> receives;
     /** This endpoint's RTS waiting in the worker's unexpected queue; they leave it when the endpoint ends. */
     private final Set<RtsArrival> unexpected = new LinkedHashSet<>();
@@ -197,7 +209,8 @@ final class RndvReceiver {
 
     RndvReceiver(ChannelHandlerContext ctx, EndpointServices endpoint, TagMatcher matcher, ByteBufAllocator alloc,
                  long maxMessageSize, RndvScheme scheme, ProtocolCounters counters,
-                 java.util.concurrent.atomic.AtomicInteger inFlight) {
+                 java.util.concurrent.atomic.AtomicInteger inFlight, MemoryBudget budget) {
+        this.budget = budget;
         this.ctx = ctx;
         this.receives = new PendingRequests<>(inFlight);
         this.endpoint = endpoint;
@@ -284,23 +297,24 @@ final class RndvReceiver {
             rv.buffer = r.target((int) size);
             rv.inPlace = rv.buffer != null;
         }
-        if (rv.buffer == null) {
-            rv.buffer = alloc.buffer((int) size);
-        }
         if (size == 0) {
+            rv.parts = fragments(rv);
             complete(rv);
             sendAts(senderReqId, RndvHeaders.STATUS_OK);
             return;
         }
         rv.id = receives.add(rv);
+        if (rv.target instanceof PipelineSlot) {
+            charge(rv, MemoryBudget.ENTRY_COST, "rendezvous message " + rv.id + " for the pipeline");
+        }
         if (scheme == RndvScheme.PUT_ZCOPY) {
-            if (offerForPut(rv)) {
+            if (wholeBuffer(rv) && offerForPut(rv)) {
                 return;
             }
             putFallbackCount.increment(); // heap or scattered buffer, no permitted RMA lane: the sender sends the data
         } else if (key != null) {
             RmaLane lane = endpoint.rmaLane(Capability.GET_ZCOPY);
-            if (lane != null) {
+            if (lane != null && wholeBuffer(rv)) {
                 rv.stage = Stage.GET;
                 rv.get = new Get(rv, key, lane);
                 rv.get.next();
@@ -311,8 +325,45 @@ final class RndvReceiver {
         askForData(rv);
     }
 
+    /**
+     * Gives {@code rv} its whole buffer, as a GET or a PUT offer needs: the user's, or allocated, then charged to the
+     * endpoint's budget unless a posted receive owns it. False when the budget has no room: the data come by RTR
+     * instead, committed as they arrive.
+     */
+    private boolean wholeBuffer(Receive rv) {
+        if (rv.buffer != null) {
+            return true;
+        }
+        if (!(rv.target instanceof TagReceive) && !budget.tryCharge(rv.total)) {
+            return false;
+        }
+        if (!(rv.target instanceof TagReceive)) {
+            rv.charged += rv.total;
+        }
+        rv.buffer = alloc.buffer(rv.total);
+        return true;
+    }
+
+    /** Where RNDV_DATA fragments go: the whole buffer if there is one, else copies; only counted without a target. */
+    private Fragments fragments(Receive rv) {
+        if (rv.buffer != null) {
+            ByteBuf b = rv.buffer;
+            rv.buffer = null;
+            return Fragments.inPlace(b, rv.total);
+        }
+        return rv.target == null ? Fragments.counted(rv.total) : Fragments.copied(alloc, rv.total);
+    }
+
+    private void charge(Receive rv, long bytes, String what) {
+        budget.charge(bytes, what);
+        rv.charged += bytes;
+    }
+
     private void askForData(Receive rv) {
         rv.stage = Stage.RTR_SENT;
+        if (rv.parts == null) {
+            rv.parts = fragments(rv);
+        }
         ByteBuf h = RndvHeaders.writeRtr(ctx.alloc().buffer(RndvHeaders.RTR_LENGTH), rv.senderReqId, rv.id, rv.total,
                 null);
         reply(AmFrame.of(AmIds.RNDV_RTR, h));
@@ -384,9 +435,14 @@ final class RndvReceiver {
             if (rv.stage == Stage.OFFERED) {
                 offerOver(rv); // the sender sends fragments only once its PUT ended or never began
                 rv.stage = Stage.RTR_SENT;
+                rv.parts = fragments(rv);
             }
-            rv.buffer.setBytes((int) offset, payload, payload.readerIndex(), payload.readableBytes());
-            rv.received += payload.readableBytes();
+            if (rv.target instanceof PipelineSlot && !rv.parts.isInPlace() && payload.isReadable()) {
+                charge(rv, payload.readableBytes(), "rendezvous message " + rv.id + " (" + rv.total + " bytes, "
+                        + rv.parts.received() + " arrived)");
+            }
+            rv.parts.add(offset, payload, "receive " + receiverReqId);
+            rv.received = rv.parts.received();
             if (rv.received == rv.total) {
                 receives.remove(rv.id);
                 complete(rv);
@@ -465,9 +521,19 @@ final class RndvReceiver {
     }
 
     private void complete(Receive rv) {
-        ByteBuf data = rv.buffer;
+        ByteBuf data;
+        if (rv.parts != null) {
+            data = rv.parts.take();
+            rv.parts = null;
+        } else {
+            data = rv.buffer.writerIndex(rv.total);
+        }
         rv.buffer = null;
-        data.writerIndex(rv.total);
+        budget.release(rv.charged);
+        rv.charged = 0;
+        if (data == null) {
+            return; // nobody wanted it: only counted
+        }
         switch (rv.target) {
             case TagReceive r when rv.inPlace -> r.completeInPlace(rv.tag, data);
             case TagReceive r -> r.deliver(rv.tag, data);
@@ -487,6 +553,12 @@ final class RndvReceiver {
             rv.buffer.release();
             rv.buffer = null;
         }
+        if (rv.parts != null) {
+            rv.parts.release();
+            rv.parts = null;
+        }
+        budget.release(rv.charged);
+        rv.charged = 0;
         switch (rv.target) {
             case TagReceive r -> r.fail(cause);
             case PipelineSlot s -> s.abort();
@@ -528,8 +600,8 @@ final class RndvReceiver {
     void abort(Throwable cause) {
         for (RtsArrival a : List.copyOf(unexpected)) {
             matcher.withdraw(a);
+            a.discard();
         }
-        unexpected.clear();
         for (AmRts a : amWaiting) {
             a.ended = new IOException("sender " + ctx.channel() + " went away before the " + a.size + " bytes of "
                     + "active message " + a.id() + " were asked for", cause);

@@ -1,14 +1,14 @@
 package io.nucx.protocol.tag;
 
+import io.netty.util.collection.LongObjectHashMap;
+import io.netty.util.collection.LongObjectMap;
 import io.netty.util.concurrent.EventExecutor;
 
 import java.nio.channels.ClosedChannelException;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
-import java.util.HashMap;
 import java.util.Iterator;
 import java.util.List;
-import java.util.Map;
 
 /**
  * A worker's tag matching (UCX's {@code ucp_tag_match_t}): it only matches, posted receives against arrivals of
@@ -23,13 +23,20 @@ import java.util.Map;
  *       the other.</li>
  * </ul>
  * Match rule: {@code ((tag ^ expected) & mask) == 0}.
+ *
+ * <p>A receive posted and matched again and again allocates nothing here: the per-tag queues are keyed by the
+ * primitive tag and an emptied queue stays for the next receive of its tag while there are at most
+ * {@link #KEPT_EMPTY_QUEUES} queues (beyond that, emptied ones are dropped, so many one-off tags cannot pile up).
  */
 public final class TagMatcher {
 
+    /** Per-tag queues kept when empty, so a tag posted again and again does not allocate a queue each time. */
+    static final int KEPT_EMPTY_QUEUES = 64;
+
     private final EventExecutor loop;
-    private final Map<Long, ArrayDeque<TagReceive>> exactExpected = new HashMap<>();
+    private final LongObjectMap<ArrayDeque<TagReceive>> exactExpected = new LongObjectHashMap<>();
     private final ArrayDeque<TagReceive> wildcardExpected = new ArrayDeque<>();
-    private final Map<Long, ArrayDeque<TagArrival>> unexpectedByTag = new HashMap<>();
+    private final LongObjectMap<ArrayDeque<TagArrival>> unexpectedByTag = new LongObjectHashMap<>();
     private final ArrayDeque<TagArrival> unexpectedAll = new ArrayDeque<>();
     private long nextSn;
     private int expectedCount;
@@ -53,9 +60,14 @@ public final class TagMatcher {
     /**
      * Posts a receive: the earliest matching arrival is handed to it at once, otherwise it waits. After
      * {@link #close} it fails with the close's cause.
+     *
+     * @throws IllegalStateException if {@code r} is a {@linkplain TagReceive#reusable reusable} receive posted already
      */
     public void post(TagReceive r) {
         assert loop.inEventLoop();
+        if (!r.markPosted()) {
+            throw new IllegalStateException("receive for tag 0x" + Long.toHexString(r.tag()) + " is posted already");
+        }
         if (closed != null) {
             r.fail(closed);
             return;
@@ -67,7 +79,12 @@ public final class TagMatcher {
         }
         r.sn = nextSn++;
         if (r.mask() == -1L) {
-            exactExpected.computeIfAbsent(r.tag(), t -> new ArrayDeque<>()).add(r);
+            ArrayDeque<TagReceive> q = exactExpected.get(r.tag());
+            if (q == null) {
+                q = new ArrayDeque<>(4);
+                exactExpected.put(r.tag(), q);
+            }
+            q.add(r);
         } else {
             wildcardExpected.add(r);
         }
@@ -87,38 +104,65 @@ public final class TagMatcher {
                 exact.poll(); // cancelled while waiting
                 expectedCount--;
             }
-            if (exact.isEmpty()) {
-                exactExpected.remove(tag);
+        }
+        TagReceive w = earliestWildcard(tag);
+        TagReceive chosen;
+        if (e != null && (w == null || e.sn < w.sn)) {
+            exact.poll();
+            chosen = e;
+        } else {
+            chosen = w;
+            if (w != null) {
+                removeWildcard(w);
             }
         }
-        TagReceive w = null;
+        if (exact != null && exact.isEmpty()) {
+            dropIfMany(exactExpected, tag);
+        }
+        if (chosen != null) {
+            expectedCount--;
+        }
+        return chosen;
+    }
+
+    /**
+     * The earliest-posted masked receive matching {@code tag}, left in its queue; cancelled ones before it are dropped.
+     * The receive at the head is checked without an iterator (the common case: one wildcard receive posted at a time).
+     */
+    private TagReceive earliestWildcard(long tag) {
+        TagReceive head;
+        while ((head = wildcardExpected.peek()) != null && head.isDone()) {
+            wildcardExpected.poll();
+            expectedCount--;
+        }
+        if (head == null || head.matches(tag)) {
+            return head;
+        }
         for (Iterator<TagReceive> it = wildcardExpected.iterator(); it.hasNext(); ) {
             TagReceive r = it.next();
             if (r.isDone()) {
                 it.remove();
                 expectedCount--;
             } else if (r.matches(tag)) {
-                w = r;
-                if (e == null || w.sn < e.sn) {
-                    it.remove();
-                }
-                break;
+                return r;
             }
         }
-        TagReceive chosen;
-        if (e != null && (w == null || e.sn < w.sn)) {
-            exact.poll();
-            if (exact.isEmpty()) {
-                exactExpected.remove(tag);
-            }
-            chosen = e;
+        return null;
+    }
+
+    private void removeWildcard(TagReceive r) {
+        if (wildcardExpected.peek() == r) {
+            wildcardExpected.poll();
         } else {
-            chosen = w;
+            wildcardExpected.removeFirstOccurrence(r);
         }
-        if (chosen != null) {
-            expectedCount--;
+    }
+
+    /** An emptied per-tag queue is kept for the tag's next use, unless there are many. */
+    private static void dropIfMany(LongObjectMap<?> queues, long tag) {
+        if (queues.size() > KEPT_EMPTY_QUEUES) {
+            queues.remove(tag);
         }
-        return chosen;
     }
 
     /** Queues an arrival no receive wanted; a later {@link #post} takes it. */
@@ -129,7 +173,12 @@ public final class TagMatcher {
             return;
         }
         unexpectedAll.add(a);
-        unexpectedByTag.computeIfAbsent(a.tag(), t -> new ArrayDeque<>()).add(a);
+        ArrayDeque<TagArrival> q = unexpectedByTag.get(a.tag());
+        if (q == null) {
+            q = new ArrayDeque<>(4);
+            unexpectedByTag.put(a.tag(), q);
+        }
+        q.add(a);
         unexpectedCount++;
     }
 
@@ -155,7 +204,7 @@ public final class TagMatcher {
                 // dropped lazily: already taken through the arrival-order queue, or withdrawn
             }
             if (q.isEmpty()) {
-                unexpectedByTag.remove(tag);
+                dropIfMany(unexpectedByTag, tag);
             }
             return a == null ? null : consume(a);
         }

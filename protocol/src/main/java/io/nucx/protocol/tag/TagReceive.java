@@ -4,25 +4,76 @@ import io.netty.buffer.ByteBuf;
 import io.netty.util.concurrent.Promise;
 
 /**
- * A posted receive ({@code ucp_tag_recv_nbx}): a tag and mask, the user's buffer or none, and the promise that gets
- * the message. Once data start going into its buffer it cannot be cancelled ({@link #claim()}).
+ * A posted receive ({@code ucp_tag_recv_nbx}): a tag and mask, the user's buffer or none, and what gets the message:
+ * <ul>
+ *   <li>a promise (a {@link TagMessage}); one receive, posted once. Once data start going into its buffer it cannot
+ *       be cancelled ({@link #claim()});</li>
+ *   <li>a {@link Handler} ({@link #reusable}); the receive may be posted again as soon as its handler was called, so
+ *       a loop of receives allocates nothing (UCX's requests come from a pool for the same reason). It has no buffer of
+ *       the user's and cannot be cancelled.</li>
+ * </ul>
  */
 public final class TagReceive {
+
+    /** Gets what a {@link #reusable} receive matched, on the worker's loop. */
+    public interface Handler {
+        /**
+         * A message of {@code tag} arrived; {@code data} is the handler's to release. The receive is no longer posted:
+         * it may be posted again from here.
+         */
+        void received(long tag, ByteBuf data);
+
+        /** The receive ended without a message (its worker closed); it is no longer posted. */
+        void failed(Throwable cause);
+    }
 
     private final long tag;
     private final long mask;
     private final ByteBuf into;
     private final Promise<TagMessage> promise;
+    private final Handler handler;
+    /** A reusable receive: posted and not yet matched. */
+    private boolean posted;
     long sn;
 
     /**
      * @param into the buffer to write the message into (its writable bytes are the limit), or null to allocate
      */
     public TagReceive(long tag, long mask, ByteBuf into, Promise<TagMessage> promise) {
+        this(tag, mask, into, java.util.Objects.requireNonNull(promise, "promise"), null);
+    }
+
+    private TagReceive(long tag, long mask, ByteBuf into, Promise<TagMessage> promise, Handler handler) {
         this.tag = tag;
         this.mask = mask;
         this.into = into;
         this.promise = promise;
+        this.handler = handler;
+    }
+
+    /** A receive for {@code tag} under {@code mask} that {@code handler} completes, to be posted again and again. */
+    public static TagReceive reusable(long tag, long mask, Handler handler) {
+        return new TagReceive(tag, mask, null, null, java.util.Objects.requireNonNull(handler, "handler"));
+    }
+
+    /** Whether it is a {@link #reusable} receive. */
+    public boolean isReusable() {
+        return handler != null;
+    }
+
+    /**
+     * A reusable receive is being posted: false if it is posted already (a receive waits for one message at a time).
+     * Always true for a promise's receive (posted once).
+     */
+    boolean markPosted() {
+        if (handler == null) {
+            return true;
+        }
+        if (posted) {
+            return false;
+        }
+        posted = true;
+        return true;
     }
 
     public long tag() {
@@ -38,6 +89,7 @@ public final class TagReceive {
         return into;
     }
 
+    /** The promise that gets the message; null for a {@link #reusable} receive. */
     public Promise<TagMessage> promise() {
         return promise;
     }
@@ -48,7 +100,7 @@ public final class TagReceive {
 
     /** Cancelled or otherwise over while it waited. */
     boolean isDone() {
-        return promise.isDone();
+        return promise != null ? promise.isDone() : !posted;
     }
 
     /**
@@ -56,7 +108,7 @@ public final class TagReceive {
      * (its buffer is the user's again and must not be touched).
      */
     public boolean claim() {
-        return promise.setUncancellable();
+        return promise == null || promise.setUncancellable();
     }
 
     /** Whether a message of {@code size} bytes fits (always, without a buffer of the user's). */
@@ -85,6 +137,11 @@ public final class TagReceive {
 
     /** Completes with {@code data}, copied into the user's buffer if there is one. Owns {@code data}. */
     public void deliver(long msgTag, ByteBuf data) {
+        if (handler != null) {
+            posted = false; // before the call: the handler may post it again
+            handler.received(msgTag, data);
+            return;
+        }
         if (into == null) {
             complete(new TagMessage(msgTag, data));
             return;
@@ -113,6 +170,13 @@ public final class TagReceive {
     }
 
     public void fail(Throwable cause) {
+        if (handler != null) {
+            if (posted) {
+                posted = false;
+                handler.failed(cause);
+            }
+            return;
+        }
         promise.tryFailure(cause);
     }
 }

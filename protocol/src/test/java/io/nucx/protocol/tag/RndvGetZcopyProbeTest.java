@@ -89,6 +89,20 @@ class RndvGetZcopyProbeTest {
                 "RTS, ATS, the read");
     }
 
+    /** The sender registers its buffer for the receiver's read: the RMA lane's registration cost is on its cpu. */
+    @Test
+    void theSendBuffersRegistrationIsChargedToTheSender() {
+        IfaceAttributes registering = CMA.withPerf(CMA.latencySeconds(), CMA.overheadSeconds(), CMA.bandwidth(),
+                3e-6, 0.01e-9);
+        ProtoPerf.Segment s = probe(new EndpointConfig("tcp/lo", TCP, "cma/memory", registering), DIRECT).get(0)
+                .perf().segments().get(0);
+        double d = RndvProtocols.PERF_DIFF_FACTOR;
+        assertFunc(d * (2 * TCP.overheadSeconds() + RndvProtocols.RTS_OVERHEAD + 3e-6), d * 0.01e-9,
+                s.factor(PerfFactor.LOCAL_CPU), "sender: registration, RTS, ATS");
+        assertFunc(d * (2 * TCP.overheadSeconds() + CMA.overheadSeconds()), d * CMA.overheadSeconds() / CMA.rmaSegment(),
+                s.factor(PerfFactor.REMOTE_CPU), "receiver: unchanged");
+    }
+
     private static void assertFunc(double c, double m, LinearFunc f, String what) {
         assertEquals(c, f.c(), Math.abs(c) * 1e-12, what + ": constant");
         assertEquals(m, f.m(), Math.abs(m) * 1e-12, what + ": slope");

@@ -9,8 +9,6 @@ import io.nucx.transport.AmFrame;
 import io.nucx.transport.IfaceAttributes;
 
 import java.nio.channels.ClosedChannelException;
-import java.util.Queue;
-import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicLong;
 
@@ -23,6 +21,10 @@ import java.util.concurrent.atomic.AtomicLong;
  *
  * <p>A write completes when the message is in the peer's queue. It registers no {@code IoHandle}, so it runs on
  * any event loop; the peer's events run on the peer's loop.
+ *
+ * <p>The queue is an array ({@link SpscQueue}: the peer's loop is its only producer, this channel's loop its only
+ * consumer), so a message moves without allocating; it also bounds the number of messages ({@link #MAX_SLOTS}),
+ * which gives small messages the same backpressure as the byte bound gives large ones.
  */
 public final class SelfChannel extends AbstractLaneChannel {
 
@@ -30,8 +32,10 @@ public final class SelfChannel extends AbstractLaneChannel {
     private static final int MESSAGE_OVERHEAD = 64;
     private static final int READ_BATCH = 64;
     private static final int WRITE_BATCH = 256;
+    /** At most this many messages wait in a receiver's queue, whatever their bytes. */
+    static final int MAX_SLOTS = 4096;
 
-    private final Queue<Object> inbound = new ConcurrentLinkedQueue<>();
+    private final SpscQueue<Object> inbound;
     private final AtomicLong queuedBytes = new AtomicLong();
     private final AtomicBoolean readScheduled = new AtomicBoolean();
     private final AtomicBoolean writerWaiting = new AtomicBoolean();
@@ -45,6 +49,7 @@ public final class SelfChannel extends AbstractLaneChannel {
     SelfChannel(long capacity, SelfAddress localAddress, SelfAddress remoteAddress, IfaceAttributes limits) {
         super(localAddress, remoteAddress, State.OPEN, limits);
         this.capacity = capacity;
+        this.inbound = new SpscQueue<>((int) Math.min(MAX_SLOTS, capacity / MESSAGE_OVERHEAD + 2));
     }
 
     /** Links two ends; both are connected from then on. */
@@ -90,6 +95,7 @@ public final class SelfChannel extends AbstractLaneChannel {
         unsafe().close(unsafe().voidPromise());
     }
 
+    /** This channel's loop only (the queue's one consumer). */
     private void releaseInbound() {
         for (Object m; (m = inbound.poll()) != null; ) {
             queuedBytes.addAndGet(-sizeOf(m));
@@ -142,15 +148,27 @@ public final class SelfChannel extends AbstractLaneChannel {
     }
 
     private boolean hasRoomFor(long size) {
+        if (inbound.size() >= inbound.capacity()) {
+            return false;
+        }
         long q = queuedBytes.get();
         return q == 0 || q + size <= capacity;
     }
 
+    /** The writer's loop (the queue's one producer); {@link #hasRoomFor} said there is a slot. */
     private void enqueue(Object msg, long size) {
         queuedBytes.addAndGet(size);
-        inbound.add(msg);
+        if (!inbound.offer(msg)) {
+            throw new IllegalStateException("self queue full after its room was checked"); // one producer: a bug
+        }
         if (state() == State.CLOSED) {
-            releaseInbound(); // closed while we were adding: nobody else will read it
+            // Closed while we were adding: nobody else will read it. Released by the queue's consumer, this
+            // channel's loop; if that loop is gone, nobody else polls and the writer may.
+            try {
+                eventLoop().execute(this::releaseInbound);
+            } catch (java.util.concurrent.RejectedExecutionException e) {
+                releaseInbound();
+            }
         }
     }
 
@@ -178,7 +196,8 @@ public final class SelfChannel extends AbstractLaneChannel {
             pipeline.fireChannelReadComplete();
         }
         SelfChannel p = peer;
-        if (p != null && left <= capacity / 2 && p.writerWaiting.compareAndSet(true, false)) {
+        if (p != null && (left <= capacity / 2 || inbound.size() <= inbound.capacity() / 2)
+                && p.writerWaiting.compareAndSet(true, false)) {
             p.eventLoop().execute(p.resumeTask);
         }
         if (!inbound.isEmpty()) {

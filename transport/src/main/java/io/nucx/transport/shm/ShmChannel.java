@@ -33,9 +33,6 @@ public final class ShmChannel extends AbstractLaneChannel {
 
     private static final int READ_BATCH = 64;
     private static final int WRITE_BATCH = 256;
-    /** One byte rung on the peer's socket; shared and never released. */
-    private static final ByteBuf DOORBELL = Unpooled.unreleasableBuffer(
-            Unpooled.directBuffer(1).writeByte(1).asReadOnly());
 
     private final int maxRecordPayload;
     private final SpscRing.RecordHandler onRecord = this::onRecord;
@@ -162,7 +159,8 @@ public final class ShmChannel extends AbstractLaneChannel {
     private void ringDoorbell() {
         Channel d = doorbell;
         if (d.isActive()) {
-            d.writeAndFlush(DOORBELL.duplicate(), d.voidPromise());
+            // One byte in a pooled buffer: a duplicate of a shared one would be an object per wake-up.
+            d.writeAndFlush(d.alloc().directBuffer(1, 1).writeByte(1), d.voidPromise());
         }
     }
 
@@ -195,29 +193,38 @@ public final class ShmChannel extends AbstractLaneChannel {
         return n;
     }
 
-    private void onRecord(int type, MemorySegment record) {
+    private void onRecord(int type, MemorySegment ring, long offset, int length) {
         if (state() != State.CONNECTED) {
             return; // closed by a handler during this batch: the rest is dropped with the connection
         }
         int amId = type & 0xff;
         int flags = (type >>> 8) & 0xff;
         int headerLength = type >>> 16;
-        long length = record.byteSize();
         if (amId == 0 || headerLength > length || length > maxRecordPayload) {
             fail(new CorruptedFrameException("shm record from pid " + peerPid() + " with am id " + amId
                     + ", header length " + headerLength + " and length " + length + " (limit " + maxRecordPayload
                     + ")"));
             return;
         }
-        ByteBuf buf = alloc().heapBuffer((int) length);
-        MemorySegment.copy(record, ValueLayout.JAVA_BYTE, 0, buf.array(), buf.arrayOffset(), (int) length);
-        buf.writerIndex((int) length);
-        ByteBuf header = buf.retainedSlice(0, headerLength);
+        // Header and payload each in a pooled buffer of their own: slices of one buffer would be two more objects
+        // per message with Netty's default (adaptive) allocator, which does not pool its slices.
+        ByteBuf header = copyOut(ring, offset, headerLength);
         ByteBuf payload = length == headerLength ? Unpooled.EMPTY_BUFFER
-                : buf.retainedSlice(headerLength, (int) length - headerLength);
-        buf.release();
+                : copyOut(ring, offset + headerLength, length - headerLength);
         delivered++;
         pipeline().fireChannelRead(AmFrame.of(amId, flags, header, payload));
+    }
+
+    /** {@code length} bytes of the ring at {@code offset} in a pooled heap buffer, copied without allocating. */
+    private ByteBuf copyOut(MemorySegment ring, long offset, int length) {
+        ByteBuf buf = alloc().heapBuffer(length, length);
+        if (buf.hasArray()) {
+            MemorySegment.copy(ring, ValueLayout.JAVA_BYTE, offset, buf.array(), buf.arrayOffset(), length);
+            buf.writerIndex(length);
+        } else {
+            buf.writeBytes(ring.asSlice(offset, length).asByteBuffer());
+        }
+        return buf;
     }
 
     /** Closes with {@code cause} reported down the pipeline first (a corrupt ring, a vanished peer). */

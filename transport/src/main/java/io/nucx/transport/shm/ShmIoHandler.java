@@ -19,14 +19,49 @@ import java.util.Arrays;
  * passing; the setup socket is already there and every engine can poll it (UCX's posix transport signals through
  * a Unix socket for the same reason).
  *
- * <p>Without shm handles it is the wrapped engine and nothing else: no spinning, no extra cost.
+ * <p>Without shm handles it is the wrapped engine and nothing else: no spinning, no extra cost (busy-polling aside).
+ *
+ * <p>Idle passes back off as Agrona's {@code BackoffIdleStrategy} does, as far as {@link Backoff} allows: the first
+ * {@code spinPasses} in a row only hint the CPU ({@link Thread#onSpinWait}); after that each idle pass gives the core
+ * away ({@link Thread#yield}) until work comes or, when the loop may block, the spin time is over. On a machine with as
+ * many spinning loops as cores, a loop that never yields leaves the JIT compiler's threads (and the peer it waits for)
+ * only what the scheduler takes from it by force, so the first seconds run in the interpreter. But a yield on a
+ * machine busy with other work hands the core away for a whole time slice (milliseconds), so by default loops yield
+ * only while the JIT compiler is at work ({@link Backoff#JIT}): during the warm-up. A ping-pong at full speed never
+ * gets that far anyway: its loops find work every few passes.
  */
 public final class ShmIoHandler implements IoHandler {
+
+    /** When an idle loop past its spin passes yields its core. */
+    public enum Backoff {
+        /** Never: it spins (the behaviour of a loop without back-off). */
+        NEVER,
+        /** While the JIT compiler works: the total compilation time grew within the last {@link #JIT_QUIET_NANOS}. */
+        JIT,
+        /** Always. */
+        ALWAYS
+    }
+
+    /** JIT back-off: how long after the compiler last made progress loops still yield. */
+    static final long JIT_QUIET_NANOS = 50_000_000L;
+    /** JIT back-off: idle passes between two looks at the compilation time. */
+    private static final int JIT_CHECK_EVERY = 1024;
+    private static final java.lang.management.CompilationMXBean JIT =
+            java.lang.management.ManagementFactory.getCompilationMXBean();
 
     private static final ShmIoHandle[] NONE = new ShmIoHandle[0];
 
     private final IoHandler delegate;
     private final long spinNanos;
+    private final int spinPasses;
+    private final Backoff backoff;
+    /** Idle passes in a row (no ring, engine or task work), for the back-off. */
+    private int idlePasses;
+    /** JIT back-off: the compilation time last seen, when it last grew, and passes since the last look. */
+    private long jitMillis = -1;
+    private long jitProgressNanos;
+    private int jitCheck;
+    private boolean jitBusy;
     /** Replaced, never mutated, so a poll pass may iterate it while a handle deregisters. Loop thread only. */
     private ShmIoHandle[] handles = NONE;
     /** Ring polls between two non-blocking passes of the wrapped engine while it finds nothing. */
@@ -37,9 +72,11 @@ public final class ShmIoHandler implements IoHandler {
     private long idleSince;
     private final NonBlocking nonBlocking = new NonBlocking();
 
-    private ShmIoHandler(IoHandler delegate, long spinNanos) {
+    private ShmIoHandler(IoHandler delegate, long spinNanos, int spinPasses, Backoff backoff) {
         this.delegate = delegate;
         this.spinNanos = spinNanos;
+        this.spinPasses = spinPasses;
+        this.backoff = backoff;
     }
 
     /**
@@ -51,13 +88,26 @@ public final class ShmIoHandler implements IoHandler {
      *                  for a descriptor and lets neither tasks from other threads nor timers run)
      */
     public static IoHandlerFactory newFactory(IoHandlerFactory delegate, long spinNanos) {
+        return newFactory(delegate, spinNanos, 0, Backoff.NEVER);
+    }
+
+    /**
+     * As {@link #newFactory(IoHandlerFactory, long)}, backing off after {@code spinPasses} idle passes in a row: each
+     * further idle pass yields the core ({@link Thread#yield}) when {@code backoff} says so.
+     */
+    public static IoHandlerFactory newFactory(IoHandlerFactory delegate, long spinNanos, int spinPasses,
+                                              Backoff backoff) {
+        java.util.Objects.requireNonNull(backoff, "backoff");
         if (spinNanos < 0) {
             throw new IllegalArgumentException("spin time must not be negative: " + spinNanos);
+        }
+        if (spinPasses < 0) {
+            throw new IllegalArgumentException("spin passes must not be negative: " + spinPasses);
         }
         return new IoHandlerFactory() {
             @Override
             public IoHandler newHandler(io.netty.util.concurrent.ThreadAwareExecutor executor) {
-                return new ShmIoHandler(delegate.newHandler(executor), spinNanos);
+                return new ShmIoHandler(delegate.newHandler(executor), spinNanos, spinPasses, backoff);
             }
 
             @Override
@@ -76,8 +126,11 @@ public final class ShmIoHandler implements IoHandler {
     public int run(IoHandlerContext context) {
         ShmIoHandle[] hs = handles;
         if (hs.length == 0) {
+            if (spinNanos != Long.MAX_VALUE) {
+                return delegate.run(context);
+            }
             // Busy-polling spins here too, in non-blocking passes, so tasks from other threads and timers run.
-            return delegate.run(spinNanos == Long.MAX_VALUE ? nonBlocking.wrap(context) : context);
+            return idleUnlessWork(context, delegate.run(nonBlocking.wrap(context)));
         }
         int work = 0;
         for (ShmIoHandle h : hs) {
@@ -85,6 +138,7 @@ public final class ShmIoHandler implements IoHandler {
         }
         if (work > 0) {
             idleSince = 0;
+            idlePasses = 0;
             return work + pollDelegate(context);
         }
         long now = System.nanoTime();
@@ -92,7 +146,7 @@ public final class ShmIoHandler implements IoHandler {
             idleSince = now;
         }
         if (!context.canBlock() || now - idleSince < spinNanos) {
-            return pollDelegate(context);
+            return idleUnlessWork(context, pollDelegate(context));
         }
         boolean park = true;
         int armed = 0;
@@ -106,7 +160,43 @@ public final class ShmIoHandler implements IoHandler {
                 hs[i].unpark();
             }
             idleSince = 0;
+            idlePasses = 0;
         }
+    }
+
+    /**
+     * Ends a spinning pass that found {@code work}: none, and no task waiting either ({@code canBlock}), is an idle
+     * pass, which spins or yields as the class says.
+     */
+    private int idleUnlessWork(IoHandlerContext context, int work) {
+        if (work > 0 || !context.canBlock()) {
+            idlePasses = 0;
+            return work;
+        }
+        if (idlePasses < spinPasses) {
+            idlePasses++;
+            Thread.onSpinWait();
+        } else if (backoff == Backoff.ALWAYS || backoff == Backoff.JIT && jitBusy()) {
+            Thread.yield();
+        } else {
+            Thread.onSpinWait();
+        }
+        return 0;
+    }
+
+    /** Whether the JIT compiler made progress lately (looked at every {@link #JIT_CHECK_EVERY} calls). */
+    private boolean jitBusy() {
+        if (++jitCheck >= JIT_CHECK_EVERY || jitMillis < 0) {
+            jitCheck = 0;
+            long now = System.nanoTime();
+            long millis = JIT.getTotalCompilationTime();
+            if (millis != jitMillis) {
+                jitMillis = millis;
+                jitProgressNanos = now;
+            }
+            jitBusy = now - jitProgressNanos < JIT_QUIET_NANOS;
+        }
+        return jitBusy;
     }
 
     /**

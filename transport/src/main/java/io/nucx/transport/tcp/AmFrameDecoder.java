@@ -6,6 +6,7 @@ import io.netty.handler.codec.ByteToMessageDecoder;
 import io.netty.handler.codec.CorruptedFrameException;
 import io.netty.handler.codec.TooLongFrameException;
 import io.nucx.transport.AmFrame;
+import io.nucx.transport.Buffers;
 
 import java.util.List;
 
@@ -21,6 +22,9 @@ import static io.nucx.transport.tcp.AmFrameLayout.PREFIX_LENGTH;
  * before anything is buffered, and the lane's handler closes only that connection.
  */
 public final class AmFrameDecoder extends ByteToMessageDecoder {
+
+    /** Payloads up to this size are copied out of the cumulation, larger ones sliced ({@link #copy}). */
+    static final int COPY_PAYLOAD = 1024;
 
     private final int maxHeader;
     private final long maxPayload;
@@ -57,15 +61,28 @@ public final class AmFrameDecoder extends ByteToMessageDecoder {
             if (in.readableBytes() < frameLength) {
                 return;
             }
-            ByteBuf header = in.retainedSlice(start + PREFIX_LENGTH, headerLength);
+            ByteBuf header = copy(ctx, in, start + PREFIX_LENGTH, headerLength);
+            int payloadAt = start + PREFIX_LENGTH + headerLength;
             ByteBuf payload = payloadLength == 0 ? io.netty.buffer.Unpooled.EMPTY_BUFFER
-                    : in.retainedSlice(start + PREFIX_LENGTH + headerLength, (int) payloadLength);
+                    : payloadLength <= COPY_PAYLOAD ? copy(ctx, in, payloadAt, (int) payloadLength)
+                    : in.retainedSlice(payloadAt, (int) payloadLength);
             in.readerIndex(start + frameLength);
             out.add(AmFrame.of(amId, flags, header, payload));
             if (ctx.isRemoved()) {
                 return;
             }
         }
+    }
+
+    /**
+     * Headers and small payloads are copied into pooled buffers of their own rather than sliced out of the cumulation:
+     * Netty's default allocator makes a new object for each slice, and for a few bytes the copy costs less than the
+     * allocation (and lets the cumulation be reused sooner). Larger payloads are slices: no copy.
+     */
+    private static ByteBuf copy(ChannelHandlerContext ctx, ByteBuf in, int index, int length) {
+        ByteBuf out = ctx.alloc().heapBuffer(length, length);
+        Buffers.copy(in, index, out, 0, length);
+        return out.writerIndex(length);
     }
 
     @Override

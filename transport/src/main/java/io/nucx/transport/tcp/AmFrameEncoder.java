@@ -6,6 +6,7 @@ import io.netty.channel.ChannelHandlerContext;
 import io.netty.channel.ChannelOutboundHandlerAdapter;
 import io.netty.channel.ChannelPromise;
 import io.nucx.transport.AmFrame;
+import io.nucx.transport.Buffers;
 import io.nucx.transport.IfaceAttributes;
 
 /**
@@ -47,9 +48,9 @@ public final class AmFrameEncoder extends ChannelOutboundHandlerAdapter {
             prefix.writeByte(frame.flags());
             prefix.writeShortLE(headerLength);
             prefix.writeIntLE(payloadLength);
-            prefix.writeBytes(header, header.readerIndex(), headerLength);
+            Buffers.append(header, header.readerIndex(), prefix, headerLength);
             if (copyPayload) {
-                prefix.writeBytes(payload, payload.readerIndex(), payloadLength);
+                Buffers.append(payload, payload.readerIndex(), prefix, payloadLength);
                 ByteBuf out = prefix;
                 prefix = null;
                 ctx.write(out, promise);

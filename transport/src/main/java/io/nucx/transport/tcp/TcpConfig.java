@@ -41,10 +41,53 @@ public final class TcpConfig extends AbstractConfigTable {
     public static final ConfigEntry<Long> SEG_SIZE = ConfigEntry.size("TCP_SEG_SIZE", "64k",
             "Largest payload of one tcp active-message frame (bcopy fragment size)", 8192, 16L << 20);
 
+    /** TLS on tcp lanes ({@link TcpTls}). */
+    public static final ConfigEntry<Boolean> TLS = ConfigEntry.bool("TCP_TLS", "n",
+            "TLS on tcp lanes (y/n): every lane is a TLS connection, certificates from NUCX_TCP_TLS_CERT/KEY/CA; both "
+                    + "sides must agree");
+    /** This worker's certificate chain, PEM. */
+    public static final ConfigEntry<String> TLS_CERT = ConfigEntry.string("TCP_TLS_CERT", "",
+            "PEM file of this worker's certificate chain (needed with NUCX_TCP_TLS=y)");
+    /** Its private key, PEM PKCS#8. */
+    public static final ConfigEntry<String> TLS_KEY = ConfigEntry.string("TCP_TLS_KEY", "",
+            "PEM file of this worker's private key, PKCS#8 (needed with NUCX_TCP_TLS=y)");
+    /** The certificates a peer's chain must lead to. */
+    public static final ConfigEntry<String> TLS_CA = ConfigEntry.string("TCP_TLS_CA", "",
+            "PEM file of the certificates a peer's chain must lead to (needed with NUCX_TCP_TLS=y)");
+    /** Whether accepted lanes require the peer's certificate too. */
+    public static final ConfigEntry<Boolean> TLS_MUTUAL = ConfigEntry.bool("TCP_TLS_MUTUAL", "n",
+            "Lanes a peer connects must present a certificate that leads to NUCX_TCP_TLS_CA too (y/n)");
+    /** Which TLS implementation. */
+    public static final ConfigEntry<String> TLS_PROVIDER = ConfigEntry.choice("TCP_TLS_PROVIDER", "auto",
+            "TLS implementation: auto (OpenSSL through netty-tcnative-boringssl-static when it loads, else the JDK's), "
+                    + "openssl or jdk", "auto", "openssl", "jdk");
+
     static final TcpConfig TABLE = new TcpConfig();
 
     public TcpConfig() {
-        super("tcp transport", RANK_TRANSPORT, IO, CONNECT, BIND_ADDR, SEG_SIZE);
+        super("tcp transport", RANK_TRANSPORT, IO, CONNECT, BIND_ADDR, SEG_SIZE, TLS, TLS_CERT, TLS_KEY, TLS_CA,
+                TLS_MUTUAL, TLS_PROVIDER);
+    }
+
+    /** With TLS on, the three files must be given and readable; OpenSSL, when asked for, must load. */
+    @Override
+    public void conclude(io.nucx.transport.NucxConfig config) {
+        if (!config.get(TLS)) {
+            return;
+        }
+        for (ConfigEntry<String> file : List.of(TLS_CERT, TLS_KEY, TLS_CA)) {
+            String path = config.get(file).trim();
+            if (path.isEmpty()) {
+                throw config.invalid(file, "needed with NUCX_TCP_TLS=y");
+            }
+            if (!java.nio.file.Files.isReadable(java.nio.file.Path.of(path))) {
+                throw config.invalid(file, "cannot read " + path);
+            }
+        }
+        if (config.get(TLS_PROVIDER).equals("openssl") && !io.netty.handler.ssl.OpenSsl.isAvailable()) {
+            throw config.invalid(TLS_PROVIDER, "OpenSSL does not load here: " + io.netty.handler.ssl.OpenSsl
+                    .unavailabilityCause());
+        }
     }
 
     private static Map<String, Optional<TcpIoMode>> engines() {

@@ -26,6 +26,7 @@ import io.netty.channel.uring.IoUringDomainSocketChannel;
 import io.netty.channel.uring.IoUringIoHandle;
 import io.netty.channel.uring.IoUringServerDomainSocketChannel;
 import io.netty.channel.uring.IoUringIoHandler;
+import io.netty.channel.uring.IoUringIoHandlerConfig;
 import io.netty.channel.uring.IoUringServerSocketChannel;
 import io.netty.channel.uring.IoUringSocketChannel;
 import io.nucx.transport.Availability;
@@ -104,13 +105,21 @@ public enum TcpIoMode {
     }
 
     /**
+     * Completion queue entries of an io_uring loop (16 bytes each, 512 KiB). Every connection keeps a few operations
+     * in flight, so thousands of connections closing at once (peers going, a flood of REQUESTs refused) complete
+     * more at once than the default queue holds: the kernel then parks the overflow and Netty warns. Eight times the
+     * default submission ring leaves room for that.
+     */
+    static final int IO_URING_CQ_SIZE = 32768;
+
+    /**
      * A factory for event loops of this engine. Busy-polling is not done here but by the shm engine wrapped around it
      * ({@code ShmIoHandler}), in non-blocking passes: epoll's own busy wait spins in native code until a descriptor
      * is ready, so tasks from other threads and timers would wait for it.
      */
     public IoHandlerFactory ioHandlerFactory() {
         return switch (this) {
-            case IO_URING -> IoUringIoHandler.newFactory();
+            case IO_URING -> IoUringIoHandler.newFactory(new IoUringIoHandlerConfig().setCqSize(IO_URING_CQ_SIZE));
             case EPOLL -> EpollIoHandler.newFactory();
             case NIO -> NioIoHandler.newFactory();
         };

@@ -91,7 +91,8 @@ class SpscRingTest {
                     written++;
                 }
                 long[] next = {read};
-                read += ring.read((type, payload) -> {
+                read += ring.read((type, seg, offset, length) -> {
+                    MemorySegment payload = seg.asSlice(offset, length);
                     long i = next[0]++;
                     String e = payload.byteSize() == Math.min(sizeOf(i), ring.maxPayload())
                             && payload.get(ValueLayout.JAVA_LONG_UNALIGNED, 0) == i ? null : "record " + i + " wrong";
@@ -127,8 +128,38 @@ class SpscRingTest {
                         RingDescriptor.HEADER_LENGTH + RecordDescriptor.LENGTH_OFFSET);
             }
             RingCorruptedException e = assertThrows(RingCorruptedException.class,
-                    () -> ring.read((type, payload) -> { }, 10));
+                    () -> ring.read((type, seg, offset, length) -> { }, 10));
             assertTrue(e.getMessage().contains("length 1048576"), e.getMessage());
+        }
+    }
+
+    /**
+     * Found by fuzzing (TransportFuzzTestInputs/ringRecords/finding-unaligned-head): a padding record of an unaligned
+     * length moved the head off alignment, and the next read threw IllegalArgumentException from the memory access;
+     * an unaligned padding length or head is corruption, reported as such.
+     */
+    @Test
+    void anUnalignedPaddingOrHeadIsReportedAsCorruption() throws Exception {
+        Path p = dir.resolve("unaligned");
+        try (SpscRing ring = SpscRing.create(p, 4096)) {
+            try (java.nio.channels.FileChannel ch = java.nio.channels.FileChannel.open(p,
+                    java.nio.file.StandardOpenOption.WRITE)) {
+                // a padding record of 9 bytes, then a tail of 16 (published, as a producer would)
+                ch.write(java.nio.ByteBuffer.allocate(8).order(java.nio.ByteOrder.LITTLE_ENDIAN).putInt(0, 9)
+                        .putInt(4, RecordDescriptor.PADDING_TYPE), RingDescriptor.HEADER_LENGTH);
+                ch.write(java.nio.ByteBuffer.allocate(8).order(java.nio.ByteOrder.LITTLE_ENDIAN).putLong(0, 16),
+                        RingDescriptor.HEADER_LENGTH + 4096 + RingDescriptor.TAIL_OFFSET);
+            }
+            RingCorruptedException e = assertThrows(RingCorruptedException.class,
+                    () -> ring.read((type, segment, offset, length) -> { }, 10));
+            assertTrue(e.getMessage().contains("length 9"), e.getMessage());
+            try (java.nio.channels.FileChannel ch = java.nio.channels.FileChannel.open(p,
+                    java.nio.file.StandardOpenOption.WRITE)) {
+                ch.write(java.nio.ByteBuffer.allocate(8).order(java.nio.ByteOrder.LITTLE_ENDIAN).putLong(0, 3),
+                        RingDescriptor.HEADER_LENGTH + 4096 + RingDescriptor.HEAD_OFFSET);
+            }
+            e = assertThrows(RingCorruptedException.class, () -> ring.read((type, segment, offset, length) -> { }, 10));
+            assertTrue(e.getMessage().contains("head 3 is not 8-byte aligned"), e.getMessage());
         }
     }
 
@@ -177,7 +208,8 @@ class SpscRingTest {
             String[] error = {null};
             long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(RingProducer.DEADLINE_SECONDS + 30);
             while (next[0] < count && error[0] == null) {
-                int n = ring.read((type, payload) -> {
+                int n = ring.read((type, seg, offset, length) -> {
+                    MemorySegment payload = seg.asSlice(offset, length);
                     if (error[0] == null) {
                         error[0] = check(payload, next[0]);
                     }

@@ -1,0 +1,63 @@
+#!/usr/bin/env bash
+# Fast from the first message (issue #15 goal 1): short runs as a person tries them first, each a fresh pair of
+# processes, nucx variants alternating with ucx_perftest in the same round. Prints one line per run: variant,
+# transport, iterations, the Final line's p50 / average / overall (usec, one-way), the time to steady state (ms from
+# process start until three 10k-iteration windows in a row are within 10 % of the final window average), the
+# client's allocation per iteration, and the 1-minute load average when it started.
+# Usage: bench/cold-start.sh [ROUNDS (3)] [SHM_ITERS (50000)] [TCP_ITERS (20000)]
+# VARIANTS overrides the nucx variants: ';'-separated, each "name:ENV=VALUE ENV=VALUE ..." for both processes.
+# Needs bin/build (or a reactor build plus examples/target/nucx.aot for the AOT variants); ucx_perftest is optional.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+rounds=${1:-3}
+shm_n=${2:-50000}
+tcp_n=${3:-20000}
+variants=${VARIANTS:-"spin-only:NUCX_AOT=n NUCX_IDLE_SPINS=1000000000;backoff:NUCX_AOT=n;backoff+aot:NUCX_AOT=y"}
+port=${BENCH_BASE_PORT:-14600}
+load() { cut -d' ' -f1 /proc/loadavg; }
+
+nucx_run() { # name tls iters env...
+    local name=$1 tls=$2 n=$3; shift 3
+    port=$((port + 1))
+    local l; l=$(load)
+    env "$@" NUCX_TLS="$tls" timeout 600 bin/nucx perftest -p $port >/dev/null 2>&1 &
+    local spid=$!
+    sleep 1
+    local out
+    out=$(env "$@" NUCX_TLS="$tls" timeout 600 bin/nucx perftest 127.0.0.1 -p $port -t tag_lat -s 8 -n "$n" \
+        --windows 10000 2>&1 || true)
+    wait $spid || true
+    local fin steady alloc
+    fin=$(echo "$out" | awk '/^Final:/ {print $3, $4, $5}')
+    steady=$(echo "$out" | sed -n 's/^Steady state: \([0-9]*\) ms.*/\1/p')
+    alloc=$(echo "$out" | sed -n 's/^Allocated.*client \([0-9.]*\),.*/\1/p')
+    echo "$name $tls $n ${fin:-failed} steady_ms=${steady:-none} alloc=${alloc:-?} load=$l"
+}
+
+ucx_run() { # tls iters
+    command -v ucx_perftest >/dev/null || return 0
+    local ucx_tls=$1 n=$2
+    port=$((port + 1))
+    local l; l=$(load)
+    UCX_TLS=$ucx_tls timeout 300 ucx_perftest -p $port >/dev/null 2>&1 &
+    local spid=$!
+    sleep 1
+    local fin
+    fin=$(UCX_TLS=$ucx_tls timeout 300 ucx_perftest 127.0.0.1 -p $port -t tag_lat -s 8 -n "$n" 2>&1 \
+        | awk '/^Final:/ {print $3, $4, $5}' || true)
+    wait $spid || true
+    echo "ucx_perftest $ucx_tls $n ${fin:-failed} load=$l"
+}
+
+echo "variant transport iterations p50_us avg_us overall_us steady alloc_B load1"
+for r in $(seq 1 "$rounds"); do
+    IFS=';' read -ra vs <<<"$variants"
+    for tls in shm tcp; do
+        n=$shm_n; [ "$tls" = tcp ] && n=$tcp_n
+        if [ "$tls" = shm ]; then ucx_run posix,self "$n"; else ucx_run tcp "$n"; fi
+        for v in "${vs[@]}"; do
+            # shellcheck disable=SC2086
+            nucx_run "${v%%:*}" "$tls" "$n" ${v#*:}
+        done
+    done
+done

@@ -1,0 +1,325 @@
+package io.nucx.examples.perf;
+
+import io.netty.channel.EventLoopGroup;
+import io.netty.channel.MultiThreadIoEventLoopGroup;
+import io.netty.channel.nio.NioIoHandler;
+import io.nucx.protocol.select.ProtoCandidate;
+import io.nucx.protocol.select.ProtoPerf;
+import io.nucx.protocol.select.ProtoTable;
+import io.nucx.transport.cma.CmaChannel;
+import io.nucx.transport.rma.MemoryRegistration;
+
+import java.io.PrintStream;
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.nio.file.Path;
+import java.time.Instant;
+import java.time.temporal.ChronoUnit;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * {@code nucx calibrate}: measures, on this machine, what the cost model needs per lane (latency, overhead, bandwidth,
+ * registration cost) and the memcpy bandwidth, with two workers in two processes over real lanes (a
+ * {@link SweepServer} and this process), each protocol forced in turn, a few rounds back to back; then fits the
+ * model's figures to the measurements ({@link ProfileFit}) and writes the profile that NUCX_PERF_PROFILE loads.
+ * A short, bounded run: a warm-up, then {@code rounds} x about ten runs of {@code runNanos} each.
+ */
+public final class Calibration {
+
+    /**
+     * @param amSets  NUCX_TLS values whose AM lane is measured ("tcp", "shm")
+     * @param rmaSets NUCX_TLS values whose RMA lane is measured by rendezvous reads over their AM lane ("shm,cma");
+     *                that AM lane must be measured too (in {@code amSets})
+     * @param percentile which percentile of a ping-pong's iterations is its time (50: the median; lower on a machine
+     *                   busy with other work, whose preemptions land in the upper ones)
+     */
+    public record Options(List<String> amSets, List<String> rmaSets, int rounds, long runNanos, long warmupNanos,
+                          double percentile, Path out, String command) {
+        public Options {
+            amSets = List.copyOf(amSets);
+            rmaSets = List.copyOf(rmaSets);
+            if (rounds < 1 || runNanos <= 0 || warmupNanos < 0 || !(percentile > 0 && percentile < 100)) {
+                throw new IllegalArgumentException("rounds and run time must be positive, warm-up >= 0, the "
+                        + "percentile in (0, 100)");
+            }
+        }
+    }
+
+    /** The sizes rendezvous reads are timed at: both well past the eager range, a factor 16 apart. */
+    static final long RMA_SIZE1 = 256 * 1024;
+    static final long RMA_SIZE2 = 4 * 1024 * 1024;
+
+    private final SweepRunner runner;
+    private final Options options;
+    private final PrintStream log;
+    private final List<Double> loads = new ArrayList<>();
+
+    public Calibration(SweepRunner runner, Options options, PrintStream log) {
+        this.runner = runner;
+        this.options = options;
+        this.log = log;
+    }
+
+    /** Measures, fits, writes the profile; returns the fit. */
+    public ProfileFit.Result run() throws Exception {
+        double copyBandwidth = copyBandwidth();
+        log.printf(Locale.ROOT, "memcpy 64 KiB direct to direct: %.0f MB/s%n", copyBandwidth / 1e6);
+        Map<String, ProtoTable> tables = new LinkedHashMap<>();
+        for (String tls : sets()) {
+            tables.put(tls, runner.run(Map.of("TLS", tls), params(PerfTestType.TAG_LAT, 8, 20, 50)).table());
+        }
+        List<Step> steps = steps(tables);
+        long deadline = System.nanoTime() + options.warmupNanos();
+        log.println("warming up for " + options.warmupNanos() / 1e9 + " s (not recorded)");
+        while (System.nanoTime() < deadline) {
+            for (Step s : steps) {
+                s.run(runner, options.runNanos() / 2, options.percentile());
+            }
+        }
+        for (int round = 0; round < options.rounds(); round++) {
+            for (Step s : steps) {
+                loads.add(Sweep.loadAverage());
+                double t = s.run(runner, options.runNanos(), options.percentile());
+                s.times.add(t);
+                log.printf(Locale.ROOT, "round %d %-9s %-18s %-8s %9d B: %10.3f us%n", round, s.tls, s.protocol,
+                        s.test.testName(), s.size, t * 1e6);
+            }
+        }
+        List<ProfileFit.AmRuns> am = new ArrayList<>();
+        for (String tls : options.amSets()) {
+            am.add(new ProfileFit.AmRuns(amLane(tables.get(tls)), median(steps, tls, "stream"),
+                    median(steps, tls, "ping"), step(steps, tls, "size1").size, median(steps, tls, "size1"),
+                    step(steps, tls, "size2").size, median(steps, tls, "size2")));
+        }
+        List<ProfileFit.RmaRuns> rma = new ArrayList<>();
+        for (String tls : options.rmaSets()) {
+            ProtoTable t = tables.get(tls);
+            double[] reg = registrationCost();
+            rma.add(new ProfileFit.RmaRuns(rmaLane(t), amLane(t), io.nucx.transport.cma.Cma.CHUNK, 80e-9,
+                    RMA_SIZE1, median(steps, tls, "read1"), RMA_SIZE2, median(steps, tls, "read2"), reg[0], reg[1]));
+        }
+        ProfileFit.Result fit = ProfileFit.fit(options.out().toString(), copyBandwidth, am, rma);
+        List<String> comments = new ArrayList<>();
+        comments.add("written by: " + options.command());
+        comments.add("at " + Instant.now().truncatedTo(ChronoUnit.SECONDS) + " on " + hostName() + ", "
+                + Runtime.getRuntime().availableProcessors() + " cores, load average (1 min) "
+                + String.format(Locale.ROOT, "%.2f to %.2f", loads.stream().mapToDouble(d -> d).min().orElse(0),
+                loads.stream().mapToDouble(d -> d).max().orElse(0)));
+        comments.add("medians of " + options.rounds() + " rounds, runs of " + options.runNanos() / 1e9 + " s; "
+                + "ping-pongs by their " + options.percentile() + "th percentile, streams by their average:");
+        for (Step s : steps) {
+            comments.add(String.format(Locale.ROOT, "  %-9s %-18s %-8s %9d B: %s us", s.tls, s.protocol,
+                    s.test.testName(), s.size, s.times.stream().map(t -> String.format(Locale.ROOT, "%.3f", t * 1e6))
+                            .toList()));
+        }
+        fit.notes().forEach(n -> comments.add("note: " + n));
+        fit.profile().write(options.out(), comments);
+        log.print(fit.profile().format(comments));
+        // Both sides load the file, as a user's workers would: the tables it gives beside the static ones.
+        String file = options.out().toAbsolutePath().toString();
+        for (String tls : sets()) {
+            log.print(tables.get(tls).format("static " + tls));
+            log.print(runner.run(Map.of("TLS", tls, "PERF_PROFILE", file), params(PerfTestType.TAG_LAT, 8, 20, 50))
+                    .table().format("calibrated " + tls));
+        }
+        log.println("profile written to " + file + "; use it with NUCX_PERF_PROFILE=" + file);
+        return fit;
+    }
+
+    private List<String> sets() {
+        List<String> all = new ArrayList<>(options.amSets());
+        options.rmaSets().stream().filter(s -> !all.contains(s)).forEach(all::add);
+        return all;
+    }
+
+    /** One measurement: a protocol forced over a transport set at one size, and its times over the rounds. */
+    private static final class Step {
+        final String tls;
+        final String role;
+        final String protocol;
+        final PerfTestType test;
+        final long size;
+        final boolean median;
+        final List<Double> times = new ArrayList<>();
+        double perIterationNanos = 50_000;
+
+        /** @param median whether a run's time is its median iteration (ping-pongs) or its average (streams) */
+        Step(String tls, String role, String protocol, PerfTestType test, long size, boolean median) {
+            this.tls = tls;
+            this.role = role;
+            this.protocol = protocol;
+            this.test = test;
+            this.size = size;
+            this.median = median;
+        }
+
+        /** One run of about {@code nanos}; the time of one message, seconds. */
+        double run(SweepRunner runner, long nanos, double percentile) throws Exception {
+            Map<String, String> settings = new LinkedHashMap<>();
+            settings.put("TLS", tls);
+            settings.putAll(ForcedProtocol.settings(protocol));
+            long iterations = Math.max(Sweep.MIN_ITERATIONS, Math.min(Sweep.MAX_ITERATIONS,
+                    (long) (nanos / perIterationNanos)));
+            PerfResult r = runner.run(settings, params(test, size, iterations, percentile)).result();
+            perIterationNanos = r.overallLatencyUs() * 1000 * (test.pingPong() ? 2 : 1);
+            return (median ? r.percentileLatencyUs() : r.overallLatencyUs()) * 1e-6;
+        }
+    }
+
+    private List<Step> steps(Map<String, ProtoTable> tables) {
+        List<Step> steps = new ArrayList<>();
+        for (String tls : options.amSets()) {
+            long max = rangeEnd(tables.get(tls), "egr/single/bcopy");
+            steps.add(new Step(tls, "stream", "egr/short", PerfTestType.TAG_BW, 8, false));
+            steps.add(new Step(tls, "ping", "egr/short", PerfTestType.TAG_LAT, 8, true));
+            steps.add(new Step(tls, "size1", "egr/single/bcopy", PerfTestType.TAG_LAT, Math.max(256, max / 16), true));
+            steps.add(new Step(tls, "size2", "egr/single/bcopy", PerfTestType.TAG_LAT, max, true));
+        }
+        for (String tls : options.rmaSets()) {
+            if (!options.amSets().contains(amTransports(tls))) {
+                throw new IllegalArgumentException("RMA set " + tls + " needs its AM lane measured: add "
+                        + amTransports(tls) + " to the AM sets");
+            }
+            rmaLane(tables.get(tls)); // fails now if the set has no RMA lane
+            steps.add(new Step(tls, "read1", "rndv/get/zcopy", PerfTestType.TAG_LAT, RMA_SIZE1, true));
+            steps.add(new Step(tls, "read2", "rndv/get/zcopy", PerfTestType.TAG_LAT, RMA_SIZE2, true));
+        }
+        return steps;
+    }
+
+    /** "shm" of "shm,cma": the AM transports of an RMA set. */
+    private static String amTransports(String tls) {
+        return String.join(",", java.util.Arrays.stream(tls.split(",")).filter(t -> !t.equals("cma")).toList());
+    }
+
+    private static Step step(List<Step> steps, String tls, String role) {
+        return steps.stream().filter(s -> s.tls.equals(tls) && s.role.equals(role)).findFirst().orElseThrow();
+    }
+
+    private static double median(List<Step> steps, String tls, String role) {
+        return SweepCsv.median(step(steps, tls, role).times.stream().mapToDouble(d -> d).toArray());
+    }
+
+    /** The last size {@code protocol} covers in {@code table}. */
+    private static long rangeEnd(ProtoTable table, String protocol) {
+        for (ProtoCandidate c : table.candidates()) {
+            if (c.protocol().name().equals(protocol)) {
+                List<ProtoPerf.Flat> flat = c.perf().flatten(false);
+                return flat.get(flat.size() - 1).end();
+            }
+        }
+        throw new IllegalStateException("no " + protocol + " in the table:\n" + table.format("calibrate"));
+    }
+
+    /** The AM lane's name, as eager short's candidate names it ("tcp/lo"). */
+    static String amLane(ProtoTable table) {
+        for (ProtoCandidate c : table.candidates()) {
+            if (c.protocol().name().equals("egr/short")) {
+                return c.config();
+            }
+        }
+        throw new IllegalStateException("no eager short in the table:\n" + table.format("calibrate"));
+    }
+
+    /** The RMA lane's name, from rendezvous get's candidate ("shm/memory + cma/memory"). */
+    static String rmaLane(ProtoTable table) {
+        for (ProtoCandidate c : table.candidates()) {
+            if (c.protocol().name().equals("rndv/get/zcopy")) {
+                String[] lanes = c.config().split(" \\+ ");
+                return lanes[lanes.length - 1];
+            }
+        }
+        throw new IllegalArgumentException("no rendezvous read (rndv/get/zcopy) in this set's table: no RMA lane");
+    }
+
+    private static PerfParams params(PerfTestType test, long size, long iterations, double percentile) {
+        return new PerfParams(test, (int) size, iterations, Math.max(Sweep.MIN_ITERATIONS, iterations / 10),
+                PerfParams.DEFAULT_WINDOW, percentile, PerfDatatype.CONTIG);
+    }
+
+    /**
+     * memcpy bandwidth, bytes/s: 64 KiB copies between direct memory (a fragment's size: what the copy protocols move
+     * per call, and cache-resident as at the crossovers where copy cost decides), median of five 100 ms runs.
+     */
+    static double copyBandwidth() {
+        int n = 64 * 1024;
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment src = arena.allocate(n, 64);
+            MemorySegment dst = arena.allocate(n, 64);
+            src.fill((byte) 7);
+            double[] rates = new double[5];
+            for (int r = -2; r < rates.length; r++) { // two unrecorded rounds let the JIT compile the loop
+                long copies = 0;
+                long start = System.nanoTime();
+                long elapsed;
+                do {
+                    for (int i = 0; i < 64; i++) {
+                        MemorySegment.copy(src, 0, dst, 0, n);
+                    }
+                    copies += 64;
+                    elapsed = System.nanoTime() - start;
+                } while (elapsed < 100_000_000L);
+                if (r >= 0) {
+                    rates[r] = copies * (double) n / (elapsed / 1e9);
+                }
+            }
+            return SweepCsv.median(rates);
+        }
+    }
+
+    /**
+     * A cma lane's registration cost {c, m}: registering (and closing) a buffer of 4 KiB, 1 MiB and 16 MiB on a lane
+     * to this process, timed on its loop, fitted to a line.
+     */
+    static double[] registrationCost() throws Exception {
+        EventLoopGroup group = new MultiThreadIoEventLoopGroup(1, NioIoHandler.newFactory());
+        CmaChannel lane = CmaChannel.toProcess((int) ProcessHandle.current().pid());
+        try (Arena arena = Arena.ofShared()) {
+            group.next().register(lane).sync();
+            long[] sizes = {4096, 1 << 20, 16 << 20};
+            double[] x = new double[sizes.length];
+            double[] y = new double[sizes.length];
+            for (int i = 0; i < sizes.length; i++) {
+                MemorySegment buf = arena.allocate(sizes[i], 4096);
+                x[i] = sizes[i];
+                y[i] = lane.eventLoop().submit(() -> {
+                    int n = 20_000;
+                    for (int k = 0; k < n; k++) { // warm
+                        timeOne(lane, buf);
+                    }
+                    long start = System.nanoTime();
+                    for (int k = 0; k < n; k++) {
+                        timeOne(lane, buf);
+                    }
+                    return (System.nanoTime() - start) / 1e9 / n;
+                }).get(60, TimeUnit.SECONDS);
+            }
+            double[] line = ProfileFit.line(x, y);
+            return new double[] {Math.max(0, line[0]), Math.max(0, line[1])};
+        } finally {
+            lane.close().sync();
+            group.shutdownGracefully(0, 1, TimeUnit.SECONDS).sync();
+        }
+    }
+
+    private static void timeOne(CmaChannel lane, MemorySegment buf) {
+        MemoryRegistration reg = lane.register(buf);
+        if (reg.packedKey().length == 0) {
+            throw new IllegalStateException("empty key");
+        }
+        reg.close();
+    }
+
+    private static String hostName() {
+        try {
+            return java.net.InetAddress.getLocalHost().getHostName();
+        } catch (java.io.IOException e) {
+            return "(unknown host)";
+        }
+    }
+}

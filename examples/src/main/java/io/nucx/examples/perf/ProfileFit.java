@@ -1,0 +1,159 @@
+package io.nucx.examples.perf;
+
+import io.nucx.protocol.select.PerfProfile;
+import io.nucx.protocol.tag.EagerProtocols;
+import io.nucx.protocol.tag.RndvProtocols;
+
+import java.util.List;
+import java.util.Locale;
+
+/**
+ * The cost model run backwards: from what calibration measured with protocols forced one at a time, the lane figures
+ * that make the model ({@link EagerProtocols}, {@link RndvProtocols}) predict those measurements. All times are
+ * seconds.
+ * <ul>
+ *   <li><b>overhead</b> of an AM lane: the time per message of a stream of 8-byte eager short messages (a window of
+ *       sends in flight): what the busier side spends per message, protocol stack included; at most half the
+ *       one-way time of a ping-pong (a stream that is not faster than ping-pong is paced by something else, and the
+ *       model must still add up to the one-way time);</li>
+ *   <li><b>latency</b>: the one-way time of an 8-byte eager short ping-pong less what the model charges besides
+ *       latency there (a send and a receive overhead, the short protocol's knob, the bytes' copies and wire);</li>
+ *   <li><b>bandwidth</b>: from the slope of one-fragment copy sends ({@code egr/single/bcopy}) between two sizes: the
+ *       model charges each byte two copies and the wire, so the wire's share is the slope less two copies;</li>
+ *   <li>an RMA lane's <b>overhead</b> (one call, per segment) and <b>bandwidth</b>: from {@code rndv/get/zcopy} at two
+ *       sizes: the intercept less the control messages the AM lane carries (their overheads and latencies, the rts
+ *       knob, the send buffer's registration), and the slope less the registration growth and the per-segment
+ *       calls; both divided by the rendezvous bias first. Its <b>registration cost</b> is measured directly.</li>
+ * </ul>
+ * A figure that comes out negative (the machine was faster than the model's other terms say: e.g. copies overlapping
+ * the transfer) is clamped, and the fit says so in a note kept in the profile's comments.
+ */
+public final class ProfileFit {
+
+    /** Bandwidth written when the measured slope leaves nothing (or less) for the wire: effectively free. */
+    static final double MAX_BANDWIDTH = 1e12;
+
+    /**
+     * An AM lane's runs.
+     *
+     * @param stream one 8-byte message's time in a stream (tag_bw), s
+     * @param ping   one-way time of an 8-byte ping-pong (tag_lat), s
+     * @param size1  a one-fragment copy send's size, and {@code time1} its one-way time
+     * @param size2  a larger one (within one fragment), and {@code time2}
+     */
+    public record AmRuns(String lane, double stream, double ping, long size1, double time1, long size2, double time2) {
+    }
+
+    /**
+     * An RMA lane's runs: {@code rndv/get/zcopy} ping-pongs at two sizes over the AM lane {@code amLane}, and the
+     * registration cost measured on the lane itself.
+     */
+    public record RmaRuns(String lane, String amLane, long segment, double rmaLatency, long size1, double time1,
+                          long size2, double time2, double regCost, double regGrowth) {
+    }
+
+    /** The fitted profile and what the fit had to clamp. */
+    public record Result(PerfProfile profile, List<String> notes) {
+    }
+
+    private ProfileFit() {
+    }
+
+    /** Fits every lane; {@code copyBandwidth} is the measured memcpy bandwidth, bytes/s. */
+    public static Result fit(String source, double copyBandwidth, List<AmRuns> am, List<RmaRuns> rma) {
+        PerfProfile.Builder b = PerfProfile.builder(source).copyBandwidth(copyBandwidth);
+        List<String> notes = new java.util.ArrayList<>();
+        double copy = 1 / copyBandwidth;
+        java.util.Map<String, double[]> amFigures = new java.util.HashMap<>();
+        for (AmRuns r : am) {
+            double slope = (r.time2() - r.time1()) / (r.size2() - r.size1());
+            double wire = slope - 2 * copy;
+            double bw;
+            if (wire <= 1 / MAX_BANDWIDTH) {
+                notes.add(String.format(Locale.ROOT, "%s: copy sends grow by %.4f ns/B, no more than two copies "
+                        + "(%.4f ns/B): bandwidth set to %.0e B/s", r.lane(), slope * 1e9, 2 * copy * 1e9,
+                        MAX_BANDWIDTH));
+                bw = MAX_BANDWIDTH;
+            } else {
+                bw = 1 / wire;
+            }
+            // What the model charges an 8-byte short message besides two overheads and the latency.
+            double rest = EagerProtocols.SINGLE_OVERHEAD + 8 * (2 * copy + 1 / bw);
+            double ovh = r.stream();
+            double lat;
+            if (2 * ovh + rest > r.ping()) {
+                // A stream no faster than ping-pong: its pace is not one side's CPU per message. Keep the model's
+                // one-way time right (what an extra control message costs) and put it all on the overheads.
+                notes.add(String.format(Locale.ROOT, "%s: a stream of 8 B messages (%.3f us each) is no faster than "
+                        + "half a round trip (%.3f us): overhead set to half the one-way time, latency to 0",
+                        r.lane(), r.stream() * 1e6, r.ping() * 1e6));
+                ovh = Math.max(0, (r.ping() - rest) / 2);
+                lat = 0;
+            } else {
+                lat = r.ping() - 2 * ovh - rest;
+            }
+            b.figure(r.lane(), PerfProfile.Figure.OVERHEAD, ovh)
+                    .figure(r.lane(), PerfProfile.Figure.LATENCY, lat)
+                    .figure(r.lane(), PerfProfile.Figure.BANDWIDTH, bw);
+            amFigures.put(r.lane(), new double[] {ovh, lat});
+        }
+        for (RmaRuns r : rma) {
+            double[] amLane = amFigures.get(r.amLane());
+            if (amLane == null) {
+                throw new IllegalArgumentException("RMA lane " + r.lane() + " was measured over AM lane " + r.amLane()
+                        + ", which has no figures of its own");
+            }
+            double d = RndvProtocols.PERF_DIFF_FACTOR;
+            double slope = (r.time2() - r.time1()) / (r.size2() - r.size1()) / d;
+            double intercept = r.time1() / d - r.size1() * slope;
+            double control = 4 * amLane[0] + RndvProtocols.RTS_OVERHEAD + r.regCost() + 2 * amLane[1]
+                    + r.rmaLatency();
+            double ovh = intercept - control;
+            if (ovh < 0) {
+                notes.add(String.format(Locale.ROOT, "%s: rendezvous reads cost %.3f us beyond their size, less than "
+                        + "their control messages (%.3f us): overhead clamped to 0", r.lane(), intercept * 1e6,
+                        control * 1e6));
+                ovh = 0;
+            }
+            double wire = slope - r.regGrowth() - ovh / r.segment();
+            double bw;
+            if (wire <= 1 / MAX_BANDWIDTH) {
+                notes.add(String.format(Locale.ROOT, "%s: reads grow by %.4f ns/B, no more than registration and "
+                        + "calls: bandwidth set to %.0e B/s", r.lane(), slope * 1e9, MAX_BANDWIDTH));
+                bw = MAX_BANDWIDTH;
+            } else {
+                bw = 1 / wire;
+            }
+            b.figure(r.lane(), PerfProfile.Figure.OVERHEAD, ovh)
+                    .figure(r.lane(), PerfProfile.Figure.BANDWIDTH, bw)
+                    .figure(r.lane(), PerfProfile.Figure.REG_COST, r.regCost())
+                    .figure(r.lane(), PerfProfile.Figure.REG_GROWTH, r.regGrowth());
+        }
+        return new Result(b.build(), List.copyOf(notes));
+    }
+
+    /** The least-squares line through {@code (x, y)} points: {c, m}. */
+    static double[] line(double[] x, double[] y) {
+        int n = x.length;
+        if (n < 2 || y.length != n) {
+            throw new IllegalArgumentException("a line needs two points or more, got " + n);
+        }
+        double mx = 0;
+        double my = 0;
+        for (int i = 0; i < n; i++) {
+            mx += x[i] / n;
+            my += y[i] / n;
+        }
+        double sxy = 0;
+        double sxx = 0;
+        for (int i = 0; i < n; i++) {
+            sxy += (x[i] - mx) * (y[i] - my);
+            sxx += (x[i] - mx) * (x[i] - mx);
+        }
+        if (sxx == 0) {
+            throw new IllegalArgumentException("a line needs two different x");
+        }
+        double m = sxy / sxx;
+        return new double[] {my - m * mx, m};
+    }
+}

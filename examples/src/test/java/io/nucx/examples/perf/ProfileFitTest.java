@@ -1,0 +1,121 @@
+package io.nucx.examples.perf;
+
+import io.nucx.protocol.EndpointConfig;
+import io.nucx.protocol.ProtocolRegistry;
+import io.nucx.protocol.select.PerfProfile;
+import io.nucx.protocol.select.ProbeParams;
+import io.nucx.protocol.select.ProtoCandidate;
+import io.nucx.protocol.select.ProtoPerf;
+import io.nucx.protocol.select.ProtoSelector;
+import io.nucx.protocol.select.ProtoTable;
+import io.nucx.protocol.select.SelectionKey;
+import io.nucx.transport.Capability;
+import io.nucx.transport.IfaceAttributes;
+import org.junit.jupiter.api.Test;
+
+import java.util.EnumSet;
+import java.util.List;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/**
+ * Calibration's fit is the cost model run backwards: measurements the model itself predicts for known figures (its
+ * real probes, through the selection engine) fit back to those figures.
+ */
+class ProfileFitTest {
+
+    private static final IfaceAttributes SHM = new IfaceAttributes(EnumSet.of(Capability.AM_SHORT,
+            Capability.AM_BCOPY), 100, 65536, 256, 80e-9, 0, 12179e6, 0, 10e-9, 0, 0, Integer.MAX_VALUE);
+    private static final IfaceAttributes CMA = new IfaceAttributes(EnumSet.of(Capability.GET_ZCOPY,
+            Capability.PUT_ZCOPY), 0, 0, 0, 80e-9, 0, 11145e6, 0, 2e-6, 0, Long.MAX_VALUE, Integer.MAX_VALUE,
+            512 * 1024);
+    private static final long DIRECT = SelectionKey.pack(SelectionKey.Operation.TAG_SEND, 0,
+            SelectionKey.DatatypeClass.CONTIG, SelectionKey.MemoryType.DIRECT, SelectionKey.Locality.INTER_NODE);
+
+    /** What the model says {@code protocol} costs at {@code size} on {@code config} with {@code truth}'s figures. */
+    private static double model(PerfProfile truth, EndpointConfig config, String protocol, long size) {
+        ProtoTable t = ProtoSelector.select(ProtocolRegistry.DEFAULT.protocols(), new ProbeParams(truth.apply(config),
+                DIRECT, ProtoCandidate.AUTO, ProtoCandidate.AUTO, truth.copyBandwidth(0)));
+        for (ProtoCandidate c : t.candidates()) {
+            if (c.protocol().name().equals(protocol)) {
+                for (ProtoPerf.Flat f : c.perf().flatten(false)) {
+                    if (f.start() <= size && size <= f.end()) {
+                        return f.func().apply(size);
+                    }
+                }
+            }
+        }
+        throw new AssertionError(protocol + " does not cover " + size + "\n" + t.format("model"));
+    }
+
+    @Test
+    void measurementsTheModelPredictsFitBackToTheFiguresThatPredictedThem() {
+        double copy = 6.5e9;
+        PerfProfile truth = PerfProfile.builder("truth").copyBandwidth(copy)
+                .figure("shm/memory", PerfProfile.Figure.OVERHEAD, 0.31e-6)
+                .figure("shm/memory", PerfProfile.Figure.LATENCY, 0.22e-6)
+                .figure("shm/memory", PerfProfile.Figure.BANDWIDTH, 9.5e9)
+                .figure("cma/memory", PerfProfile.Figure.OVERHEAD, 1.7e-6)
+                .figure("cma/memory", PerfProfile.Figure.BANDWIDTH, 7.25e9)
+                .figure("cma/memory", PerfProfile.Figure.REG_COST, 0.4e-6)
+                .figure("cma/memory", PerfProfile.Figure.REG_GROWTH, 0.001e-9)
+                .build();
+        EndpointConfig shm = new EndpointConfig("shm/memory", SHM);
+        EndpointConfig shmCma = new EndpointConfig("shm/memory", SHM, "cma/memory", CMA);
+        long s1 = 4095;
+        long s2 = 65528;
+        ProfileFit.AmRuns am = new ProfileFit.AmRuns("shm/memory", 0.31e-6, model(truth, shm, "egr/short", 8),
+                s1, model(truth, shm, "egr/single/bcopy", s1), s2, model(truth, shm, "egr/single/bcopy", s2));
+        long r1 = 256 * 1024;
+        long r2 = 4 << 20;
+        ProfileFit.RmaRuns rma = new ProfileFit.RmaRuns("cma/memory", "shm/memory", CMA.rmaSegment(),
+                CMA.latencySeconds(), r1, model(truth, shmCma, "rndv/get/zcopy", r1), r2,
+                model(truth, shmCma, "rndv/get/zcopy", r2), 0.4e-6, 0.001e-9);
+
+        ProfileFit.Result fit = ProfileFit.fit("fit", copy, List.of(am), List.of(rma));
+
+        assertEquals(List.of(), fit.notes(), "nothing clamped");
+        for (String lane : List.of("shm/memory", "cma/memory")) {
+            for (PerfProfile.Figure f : PerfProfile.Figure.values()) {
+                double want = truth.figure(lane, f);
+                double got = fit.profile().figure(lane, f);
+                if (Double.isNaN(want)) {
+                    assertTrue(Double.isNaN(got), lane + " " + f + " is not fitted, got " + got);
+                } else {
+                    assertEquals(want, got, Math.abs(want) * 1e-6, lane + " " + f);
+                }
+            }
+        }
+        assertEquals(copy, fit.profile().copyBandwidth(0));
+    }
+
+    @Test
+    void aStreamNoFasterThanPingPongPutsTheOneWayTimeOnTheOverheads() {
+        // 2 us one way, 3 us per streamed message: overheads can be at most 1 us each
+        ProfileFit.AmRuns am = new ProfileFit.AmRuns("tcp/lo", 3e-6, 2e-6, 1000, 3e-6, 9000, 11e-6);
+        ProfileFit.Result fit = ProfileFit.fit("fit", 8e9, List.of(am), List.of());
+        double ovh = fit.profile().figure("tcp/lo", PerfProfile.Figure.OVERHEAD);
+        double lat = fit.profile().figure("tcp/lo", PerfProfile.Figure.LATENCY);
+        assertTrue(ovh < 1e-6 && ovh > 0.99e-6, "overhead " + ovh);
+        assertEquals(0, lat);
+        assertEquals(1, fit.notes().size(), fit.notes().toString());
+        // slope 1 ns/B less two copies (0.25 ns/B) leaves 0.75 ns/B for the wire
+        assertEquals(1 / (1e-9 - 2 / 8e9), fit.profile().figure("tcp/lo", PerfProfile.Figure.BANDWIDTH), 1);
+    }
+
+    @Test
+    void copiesThatCostMoreThanTheSlopeLeaveTheWireFreeAndSaySo() {
+        ProfileFit.AmRuns am = new ProfileFit.AmRuns("shm/memory", 0.2e-6, 1e-6, 1000, 1e-6, 65000, 1e-6 + 64000 * 0.2e-9);
+        ProfileFit.Result fit = ProfileFit.fit("fit", 5e9, List.of(am), List.of()); // two copies: 0.4 ns/B > 0.2
+        assertEquals(ProfileFit.MAX_BANDWIDTH, fit.profile().figure("shm/memory", PerfProfile.Figure.BANDWIDTH));
+        assertTrue(fit.notes().get(0).contains("no more than two copies"), fit.notes().toString());
+    }
+
+    @Test
+    void aLineThroughPoints() {
+        double[] l = ProfileFit.line(new double[] {1, 2, 3}, new double[] {5, 7, 9});
+        assertEquals(3, l[0], 1e-12);
+        assertEquals(2, l[1], 1e-12);
+    }
+}

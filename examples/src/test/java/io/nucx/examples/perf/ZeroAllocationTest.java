@@ -1,0 +1,78 @@
+package io.nucx.examples.perf;
+
+import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.CsvSource;
+
+import java.io.BufferedReader;
+import java.io.InputStreamReader;
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.TimeUnit;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/**
+ * The eager short path allocates nothing per message, on either side: an 8-byte tagged ping-pong between two workers
+ * ({@link InProcessPingPong}, a reusable receive on each side, sends of a pooled buffer's duplicates under
+ * {@code SEND_TAG}), counted in bytes allocated by both loop threads (ThreadMXBean) over thousands of round trips.
+ *
+ * <p>It runs in a child JVM for two reasons. Netty's leak detector, at PARANOID in every test JVM, records a stack
+ * trace for every pooled buffer by design, so no path that takes a pooled buffer could measure zero under it (the
+ * child runs with it off, as production samples; the same paths run under PARANOID in the lane and codec tests).
+ * And the child runs only C1-compiled code ({@code -XX:TieredStopAtLevel=1}): C1 does no escape analysis, so what it
+ * measures is every object the code asks for, not what C2 happened to remove by the time of the measurement. The
+ * figure is then the same on a loaded machine as on a quiet one. The future-and-{@code TagMessage} API in the same
+ * child must show its allocations, so a measurement that sees nothing fails too.
+ *
+ * <p>The loops run on epoll in both modes. Netty 4.2.18's io_uring engine (the event-mode default) allocates a
+ * {@code CompletionCallback} (a method reference capturing the handler) on every pass of its {@code run}, which an
+ * shm loop makes while it spins: that is Netty's, not this path's, and BENCHMARKS.md gives its size.
+ */
+@Timeout(600)
+class ZeroAllocationTest {
+
+    /** Bytes per round trip tolerated for one-off work amortized over the run (a keepalive tick, a timer). */
+    private static final double ZERO = 2.0;
+
+    @ParameterizedTest(name = "{0}, busy-poll {1}")
+    @CsvSource({"self, true", "shm, true", "tcp, true", "self, false", "shm, false", "tcp, false"})
+    void aPingPongAllocatesNothingPerMessageOnEitherSide(String tls, boolean busyPoll) throws Exception {
+        Map<String, Double> alloc = probe(tls, busyPoll, 8, 3_000, 5_000);
+        assertTrue(alloc.get("REUSED") < ZERO, () -> tls + ": " + alloc.get("REUSED")
+                + " bytes allocated per round trip with reusable receives and SEND_TAG writes (both loops)");
+        assertTrue(alloc.get("FUTURE") > 100, () -> tls + ": the future API's " + alloc.get("FUTURE")
+                + " bytes per round trip: it allocates a promise, a receive and two messages, so the count is wrong");
+    }
+
+    private static Map<String, Double> probe(String tls, boolean busyPoll, int size, int warm, int measured)
+            throws Exception {
+        String java = ProcessHandle.current().info().command().orElseThrow();
+        List<String> cmd = new ArrayList<>(List.of(java, "-XX:TieredStopAtLevel=1",
+                "-Dio.netty.leakDetection.level=disabled", "--enable-native-access=ALL-UNNAMED", "-cp",
+                System.getProperty("java.class.path"), AllocationProbe.class.getName(), tls, Boolean.toString(busyPoll),
+                Integer.toString(size), Integer.toString(warm), Integer.toString(measured)));
+        ProcessBuilder pb = new ProcessBuilder(cmd).redirectErrorStream(true);
+        pb.environment().put("NUCX_TCP_IO", "epoll");
+        Process p = pb.start();
+        Map<String, Double> out = new HashMap<>();
+        StringBuilder all = new StringBuilder();
+        try (BufferedReader r = new BufferedReader(new InputStreamReader(p.getInputStream(), StandardCharsets.UTF_8))) {
+            for (String line; (line = r.readLine()) != null; ) {
+                all.append(line).append('\n');
+                if (line.startsWith("ALLOC ")) {
+                    String[] f = line.split(" ");
+                    out.put(f[1], Double.parseDouble(f[2]));
+                }
+            }
+        }
+        assertTrue(p.waitFor(300, TimeUnit.SECONDS), "allocation probe did not finish");
+        assertEquals(0, p.exitValue(), () -> "allocation probe failed:\n" + all);
+        assertEquals(2, out.size(), () -> "allocation probe printed:\n" + all);
+        return out;
+    }
+}

@@ -1,0 +1,332 @@
+package io.nucx.protocol.select;
+
+import io.nucx.protocol.EndpointConfig;
+import io.nucx.transport.IfaceAttributes;
+
+import java.io.IOException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.TreeMap;
+import java.util.regex.Pattern;
+
+/**
+ * Performance figures measured on the running machine ({@code nucx calibrate}), which the cost model uses instead of
+ * the transports' static estimates (UCX's published {@code uct_iface_attr_t} values) wherever the profile has them:
+ * per lane its latency, per-message overhead, bandwidth and memory registration cost, and the memcpy bandwidth every
+ * copy is charged at (UCX's {@code UCX_BCOPY_BW}). A figure the profile lacks keeps its static value. Only protocol
+ * selection reads it: lane selection keeps the figures both peers exchanged in their addresses, so the two sides still
+ * choose the same lanes whatever profile each one loaded.
+ *
+ * <p>The file is text, one {@code key = value} a line, {@code #} starting a comment; values are plain numbers in SI
+ * units (seconds, bytes per second). Its first setting names the format and its version:
+ * <pre>
+ * format = nucx-perf-profile 1
+ * copy.bandwidth = 6.8E9            # bytes/s: memcpy between direct buffers
+ * tcp/lo.latency = 4.1E-6           # s: one way, what neither side's overhead explains
+ * tcp/lo.overhead = 1.9E-6          # s: CPU time to send (or receive) one message, protocol stack included
+ * tcp/lo.bandwidth = 2.3E9          # bytes/s
+ * cma/memory.reg.cost = 1.2E-6      # s: exposing one buffer for the peer's GET or PUT
+ * cma/memory.reg.growth = 0.0       # s per byte registered
+ * </pre>
+ * A lane is named as the tables print it ({@code transport/device}); a transport name alone ({@code tcp.latency})
+ * applies to each of its devices the profile does not name. Reading is strict: an unknown key or figure, a value that
+ * is not a number or is out of range, a key given twice, or a missing or other format line fails naming the file, the
+ * line and what is wrong.
+ */
+public final class PerfProfile {
+
+    /** The format line's value: the name and the version this code reads and writes. */
+    public static final String FORMAT = "nucx-perf-profile 1";
+
+    /** The figures a lane may have, as the file names them. */
+    public enum Figure {
+        LATENCY("latency", "s: one way, what neither side's overhead explains"),
+        OVERHEAD("overhead", "s: CPU time to send (or receive) one message, protocol stack included"),
+        BANDWIDTH("bandwidth", "bytes/s"),
+        REG_COST("reg.cost", "s: exposing one buffer for the peer's zero-copy GET or PUT"),
+        REG_GROWTH("reg.growth", "s per byte registered");
+
+        private final String key;
+        private final String unit;
+
+        Figure(String key, String unit) {
+            this.key = key;
+            this.unit = unit;
+        }
+
+        /** The key's suffix in the file, e.g. {@code reg.cost}. */
+        public String key() {
+            return key;
+        }
+
+        /** Whether {@code v} is a value this figure may have. */
+        boolean valid(double v) {
+            return Double.isFinite(v) && (this == BANDWIDTH ? v > 0 : v >= 0);
+        }
+    }
+
+    /** The key of the memcpy bandwidth. */
+    public static final String COPY_BANDWIDTH = "copy.bandwidth";
+
+    /** No profile: every figure is the transports' static estimate. */
+    public static final PerfProfile NONE = new PerfProfile("(none)", Double.NaN, Map.of());
+
+    private static final Pattern LANE = Pattern.compile("[a-z][a-z0-9_]*(/[A-Za-z0-9_.:@-]+)?");
+
+    private final String source;
+    private final double copyBandwidth;
+    /** Lane (or transport) name to its figures, each NaN where absent. */
+    private final Map<String, double[]> lanes;
+
+    private PerfProfile(String source, double copyBandwidth, Map<String, double[]> lanes) {
+        this.source = source;
+        this.copyBandwidth = copyBandwidth;
+        TreeMap<String, double[]> copy = new TreeMap<>();
+        lanes.forEach((k, v) -> copy.put(k, v.clone()));
+        this.lanes = Collections.unmodifiableMap(copy);
+    }
+
+    /** Builds a profile figure by figure (calibration, tests). */
+    public static Builder builder(String source) {
+        return new Builder(source);
+    }
+
+    /** A profile under construction; each setter checks its value as the file reader does. */
+    public static final class Builder {
+        private final String source;
+        private double copyBandwidth = Double.NaN;
+        private final Map<String, double[]> lanes = new LinkedHashMap<>();
+
+        private Builder(String source) {
+            this.source = source;
+        }
+
+        /** The memcpy bandwidth, bytes/s. */
+        public Builder copyBandwidth(double bytesPerSecond) {
+            if (!Figure.BANDWIDTH.valid(bytesPerSecond)) {
+                throw new IllegalArgumentException(COPY_BANDWIDTH + " must be a finite number > 0, got "
+                        + bytesPerSecond);
+            }
+            copyBandwidth = bytesPerSecond;
+            return this;
+        }
+
+        /** One figure of {@code lane} ("tcp/lo", or "tcp" for every tcp device). */
+        public Builder figure(String lane, Figure figure, double value) {
+            if (!LANE.matcher(lane).matches()) {
+                throw new IllegalArgumentException("'" + lane + "' is not a lane name (transport or transport/device)");
+            }
+            if (!figure.valid(value)) {
+                throw new IllegalArgumentException(lane + "." + figure.key + " must be a finite number "
+                        + (figure == Figure.BANDWIDTH ? "> 0" : ">= 0") + ", got " + value);
+            }
+            lanes.computeIfAbsent(lane, k -> nan())[figure.ordinal()] = value;
+            return this;
+        }
+
+        public PerfProfile build() {
+            return new PerfProfile(source, copyBandwidth, lanes);
+        }
+    }
+
+    private static double[] nan() {
+        double[] f = new double[Figure.values().length];
+        java.util.Arrays.fill(f, Double.NaN);
+        return f;
+    }
+
+    /** Where the figures come from (the file), for messages and tables. */
+    public String source() {
+        return source;
+    }
+
+    /** Whether this profile has no figure at all. */
+    public boolean isEmpty() {
+        return Double.isNaN(copyBandwidth) && lanes.isEmpty();
+    }
+
+    /** The lanes (and transports) the profile has figures for, sorted. */
+    public List<String> lanes() {
+        return List.copyOf(lanes.keySet());
+    }
+
+    /** The measured memcpy bandwidth, or {@code fallback} when the profile has none. */
+    public double copyBandwidth(double fallback) {
+        return Double.isNaN(copyBandwidth) ? fallback : copyBandwidth;
+    }
+
+    /**
+     * {@code figure} of {@code lane} ("tcp/lo"): the lane's own, else its transport's ("tcp"), else NaN.
+     */
+    public double figure(String lane, Figure figure) {
+        double[] own = lanes.get(lane);
+        if (own != null && !Double.isNaN(own[figure.ordinal()])) {
+            return own[figure.ordinal()];
+        }
+        int slash = lane.indexOf('/');
+        double[] transport = slash < 0 ? null : lanes.get(lane.substring(0, slash));
+        return transport == null ? Double.NaN : transport[figure.ordinal()];
+    }
+
+    /** {@code attrs} of {@code lane} with the figures this profile has for it in place of the static ones. */
+    public IfaceAttributes apply(String lane, IfaceAttributes attrs) {
+        double lat = figure(lane, Figure.LATENCY);
+        double ovh = figure(lane, Figure.OVERHEAD);
+        double bw = figure(lane, Figure.BANDWIDTH);
+        double reg = figure(lane, Figure.REG_COST);
+        double growth = figure(lane, Figure.REG_GROWTH);
+        if (Double.isNaN(lat) && Double.isNaN(ovh) && Double.isNaN(bw) && Double.isNaN(reg) && Double.isNaN(growth)) {
+            return attrs;
+        }
+        return attrs.withPerf(or(lat, attrs.latencySeconds()), or(ovh, attrs.overheadSeconds()),
+                or(bw, attrs.bandwidth()), or(reg, attrs.regCostSeconds()), or(growth, attrs.regCostPerByte()));
+    }
+
+    /** Every lane of {@code config} with this profile's figures applied; the lanes' names and limits unchanged. */
+    public EndpointConfig apply(EndpointConfig config) {
+        if (isEmpty()) {
+            return config;
+        }
+        List<EndpointConfig.BwLane> bw = new ArrayList<>();
+        for (EndpointConfig.BwLane l : config.bwLanes()) {
+            bw.add(new EndpointConfig.BwLane(l.name(), apply(l.name(), l.attrs())));
+        }
+        return new EndpointConfig(config.amLane(), apply(config.amLane(), config.amLaneAttrs()), config.rmaLane(),
+                config.rmaLane() == null ? null : apply(config.rmaLane(), config.rmaLaneAttrs()), bw);
+    }
+
+    private static double or(double v, double fallback) {
+        return Double.isNaN(v) ? fallback : v;
+    }
+
+    // ---------------------------------------------------------------- the file
+
+    /**
+     * Reads a profile file.
+     *
+     * @throws IllegalArgumentException naming the file, and the line and what is wrong with it, or why the file
+     *                                  cannot be read
+     */
+    public static PerfProfile read(Path file) {
+        String text;
+        try {
+            text = Files.readString(file, StandardCharsets.UTF_8);
+        } catch (IOException | java.io.UncheckedIOException e) {
+            throw new IllegalArgumentException("cannot read performance profile " + file + ": " + e);
+        }
+        return parse(text, file.toString());
+    }
+
+    /** Parses a profile's text; {@code source} names it in errors. */
+    public static PerfProfile parse(String text, String source) {
+        Builder b = new Builder(source);
+        java.util.Set<String> seen = new java.util.HashSet<>();
+        boolean format = false;
+        String[] lines = text.split("\n", -1);
+        for (int i = 0; i < lines.length; i++) {
+            String line = lines[i];
+            int hash = line.indexOf('#');
+            String content = (hash >= 0 ? line.substring(0, hash) : line).strip();
+            if (content.isEmpty()) {
+                continue;
+            }
+            String where = source + " line " + (i + 1) + ": ";
+            int eq = content.indexOf('=');
+            if (eq < 0) {
+                throw new IllegalArgumentException(where + "expected 'key = value', got '" + content + "'");
+            }
+            String key = content.substring(0, eq).strip();
+            String value = content.substring(eq + 1).strip();
+            if (!seen.add(key)) {
+                throw new IllegalArgumentException(where + "'" + key + "' is given twice");
+            }
+            if (!format) {
+                if (!key.equals("format")) {
+                    throw new IllegalArgumentException(where + "the first setting must be 'format = " + FORMAT
+                            + "', got '" + key + "'");
+                }
+                if (!value.equals(FORMAT)) {
+                    throw new IllegalArgumentException(where + "format '" + value + "' is not supported; this nucx "
+                            + "reads '" + FORMAT + "' (run nucx calibrate again)");
+                }
+                format = true;
+                continue;
+            }
+            try {
+                if (key.equals(COPY_BANDWIDTH)) {
+                    b.copyBandwidth(number(key, value));
+                    continue;
+                }
+                Figure figure = null;
+                for (Figure f : Figure.values()) {
+                    if (key.endsWith("." + f.key)) {
+                        figure = f;
+                    }
+                }
+                if (figure == null) {
+                    throw new IllegalArgumentException("unknown setting '" + key + "'; a lane's figures are "
+                            + java.util.Arrays.stream(Figure.values()).map(f -> "LANE." + f.key).toList() + ", and "
+                            + COPY_BANDWIDTH);
+                }
+                b.figure(key.substring(0, key.length() - figure.key.length() - 1), figure, number(key, value));
+            } catch (IllegalArgumentException e) {
+                throw new IllegalArgumentException(where + e.getMessage());
+            }
+        }
+        if (!format) {
+            throw new IllegalArgumentException(source + ": empty; a profile starts with 'format = " + FORMAT + "'");
+        }
+        return b.build();
+    }
+
+    private static double number(String key, String value) {
+        try {
+            return Double.parseDouble(value);
+        } catch (NumberFormatException e) {
+            throw new IllegalArgumentException("the value of '" + key + "' is not a number: '" + value + "'");
+        }
+    }
+
+    /**
+     * The profile as its file holds it: the format line, then {@code comments} (each a {@code #} line: where and when
+     * it was measured), then every figure with its unit. {@link #parse} reads back exactly this profile.
+     */
+    public String format(List<String> comments) {
+        StringBuilder b = new StringBuilder("format = ").append(FORMAT).append('\n');
+        for (String c : comments) {
+            b.append("# ").append(c).append('\n');
+        }
+        if (!Double.isNaN(copyBandwidth)) {
+            b.append(line(COPY_BANDWIDTH, copyBandwidth, "bytes/s: memcpy between direct buffers"));
+        }
+        lanes.forEach((lane, f) -> {
+            for (Figure figure : Figure.values()) {
+                if (!Double.isNaN(f[figure.ordinal()])) {
+                    b.append(line(lane + "." + figure.key, f[figure.ordinal()], figure.unit));
+                }
+            }
+        });
+        return b.toString();
+    }
+
+    private static String line(String key, double value, String unit) {
+        String kv = key + " = " + value;
+        return kv + " ".repeat(Math.max(1, 40 - kv.length())) + "# " + unit + "\n";
+    }
+
+    /** Writes {@link #format} to {@code file}. */
+    public void write(Path file, List<String> comments) throws IOException {
+        Files.writeString(file, format(comments), StandardCharsets.UTF_8);
+    }
+
+    @Override
+    public String toString() {
+        return "PerfProfile[" + source + "]";
+    }
+}

@@ -1,0 +1,120 @@
+package io.nucx.protocol.select;
+
+import io.nucx.protocol.EndpointConfig;
+import io.nucx.transport.Capability;
+import io.nucx.transport.IfaceAttributes;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.CsvSource;
+
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.EnumSet;
+import java.util.List;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertSame;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/** The profile file: what it holds, how it is read back, what a bad one says, and how its figures reach the lanes. */
+class PerfProfileTest {
+
+    private static final IfaceAttributes TCP = new IfaceAttributes(EnumSet.of(Capability.AM_SHORT,
+            Capability.AM_BCOPY, Capability.AM_ZCOPY), 8192, 65536, 256, 5.2e-6, 0, 0, 1.2e9, 50e-6, 0, 0, 1024);
+    private static final IfaceAttributes CMA = new IfaceAttributes(EnumSet.of(Capability.GET_ZCOPY), 0, 0, 0, 80e-9,
+            0, 11145e6, 0, 2e-6, 0, Long.MAX_VALUE, Integer.MAX_VALUE, 512 * 1024);
+
+    private static PerfProfile sample() {
+        return PerfProfile.builder("sample")
+                .copyBandwidth(6.123456789e9)
+                .figure("tcp/lo", PerfProfile.Figure.LATENCY, 4.1e-6)
+                .figure("tcp/lo", PerfProfile.Figure.OVERHEAD, 1.9e-6)
+                .figure("tcp/lo", PerfProfile.Figure.BANDWIDTH, 2.3e9)
+                .figure("shm", PerfProfile.Figure.OVERHEAD, 0.45e-6)
+                .figure("cma/memory", PerfProfile.Figure.REG_COST, 1.25e-6)
+                .figure("cma/memory", PerfProfile.Figure.REG_GROWTH, 0.0)
+                .build();
+    }
+
+    @Test
+    void aWrittenProfileReadsBackWithEveryFigureExact(@org.junit.jupiter.api.io.TempDir Path dir) throws Exception {
+        PerfProfile p = sample();
+        Path file = dir.resolve("profile.txt");
+        p.write(file, List.of("measured by a test", "load average 0.42"));
+        String text = Files.readString(file);
+        assertTrue(text.startsWith("format = " + PerfProfile.FORMAT + "\n# measured by a test\n"), text);
+        PerfProfile back = PerfProfile.read(file);
+        assertEquals(file.toString(), back.source());
+        assertEquals(p.format(List.of()), back.format(List.of()), "same figures, same order");
+        assertEquals(List.of("cma/memory", "shm", "tcp/lo"), back.lanes());
+        assertEquals(6.123456789e9, back.copyBandwidth(7e9));
+        for (PerfProfile.Figure f : PerfProfile.Figure.values()) {
+            for (String lane : List.of("tcp/lo", "shm/memory", "cma/memory", "self/memory")) {
+                assertEquals(p.figure(lane, f), back.figure(lane, f), lane + " " + f);
+            }
+        }
+    }
+
+    @Test
+    void aLaneTakesItsOwnFigureThenItsTransportsThenTheStaticOne() {
+        PerfProfile p = PerfProfile.builder("t")
+                .figure("tcp", PerfProfile.Figure.LATENCY, 9e-6)
+                .figure("tcp", PerfProfile.Figure.OVERHEAD, 3e-6)
+                .figure("tcp/lo", PerfProfile.Figure.LATENCY, 4e-6)
+                .build();
+        IfaceAttributes lo = p.apply("tcp/lo", TCP);
+        assertEquals(4e-6, lo.latencySeconds(), "the lane's own");
+        assertEquals(3e-6, lo.overheadSeconds(), "the transport's");
+        assertEquals(TCP.bandwidth(), lo.bandwidth(), "static");
+        assertEquals(TCP.maxBcopy(), lo.maxBcopy(), "limits are not figures");
+        assertEquals(TCP.amCopyMax(), lo.amCopyMax());
+        IfaceAttributes eth = p.apply("tcp/eth0", TCP);
+        assertEquals(9e-6, eth.latencySeconds());
+        assertSame(CMA, p.apply("cma/memory", CMA), "nothing for cma: the same attributes");
+        assertEquals(7e9, p.copyBandwidth(7e9), "no copy figure: the fallback");
+        assertSame(CMA, PerfProfile.NONE.apply("cma/memory", CMA));
+    }
+
+    @Test
+    void anEndpointConfigurationGetsTheFiguresOnEveryLane() {
+        EndpointConfig c = new EndpointConfig("tcp/lo", TCP, "cma/memory", CMA,
+                List.of(new EndpointConfig.BwLane("tcp/eth0", TCP)));
+        EndpointConfig applied = sample().apply(c);
+        assertEquals(1.9e-6, applied.amLaneAttrs().overheadSeconds());
+        assertEquals(2.3e9, applied.amLaneAttrs().bandwidth());
+        assertEquals(1.25e-6, applied.rmaLaneAttrs().regCostSeconds());
+        assertEquals(TCP.overheadSeconds(), applied.bwLanes().get(0).attrs().overheadSeconds(), "tcp/eth0: static");
+        assertEquals(c.amLane(), applied.amLane());
+        assertEquals(c.rmaLane(), applied.rmaLane());
+        assertSame(c, PerfProfile.NONE.apply(c));
+    }
+
+    @ParameterizedTest(name = "{1}")
+    @CsvSource(delimiter = '|', value = {
+            "''| empty; a profile starts with 'format = nucx-perf-profile 1'",
+            "tcp/lo.latency = 1e-6| line 1: the first setting must be 'format = nucx-perf-profile 1', got 'tcp/lo.latency'",
+            "format = nucx-perf-profile 2| line 1: format 'nucx-perf-profile 2' is not supported",
+            "format = nucx-perf-profile 1\\ntcp/lo.latency 1e-6| line 2: expected 'key = value', got 'tcp/lo.latency 1e-6'",
+            "format = nucx-perf-profile 1\\ntcp/lo.latency = fast| line 2: the value of 'tcp/lo.latency' is not a number: 'fast'",
+            "format = nucx-perf-profile 1\\n# c\\ntcp/lo.speed = 1| line 3: unknown setting 'tcp/lo.speed'",
+            "format = nucx-perf-profile 1\\ntcp/lo.bandwidth = 0| line 2: tcp/lo.bandwidth must be a finite number > 0, got 0.0",
+            "format = nucx-perf-profile 1\\ntcp/lo.overhead = -1e-6| line 2: tcp/lo.overhead must be a finite number >= 0",
+            "format = nucx-perf-profile 1\\ntcp/lo.latency = NaN| line 2: tcp/lo.latency must be a finite number >= 0",
+            "format = nucx-perf-profile 1\\ncopy.bandwidth = Infinity| line 2: copy.bandwidth must be a finite number > 0",
+            "format = nucx-perf-profile 1\\nTCP/lo.latency = 1e-6| line 2: 'TCP/lo' is not a lane name",
+            "format = nucx-perf-profile 1\\nshm.latency = 1e-7\\nshm.latency = 2e-7| line 3: 'shm.latency' is given twice"})
+    void aMalformedProfileIsRefusedNamingTheFileTheLineAndWhatIsWrong(String text, String message) {
+        IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
+                () -> PerfProfile.parse(text.replace("\\n", "\n"), "/etc/p.txt"));
+        assertTrue(e.getMessage().startsWith("/etc/p.txt"), e.getMessage());
+        assertTrue(e.getMessage().contains(message), () -> "'" + e.getMessage() + "' should say: " + message);
+    }
+
+    @Test
+    void aMissingFileIsRefusedNamingIt(@org.junit.jupiter.api.io.TempDir Path dir) {
+        Path missing = dir.resolve("nope.txt");
+        IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> PerfProfile.read(missing));
+        assertTrue(e.getMessage().contains("cannot read performance profile " + missing), e.getMessage());
+    }
+}
