@@ -89,8 +89,14 @@ final class ReceivedAm implements AmMessage {
     public void release() {
         if (loop.inEventLoop()) {
             in.release();
-        } else {
+            return;
+        }
+        try {
             loop.execute(in::release);
+        } catch (RejectedExecutionException e) {
+            // The worker's loop is gone, and with it the endpoint: nothing to tell the sender. The header is the
+            // loop's allocator's; releasing it from here is safe.
+            in.release();
         }
     }
 

@@ -7,6 +7,7 @@ import io.netty.channel.ChannelFuture;
 import io.netty.util.concurrent.Future;
 import io.nucx.AmMessage;
 import io.nucx.Endpoint;
+import io.nucx.protocol.MemoryBudget;
 import io.nucx.protocol.am.AmCodec;
 import io.nucx.protocol.am.NoAmHandlerException;
 import io.nucx.protocol.tag.TagMessage;
@@ -154,6 +155,9 @@ class AmTest {
             assertFalse(a.eventLoop().submit(rndv::isDone).get(), "the rendezvous send completed before its data "
                     + "were asked for");
             assertPattern(7, 32, r.header()); // the header outlives the call of a kept message
+            // A kept rendezvous message is charged to its endpoint's receive budget, as an unexpected RTS is.
+            assertEquals(MemoryBudget.ENTRY_COST + 32L, (long) b.eventLoop().submit(() -> b.protocols()
+                    .receiveMemoryHeld()).get());
             assertPattern(10, 100, e.data());
             assertThrows(IllegalStateException.class, r::data);
 
@@ -167,6 +171,7 @@ class AmTest {
             assertEquals(0x55, into.getByte(0));
             assertPattern(8, big, into.slice(1, big));
             await(rndv, "the rendezvous send once its data were received");
+            assertEquals(0L, (long) b.eventLoop().submit(() -> b.protocols().receiveMemoryHeld()).get());
             assertInstanceOf(IllegalStateException.class, awaitFailure(r.receiveData(Unpooled.buffer(big)),
                     "receiving twice"));
 
@@ -251,6 +256,30 @@ class AmTest {
         }
         assertTrue(ab.isActive(), "the endpoint ended");
         assertTrue(b.laneFailures().isEmpty(), () -> "a lane closed: " + b.laneFailures());
+    }
+
+    @Test
+    void aHandlerThatThrowsIsCountedAndItsMessageReleased() throws Exception {
+        DefaultWorker a = workers.start("a", "TLS", "tcp");
+        DefaultWorker b = workers.start("b", "TLS", "tcp");
+        BlockingQueue<Seen> seen = record(b, 1);
+        b.setAmHandler(4, m -> {
+            throw new IllegalStateException("a bug in the handler");
+        });
+        Endpoint ab = a.connect(b.address());
+        await(ab.amSend(4, pattern(1, 4), pattern(2, 10)), "an eager send to a handler that throws");
+        // Released after the throw without its data asked for: the rendezvous sender completes.
+        await(ab.amSend(4, pattern(3, 4), directPattern(4, 8 << 20)), "a rendezvous send to a handler that throws");
+        awaitTrue(() -> b.counters().count(AmCodec.HANDLER_FAILED_COUNTER) == 2, "the failures were not counted");
+        await(ab.amSend(0, pattern(5, 1), pattern(6, 10)), "a send to another handler");
+        Seen s = seen.poll(60, TimeUnit.SECONDS);
+        assertNotNull(s);
+        try {
+            assertPattern(6, 10, s.data());
+        } finally {
+            s.data().release();
+        }
+        assertEquals(0, b.counters().count(AmCodec.DROPPED_COUNTER));
     }
 
     @Test

@@ -146,9 +146,12 @@ final class RndvReceiver {
         final RemoteKey key;
         /** Why the data can no longer be asked for: the endpoint ended first. */
         Throwable ended;
+        /** Charged to the endpoint's budget while it waits, as an unexpected RTS is. */
+        final long charged;
 
-        AmRts(long tag, ByteBuf header, long size, long senderReqId, RemoteKey key) {
+        AmRts(long tag, ByteBuf header, long size, long senderReqId, RemoteKey key, long charged) {
             super(tag, header, size);
+            this.charged = charged;
             this.tag = tag;
             this.senderReqId = senderReqId;
             this.size = size;
@@ -166,7 +169,7 @@ final class RndvReceiver {
                 done.tryFailure(ended);
                 return;
             }
-            amWaiting.remove(this);
+            leave(this);
             Promise<TagMessage> received = ctx.executor().newPromise();
             received.addListener(f -> {
                 if (f.isSuccess()) {
@@ -181,7 +184,7 @@ final class RndvReceiver {
 
         @Override
         protected void dropData(Drop why) {
-            if (why != Drop.RECEIVED && amWaiting.remove(this)) {
+            if (why != Drop.RECEIVED && leave(this)) {
                 sendAts(senderReqId, why == Drop.NO_HANDLER ? RndvHeaders.STATUS_NO_HANDLER : RndvHeaders.STATUS_OK);
             }
         }
@@ -251,7 +254,10 @@ final class RndvReceiver {
                 throw new ProtocolException("AM_RTS " + senderReqId + " carries " + payload.readableBytes()
                         + " header bytes, its tag field says " + headerLength);
             }
-            AmRts a = new AmRts(tag, payload.retainedSlice(), size, senderReqId, key);
+            long cost = MemoryBudget.ENTRY_COST + headerLength;
+            budget.charge(cost, "active message " + AmHeaders.id(tag) + " waiting for its handler to receive its "
+                    + size + " bytes (rendezvous request " + senderReqId + ")");
+            AmRts a = new AmRts(tag, payload.retainedSlice(), size, senderReqId, key, cost);
             amWaiting.add(a);
             ctx.fireChannelRead(a);
             return;
@@ -274,6 +280,15 @@ final class RndvReceiver {
             unexpected.add(a);
             matcher.addUnexpected(a);
         }
+    }
+
+    /** {@code a} no longer waits (its data were asked for, or it was let go); false if it did not. */
+    private boolean leave(AmRts a) {
+        if (!amWaiting.remove(a)) {
+            return false;
+        }
+        budget.release(a.charged);
+        return true;
     }
 
     /**
@@ -603,6 +618,7 @@ final class RndvReceiver {
             a.discard();
         }
         for (AmRts a : amWaiting) {
+            budget.release(a.charged);
             a.ended = new IOException("sender " + ctx.channel() + " went away before the " + a.size + " bytes of "
                     + "active message " + a.id() + " were asked for", cause);
         }
