@@ -7,7 +7,10 @@ public enum PerfTestType {
     TAG_LAT("tag_lat", "tag match latency", true, false),
     TAG_BW("tag_bw", "tag match bandwidth", false, false),
     TAG_SYNC_LAT("tag_sync_lat", "tag sync match latency", true, true),
-    TAG_SYNC_BW("tag_sync_bw", "tag sync match bandwidth", false, true);
+    TAG_SYNC_BW("tag_sync_bw", "tag sync match bandwidth", false, true),
+    /** Active messages ({@code ucp_am_send_nbx}) to a handler; rendezvous ones received into a buffer. */
+    AM_LAT("am_lat", "active message latency", true, false),
+    AM_BW("am_bw", "active message bandwidth", false, false);
 
     private final String name;
     private final String description;
@@ -19,6 +22,11 @@ public enum PerfTestType {
         this.description = description;
         this.pingPong = pingPong;
         this.sync = sync;
+    }
+
+    /** The measured messages are active messages to a handler rather than tagged ones. */
+    public boolean am() {
+        return this == AM_LAT || this == AM_BW;
     }
 
     /** Sends are synchronous (complete when the receiver matched). */

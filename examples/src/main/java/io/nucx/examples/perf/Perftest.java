@@ -70,7 +70,8 @@ public final class Perftest {
                     w.flush();
                     WorkerAddress client = WorkerAddress.fromHex(readLine(in, "client worker address"));
                     Endpoint ep = worker.connect(client);
-                    TagPerfServer server = new TagPerfServer(worker, ep, params.messageSize(), params.test().sync());
+                    TagPerfServer server = new TagPerfServer(worker, ep, params.messageSize(), params.test().sync(),
+                            params.test().am());
                     server.start().get(RUN_TIMEOUT_SECONDS, TimeUnit.SECONDS);
                     w.println("allocated " + server.allocationPerMessage()); // the client prints it
                     w.flush();
