@@ -10,6 +10,7 @@ import io.nucx.Endpoint;
 import io.nucx.protocol.MemoryBudget;
 import io.nucx.protocol.am.AmCodec;
 import io.nucx.protocol.am.NoAmHandlerException;
+import io.nucx.protocol.tag.RndvProtocols;
 import io.nucx.protocol.tag.TagMessage;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
@@ -64,7 +65,9 @@ class AmTest {
     private static Seen seen(AmMessage m) {
         byte[] header = new byte[m.header().readableBytes()];
         m.header().getBytes(m.header().readerIndex(), header);
-        ByteBuf data = ByteBufAllocator.DEFAULT.heapBuffer((int) m.dataLength());
+        // Native memory for even ids: a PUT can write there straight (rndv/put/zcopy); heap for odd ones.
+        ByteBuf data = m.id() % 2 == 0 ? ByteBufAllocator.DEFAULT.directBuffer((int) m.dataLength())
+                : ByteBufAllocator.DEFAULT.heapBuffer((int) m.dataLength());
         Future<Void> received = m.receiveData(data);
         return new Seen(m.id(), header, m.isRendezvous(), data, received, m.replyEndpoint());
     }
@@ -131,11 +134,11 @@ class AmTest {
         assertEquals(0, b.counters().count(AmCodec.DROPPED_COUNTER));
     }
 
-    @ParameterizedTest(name = "{0}")
-    @CsvSource({"tcp", "shm"})
-    void dataReceivedAfterTheHandlerReturned(String tls) throws Exception {
-        DefaultWorker a = workers.start("a", "TLS", tls);
-        DefaultWorker b = workers.start("b", "TLS", tls);
+    @ParameterizedTest(name = "{0} {1}")
+    @CsvSource({"tcp, -", "shm, -", "'shm,cma', RNDV_SCHEME=get_zcopy", "'shm,cma', RNDV_SCHEME=put_zcopy"})
+    void dataReceivedAfterTheHandlerReturned(String tls, String setting) throws Exception {
+        DefaultWorker a = workers.start("a", TestWorkers.settings(tls, setting));
+        DefaultWorker b = workers.start("b", TestWorkers.settings(tls, setting));
         BlockingQueue<AmMessage> kept = new LinkedBlockingQueue<>();
         b.setAmHandler(5, m -> kept.add(m.keep()));
         Endpoint ab = a.connect(b.address());
@@ -178,6 +181,12 @@ class AmTest {
             ByteBuf copy = Unpooled.buffer(100);
             await(e.receiveData(copy), "receiving the eager data");
             assertPattern(10, 100, copy);
+            // The rendezvous went the way the scheme says: read from the sender's memory, or written into ours.
+            if (setting.contains("get_zcopy")) {
+                assertEquals(1, b.counters().count(RndvProtocols.RECV_GET_COUNTER), "rndv/get/zcopy reads");
+            } else if (setting.contains("put_zcopy")) {
+                assertEquals(1, b.counters().count(RndvProtocols.RECV_PUT_COUNTER), "rndv/put/zcopy writes");
+            }
         } finally {
             into.release();
             r.release();
