@@ -1,16 +1,19 @@
 package io.nucx.it;
 
 import io.netty.buffer.ByteBuf;
+import io.netty.buffer.ByteBufAllocator;
 import io.netty.buffer.Unpooled;
 import io.netty.channel.ChannelFuture;
 import io.nucx.Endpoint;
 import io.nucx.NucxBootstrap;
 import io.nucx.Worker;
 import io.nucx.WorkerAddress;
+import io.nucx.protocol.tag.RndvProtocols;
+import io.nucx.transport.cma.Cma;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.extension.RegisterExtension;
 import org.junit.jupiter.params.ParameterizedTest;
-import org.junit.jupiter.params.provider.ValueSource;
+import org.junit.jupiter.params.provider.CsvSource;
 
 import java.util.ArrayDeque;
 import java.util.Map;
@@ -22,11 +25,13 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 /**
- * Active messages between two JVM processes: this process sends {@link MessagePlan}'s messages (0 B to 4 MiB, eager
- * and rendezvous) with a reply endpoint asked for to an {@link AmPeer}, which receives each into its own buffer,
- * checks it and its order, and echoes it back on the reply endpoint; the echoes are checked here in order too.
+ * Active messages between two JVM processes over tcp, shm, and shm with cma (rendezvous by GET and by PUT between the
+ * processes): this process sends {@link MessagePlan}'s messages (0 B to 4 MiB, eager and rendezvous) with a reply
+ * endpoint asked for to an {@link AmPeer}, which receives each into its own buffer, checks it and its order, and
+ * echoes it back on the reply endpoint; the echoes are checked here in order too.
  */
 @Timeout(300)
 class TwoProcessAmTest {
@@ -37,18 +42,26 @@ class TwoProcessAmTest {
     @RegisterExtension
     final OpenedResources opened = new OpenedResources();
 
-    @ParameterizedTest(name = "{0}")
-    @ValueSource(strings = {"tcp", "shm"})
-    void messagesAreEchoedIntactAndInOrder(String tls) throws Exception {
-        PeerProcess peer = opened.peer(PeerProcess.start(AmPeer.class, Map.of("NUCX_TLS", tls)));
+    /** {@code scheme}: NUCX_RNDV_SCHEME on both sides ("-": the default); with cma, GET or PUT between the processes. */
+    @ParameterizedTest(name = "{0} {1}")
+    @CsvSource({"tcp, -", "shm, -", "'shm,cma', get_zcopy", "'shm,cma', put_zcopy"})
+    void messagesAreEchoedIntactAndInOrder(String tls, String scheme) throws Exception {
+        if (tls.contains("cma")) {
+            assumeTrue(Cma.availability().isAvailable(), () -> Cma.availability().reason());
+        }
+        String rndvScheme = scheme.equals("-") ? "auto" : scheme;
+        PeerProcess peer = opened.peer(PeerProcess.start(AmPeer.class, Map.of("NUCX_TLS", tls,
+                "NUCX_RNDV_SCHEME", rndvScheme)));
         WorkerAddress peerAddress = WorkerAddress.fromHex(peer.awaitLine("ADDRESS"));
-        Worker worker = opened.worker(new NucxBootstrap().name("am-sender").config("TLS", tls).start());
+        Worker worker = opened.worker(new NucxBootstrap().name("am-sender").config("TLS", tls)
+                .config("RNDV_SCHEME", rndvScheme).start());
         BlockingQueue<String> echoes = new LinkedBlockingQueue<>();
         int[] next = {0};
         worker.setAmHandler(AmPeer.ECHOED, m -> {
             int index = m.header().getIntLE(m.header().readerIndex());
             String bad = index != next[0]++ ? "echo " + index + " arrived as number " + (next[0] - 1) : null;
-            ByteBuf data = Unpooled.buffer((int) m.dataLength());
+            // Native memory: with NUCX_RNDV_SCHEME=put_zcopy the peer writes the echo straight into it.
+            ByteBuf data = ByteBufAllocator.DEFAULT.directBuffer((int) Math.max(1, m.dataLength()));
             m.receiveData(data).addListener(f -> {
                 String check = !f.isSuccess() ? "receiving echo " + index + ": " + f.cause()
                         : MessagePlan.check(index, data);
@@ -81,5 +94,10 @@ class TwoProcessAmTest {
         assertTrue(report.matches("OK " + COUNT + " rndv=[1-9][0-9]*"), () -> "peer reports: " + report + "\n"
                 + peer.stderr());
         assertEquals(0, peer.waitFor(60), () -> "peer exit code; stderr:\n" + peer.stderr());
+        if (tls.contains("cma")) { // the echoes' rendezvous data came by the scheme's RMA, into this side's buffers
+            String counter = scheme.equals("get_zcopy") ? RndvProtocols.RECV_GET_COUNTER
+                    : RndvProtocols.RECV_PUT_COUNTER;
+            assertTrue(worker.counters().count(counter) > 0, () -> counter + ": " + worker.counters().snapshot());
+        }
     }
 }
