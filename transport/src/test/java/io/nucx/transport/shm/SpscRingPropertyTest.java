@@ -27,7 +27,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
  * Properties of the shared-memory ring's wrap-around arithmetic, over real ring files of 1 to 8 KiB
- * ({@link RandomCases}, 100 cases of 400 steps): a producer mapping writes bursts of records of random sizes (0 to the
+ * ({@link RandomCases}, 80 cases of 400 steps): a producer mapping writes bursts of records of random sizes (0 to the
  * largest payload, half of them chosen to end exactly at the wrap, just before or just after it), as one segment or
  * as two buffers, heap or direct; a consumer mapping of the same file reads with random limits. Every record comes
  * back intact, with its type, in order and in one piece inside the record area; head and tail stay 8-byte aligned and
@@ -36,7 +36,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  */
 class SpscRingPropertyTest {
 
-    private static final int CASES = 100;
+    private static final int CASES = 80;
     private static final int STEPS = 400;
 
     private Path dir;
