@@ -73,7 +73,8 @@ class EnvelopePropertyTest {
     /** One cost: an overhead (sometimes none) and a bandwidth (sometimes infinite: no per-byte cost). */
     static LinearFunc func(SplittableRandom r, boolean exact) {
         if (exact) {
-            return new LinearFunc(r.nextInt(4) == 0 ? 0 : r.nextLong(1L << 30), r.nextInt(8) == 0 ? 0 : 1 + r.nextInt(63));
+            long c = r.nextInt(4) == 0 ? 0 : r.nextLong(1L << 30);
+            return new LinearFunc(c, r.nextInt(8) == 0 ? 0 : 1 + r.nextInt(63));
         }
         double overhead = r.nextInt(5) == 0 ? 0 : 1e-8 * Math.pow(10, r.nextDouble() * 3);
         double bandwidth = 1e7 * Math.pow(10, r.nextDouble() * 4);

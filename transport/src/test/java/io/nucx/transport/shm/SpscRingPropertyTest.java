@@ -113,8 +113,9 @@ class SpscRingPropertyTest {
                         boolean fits = needed <= capacity - (tail - head);
                         boolean room = producer.hasRoomFor(rec.payload().length);
                         boolean took = write(producer, rec, r, buffers);
-                        log.add(() -> "write type " + rec.type() + ", " + rec.payload().length + " bytes at tail " + tail
-                                + " (" + toEnd + " to the end), head " + head + ": " + (took ? "taken" : "refused"));
+                        log.add(() -> "write type " + rec.type() + ", " + rec.payload().length + " bytes at tail "
+                                + tail + " (" + toEnd + " to the end), head " + head + ": "
+                                + (took ? "taken" : "refused"));
                         assertEquals(fits, room, () -> "hasRoomFor disagrees with the free space: " + log);
                         assertEquals(fits, took, () -> "write disagrees with the free space: " + log);
                         if (took) {
