@@ -12,7 +12,7 @@ import io.nucx.transport.IfaceParams;
 import io.nucx.transport.NucxConfig;
 import io.nucx.transport.Transport;
 import io.nucx.transport.Transports;
-import io.nucx.transport.tcp.TcpIoMode;
+import io.nucx.transport.IoEngine;
 import io.nucx.transport.tcp.TcpTransport;
 import picocli.CommandLine.Command;
 
@@ -146,11 +146,11 @@ final class InfoCommand implements Callable<Integer> {
                     iface.close().sync();
                 }
                 if (t.name().equals(TcpTransport.NAME)) {
-                    for (TcpIoMode m : TcpIoMode.values()) {
+                    for (IoEngine m : IoEngine.values()) {
                         out.println(String.format(Locale.ROOT, "#    %17s: %s", "engine " + m.configName(),
                                 m.availability()));
                     }
-                    out.println("#      engine selected: " + TcpIoMode.configured(config, false).configName()
+                    out.println("#      engine selected: " + IoEngine.configured(config, false).configName()
                             + " (NUCX_TCP_IO=" + config.string(NucxConfig.TCP_IO) + ")");
                 }
             }

@@ -23,7 +23,7 @@ import io.nucx.transport.IfaceAttributes;
 import io.nucx.transport.IfaceParams;
 import io.nucx.transport.P2pEndpoint;
 import io.nucx.transport.Transport;
-import io.nucx.transport.shm.ShmIoHandle;
+import io.nucx.transport.PolledIoHandle;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
@@ -492,7 +492,7 @@ final class RdmaIface extends AbstractIface {
     }
 
     /** Busy-poll on a ShmIoHandler loop: every pass polls every lane's CQ; before parking, arm and re-check. */
-    private final class Poller implements ShmIoHandle {
+    private final class Poller implements PolledIoHandle {
         @Override
         public int poll() {
             int work = 0;

@@ -6,6 +6,7 @@ import io.netty.channel.IoHandlerContext;
 import io.netty.channel.IoHandlerFactory;
 import io.netty.channel.IoOps;
 import io.netty.channel.IoRegistration;
+import io.nucx.transport.PolledIoHandle;
 
 import java.util.Arrays;
 
@@ -23,12 +24,12 @@ import java.util.Arrays;
  */
 public final class ShmIoHandler implements IoHandler {
 
-    private static final ShmIoHandle[] NONE = new ShmIoHandle[0];
+    private static final PolledIoHandle[] NONE = new PolledIoHandle[0];
 
     private final IoHandler delegate;
     private final long spinNanos;
     /** Replaced, never mutated, so a poll pass may iterate it while a handle deregisters. Loop thread only. */
-    private ShmIoHandle[] handles = NONE;
+    private PolledIoHandle[] handles = NONE;
     /** Ring polls between two non-blocking passes of the wrapped engine while it finds nothing. */
     static final int DELEGATE_EVERY = 32;
     private int passesSinceDelegate;
@@ -74,13 +75,13 @@ public final class ShmIoHandler implements IoHandler {
 
     @Override
     public int run(IoHandlerContext context) {
-        ShmIoHandle[] hs = handles;
+        PolledIoHandle[] hs = handles;
         if (hs.length == 0) {
             // Busy-polling spins here too, in non-blocking passes, so tasks from other threads and timers run.
             return delegate.run(spinNanos == Long.MAX_VALUE ? nonBlocking.wrap(context) : context);
         }
         int work = 0;
-        for (ShmIoHandle h : hs) {
+        for (PolledIoHandle h : hs) {
             work += h.poll();
         }
         if (work > 0) {
@@ -128,10 +129,10 @@ public final class ShmIoHandler implements IoHandler {
 
     @Override
     public IoRegistration register(IoHandle handle) throws Exception {
-        if (!(handle instanceof ShmIoHandle shm)) {
+        if (!(handle instanceof PolledIoHandle shm)) {
             return delegate.register(handle);
         }
-        ShmIoHandle[] hs = Arrays.copyOf(handles, handles.length + 1);
+        PolledIoHandle[] hs = Arrays.copyOf(handles, handles.length + 1);
         hs[hs.length - 1] = shm;
         handles = hs;
         idleSince = 0;
@@ -140,11 +141,11 @@ public final class ShmIoHandler implements IoHandler {
         return r;
     }
 
-    private void remove(ShmIoHandle handle) {
-        ShmIoHandle[] hs = handles;
+    private void remove(PolledIoHandle handle) {
+        PolledIoHandle[] hs = handles;
         for (int i = 0; i < hs.length; i++) {
             if (hs[i] == handle) {
-                ShmIoHandle[] n = new ShmIoHandle[hs.length - 1];
+                PolledIoHandle[] n = new PolledIoHandle[hs.length - 1];
                 System.arraycopy(hs, 0, n, 0, i);
                 System.arraycopy(hs, i + 1, n, i, hs.length - i - 1);
                 handles = n;
@@ -160,12 +161,12 @@ public final class ShmIoHandler implements IoHandler {
 
     @Override
     public boolean isCompatible(Class<? extends IoHandle> handleType) {
-        return ShmIoHandle.class.isAssignableFrom(handleType) || delegate.isCompatible(handleType);
+        return PolledIoHandle.class.isAssignableFrom(handleType) || delegate.isCompatible(handleType);
     }
 
     @Override
     public void prepareToDestroy() {
-        for (ShmIoHandle h : handles) {
+        for (PolledIoHandle h : handles) {
             try {
                 h.close();
             } catch (Exception ignored) {
@@ -181,10 +182,10 @@ public final class ShmIoHandler implements IoHandler {
     }
 
     private final class Registration implements IoRegistration {
-        private final ShmIoHandle handle;
+        private final PolledIoHandle handle;
         private boolean valid = true;
 
-        Registration(ShmIoHandle handle) {
+        Registration(PolledIoHandle handle) {
             this.handle = handle;
         }
 

@@ -16,6 +16,7 @@ import io.nucx.transport.Device;
 import io.nucx.transport.HostId;
 import io.nucx.transport.IfaceAttributes;
 import io.nucx.transport.IfaceParams;
+import io.nucx.transport.IoEngine;
 import io.nucx.transport.NucxConfig;
 import io.nucx.transport.P2pEndpoint;
 import io.nucx.transport.Transport;
@@ -60,7 +61,7 @@ final class TcpIface extends AbstractIface {
     private static final io.netty.util.internal.logging.InternalLogger LOG =
             io.netty.util.internal.logging.InternalLoggerFactory.getInstance(TcpIface.class);
 
-    private final TcpIoMode mode;
+    private final IoEngine mode;
     private final AmFrameEncoder encoder;
     private final Channel server;
     private final int segSize;
@@ -69,7 +70,7 @@ final class TcpIface extends AbstractIface {
     private final java.util.Map<Long, TcpP2pEndpoint> waiting = new java.util.HashMap<>();
     private long nextToken = 1;
 
-    private TcpIface(Transport transport, IfaceParams params, TcpIoMode mode, Channel server,
+    private TcpIface(Transport transport, IfaceParams params, IoEngine mode, Channel server,
                      IfaceAttributes attributes, byte[] deviceAddress, byte[] ifaceAddress, int segSize, boolean p2p) {
         super(transport, params, attributes, deviceAddress, ifaceAddress);
         this.encoder = new AmFrameEncoder(attributes);
@@ -82,7 +83,7 @@ final class TcpIface extends AbstractIface {
     static TcpIface open(Transport transport, IfaceParams params) throws Exception {
         NucxConfig config = params.config();
         EventLoop loop = params.eventLoop();
-        TcpIoMode mode = TcpIoMode.of(loop);
+        IoEngine mode = IoEngine.of(loop);
         if (mode == null) {
             throw new IllegalArgumentException("tcp needs an io_uring, epoll or nio event loop; got "
                     + loop.getClass().getName());

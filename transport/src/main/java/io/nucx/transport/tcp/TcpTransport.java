@@ -5,6 +5,7 @@ import io.nucx.transport.Availability;
 import io.nucx.transport.Device;
 import io.nucx.transport.Iface;
 import io.nucx.transport.IfaceParams;
+import io.nucx.transport.IoEngine;
 import io.nucx.transport.NucxConfig;
 
 import java.net.InetAddress;
@@ -15,7 +16,7 @@ import java.util.Collections;
 import java.util.List;
 
 /**
- * TCP as a nucx transport: Netty's socket channels on io_uring, epoll or NIO ({@link TcpIoMode}),
+ * TCP as a nucx transport: Netty's socket channels on io_uring, epoll or NIO ({@link IoEngine}),
  * connect-to-iface, active messages framed by {@link AmFrameLayout}.
  */
 public final class TcpTransport extends AbstractTransport {
