@@ -105,7 +105,10 @@ public interface Endpoint extends Channel {
      */
     String describeLanes();
 
-    /** "cma/memory" when this endpoint may read and write the peer's memory (rendezvous GET and PUT), else null. */
+    /**
+     * "cma/memory" when this endpoint may read and write the peer's memory (rendezvous GET and PUT), else null; with
+     * several RMA lanes (multi-rail) all of them, "rdma/mlx5_0:1 + rdma/mlx5_1:1".
+     */
     String rmaLane();
 
     /**

@@ -47,7 +47,8 @@ import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicLong;
 
 /**
- * The {@link Worker} implementation. It owns the worker's ifaces (one per transport), its endpoints by id, the
+ * The {@link Worker} implementation. It owns the worker's ifaces (one per device of each transport: two RDMA ports are
+ * two ifaces, two address entries, two rails), its endpoints by id, the
  * matching of connections between two workers ({@link EndpointMatch}), the protocols' shared state
  * ({@link WorkerProtocols}: tag matching, tables, registered memory) and the keepalive timer. Everything it owns is
  * touched on its loop only, except the endpoint map and the match queues, which {@code connect} may reach from
@@ -111,13 +112,17 @@ public final class DefaultWorker implements Worker {
                     }
                     throw config.invalid(NucxConfig.TLS, onLoop.reason());
                 }
-                Iface iface = t.openIface(new IfaceParams(loop, t.defaultDevice(config),
-                        () -> LaneInboundHandler.accepted(this), config));
-                ifaces.add(iface);
-                IfaceAttributes a = iface.attributes();
-                entries.add(new WorkerAddress.Entry(t.name(), a.capabilities(), a.maxShort(), a.maxBcopy(),
-                        (float) a.latencySeconds(), (float) a.overheadSeconds(), (float) a.bandwidth(), a.priority(),
-                        iface.deviceAddress(), iface.ifaceAddress()));
+                for (io.nucx.transport.Device device : t.ifaceDevices(config)) {
+                    Iface[] opened = new Iface[1]; // lanes a peer connects to it learn which iface took them
+                    Iface iface = t.openIface(new IfaceParams(loop, device,
+                            () -> LaneInboundHandler.accepted(this, opened[0]), config));
+                    opened[0] = iface;
+                    ifaces.add(iface);
+                    IfaceAttributes a = iface.attributes();
+                    entries.add(new WorkerAddress.Entry(t.name(), a.capabilities(), a.maxShort(), a.maxBcopy(),
+                            (float) a.latencySeconds(), (float) a.overheadSeconds(), (float) a.bandwidth(),
+                            a.priority(), iface.deviceAddress(), iface.ifaceAddress()));
+                }
             }
         } catch (Exception | Error e) {
             for (Iface i : ifaces) {
@@ -126,6 +131,14 @@ public final class DefaultWorker implements Worker {
             throw e;
         }
         this.address = new WorkerAddress(uuid, name, entries);
+        // Registered memory is reached by every RMA device (UCX's ucp_mem_map registers on each memory domain).
+        List<io.nucx.protocol.MemoryDomain> domains = new ArrayList<>();
+        for (int i = 0; i < ifaces.size(); i++) {
+            if (ifaces.get(i) instanceof io.nucx.transport.rma.RmaIface rma) {
+                domains.add(new io.nucx.protocol.MemoryDomain(i, rma, LaneSelector.nameOf(ifaces.get(i))));
+            }
+        }
+        protocols.memory().domains(domains);
         // One timer per worker, not per endpoint: a tick walks every endpoint (UCX's keepalive progress does too).
         this.keepaliveTask = !keepalive.enabled() ? null : loop.scheduleAtFixedRate(this::keepaliveTick,
                 keepalive.intervalNanos(), keepalive.intervalNanos(), TimeUnit.NANOSECONDS);
@@ -425,7 +438,7 @@ public final class DefaultWorker implements Worker {
         return closed.get();
     }
 
-    /** The opened ifaces, one per selected transport. */
+    /** The opened ifaces, one per device of each selected transport, in the order of the address's entries. */
     List<Iface> ifaces() {
         return List.copyOf(ifaces);
     }
@@ -448,24 +461,28 @@ public final class DefaultWorker implements Worker {
         return bwLimits;
     }
 
-    /** An AM lane to {@code remote} over a transport that did not fail, for a failover with no lane left. */
-    LaneSelector.Lane selectReplacement(WorkerAddress remote, ErrorMode mode, Set<String> failedTransports) {
-        return LaneSelector.selectAmLane(ifaces, address, remote, mode, failedTransports, null);
+    /**
+     * An AM lane to {@code remote} that connects to its iface, over none of the lanes that failed ("transport/device":
+     * another device of the same transport may take over), for a failover with no lane left.
+     */
+    LaneSelector.Lane selectReplacement(WorkerAddress remote, ErrorMode mode, Set<String> failedLanes) {
+        return LaneSelector.selectReplacement(ifaces, address, remote, mode, failedLanes);
     }
 
     /**
-     * A lane to {@code remote} over {@code transport} (one the peer dialled), or null when this worker has no such
-     * transport or cannot reach the peer with it.
+     * The lane a peer dialled over {@code transport} to {@code acceptedBy} (which of our ifaces took it, so which of
+     * our devices), or null when this worker has no such transport or cannot reach the peer with it.
      */
-    LaneSelector.Lane laneTo(WorkerAddress remote, String transport) {
+    LaneSelector.Lane laneTo(WorkerAddress remote, String transport, Iface acceptedBy) {
         for (int i = 0; i < ifaces.size(); i++) {
             WorkerAddress.Entry l = address.entries().get(i);
-            if (!l.transport().equals(transport)) {
+            if (!l.transport().equals(transport) || (acceptedBy != null && ifaces.get(i) != acceptedBy)) {
                 continue;
             }
-            for (WorkerAddress.Entry r : remote.entries()) {
+            for (int j = 0; j < remote.entries().size(); j++) {
+                WorkerAddress.Entry r = remote.entries().get(j);
                 if (r.transport().equals(transport) && ifaces.get(i).isReachable(r.deviceAddress(), r.ifaceAddress())) {
-                    return new LaneSelector.Lane(ifaces.get(i), l, r, 0);
+                    return new LaneSelector.Lane(ifaces.get(i), l, r, 0, i, j);
                 }
             }
         }

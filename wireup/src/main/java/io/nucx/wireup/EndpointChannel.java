@@ -22,6 +22,7 @@ import io.nucx.protocol.EndpointConfig;
 import io.nucx.protocol.EndpointServices;
 import io.nucx.protocol.ProtocolCodec;
 import io.nucx.protocol.ProtocolException;
+import io.nucx.protocol.RmaRail;
 import io.nucx.protocol.amo.AtomicOp;
 import io.nucx.protocol.amo.AtomicRequest;
 import io.nucx.protocol.amo.RemoteMemoryKey;
@@ -279,7 +280,23 @@ final class EndpointChannel extends AbstractChannel implements Endpoint, Endpoin
 
     @Override
     public RmaLane rmaLane(Capability capability) {
-        return lifecycle.ended() ? null : lanes.rmaLane(capability);
+        List<RmaRail> rails = rmaRails(capability);
+        return rails.isEmpty() ? null : rails.get(0).lane();
+    }
+
+    @Override
+    public List<RmaRail> rmaRails(Capability capability) {
+        return lifecycle.ended() ? List.of() : lanes.rmaRails(capability);
+    }
+
+    @Override
+    public RmaRail amoRail() {
+        return lifecycle.ended() ? null : lanes.amoRail();
+    }
+
+    @Override
+    public String noRmaLaneReason(Capability capability) {
+        return lifecycle.ended() ? this + " has ended" : lanes.noRmaLaneReason(capability);
     }
 
     @Override
@@ -406,7 +423,7 @@ final class EndpointChannel extends AbstractChannel implements Endpoint, Endpoin
 
     @Override
     public String rmaLane() {
-        return endpointConfig.rmaLane();
+        return endpointConfig.rmaLane() == null ? null : endpointConfig.rmaLanes();
     }
 
     @Override

@@ -28,6 +28,8 @@ final class LaneInboundHandler extends ChannelInboundHandlerAdapter {
     private static final InternalLogger LOG = InternalLoggerFactory.getInstance(LaneInboundHandler.class);
 
     private final DefaultWorker worker;
+    /** The iface that accepted this lane from a peer; null for lanes we connected. */
+    private final io.nucx.transport.Iface acceptedBy;
     private EndpointChannel endpoint;
     /** This lane's index among its endpoint's message lanes (0: the AM lane chosen at wireup). */
     private int laneIndex;
@@ -43,14 +45,22 @@ final class LaneInboundHandler extends ChannelInboundHandlerAdapter {
     private ArrayDeque<AmFrame> held;
 
     LaneInboundHandler(DefaultWorker worker, EndpointChannel endpoint, int laneIndex) {
+        this(worker, endpoint, laneIndex, null);
+    }
+
+    private LaneInboundHandler(DefaultWorker worker, EndpointChannel endpoint, int laneIndex,
+                               io.nucx.transport.Iface acceptedBy) {
         this.worker = worker;
         this.endpoint = endpoint;
         this.laneIndex = laneIndex;
+        this.acceptedBy = acceptedBy;
     }
 
-    /** The handler of a lane a peer connected to our iface: it learns its endpoint from the first frame. */
-    static LaneInboundHandler accepted(DefaultWorker worker) {
-        return new LaneInboundHandler(worker, null, 0);
+    /**
+     * The handler of a lane a peer connected to our iface {@code iface}: it learns its endpoint from the first frame.
+     */
+    static LaneInboundHandler accepted(DefaultWorker worker, io.nucx.transport.Iface iface) {
+        return new LaneInboundHandler(worker, null, 0, iface);
     }
 
     @Override
@@ -264,7 +274,7 @@ final class LaneInboundHandler extends ChannelInboundHandlerAdapter {
                     + Long.toHexString(target.remoteWorkerAddress().uuid())));
         }
         target.heard();
-        target.lanes().onAttach(m.lane(), m.reason(), ctx.channel());
+        target.lanes().onAttach(m.lane(), m.reason(), ctx.channel(), acceptedBy);
         endpoint = target;
         laneIndex = m.lane();
     }

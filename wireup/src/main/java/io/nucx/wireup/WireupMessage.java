@@ -12,6 +12,8 @@ import io.nucx.protocol.ProtocolException;
 import io.nucx.transport.AmFrame;
 
 import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.List;
 
 /**
  * A wireup message (AM id {@link AmIds#WIREUP}), with UCX's header ({@code ucp_wireup_msg_t}, types numbered as
@@ -25,13 +27,20 @@ import java.nio.charset.StandardCharsets;
  * </pre>
  * Payload by type:
  * <pre>
- *  REQUEST     | address length:u16 | packed worker address | p2p endpoint address (the rest; empty if none) |
- *  REPLY       | p2p endpoint address (empty if none; at most 255 bytes) |
+ *  REQUEST     | address length:u16 | packed worker address | p2p endpoint addresses (the rest; empty if none) |
+ *  REPLY       | p2p endpoint addresses (empty if none) |
  *  EP_REMOVED  | UTF-8 reason, at most {@link #MAX_REASON} bytes (UCX sends none; ours names why) |
  *  ACK, EP_CHECK: none
+ *
+ *  p2p endpoint addresses, one per transport connection that connects endpoint to endpoint (the AM lane, RMA and
+ *  AMO lanes of rdma), at most {@link #MAX_P2P}:
+ *  +----------+------------------------------------------------------------------------------+
+ *  | count:u8 | count x { sender entry:u8 | receiver entry:u8 | length:u8 | endpoint address } |
+ *  +----------+------------------------------------------------------------------------------+
  * </pre>
- * UCX packs p2p endpoint addresses inside the worker address, per lane; nucx has one lane per endpoint, so its one
- * endpoint address sits beside the worker address.
+ * UCX packs p2p endpoint addresses inside the worker address, each with the receiver's lane index; nucx names each
+ * connection by the two address entries (devices) it joins, as the sender sees them, so the receiver finds its own
+ * side of each pair whatever order it lists them in.
  * <ul>
  *   <li>REQUEST: connecting side → acceptor, on the lane the connector opened; conn sn = the connector's number
  *       for this connection to the acceptor's uuid (0, 1, 2... per peer; see {@link EndpointMatch}), src = the
@@ -49,7 +58,26 @@ import java.nio.charset.StandardCharsets;
  * </ul>
  */
 record WireupMessage(int type, int errMode, int connSn, long srcEpId, long dstEpId, WorkerAddress address,
-                     byte[] epAddress, String reason, int lane, long value) {
+                     List<P2pAddress> epAddresses, String reason, int lane, long value) {
+
+    /**
+     * A transport endpoint's address for the peer, naming the pair of address entries its connection joins, as the
+     * sender sees them: its own entry, then the receiver's.
+     */
+    record P2pAddress(int senderEntry, int receiverEntry, byte[] address) {
+        P2pAddress {
+            if (senderEntry < 0 || senderEntry > 255 || receiverEntry < 0 || receiverEntry > 255
+                    || address.length == 0 || address.length > MAX_EP_ADDRESS) {
+                throw new IllegalArgumentException("p2p address for entries " + senderEntry + "/" + receiverEntry
+                        + " of " + address.length + " bytes (1 to " + MAX_EP_ADDRESS + ")");
+            }
+        }
+
+        /** Whether it is the address of the receiver's connection from its entry {@code local} to our {@code remote}. */
+        boolean joins(int local, int remote) {
+            return receiverEntry == local && senderEntry == remote;
+        }
+    }
 
     static final int REQUEST = 1;
     static final int REPLY = 2;
@@ -68,15 +96,31 @@ record WireupMessage(int type, int errMode, int connSn, long srcEpId, long dstEp
     static final long INVALID_EP_ID = -1L;
     static final int MAX_REASON = 512;
 
-    static final byte[] NO_EP_ADDRESS = new byte[0];
+    static final List<P2pAddress> NO_EP_ADDRESS = List.of();
     static final int MAX_EP_ADDRESS = 255;
+    static final int MAX_P2P = 16;
 
-    static WireupMessage request(ErrorMode mode, int connSn, long srcEpId, WorkerAddress address, byte[] epAddress) {
-        return new WireupMessage(REQUEST, mode.wire(), connSn, srcEpId, INVALID_EP_ID, address, epAddress, null, 0, 0);
+    static WireupMessage request(ErrorMode mode, int connSn, long srcEpId, WorkerAddress address,
+                                 List<P2pAddress> epAddresses) {
+        return new WireupMessage(REQUEST, mode.wire(), connSn, srcEpId, INVALID_EP_ID, address, epAddresses, null, 0,
+                0);
     }
 
-    static WireupMessage reply(ErrorMode mode, int connSn, long srcEpId, long dstEpId, byte[] epAddress) {
-        return new WireupMessage(REPLY, mode.wire(), connSn, srcEpId, dstEpId, null, epAddress, null, 0, 0);
+    static WireupMessage reply(ErrorMode mode, int connSn, long srcEpId, long dstEpId,
+                               List<P2pAddress> epAddresses) {
+        return new WireupMessage(REPLY, mode.wire(), connSn, srcEpId, dstEpId, null, epAddresses, null, 0, 0);
+    }
+
+    /** The p2p address of the receiver's connection from its entry {@code local} to our {@code remote}, or null. */
+    byte[] epAddress(int local, int remote) {
+        if (epAddresses != null) {
+            for (P2pAddress a : epAddresses) {
+                if (a.joins(local, remote)) {
+                    return a.address();
+                }
+            }
+        }
+        return null;
     }
 
     static WireupMessage ack(ErrorMode mode, int connSn, long srcEpId, long dstEpId) {
@@ -123,15 +167,15 @@ record WireupMessage(int type, int errMode, int connSn, long srcEpId, long dstEp
         ByteBuf payload;
         if (type == REQUEST) {
             byte[] a = address.encode();
-            byte[] ep = epAddress != null ? epAddress : NO_EP_ADDRESS;
+            byte[] ep = packAddresses(epAddresses);
             payload = Unpooled.wrappedBuffer(java.nio.ByteBuffer.allocate(2 + a.length + ep.length)
                     .order(java.nio.ByteOrder.LITTLE_ENDIAN).putShort((short) a.length).put(a).put(ep).flip());
         } else if (type == LANE_ATTACH || type == LANE_ACK || type == LANE_FAILED) {
             byte[] name = type == LANE_ATTACH ? reason.getBytes(StandardCharsets.US_ASCII) : new byte[0];
             payload = Unpooled.wrappedBuffer(java.nio.ByteBuffer.allocate(LANE_PAYLOAD + name.length)
                     .order(java.nio.ByteOrder.LITTLE_ENDIAN).put((byte) lane).putLong(value).put(name).flip());
-        } else if (type == REPLY && epAddress != null && epAddress.length > 0) {
-            payload = Unpooled.wrappedBuffer(epAddress);
+        } else if (type == REPLY && epAddresses != null && !epAddresses.isEmpty()) {
+            payload = Unpooled.wrappedBuffer(packAddresses(epAddresses));
         } else if (reason != null) {
             byte[] text = reason.getBytes(StandardCharsets.UTF_8);
             payload = Unpooled.wrappedBuffer(text, 0, Math.min(text.length, MAX_REASON));
@@ -164,12 +208,8 @@ record WireupMessage(int type, int errMode, int connSn, long srcEpId, long dstEp
                 }
                 byte[] blob = new byte[addressLength];
                 payload.getBytes(payload.readerIndex() + 2, blob);
-                byte[] ep = new byte[length - 2 - addressLength];
-                if (ep.length > MAX_EP_ADDRESS) {
-                    throw new ProtocolException("wireup REQUEST with a " + ep.length + "-byte endpoint address (at most "
-                            + MAX_EP_ADDRESS + ")");
-                }
-                payload.getBytes(payload.readerIndex() + 2 + addressLength, ep);
+                List<P2pAddress> ep = unpackAddresses(payload, payload.readerIndex() + 2 + addressLength,
+                        length - 2 - addressLength, "REQUEST");
                 try {
                     return new WireupMessage(type, errMode, connSn, src, dst, WorkerAddress.decode(blob), ep, null,
                             0, 0);
@@ -178,12 +218,7 @@ record WireupMessage(int type, int errMode, int connSn, long srcEpId, long dstEp
                 }
             }
             case REPLY -> {
-                if (length > MAX_EP_ADDRESS) {
-                    throw new ProtocolException("wireup REPLY with a " + length + "-byte endpoint address (at most "
-                            + MAX_EP_ADDRESS + ")");
-                }
-                byte[] ep = new byte[length];
-                payload.getBytes(payload.readerIndex(), ep);
+                List<P2pAddress> ep = unpackAddresses(payload, payload.readerIndex(), length, "REPLY");
                 return new WireupMessage(type, errMode, connSn, src, dst, null, ep, null, 0, 0);
             }
             case ACK, EP_CHECK -> {
@@ -221,5 +256,67 @@ record WireupMessage(int type, int errMode, int connSn, long srcEpId, long dstEp
             }
             default -> throw new ProtocolException("wireup message type " + type + " is not handled by this version");
         }
+    }
+
+    private static byte[] packAddresses(List<P2pAddress> addresses) {
+        if (addresses == null || addresses.isEmpty()) {
+            return new byte[0];
+        }
+        if (addresses.size() > MAX_P2P) {
+            throw new IllegalArgumentException(addresses.size() + " p2p addresses, at most " + MAX_P2P);
+        }
+        int n = 1;
+        for (P2pAddress a : addresses) {
+            n += 3 + a.address().length;
+        }
+        java.nio.ByteBuffer b = java.nio.ByteBuffer.allocate(n).put((byte) addresses.size());
+        for (P2pAddress a : addresses) {
+            b.put((byte) a.senderEntry()).put((byte) a.receiverEntry()).put((byte) a.address().length)
+                    .put(a.address());
+        }
+        return b.array();
+    }
+
+    /** The p2p addresses in {@code length} bytes at {@code at} (none if 0); malformed ones are a protocol error. */
+    private static List<P2pAddress> unpackAddresses(ByteBuf in, int at, int length, String what) {
+        if (length == 0) {
+            return NO_EP_ADDRESS;
+        }
+        int end = at + length;
+        int count = in.getUnsignedByte(at++);
+        if (count == 0 || count > MAX_P2P) {
+            throw new ProtocolException("wireup " + what + " with " + count + " p2p endpoint addresses (1 to "
+                    + MAX_P2P + ")");
+        }
+        List<P2pAddress> out = new ArrayList<>(count);
+        for (int i = 0; i < count; i++) {
+            if (end - at < 3) {
+                throw new ProtocolException("wireup " + what + " ends inside p2p endpoint address " + i + " of "
+                        + count);
+            }
+            int sender = in.getUnsignedByte(at);
+            int receiver = in.getUnsignedByte(at + 1);
+            int n = in.getUnsignedByte(at + 2);
+            at += 3;
+            if (n == 0 || n > end - at) {
+                throw new ProtocolException("wireup " + what + " p2p endpoint address " + i + " claims " + n
+                        + " bytes, " + (end - at) + " are left");
+            }
+            byte[] address = new byte[n];
+            in.getBytes(at, address);
+            at += n;
+            for (P2pAddress o : out) {
+                if (o.senderEntry() == sender && o.receiverEntry() == receiver) {
+                    throw new ProtocolException("wireup " + what + " names the p2p connection of entries " + sender
+                            + "/" + receiver + " twice");
+                }
+            }
+            out.add(new P2pAddress(sender, receiver, address));
+        }
+        if (at != end) {
+            throw new ProtocolException("wireup " + what + " has " + (end - at) + " bytes after its p2p endpoint "
+                    + "addresses");
+        }
+        return List.copyOf(out);
     }
 }

@@ -1,56 +1,96 @@
 package io.nucx.protocol.amo;
 
 import io.netty.buffer.ByteBuf;
+import io.netty.buffer.Unpooled;
 import io.netty.channel.ChannelDuplexHandler;
 import io.netty.channel.ChannelFutureListener;
 import io.netty.channel.ChannelHandlerContext;
 import io.netty.channel.ChannelPromise;
 import io.netty.util.concurrent.Future;
 import io.nucx.protocol.AmIds;
+import io.nucx.protocol.EndpointServices;
+import io.nucx.protocol.KeyBundle;
 import io.nucx.protocol.PendingRequests;
 import io.nucx.protocol.ProtocolCodec;
+import io.nucx.protocol.ProtocolCounters;
 import io.nucx.protocol.ProtocolException;
 import io.nucx.protocol.ProtocolFamily;
+import io.nucx.protocol.RmaRail;
 import io.nucx.transport.AmFrame;
+import io.nucx.transport.rma.InvalidRemoteKeyException;
+import io.nucx.transport.rma.RemoteKey;
+import io.nucx.transport.rma.RmaOp;
 
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.lang.invoke.VarHandle;
 import java.util.List;
+import java.util.concurrent.atomic.LongAdder;
 import java.util.function.LongSupplier;
 
 /**
- * The atomics codec on one endpoint (UCX's software atomics, {@code amo/am}): an outbound {@link AtomicRequest}
- * becomes an ATOMIC_REQ frame and waits for ATOMIC_REP; an arriving ATOMIC_REQ is applied to this worker's registered
- * memory with the CPU's atomic instructions (a {@link VarHandle} on the native word, so local code using atomics on the
- * same words stays coherent with peers) and answered. A request for another worker's memory, a misaligned address or
- * one outside the key's region fails at once, naming it, and sends nothing; a request the target's memory does not
- * allow is answered with a status and only that request fails; a malformed frame is a {@link ProtocolException} (the
- * lane closes).
+ * The atomics codec on one endpoint. With an AMO lane (UCX's device atomics: a transport with ATOMIC64 on both sides,
+ * rdma) fetch-add and compare-and-swap go to the device as {@link RmaOp}s, with the key the owner registered on the
+ * device that lane reaches ({@code amo/device}); everything else (swap, and, or, xor, which verbs lacks, and every
+ * atomic without such a lane or key) goes as UCX's software atomics ({@code amo/am}): an outbound
+ * {@link AtomicRequest} becomes an ATOMIC_REQ frame and waits for ATOMIC_REP; an arriving ATOMIC_REQ is applied to this
+ * worker's registered memory with the CPU's atomic instructions (a {@link VarHandle} on the native word, so local code
+ * using atomics on the same words stays coherent with peers) and answered. A request for another worker's memory, a
+ * misaligned address or one outside the key's region fails at once, naming it, and sends nothing; a request the
+ * target's memory does not allow is answered with a status and only that request fails; a malformed frame is a
+ * {@link ProtocolException} (the lane closes).
+ *
+ * <p>Coherence: the emulator applies device atomics with the CPU's instructions, so both paths mix freely in tests.
+ * A real adapter's atomics are atomic with respect to other device atomics only (UCX's ATOMIC_DEVICE mode): on
+ * hardware, words one peer changes by fetch-add or compare-and-swap over rdma should not be changed at the same time
+ * by active-message atomics or by the owner's CPU.
  */
 public final class AmoCodec extends ChannelDuplexHandler implements ProtocolCodec {
 
     /** Its name in an endpoint's pipeline. */
     public static final String NAME = "nucx.amo";
 
-    /** The atomics family: no protocol to select (atomics always go as active messages here), two AM ids. */
+    /** The atomics family: no protocol to select (the AMO lane decides), two AM ids for the software path. */
     public static final ProtocolFamily FAMILY = new ProtocolFamily("amo/am", List.of(),
             new int[] {AmIds.ATOMIC_REQ, AmIds.ATOMIC_REP}, (pipeline, endpoint, worker) -> {
-                AmoCodec codec = new AmoCodec(worker.memory(), endpoint::peerUuid);
+                AmoCodec codec = new AmoCodec(worker.memory(), endpoint, worker.counters());
                 pipeline.addLast(NAME, codec);
                 return codec;
             });
+
+    /** Counters ({@link ProtocolCounters}): atomics the device ran, and atomics sent as active messages. */
+    public static final String DEVICE_COUNTER = "amo/device";
+    public static final String AM_COUNTER = "amo/am";
 
     private static final VarHandle WORD = ValueLayout.JAVA_LONG.varHandle();
 
     private final MemoryRegistry memory;
     private final LongSupplier peerUuid;
+    private final EndpointServices endpoint;
+    private final LongAdder deviceCount;
+    private final LongAdder amCount;
     private final PendingRequests<AtomicRequest> requests = new PendingRequests<>();
 
-    /** @param peerUuid the uuid of the worker this endpoint talks to (keys name the worker that owns the memory) */
+    /**
+     * Atomics as active messages only.
+     *
+     * @param peerUuid the uuid of the worker this endpoint talks to (keys name the worker that owns the memory)
+     */
     public AmoCodec(MemoryRegistry memory, LongSupplier peerUuid) {
         this.memory = memory;
         this.peerUuid = peerUuid;
+        this.endpoint = null;
+        this.deviceCount = new LongAdder();
+        this.amCount = new LongAdder();
+    }
+
+    /** Atomics on {@code endpoint}'s AMO lane where it has one, else as active messages. */
+    public AmoCodec(MemoryRegistry memory, EndpointServices endpoint, ProtocolCounters counters) {
+        this.memory = memory;
+        this.peerUuid = endpoint::peerUuid;
+        this.endpoint = endpoint;
+        this.deviceCount = counters.counter(DEVICE_COUNTER);
+        this.amCount = counters.counter(AM_COUNTER);
     }
 
     @Override
@@ -73,6 +113,10 @@ public final class AmoCodec extends ChannelDuplexHandler implements ProtocolCode
             return;
         }
         long id = requests.add(r);
+        if (onDevice(r, id, promise)) {
+            return;
+        }
+        amCount.increment();
         ByteBuf header = ctx.alloc().buffer(AmoHeaders.REQ_LENGTH).writeLongLE(id).writeLongLE(r.address())
                 .writeLongLE(r.value()).writeLongLE(r.compare()).writeIntLE(r.key().region())
                 .writeByte(r.op().wire()).writeZero(3);
@@ -83,6 +127,50 @@ public final class AmoCodec extends ChannelDuplexHandler implements ProtocolCode
             }
         });
         ctx.write(AmFrame.of(AmIds.ATOMIC_REQ, header), promise);
+    }
+
+    /**
+     * Runs {@code r} on the AMO lane when the device can (fetch-add, compare-and-swap) and the key carries the
+     * owner's key for the device the lane reaches; its result, or failure, completes {@code r} and {@code promise}.
+     * False when it goes as an active message instead.
+     */
+    private boolean onDevice(AtomicRequest r, long id, ChannelPromise promise) {
+        RmaRail amo = endpoint == null || (r.op() != AtomicOp.ADD && r.op() != AtomicOp.CSWAP) ? null
+                : endpoint.amoRail();
+        RmaOp.Kind kind = r.op() == AtomicOp.ADD ? RmaOp.Kind.FETCH_ADD : RmaOp.Kind.COMPARE_SWAP;
+        byte[] packed = amo == null || !amo.lane().supports(kind) || r.key().transportKeys().length == 0 ? null
+                : KeyBundle.keyFor(r.key().keys(), amo.remoteEntry());
+        if (packed == null) {
+            return false;
+        }
+        RemoteKey key;
+        try {
+            key = amo.lane().unpackKey(Unpooled.wrappedBuffer(packed));
+        } catch (InvalidRemoteKeyException e) {
+            requests.remove(id);
+            IllegalArgumentException bad = new IllegalArgumentException(r.op() + ": the key's device key for "
+                    + amo.name() + " is refused: " + e.getMessage(), e);
+            r.result().tryFailure(bad);
+            promise.tryFailure(bad);
+            return true;
+        }
+        long offset = r.address() - key.address();
+        RmaOp op = r.op() == AtomicOp.ADD ? RmaOp.fetchAdd(key, offset, r.value())
+                : RmaOp.compareAndSwap(key, offset, r.compare(), r.value());
+        deviceCount.increment();
+        amo.lane().channel().writeAndFlush(op).addListener(f -> {
+            if (requests.remove(id) == null) {
+                return; // the endpoint ended first and failed it
+            }
+            if (f.isSuccess()) {
+                r.result().trySuccess(op.result());
+                promise.trySuccess();
+            } else {
+                r.result().tryFailure(f.cause());
+                promise.tryFailure(f.cause());
+            }
+        });
+        return true;
     }
 
     @Override
