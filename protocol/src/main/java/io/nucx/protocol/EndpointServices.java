@@ -57,6 +57,14 @@ public interface EndpointServices {
     }
 
     /**
+     * Completes when the endpoint is wired up (its lanes connected both ways); null when it was from the start.
+     * Operations that need the lanes (the RMA API) wait for it.
+     */
+    default io.netty.util.concurrent.Future<Void> wireupFuture() {
+        return null;
+    }
+
+    /**
      * Whether receive buffers may still be offered to the peer for PUT: not once the endpoint closes, because the
      * peer may have ended its sends already and an offer nobody answers holds its buffer until the peer's exit.
      */

@@ -2,6 +2,7 @@ package io.nucx.protocol;
 
 import io.netty.channel.ChannelPipeline;
 import io.nucx.protocol.amo.AmoCodec;
+import io.nucx.protocol.rma.RmaCodec;
 import io.nucx.protocol.select.Protocol;
 import io.nucx.protocol.tag.EagerProtocols;
 import io.nucx.protocol.tag.RndvProtocols;
@@ -17,9 +18,9 @@ import java.util.List;
  */
 public final class ProtocolRegistry {
 
-    /** Tag eager, tag rendezvous, atomics. */
+    /** Tag eager, tag rendezvous, atomics, the RMA API. */
     public static final ProtocolRegistry DEFAULT = new ProtocolRegistry(List.of(EagerProtocols.FAMILY,
-            RndvProtocols.FAMILY, AmoCodec.FAMILY));
+            RndvProtocols.FAMILY, AmoCodec.FAMILY, RmaCodec.FAMILY));
 
     private final List<ProtocolFamily> families;
     private final List<Protocol> protocols;

@@ -265,6 +265,31 @@ public final class DefaultWorker implements Worker {
     }
 
     @Override
+    public Future<Void> flushRma() {
+        return onEveryEndpoint(EndpointChannel::flushRma);
+    }
+
+    @Override
+    public Future<Void> fenceRma() {
+        return onEveryEndpoint(EndpointChannel::fenceRma);
+    }
+
+    /** Completes when {@code op}'s future on every endpoint open now has; fails with the first failure. */
+    private Future<Void> onEveryEndpoint(java.util.function.Function<EndpointChannel, Future<Void>> op) {
+        Promise<Void> done = loop.newPromise();
+        List<Future<Void>> each = new ArrayList<>();
+        for (EndpointChannel ep : endpoints.values()) {
+            each.add(op.apply(ep));
+        }
+        loop.execute(() -> { // PromiseCombiner lives on the loop
+            PromiseCombiner all = new PromiseCombiner(loop);
+            each.forEach(all::add);
+            all.finish(done);
+        });
+        return done;
+    }
+
+    @Override
     public ProtocolCounters counters() {
         return counters;
     }

@@ -13,6 +13,7 @@ import io.netty.channel.EventLoop;
 import io.netty.handler.codec.UnsupportedMessageTypeException;
 import io.netty.util.concurrent.Future;
 import io.netty.util.concurrent.Promise;
+import io.netty.util.concurrent.PromiseCombiner;
 import io.nucx.Endpoint;
 import io.nucx.EndpointAddress;
 import io.nucx.EndpointException;
@@ -26,12 +27,14 @@ import io.nucx.protocol.RmaRail;
 import io.nucx.protocol.amo.AtomicOp;
 import io.nucx.protocol.amo.AtomicRequest;
 import io.nucx.protocol.amo.RemoteMemoryKey;
+import io.nucx.protocol.rma.RmaRequest;
 import io.nucx.protocol.select.SelectionKey;
 import io.nucx.protocol.tag.TagMessage;
 import io.nucx.transport.AmFrame;
 import io.nucx.transport.Capability;
 import io.nucx.transport.rma.RmaLane;
 
+import java.lang.foreign.MemorySegment;
 import java.net.SocketAddress;
 import java.util.List;
 
@@ -389,6 +392,59 @@ final class EndpointChannel extends AbstractChannel implements Endpoint, Endpoin
             }
         });
         return result;
+    }
+
+    @Override
+    public Future<Void> put(MemorySegment local, RemoteMemoryKey key, long remoteAddress) {
+        return rma(RmaRequest.put(local, key, remoteAddress, eventLoop().newPromise()));
+    }
+
+    @Override
+    public Future<Void> get(MemorySegment local, RemoteMemoryKey key, long remoteAddress) {
+        return rma(RmaRequest.get(local, key, remoteAddress, eventLoop().newPromise()));
+    }
+
+    @Override
+    public Future<Void> flushRma() {
+        Promise<Void> done = eventLoop().newPromise();
+        Promise<Void> rma = eventLoop().newPromise();
+        rma(RmaRequest.flush(rma));
+        // atomics too: UCX's flush covers every operation of the endpoint
+        rma.addListener(f -> eventLoop().execute(() -> {
+            if (!f.isSuccess()) {
+                done.tryFailure(f.cause());
+                return;
+            }
+            PromiseCombiner atomics = new PromiseCombiner(eventLoop());
+            java.util.List<Future<?>> out = new java.util.ArrayList<>();
+            for (ProtocolCodec c : codecs) {
+                if (c instanceof io.nucx.protocol.amo.AmoCodec) {
+                    c.collectOutstanding(out);
+                }
+            }
+            out.forEach(atomics::add);
+            atomics.finish(done);
+        }));
+        return done;
+    }
+
+    @Override
+    public Future<Void> fenceRma() {
+        return rma(RmaRequest.fence(eventLoop().newPromise()));
+    }
+
+    private Future<Void> rma(RmaRequest r) {
+        if (!isOpen()) {
+            r.result().tryFailure(new IllegalStateException(r.kind() + " on " + this + ": the endpoint is closed"
+                    + (failure() != null ? " (" + failure().getMessage() + ")" : "")));
+            return r.result();
+        }
+        writeAndFlush(r).addListener(f -> {
+            if (!f.isSuccess()) {
+                r.result().tryFailure(f.cause());
+            }
+        });
+        return r.result();
     }
 
     @Override

@@ -134,7 +134,12 @@ final class P2pConnections {
      */
     void connect(WireupMessage m, boolean requester) {
         make();
-        for (Conn c : conns.values()) {
+        // The AM lane last: its connection may complete the wireup at once, and what waits for that (the RMA API)
+        // finds the RMA lanes connected.
+        List<Conn> order = new ArrayList<>(conns.values());
+        LaneSelector.Pair am = endpoint.selection().am().pair();
+        order.sort((x, y) -> Boolean.compare(x.pair.equals(am), y.pair.equals(am)));
+        for (Conn c : order) {
             if (c.connecting || (!requester && !c.ep.connectFromBothSides())) {
                 continue;
             }
