@@ -41,6 +41,16 @@ public interface EndpointServices {
     }
 
     /**
+     * The devices of this side's RMA lanes with {@code capability} on both entries, as memory domains, whether or not
+     * the lanes are connected yet: memory registered there is reached by the peer's lanes (the key of a rendezvous GET
+     * offer can go out while the endpoint still wires up). Empty by default: offers then register on the connected
+     * {@link #rmaRails}.
+     */
+    default List<MemoryDomain> memoryDomains(Capability capability) {
+        return List.of();
+    }
+
+    /**
      * The lane for device atomics (UCX's AMO lane: ATOMIC64 on both sides), connected; null when there is none (atomics
      * then go as active messages, {@code amo/am}).
      */

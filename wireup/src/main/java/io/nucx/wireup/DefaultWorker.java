@@ -399,9 +399,6 @@ public final class DefaultWorker implements Worker {
      * what they hold is parked.
      */
     private void close0() {
-        if (keepaliveTask != null) {
-            keepaliveTask.cancel(false);
-        }
         PromiseCombiner all = new PromiseCombiner(loop);
         for (EndpointChannel ep : endpoints.values()) {
             all.add(ep.close());
@@ -412,6 +409,11 @@ public final class DefaultWorker implements Worker {
         Promise<Void> done = loop.newPromise();
         all.finish(done);
         done.addListener(f -> {
+            // Keepalive ran on until here: an endpoint waiting for its peer's goodbye over a lane that notices a gone
+            // peer only when it sends (rdma's queue pairs) learns of it from its next EP_CHECK.
+            if (keepaliveTask != null) {
+                keepaliveTask.cancel(false);
+            }
             protocols.matcher().close(new ClosedChannelException());
             Promise<Void> lingered = loop.newPromise();
             PromiseCombiner waits = new PromiseCombiner(loop);

@@ -293,6 +293,11 @@ final class EndpointChannel extends AbstractChannel implements Endpoint, Endpoin
     }
 
     @Override
+    public List<io.nucx.protocol.MemoryDomain> memoryDomains(Capability capability) {
+        return lifecycle.ended() ? List.of() : lanes.memoryDomains(capability);
+    }
+
+    @Override
     public RmaRail amoRail() {
         return lifecycle.ended() ? null : lanes.amoRail();
     }

@@ -291,13 +291,26 @@ final class EndpointLanes {
         }
     }
 
+    /**
+     * A send's promise from its lane write. A failed write fails it with the endpoint's failure: a lane whose channel
+     * fails its writes before it goes inactive (rdma fails the writes of a dead queue pair first) is about to fail the
+     * endpoint, so the send waits for that (or for the close) and reports the endpoint's cause, as every other
+     * outstanding operation does.
+     */
     private void complete(Future<?> lane, ChannelPromise promise) {
         if (lane.isSuccess()) {
             promise.trySuccess();
-        } else {
-            Throwable why = endpoint.failure();
-            promise.tryFailure(why != null ? why : lane.cause());
+            return;
         }
+        Throwable why = endpoint.failure();
+        if (why != null || !endpoint.isOpen()) {
+            promise.tryFailure(why != null ? why : lane.cause());
+            return;
+        }
+        endpoint.errorFuture().addListener(f -> {
+            Throwable cause = endpoint.failure();
+            promise.tryFailure(cause != null ? cause : lane.cause());
+        });
     }
 
     /** The send's last fragment: done when every lane has written its last fragment. */
@@ -390,6 +403,18 @@ final class EndpointLanes {
                 if (lane != null) {
                     out.add(new RmaRail(lane, sel.localIndex(), sel.remoteIndex(), sel.bandwidth(), sel.name()));
                 }
+            }
+        }
+        return out;
+    }
+
+    /** The local devices of the selected RMA lanes with {@code capability} on both sides, as memory domains. */
+    List<io.nucx.protocol.MemoryDomain> memoryDomains(Capability capability) {
+        List<io.nucx.protocol.MemoryDomain> out = new ArrayList<>(selection.rmaLanes().size());
+        for (LaneSelector.RmaLane sel : selection.rmaLanes()) {
+            if (sel.local().has(capability) && sel.remote().has(capability)
+                    && sel.iface() instanceof io.nucx.transport.rma.RmaIface domain) {
+                out.add(new io.nucx.protocol.MemoryDomain(sel.localIndex(), domain, sel.name()));
             }
         }
         return out;

@@ -321,8 +321,7 @@ public final class LaneSelector {
             if (chosen.size() >= max) {
                 verdict = "not used: " + max + " RMA lane(s) at most (NUCX_MAX_RNDV_LANES)";
             } else if (usedLocal.contains(c.localIndex()) || usedRemote.contains(c.remoteIndex())) {
-                verdict = "not used: a chosen RMA lane uses " + (usedLocal.contains(c.localIndex()) ? "this device"
-                        : "the peer's device") + " already";
+                verdict = "not used: a device of this pair carries a chosen RMA lane already";
             } else if (!chosen.isEmpty() && c.bandwidth() * limits.maxRatio() < chosen.get(0).bandwidth()) {
                 verdict = String.format(Locale.ROOT, "not used: %.0f MB/s is below 1/%.3g of %.0f MB/s "
                         + "(NUCX_MULTI_LANE_MAX_RATIO)", c.bandwidth() / 1e6, limits.maxRatio(),

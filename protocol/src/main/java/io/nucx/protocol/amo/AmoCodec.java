@@ -93,10 +93,34 @@ public final class AmoCodec extends ChannelDuplexHandler implements ProtocolCode
         this.amCount = counters.counter(AM_COUNTER);
     }
 
+    /** Atomics written while the endpoint wires up: they wait for its lanes (the AMO lane may be one of them). */
+    private java.util.ArrayDeque<Object[]> early;
+
+    @Override
+    public void handlerAdded(ChannelHandlerContext ctx) {
+        Future<Void> wired = endpoint == null ? null : endpoint.wireupFuture();
+        if (wired != null && !wired.isDone()) {
+            early = new java.util.ArrayDeque<>();
+            // a task of its own: the lanes that completed the wireup connect in the same turn
+            wired.addListener(f -> ctx.executor().execute(() -> {
+                java.util.ArrayDeque<Object[]> waiting = early;
+                early = null;
+                for (Object[] w; (w = waiting.poll()) != null; ) {
+                    write(ctx, w[0], (ChannelPromise) w[1]);
+                }
+                ctx.flush();
+            }));
+        }
+    }
+
     @Override
     public void write(ChannelHandlerContext ctx, Object msg, ChannelPromise promise) {
         if (!(msg instanceof AtomicRequest r)) {
             ctx.write(msg, promise);
+            return;
+        }
+        if (early != null) {
+            early.add(new Object[] {r, promise});
             return;
         }
         String refusal = r.key().workerUuid() != peerUuid.getAsLong()
@@ -266,11 +290,20 @@ public final class AmoCodec extends ChannelDuplexHandler implements ProtocolCode
     @Override
     public void collectOutstanding(List<Future<?>> out) {
         requests.values().forEach(r -> out.add(r.result()));
+        if (early != null) {
+            early.forEach(w -> out.add(((AtomicRequest) w[0]).result()));
+        }
     }
 
     /** The endpoint ended: waiting atomics fail (whether the peer applied them is unknown). */
     @Override
     public void endpointEnded(Throwable cause) {
+        if (early != null) {
+            for (Object[] w; (w = early.poll()) != null; ) {
+                ((AtomicRequest) w[0]).result().tryFailure(cause);
+                ((ChannelPromise) w[1]).tryFailure(cause);
+            }
+        }
         requests.takeAll().forEach(r -> r.result().tryFailure(cause));
     }
 

@@ -3,6 +3,7 @@ package io.nucx.protocol.tag;
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.Unpooled;
 import io.nucx.protocol.KeyBundle;
+import io.nucx.protocol.MemoryDomain;
 import io.nucx.protocol.ProtocolException;
 import io.nucx.protocol.RmaRail;
 import io.nucx.protocol.RmaTransfer;
@@ -35,10 +36,27 @@ final class RndvKeys {
     }
 
     /**
+     * Exposes {@code run} on each memory domain (an iface-wide registration every peer lane of that device can use),
+     * adding each registration to {@code out}, and returns the bundle of their keys for the peer.
+     */
+    static byte[] offerOnDomains(List<MemoryDomain> domains, MemorySegment run, List<MemoryRegistration> out) {
+        List<KeyBundle.Key> keys = new ArrayList<>(domains.size());
+        for (MemoryDomain d : domains) {
+            if (KeyBundle.keyFor(keys, d.entry()) != null) {
+                continue;
+            }
+            MemoryRegistration m = d.iface().registerMemory(run);
+            out.add(m);
+            keys.add(new KeyBundle.Key(d.entry(), m.packedKey()));
+        }
+        return KeyBundle.pack(keys);
+    }
+
+    /**
      * Exposes {@code run} on the device of each rail (once per device), adding each registration to {@code out}, and
      * returns the bundle of their keys for the peer.
      */
-    static byte[] offer(List<RmaRail> rails, MemorySegment run, List<MemoryRegistration> out) {
+    static byte[] offerOnRails(List<RmaRail> rails, MemorySegment run, List<MemoryRegistration> out) {
         List<KeyBundle.Key> keys = new ArrayList<>(rails.size());
         for (RmaRail rail : rails) {
             if (KeyBundle.keyFor(keys, rail.localEntry()) != null) {

@@ -258,7 +258,7 @@ final class RndvReceiver {
             return false;
         }
         rv.offer = new ArrayList<>(rails.size());
-        byte[] key = RndvKeys.offer(rails, run, rv.offer);
+        byte[] key = RndvKeys.offerOnRails(rails, run, rv.offer);
         rv.offerOver = ctx.executor().newPromise();
         rv.stage = Stage.OFFERED;
         ByteBuf h = RndvHeaders.writeRtr(ctx.alloc().buffer(RndvHeaders.rtrLength(key)), rv.senderReqId, rv.id,

@@ -7,6 +7,7 @@ import io.netty.channel.ChannelPromise;
 import io.netty.util.concurrent.Future;
 import io.nucx.protocol.AmIds;
 import io.nucx.protocol.EndpointServices;
+import io.nucx.protocol.MemoryDomain;
 import io.nucx.protocol.PendingRequests;
 import io.nucx.protocol.ProtocolCounters;
 import io.nucx.protocol.ProtocolException;
@@ -99,12 +100,15 @@ final class RndvSender {
         s.id = sends.add(s);
         byte[] key = null;
         if (req.offerGet()) {
-            List<RmaRail> rails = endpoint.rmaRails(Capability.GET_ZCOPY);
-            MemorySegment run = rails.isEmpty() ? null
+            // By device when the endpoint names them: the key goes out even while the lanes still connect (an RTS
+            // written during wireup); else by the connected rails. Held until ATS (or RTR) says the receiver is done.
+            List<MemoryDomain> domains = endpoint.memoryDomains(Capability.GET_ZCOPY);
+            List<RmaRail> rails = domains.isEmpty() ? endpoint.rmaRails(Capability.GET_ZCOPY) : List.of();
+            MemorySegment run = domains.isEmpty() && rails.isEmpty() ? null
                     : RndvKeys.nativeRun(content, content.readerIndex(), content.readableBytes());
             if (run != null) {
-                // held until ATS (or RTR) says the receiver is done reading; a key per rail's device of ours
-                key = RndvKeys.offer(rails, run, s.getOffers);
+                key = domains.isEmpty() ? RndvKeys.offerOnRails(rails, run, s.getOffers)
+                        : RndvKeys.offerOnDomains(domains, run, s.getOffers);
             }
         }
         ByteBuf header = RndvHeaders.writeRts(ctx.alloc().buffer(RndvHeaders.rtsLength(key)), req.tag(), s.id,
