@@ -27,7 +27,6 @@ import org.junit.jupiter.api.Timeout;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
-import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.BitSet;
 import java.util.HashMap;
@@ -183,13 +182,7 @@ class RdmaTwoProcessLanesTest {
                 assertTrue(ep.tagSend(i, direct).await(120, TimeUnit.SECONDS), scheme + " send " + i);
                 total += sizes[i];
             }
-            TagMessage m = report.get(120, TimeUnit.SECONDS);
-            String text;
-            try {
-                text = m.content().toString(StandardCharsets.UTF_8);
-            } finally {
-                m.release();
-            }
+            String text = TagPeer.report(report, 120);
             assertEquals("OK " + sizes.length + " " + total, text, () -> scheme + ": " + p.stderr());
             assertEquals("rma=rdma/emu0:1 + rdma/emu1:1 refusal=null", p.awaitLine("LANES"));
             Map<String, Long> peerCounters = counters(p.awaitLine("COUNTERS"));

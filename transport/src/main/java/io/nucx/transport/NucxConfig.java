@@ -45,7 +45,8 @@ public final class NucxConfig {
                     + "a REQUEST/REPLY/ACK exchange on an auxiliary connect-to-iface lane)");
     /** Address the tcp iface listens on. */
     public static final Entry TCP_BIND_ADDR = define("TCP_BIND_ADDR", "127.0.0.1",
-            "IP address the tcp iface binds to; its port is chosen by the system");
+            "IP address the tcp iface binds to (comma-separated: one tcp iface per address, e.g. one per network); "
+                    + "its port is chosen by the system");
     /** Largest active-message payload one tcp frame carries (UCT's seg size). */
     public static final Entry TCP_SEG_SIZE = define("TCP_SEG_SIZE", "64k",
             "Largest payload of one tcp active-message frame (bcopy fragment size)");

@@ -96,7 +96,7 @@ final class TcpIface extends AbstractIface {
         int segSize = (int) config.memunits(NucxConfig.TCP_SEG_SIZE, 8192, 16L << 20);
         boolean p2p = config.choice(NucxConfig.TCP_CONNECT, "iface", "p2p").equals("p2p");
         TcpIface[] self = new TcpIface[1]; // accepted lanes look up the iface (its handler, its p2p endpoints)
-        InetAddress bind = TcpTransport.bindAddress(config);
+        InetAddress bind = TcpTransport.bindAddress(config, params.device());
         ServerBootstrap sb = new ServerBootstrap()
                 .group(loop, loop)
                 .channel(mode.serverChannel())

@@ -49,21 +49,63 @@ public final class TcpTransport extends AbstractTransport {
         return out;
     }
 
-    /** The device the configured bind address belongs to ("lo" for 127.0.0.1). */
+    /** The device of the first configured bind address ("lo" for 127.0.0.1). */
     @Override
     public Device defaultDevice(NucxConfig config) throws Exception {
-        InetAddress bind = bindAddress(config);
-        NetworkInterface ni = bind.isAnyLocalAddress() ? null : NetworkInterface.getByInetAddress(bind);
-        return new Device(ni != null ? ni.getName() : bind.getHostAddress(), "network");
+        return ifaceDevices(config).get(0);
     }
 
-    static InetAddress bindAddress(NucxConfig config) {
-        String addr = config.string(NucxConfig.TCP_BIND_ADDR);
-        try {
-            return InetAddress.getByName(addr);
-        } catch (Exception e) {
-            throw config.invalid(NucxConfig.TCP_BIND_ADDR, "not an IP address (" + e.getMessage() + ")");
+    /**
+     * One device per address NUCX_TCP_BIND_ADDR lists (comma-separated), so a worker opens one tcp iface per network
+     * it is told to use (a node on two networks: two tcp lanes, and failover from one to the other). Named after its
+     * network interface, with "@address" when two addresses share one.
+     */
+    @Override
+    public List<Device> ifaceDevices(NucxConfig config) throws Exception {
+        List<InetAddress> addresses = bindAddresses(config);
+        List<String> names = new ArrayList<>();
+        for (InetAddress a : addresses) {
+            NetworkInterface ni = a.isAnyLocalAddress() ? null : NetworkInterface.getByInetAddress(a);
+            names.add(ni != null ? ni.getName() : a.getHostAddress());
         }
+        List<Device> out = new ArrayList<>();
+        for (int i = 0; i < addresses.size(); i++) {
+            String n = names.get(i);
+            boolean shared = java.util.Collections.frequency(names, n) > 1;
+            out.add(new Device(shared ? n + "@" + addresses.get(i).getHostAddress() : n, "network"));
+        }
+        return out;
+    }
+
+    /** The configured bind addresses, in order; a malformed or repeated one stops start-up naming it. */
+    static List<InetAddress> bindAddresses(NucxConfig config) {
+        List<InetAddress> out = new ArrayList<>();
+        for (String addr : config.string(NucxConfig.TCP_BIND_ADDR).split(",")) {
+            InetAddress a;
+            try {
+                a = InetAddress.getByName(addr.trim());
+            } catch (Exception e) {
+                throw config.invalid(NucxConfig.TCP_BIND_ADDR, "'" + addr.trim() + "' is not an IP address ("
+                        + e.getMessage() + ")");
+            }
+            if (out.contains(a)) {
+                throw config.invalid(NucxConfig.TCP_BIND_ADDR, a.getHostAddress() + " is listed twice");
+            }
+            out.add(a);
+        }
+        return out;
+    }
+
+    /** The bind address of {@code device} (one of {@link #ifaceDevices}); the first for any other name. */
+    static InetAddress bindAddress(NucxConfig config, Device device) throws Exception {
+        List<InetAddress> addresses = bindAddresses(config);
+        List<Device> devices = new TcpTransport().ifaceDevices(config);
+        for (int i = 0; i < devices.size(); i++) {
+            if (devices.get(i).name().equals(device.name())) {
+                return addresses.get(i);
+            }
+        }
+        return addresses.get(0);
     }
 
     @Override
