@@ -50,6 +50,11 @@ public interface EndpointServices {
         return List.of();
     }
 
+    /** Whether lane selection chose an AMO lane for this endpoint (connected or not yet): atomics wait for it. */
+    default boolean hasAmoLane() {
+        return false;
+    }
+
     /**
      * The lane for device atomics (UCX's AMO lane: ATOMIC64 on both sides), connected; null when there is none (atomics
      * then go as active messages, {@code amo/am}).

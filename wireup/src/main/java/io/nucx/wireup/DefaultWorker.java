@@ -153,7 +153,20 @@ public final class DefaultWorker implements Worker {
         return new DefaultWorker(context, loop, owned, name, endpointInitializer);
     }
 
+    /** When the last keepalive tick ran (loop only). */
+    private long lastTickNanos = System.nanoTime();
+
+    /**
+     * One keepalive tick over every endpoint. A loop that stalled (a long task, a starved thread) gets its missed ticks
+     * back to back from the fixed-rate timer, with no read in between: counted, they would be silence the peer never
+     * kept. A tick less than half an interval after the previous one is such a catch-up, and is skipped.
+     */
     private void keepaliveTick() {
+        long now = System.nanoTime();
+        if (now - lastTickNanos < keepalive.intervalNanos() / 2) {
+            return;
+        }
+        lastTickNanos = now;
         for (EndpointChannel ep : endpoints.values()) {
             ep.keepaliveTick(keepalive);
         }

@@ -298,6 +298,11 @@ final class EndpointChannel extends AbstractChannel implements Endpoint, Endpoin
     }
 
     @Override
+    public boolean hasAmoLane() {
+        return selection.amo() != null;
+    }
+
+    @Override
     public RmaRail amoRail() {
         return lifecycle.ended() ? null : lanes.amoRail();
     }

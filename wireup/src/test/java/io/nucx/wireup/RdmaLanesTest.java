@@ -1,8 +1,6 @@
 package io.nucx.wireup;
 
-import io.netty.buffer.ByteBuf;
 import io.nucx.Endpoint;
-import io.nucx.Worker;
 import io.nucx.protocol.tag.TagMessage;
 import io.nucx.transport.rdma.VerbsEmulator;
 import org.junit.jupiter.api.BeforeEach;
@@ -122,8 +120,8 @@ class RdmaLanesTest {
             java.lang.foreign.MemorySegment words = arena.allocate(64, 8);
             io.nucx.protocol.amo.RemoteMemoryKey key = b.registerMemory(words);
             assertEquals(2, key.keys().size(), "a key per rdma device of b");
-            Endpoint ab = a.connect(io.nucx.protocol.amo.RemoteMemoryKey.fromHex(key.toHex()).workerUuid() == b.uuid()
-                    ? b.address() : null);
+            assertEquals(key, io.nucx.protocol.amo.RemoteMemoryKey.fromHex(key.toHex()), "the key travels as text");
+            Endpoint ab = a.connect(b.address());
             ab.wireupFuture().get(30, TimeUnit.SECONDS);
             int n = 2000;
             java.util.List<io.netty.util.concurrent.Future<Long>> adds = new java.util.ArrayList<>();
@@ -149,5 +147,76 @@ class RdmaLanesTest {
             assertTrue(info.contains("CHOSEN: AMO lane rdma/emu0:1") && info.contains("# amo lane rdma/emu0:1"), info);
             b.unregisterMemory(key);
         }
+    }
+
+    /**
+     * On one host with shm: shm is the AM lane (the best score), rdma the RMA and AMO lanes, wired up by the same
+     * REQUEST / REPLY (the responder connects its queue pairs before the REPLY, the requester on it); a rendezvous GET
+     * and a device atomic use them.
+     */
+    @Test
+    void shmCarriesActiveMessagesWhileRdmaCarriesRmaAndAtomics() throws Exception {
+        DefaultWorker a = workers.start("a", "TLS", "shm,rdma,tcp", "VERBS_LIB", VerbsEmulator.library(),
+                "RNDV_THRESH", "1k");
+        DefaultWorker b = workers.start("b", "TLS", "shm,rdma,tcp", "VERBS_LIB", VerbsEmulator.library(),
+                "RNDV_THRESH", "1k");
+        Endpoint ab = a.connect(b.address());
+        ab.wireupFuture().get(30, TimeUnit.SECONDS);
+        assertEquals("shm/memory; rma rdma/emu0:1 + rdma/emu1:1; amo rdma/emu0:1; keepalive shm/memory",
+                ab.describeLanes());
+        int size = 3 << 20;
+        io.netty.buffer.ByteBuf into = io.netty.buffer.ByteBufAllocator.DEFAULT.directBuffer(size);
+        try {
+            var got = b.tagRecv(5, -1L, into);
+            ab.tagSend(5, TestWorkers.directPattern(5, size)).sync();
+            TagMessage m = got.get(30, TimeUnit.SECONDS);
+            try {
+                TestWorkers.assertPattern(5, size, m.content());
+            } finally {
+                m.release();
+            }
+        } finally {
+            into.release();
+        }
+        assertEquals(1, b.counters().count(io.nucx.protocol.tag.RndvProtocols.RECV_GET_COUNTER));
+        assertTrue(b.counters().count(io.nucx.protocol.RmaTransfer.RAIL_BYTES_COUNTER + "rdma/emu1:1") > 0);
+        try (java.lang.foreign.Arena arena = java.lang.foreign.Arena.ofShared()) {
+            java.lang.foreign.MemorySegment word = arena.allocate(8, 8);
+            io.nucx.protocol.amo.RemoteMemoryKey key = b.registerMemory(word);
+            assertEquals(0L, ab.atomic(io.nucx.protocol.amo.AtomicOp.ADD, key, key.base(), 4).get(10,
+                    TimeUnit.SECONDS));
+            assertEquals(1, a.counters().count(io.nucx.protocol.amo.AmoCodec.DEVICE_COUNTER));
+            b.unregisterMemory(key);
+        }
+    }
+
+    /** Both sides connect at once: one endpoint pair, wired over rdma with the queue pairs of the winning REQUEST. */
+    @Test
+    void simultaneousConnectsPairOverRdma() throws Exception {
+        DefaultWorker a = rdmaWorker("a");
+        DefaultWorker b = rdmaWorker("b");
+        Endpoint ab = a.connect(b.address());
+        Endpoint ba = b.connect(a.address());
+        ab.wireupFuture().get(30, TimeUnit.SECONDS);
+        ba.wireupFuture().get(30, TimeUnit.SECONDS);
+        for (int i = 0; i < 50; i++) {
+            var atB = b.tagRecv(i, -1L);
+            var atA = a.tagRecv(i, -1L);
+            ab.tagSend(i, TestWorkers.pattern(i, 2000)).sync();
+            ba.tagSend(i, TestWorkers.pattern(i + 100, 2000)).sync();
+            TagMessage x = atB.get(10, TimeUnit.SECONDS);
+            TagMessage y = atA.get(10, TimeUnit.SECONDS);
+            try {
+                TestWorkers.assertPattern(i, 2000, x.content());
+                TestWorkers.assertPattern(i + 100, 2000, y.content());
+            } finally {
+                x.release();
+                y.release();
+            }
+        }
+        assertEquals(1, a.endpoints().size());
+        assertEquals(1, b.endpoints().size());
+        assertEquals(java.util.List.of("rdma/emu0:1"), ab.laneNames().get());
+        assertEquals(java.util.List.of("rdma/emu0:1"), ba.laneNames().get());
     }
 }

@@ -93,23 +93,41 @@ public final class AmoCodec extends ChannelDuplexHandler implements ProtocolCode
         this.amCount = counters.counter(AM_COUNTER);
     }
 
-    /** Atomics written while the endpoint wires up: they wait for its lanes (the AMO lane may be one of them). */
+    /**
+     * Atomics written while an endpoint with an AMO lane wires up: they wait for its lanes, to go to the device. (An
+     * endpoint without one writes them as active messages at once, which its stub queues like any write.)
+     */
     private java.util.ArrayDeque<Object[]> early;
+    /** Atomics replayed per loop turn after the wireup: reads (and keepalive) go on between batches. */
+    private static final int REPLAY_BATCH = 256;
 
     @Override
     public void handlerAdded(ChannelHandlerContext ctx) {
-        Future<Void> wired = endpoint == null ? null : endpoint.wireupFuture();
+        Future<Void> wired = endpoint == null || !endpoint.hasAmoLane() ? null : endpoint.wireupFuture();
         if (wired != null && !wired.isDone()) {
             early = new java.util.ArrayDeque<>();
             // a task of its own: the lanes that completed the wireup connect in the same turn
-            wired.addListener(f -> ctx.executor().execute(() -> {
-                java.util.ArrayDeque<Object[]> waiting = early;
-                early = null;
-                for (Object[] w; (w = waiting.poll()) != null; ) {
-                    write(ctx, w[0], (ChannelPromise) w[1]);
-                }
-                ctx.flush();
-            }));
+            wired.addListener(f -> ctx.executor().execute(() -> replay(ctx)));
+        }
+    }
+
+    /** Writes the next batch of what waited for the wireup, in order; later atomics queue behind the rest. */
+    private void replay(ChannelHandlerContext ctx) {
+        if (early == null) {
+            return; // the endpoint ended meanwhile and failed them
+        }
+        for (int i = 0; i < REPLAY_BATCH && !early.isEmpty(); i++) {
+            Object[] w = early.poll();
+            java.util.ArrayDeque<Object[]> waiting = early;
+            early = null; // write() sends now
+            write(ctx, w[0], (ChannelPromise) w[1]);
+            early = waiting;
+        }
+        ctx.flush();
+        if (early.isEmpty()) {
+            early = null;
+        } else {
+            ctx.executor().execute(() -> replay(ctx));
         }
     }
 
@@ -303,6 +321,7 @@ public final class AmoCodec extends ChannelDuplexHandler implements ProtocolCode
                 ((AtomicRequest) w[0]).result().tryFailure(cause);
                 ((ChannelPromise) w[1]).tryFailure(cause);
             }
+            early = null;
         }
         requests.takeAll().forEach(r -> r.result().tryFailure(cause));
     }
