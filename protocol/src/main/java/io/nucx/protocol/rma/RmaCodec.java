@@ -321,9 +321,4 @@ public final class RmaCodec extends ChannelOutboundHandlerAdapter implements Pro
         out.add("rma: " + running.size() + " running, " + waiting.stream().filter(o -> o != FENCE).count()
                 + " waiting");
     }
-
-    /** For tests: operations running now. */
-    int runningCount() {
-        return running.size();
-    }
 }
