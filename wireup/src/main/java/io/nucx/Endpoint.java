@@ -21,6 +21,7 @@ import java.util.List;
  *
  * <pre>
  *   user handlers                                                   (tail)
+ *   nucx.stream       the byte stream: writes up in order as ByteBufs; its receive window
  *   nucx.tag.order    messages up in the peer's write order
  *   nucx.tag.eager    protocol selection; eager frames; eager arrivals
  *   nucx.tag.rndv     rendezvous: RTS, RTR, data by fragments, GET or PUT
@@ -67,6 +68,18 @@ public interface Endpoint extends Channel {
      * outstanding operation got), or succeeded when it was closed here without failure.
      */
     Future<Void> errorFuture();
+
+    /**
+     * Writes {@code data} to this endpoint's byte stream (UCX's {@code ucp_stream_send_nbx}): the peer's pipeline
+     * receives it as plain {@code ByteBuf}s after every byte written before it, whatever protocol carries each write
+     * (eager, or rendezvous with zero-copy where the cost model says so), and never through tag matching. The peer's
+     * {@code read()} (auto-read) paces the stream: a peer that stops reading stops this side after its receive window
+     * (the future then waits, and {@link #isWritable()} turns false). The future completes when the buffer may be
+     * reused. Owns {@code data}. A handler in the pipeline writes {@link io.nucx.protocol.stream.StreamData} for the
+     * same, and {@link io.nucx.protocol.stream.StreamData#end()} to end the stream ({@code ChannelInputShutdownEvent}
+     * at the peer).
+     */
+    ChannelFuture streamSend(ByteBuf data);
 
     /** Sends a tagged message; the future completes when the buffer may be reused. Owns {@code data}. */
     ChannelFuture tagSend(long tag, ByteBuf data);

@@ -4,15 +4,23 @@ import io.netty.channel.ChannelHandler;
 import io.netty.channel.EventLoop;
 import io.netty.channel.EventLoopGroup;
 import io.netty.channel.MultiThreadIoEventLoopGroup;
+import io.netty.util.concurrent.BlockingOperationException;
 import io.netty.util.concurrent.DefaultThreadFactory;
+import io.netty.util.concurrent.Future;
+import io.netty.util.concurrent.GlobalEventExecutor;
+import io.netty.util.concurrent.Promise;
+import io.nucx.transport.IoEngine;
 import io.nucx.transport.NucxConfig;
 import io.nucx.transport.shm.ShmIoHandler;
-import io.nucx.transport.IoEngine;
 import io.nucx.wireup.Context;
 import io.nucx.wireup.DefaultWorker;
 
 import java.util.LinkedHashMap;
 import java.util.Map;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.SynchronousQueue;
+import java.util.concurrent.ThreadPoolExecutor;
+import java.util.concurrent.TimeUnit;
 
 /**
  * Starts a {@link Worker} the way a Netty bootstrap starts a server:
@@ -77,8 +85,58 @@ public final class NucxBootstrap {
         return this;
     }
 
-    /** Opens the ifaces and returns the running worker. */
+    /**
+     * Opens the ifaces and returns the running worker. It waits for the worker's loop, so it must not run on that loop:
+     * there (in a handler, a listener, a task of the group) use {@link #startAsync()}.
+     *
+     * @throws BlockingOperationException when called on the loop the worker would run on
+     */
     public Worker start() throws Exception {
+        Prepared p = prepare();
+        if (p.loop.inEventLoop()) {
+            p.abandon();
+            throw new BlockingOperationException("NucxBootstrap.start() was called on " + Thread.currentThread()
+                    .getName() + ", the event loop the worker would run on: start() waits for that loop to open the "
+                    + "worker's ifaces, so it would wait for itself. Use startAsync() there, or call start() from "
+                    + "another thread");
+        }
+        return p.start();
+    }
+
+    /**
+     * Starts the worker without blocking the caller: the ifaces open from a helper thread (the loop itself only runs
+     * their registrations), and the future, notified on the worker's loop, gets the running worker or why it could
+     * not start. Safe on any thread, the worker's own loop included.
+     */
+    public Future<Worker> startAsync() {
+        Prepared p;
+        try {
+            p = prepare();
+        } catch (Exception | Error e) {
+            return GlobalEventExecutor.INSTANCE.newFailedFuture(e);
+        }
+        Promise<Worker> result = p.loop.newPromise();
+        try {
+            STARTER.execute(() -> {
+                try {
+                    result.trySuccess(p.start());
+                } catch (Throwable e) {
+                    result.tryFailure(e);
+                }
+            });
+        } catch (RuntimeException e) {
+            p.abandon();
+            result.tryFailure(e);
+        }
+        return result;
+    }
+
+    /** Starts workers for {@link #startAsync()}: a blocking start may take a few milliseconds (sockets, shm files). */
+    private static final ExecutorService STARTER = new ThreadPoolExecutor(0, Integer.MAX_VALUE, 10, TimeUnit.SECONDS,
+            new SynchronousQueue<>(), new DefaultThreadFactory("nucx-start", true));
+
+    /** The configuration parsed and the loop chosen (or made): what a start needs before it may block. */
+    private Prepared prepare() {
         Context ctx = context;
         if (ctx == null) {
             ctx = Context.create(NucxConfig.of(overrides));
@@ -91,23 +149,33 @@ public final class NucxBootstrap {
         if (group != null) {
             loop = group.next();
         } else {
-            boolean spin = busyPoll != null ? busyPoll : ctx.config().bool(NucxConfig.BUSY_POLL);
+            boolean spin = busyPoll != null ? busyPoll : ctx.config().get(io.nucx.wireup.WireupConfig.BUSY_POLL);
             IoEngine mode = IoEngine.configured(ctx.config(), spin);
             // The shm engine wraps the TCP one, so one thread serves both kinds of lane.
             owned = new MultiThreadIoEventLoopGroup(1, new DefaultThreadFactory("nucx-" + name, true),
                     // Busy-polling is done by the shm engine, in non-blocking passes of the wrapped one: epoll's own
                     // busy wait spins in native code until a socket is ready, and tasks and timers wait for it.
                     ShmIoHandler.newFactory(mode.ioHandlerFactory(), spin ? Long.MAX_VALUE
-                            : ctx.config().nanos(NucxConfig.SHM_SPIN, 10_000_000_000L)));
+                            : ctx.config().get(io.nucx.transport.shm.ShmConfig.SPIN)));
             loop = owned.next();
         }
-        try {
-            return DefaultWorker.start(ctx, loop, owned, name, endpointHandler);
-        } catch (Exception | Error e) {
-            if (owned != null) {
-                owned.shutdownGracefully(0, 0, java.util.concurrent.TimeUnit.SECONDS);
+        return new Prepared(ctx, loop, owned, name, endpointHandler);
+    }
+
+    private record Prepared(Context ctx, EventLoop loop, EventLoopGroup owned, String name, ChannelHandler handler) {
+        Worker start() throws Exception {
+            try {
+                return DefaultWorker.start(ctx, loop, owned, name, handler);
+            } catch (Exception | Error e) {
+                abandon();
+                throw e;
             }
-            throw e;
+        }
+
+        void abandon() {
+            if (owned != null) {
+                owned.shutdownGracefully(0, 0, TimeUnit.SECONDS);
+            }
         }
     }
 }

@@ -26,6 +26,8 @@ public interface Worker {
     String WIREUP_REQUEST_PAIRED = "wireup/request-paired";
     /** Counter: a simultaneous connect's REQUEST from a higher-uuid peer, ignored (ours wins). */
     String WIREUP_REQUEST_IGNORED = "wireup/request-ignored";
+    /** EP_CHECKs for unknown endpoints left unanswered because their lane took no more (the peer does not read). */
+    String EP_CHECK_UNANSWERED = "wireup/ep-check-unanswered";
 
     /** The name given at start, carried in its address for logs. */
     String name();

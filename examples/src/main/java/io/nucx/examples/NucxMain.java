@@ -7,7 +7,8 @@ import picocli.CommandLine.Command;
 /** {@code bin/nucx}: the tools, each a thin front over the library. */
 @Command(name = "nucx", mixinStandardHelpOptions = true, version = "nucx 0.1.0",
         description = "UCX's communication model on Netty.",
-        subcommands = {InfoCommand.class, PerftestCommand.class, DemoCommand.class, NodeCommand.class})
+        subcommands = {InfoCommand.class, PerftestCommand.class, DemoCommand.class, NodeCommand.class,
+                ConfigDocs.class, io.nucx.examples.soak.SoakCommand.class})
 public final class NucxMain implements Runnable {
 
     @Override

@@ -132,7 +132,7 @@ final class PerftestCommand implements Callable<Integer> {
     /** Like ucx_perftest, spin by default; NUCX_BUSY_POLL=n makes the loops block instead. */
     static boolean busyPoll(NucxConfig config) {
         boolean explicit = System.getenv("NUCX_BUSY_POLL") != null || System.getProperty("nucx.busy.poll") != null;
-        return !explicit || config.bool(NucxConfig.BUSY_POLL);
+        return !explicit || config.get(io.nucx.wireup.WireupConfig.BUSY_POLL);
     }
 
     /** Progress rows only when a person is watching. */

@@ -1,6 +1,7 @@
 package io.nucx.it;
 
 import io.netty.buffer.ByteBuf;
+import io.netty.buffer.ByteBufAllocator;
 import io.netty.buffer.Unpooled;
 
 import java.util.SplittableRandom;
@@ -40,6 +41,11 @@ final class MessagePlan {
     /** Message {@code index} at a size of the caller's choosing. */
     static ByteBuf content(int index, int n) {
         return Unpooled.wrappedBuffer(bytes(index, n));
+    }
+
+    /** Message {@code index} at size {@code n} in a direct buffer (what the zero-copy protocols send from). */
+    static ByteBuf directContent(int index, int n) {
+        return ByteBufAllocator.DEFAULT.directBuffer(n).writeBytes(bytes(index, n));
     }
 
     private static byte[] bytes(int index, int n) {

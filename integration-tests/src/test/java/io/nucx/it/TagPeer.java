@@ -1,14 +1,18 @@
 package io.nucx.it;
 
 import io.netty.buffer.Unpooled;
+import io.netty.util.concurrent.Future;
 import io.nucx.Endpoint;
 import io.nucx.NucxBootstrap;
 import io.nucx.Worker;
+import io.nucx.WorkerAddress;
 import io.nucx.protocol.tag.TagMessage;
 import io.nucx.transport.testing.LeakRecorder;
 
 import java.nio.charset.StandardCharsets;
 import java.util.concurrent.TimeUnit;
+
+import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
  * The other process of the multi-process tests. Starts a worker (transports and engine from NUCX_* in its
@@ -72,5 +76,28 @@ public final class TagPeer {
         System.out.flush();
         reply.tagSend(REPORT_TAG, Unpooled.copiedBuffer(report, StandardCharsets.UTF_8)).sync();
         PeerExit.closeAndExit(worker, 10);
+    }
+
+    /** The report a {@link TagPeer} sent, as text; the message is released. */
+    static String awaitReport(Future<TagMessage> report, long seconds) throws Exception {
+        TagMessage m = report.get(seconds, TimeUnit.SECONDS);
+        try {
+            return m.content().toString(StandardCharsets.UTF_8);
+        } finally {
+            m.release();
+        }
+    }
+
+    /** Sends {@code sizes} (direct buffers) as messages 0..n-1 to a {@link TagPeer}, each awaited; its report. */
+    static String sendAll(Worker worker, PeerProcess peer, WorkerAddress peerAddress, int[] sizes) throws Exception {
+        Future<TagMessage> report = worker.tagRecv(REPORT_TAG, -1L);
+        Endpoint ep = worker.connect(peerAddress);
+        for (int i = 0; i < sizes.length; i++) {
+            var f = ep.tagSend(i, MessagePlan.directContent(i, sizes[i]));
+            int n = sizes[i];
+            assertTrue(f.await(120, TimeUnit.SECONDS), () -> "send of " + n + " bytes timed out");
+            assertTrue(f.isSuccess(), () -> "send failed: " + f.cause() + "\n" + peer.stderr());
+        }
+        return awaitReport(report, 120);
     }
 }

@@ -31,7 +31,12 @@ class TwoProcessAtomicsTest {
     @ValueSource(strings = {"tcp", "shm"})
     void twoWorkersAddToOneWordOfAnotherProcess(String tls) throws Exception {
         int perWorker = 10_000;
-        try (PeerProcess peer = PeerProcess.start(AtomicsPeer.class, Map.of("NUCX_TLS", tls))) {
+        // 20,000 atomics in flight at once through a peer under PARANOID leak tracking on a shared 2-core machine:
+        // the peer may take seconds over one sender's burst before it answers the other, which is not what this
+        // test is about, so keepalive gets a timeout that load alone cannot reach.
+        String keepalive = "30s";
+        try (PeerProcess peer = PeerProcess.start(AtomicsPeer.class, Map.of("NUCX_TLS", tls,
+                "NUCX_KEEPALIVE_TIMEOUT", keepalive))) {
             WorkerAddress address = WorkerAddress.fromHex(peer.awaitLine("ADDRESS"));
             RemoteMemoryKey key = RemoteMemoryKey.fromHex(peer.awaitLine("KEY"));
             List<Worker> workers = new ArrayList<>();
@@ -39,7 +44,8 @@ class TwoProcessAtomicsTest {
             try {
                 List<Endpoint> eps = new ArrayList<>();
                 for (String name : new String[] {"w1", "w2"}) {
-                    Worker w = new NucxBootstrap().name(name).config("TLS", tls).start();
+                    Worker w = new NucxBootstrap().name(name).config("TLS", tls)
+                            .config("KEEPALIVE_TIMEOUT", keepalive).start();
                     workers.add(w);
                     eps.add(w.connect(address));
                 }

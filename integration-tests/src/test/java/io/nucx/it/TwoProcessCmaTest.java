@@ -1,21 +1,16 @@
 package io.nucx.it;
 
-import io.netty.buffer.ByteBuf;
-import io.netty.buffer.ByteBufAllocator;
-import io.nucx.Endpoint;
 import io.nucx.NucxBootstrap;
 import io.nucx.Worker;
 import io.nucx.WorkerAddress;
 import io.nucx.protocol.select.ProtoTable;
 import io.nucx.protocol.select.SelectionKey;
 import io.nucx.protocol.tag.RndvProtocols;
-import io.nucx.protocol.tag.TagMessage;
 import io.nucx.transport.cma.Cma;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
-import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.Map;
@@ -40,38 +35,10 @@ class TwoProcessCmaTest {
         assumeTrue(Cma.availability().isAvailable(), () -> Cma.availability().reason());
     }
 
-    /** Message {@code index} of {@link MessagePlan} in a direct buffer (bulk copy: PARANOID makes per-byte slow). */
-    private static ByteBuf direct(int index, int n) {
-        ByteBuf heap = MessagePlan.content(index, n);
-        try {
-            return ByteBufAllocator.DEFAULT.directBuffer(n).writeBytes(heap);
-        } finally {
-            heap.release();
-        }
-    }
-
     private static long getZcopyThreshold(Worker w, WorkerAddress peer) throws Exception {
         ProtoTable t = w.protocolTable(peer, SelectionKey.MemoryType.DIRECT);
         return t.entries().stream().filter(e -> e.candidate().protocol() == RndvProtocols.GET_ZCOPY).findFirst()
                 .orElseThrow(() -> new AssertionError("no rndv/get/zcopy in\n" + t.format("to peer"))).start();
-    }
-
-    /** Sends {@code sizes} as messages 0..n-1, then returns the peer's report. */
-    private static String sendAll(Worker worker, PeerProcess peer, WorkerAddress peerAddress, int[] sizes)
-            throws Exception {
-        var report = worker.tagRecv(TagPeer.REPORT_TAG, -1L);
-        Endpoint ep = worker.connect(peerAddress);
-        for (int i = 0; i < sizes.length; i++) {
-            var f = ep.tagSend(i, direct(i, sizes[i]));
-            assertTrue(f.await(120, TimeUnit.SECONDS), "send " + i + " of " + sizes[i] + " bytes timed out");
-            assertTrue(f.isSuccess(), () -> "send failed: " + f.cause() + "\n" + peer.stderr());
-        }
-        TagMessage m = report.get(120, TimeUnit.SECONDS);
-        try {
-            return m.content().toString(StandardCharsets.UTF_8);
-        } finally {
-            m.release();
-        }
     }
 
     private static String join(int[] sizes) {
@@ -89,7 +56,7 @@ class TwoProcessCmaTest {
                     join(sizes))) {
                 WorkerAddress peerAddress = WorkerAddress.fromHex(peer.awaitLine("ADDRESS"));
                 assertEquals(threshold, getZcopyThreshold(worker, peerAddress), "same table to the real peer");
-                String report = sendAll(worker, peer, peerAddress, sizes);
+                String report = TagPeer.sendAll(worker, peer, peerAddress, sizes);
                 long total = java.util.Arrays.stream(sizes).asLongStream().sum();
                 assertEquals("OK " + sizes.length + " " + total, report, () -> report + "\n" + peer.stderr());
                 assertEquals(sizes.length, worker.counters().count(RndvProtocols.GET_ZCOPY.name()));
@@ -123,7 +90,7 @@ class TwoProcessCmaTest {
             try (PeerProcess peer = PeerProcess.startAs(65534, TagPeer.class, TLS, Integer.toString(sizes.length),
                     join(sizes))) {
                 WorkerAddress peerAddress = WorkerAddress.fromHex(peer.awaitLine("ADDRESS"));
-                String report = sendAll(worker, peer, peerAddress, sizes);
+                String report = TagPeer.sendAll(worker, peer, peerAddress, sizes);
                 long total = java.util.Arrays.stream(sizes).asLongStream().sum();
                 assertEquals("OK " + sizes.length + " " + total, report, () -> report + "\n" + peer.stderr());
                 String lanes = peer.awaitLine("LANES");

@@ -5,8 +5,8 @@ import io.nucx.Endpoint;
 import io.nucx.NucxBootstrap;
 import io.nucx.Worker;
 import io.nucx.WorkerAddress;
-import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.extension.RegisterExtension;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.CsvSource;
 
@@ -29,18 +29,8 @@ class TwoProcessFailoverTest {
 
     private static final int MESSAGES = 6000;
 
-    private final List<PeerProcess> peers = new ArrayList<>();
-    private final List<Worker> workers = new ArrayList<>();
-
-    @AfterEach
-    void closeAll() throws Exception {
-        for (Worker w : workers) {
-            w.close().get(20, TimeUnit.SECONDS);
-        }
-        for (PeerProcess p : peers) {
-            p.close();
-        }
-    }
+    @RegisterExtension
+    final OpenedResources opened = new OpenedResources();
 
     private static Map<String, String> settings(int lanes) {
         return Map.of("NUCX_TLS", "shm,tcp", "NUCX_ERR_MODE", "failover", "NUCX_MAX_RNDV_LANES",
@@ -53,11 +43,11 @@ class TwoProcessFailoverTest {
         boolean receiverDrops = dropper.equals("receiver");
         PeerProcess peer = PeerProcess.start(FailoverPeer.class, settings(lanes), Integer.toString(MESSAGES),
                 receiverDrops ? "drop" : "keep");
-        peers.add(peer);
+        opened.peer(peer);
         NucxBootstrap b = new NucxBootstrap().name("failover-sender");
         settings(lanes).forEach((k, v) -> b.config(k.substring("NUCX_".length()), v));
         Worker w = b.start();
-        workers.add(w);
+        opened.worker(w);
         Endpoint ep = w.connect(WorkerAddress.fromHex(peer.awaitLine("ADDRESS")));
         ep.wireupFuture().sync();
         assertTrue(ep.laneNames().get().get(0).startsWith("shm/"), "starts on shm");

@@ -12,12 +12,10 @@ import io.nucx.EndpointTimeoutException;
 import io.nucx.NucxBootstrap;
 import io.nucx.Worker;
 import io.nucx.WorkerAddress;
-import io.nucx.protocol.tag.TagMessage;
-import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.extension.RegisterExtension;
 
-import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
@@ -44,21 +42,8 @@ class TwoProcessFailureTest {
     /** Slack on top of a bound for a shared 2-core machine (GC, JIT, the other engineer's builds). */
     private static final long SLACK_MS = 3000;
 
-    private final List<PeerProcess> peers = new ArrayList<>();
-    private final List<Worker> workers = new ArrayList<>();
-
-    @AfterEach
-    void closeAll() throws Exception {
-        for (Worker w : workers) {
-            w.close().get(20, TimeUnit.SECONDS);
-        }
-        for (PeerProcess p : peers) {
-            if (p.isAlive()) {
-                p.signal("CONT"); // a stopped JVM cannot die gracefully; SIGKILL follows in close
-            }
-            p.close();
-        }
-    }
+    @RegisterExtension
+    final OpenedResources opened = new OpenedResources();
 
     @ChannelHandler.Sharable
     static final class ErrorEvents extends ChannelInboundHandlerAdapter {
@@ -77,14 +62,14 @@ class TwoProcessFailureTest {
         Worker w = new NucxBootstrap().name("test").config("TLS", "tcp").config("RNDV_THRESH", "1k")
                 .config("KEEPALIVE_INTERVAL", INTERVAL_MS + "ms").config("KEEPALIVE_TIMEOUT", TIMEOUT_MS + "ms")
                 .endpointHandler(events).start();
-        workers.add(w);
+        opened.worker(w);
         return w;
     }
 
     private PeerProcess peer(Class<?> main, String... args) throws Exception {
         PeerProcess p = PeerProcess.start(main, Map.of("NUCX_TLS", "tcp", "NUCX_RNDV_THRESH", "1k",
                 "NUCX_KEEPALIVE_INTERVAL", INTERVAL_MS + "ms", "NUCX_KEEPALIVE_TIMEOUT", TIMEOUT_MS + "ms"), args);
-        peers.add(p);
+        opened.peer(p);
         return p;
     }
 
@@ -112,13 +97,8 @@ class TwoProcessFailureTest {
         Endpoint ep = w.connect(WorkerAddress.fromHex(other.awaitLine("ADDRESS")));
         var report = w.tagRecv(TagPeer.REPORT_TAG, -1L);
         assertTrue(ep.tagSend(0, MessagePlan.content(0)).await(30, TimeUnit.SECONDS));
-        TagMessage m = report.get(30, TimeUnit.SECONDS);
-        try {
-            String text = m.content().toString(StandardCharsets.UTF_8);
-            assertTrue(text.startsWith("OK 1"), () -> "other peer: " + text);
-        } finally {
-            m.release();
-        }
+        String text = TagPeer.awaitReport(report, 30);
+        assertTrue(text.startsWith("OK 1"), () -> "other peer: " + text);
     }
 
     @Test

@@ -14,15 +14,14 @@ import io.nucx.protocol.select.SelectionKey;
 import io.nucx.protocol.tag.RndvProtocols;
 import io.nucx.protocol.tag.TagMessage;
 import io.nucx.transport.cma.Cma;
-import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.extension.RegisterExtension;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
 
 import java.nio.ByteBuffer;
-import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -54,25 +53,12 @@ class TwoProcessPutTest {
     private static final long TIMEOUT_MS = 1000;
     private static final Map<String, String> PUT = Map.of("NUCX_TLS", "tcp,cma", "NUCX_RNDV_SCHEME", "put_zcopy");
 
-    private final List<PeerProcess> peers = new ArrayList<>();
-    private final List<Worker> workers = new ArrayList<>();
+    @RegisterExtension
+    final OpenedResources opened = new OpenedResources();
 
     @BeforeEach
     void cma() {
         assumeTrue(Cma.availability().isAvailable(), () -> Cma.availability().reason());
-    }
-
-    @AfterEach
-    void closeAll() throws Exception {
-        for (Worker w : workers) {
-            w.close().get(30, TimeUnit.SECONDS);
-        }
-        for (PeerProcess p : peers) {
-            if (p.isAlive()) {
-                p.signal("CONT");
-            }
-            p.close();
-        }
     }
 
     private Worker worker(String... settings) throws Exception {
@@ -81,22 +67,13 @@ class TwoProcessPutTest {
             b.config(settings[i], settings[i + 1]);
         }
         Worker w = b.start();
-        workers.add(w);
+        opened.worker(w);
         return w;
     }
 
     private PeerProcess peer(PeerProcess p) {
-        peers.add(p);
+        opened.peer(p);
         return p;
-    }
-
-    private static ByteBuf direct(int index, int n) {
-        ByteBuf heap = MessagePlan.content(index, n);
-        try {
-            return ByteBufAllocator.DEFAULT.directBuffer(n).writeBytes(heap);
-        } finally {
-            heap.release();
-        }
     }
 
     private static long putThreshold(Worker w, WorkerAddress peer) throws Exception {
@@ -107,24 +84,6 @@ class TwoProcessPutTest {
 
     private static String join(int[] sizes) {
         return String.join(",", java.util.Arrays.stream(sizes).mapToObj(Integer::toString).toList());
-    }
-
-    /** Sends {@code sizes} as messages 0..n-1 to a {@link TagPeer}, then returns its report. */
-    private static String sendAll(Worker worker, PeerProcess peer, WorkerAddress peerAddress, int[] sizes)
-            throws Exception {
-        var report = worker.tagRecv(TagPeer.REPORT_TAG, -1L);
-        Endpoint ep = worker.connect(peerAddress);
-        for (int i = 0; i < sizes.length; i++) {
-            var f = ep.tagSend(i, direct(i, sizes[i]));
-            assertTrue(f.await(120, TimeUnit.SECONDS), "send " + i + " of " + sizes[i] + " bytes timed out");
-            assertTrue(f.isSuccess(), () -> "send failed: " + f.cause() + "\n" + peer.stderr());
-        }
-        TagMessage m = report.get(120, TimeUnit.SECONDS);
-        try {
-            return m.content().toString(StandardCharsets.UTF_8);
-        } finally {
-            m.release();
-        }
     }
 
     private static boolean isRoot() throws Exception {
@@ -161,7 +120,7 @@ class TwoProcessPutTest {
         PeerProcess peer = peer(PeerProcess.start(TagPeer.class, PUT, Integer.toString(sizes.length), join(sizes)));
         WorkerAddress peerAddress = WorkerAddress.fromHex(peer.awaitLine("ADDRESS"));
         assertEquals(threshold, putThreshold(worker, peerAddress), "same table to the real peer");
-        String report = sendAll(worker, peer, peerAddress, sizes);
+        String report = TagPeer.sendAll(worker, peer, peerAddress, sizes);
         long total = java.util.Arrays.stream(sizes).asLongStream().sum();
         assertEquals("OK " + sizes.length + " " + total, report, () -> report + "\n" + peer.stderr());
         assertEquals(sizes.length, worker.counters().count(RndvProtocols.PUT_COUNTER), "written by PUT");
@@ -187,7 +146,7 @@ class TwoProcessPutTest {
         PeerProcess peer = peer(PeerProcess.startAs(65534, TagPeer.class, PUT, Integer.toString(sizes.length),
                 join(sizes)));
         WorkerAddress peerAddress = WorkerAddress.fromHex(peer.awaitLine("ADDRESS"));
-        String report = sendAll(worker, peer, peerAddress, sizes);
+        String report = TagPeer.sendAll(worker, peer, peerAddress, sizes);
         long total = java.util.Arrays.stream(sizes).asLongStream().sum();
         assertEquals("OK " + sizes.length + " " + total, report, () -> report + "\n" + peer.stderr());
         String lanes = peer.awaitLine("LANES");

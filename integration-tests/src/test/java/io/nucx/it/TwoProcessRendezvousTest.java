@@ -8,11 +8,9 @@ import io.nucx.protocol.select.ProtoTable;
 import io.nucx.protocol.select.SelectionKey;
 import io.nucx.protocol.tag.EagerProtocols;
 import io.nucx.protocol.tag.RndvProtocols;
-import io.nucx.protocol.tag.TagMessage;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
-import java.nio.charset.StandardCharsets;
 import java.util.Map;
 import java.util.concurrent.TimeUnit;
 
@@ -39,13 +37,7 @@ class TwoProcessRendezvousTest {
                 for (int i = 0; i < 2; i++) {
                     assertTrue(ep.tagSend(i, MessagePlan.content(i, size)).await(120, TimeUnit.SECONDS));
                 }
-                TagMessage m = report.get(120, TimeUnit.SECONDS);
-                String text;
-                try {
-                    text = m.content().toString(StandardCharsets.UTF_8);
-                } finally {
-                    m.release();
-                }
+                String text = TagPeer.awaitReport(report, 120);
                 assertEquals("OK 2 " + 2L * size, text, () -> "peer reports: " + text + "\n" + peer.stderr());
                 assertEquals(2, worker.counters().count(RndvProtocols.TAG_RNDV.name()), "sent by rendezvous");
                 assertEquals(0, worker.counters().count(EagerProtocols.MULTI_BCOPY.name()), "not eagerly");
@@ -73,13 +65,7 @@ class TwoProcessRendezvousTest {
                 Endpoint ep = worker.connect(peerAddress);
                 assertTrue(ep.tagSend(0, MessagePlan.content(0, (int) threshold - 1)).await(60, TimeUnit.SECONDS));
                 assertTrue(ep.tagSend(1, MessagePlan.content(1, (int) threshold)).await(60, TimeUnit.SECONDS));
-                TagMessage m = report.get(60, TimeUnit.SECONDS);
-                String text;
-                try {
-                    text = m.content().toString(StandardCharsets.UTF_8);
-                } finally {
-                    m.release();
-                }
+                String text = TagPeer.awaitReport(report, 60);
                 assertEquals("OK 2 " + (2 * threshold - 1), text, () -> "peer: " + text + "\n" + peer.stderr());
                 assertEquals(1, worker.counters().count(EagerProtocols.MULTI_BCOPY.name()), "threshold - 1: eager");
                 assertEquals(1, worker.counters().count(RndvProtocols.TAG_RNDV.name()), "threshold: rendezvous");
@@ -129,13 +115,7 @@ class TwoProcessRendezvousTest {
                     assertTrue(ep.tagSend(i, direct).await(60, TimeUnit.SECONDS), "send " + i);
                     total += sizes.get(i);
                 }
-                TagMessage m = report.get(60, TimeUnit.SECONDS);
-                String text;
-                try {
-                    text = m.content().toString(StandardCharsets.UTF_8);
-                } finally {
-                    m.release();
-                }
+                String text = TagPeer.awaitReport(report, 60);
                 assertEquals("OK " + sizes.size() + " " + total, text, () -> "peer: " + text + "\n" + peer.stderr());
                 Map<String, Long> counted = new java.util.TreeMap<>();
                 for (String name : expected.keySet()) {

@@ -6,12 +6,10 @@ import io.nucx.NucxBootstrap;
 import io.nucx.Worker;
 import io.nucx.WorkerAddress;
 import io.nucx.protocol.tag.EagerProtocols;
-import io.nucx.protocol.tag.TagMessage;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.MethodSource;
 
-import java.nio.charset.StandardCharsets;
 import java.util.ArrayDeque;
 import java.util.Map;
 import java.util.concurrent.TimeUnit;
@@ -99,13 +97,7 @@ class TwoProcessTagTest {
                 for (ChannelFuture f : inFlight) {
                     assertTrue(f.await(60, TimeUnit.SECONDS) && f.isSuccess(), () -> "send failed: " + f.cause());
                 }
-                TagMessage m = report.get(240, TimeUnit.SECONDS);
-                String text;
-                try {
-                    text = m.content().toString(StandardCharsets.UTF_8);
-                } finally {
-                    m.release();
-                }
+                String text = TagPeer.awaitReport(report, 240);
                 assertTrue(text.startsWith("OK " + count + " "), () -> "peer reports: " + text + "\n" + peer.stderr());
                 assertTrue(ep.wireupFuture().isSuccess(), () -> "wireup: " + ep.wireupFuture().cause());
                 for (String protocol : new String[] {EagerProtocols.SHORT.name(),

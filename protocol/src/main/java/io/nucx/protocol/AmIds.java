@@ -50,6 +50,27 @@ public final class AmIds {
     /** The receiver has the whole zero-copy message: {@code sender request id:u64}. */
     public static final int EAGER_ZCOPY_ACK = 26;
 
+    /**
+     * Stream data (UCX's {@code ucp_stream_send_nbx}), one id per first frame of the carrying protocol, each with the
+     * layout of its tagged counterpart and the tag field unused (0): a whole write in one frame (EAGER_ONLY's).
+     * EAGER_MIDDLE fragments, EAGER_ZCOPY_ACK and the rendezvous RTR / DATA / ATS / ATP are shared with tagged
+     * messages: they name a message or request id, not a destination. Own ids keep stream bytes away from tag
+     * matching; see {@code io.nucx.protocol.stream.StreamCodec}.
+     */
+    public static final int STREAM_ONLY = 40;
+    /** First fragment of a stream write (EAGER_FIRST's layout). */
+    public static final int STREAM_FIRST = 41;
+    /** A whole stream write from the sender's buffer (EAGER_ZCOPY_ONLY's layout). */
+    public static final int STREAM_ZCOPY_ONLY = 42;
+    /** First fragment of a zero-copy stream write (EAGER_ZCOPY_FIRST's layout). */
+    public static final int STREAM_ZCOPY_FIRST = 43;
+    /** Rendezvous request to send a stream write (RNDV_RTS's layout, key included). */
+    public static final int STREAM_RTS = 44;
+    /** The receiver consumed stream bytes: {@code bytes:u64} more may be sent. */
+    public static final int STREAM_CREDIT = 45;
+    /** End of the sender's stream (its output shut down), behind every byte it wrote: no header, no payload. */
+    public static final int STREAM_FIN = 46;
+
     private AmIds() {
     }
 
@@ -73,6 +94,13 @@ public final class AmIds {
             case EAGER_ZCOPY_ONLY -> "EAGER_ZCOPY_ONLY";
             case EAGER_ZCOPY_FIRST -> "EAGER_ZCOPY_FIRST";
             case EAGER_ZCOPY_ACK -> "EAGER_ZCOPY_ACK";
+            case STREAM_ONLY -> "STREAM_ONLY";
+            case STREAM_FIRST -> "STREAM_FIRST";
+            case STREAM_ZCOPY_ONLY -> "STREAM_ZCOPY_ONLY";
+            case STREAM_ZCOPY_FIRST -> "STREAM_ZCOPY_FIRST";
+            case STREAM_RTS -> "STREAM_RTS";
+            case STREAM_CREDIT -> "STREAM_CREDIT";
+            case STREAM_FIN -> "STREAM_FIN";
             default -> "AM#" + amId;
         };
     }

@@ -100,6 +100,13 @@ public interface EndpointServices {
     /** A read or write of the peer's memory failed at run time and the data went another way; kept for diagnostics. */
     void rmaFailed(String what, Throwable cause);
 
+    /**
+     * This endpoint's receive budget: memory its peer's messages hold that no posted receive owns (unexpected
+     * messages, messages still arriving for the unexpected queue or the pipeline, buffers offered for PUT). A codec
+     * that would go over it throws {@link LimitExceededException}, which fails the endpoint.
+     */
+    MemoryBudget receiveBudget();
+
     /** The tag of plain {@code ByteBuf} writes ({@code SEND_TAG}). */
     long sendTag();
 

@@ -1,6 +1,8 @@
 package io.nucx.protocol;
 
 import io.netty.channel.ChannelHandler;
+import io.netty.channel.ChannelHandlerContext;
+import io.netty.channel.ChannelPromise;
 import io.netty.util.concurrent.Future;
 import io.nucx.transport.AmFrame;
 
@@ -13,6 +15,15 @@ import java.util.List;
  * a stage. The endpoint's lifecycle drives it through the methods below, always on the endpoint's loop.
  */
 public interface ProtocolCodec extends ChannelHandler {
+
+    /**
+     * The promise for a codec's own frames (replies, fragments before the last): when such a write fails the endpoint
+     * is ending, which ends the requests concerned by itself. Unlike {@code ProtocolCodec.quietPromise(ctx)} it raises no exception
+     * in the endpoint's pipeline, where it would reach the user's handlers as theirs.
+     */
+    static ChannelPromise quietPromise(ChannelHandlerContext ctx) {
+        return ctx.channel().unsafe().voidPromise();
+    }
 
     /**
      * Adds what a graceful close waits for (bounded by the endpoint): requests whose outcome depends on the peer, such

@@ -34,17 +34,16 @@ public record ProtocolSettings(long maxMessageSize, long bcopyThresh, long zcopy
                 RndvScheme.AUTO, enabled(registry.protocols(), RndvScheme.AUTO));
     }
 
-    /** The settings {@code config} gives, with {@code registry}'s protocols; a bad value fails naming its variable. */
+    /** The settings {@code config} gives ({@link ProtocolConfig}), with {@code registry}'s protocols. */
     public static ProtocolSettings from(NucxConfig config, ProtocolRegistry registry) {
-        long bcopy = config.memunitsOrAuto(NucxConfig.BCOPY_THRESH, 0, Long.MAX_VALUE - 1);
-        long zcopy = config.threshold(NucxConfig.ZCOPY_THRESH);
-        long rndv = config.memunitsOrAuto(NucxConfig.RNDV_THRESH, 0, Long.MAX_VALUE - 1);
-        RndvScheme scheme = RndvScheme.parse(config.choice(NucxConfig.RNDV_SCHEME, "auto", "get_zcopy", "put_zcopy",
-                "am"));
-        return new ProtocolSettings(config.memunits(NucxConfig.MAX_MSG_SIZE),
+        long bcopy = config.get(ProtocolConfig.BCOPY_THRESH);
+        long zcopy = config.get(ProtocolConfig.ZCOPY_THRESH);
+        long rndv = config.get(ProtocolConfig.RNDV_THRESH);
+        RndvScheme scheme = config.get(ProtocolConfig.RNDV_SCHEME);
+        return new ProtocolSettings(config.get(ProtocolConfig.MAX_MSG_SIZE),
                 bcopy < 0 ? ProtoCandidate.AUTO : bcopy,
                 zcopy < 0 ? ProtoCandidate.AUTO : zcopy == Long.MAX_VALUE ? ProtoCandidate.DISABLED : zcopy,
-                rndv < 0 ? ProtoCandidate.AUTO : rndv, config.bool(NucxConfig.PROTO_INFO), scheme,
+                rndv < 0 ? ProtoCandidate.AUTO : rndv, config.get(ProtocolConfig.PROTO_INFO), scheme,
                 enabled(listed(config, registry.protocols()), scheme));
     }
 
@@ -65,7 +64,7 @@ public record ProtocolSettings(long maxMessageSize, long bcopyThresh, long zcopy
      * that matches no protocol is refused, naming the setting.
      */
     private static List<Protocol> listed(NucxConfig config, List<Protocol> all) {
-        String spec = config.string(NucxConfig.PROTOS);
+        String spec = config.get(ProtocolConfig.PROTOS);
         if (spec.equals("all")) {
             return all;
         }
@@ -75,7 +74,7 @@ public record ProtocolSettings(long maxMessageSize, long bcopyThresh, long zcopy
             String glob = part.trim();
             Pattern re = Pattern.compile(Pattern.quote(glob).replace("*", "\\E.*\\Q"));
             if (all.stream().noneMatch(p -> re.matcher(p.name()).matches())) {
-                throw config.invalid(NucxConfig.PROTOS, "'" + glob + "' matches no protocol; known: "
+                throw config.invalid(ProtocolConfig.PROTOS, "'" + glob + "' matches no protocol; known: "
                         + all.stream().map(Protocol::name).toList());
             }
             patterns.add(re);

@@ -28,6 +28,9 @@ public final class WorkerProtocols {
     private final ProtocolCounters counters;
     private final TagMatcher matcher;
     private final MemoryRegistry memory;
+    private final ReceiveLimits limits;
+    /** Receive memory held for peers, over all endpoints (NUCX_RX_WORKER_BYTES). Loop only. */
+    private final MemoryBudget receivePool;
     private final Map<CacheKey, SelectionCache> selectionCaches = new ConcurrentHashMap<>();
     /** Rendezvous sends and receives in progress on every endpoint, for metrics. */
     private final AtomicInteger rndvInFlight = new AtomicInteger();
@@ -36,6 +39,13 @@ public final class WorkerProtocols {
 
     public WorkerProtocols(EventExecutor loop, ByteBufAllocator alloc, ProtocolSettings settings, long workerUuid,
                            ProtocolCounters counters) {
+        this(loop, alloc, settings, workerUuid, counters, ReceiveLimits.NONE);
+    }
+
+    public WorkerProtocols(EventExecutor loop, ByteBufAllocator alloc, ProtocolSettings settings, long workerUuid,
+                           ProtocolCounters counters, ReceiveLimits limits) {
+        this.limits = limits;
+        this.receivePool = MemoryBudget.worker(ReceiveLimits.WORKER_BYTES, limits.workerBytes());
         this.loop = loop;
         this.alloc = alloc;
         this.settings = settings;
@@ -68,6 +78,20 @@ public final class WorkerProtocols {
     /** Memory this worker's peers may run atomics on. */
     public MemoryRegistry memory() {
         return memory;
+    }
+
+    public ReceiveLimits limits() {
+        return limits;
+    }
+
+    /** A new endpoint's receive budget (NUCX_RX_EP_BYTES), inside the worker's (NUCX_RX_WORKER_BYTES). */
+    public MemoryBudget newEndpointBudget() {
+        return receivePool.endpoint(ReceiveLimits.EP_BYTES, limits.endpointBytes());
+    }
+
+    /** Receive memory held for peers now, over all endpoints; loop only. */
+    public long receiveMemoryHeld() {
+        return receivePool.used();
     }
 
     /** Rendezvous sends and receives in progress on every endpoint of this worker (any thread may read it). */

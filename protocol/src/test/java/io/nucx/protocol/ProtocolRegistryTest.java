@@ -2,6 +2,7 @@ package io.nucx.protocol;
 
 import io.nucx.protocol.amo.AmoCodec;
 import io.nucx.protocol.select.Protocol;
+import io.nucx.protocol.stream.StreamCodec;
 import io.nucx.protocol.tag.EagerProtocols;
 import io.nucx.protocol.tag.RndvProtocols;
 import org.junit.jupiter.api.Test;
@@ -32,18 +33,23 @@ class ProtocolRegistryTest {
         ProtocolRegistry r = ProtocolRegistry.DEFAULT;
         for (int id : new int[] {AmIds.EAGER_ONLY, AmIds.EAGER_FIRST, AmIds.EAGER_MIDDLE, AmIds.EAGER_SYNC_ONLY,
             AmIds.EAGER_SYNC_FIRST, AmIds.EAGER_SYNC_ACK, AmIds.EAGER_ZCOPY_ONLY, AmIds.EAGER_ZCOPY_FIRST,
-            AmIds.EAGER_ZCOPY_ACK}) {
-            assertSame(EagerProtocols.FAMILY, r.owner(id), AmIds.name(id));
+            AmIds.EAGER_ZCOPY_ACK, AmIds.STREAM_ONLY, AmIds.STREAM_FIRST, AmIds.STREAM_ZCOPY_ONLY,
+            AmIds.STREAM_ZCOPY_FIRST}) {
+            assertSame(EagerProtocols.FAMILY, r.owner(id), AmIds.name(id)); // stream writes' eager frames included
         }
-        for (int id : new int[] {AmIds.RNDV_RTS, AmIds.RNDV_ATS, AmIds.RNDV_RTR, AmIds.RNDV_DATA, AmIds.RNDV_ATP}) {
+        for (int id : new int[] {AmIds.RNDV_RTS, AmIds.RNDV_ATS, AmIds.RNDV_RTR, AmIds.RNDV_DATA, AmIds.RNDV_ATP,
+            AmIds.STREAM_RTS}) {
             assertSame(RndvProtocols.FAMILY, r.owner(id), AmIds.name(id));
         }
+        assertSame(StreamCodec.FAMILY, r.owner(AmIds.STREAM_CREDIT));
+        assertSame(StreamCodec.FAMILY, r.owner(AmIds.STREAM_FIN));
         assertSame(AmoCodec.FAMILY, r.owner(AmIds.ATOMIC_REQ));
         assertSame(AmoCodec.FAMILY, r.owner(AmIds.ATOMIC_REP));
         for (int id : new int[] {-1, 0, AmIds.WIREUP, 5, 13, 255, 256}) {
             assertNull(r.owner(id), "id " + id);
         }
-        assertEquals(List.of(EagerProtocols.FAMILY, RndvProtocols.FAMILY, AmoCodec.FAMILY, io.nucx.protocol.rma.RmaCodec.FAMILY),
+        assertEquals(List.of(StreamCodec.FAMILY, EagerProtocols.FAMILY, RndvProtocols.FAMILY, AmoCodec.FAMILY,
+                io.nucx.protocol.rma.RmaCodec.FAMILY),
                 r.families());
         assertEquals(EagerProtocols.ALL, r.protocols().subList(0, EagerProtocols.ALL.size()),
                 "the families' protocols in registry order: their tie-break order");

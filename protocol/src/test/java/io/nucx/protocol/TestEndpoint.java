@@ -45,6 +45,7 @@ public final class TestEndpoint implements EndpointServices {
     private final List<String> rmaFailures = new ArrayList<>();
     private final List<Throwable> rmaFailureCauses = new ArrayList<>();
     private int lingerEnded;
+    private MemoryBudget receiveBudget = MemoryBudget.unlimited();
 
     /** @param channel the channel the codecs sit in: direct writes' promises are of its loop */
     public TestEndpoint(EmbeddedChannel channel, EndpointConfig config) {
@@ -228,5 +229,16 @@ public final class TestEndpoint implements EndpointServices {
     @Override
     public boolean deliversToPipeline(long tag) {
         return toPipeline.test(tag);
+    }
+
+    @Override
+    public MemoryBudget receiveBudget() {
+        return receiveBudget;
+    }
+
+    /** Gives the endpoint a bounded receive budget. */
+    public TestEndpoint receiveBudget(MemoryBudget budget) {
+        this.receiveBudget = budget;
+        return this;
     }
 }

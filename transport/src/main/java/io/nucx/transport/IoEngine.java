@@ -26,12 +26,14 @@ import io.netty.channel.uring.IoUringDomainSocketChannel;
 import io.netty.channel.uring.IoUringIoHandle;
 import io.netty.channel.uring.IoUringServerDomainSocketChannel;
 import io.netty.channel.uring.IoUringIoHandler;
+import io.netty.channel.uring.IoUringIoHandlerConfig;
 import io.netty.channel.uring.IoUringServerSocketChannel;
 import io.netty.channel.uring.IoUringSocketChannel;
 
 import java.net.SocketAddress;
 import java.net.UnixDomainSocketAddress;
 import java.nio.file.Path;
+import java.util.Optional;
 
 /**
  * The three engines Netty runs sockets on, in the order nucx prefers them: tcp's lanes and shm's setup and doorbell
@@ -103,13 +105,21 @@ public enum IoEngine {
     }
 
     /**
+     * Completion queue entries of an io_uring loop (16 bytes each, 512 KiB). Every connection keeps a few operations
+     * in flight, so thousands of connections closing at once (peers going, a flood of REQUESTs refused) complete
+     * more at once than the default queue holds: the kernel then parks the overflow and Netty warns. Eight times the
+     * default submission ring leaves room for that.
+     */
+    static final int IO_URING_CQ_SIZE = 32768;
+
+    /**
      * A factory for event loops of this engine. Busy-polling is not done here but by the shm engine wrapped around it
      * ({@code ShmIoHandler}), in non-blocking passes: epoll's own busy wait spins in native code until a descriptor
      * is ready, so tasks from other threads and timers would wait for it.
      */
     public IoHandlerFactory ioHandlerFactory() {
         return switch (this) {
-            case IO_URING -> IoUringIoHandler.newFactory();
+            case IO_URING -> IoUringIoHandler.newFactory(new IoUringIoHandlerConfig().setCqSize(IO_URING_CQ_SIZE));
             case EPOLL -> EpollIoHandler.newFactory();
             case NIO -> NioIoHandler.newFactory();
         };
@@ -135,30 +145,26 @@ public enum IoEngine {
 
     /**
      * The engine {@code NUCX_TCP_IO} asks for: auto picks the first available (io_uring, epoll, nio; epoll first
-     * when busy-polling, whose non-blocking pass is one epoll_wait); a forced engine that cannot load fails with its reason.
+     * when busy-polling, whose non-blocking pass is one epoll_wait); a forced engine that cannot load fails with its
+     * reason.
      */
     public static IoEngine configured(NucxConfig config, boolean busyPoll) {
-        String v = config.choice(NucxConfig.TCP_IO, "auto", "io_uring", "epoll", "nio");
-        if (v.equals("auto")) {
-            if (busyPoll && EPOLL.availability().isAvailable()) {
-                return EPOLL;
+        Optional<IoEngine> forced = config.get(TransportConfig.TCP_IO);
+        if (forced.isPresent()) {
+            Availability a = forced.get().availability();
+            if (!a.isAvailable()) {
+                throw config.invalid(TransportConfig.TCP_IO, a.reason());
             }
-            for (IoEngine m : values()) {
-                if (m.availability().isAvailable()) {
-                    return m;
-                }
-            }
-            return NIO;
+            return forced.get();
+        }
+        if (busyPoll && EPOLL.availability().isAvailable()) {
+            return EPOLL;
         }
         for (IoEngine m : values()) {
-            if (m.configName.equals(v)) {
-                Availability a = m.availability();
-                if (!a.isAvailable()) {
-                    throw config.invalid(NucxConfig.TCP_IO, a.reason());
-                }
+            if (m.availability().isAvailable()) {
                 return m;
             }
         }
-        throw config.invalid(NucxConfig.TCP_IO, "expected auto | io_uring | epoll | nio");
+        return NIO;
     }
 }

@@ -1,9 +1,12 @@
 package io.nucx.transport;
 
+import io.nucx.transport.config.ConfigTable;
+
 import java.util.List;
 
 /**
- * A UCT transport: a Netty channel type plus what it can do. Implementations are found with {@link java.util.ServiceLoader}
+ * A UCT transport: a Netty channel type plus what it can do. Implementations are found with
+ * {@link java.util.ServiceLoader}
  * ({@code META-INF/services/io.nucx.transport.Transport}); {@link Transports} lists them in a fixed order.
  *
  * <p>Nothing here knows about endpoints or protocols: a transport moves {@link AmFrame}s between two ifaces.
@@ -63,6 +66,14 @@ public interface Transport {
      */
     default Availability availabilityOn(io.netty.channel.EventLoop loop) {
         return Availability.available();
+    }
+
+    /**
+     * This transport's own settings ({@code NUCX_<NAME>_*}), validated with every other layer's at start-up and listed
+     * in docs/CONFIG.md; none by default.
+     */
+    default ConfigTable configTable() {
+        return ConfigTable.EMPTY;
     }
 
     /** Opens an iface on the event loop in {@code params}; the returned iface is bound and ready to connect. */

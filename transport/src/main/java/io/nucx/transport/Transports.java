@@ -3,7 +3,6 @@ package io.nucx.transport;
 import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.List;
-import java.util.Locale;
 import java.util.ServiceLoader;
 
 /**
@@ -30,9 +29,9 @@ public final class Transports {
      */
     public static List<Transport> selected(NucxConfig config) {
         List<Transport> all = all().stream().map(t -> t.forConfig(config)).toList();
-        String tls = config.string(NucxConfig.TLS).toLowerCase(Locale.ROOT);
+        List<String> tls = config.get(TransportConfig.TLS);
         List<Transport> out = new ArrayList<>();
-        if (tls.equals("all")) {
+        if (tls.equals(List.of("all"))) {
             for (Transport t : all) {
                 if (t.includedInAll() && t.availability().isAvailable()) {
                     out.add(t);
@@ -40,13 +39,12 @@ public final class Transports {
             }
             return out;
         }
-        for (String name : tls.split(",")) {
-            String n = name.trim();
+        for (String n : tls) {
             Transport t = all.stream().filter(x -> x.name().equals(n)).findFirst().orElseThrow(() ->
-                    config.invalid(NucxConfig.TLS, "unknown transport '" + n + "'; known: "
+                    config.invalid(TransportConfig.TLS, "unknown transport '" + n + "'; known: "
                             + all.stream().map(Transport::name).toList()));
             if (!t.availability().isAvailable()) {
-                throw config.invalid(NucxConfig.TLS, "transport '" + n + "' is unavailable: "
+                throw config.invalid(TransportConfig.TLS, "transport '" + n + "' is unavailable: "
                         + t.availability().reason());
             }
             if (!out.contains(t)) {

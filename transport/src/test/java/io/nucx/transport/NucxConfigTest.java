@@ -6,6 +6,10 @@ import org.junit.jupiter.api.function.Executable;
 import java.util.Map;
 import java.util.stream.Stream;
 
+import static io.nucx.transport.testing.ConfigAssertions.assertMessageNames;
+import static io.nucx.transport.testing.ConfigAssertions.assertRefused;
+import static io.nucx.transport.testing.ConfigAssertions.config;
+import static io.nucx.transport.testing.ConfigAssertions.env;
 import static org.junit.jupiter.api.Assertions.assertAll;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
@@ -13,19 +17,12 @@ import static org.junit.jupiter.api.Assertions.assertSame;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+/**
+ * The configuration's sources, precedence and errors, and the transport layer's settings through the previous,
+ * untyped accessors (kept until every caller uses the typed getter). The protocols' and the worker's settings are
+ * tested in their modules (ProtocolConfigTest, WireupConfigTest), where they are declared.
+ */
 class NucxConfigTest {
-
-    private static final Map<String, String> NO_ENV = Map.of();
-
-    private static NucxConfig config(Map<String, String> overrides) {
-        return NucxConfig.of(overrides, NO_ENV);
-    }
-
-    private static void assertMessageNames(Exception e, String... words) {
-        for (String w : words) {
-            assertTrue(e.getMessage().contains(w), () -> "'" + e.getMessage() + "' should name " + w);
-        }
-    }
 
     @Test
     void parseMemunitsAcceptsNumbersWithBinaryUnits() {
@@ -51,25 +48,12 @@ class NucxConfigTest {
     }
 
     @Test
-    void aBadRendezvousSchemeStopsStartUpNamingTheVariableAndTheChoices() {
-        NucxConfigException e = assertThrows(NucxConfigException.class,
-                () -> NucxConfig.of(Map.of(), Map.of("NUCX_RNDV_SCHEME", "put")).validate());
-        assertMessageNames(e, "NUCX_RNDV_SCHEME", "'put'", "auto | get_zcopy | put_zcopy | am");
-        assertEquals("auto", config(Map.of()).choice(NucxConfig.RNDV_SCHEME, "auto", "get_zcopy", "put_zcopy", "am"));
-        assertEquals("put_zcopy", NucxConfig.of(Map.of(), Map.of("NUCX_RNDV_SCHEME", "PUT_ZCOPY")).validate()
-                .choice(NucxConfig.RNDV_SCHEME, "auto", "get_zcopy", "put_zcopy", "am"));
-    }
-
-    @Test
     void badShmSettingsStopStartUpNamingTheVariable() {
         assertAll(
-                () -> assertMessageNames(assertThrows(NucxConfigException.class,
-                        () -> NucxConfig.of(Map.of(), Map.of("NUCX_SHM_RING_SIZE", "3m")).validate()), "NUCX_SHM_RING_SIZE",
+                () -> assertRefused(() -> env("NUCX_SHM_RING_SIZE", "3m").validate(), "NUCX_SHM_RING_SIZE",
                         "power of two"),
-                () -> assertMessageNames(assertThrows(NucxConfigException.class,
-                        () -> NucxConfig.of(Map.of(), Map.of("NUCX_SHM_SPIN", "fast")).validate()), "NUCX_SHM_SPIN", "'fast'"),
-                () -> assertMessageNames(assertThrows(NucxConfigException.class,
-                        () -> NucxConfig.of(Map.of(), Map.of("NUCX_SHM_SEG_SIZE", "1m")).validate()), "NUCX_SHM_SEG_SIZE",
+                () -> assertRefused(() -> env("NUCX_SHM_SPIN", "fast").validate(), "NUCX_SHM_SPIN", "'fast'"),
+                () -> assertRefused(() -> env("NUCX_SHM_SEG_SIZE", "1m").validate(), "NUCX_SHM_SEG_SIZE",
                         "eighth of the ring"));
         NucxConfig c = config(Map.of("NUCX_SHM_SPIN", "2ms"));
         assertEquals(2_000_000, c.nanos(NucxConfig.SHM_SPIN, Long.MAX_VALUE));
@@ -83,7 +67,6 @@ class NucxConfigTest {
         assertEquals("all", c.string(NucxConfig.TLS));
         assertEquals(64 * 1024, c.memunits(NucxConfig.TCP_SEG_SIZE));
         assertEquals(1L << 20, c.memunits(NucxConfig.SELF_QUEUE_BYTES));
-        assertFalse(c.bool(NucxConfig.BUSY_POLL));
     }
 
     @Test
@@ -96,7 +79,7 @@ class NucxConfigTest {
     @Test
     void badValueFromTheEnvironmentNamesTheVariable() {
         NucxConfigException e = assertThrows(NucxConfigException.class,
-                () -> NucxConfig.of(Map.of(), Map.of("NUCX_TCP_IO", "bogus")).validate());
+                () -> env("NUCX_TCP_IO", "bogus").validate());
         assertMessageNames(e, "NUCX_TCP_IO", "bogus");
     }
 
@@ -106,7 +89,7 @@ class NucxConfigTest {
         assertEquals("p2p", config(Map.of("TCP_CONNECT", "p2p")).validate().choice(NucxConfig.TCP_CONNECT, "iface",
                 "p2p"));
         NucxConfigException e = assertThrows(NucxConfigException.class,
-                () -> NucxConfig.of(Map.of(), Map.of("NUCX_TCP_CONNECT", "ep")).validate());
+                () -> env("NUCX_TCP_CONNECT", "ep").validate());
         assertMessageNames(e, "NUCX_TCP_CONNECT", "ep", "p2p");
     }
 
@@ -124,7 +107,7 @@ class NucxConfigTest {
     @Test
     void unknownNucxEnvironmentVariableIsRejected() {
         NucxConfigException e = assertThrows(NucxConfigException.class,
-                () -> NucxConfig.of(Map.of(), Map.of("NUCX_FOO", "1")).validate());
+                () -> env("NUCX_FOO", "1").validate());
         assertMessageNames(e, "NUCX_FOO");
     }
 
@@ -150,9 +133,9 @@ class NucxConfigTest {
         assertEquals("nucx.self.queue.bytes", property);
         System.setProperty(property, "32k");
         try {
-            NucxConfig c = NucxConfig.of(Map.of(), Map.of("NUCX_SELF_QUEUE_BYTES", "16k"));
+            NucxConfig c = env("NUCX_SELF_QUEUE_BYTES", "16k");
             assertEquals(32 * 1024, c.memunits(NucxConfig.SELF_QUEUE_BYTES));
-            assertEquals(8 * 1024, NucxConfig.of(Map.of("SELF_QUEUE_BYTES", "8k"), NO_ENV)
+            assertEquals(8 * 1024, NucxConfig.of(Map.of("SELF_QUEUE_BYTES", "8k"), Map.of())
                     .memunits(NucxConfig.SELF_QUEUE_BYTES), "an explicit override beats the property");
         } finally {
             System.clearProperty(property);
@@ -194,93 +177,9 @@ class NucxConfigTest {
     }
 
     @Test
-    void busyPollAcceptsTheUsualYesAndNoSpellings() {
-        assertAll(Stream.of("y", "YES", "on", "1", "true").map(v -> (Executable) () ->
-                assertTrue(config(Map.of("BUSY_POLL", v)).validate().bool(NucxConfig.BUSY_POLL), v)));
-        assertAll(Stream.of("n", "no", "off", "0", "False").map(v -> (Executable) () ->
-                assertFalse(config(Map.of("BUSY_POLL", v)).validate().bool(NucxConfig.BUSY_POLL), v)));
-    }
-
-    @Test
-    void busyPollRejectsOtherWords() {
-        NucxConfigException e = assertThrows(NucxConfigException.class,
-                () -> config(Map.of("BUSY_POLL", "maybe")).validate());
-        assertMessageNames(e, "BUSY_POLL", "maybe");
-    }
-
-    @Test
     void emptyTransportListIsRejected() {
         NucxConfigException e = assertThrows(NucxConfigException.class,
                 () -> config(Map.of("TLS", "  ")).validate());
         assertMessageNames(e, "TLS");
-    }
-
-    @Test
-    void zeroMaxMessageSizeIsRejected() {
-        assertThrows(NucxConfigException.class, () -> config(Map.of("MAX_MSG_SIZE", "0")).validate());
-    }
-
-    @Test
-    void zcopyThresholdIsAutoASizeOrInfAndABadOneStopsStartUpNamingTheSetting() {
-        assertEquals(-1, config(Map.of()).validate().threshold(NucxConfig.ZCOPY_THRESH), "auto by default");
-        assertEquals(64 << 10, config(Map.of("ZCOPY_THRESH", "64k")).validate().threshold(NucxConfig.ZCOPY_THRESH));
-        assertEquals(0, config(Map.of("ZCOPY_THRESH", "0")).validate().threshold(NucxConfig.ZCOPY_THRESH));
-        assertEquals(Long.MAX_VALUE, config(Map.of("ZCOPY_THRESH", "INF")).validate()
-                .threshold(NucxConfig.ZCOPY_THRESH), "never");
-        assertAll(Stream.of("soon", "-1", "1x").map(v -> (Executable) () -> assertMessageNames(assertThrows(
-                NucxConfigException.class, () -> NucxConfig.of(Map.of(), Map.of("NUCX_ZCOPY_THRESH", v)).validate()),
-                "NUCX_ZCOPY_THRESH", "'" + v + "'", "auto, inf or a size")));
-    }
-
-    @Test
-    void keepaliveDefaultsAreOneSecondAndFiveSeconds() {
-        NucxConfig c = config(Map.of());
-        assertEquals(1_000_000_000L, c.keepaliveIntervalNanos());
-        assertEquals(5_000_000_000L, c.keepaliveTimeoutNanos());
-        assertEquals("peer", c.choice(NucxConfig.ERR_MODE, "peer", "none"));
-        assertEquals(Long.MAX_VALUE, config(Map.of("KEEPALIVE_INTERVAL", "inf")).validate().keepaliveIntervalNanos());
-        assertEquals(250_000_000L, config(Map.of("KEEPALIVE_INTERVAL", "250ms", "KEEPALIVE_TIMEOUT", "500ms"))
-                .validate().keepaliveIntervalNanos());
-    }
-
-    @Test
-    void badKeepaliveSettingsStopStartUpNamingTheVariable() {
-        assertAll(
-                () -> assertMessageNames(assertThrows(NucxConfigException.class,
-                        () -> NucxConfig.of(Map.of(), Map.of("NUCX_KEEPALIVE_INTERVAL", "often")).validate()),
-                        "NUCX_KEEPALIVE_INTERVAL", "'often'"),
-                () -> assertMessageNames(assertThrows(NucxConfigException.class,
-                        () -> NucxConfig.of(Map.of(), Map.of("NUCX_KEEPALIVE_INTERVAL", "1ms")).validate()),
-                        "NUCX_KEEPALIVE_INTERVAL", "at least 10ms"),
-                () -> assertMessageNames(assertThrows(NucxConfigException.class,
-                        () -> NucxConfig.of(Map.of(), Map.of("NUCX_KEEPALIVE_INTERVAL", "2h")).validate()),
-                        "NUCX_KEEPALIVE_INTERVAL", "'2h'"),
-                () -> assertMessageNames(assertThrows(NucxConfigException.class,
-                        () -> NucxConfig.of(Map.of(), Map.of("NUCX_KEEPALIVE_TIMEOUT", "1500ms")).validate()),
-                        "NUCX_KEEPALIVE_TIMEOUT", "'1500ms'", "twice NUCX_KEEPALIVE_INTERVAL=1s"),
-                () -> assertMessageNames(assertThrows(NucxConfigException.class,
-                        () -> NucxConfig.of(Map.of(), Map.of("NUCX_ERR_MODE", "sometimes")).validate()),
-                        "NUCX_ERR_MODE", "'sometimes'", "peer | failover | none"));
-    }
-
-    @Test
-    void laneLimitsAreCheckedAndNamed() {
-        NucxConfig ok = NucxConfig.of(Map.of(), Map.of("NUCX_ERR_MODE", "failover", "NUCX_MAX_RNDV_LANES", "3",
-                "NUCX_MULTI_LANE_MAX_RATIO", "12.5")).validate();
-        assertEquals(3, ok.integer(NucxConfig.MAX_RNDV_LANES, 1, 8));
-        assertEquals(12.5, ok.decimal(NucxConfig.MULTI_LANE_MAX_RATIO, 1, 1000));
-        assertAll(
-                () -> assertMessageNames(assertThrows(NucxConfigException.class,
-                        () -> NucxConfig.of(Map.of(), Map.of("NUCX_MAX_RNDV_LANES", "0")).validate()),
-                        "NUCX_MAX_RNDV_LANES", "'0'", "between 1 and 8"),
-                () -> assertMessageNames(assertThrows(NucxConfigException.class,
-                        () -> NucxConfig.of(Map.of(), Map.of("NUCX_MAX_RNDV_LANES", "two")).validate()),
-                        "NUCX_MAX_RNDV_LANES", "'two'", "not a whole number"),
-                () -> assertMessageNames(assertThrows(NucxConfigException.class,
-                        () -> NucxConfig.of(Map.of(), Map.of("NUCX_MULTI_LANE_MAX_RATIO", "0.5")).validate()),
-                        "NUCX_MULTI_LANE_MAX_RATIO", "'0.5'", "between 1.0 and 1000.0"),
-                () -> assertMessageNames(assertThrows(NucxConfigException.class,
-                        () -> NucxConfig.of(Map.of(), Map.of("NUCX_MULTI_LANE_MAX_RATIO", "NaN")).validate()),
-                        "NUCX_MULTI_LANE_MAX_RATIO", "'NaN'"));
     }
 }

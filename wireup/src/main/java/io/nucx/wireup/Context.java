@@ -19,7 +19,7 @@ public final class Context {
         this.config = config.validate();
         this.transports = List.copyOf(Transports.selected(config));
         if (transports.isEmpty()) {
-            throw config.invalid(NucxConfig.TLS, "selects no available transport");
+            throw config.invalid(io.nucx.transport.TransportConfig.TLS, "selects no available transport");
         }
     }
 
@@ -38,7 +38,7 @@ public final class Context {
 
     /** Whether NUCX_TLS is "all": transports that cannot run on a worker's loop are then left out, not refused. */
     public boolean allTransports() {
-        return config.string(NucxConfig.TLS).equalsIgnoreCase("all");
+        return config.get(io.nucx.transport.TransportConfig.TLS).equals(java.util.List.of("all"));
     }
 
     /** The selected transports, sorted by name. */

@@ -15,6 +15,7 @@ import io.nucx.WireupException;
 import io.nucx.Worker;
 import io.nucx.WorkerAddress;
 import io.nucx.WorkerStats;
+import io.nucx.protocol.MemoryBudget;
 import io.nucx.protocol.ProtocolCounters;
 import io.nucx.protocol.ProtocolRegistry;
 import io.nucx.protocol.ProtocolSettings;
@@ -32,7 +33,6 @@ import io.nucx.transport.NucxConfig;
 import io.nucx.transport.Transport;
 
 import java.lang.foreign.MemorySegment;
-import java.nio.channels.ClosedChannelException;
 import java.util.ArrayList;
 import java.util.Collection;
 import java.util.Deque;
@@ -79,12 +79,21 @@ public final class DefaultWorker implements Worker {
     private final LaneSelector.BwLimits bwLimits;
     private final Keepalive keepalive;
     private final ScheduledFuture<?> keepaliveTask;
+    private final ScheduledFuture<?> reaperTask;
+    private final WireupSettings settings;
+    /** The wireup key (NUCX_AUTH_TOKEN / NUCX_AUTH_KEY_FILE), or null when wireup is not authenticated. */
+    private final WireupAuth auth;
+    /** Writes queued by endpoints still wiring up, all together (NUCX_STUB_WORKER_BYTES). Loop only. */
+    private final MemoryBudget stubPool;
     private final Deque<Throwable> laneFailures = new ConcurrentLinkedDeque<>();
     /** Writes waiting in stubs of endpoints still wiring up; wireups and their time; failures by cause. */
     private final java.util.concurrent.atomic.AtomicInteger pendingWrites = new java.util.concurrent.atomic.AtomicInteger();
     private final java.util.concurrent.atomic.LongAdder wireups = new java.util.concurrent.atomic.LongAdder();
     private final java.util.concurrent.atomic.LongAdder wireupNanos = new java.util.concurrent.atomic.LongAdder();
     private final Map<String, java.util.concurrent.atomic.LongAdder> endpointErrors = new ConcurrentHashMap<>();
+    /** Listeners waiting for the endpoint a client connects with the token they gave it (loop only). */
+    private final Map<Integer, java.util.function.Consumer<Endpoint>> listened = new java.util.HashMap<>();
+    private int nextToken;
     private final Deque<Throwable> rmaFailures = new ConcurrentLinkedDeque<>();
 
     private DefaultWorker(Context context, EventLoop loop, EventLoopGroup ownedGroup, String name,
@@ -96,9 +105,12 @@ public final class DefaultWorker implements Worker {
         this.endpointInitializer = endpointInitializer;
         this.closeFuture = loop.newPromise();
         NucxConfig config = context.config();
-        this.protocols = new WorkerProtocols(loop, ByteBufAllocator.DEFAULT, ProtocolSettings.from(config, registry),
-                uuid, counters);
         WireupSettings settings = WireupSettings.from(config);
+        this.protocols = new WorkerProtocols(loop, ByteBufAllocator.DEFAULT, ProtocolSettings.from(config, registry),
+                uuid, counters, settings.receiveLimits());
+        this.settings = settings;
+        this.auth = WireupAuth.from(config);
+        this.stubPool = MemoryBudget.worker("NUCX_STUB_WORKER_BYTES", settings.stubWorkerBytes());
         this.defaultErrorMode = settings.errorMode();
         this.bwLimits = settings.bwLimits();
         this.keepalive = new Keepalive(settings.keepaliveIntervalNanos(), settings.keepaliveTimeoutNanos());
@@ -110,7 +122,7 @@ public final class DefaultWorker implements Worker {
                     if (context.allTransports()) {
                         continue; // "all" means all that can run here; a named transport must run
                     }
-                    throw config.invalid(NucxConfig.TLS, onLoop.reason());
+                    throw config.invalid(io.nucx.transport.TransportConfig.TLS, onLoop.reason());
                 }
                 for (io.nucx.transport.Device device : t.ifaceDevices(config)) {
                     Iface[] opened = new Iface[1]; // lanes a peer connects to it learn which iface took them
@@ -140,8 +152,22 @@ public final class DefaultWorker implements Worker {
         }
         protocols.memory().domains(domains);
         // One timer per worker, not per endpoint: a tick walks every endpoint (UCX's keepalive progress does too).
-        this.keepaliveTask = !keepalive.enabled() ? null : loop.scheduleAtFixedRate(this::keepaliveTick,
+        // Fixed delay, not fixed rate: after the loop stalls, a fixed rate fires the missed ticks back to back, each
+        // counting an interval of silence while the peer's frames still wait unread in the lane.
+        this.keepaliveTask = !keepalive.enabled() ? null : loop.scheduleWithFixedDelay(this::keepaliveTick,
                 keepalive.intervalNanos(), keepalive.intervalNanos(), TimeUnit.NANOSECONDS);
+        long reapEvery = Math.min(TimeUnit.SECONDS.toNanos(1), settings.wireupTimeoutNanos());
+        this.reaperTask = loop.scheduleAtFixedRate(this::reap, reapEvery, reapEvery, TimeUnit.NANOSECONDS);
+    }
+
+    /**
+     * Endpoints whose lanes are all gone are failed and dropped, whatever their error mode: a lane's close normally
+     * does it, and this catches what slipped past (an endpoint whose lane closed before it knew the lane).
+     */
+    private void reap() {
+        for (EndpointChannel ep : endpoints.values()) {
+            ep.lifecycle().reapIfLanesGone();
+        }
     }
 
     /**
@@ -153,23 +179,16 @@ public final class DefaultWorker implements Worker {
         return new DefaultWorker(context, loop, owned, name, endpointInitializer);
     }
 
-    /** When the last keepalive tick ran (loop only). */
-    private long lastTickNanos = System.nanoTime();
-
-    /**
-     * One keepalive tick over every endpoint. A loop that stalled (a long task, a starved thread) gets its missed ticks
-     * back to back from the fixed-rate timer, with no read in between: counted, they would be silence the peer never
-     * kept. A tick less than half an interval after the previous one is such a catch-up, and is skipped.
-     */
-    private void keepaliveTick() {
-        long now = System.nanoTime();
-        if (now - lastTickNanos < keepalive.intervalNanos() / 2) {
-            return;
-        }
-        lastTickNanos = now;
+    /** One keepalive tick over every endpoint; the timer's, and tests' that step keepalive instead of waiting. */
+    void keepaliveTick() {
         for (EndpointChannel ep : endpoints.values()) {
             ep.keepaliveTick(keepalive);
         }
+    }
+
+    /** Ticks of silence after which keepalive fails an endpoint. */
+    int keepaliveTicksToExpire() {
+        return keepalive.ticksToExpire();
     }
 
     // ------------------------------------------------------------ Worker
@@ -241,6 +260,61 @@ public final class DefaultWorker implements Worker {
         return ep;
     }
 
+    /**
+     * Connects to {@code remote} as a client of one of its listeners (UCX's client-server flow), which gave
+     * {@code token}: the REQUEST says so, and the peer hands the endpoint it creates to that listener. Such endpoints
+     * are never paired with others nor adopted by a {@code connect}. Any thread.
+     */
+    public Endpoint connectListened(WorkerAddress remote, ErrorMode mode, int token) {
+        if (closed.get()) {
+            throw new IllegalStateException("worker " + name + " is closed");
+        }
+        EndpointChannel ep = EndpointChannel.listened(this, newEndpointId(), remote, selectLanes(remote, mode), mode,
+                token);
+        endpoints.put(ep.endpointId(), ep);
+        loop.register(ep).addListener(f -> {
+            if (!f.isSuccess()) {
+                ep.close();
+            }
+        });
+        return ep;
+    }
+
+    /**
+     * A listener's accepted channel waits for the endpoint its client will connect: returns the token to give the
+     * client ({@link #connectListened}), or -1 when 65,536 are already waiting. {@code onEndpoint} gets the endpoint
+     * when the client's REQUEST arrives, after the REPLY. Loop only.
+     */
+    public int expectListened(java.util.function.Consumer<Endpoint> onEndpoint) {
+        assert loop.inEventLoop();
+        for (int i = 0; i <= 0xffff; i++) {
+            int token = (nextToken + i) & 0xffff;
+            if (!listened.containsKey(token)) {
+                listened.put(token, onEndpoint);
+                nextToken = token + 1;
+                return token;
+            }
+        }
+        return -1;
+    }
+
+    /** The accepted channel waiting for {@code token} gave up (closed): a REQUEST with it is refused. Loop only. */
+    public void cancelListened(int token) {
+        assert loop.inEventLoop();
+        listened.remove(token);
+    }
+
+    boolean expectsListened(int token) {
+        return listened.containsKey(token);
+    }
+
+    void takeListened(int token, EndpointChannel ep) {
+        java.util.function.Consumer<Endpoint> l = listened.remove(token);
+        if (l != null) {
+            l.accept(ep);
+        }
+    }
+
     @Override
     public Collection<Endpoint> endpoints() {
         return List.copyOf(endpoints.values());
@@ -254,6 +328,10 @@ public final class DefaultWorker implements Worker {
     @Override
     public Future<TagMessage> tagRecv(long tag, long mask, ByteBuf into) {
         Promise<TagMessage> p = loop.newPromise();
+        if (closed.get()) {
+            p.tryFailure(closedError());
+            return p;
+        }
         TagReceive r = new TagReceive(tag, mask, into, p);
         if (loop.inEventLoop()) {
             protocols.matcher().post(r);
@@ -261,10 +339,16 @@ public final class DefaultWorker implements Worker {
             try {
                 loop.execute(() -> protocols.matcher().post(r));
             } catch (java.util.concurrent.RejectedExecutionException e) {
-                p.tryFailure(new ClosedChannelException());
+                p.tryFailure(closedError());
             }
         }
         return p;
+    }
+
+    /** Why a receive on this worker fails once it closed. */
+    private io.nucx.NucxClosedException closedError() {
+        return new io.nucx.NucxClosedException("worker " + name + " is closed: its receives fail, and no more may be "
+                + "posted", null);
     }
 
     @Override
@@ -412,6 +496,7 @@ public final class DefaultWorker implements Worker {
      * what they hold is parked.
      */
     private void close0() {
+        reaperTask.cancel(false); // keepalive runs on until the endpoints are closed (below)
         PromiseCombiner all = new PromiseCombiner(loop);
         for (EndpointChannel ep : endpoints.values()) {
             all.add(ep.close());
@@ -427,7 +512,7 @@ public final class DefaultWorker implements Worker {
             if (keepaliveTask != null) {
                 keepaliveTask.cancel(false);
             }
-            protocols.matcher().close(new ClosedChannelException());
+            protocols.matcher().close(closedError());
             Promise<Void> lingered = loop.newPromise();
             PromiseCombiner waits = new PromiseCombiner(loop);
             lingering.forEach(ep -> waits.add(ep.lifecycle().closedFuture()));
@@ -481,6 +566,24 @@ public final class DefaultWorker implements Worker {
     /** The opened ifaces, one per device of each selected transport, in the order of the address's entries. */
     List<Iface> ifaces() {
         return List.copyOf(ifaces);
+    }
+
+    WireupAuth auth() {
+        return auth;
+    }
+
+    WireupSettings settings() {
+        return settings;
+    }
+
+    /** A new endpoint's bound on writes it queues while wiring up, inside the worker's. */
+    MemoryBudget newStubBudget() {
+        return stubPool.endpoint("NUCX_STUB_EP_BYTES", settings.stubEndpointBytes());
+    }
+
+    /** Endpoints open now. */
+    int endpointCount() {
+        return endpoints.size();
     }
 
     long newEndpointId() {

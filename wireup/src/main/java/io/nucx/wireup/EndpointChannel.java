@@ -17,10 +17,13 @@ import io.netty.util.concurrent.PromiseCombiner;
 import io.nucx.Endpoint;
 import io.nucx.EndpointAddress;
 import io.nucx.EndpointException;
+import io.nucx.NucxClosedException;
 import io.nucx.ErrorMode;
 import io.nucx.WorkerAddress;
 import io.nucx.protocol.EndpointConfig;
 import io.nucx.protocol.EndpointServices;
+import io.nucx.protocol.LimitExceededException;
+import io.nucx.protocol.MemoryBudget;
 import io.nucx.protocol.ProtocolCodec;
 import io.nucx.protocol.ProtocolException;
 import io.nucx.protocol.RmaRail;
@@ -29,6 +32,7 @@ import io.nucx.protocol.amo.AtomicRequest;
 import io.nucx.protocol.amo.RemoteMemoryKey;
 import io.nucx.protocol.rma.RmaRequest;
 import io.nucx.protocol.select.SelectionKey;
+import io.nucx.protocol.stream.StreamData;
 import io.nucx.protocol.tag.TagMessage;
 import io.nucx.transport.AmFrame;
 import io.nucx.transport.Capability;
@@ -58,8 +62,13 @@ final class EndpointChannel extends AbstractChannel implements Endpoint, Endpoin
 
     private final DefaultWorker worker;
     private final long id;
-    /** This endpoint's number among the connections between the two workers (see {@link EndpointMatch}). */
+    /**
+     * This endpoint's number among the connections between the two workers (see {@link EndpointMatch}), or for an
+     * endpoint made through a listener the listener's token.
+     */
     private final int connSn;
+    /** Made through a listener ({@link DefaultWorker#connectListened}): never matched. */
+    private boolean listened;
     private final WorkerAddress remote;
     private final ErrorMode errorMode;
     private final EndpointAddress localAddress;
@@ -72,6 +81,8 @@ final class EndpointChannel extends AbstractChannel implements Endpoint, Endpoin
     private final Promise<Void> wireupPromise;
     private final List<ProtocolCodec> codecs;
     private final PeerLiveness liveness = new PeerLiveness();
+    /** Receive memory its peer holds here that no posted receive owns (NUCX_RX_EP_BYTES). */
+    private final MemoryBudget receiveBudget;
     private final EndpointLifecycle lifecycle;
     /** The peer's id for this endpoint: from the REQUEST (accepted) or the REPLY (connected). Loop only. */
     private long remoteEpId;
@@ -96,9 +107,10 @@ final class EndpointChannel extends AbstractChannel implements Endpoint, Endpoin
         this.localAddress = new EndpointAddress(worker.uuid(), worker.name());
         this.remoteAddress = new EndpointAddress(remote.uuid(), remote.name());
         this.lifecycle = new EndpointLifecycle(this, wiringUp);
+        this.receiveBudget = worker.protocols().newEndpointBudget();
         ChannelPipeline p = pipeline();
         if (wiringUp) {
-            p.addLast(STUB, new StubHandler(worker.pendingWrites()));
+            p.addLast(STUB, new StubHandler(worker.pendingWrites(), worker.newStubBudget()));
         } else {
             p.addLast(LANES, new LaneDispatcher(this));
             wireupPromise.setSuccess(null);
@@ -117,6 +129,14 @@ final class EndpointChannel extends AbstractChannel implements Endpoint, Endpoin
         EndpointChannel ep = new EndpointChannel(worker, id, remote, lanes, mode, WireupMessage.INVALID_EP_ID, connSn,
                 true);
         ep.pipeline().addAfter(STUB, WIREUP, WireupHandler.connecting(ep));
+        return ep;
+    }
+
+    /** An endpoint this worker connects through a listener that gave it {@code token}; never matched. */
+    static EndpointChannel listened(DefaultWorker worker, long id, WorkerAddress remote, LaneSelector.Lanes lanes,
+                                    ErrorMode mode, int token) {
+        EndpointChannel ep = outgoing(worker, id, remote, lanes, mode, token);
+        ep.listened = true;
         return ep;
     }
 
@@ -229,8 +249,17 @@ final class EndpointChannel extends AbstractChannel implements Endpoint, Endpoin
         pipeline().fireChannelReadComplete();
     }
 
-    /** A codec threw on a frame, or reported an error of its own: the lane it came by closes, naming the error. */
+    /**
+     * A codec threw on a frame, or reported an error of its own: the lane it came by closes, naming the error. A peer
+     * that went over a bound fails the endpoint itself (no failover: another lane would bring the same).
+     */
     void protocolError(Throwable cause) {
+        if (cause instanceof LimitExceededException limit) {
+            worker.laneFailed(limit);
+            fail(new EndpointException(id, remoteAddress, "the peer went over a bound: " + limit.getMessage(),
+                    limit));
+            return;
+        }
         LaneInboundHandler lane = delivering;
         if (lane != null) {
             lane.closeAfterError(cause);
@@ -333,6 +362,11 @@ final class EndpointChannel extends AbstractChannel implements Endpoint, Endpoin
     }
 
     @Override
+    public MemoryBudget receiveBudget() {
+        return receiveBudget;
+    }
+
+    @Override
     public long sendTag() {
         return config.sendTag();
     }
@@ -377,6 +411,46 @@ final class EndpointChannel extends AbstractChannel implements Endpoint, Endpoin
     @Override
     public ChannelFuture tagSend(long tag, ByteBuf data) {
         return writeAndFlush(new TagMessage(tag, data));
+    }
+
+    // ------------------------------------------------------------ writes after the end name it
+
+    /** What a write on this endpoint may be; anything else fails naming these. */
+    static final Class<?>[] WRITABLE = {ByteBuf.class, TagMessage.class, StreamData.class};
+
+    @Override
+    public ChannelFuture write(Object msg) {
+        return write(msg, newPromise());
+    }
+
+    @Override
+    public ChannelFuture write(Object msg, ChannelPromise promise) {
+        return isOpen() ? super.write(msg, promise) : writeAfterEnd(msg, promise);
+    }
+
+    @Override
+    public ChannelFuture writeAndFlush(Object msg) {
+        return writeAndFlush(msg, newPromise());
+    }
+
+    @Override
+    public ChannelFuture writeAndFlush(Object msg, ChannelPromise promise) {
+        return isOpen() ? super.writeAndFlush(msg, promise) : writeAfterEnd(msg, promise);
+    }
+
+    /** A write on an ended endpoint fails with why it ended (Netty's own says "closed", without a message). */
+    private ChannelFuture writeAfterEnd(Object msg, ChannelPromise promise) {
+        io.netty.util.ReferenceCountUtil.release(msg);
+        EndpointException failed = lifecycle.failure();
+        promise.tryFailure(failed != null ? new NucxClosedException(this + " failed before this write: "
+                + failed.getMessage(), failed) : new NucxClosedException(this + " was closed by its owner before "
+                + "this write", null));
+        return promise;
+    }
+
+    @Override
+    public ChannelFuture streamSend(ByteBuf data) {
+        return writeAndFlush(new StreamData(data));
     }
 
     @Override
@@ -503,6 +577,11 @@ final class EndpointChannel extends AbstractChannel implements Endpoint, Endpoin
         return connSn;
     }
 
+    /** Whether this endpoint was made through a listener (its REQUEST says so). */
+    boolean listened() {
+        return listened;
+    }
+
     LaneSelector.Lanes selection() {
         return selection;
     }
@@ -612,7 +691,7 @@ final class EndpointChannel extends AbstractChannel implements Endpoint, Endpoin
     protected void doWrite(ChannelOutboundBuffer in) {
         // Only messages no handler turned into frames get here.
         for (Object m; (m = in.current()) != null; ) {
-            in.remove(new UnsupportedMessageTypeException(m, TagMessage.class, ByteBuf.class));
+            in.remove(new UnsupportedMessageTypeException(m, WRITABLE));
         }
     }
 

@@ -185,8 +185,12 @@ final class EndpointLanes {
         l.attach(ch);
         distributor.joined(lanes, l);
         if (announce) {
+            WireupAuth auth = endpoint.worker().auth();
             ch.writeAndFlush(WireupMessage.laneAttach(endpoint.endpointId(), endpoint.remoteEndpointId(), l.index,
-                    endpoint.worker().uuid(), l.selection.local().transport()).toFrame(ch.alloc()), ch.voidPromise());
+                    endpoint.worker().uuid(), l.selection.local().transport(), auth == null ? null
+                            : auth.laneProof(endpoint.worker().uuid(), endpoint.remoteWorkerAddress().uuid(),
+                            endpoint.endpointId(), endpoint.remoteEndpointId(), l.index)).toFrame(ch.alloc()),
+                    ch.voidPromise());
         }
         if (reliability != null) {
             reliability.joined(l);

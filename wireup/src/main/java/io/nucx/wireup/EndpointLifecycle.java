@@ -242,7 +242,7 @@ final class EndpointLifecycle {
 
     /** Both ends of a pair must handle errors alike; a pair of {@code connect}s in two modes fails, naming both. */
     boolean failsOnModeMismatch(WireupMessage m) {
-        ErrorMode theirs = ErrorMode.fromWire(m.errMode());
+        ErrorMode theirs = m.errorMode();
         if (theirs == ep.errorMode()) {
             return false;
         }
@@ -277,6 +277,26 @@ final class EndpointLifecycle {
             am.writeAndFlush(WireupMessage.epCheck(ep.errorMode(), ep.endpointId(), ep.remoteEndpointId())
                     .toFrame(am.alloc()), am.voidPromise());
         }
+    }
+
+    /**
+     * The worker's reaper: a connected endpoint none of whose lanes is open any more fails (its lanes' closes should
+     * have failed it; this makes sure nothing outlives its lanes, in any error mode).
+     */
+    void reapIfLanesGone() {
+        if (state != State.CONNECTED && state != State.DRAINING) {
+            return;
+        }
+        if (ep.lanes().holding() || !ep.lanes().liveChannels().isEmpty()) {
+            return;
+        }
+        for (Lane l : ep.lanes().all()) {
+            if (l.channel() != null && l.channel().isOpen()) {
+                return;
+            }
+        }
+        fail(new ConnectionResetException(ep.endpointId(), ep.remoteAddress(), "every lane to the peer is closed",
+                null));
     }
 
     /**

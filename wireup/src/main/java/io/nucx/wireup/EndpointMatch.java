@@ -42,6 +42,12 @@ final class EndpointMatch<E> {
         return p == null ? null : p.unexpected.remove(sn);
     }
 
+    /** The on-demand endpoint waiting for (uuid, sn) to be adopted, or null (it stays queued). */
+    synchronized E unexpected(long uuid, int sn) {
+        Peer<E> p = peers.get(uuid);
+        return p == null ? null : p.unexpected.get(sn);
+    }
+
     /** The endpoint {@code connect} made for (uuid, sn) that still waits for its REPLY, or null. */
     synchronized E expected(long uuid, int sn) {
         Peer<E> p = peers.get(uuid);
@@ -69,7 +75,15 @@ final class EndpointMatch<E> {
         if (p != null) {
             p.expected.remove(sn, ep);
             p.unexpected.remove(sn, ep);
+            if (p.nextSn == 0 && p.expected.isEmpty() && p.unexpected.isEmpty()) {
+                peers.remove(uuid); // a peer we never connected to: nothing left to remember (forged uuids too)
+            }
         }
+    }
+
+    /** Peers with state here; for tests. */
+    synchronized int peerCount() {
+        return peers.size();
     }
 
     /** Sizes of the two queues for {@code uuid}, for tests: {expected, unexpected}. */

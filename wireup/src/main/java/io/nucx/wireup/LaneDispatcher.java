@@ -26,7 +26,8 @@ final class LaneDispatcher extends ChannelOutboundHandlerAdapter {
     public void write(ChannelHandlerContext ctx, Object msg, ChannelPromise promise) {
         if (!(msg instanceof AmFrame frame)) {
             ReferenceCountUtil.release(msg);
-            promise.tryFailure(new UnsupportedMessageTypeException(msg, AmFrame.class));
+            // No codec took it: name what an endpoint takes, not the frames they turn them into.
+            promise.tryFailure(new UnsupportedMessageTypeException(msg, EndpointChannel.WRITABLE));
             return;
         }
         if (endpoint.failure() != null) {

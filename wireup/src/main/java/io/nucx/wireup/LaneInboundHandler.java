@@ -6,11 +6,16 @@ import io.netty.channel.ChannelInboundHandlerAdapter;
 import io.netty.util.ReferenceCountUtil;
 import io.netty.util.internal.logging.InternalLogger;
 import io.netty.util.internal.logging.InternalLoggerFactory;
+import io.nucx.Worker;
 import io.nucx.protocol.AmIds;
 import io.nucx.protocol.ProtocolException;
 import io.nucx.transport.AmFrame;
 
+import io.netty.util.concurrent.ScheduledFuture;
+import io.nucx.WireupException;
+
 import java.util.ArrayDeque;
+import java.util.concurrent.TimeUnit;
 
 /**
  * The bottom handler of every lane channel (after the transport's framing): it demultiplexes the lane onto its
@@ -27,22 +32,35 @@ final class LaneInboundHandler extends ChannelInboundHandlerAdapter {
 
     private static final InternalLogger LOG = InternalLoggerFactory.getInstance(LaneInboundHandler.class);
 
+    /**
+     * NEW: a lane a peer connected, before its first frame. RETRYING: its REQUEST waits behind another thread's
+     * connect, later frames held in order. IGNORED: its REQUEST lost a simultaneous connect; the peer's REPLY to ours
+     * comes next on it. REFUSED: its REQUEST was answered with the reason it cannot be accepted; the lane closes
+     * once that is written. ENDPOINT: it is one of an endpoint's lanes.
+     */
+    private enum Role { NEW, RETRYING, IGNORED, REFUSED, ENDPOINT }
+
     private final DefaultWorker worker;
     /** The iface that accepted this lane from a peer; null for lanes we connected. */
     private final io.nucx.transport.Iface acceptedBy;
+    private Role role;
     private EndpointChannel endpoint;
     /** This lane's index among its endpoint's message lanes (0: the AM lane chosen at wireup). */
     private int laneIndex;
     private Throwable failure;
     private ChannelHandlerContext ctx;
-    /**
-     * The peer's REQUEST on this lane lost a simultaneous connect (its uuid is higher): the uuid it came from; the
-     * peer's REPLY to our own REQUEST follows on this lane, after which we close it. 0 when not.
-     */
+    /** IGNORED: the uuid of the peer whose REQUEST was ignored. */
     private long ignoredFrom;
-    private boolean requestIgnored;
-    /** Frames that arrived behind a REQUEST whose handling had to wait; null when not waiting. */
+    /** RETRYING: frames that arrived behind the REQUEST, in order. */
     private ArrayDeque<AmFrame> held;
+    /** Frames handled since this loop turn began (NUCX_LANE_BATCH at most). */
+    private int handledThisTurn;
+    /** Frames a read brought beyond this turn's share, handled in the next turns; null when none wait. */
+    private ArrayDeque<AmFrame> backlog;
+    /** EP_REMOVED answers were written in this read batch and wait for its end to be flushed. */
+    private boolean answered;
+    /** A lane a peer connected must carry its wireup within NUCX_WIREUP_TIMEOUT; null once it has (or ours). */
+    private ScheduledFuture<?> wireupTimer;
 
     LaneInboundHandler(DefaultWorker worker, EndpointChannel endpoint, int laneIndex) {
         this(worker, endpoint, laneIndex, null);
@@ -52,6 +70,7 @@ final class LaneInboundHandler extends ChannelInboundHandlerAdapter {
                                io.nucx.transport.Iface acceptedBy) {
         this.worker = worker;
         this.endpoint = endpoint;
+        this.role = endpoint == null ? Role.NEW : Role.ENDPOINT;
         this.laneIndex = laneIndex;
         this.acceptedBy = acceptedBy;
     }
@@ -66,6 +85,33 @@ final class LaneInboundHandler extends ChannelInboundHandlerAdapter {
     @Override
     public void handlerAdded(ChannelHandlerContext ctx) {
         this.ctx = ctx;
+        if (endpoint == null) {
+            long timeout = worker.settings().wireupTimeoutNanos();
+            wireupTimer = ctx.executor().schedule(() -> {
+                wireupTimer = null;
+                if (endpoint == null && ctx.channel().isOpen()) {
+                    exceptionCaught(ctx, new WireupException("connection from " + ctx.channel().remoteAddress()
+                            + " carried no wireup " + (role == Role.IGNORED ? "REPLY" : "REQUEST") + " within "
+                            + java.time.Duration.ofNanos(timeout) + " (NUCX_WIREUP_TIMEOUT)", null));
+                }
+            }, timeout, TimeUnit.NANOSECONDS);
+        }
+    }
+
+    @Override
+    public void handlerRemoved(ChannelHandlerContext ctx) {
+        cancelWireupTimer();
+        if (backlog != null) {
+            releaseAll(backlog);
+            backlog = null;
+        }
+    }
+
+    private void cancelWireupTimer() {
+        if (wireupTimer != null) {
+            wireupTimer.cancel(false);
+            wireupTimer = null;
+        }
     }
 
     @Override
@@ -74,10 +120,25 @@ final class LaneInboundHandler extends ChannelInboundHandlerAdapter {
             ReferenceCountUtil.release(msg);
             throw new ProtocolException("lane received " + msg.getClass().getName() + ", not a frame");
         }
-        if (held != null) {
+        if (role == Role.RETRYING) {
             held.add(frame); // behind a REQUEST that waits: keep the lane's order
             return;
         }
+        if (backlog != null) {
+            backlog.add(frame); // this turn's share is used: the next turn takes it, in order
+            return;
+        }
+        if (++handledThisTurn > worker.settings().laneBatch()) {
+            backlog = new ArrayDeque<>();
+            backlog.add(frame);
+            ctx.channel().config().setAutoRead(false); // what this read brought waits here; nothing more is read
+            ctx.executor().schedule(() -> drainBacklog(ctx), 0, TimeUnit.NANOSECONDS);
+            return;
+        }
+        dispatch(ctx, frame);
+    }
+
+    private void dispatch(ChannelHandlerContext ctx, AmFrame frame) {
         if (frame.amId() == AmIds.WIREUP) {
             try {
                 onWireup(ctx, WireupMessage.from(frame));
@@ -95,6 +156,55 @@ final class LaneInboundHandler extends ChannelInboundHandlerAdapter {
             throw new ProtocolException(AmIds.name(frame.amId()) + " before the wireup REQUEST");
         }
         endpoint.frameArrived(this, lane(), frame);
+    }
+
+    /**
+     * The next loop turn's share of the frames a read brought beyond NUCX_LANE_BATCH: a scheduled task runs after the
+     * turn's I/O, so the loop's other lanes and timers get their turn between two shares (a task that queued itself
+     * with {@code execute} could run again before any I/O). Reading resumes once the backlog is empty.
+     */
+    private void drainBacklog(ChannelHandlerContext ctx) {
+        ArrayDeque<AmFrame> frames = backlog;
+        if (frames == null) {
+            return; // the lane closed meanwhile and released them
+        }
+        handledThisTurn = 0;
+        int batch = worker.settings().laneBatch();
+        for (AmFrame f; handledThisTurn < batch && (f = frames.poll()) != null; ) {
+            if (!ctx.channel().isOpen()) {
+                f.release();
+                continue;
+            }
+            if (role == Role.RETRYING) {
+                held.add(f);
+                continue;
+            }
+            handledThisTurn++;
+            try {
+                dispatch(ctx, f);
+            } catch (RuntimeException e) {
+                releaseAll(frames);
+                backlog = null;
+                exceptionCaught(ctx, e);
+                return;
+            }
+        }
+        if (answered) {
+            answered = false;
+            ctx.flush();
+        }
+        if (endpoint != null) {
+            endpoint.readBatchEnded(lane(), ctx.channel()); // these arrived outside a read batch: confirm them now
+        }
+        if (!frames.isEmpty()) {
+            ctx.executor().schedule(() -> drainBacklog(ctx), 0, TimeUnit.NANOSECONDS);
+            return;
+        }
+        backlog = null;
+        handledThisTurn = 0;
+        if (role != Role.RETRYING && ctx.channel().isOpen()) {
+            ctx.channel().config().setAutoRead(true);
+        }
     }
 
     private Lane lane() {
@@ -121,7 +231,7 @@ final class LaneInboundHandler extends ChannelInboundHandlerAdapter {
     }
 
     private void onRequest(ChannelHandlerContext ctx, WireupMessage m) {
-        if (endpoint != null || requestIgnored) {
+        if (role != Role.NEW) {
             throw new ProtocolException("second wireup REQUEST on a lane of " + (endpoint != null ? endpoint
                     : "worker " + worker.name()));
         }
@@ -129,17 +239,33 @@ final class LaneInboundHandler extends ChannelInboundHandlerAdapter {
             throw new ProtocolException("wireup REQUEST naming endpoint #" + m.dstEpId() + " (reconnecting an "
                     + "existing endpoint is not supported)");
         }
-        switch (worker.requests().onRequest(m, ctx.channel())) {
-            case RequestProcessor.Outcome.Accepted a -> endpoint = a.endpoint();
+        RequestProcessor.Outcome outcome;
+        try {
+            outcome = worker.requests().onRequest(m, ctx.channel());
+        } catch (RuntimeException e) {
+            // The endpoint could not be made (e.g. the worker's endpoint handler is not @Sharable and went to another
+            // endpoint already): the peer's endpoint fails with this reason, not with a lost connection.
+            role = Role.REFUSED;
+            refuse(ctx, m.srcEpId(), "worker " + worker.name() + " could not accept the endpoint: " + e, e);
+            return;
+        }
+        switch (outcome) {
+            case RequestProcessor.Outcome.Accepted a -> {
+                endpoint = a.endpoint();
+                role = Role.ENDPOINT;
+                cancelWireupTimer();
+            }
             case RequestProcessor.Outcome.Ignored i -> {
-                requestIgnored = true;
+                role = Role.IGNORED;
                 ignoredFrom = m.address().uuid();
                 i.expected().heard();
             }
+            case RequestProcessor.Outcome.Refused r -> role = Role.REFUSED;
             case RequestProcessor.Outcome.Retry r -> {
                 // Our endpoint for this (uuid, conn_sn) is being registered on this loop by another thread's connect;
                 // its registration task is queued, so ask again behind it, holding later frames meanwhile.
-                if (held == null) {
+                if (role != Role.RETRYING) {
+                    role = Role.RETRYING;
                     held = new ArrayDeque<>();
                     ctx.channel().config().setAutoRead(false);
                 }
@@ -149,11 +275,12 @@ final class LaneInboundHandler extends ChannelInboundHandlerAdapter {
     }
 
     private void retryRequest(ChannelHandlerContext ctx, WireupMessage m) {
-        ArrayDeque<AmFrame> waiting = held;
-        held = null;
-        if (waiting == null) {
+        if (role != Role.RETRYING) {
             return; // the lane closed meanwhile and released them
         }
+        ArrayDeque<AmFrame> waiting = held;
+        held = null;
+        role = Role.NEW;
         try {
             onRequest(ctx, m);
         } catch (RuntimeException e) {
@@ -161,13 +288,15 @@ final class LaneInboundHandler extends ChannelInboundHandlerAdapter {
             exceptionCaught(ctx, e);
             return;
         }
-        if (held != null) {
+        if (role == Role.RETRYING) {
             held.addAll(waiting); // still waiting: keep them, in order
             return;
         }
-        ctx.channel().config().setAutoRead(true);
+        if (backlog == null) {
+            ctx.channel().config().setAutoRead(true);
+        }
         for (AmFrame f; (f = waiting.poll()) != null; ) {
-            if (held != null || !ctx.channel().isOpen()) {
+            if (role == Role.RETRYING || !ctx.channel().isOpen()) {
                 f.release();
                 continue;
             }
@@ -204,7 +333,7 @@ final class LaneInboundHandler extends ChannelInboundHandlerAdapter {
             wireupOf(endpoint, "REPLY").onReply(m);
             return;
         }
-        if (!requestIgnored) {
+        if (role != Role.IGNORED) {
             throw new ProtocolException("wireup REPLY on a lane without endpoint");
         }
         EndpointChannel target = worker.endpoint(m.dstEpId());
@@ -236,17 +365,24 @@ final class LaneInboundHandler extends ChannelInboundHandlerAdapter {
 
     /**
      * Keepalive probe: nothing to do if we know the endpoint it names (its arrival was the point); otherwise answer
-     * EP_REMOVED so the peer fails its endpoint at once instead of waiting (UCX's ucp_wireup_send_ep_removed).
+     * EP_REMOVED so the peer fails its endpoint at once instead of waiting (UCX's ucp_wireup_send_ep_removed). The
+     * answer only hastens what the peer's keepalive finds anyway, so a lane that takes no more (a peer that does not
+     * read) gets none: probes never pile up answers here.
      */
     private void onEpCheck(ChannelHandlerContext ctx, WireupMessage m) {
         EndpointChannel known = worker.endpoint(m.dstEpId());
         if (known != null && known == endpoint) { // also while it closes gracefully: it still takes frames
             return;
         }
+        if (!ctx.channel().isWritable()) {
+            worker.counters().counter(Worker.EP_CHECK_UNANSWERED).increment();
+            return;
+        }
         String reason = "worker " + worker.name() + " (" + Long.toHexString(worker.uuid()) + ") has no endpoint #"
                 + m.dstEpId() + (known != null ? " on this connection" : "");
-        ctx.writeAndFlush(WireupMessage.epRemoved(WireupMessage.INVALID_EP_ID, m.srcEpId(), reason)
-                .toFrame(ctx.alloc()), ctx.voidPromise());
+        ctx.write(WireupMessage.epRemoved(WireupMessage.INVALID_EP_ID, m.srcEpId(), reason).toFrame(ctx.alloc()),
+                ctx.voidPromise());
+        answered = true; // flushed once, at the end of the read batch
     }
 
     /** The peer removed the endpoint of this lane (closed it, or did not know it): ours fails with a reset. */
@@ -261,9 +397,12 @@ final class LaneInboundHandler extends ChannelInboundHandlerAdapter {
      * the first frame names our endpoint, and the peer's uuid and endpoint id must be the ones it was wired up with.
      */
     private void onLaneAttach(ChannelHandlerContext ctx, WireupMessage m) {
-        if (endpoint != null || requestIgnored) {
+        if (role != Role.NEW) {
             throw new ProtocolException("LANE_ATTACH on a lane of " + (endpoint != null ? endpoint
                     : "worker " + worker.name()) + " that carries wireup already");
+        }
+        if (worker.auth() != null) { // before anything is looked up: a stranger learns nothing of our endpoints
+            worker.auth().checkLane(m.proof(), m.value(), worker.uuid(), m.srcEpId(), m.dstEpId(), m.lane());
         }
         EndpointChannel target = worker.endpoint(m.dstEpId());
         if (target == null || target.remoteWorkerAddress().uuid() != m.value()
@@ -276,7 +415,9 @@ final class LaneInboundHandler extends ChannelInboundHandlerAdapter {
         target.heard();
         target.lanes().onAttach(m.lane(), m.reason(), ctx.channel(), acceptedBy);
         endpoint = target;
+        role = Role.ENDPOINT;
         laneIndex = m.lane();
+        cancelWireupTimer();
     }
 
     /** The failover reliability a LANE_ACK or LANE_FAILED is for: this lane's endpoint's, named by id. */
@@ -295,8 +436,15 @@ final class LaneInboundHandler extends ChannelInboundHandlerAdapter {
 
     @Override
     public void channelReadComplete(ChannelHandlerContext ctx) {
+        if (answered) {
+            answered = false;
+            ctx.flush();
+        }
         if (endpoint != null) {
             endpoint.readBatchEnded(lane(), ctx.channel());
+        }
+        if (backlog == null) {
+            handledThisTurn = 0; // the next turn's reads get a share of their own
         }
         ctx.fireChannelReadComplete();
     }
@@ -306,22 +454,52 @@ final class LaneInboundHandler extends ChannelInboundHandlerAdapter {
         exceptionCaught(ctx, cause);
     }
 
+    /**
+     * The lane closes after an error. When it carries an endpoint, the peer is told why first: EP_REMOVED with the
+     * reason, acted on at once (its endpoint fails with {@link io.nucx.ConnectionResetException} naming it, e.g. a
+     * message over our NUCX_MAX_MSG_SIZE), written before the lane closes.
+     */
     @Override
     public void exceptionCaught(ChannelHandlerContext ctx, Throwable cause) {
-        if (failure == null) {
-            failure = cause;
-            worker.laneFailed(cause);
-            LOG.warn("closing lane {} -> {} of worker {}: {}", ctx.channel().localAddress(),
-                    ctx.channel().remoteAddress(), worker.name(), cause.toString());
+        if (failure != null) {
+            return;
         }
-        ctx.close();
+        failure = cause;
+        worker.laneFailed(cause);
+        LOG.warn("closing lane {} -> {} of worker {}: {}", ctx.channel().localAddress(),
+                ctx.channel().remoteAddress(), worker.name(), cause.toString());
+        if (endpoint == null || !ctx.channel().isActive()) {
+            ctx.close();
+            return;
+        }
+        tellAndClose(ctx, endpoint.remoteEndpointId(), "it closed the lane after an error: " + cause.getMessage());
+    }
+
+    /** Answers a REQUEST that could not be accepted with why, then closes the lane (see {@link #exceptionCaught}). */
+    private void refuse(ChannelHandlerContext ctx, long requesterEpId, String reason, Throwable cause) {
+        failure = cause;
+        worker.laneFailed(cause);
+        LOG.warn("refusing the wireup REQUEST on lane {} -> {} of worker {}: {}", ctx.channel().localAddress(),
+                ctx.channel().remoteAddress(), worker.name(), cause.toString());
+        tellAndClose(ctx, requesterEpId, reason);
+    }
+
+    private void tellAndClose(ChannelHandlerContext ctx, long peerEpId, String reason) {
+        ctx.writeAndFlush(WireupMessage.epRemoved(WireupMessage.INVALID_EP_ID, peerEpId, reason).toFrame(ctx.alloc()))
+                .addListener(f -> ctx.close());
     }
 
     @Override
     public void channelInactive(ChannelHandlerContext ctx) {
-        if (held != null) {
+        cancelWireupTimer();
+        if (backlog != null) {
+            releaseAll(backlog);
+            backlog = null;
+        }
+        if (role == Role.RETRYING) {
             releaseAll(held);
             held = null;
+            role = Role.NEW;
         }
         if (endpoint != null) {
             endpoint.lifecycle().laneInactive(ctx.channel(), failure);
@@ -340,7 +518,9 @@ final class LaneInboundHandler extends ChannelInboundHandlerAdapter {
     /** Wireup pointed this lane at {@code ep} (our own lane, or a p2p lane reached by the peer). */
     void endpoint(EndpointChannel ep, int index) {
         this.endpoint = ep;
+        this.role = Role.ENDPOINT;
         this.laneIndex = index;
+        cancelWireupTimer();
     }
 
     Channel channel() {

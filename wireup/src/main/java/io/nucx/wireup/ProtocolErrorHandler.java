@@ -2,6 +2,10 @@ package io.nucx.wireup;
 
 import io.netty.channel.ChannelHandlerContext;
 import io.netty.channel.ChannelInboundHandlerAdapter;
+import io.netty.channel.socket.ChannelOutputShutdownException;
+import io.nucx.EndpointException;
+
+import java.nio.channels.ClosedChannelException;
 
 /**
  * Sits right above the protocol codecs: an exception a codec raised on a frame (a malformed header, an answer to a
@@ -24,6 +28,13 @@ final class ProtocolErrorHandler extends ChannelInboundHandlerAdapter {
 
     @Override
     public void exceptionCaught(ChannelHandlerContext ctx, Throwable cause) {
+        if (cause instanceof ClosedChannelException || cause instanceof ChannelOutputShutdownException
+                || cause instanceof EndpointException) {
+            // A user's write with the endpoint's void promise failed because the endpoint or its stream is ending or
+            // has failed: no frame is to blame. The user's handlers see it, as on any Netty channel.
+            ctx.fireExceptionCaught(cause);
+            return;
+        }
         endpoint.protocolError(cause);
     }
 }

@@ -4,6 +4,8 @@ import io.netty.channel.Channel;
 import io.nucx.ErrorMode;
 import io.nucx.Worker;
 import io.nucx.WorkerAddress;
+import io.nucx.protocol.LimitExceededException;
+import io.nucx.protocol.ProtocolException;
 
 /**
  * What a worker does with a wireup REQUEST that arrives on a lane a peer connected (UCX's
@@ -18,7 +20,10 @@ import io.nucx.WorkerAddress;
  *       {@code connect} to adopt, and answered with REPLY; its p2p connections whose two sides both connect (rdma)
  *       are connected to the REQUEST's addresses first ({@link WireupHandler#answer}).</li>
  * </ol>
- * Loopback (our own uuid) is not matched: both ends would draw from the same sequence.
+ * Loopback (our own uuid) is not matched: both ends would draw from the same sequence. Nor is a REQUEST of an endpoint
+ * made through a listener ({@link WireupMessage#listened()}, UCX's client-server flow): its endpoint goes to the
+ * listener waiting for its token ({@link DefaultWorker#expectListened}) once the REPLY is out; with no such listener
+ * the peer is told so by EP_REMOVED.
  */
 final class RequestProcessor {
 
@@ -35,6 +40,10 @@ final class RequestProcessor {
         /** The EXPECTED endpoint is not registered yet (connect runs on another thread): ask again later. */
         record Retry() implements Outcome {
         }
+
+        /** A listened REQUEST no listener waits for: the peer was told why (EP_REMOVED), the lane closes. */
+        record Refused() implements Outcome {
+        }
     }
 
     private final DefaultWorker worker;
@@ -46,8 +55,19 @@ final class RequestProcessor {
     Outcome onRequest(WireupMessage request, Channel lane) {
         assert worker.eventLoop().inEventLoop();
         WorkerAddress remote = request.address();
-        boolean matched = remote.uuid() != worker.uuid();
-        ErrorMode mode = ErrorMode.fromWire(request.errMode());
+        if (worker.auth() != null) {
+            worker.auth().check(request.proof(), remote.uuid(), worker.uuid(), request.connSn());
+        }
+        boolean listened = request.listened();
+        boolean matched = remote.uuid() != worker.uuid() && !listened;
+        ErrorMode mode = request.errorMode();
+        if (listened && !worker.expectsListened(request.connSn())) {
+            lane.writeAndFlush(WireupMessage.epRemoved(WireupMessage.INVALID_EP_ID, request.srcEpId(), "worker "
+                    + worker.name() + " has no listener waiting for connection token " + request.connSn()
+                    + " (the listener closed, or its accepted channel did)").toFrame(lane.alloc()))
+                    .addListener(io.netty.channel.ChannelFutureListener.CLOSE);
+            return new Outcome.Refused();
+        }
         EndpointMatch<EndpointChannel> match = worker.match();
         EndpointChannel expected = null;
         EndpointChannel ep = null;
@@ -58,6 +78,19 @@ final class RequestProcessor {
                 expected = match.expected(remote.uuid(), request.connSn());
             }
             if (expected == null) {
+                // Refused before anything exists for the peer: no endpoint, no lane selection, no buffer.
+                EndpointChannel pending = matched ? match.unexpected(remote.uuid(), request.connSn()) : null;
+                if (pending != null) {
+                    throw new ProtocolException("wireup REQUEST for connection #" + request.connSn() + " of "
+                            + Long.toHexString(remote.uuid()) + ", which " + pending + " serves already (a replayed "
+                            + "or duplicated REQUEST)");
+                }
+                int max = worker.settings().maxEndpoints();
+                if (worker.endpointCount() >= max) {
+                    throw new LimitExceededException("NUCX_MAX_ENDPOINTS", max, "wireup REQUEST from "
+                            + remote.name() + " (" + Long.toHexString(remote.uuid()) + ") refused: the worker holds "
+                            + worker.endpointCount() + " endpoints");
+                }
                 LaneSelector.Lanes lanes = worker.selectLanes(remote, mode);
                 ep = EndpointChannel.accepted(worker, worker.newEndpointId(), remote, lanes, mode, request, lane);
                 worker.registerEndpoint(ep); // on the loop: registered before a connect on another thread adopts it
@@ -82,6 +115,8 @@ final class RequestProcessor {
         WireupHandler.sendReply(ep, lane, WireupHandler.answer(ep, request));
         if (worker.isClosed()) {
             ep.close();
+        } else if (listened) {
+            worker.takeListened(request.connSn(), ep);
         }
         return new Outcome.Accepted(ep);
     }

@@ -5,6 +5,13 @@ import io.netty.channel.ChannelOutboundHandlerAdapter;
 import io.netty.channel.ChannelPromise;
 import io.netty.channel.PendingWriteQueue;
 
+import io.netty.buffer.ByteBuf;
+import io.netty.util.ReferenceCountUtil;
+import io.nucx.transport.AmFrame;
+import io.nucx.EndpointException;
+import io.nucx.protocol.LimitExceededException;
+import io.nucx.protocol.MemoryBudget;
+
 import java.nio.channels.ClosedChannelException;
 
 /**
@@ -17,6 +24,9 @@ import java.nio.channels.ClosedChannelException;
  */
 final class StubHandler extends ChannelOutboundHandlerAdapter {
 
+    /** Bytes queued here, charged to the endpoint's and the worker's bound (NUCX_STUB_EP_BYTES, _WORKER_BYTES). */
+    private final MemoryBudget budget;
+    private long charged;
     private PendingWriteQueue pending;
     /** The worker's count of writes waiting in stubs, for metrics; null when nobody asks. */
     private final java.util.concurrent.atomic.AtomicInteger waiting;
@@ -25,13 +35,18 @@ final class StubHandler extends ChannelOutboundHandlerAdapter {
     private Throwable failure;
     private ChannelPromise deferredClose;
 
+    /** Without a count or a bound: handler tests. */
     StubHandler() {
-        this(null);
+        this(null, MemoryBudget.unlimited());
     }
 
-    /** @param waiting counts the writes waiting here (for metrics read from other threads), or null */
-    StubHandler(java.util.concurrent.atomic.AtomicInteger waiting) {
+    /**
+     * @param waiting counts the writes waiting here (for metrics read from other threads), or null
+     * @param budget  bounds the bytes waiting here (NUCX_STUB_EP_BYTES, inside the worker's NUCX_STUB_WORKER_BYTES)
+     */
+    StubHandler(java.util.concurrent.atomic.AtomicInteger waiting, MemoryBudget budget) {
         this.waiting = waiting;
+        this.budget = budget;
     }
 
     @Override
@@ -41,9 +56,24 @@ final class StubHandler extends ChannelOutboundHandlerAdapter {
 
     @Override
     public void write(ChannelHandlerContext ctx, Object msg, ChannelPromise promise) {
+        if (failure != null) {
+            ReferenceCountUtil.release(msg);
+            promise.tryFailure(failure);
+            return;
+        }
+        long added = msg instanceof AmFrame f ? f.length() : msg instanceof ByteBuf b ? b.readableBytes() : 0;
         pending.add(msg, promise);
         if (waiting != null) {
             waiting.incrementAndGet();
+        }
+        try {
+            budget.charge(added + MemoryBudget.ENTRY_COST, "writes queued while wiring up (" + pending.size()
+                    + " writes, " + pending.bytes() + " bytes)");
+            charged += added + MemoryBudget.ENTRY_COST;
+        } catch (LimitExceededException e) {
+            EndpointChannel ep = (EndpointChannel) ctx.channel();
+            ep.fail(new EndpointException(ep.endpointId(), ep.remoteAddress(), "the peer has not answered wireup "
+                    + "while writes piled up: " + e.getMessage(), e));
         }
     }
 
@@ -82,6 +112,8 @@ final class StubHandler extends ChannelOutboundHandlerAdapter {
 
     @Override
     public void handlerRemoved(ChannelHandlerContext ctx) {
+        budget.release(charged);
+        charged = 0;
         if (waiting != null) {
             waiting.addAndGet(-pending.size());
         }

@@ -91,8 +91,11 @@ final class WireupHandler extends ChannelInboundHandlerAdapter {
         }
         ownLane = lane;
         endpoint.lanes().ownLane(lane);
-        lane.write(WireupMessage.request(endpoint.errorMode(), endpoint.connSn(), endpoint.endpointId(),
-                endpoint.worker().address(), localEpAddresses(endpoint)).toFrame(lane.alloc()), lane.voidPromise());
+        WireupAuth auth = endpoint.worker().auth();
+        lane.write(WireupMessage.request(endpoint.errorMode(), endpoint.listened(), endpoint.connSn(),
+                endpoint.endpointId(), endpoint.worker().address(), localEpAddresses(endpoint),
+                auth == null ? null : auth.proof(endpoint.worker().uuid(), endpoint.remoteWorkerAddress().uuid(),
+                        endpoint.connSn())).toFrame(lane.alloc()), lane.voidPromise());
         if (!endpoint.selection().am().p2p()
                 && Long.compareUnsigned(endpoint.worker().uuid(), endpoint.remoteWorkerAddress().uuid()) <= 0) {
             endpoint.lanesReady(lane); // the lower uuid: its own lane is the pair's whatever the peer does

@@ -27,9 +27,12 @@ import java.util.List;
  * </pre>
  * Payload by type:
  * <pre>
- *  REQUEST     | address length:u16 | packed worker address | p2p endpoint addresses (the rest; empty if none) |
+ *  REQUEST     | address length:u16 | packed worker address | ep length:u16 | p2p endpoint addresses |
+ *              proof (none, or {@link WireupAuth#PROOF_LENGTH} bytes with NUCX_AUTH_TOKEN: nonce, time, HMAC) |
  *  REPLY       | p2p endpoint addresses (empty if none) |
  *  EP_REMOVED  | UTF-8 reason, at most {@link #MAX_REASON} bytes (UCX sends none; ours names why) |
+ *  LANE_ATTACH | lane:u8 | sender uuid:u64 | name length:u8 | transport name | proof (none, or with a key) |
+ *  LANE_ACK, LANE_FAILED | lane:u8 | count:u64 |
  *  ACK, EP_CHECK: none
  *
  *  p2p endpoint addresses, one per transport connection that connects endpoint to endpoint (the AM lane, RMA and
@@ -44,7 +47,9 @@ import java.util.List;
  * <ul>
  *   <li>REQUEST: connecting side → acceptor, on the lane the connector opened; conn sn = the connector's number
  *       for this connection to the acceptor's uuid (0, 1, 2... per peer; see {@link EndpointMatch}), src = the
- *       connector's endpoint id, dst = none.</li>
+ *       connector's endpoint id, dst = none. With {@link #LISTENED} set in the err mode byte, the endpoint was made
+ *       through a listener (UCX's client-server flow): conn sn is then the token the listener gave the client, and
+ *       the acceptor hands the endpoint to the listener that waits for that token, never pairing or queueing it.</li>
  *   <li>REPLY: acceptor → connector; src = the acceptor's endpoint id, dst = the connector's, conn sn echoed. After
  *       it both sides know the other's id (keepalive needs it). In a simultaneous connect the REPLY goes on the
  *       replier's own lane, behind its own (ignored) REQUEST, so the peer always sees that REQUEST first.</li>
@@ -58,7 +63,7 @@ import java.util.List;
  * </ul>
  */
 record WireupMessage(int type, int errMode, int connSn, long srcEpId, long dstEpId, WorkerAddress address,
-                     List<P2pAddress> epAddresses, String reason, int lane, long value) {
+                     List<P2pAddress> epAddresses, String reason, int lane, long value, byte[] proof) {
 
     /**
      * A transport endpoint's address for the peer, naming the pair of address entries its connection joins, as the
@@ -96,19 +101,42 @@ record WireupMessage(int type, int errMode, int connSn, long srcEpId, long dstEp
     static final long INVALID_EP_ID = -1L;
     static final int MAX_REASON = 512;
 
+    /** In a REQUEST's err mode byte: an endpoint made through a listener; conn sn is the listener's token. */
+    static final int LISTENED = 0x80;
+
     static final List<P2pAddress> NO_EP_ADDRESS = List.of();
     static final int MAX_EP_ADDRESS = 255;
     static final int MAX_P2P = 16;
+    private static final byte[] NO_PROOF = new byte[0];
 
     static WireupMessage request(ErrorMode mode, int connSn, long srcEpId, WorkerAddress address,
                                  List<P2pAddress> epAddresses) {
-        return new WireupMessage(REQUEST, mode.wire(), connSn, srcEpId, INVALID_EP_ID, address, epAddresses, null, 0,
-                0);
+        return request(mode, false, connSn, srcEpId, address, epAddresses, null);
+    }
+
+    /**
+     * A REQUEST; {@code listened}: of an endpoint made through a listener, {@code connSn} being its token;
+     * {@code proof}: {@link WireupAuth}'s, or none (null).
+     */
+    static WireupMessage request(ErrorMode mode, boolean listened, int connSn, long srcEpId, WorkerAddress address,
+                                 List<P2pAddress> epAddresses, byte[] proof) {
+        return new WireupMessage(REQUEST, mode.wire() | (listened ? LISTENED : 0), connSn, srcEpId, INVALID_EP_ID,
+                address, epAddresses, null, 0, 0, proof);
+    }
+
+    /** Whether this REQUEST's endpoint was made through a listener. */
+    boolean listened() {
+        return (errMode & LISTENED) != 0;
+    }
+
+    /** The error mode, without the {@link #LISTENED} flag. */
+    ErrorMode errorMode() {
+        return ErrorMode.fromWire(errMode & ~LISTENED);
     }
 
     static WireupMessage reply(ErrorMode mode, int connSn, long srcEpId, long dstEpId,
                                List<P2pAddress> epAddresses) {
-        return new WireupMessage(REPLY, mode.wire(), connSn, srcEpId, dstEpId, null, epAddresses, null, 0, 0);
+        return new WireupMessage(REPLY, mode.wire(), connSn, srcEpId, dstEpId, null, epAddresses, null, 0, 0, null);
     }
 
     /** The p2p address of the receiver's connection from its entry {@code local} to our {@code remote}, or null. */
@@ -124,27 +152,33 @@ record WireupMessage(int type, int errMode, int connSn, long srcEpId, long dstEp
     }
 
     static WireupMessage ack(ErrorMode mode, int connSn, long srcEpId, long dstEpId) {
-        return new WireupMessage(ACK, mode.wire(), connSn, srcEpId, dstEpId, null, null, null, 0, 0);
+        return new WireupMessage(ACK, mode.wire(), connSn, srcEpId, dstEpId, null, null, null, 0, 0, null);
     }
 
     static WireupMessage epCheck(ErrorMode mode, long srcEpId, long dstEpId) {
-        return new WireupMessage(EP_CHECK, mode.wire(), 0, srcEpId, dstEpId, null, null, null, 0, 0);
+        return new WireupMessage(EP_CHECK, mode.wire(), 0, srcEpId, dstEpId, null, null, null, 0, 0, null);
     }
 
     static WireupMessage epRemoved(long srcEpId, long dstEpId, String reason) {
-        return new WireupMessage(EP_REMOVED, ErrorMode.NONE.wire(), 0, srcEpId, dstEpId, null, null, reason, 0, 0);
+        return new WireupMessage(EP_REMOVED, ErrorMode.NONE.wire(), 0, srcEpId, dstEpId, null, null, reason, 0, 0,
+                null);
     }
 
     static WireupMessage laneAttach(long srcEpId, long dstEpId, int lane, long uuid, String transport) {
-        return new WireupMessage(LANE_ATTACH, 0, 0, srcEpId, dstEpId, null, null, transport, lane, uuid);
+        return laneAttach(srcEpId, dstEpId, lane, uuid, transport, null);
+    }
+
+    /** A LANE_ATTACH carrying {@code proof} ({@link WireupAuth#laneProof}), or none (null). */
+    static WireupMessage laneAttach(long srcEpId, long dstEpId, int lane, long uuid, String transport, byte[] proof) {
+        return new WireupMessage(LANE_ATTACH, 0, 0, srcEpId, dstEpId, null, null, transport, lane, uuid, proof);
     }
 
     static WireupMessage laneAck(long srcEpId, long dstEpId, int lane, long count) {
-        return new WireupMessage(LANE_ACK, 0, 0, srcEpId, dstEpId, null, null, null, lane, count);
+        return new WireupMessage(LANE_ACK, 0, 0, srcEpId, dstEpId, null, null, null, lane, count, null);
     }
 
     static WireupMessage laneFailed(long srcEpId, long dstEpId, int lane, long count) {
-        return new WireupMessage(LANE_FAILED, 0, 0, srcEpId, dstEpId, null, null, null, lane, count);
+        return new WireupMessage(LANE_FAILED, 0, 0, srcEpId, dstEpId, null, null, null, lane, count, null);
     }
 
     static String typeName(int type) {
@@ -168,12 +202,19 @@ record WireupMessage(int type, int errMode, int connSn, long srcEpId, long dstEp
         if (type == REQUEST) {
             byte[] a = address.encode();
             byte[] ep = packAddresses(epAddresses);
-            payload = Unpooled.wrappedBuffer(java.nio.ByteBuffer.allocate(2 + a.length + ep.length)
-                    .order(java.nio.ByteOrder.LITTLE_ENDIAN).putShort((short) a.length).put(a).put(ep).flip());
-        } else if (type == LANE_ATTACH || type == LANE_ACK || type == LANE_FAILED) {
-            byte[] name = type == LANE_ATTACH ? reason.getBytes(StandardCharsets.US_ASCII) : new byte[0];
-            payload = Unpooled.wrappedBuffer(java.nio.ByteBuffer.allocate(LANE_PAYLOAD + name.length)
-                    .order(java.nio.ByteOrder.LITTLE_ENDIAN).put((byte) lane).putLong(value).put(name).flip());
+            byte[] p = proof != null ? proof : NO_PROOF;
+            payload = Unpooled.wrappedBuffer(java.nio.ByteBuffer.allocate(2 + a.length + 2 + ep.length + p.length)
+                    .order(java.nio.ByteOrder.LITTLE_ENDIAN).putShort((short) a.length).put(a)
+                    .putShort((short) ep.length).put(ep).put(p).flip());
+        } else if (type == LANE_ATTACH) {
+            byte[] name = reason.getBytes(StandardCharsets.US_ASCII);
+            byte[] p = proof != null ? proof : NO_PROOF;
+            payload = Unpooled.wrappedBuffer(java.nio.ByteBuffer.allocate(LANE_PAYLOAD + 1 + name.length + p.length)
+                    .order(java.nio.ByteOrder.LITTLE_ENDIAN).put((byte) lane).putLong(value).put((byte) name.length)
+                    .put(name).put(p).flip());
+        } else if (type == LANE_ACK || type == LANE_FAILED) {
+            payload = Unpooled.wrappedBuffer(java.nio.ByteBuffer.allocate(LANE_PAYLOAD)
+                    .order(java.nio.ByteOrder.LITTLE_ENDIAN).put((byte) lane).putLong(value).flip());
         } else if (type == REPLY && epAddresses != null && !epAddresses.isEmpty()) {
             payload = Unpooled.wrappedBuffer(packAddresses(epAddresses));
         } else if (reason != null) {
@@ -208,25 +249,41 @@ record WireupMessage(int type, int errMode, int connSn, long srcEpId, long dstEp
                 }
                 byte[] blob = new byte[addressLength];
                 payload.getBytes(payload.readerIndex() + 2, blob);
-                List<P2pAddress> ep = unpackAddresses(payload, payload.readerIndex() + 2 + addressLength,
-                        length - 2 - addressLength, "REQUEST");
+                int epAt = 2 + addressLength;
+                int epLength = epAt + 2 <= length ? payload.getUnsignedShortLE(payload.readerIndex() + epAt) : -1;
+                if (epLength < 0 || epLength > length - epAt - 2) {
+                    throw new ProtocolException("wireup REQUEST of " + length + " payload bytes announces "
+                            + epLength + " bytes of endpoint addresses after its " + addressLength
+                            + "-byte worker address");
+                }
+                List<P2pAddress> ep = unpackAddresses(payload, payload.readerIndex() + epAt + 2, epLength, "REQUEST");
+                int proofLength = length - epAt - 2 - epLength;
+                if (proofLength != 0 && proofLength != WireupAuth.PROOF_LENGTH) {
+                    throw new ProtocolException("wireup REQUEST with a " + proofLength + "-byte proof (expected none or "
+                            + WireupAuth.PROOF_LENGTH + ")");
+                }
+                byte[] proof = null;
+                if (proofLength > 0) {
+                    proof = new byte[proofLength];
+                    payload.getBytes(payload.readerIndex() + epAt + 2 + epLength, proof);
+                }
                 try {
                     return new WireupMessage(type, errMode, connSn, src, dst, WorkerAddress.decode(blob), ep, null,
-                            0, 0);
+                            0, 0, proof);
                 } catch (InvalidAddressException e) {
                     throw new ProtocolException("wireup REQUEST carries a bad worker address: " + e.getMessage());
                 }
             }
             case REPLY -> {
                 List<P2pAddress> ep = unpackAddresses(payload, payload.readerIndex(), length, "REPLY");
-                return new WireupMessage(type, errMode, connSn, src, dst, null, ep, null, 0, 0);
+                return new WireupMessage(type, errMode, connSn, src, dst, null, ep, null, 0, 0, null);
             }
             case ACK, EP_CHECK -> {
                 if (length != 0) {
                     throw new ProtocolException("wireup " + typeName(type) + " with a " + length
                             + "-byte payload (expected none)");
                 }
-                return new WireupMessage(type, errMode, connSn, src, dst, null, null, null, 0, 0);
+                return new WireupMessage(type, errMode, connSn, src, dst, null, null, null, 0, 0, null);
             }
             case EP_REMOVED -> {
                 if (length > MAX_REASON) {
@@ -234,25 +291,39 @@ record WireupMessage(int type, int errMode, int connSn, long srcEpId, long dstEp
                             + MAX_REASON + ")");
                 }
                 return new WireupMessage(type, errMode, connSn, src, dst, null, null,
-                        payload.toString(payload.readerIndex(), length, StandardCharsets.UTF_8), 0, 0);
+                        payload.toString(payload.readerIndex(), length, StandardCharsets.UTF_8), 0, 0, null);
             }
-            case LANE_ATTACH, LANE_ACK, LANE_FAILED -> {
-                int nameLength = length - LANE_PAYLOAD;
-                if (nameLength < 0 || (type == LANE_ATTACH ? nameLength == 0 || nameLength > MAX_TRANSPORT_NAME
-                        : nameLength != 0)) {
+            case LANE_ATTACH -> {
+                int at0 = payload.readerIndex();
+                int nameLength = length > LANE_PAYLOAD ? payload.getUnsignedByte(at0 + LANE_PAYLOAD) : -1;
+                int proofLength = length - LANE_PAYLOAD - 1 - nameLength;
+                if (nameLength < 1 || nameLength > MAX_TRANSPORT_NAME
+                        || (proofLength != 0 && proofLength != WireupAuth.PROOF_LENGTH)) {
+                    throw new ProtocolException("wireup LANE_ATTACH with a " + length + "-byte payload (expected "
+                            + LANE_PAYLOAD + ", a transport name of 1-" + MAX_TRANSPORT_NAME + " and none or a "
+                            + WireupAuth.PROOF_LENGTH + "-byte proof)");
+                }
+                String transport = payload.toString(at0 + LANE_PAYLOAD + 1, nameLength, StandardCharsets.US_ASCII);
+                byte[] proof = null;
+                if (proofLength > 0) {
+                    proof = new byte[proofLength];
+                    payload.getBytes(at0 + LANE_PAYLOAD + 1 + nameLength, proof);
+                }
+                return new WireupMessage(type, errMode, connSn, src, dst, null, null, transport,
+                        payload.getUnsignedByte(at0), payload.getLongLE(at0 + 1), proof);
+            }
+            case LANE_ACK, LANE_FAILED -> {
+                if (length != LANE_PAYLOAD) {
                     throw new ProtocolException("wireup " + typeName(type) + " with a " + length + "-byte payload "
-                            + "(expected " + LANE_PAYLOAD + (type == LANE_ATTACH ? " + a transport name of 1-"
-                            + MAX_TRANSPORT_NAME : "") + ")");
+                            + "(expected " + LANE_PAYLOAD + ")");
                 }
                 int at0 = payload.readerIndex();
-                int lane = payload.getUnsignedByte(at0);
                 long value = payload.getLongLE(at0 + 1);
-                if (type != LANE_ATTACH && value < 0) {
+                if (value < 0) {
                     throw new ProtocolException("wireup " + typeName(type) + " counts " + value + " frames");
                 }
-                String transport = type == LANE_ATTACH
-                        ? payload.toString(at0 + LANE_PAYLOAD, nameLength, StandardCharsets.US_ASCII) : null;
-                return new WireupMessage(type, errMode, connSn, src, dst, null, null, transport, lane, value);
+                return new WireupMessage(type, errMode, connSn, src, dst, null, null, null,
+                        payload.getUnsignedByte(at0), value, null);
             }
             default -> throw new ProtocolException("wireup message type " + type + " is not handled by this version");
         }

@@ -38,9 +38,11 @@ class AtomicsTest {
     @ParameterizedTest(name = "{0}")
     @ValueSource(strings = {"tcp", "shm"})
     void concurrentFetchAndAddFromTwoWorkersLosesNothing(String tls) throws Exception {
-        DefaultWorker owner = workers.start("owner", "TLS", tls);
-        DefaultWorker a = workers.start("a", "TLS", tls);
-        DefaultWorker b = workers.start("b", "TLS", tls);
+        // 10,000 atomics in flight through one owner on a shared 2-core machine: keepalive gets a timeout that load
+        // alone cannot reach (what this test checks is the atomics).
+        DefaultWorker owner = workers.start("owner", "TLS", tls, "KEEPALIVE_TIMEOUT", "30s");
+        DefaultWorker a = workers.start("a", "TLS", tls, "KEEPALIVE_TIMEOUT", "30s");
+        DefaultWorker b = workers.start("b", "TLS", tls, "KEEPALIVE_TIMEOUT", "30s");
         try (Arena arena = Arena.ofShared()) {
             MemorySegment words = arena.allocate(64, 8);
             RemoteMemoryKey key = owner.registerMemory(words);

@@ -1,5 +1,6 @@
 package io.nucx.wireup;
 
+import io.netty.channel.Channel;
 import io.netty.channel.ChannelFuture;
 import io.netty.util.concurrent.Future;
 import io.nucx.Endpoint;
@@ -146,7 +147,14 @@ class EagerZcopyTest {
         ChannelFuture send;
         try {
             send = ep.tagSend(3, TestWorkers.directPattern(3, size));
-            assertFalse(send.await(300, TimeUnit.MILLISECONDS), "done while the receiver could not have read it");
+            // a wrote what the socket takes: all of it, or until the lane turned unwritable (b does not read). The
+            // send is still not done: that needs b's acknowledgement.
+            Channel lane = TestWorkers.impl(ep).amLane();
+            TestWorkers.awaitOnLoop(a, () -> a.sumOverCodecs(io.nucx.protocol.tag.EagerCodec.class,
+                    io.nucx.protocol.tag.EagerCodec::zcopyWaiting) == 1
+                    && (lane.unsafe().outboundBuffer().totalPendingWriteBytes() == 0 || !lane.isWritable()),
+                    "a's lane did not write the message");
+            assertFalse(a.eventLoop().submit(send::isDone).get(), "done while the receiver could not have read it");
             assertEquals(1, zcopySends(a));
         } finally {
             release.countDown();
@@ -213,7 +221,8 @@ class EagerZcopyTest {
         try {
             send = ep.tagSend(4, TestWorkers.directPattern(4, 200_000));
             closed = ep.close();
-            assertFalse(closed.await(300, TimeUnit.MILLISECONDS), "the close waits for the acknowledgement");
+            // Asked on a's loop after the close was; b's loop is held, so no acknowledgement can have come.
+            assertFalse(a.eventLoop().submit(closed::isDone).get(), "the close waits for the acknowledgement");
         } finally {
             release.countDown();
         }

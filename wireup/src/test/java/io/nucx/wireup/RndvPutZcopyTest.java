@@ -70,16 +70,6 @@ class RndvPutZcopyTest {
                 .orElseThrow(() -> new AssertionError("no rndv/put/zcopy in\n" + t.format("to peer"))).start();
     }
 
-    /** Holds {@code w}'s loop (at most 30 s) until the returned latch is counted down: what it would read waits. */
-
-    private static void awaitTrue(java.util.function.BooleanSupplier condition, String what) throws Exception {
-        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
-        while (!condition.getAsBoolean()) {
-            assertTrue(System.nanoTime() < deadline, what);
-            Thread.sleep(5);
-        }
-    }
-
     @Test
     void theSenderWritesEachMessageIntoTheOfferedReceiveBufferFromJustAboveTheThresholdTo64MiB() throws Exception {
         DefaultWorker a = workers.start("a", PUT);
@@ -181,7 +171,7 @@ class RndvPutZcopyTest {
                 new CmaKey(1, 1, 0x1000, 4096).pack());
         h.setShortLE(RndvHeaders.RTR_LENGTH, 13); // the key length field lies
         TestWorkers.impl(back).amLane().writeAndFlush(AmFrame.of(AmIds.RNDV_RTR, h)).sync();
-        awaitTrue(() -> !a.laneFailures().isEmpty(), "the sender's lane did not fail");
+        TestWorkers.awaitTrue(() -> !a.laneFailures().isEmpty(), "the sender's lane did not fail");
         assertTrue(a.laneFailures().stream().anyMatch(t -> String.valueOf(t.getMessage())
                 .contains("RNDV_RTR remote key length is 13, but the header has 28 bytes after it")),
                 () -> "failures: " + a.laneFailures());
@@ -312,13 +302,7 @@ class RndvPutZcopyTest {
         Future<TagMessage> intoB;
         try {
             intoA = a.tagRecv(2, -1L); // a offers its buffer to b (b's loop is held: the offer waits)
-            awaitTrue(() -> {
-                try {
-                    return a.eventLoop().submit(() -> a.sumOverCodecs(RndvCodec.class, RndvCodec::offered)).get() == 1;
-                } catch (Exception e) {
-                    throw new IllegalStateException(e);
-                }
-            }, "a's offer");
+            TestWorkers.awaitOnLoop(a, () -> a.sumOverCodecs(RndvCodec.class, RndvCodec::offered) == 1, "a's offer");
             ep.tagSend(3, TestWorkers.directPattern(3, n)); // a's RTS, read by b behind the offer
             a.eventLoop().submit(() -> TestWorkers.impl(ep).fail(new EndpointTimeoutException(ep.endpointId(),
                     TestWorkers.impl(ep).remoteAddress(), "test: as if the peer had been silent"))).get();

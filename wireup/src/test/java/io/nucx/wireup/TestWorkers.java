@@ -117,9 +117,26 @@ final class TestWorkers implements AfterEachCallback {
 
     /** Waits (bounded) until {@code w} holds a message nobody has received yet. */
     static void awaitUnexpected(Worker w) throws Exception {
-        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
-        while (w.eventLoop().submit(w::unexpectedCount).get() == 0) {
-            assertTrue(System.nanoTime() < deadline, "no message arrived");
+        awaitOnLoop(w, () -> w.unexpectedCount() > 0, "no message arrived");
+    }
+
+    /** Waits (30 s at most) until {@code condition}, asked on {@code w}'s loop, holds; fails saying {@code what}. */
+    static void awaitOnLoop(Worker w, java.util.concurrent.Callable<Boolean> condition, String what)
+            throws Exception {
+        awaitTrue(() -> {
+            try {
+                return w.eventLoop().submit(condition).get();
+            } catch (Exception e) {
+                throw new IllegalStateException(e);
+            }
+        }, what);
+    }
+
+    /** Waits (30 s at most) until {@code condition} holds; fails saying {@code what}. */
+    static void awaitTrue(java.util.function.BooleanSupplier condition, String what) throws InterruptedException {
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
+        while (!condition.getAsBoolean()) {
+            assertTrue(System.nanoTime() < deadline, what);
             Thread.sleep(5);
         }
     }

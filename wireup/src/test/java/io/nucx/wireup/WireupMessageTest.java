@@ -46,6 +46,34 @@ class WireupMessageTest {
                 WireupMessage.NO_EP_ADDRESS)).epAddresses().size());
     }
 
+    /**
+     * The listened flag, the p2p addresses and the auth proof travel together; the addresses' block may pass 255
+     * bytes (three rdma connections per device pair), so its length is a u16.
+     */
+    @Test
+    void requestCarriesListenedFlagEndpointAddressesBeyond255BytesAndTheProof() {
+        java.util.List<WireupMessage.P2pAddress> eps = new java.util.ArrayList<>();
+        for (int i = 0; i < 3; i++) {
+            byte[] a = new byte[WireupMessage.MAX_EP_ADDRESS];
+            java.util.Arrays.fill(a, (byte) i);
+            eps.add(new WireupMessage.P2pAddress(i, i + 1, a));
+        }
+        byte[] proof = new byte[WireupAuth.PROOF_LENGTH];
+        java.util.Arrays.fill(proof, (byte) 0x5a);
+        WireupMessage back = roundTrip(WireupMessage.request(ErrorMode.FAILOVER, true, 17, 42,
+                WorkerAddressTest.sample(), eps, proof));
+        assertTrue(back.listened());
+        assertEquals(ErrorMode.FAILOVER, back.errorMode());
+        assertEquals(17, back.connSn());
+        assertEquals(3, back.epAddresses().size());
+        for (int i = 0; i < 3; i++) {
+            assertArrayEquals(eps.get(i).address(), back.epAddress(i + 1, i));
+        }
+        assertArrayEquals(proof, back.proof());
+        assertNull(roundTrip(WireupMessage.request(ErrorMode.PEER, false, 1, 2, WorkerAddressTest.sample(),
+                eps, null)).proof());
+    }
+
     @Test
     void replyCarriesTheEndpointAddressesAndAckNothing() {
         WireupMessage reply = roundTrip(WireupMessage.reply(ErrorMode.PEER, 3, 7, 9,

@@ -14,7 +14,7 @@ import java.util.List;
  * Netty's leak detector at PARANOID with every report kept, so a node can tell the test over its control channel
  * (and fail its exit status) instead of only logging. Installed before any buffer class is initialised.
  */
-final class LeakWatch {
+public final class LeakWatch {
 
     private static final List<String> LEAKS = new ArrayList<>();
     private static boolean installed;
@@ -22,7 +22,7 @@ final class LeakWatch {
     private LeakWatch() {
     }
 
-    static synchronized void install() {
+    public static synchronized void install() {
         if (installed) {
             return;
         }
@@ -57,7 +57,7 @@ final class LeakWatch {
      * Lets the collector find unreachable tracked buffers and makes the detector poll (every tracked allocation
      * does), then returns every leak reported since start; they are kept, so each call sees them all.
      */
-    static List<String> collect() {
+    public static List<String> collect() {
         for (int round = 0; round < 3; round++) {
             System.gc();
             try {

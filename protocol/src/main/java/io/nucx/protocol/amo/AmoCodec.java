@@ -10,11 +10,13 @@ import io.netty.util.concurrent.Future;
 import io.nucx.protocol.AmIds;
 import io.nucx.protocol.EndpointServices;
 import io.nucx.protocol.KeyBundle;
+import io.nucx.protocol.LimitExceededException;
 import io.nucx.protocol.PendingRequests;
 import io.nucx.protocol.ProtocolCodec;
 import io.nucx.protocol.ProtocolCounters;
 import io.nucx.protocol.ProtocolException;
 import io.nucx.protocol.ProtocolFamily;
+import io.nucx.protocol.ReceiveLimits;
 import io.nucx.protocol.RmaRail;
 import io.nucx.transport.AmFrame;
 import io.nucx.transport.rma.InvalidRemoteKeyException;
@@ -24,6 +26,7 @@ import io.nucx.transport.rma.RmaOp;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.lang.invoke.VarHandle;
+import java.util.ArrayDeque;
 import java.util.List;
 import java.util.concurrent.atomic.LongAdder;
 import java.util.function.LongSupplier;
@@ -44,6 +47,13 @@ import java.util.function.LongSupplier;
  * A real adapter's atomics are atomic with respect to other device atomics only (UCX's ATOMIC_DEVICE mode): on
  * hardware, words one peer changes by fetch-add or compare-and-swap over rdma should not be changed at the same time
  * by active-message atomics or by the owner's CPU.
+ *
+ * <p><b>Backlogs.</b> Answers go only to a lane that takes them: while the endpoint is not writable (the peer does not
+ * read), arriving requests wait unapplied, in order, and are applied and answered as it becomes writable again; more
+ * than NUCX_REPLY_BACKLOG of them fails the endpoint ({@link LimitExceededException}), so a peer that never reads
+ * makes this side hold a bounded backlog, not an unbounded queue of answers. As a sender it keeps at most that many
+ * atomics unanswered on the endpoint, device atomics included (later ones wait here, in order), so a well-behaved
+ * peer never reaches the bound on the other side.
  */
 public final class AmoCodec extends ChannelDuplexHandler implements ProtocolCodec {
 
@@ -53,7 +63,8 @@ public final class AmoCodec extends ChannelDuplexHandler implements ProtocolCode
     /** The atomics family: no protocol to select (the AMO lane decides), two AM ids for the software path. */
     public static final ProtocolFamily FAMILY = new ProtocolFamily("amo/am", List.of(),
             new int[] {AmIds.ATOMIC_REQ, AmIds.ATOMIC_REP}, (pipeline, endpoint, worker) -> {
-                AmoCodec codec = new AmoCodec(worker.memory(), endpoint, worker.counters());
+                AmoCodec codec = new AmoCodec(worker.memory(), endpoint, worker.counters(),
+                        worker.limits().replyBacklog());
                 pipeline.addLast(NAME, codec);
                 return codec;
             });
@@ -70,6 +81,11 @@ public final class AmoCodec extends ChannelDuplexHandler implements ProtocolCode
     private final LongAdder deviceCount;
     private final LongAdder amCount;
     private final PendingRequests<AtomicRequest> requests = new PendingRequests<>();
+    private final int backlog;
+    /** Our atomics past the window, with their write promises, waiting for answers to come back. */
+    private final ArrayDeque<Object[]> waitingToSend = new ArrayDeque<>();
+    /** The peer's ATOMIC_REQ frames waiting for the lane to take their answers. */
+    private final ArrayDeque<AmFrame> unanswered = new ArrayDeque<>();
 
     /**
      * Atomics as active messages only.
@@ -77,27 +93,34 @@ public final class AmoCodec extends ChannelDuplexHandler implements ProtocolCode
      * @param peerUuid the uuid of the worker this endpoint talks to (keys name the worker that owns the memory)
      */
     public AmoCodec(MemoryRegistry memory, LongSupplier peerUuid) {
+        this(memory, peerUuid, Integer.MAX_VALUE);
+    }
+
+    /** @param backlog NUCX_REPLY_BACKLOG: requests whose answers may wait, and our atomics unanswered at once */
+    public AmoCodec(MemoryRegistry memory, LongSupplier peerUuid, int backlog) {
         this.memory = memory;
         this.peerUuid = peerUuid;
         this.endpoint = null;
         this.deviceCount = new LongAdder();
         this.amCount = new LongAdder();
+        this.backlog = backlog;
     }
 
     /** Atomics on {@code endpoint}'s AMO lane where it has one, else as active messages. */
-    public AmoCodec(MemoryRegistry memory, EndpointServices endpoint, ProtocolCounters counters) {
+    public AmoCodec(MemoryRegistry memory, EndpointServices endpoint, ProtocolCounters counters, int backlog) {
         this.memory = memory;
         this.peerUuid = endpoint::peerUuid;
         this.endpoint = endpoint;
         this.deviceCount = counters.counter(DEVICE_COUNTER);
         this.amCount = counters.counter(AM_COUNTER);
+        this.backlog = backlog;
     }
 
     /**
      * Atomics written while an endpoint with an AMO lane wires up: they wait for its lanes, to go to the device. (An
      * endpoint without one writes them as active messages at once, which its stub queues like any write.)
      */
-    private java.util.ArrayDeque<Object[]> early;
+    private ArrayDeque<Object[]> early;
     /** Atomics replayed per loop turn after the wireup: reads (and keepalive) go on between batches. */
     private static final int REPLAY_BATCH = 256;
 
@@ -105,7 +128,7 @@ public final class AmoCodec extends ChannelDuplexHandler implements ProtocolCode
     public void handlerAdded(ChannelHandlerContext ctx) {
         Future<Void> wired = endpoint == null || !endpoint.hasAmoLane() ? null : endpoint.wireupFuture();
         if (wired != null && !wired.isDone()) {
-            early = new java.util.ArrayDeque<>();
+            early = new ArrayDeque<>();
             // a task of its own: the lanes that completed the wireup connect in the same turn
             wired.addListener(f -> ctx.executor().execute(() -> replay(ctx)));
         }
@@ -118,7 +141,7 @@ public final class AmoCodec extends ChannelDuplexHandler implements ProtocolCode
         }
         for (int i = 0; i < REPLAY_BATCH && !early.isEmpty(); i++) {
             Object[] w = early.poll();
-            java.util.ArrayDeque<Object[]> waiting = early;
+            ArrayDeque<Object[]> waiting = early;
             early = null; // write() sends now
             write(ctx, w[0], (ChannelPromise) w[1]);
             early = waiting;
@@ -154,14 +177,22 @@ public final class AmoCodec extends ChannelDuplexHandler implements ProtocolCode
             promise.tryFailure(e);
             return;
         }
+        if (requests.size() >= backlog || !waitingToSend.isEmpty()) {
+            waitingToSend.add(new Object[] {r, promise});
+            return;
+        }
+        send(ctx, r, promise);
+    }
+
+    private void send(ChannelHandlerContext ctx, AtomicRequest r, ChannelPromise promise) {
         long id = requests.add(r);
-        if (onDevice(r, id, promise)) {
+        if (onDevice(ctx, r, id, promise)) {
             return;
         }
         amCount.increment();
         ByteBuf header = ctx.alloc().buffer(AmoHeaders.REQ_LENGTH).writeLongLE(id).writeLongLE(r.address())
                 .writeLongLE(r.value()).writeLongLE(r.compare()).writeIntLE(r.key().region())
-                .writeByte(r.op().wire()).writeZero(3);
+                .writeByte(r.op().wire()).writeZero(3).writeLongLE(r.key().secret());
         promise.addListener((ChannelFutureListener) f -> {
             AtomicRequest failed;
             if (!f.isSuccess() && (failed = requests.remove(id)) != null) {
@@ -176,7 +207,7 @@ public final class AmoCodec extends ChannelDuplexHandler implements ProtocolCode
      * owner's key for the device the lane reaches; its result, or failure, completes {@code r} and {@code promise}.
      * False when it goes as an active message instead.
      */
-    private boolean onDevice(AtomicRequest r, long id, ChannelPromise promise) {
+    private boolean onDevice(ChannelHandlerContext ctx, AtomicRequest r, long id, ChannelPromise promise) {
         RmaRail amo = endpoint == null || (r.op() != AtomicOp.ADD && r.op() != AtomicOp.CSWAP) ? null
                 : endpoint.amoRail();
         RmaOp.Kind kind = r.op() == AtomicOp.ADD ? RmaOp.Kind.FETCH_ADD : RmaOp.Kind.COMPARE_SWAP;
@@ -211,6 +242,7 @@ public final class AmoCodec extends ChannelDuplexHandler implements ProtocolCode
                 r.result().tryFailure(f.cause());
                 promise.tryFailure(f.cause());
             }
+            sendWaiting(ctx); // the lanes share the endpoint's loop: this is it
         });
         return true;
     }
@@ -227,26 +259,84 @@ public final class AmoCodec extends ChannelDuplexHandler implements ProtocolCode
             int at = h.readerIndex();
             if (frame.amId() == AmIds.ATOMIC_REQ) {
                 expect(frame, AmoHeaders.REQ_LENGTH);
-                ByteBuf reply = apply(ctx, h.getLongLE(at), h.getLongLE(at + 8), h.getLongLE(at + 16),
-                        h.getLongLE(at + 24), h.getIntLE(at + 32), h.getUnsignedByte(at + 36));
-                ctx.writeAndFlush(AmFrame.of(AmIds.ATOMIC_REP, reply), ctx.voidPromise());
+                if (!unanswered.isEmpty() || !ctx.channel().isWritable()) {
+                    if (unanswered.size() >= backlog) {
+                        throw new LimitExceededException(ReceiveLimits.REPLY_BACKLOG, backlog, "the peer sent "
+                                + (unanswered.size() + 1) + " atomics whose answers it does not read");
+                    }
+                    unanswered.add(frame.retain());
+                    return;
+                }
+                answer(ctx, frame);
             } else {
                 expect(frame, AmoHeaders.REP_LENGTH);
                 onReply(h.getLongLE(at), h.getUnsignedByte(at + 8), h.getLongLE(at + 9));
+                sendWaiting(ctx);
             }
         } finally {
             frame.release();
         }
     }
 
+    private void answer(ChannelHandlerContext ctx, AmFrame frame) {
+        ByteBuf h = frame.header();
+        int at = h.readerIndex();
+        ByteBuf reply = apply(ctx, h.getLongLE(at), h.getLongLE(at + 8), h.getLongLE(at + 16), h.getLongLE(at + 24),
+                h.getIntLE(at + 32), h.getUnsignedByte(at + 36), h.getLongLE(at + 40));
+        ctx.write(AmFrame.of(AmIds.ATOMIC_REP, reply), ProtocolCodec.quietPromise(ctx));
+    }
+
+    /** Our atomics that waited for the window, as answers free it. */
+    private void sendWaiting(ChannelHandlerContext ctx) {
+        boolean sent = false;
+        while (!waitingToSend.isEmpty() && requests.size() < backlog) {
+            Object[] w = waitingToSend.poll();
+            send(ctx, (AtomicRequest) w[0], (ChannelPromise) w[1]);
+            sent = true;
+        }
+        if (sent) {
+            ctx.flush();
+        }
+    }
+
+    @Override
+    public void channelReadComplete(ChannelHandlerContext ctx) {
+        answerWaiting(ctx);
+        ctx.flush(); // the answers of this read batch, in one go
+        ctx.fireChannelReadComplete();
+    }
+
+    /** The lane takes more again: answer what waited, while it does. */
+    @Override
+    public void channelWritabilityChanged(ChannelHandlerContext ctx) {
+        answerWaiting(ctx);
+        ctx.fireChannelWritabilityChanged();
+    }
+
+    private void answerWaiting(ChannelHandlerContext ctx) {
+        boolean answered = false;
+        while (!unanswered.isEmpty() && ctx.channel().isWritable()) {
+            AmFrame f = unanswered.poll();
+            try {
+                answer(ctx, f);
+                answered = true;
+            } finally {
+                f.release();
+            }
+        }
+        if (answered) {
+            ctx.flush();
+        }
+    }
+
     /** Applies one ATOMIC_REQ; returns the ATOMIC_REP header. */
     private ByteBuf apply(ChannelHandlerContext ctx, long id, long address, long value, long compare, int region,
-                          int opCode) {
+                          int opCode, long secret) {
         AtomicOp op = AtomicOp.fromWire(opCode);
         long old = 0;
-        int status = check(op, region, address);
+        int status = check(op, region, secret, address);
         if (status == AmoHeaders.STATUS_OK) {
-            MemorySegment seg = memory.region(region);
+            MemorySegment seg = memory.region(region, secret);
             try {
                 old = apply(op, seg, address - seg.address(), value, compare);
             } catch (IllegalStateException | WrongThreadException inaccessible) {
@@ -257,11 +347,11 @@ public final class AmoCodec extends ChannelDuplexHandler implements ProtocolCode
         return ctx.alloc().buffer(AmoHeaders.REP_LENGTH).writeLongLE(id).writeByte(status).writeLongLE(old);
     }
 
-    private int check(AtomicOp op, int region, long address) {
+    private int check(AtomicOp op, int region, long secret, long address) {
         if (op == null) {
             return AmoHeaders.STATUS_UNKNOWN_OP;
         }
-        MemorySegment seg = memory.region(region);
+        MemorySegment seg = memory.region(region, secret);
         if (seg == null) {
             return AmoHeaders.STATUS_NO_REGION;
         }
@@ -311,6 +401,7 @@ public final class AmoCodec extends ChannelDuplexHandler implements ProtocolCode
         if (early != null) {
             early.forEach(w -> out.add(((AtomicRequest) w[0]).result()));
         }
+        waitingToSend.forEach(w -> out.add(((AtomicRequest) w[0]).result()));
     }
 
     /** The endpoint ended: waiting atomics fail (whether the peer applied them is unknown). */
@@ -324,6 +415,18 @@ public final class AmoCodec extends ChannelDuplexHandler implements ProtocolCode
             early = null;
         }
         requests.takeAll().forEach(r -> r.result().tryFailure(cause));
+        for (Object[] w; (w = waitingToSend.poll()) != null; ) {
+            ((AtomicRequest) w[0]).result().tryFailure(cause);
+            ((ChannelPromise) w[1]).tryFailure(cause);
+        }
+        for (AmFrame f; (f = unanswered.poll()) != null; ) {
+            f.release();
+        }
+    }
+
+    /** The peer's atomics waiting for the lane to take their answers; for tests. */
+    public int unansweredCount() {
+        return unanswered.size();
     }
 
     @Override

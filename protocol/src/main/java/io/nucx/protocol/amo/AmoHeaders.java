@@ -3,13 +3,14 @@ package io.nucx.protocol.amo;
 /**
  * Layouts of the two atomic messages (little-endian), UCX's software atomics over active messages:
  * <pre>
- *  ATOMIC_REQ  | request id:u64 | address:u64 | value:u64 | compare:u64 | region:u32 | op:u8 | pad:u8[3] |  40 B
+ *  ATOMIC_REQ  | request id:u64 | address:u64 | value:u64 | compare:u64 | region:u32 | op:u8 | pad:u8[3] |
+ *              | secret:u64 |                                                                                     48 B
  *  ATOMIC_REP  | request id:u64 | status:u8 | old value:u64 |                                                  17 B
  * </pre>
  */
 public final class AmoHeaders {
 
-    public static final int REQ_LENGTH = 40;
+    public static final int REQ_LENGTH = 48;
     public static final int REP_LENGTH = 17;
 
     public static final int STATUS_OK = 0;
@@ -24,7 +25,8 @@ public final class AmoHeaders {
 
     static String statusText(int status) {
         return switch (status) {
-            case STATUS_NO_REGION -> "no such registered region (never registered, or unregistered)";
+            case STATUS_NO_REGION -> "no such registered region (never registered, unregistered, or the key's secret "
+                    + "is not the region's)";
             case STATUS_OUT_OF_BOUNDS -> "the 8-byte word is outside the registered region";
             case STATUS_MISALIGNED -> "the address is not 8-byte aligned";
             case STATUS_UNKNOWN_OP -> "the peer does not know this atomic operation";

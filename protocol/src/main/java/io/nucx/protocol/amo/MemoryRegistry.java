@@ -5,6 +5,7 @@ import io.nucx.protocol.MemoryDomain;
 import io.nucx.transport.rma.MemoryRegistration;
 
 import java.lang.foreign.MemorySegment;
+import java.security.SecureRandom;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
@@ -19,11 +20,12 @@ import java.util.concurrent.atomic.AtomicInteger;
  */
 public final class MemoryRegistry {
 
-    private record Region(MemorySegment segment, List<MemoryRegistration> registrations) {
+    private record Region(MemorySegment segment, long secret, List<MemoryRegistration> registrations) {
     }
 
     private final long workerUuid;
     private final Map<Integer, Region> regions = new ConcurrentHashMap<>();
+    private final SecureRandom random = new SecureRandom();
     private final AtomicInteger nextId = new AtomicInteger(1);
     private volatile List<MemoryDomain> domains = List.of();
 
@@ -70,21 +72,31 @@ public final class MemoryRegistry {
             throw e;
         }
         int id = nextId.getAndIncrement();
-        regions.put(id, new Region(segment, List.copyOf(done)));
-        return new RemoteMemoryKey(workerUuid, id, segment.address(), segment.byteSize(),
+        long secret;
+        synchronized (random) {
+            do {
+                secret = random.nextLong();
+            } while (secret == 0); // 0 is what a key without a secret carries
+        }
+        regions.put(id, new Region(segment, secret, List.copyOf(done)));
+        return new RemoteMemoryKey(workerUuid, id, segment.address(), segment.byteSize(), secret,
                 keys.isEmpty() ? new byte[0] : KeyBundle.pack(keys));
     }
 
-    /** Peers can no longer operate on the region of {@code key}: its device registrations end. */
+    /** Peers can no longer operate on the region of {@code key} (its secret needed): its device registrations end. */
     public void unregister(RemoteMemoryKey key) {
-        Region r = regions.remove(key.region());
-        if (r != null) {
+        Region r = regions.get(key.region());
+        if (r != null && r.secret() == key.secret() && regions.remove(key.region(), r)) {
             r.registrations().forEach(MemoryRegistration::close);
         }
     }
 
-    MemorySegment region(int id) {
+    /**
+     * The region {@code id}, if {@code secret} is its secret; otherwise null, the same answer as for a region that
+     * does not exist, so a wrong guess tells a prober nothing.
+     */
+    MemorySegment region(int id, long secret) {
         Region r = regions.get(id);
-        return r == null ? null : r.segment();
+        return r != null && r.secret() == secret ? r.segment() : null;
     }
 }

@@ -9,6 +9,7 @@ import io.nucx.protocol.AmIds;
 import io.nucx.protocol.EndpointServices;
 import io.nucx.protocol.ProtocolCodec;
 import io.nucx.protocol.WorkerProtocols;
+import io.nucx.protocol.stream.StreamData;
 import io.nucx.transport.AmFrame;
 
 import java.util.List;
@@ -17,7 +18,8 @@ import java.util.List;
  * The tag eager family's codec on one endpoint (UCX's {@code tag/eager_*.c}): outbound, a {@link TagMessage} (or a
  * plain {@code ByteBuf}, sent with the endpoint's {@code SEND_TAG}) becomes eager frames or, when the table says
  * rendezvous, a {@link RndvSendRequest} for the codec below ({@link EagerSender}); inbound, eager frames become
- * messages for posted receives, the unexpected queue or the pipeline ({@link EagerReceiver}). It owns the endpoint's
+ * messages for posted receives, the unexpected queue or the pipeline ({@link EagerReceiver}). It carries stream writes
+ * ({@code StreamData}) the same way under the stream's ids, for the stream codec above. It owns the endpoint's
  * synchronous and zero-copy sends waiting for their acknowledgements and its messages still arriving.
  */
 public final class EagerCodec extends ChannelDuplexHandler implements ProtocolCodec {
@@ -28,7 +30,8 @@ public final class EagerCodec extends ChannelDuplexHandler implements ProtocolCo
     /** The active messages it handles. */
     static final int[] AM_IDS = {AmIds.EAGER_ONLY, AmIds.EAGER_FIRST, AmIds.EAGER_MIDDLE, AmIds.EAGER_SYNC_ONLY,
         AmIds.EAGER_SYNC_FIRST, AmIds.EAGER_SYNC_ACK, AmIds.EAGER_ZCOPY_ONLY, AmIds.EAGER_ZCOPY_FIRST,
-        AmIds.EAGER_ZCOPY_ACK};
+        AmIds.EAGER_ZCOPY_ACK, AmIds.STREAM_ONLY, AmIds.STREAM_FIRST, AmIds.STREAM_ZCOPY_ONLY,
+        AmIds.STREAM_ZCOPY_FIRST};
 
     private static final boolean[] OWNED = new boolean[256];
 
@@ -53,12 +56,12 @@ public final class EagerCodec extends ChannelDuplexHandler implements ProtocolCo
     @Override
     public void handlerAdded(ChannelHandlerContext ctx) {
         receiver = new EagerReceiver(ctx, worker.matcher(), worker.alloc(), worker.settings().maxMessageSize(),
-                endpoint::deliversToPipeline, sender);
+                endpoint::deliversToPipeline, sender, endpoint.receiveBudget());
     }
 
     @Override
     public void write(ChannelHandlerContext ctx, Object msg, ChannelPromise promise) {
-        if (msg instanceof TagMessage || msg instanceof ByteBuf) {
+        if (msg instanceof TagMessage || msg instanceof ByteBuf || msg instanceof StreamData) {
             sender.write(ctx, msg, promise);
         } else {
             ctx.write(msg, promise);
@@ -95,6 +98,16 @@ public final class EagerCodec extends ChannelDuplexHandler implements ProtocolCo
     /** Zero-copy sends waiting for the receiver's acknowledgement of their arrival. */
     public int zcopyWaiting() {
         return sender.zcopyWaiting();
+    }
+
+    /** This endpoint's messages in the worker's unexpected queue. */
+    public int unexpectedQueued() {
+        return receiver == null ? 0 : receiver.queuedCount();
+    }
+
+    /** Messages of this endpoint whose fragments are still arriving. */
+    public int reassemblies() {
+        return receiver == null ? 0 : receiver.reassemblyCount();
     }
 
     @Override

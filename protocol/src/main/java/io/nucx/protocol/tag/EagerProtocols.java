@@ -115,10 +115,12 @@ public final class EagerProtocols {
         @Override
         public void probe(ProbeParams params, Consumer<ProtoCandidate> out) {
             long key = params.key();
-            SelectionKey.Operation op = kind.sync() ? SelectionKey.Operation.TAG_SEND_SYNC
-                    : SelectionKey.Operation.TAG_SEND;
-            if (SelectionKey.operation(key) != op
-                    || SelectionKey.datatype(key) == SelectionKey.DatatypeClass.GENERIC) {
+            SelectionKey.Operation op = SelectionKey.operation(key);
+            // A stream write is carried like a tagged one (STREAM_* first frames instead of EAGER_*); it has no
+            // synchronous form.
+            boolean serves = kind.sync() ? op == SelectionKey.Operation.TAG_SEND_SYNC
+                    : op == SelectionKey.Operation.TAG_SEND || op == SelectionKey.Operation.STREAM_SEND;
+            if (!serves || SelectionKey.datatype(key) == SelectionKey.DatatypeClass.GENERIC) {
                 return;
             }
             IfaceAttributes lane = params.endpoint().amLaneAttrs();

@@ -4,14 +4,20 @@ import io.netty.buffer.ByteBuf;
 import io.netty.buffer.ByteBufAllocator;
 import io.netty.channel.ChannelHandlerContext;
 import io.nucx.protocol.AmIds;
+import io.nucx.protocol.LimitExceededException;
+import io.nucx.protocol.MemoryBudget;
+import io.nucx.protocol.ProtocolCodec;
 import io.nucx.protocol.ProtocolException;
+import io.nucx.protocol.stream.StreamSlot;
 import io.nucx.transport.AmFrame;
 
 import java.io.IOException;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
+import java.util.LinkedHashSet;
 import java.util.Map;
+import java.util.Set;
 import java.util.function.LongPredicate;
 
 /**
@@ -20,7 +26,9 @@ import java.util.function.LongPredicate;
  * message where its first frame decided: a posted receive (from the worker's {@link TagMatcher}, straight into the
  * user's buffer when it gave one), the endpoint's pipeline ({@code PIPELINE_TAG}; a {@link PipelineSlot} holds its
  * place while fragments arrive), or the unexpected queue. Synchronous senders are acknowledged at the match, zero-copy
- * senders once every byte has arrived. A header of the wrong length, a message over NUCX_MAX_MSG_SIZE, a fragment
+ * senders once every byte has arrived. Stream writes (STREAM_ONLY, STREAM_FIRST, STREAM_ZCOPY_*) go to the endpoint's
+ * stream instead, never to the matcher: a {@link StreamSlot} up the pipeline, completed as their fragments arrive. A
+ * header of the wrong length, a message over NUCX_MAX_MSG_SIZE, a fragment
  * outside its message or of an unknown message is a {@link ProtocolException}: the lane it came by closes.
  */
 final class EagerReceiver {
@@ -30,12 +38,12 @@ final class EagerReceiver {
         final long msgId;
         final long tag;
         final int total;
-        /** A {@link TagReceive}, an {@link Arrival}, a {@link PipelineSlot}, or null (the rest is dropped). */
+        /** A {@link TagReceive}, an {@link Arrival}, a {@link PipelineSlot}, a {@link StreamSlot}, or null. */
         Object target;
-        ByteBuf buffer;
-        /** The buffer is a slice of the receive's own buffer: complete in place. */
-        boolean inPlace;
-        int received;
+        /** Its bytes so far: in the receive's own buffer, or copies (committed as they arrive). */
+        Fragments parts;
+        /** Bytes charged to the endpoint's budget while no posted receive owns the message. */
+        long charged;
         /** A zero-copy message's sender request id, acknowledged once every byte has arrived; -1 otherwise. */
         final long zcopyReqId;
 
@@ -54,6 +62,8 @@ final class EagerReceiver {
         /** A synchronous message: the sender waits for the acknowledgement of the match; -1 otherwise. */
         final long syncReqId;
         final long size;
+        /** Bytes charged to the endpoint's budget for it (its entry, and its data as they arrived). */
+        long charged;
 
         Arrival(long tag, long size, long syncReqId) {
             super(tag);
@@ -63,6 +73,9 @@ final class EagerReceiver {
 
         @Override
         protected void matched(TagReceive r) {
+            queued.remove(this);
+            budget.release(charged);
+            charged = 0;
             if (syncReqId >= 0) {
                 acknowledgeMatch(syncReqId, r, size);
             }
@@ -73,18 +86,15 @@ final class EagerReceiver {
             } else {
                 r.claim(); // its buffer takes the fragments still to come: no taking it back
                 reassembly.target = r;
+                budget.release(reassembly.charged); // a posted receive owns what came and what comes
+                reassembly.charged = 0;
             }
         }
 
         @Override
         protected void discard() {
-            if (data != null) {
-                data.release();
-                data = null;
-            }
-            if (reassembly != null) {
-                reassembly.target = null; // the rest of it is dropped as it arrives
-            }
+            queued.remove(this);
+            drop(this);
         }
     }
 
@@ -94,14 +104,19 @@ final class EagerReceiver {
     private final long maxMessageSize;
     private final LongPredicate toPipeline;
     private final EagerSender sender;
+    private final MemoryBudget budget;
     private final Map<Long, Reassembly> reassemblies = new HashMap<>();
+    /** This endpoint's arrivals in the worker's unexpected queue. */
+    private final Set<Arrival> queued = new LinkedHashSet<>();
 
     /**
      * @param toPipeline whether a message of a tag no posted receive wants goes up the endpoint's pipeline
      * @param sender     takes the acknowledgements of this endpoint's own synchronous and zero-copy sends
+     * @param budget     the endpoint's receive budget: what no posted receive owns is charged to it
      */
     EagerReceiver(ChannelHandlerContext ctx, TagMatcher matcher, ByteBufAllocator alloc, long maxMessageSize,
-                  LongPredicate toPipeline, EagerSender sender) {
+                  LongPredicate toPipeline, EagerSender sender, MemoryBudget budget) {
+        this.budget = budget;
         this.ctx = ctx;
         this.matcher = matcher;
         this.alloc = alloc;
@@ -122,7 +137,8 @@ final class EagerReceiver {
                 }
                 case AmIds.EAGER_FIRST -> {
                     check(frame, EagerHeaders.FIRST_LENGTH);
-                    onFirst(h.getLongLE(at + EagerHeaders.TAG_OFFSET), h.getLongLE(at + EagerHeaders.FIRST_TOTAL_OFFSET),
+                    onFirst(false, h.getLongLE(at + EagerHeaders.TAG_OFFSET),
+                            h.getLongLE(at + EagerHeaders.FIRST_TOTAL_OFFSET),
                             h.getLongLE(at + EagerHeaders.FIRST_MSG_ID_OFFSET), -1, -1, frame.payload().retain());
                 }
                 case AmIds.EAGER_MIDDLE -> {
@@ -137,7 +153,8 @@ final class EagerReceiver {
                 }
                 case AmIds.EAGER_SYNC_FIRST -> {
                     check(frame, EagerHeaders.SYNC_FIRST_LENGTH);
-                    onFirst(h.getLongLE(at + EagerHeaders.TAG_OFFSET), h.getLongLE(at + EagerHeaders.FIRST_TOTAL_OFFSET),
+                    onFirst(false, h.getLongLE(at + EagerHeaders.TAG_OFFSET),
+                            h.getLongLE(at + EagerHeaders.FIRST_TOTAL_OFFSET),
                             h.getLongLE(at + EagerHeaders.FIRST_MSG_ID_OFFSET),
                             requestId(frame, at + EagerHeaders.FIRST_LENGTH), -1, frame.payload().retain());
                 }
@@ -149,7 +166,29 @@ final class EagerReceiver {
                 }
                 case AmIds.EAGER_ZCOPY_FIRST -> {
                     check(frame, EagerHeaders.ZCOPY_FIRST_LENGTH);
-                    onFirst(h.getLongLE(at + EagerHeaders.TAG_OFFSET), h.getLongLE(at + EagerHeaders.FIRST_TOTAL_OFFSET),
+                    onFirst(false, h.getLongLE(at + EagerHeaders.TAG_OFFSET),
+                            h.getLongLE(at + EagerHeaders.FIRST_TOTAL_OFFSET),
+                            h.getLongLE(at + EagerHeaders.FIRST_MSG_ID_OFFSET), -1,
+                            requestId(frame, at + EagerHeaders.FIRST_LENGTH), frame.payload().retain());
+                }
+                case AmIds.STREAM_ONLY -> {
+                    check(frame, EagerHeaders.ONLY_LENGTH);
+                    ctx.fireChannelRead(StreamSlot.whole(frame.payload().retain()));
+                }
+                case AmIds.STREAM_ZCOPY_ONLY -> {
+                    check(frame, EagerHeaders.ZCOPY_ONLY_LENGTH);
+                    long reqId = requestId(frame, at + EagerHeaders.ONLY_LENGTH);
+                    ctx.fireChannelRead(StreamSlot.whole(frame.payload().retain()));
+                    acknowledgeArrival(reqId);
+                }
+                case AmIds.STREAM_FIRST -> {
+                    check(frame, EagerHeaders.FIRST_LENGTH);
+                    onFirst(true, 0, h.getLongLE(at + EagerHeaders.FIRST_TOTAL_OFFSET),
+                            h.getLongLE(at + EagerHeaders.FIRST_MSG_ID_OFFSET), -1, -1, frame.payload().retain());
+                }
+                case AmIds.STREAM_ZCOPY_FIRST -> {
+                    check(frame, EagerHeaders.ZCOPY_FIRST_LENGTH);
+                    onFirst(true, 0, h.getLongLE(at + EagerHeaders.FIRST_TOTAL_OFFSET),
                             h.getLongLE(at + EagerHeaders.FIRST_MSG_ID_OFFSET), -1,
                             requestId(frame, at + EagerHeaders.FIRST_LENGTH), frame.payload().retain());
                 }
@@ -182,14 +221,31 @@ final class EagerReceiver {
             }
             ctx.fireChannelRead(new TagMessage(tag, payload));
         } else {
+            try {
+                budget.charge(MemoryBudget.ENTRY_COST + payload.readableBytes(), "unexpected message of tag "
+                        + Long.toHexString(tag) + " (" + payload.readableBytes() + " bytes)");
+            } catch (LimitExceededException e) {
+                payload.release();
+                throw e;
+            }
             Arrival a = new Arrival(tag, payload.readableBytes(), syncReqId);
+            a.charged = MemoryBudget.ENTRY_COST + payload.readableBytes();
             a.data = payload;
-            matcher.addUnexpected(a);
+            queue(a);
         }
     }
 
-    /** The first fragment of a message; its destination is decided now, in the order the peer wrote. */
-    private void onFirst(long tag, long total, long msgId, long syncReqId, long zcopyReqId, ByteBuf payload) {
+    private void queue(Arrival a) {
+        queued.add(a);
+        matcher.addUnexpected(a);
+    }
+
+    /**
+     * The first fragment of a message; its destination is decided now, in the order the peer wrote: for a stream
+     * write its place in the endpoint's stream, else by tag.
+     */
+    private void onFirst(boolean stream, long tag, long total, long msgId, long syncReqId, long zcopyReqId,
+                         ByteBuf payload) {
         try {
             if (total > maxMessageSize || total < 0) {
                 throw new ProtocolException("message " + Long.toHexString(msgId) + " announces " + total
@@ -203,8 +259,14 @@ final class EagerReceiver {
                 throw new ProtocolException("message id " + Long.toHexString(msgId) + " started twice");
             }
             Reassembly ra = new Reassembly(msgId, tag, (int) total, zcopyReqId);
-            TagReceive r = matcher.takeExpected(tag);
-            if (r != null) {
+            TagReceive r = stream ? null : matcher.takeExpected(tag);
+            if (stream) {
+                charge(ra, MemoryBudget.ENTRY_COST, "stream write " + Long.toHexString(msgId));
+                StreamSlot slot = new StreamSlot();
+                ra.target = slot;
+                ra.parts = Fragments.copied(alloc, (int) total);
+                ctx.fireChannelRead(slot);
+            } else if (r != null) {
                 if (syncReqId >= 0) {
                     acknowledgeMatch(syncReqId, r, total);
                 }
@@ -212,29 +274,46 @@ final class EagerReceiver {
                     r.truncated(tag, total); // the rest is dropped
                 } else if (r.claim()) { // its buffer takes the fragments still to come: no taking it back
                     ra.target = r;
-                    ra.buffer = r.target((int) total);
-                    ra.inPlace = ra.buffer != null;
+                    ByteBuf own = r.target((int) total);
+                    ra.parts = own != null ? Fragments.inPlace(own, (int) total)
+                            : Fragments.copied(alloc, (int) total);
                 }
             } else if (toPipeline.test(tag)) {
+                charge(ra, MemoryBudget.ENTRY_COST, "message " + Long.toHexString(msgId) + " arriving for the "
+                        + "pipeline");
                 if (syncReqId >= 0) {
                     acknowledgeMatch(syncReqId, null, 0);
                 }
                 PipelineSlot slot = new PipelineSlot();
                 ra.target = slot;
+                ra.parts = Fragments.copied(alloc, (int) total);
                 ctx.fireChannelRead(slot);
             } else {
+                budget.charge(MemoryBudget.ENTRY_COST, "unexpected message " + Long.toHexString(msgId));
                 Arrival a = new Arrival(tag, total, syncReqId);
+                a.charged = MemoryBudget.ENTRY_COST;
                 a.reassembly = ra;
                 ra.target = a;
-                matcher.addUnexpected(a);
+                ra.parts = Fragments.copied(alloc, (int) total);
+                queue(a);
             }
-            if (ra.target != null && ra.buffer == null) {
-                ra.buffer = alloc.buffer((int) total);
+            if (ra.parts == null) {
+                ra.parts = Fragments.counted((int) total); // nobody will receive it: the rest is dropped
             }
             reassemblies.put(msgId, ra);
             append(ra, 0, payload);
         } finally {
             payload.release();
+        }
+    }
+
+    /** Charges {@code bytes} of {@code ra} to the endpoint's budget (no posted receive owns it). */
+    private void charge(Reassembly ra, long bytes, String what) {
+        budget.charge(bytes, what);
+        if (ra.target instanceof Arrival a) {
+            a.charged += bytes;
+        } else {
+            ra.charged += bytes;
         }
     }
 
@@ -244,23 +323,20 @@ final class EagerReceiver {
             if (ra == null) {
                 throw new ProtocolException("fragment of unknown message id " + Long.toHexString(msgId));
             }
-            if (offset < 0 || offset + payload.readableBytes() > ra.total) {
-                throw new ProtocolException("fragment [" + offset + ", +" + payload.readableBytes()
-                        + ") lies outside message " + Long.toHexString(msgId) + " of " + ra.total + " bytes");
-            }
-            append(ra, (int) offset, payload);
+            append(ra, offset, payload);
         } finally {
             payload.release();
         }
     }
 
-    private void append(Reassembly ra, int offset, ByteBuf payload) {
+    private void append(Reassembly ra, long offset, ByteBuf payload) {
         int n = payload.readableBytes();
-        if (ra.buffer != null) {
-            ra.buffer.setBytes(offset, payload, payload.readerIndex(), n);
+        if (ra.target != null && !(ra.target instanceof TagReceive) && n > 0) {
+            charge(ra, n, "message " + Long.toHexString(ra.msgId) + " (" + ra.total + " bytes, "
+                    + ra.parts.received() + " arrived)");
         }
-        ra.received += n;
-        if (ra.received == ra.total) {
+        ra.parts.add(offset, payload, "message " + Long.toHexString(ra.msgId));
+        if (ra.parts.isComplete()) {
             reassemblies.remove(ra.msgId);
             complete(ra);
             if (ra.zcopyReqId >= 0) {
@@ -269,20 +345,27 @@ final class EagerReceiver {
         }
     }
 
-    private static void complete(Reassembly ra) {
-        ByteBuf data = ra.buffer;
-        ra.buffer = null;
-        if (data != null) {
-            data.writerIndex(ra.total);
-        }
+    private void complete(Reassembly ra) {
+        boolean inPlace = ra.parts.isInPlace();
+        ByteBuf data = ra.parts.take();
+        ra.parts = null;
         switch (ra.target) {
-            case TagReceive r when ra.inPlace -> r.completeInPlace(ra.tag, data);
+            case TagReceive r when inPlace -> r.completeInPlace(ra.tag, data);
             case TagReceive r -> r.deliver(ra.tag, data);
             case Arrival a -> {
                 a.data = data;
                 a.reassembly = null;
             }
-            case PipelineSlot s -> s.complete(new TagMessage(ra.tag, data));
+            case PipelineSlot s -> {
+                budget.release(ra.charged);
+                ra.charged = 0;
+                s.complete(new TagMessage(ra.tag, data));
+            }
+            case StreamSlot s -> {
+                budget.release(ra.charged);
+                ra.charged = 0;
+                s.complete(data);
+            }
             case null, default -> {
                 if (data != null) {
                     data.release();
@@ -308,7 +391,7 @@ final class EagerReceiver {
             frame.release();
             return;
         }
-        ctx.writeAndFlush(frame, ctx.voidPromise());
+        ctx.writeAndFlush(frame, ProtocolCodec.quietPromise(ctx));
     }
 
     /**
@@ -319,20 +402,55 @@ final class EagerReceiver {
         List<Reassembly> dead = new ArrayList<>(reassemblies.values());
         reassemblies.clear();
         for (Reassembly ra : dead) {
-            if (ra.buffer != null) {
-                ra.buffer.release();
-                ra.buffer = null;
-            }
+            int received = ra.parts.received();
+            ra.parts.release();
+            ra.parts = null;
+            budget.release(ra.charged);
+            ra.charged = 0;
             switch (ra.target) {
                 case TagReceive r -> r.fail(new IOException("sender " + ctx.channel() + " went away after "
-                        + ra.received + " of " + ra.total + " bytes of message " + Long.toHexString(ra.msgId),
+                        + received + " of " + ra.total + " bytes of message " + Long.toHexString(ra.msgId),
                         cause));
-                case Arrival a -> matcher.withdraw(a);
+                case Arrival a -> {
+                    a.reassembly = null;
+                    withdraw(a);
+                }
                 case PipelineSlot s -> s.abort();
+                case StreamSlot s -> s.abort();
                 case null, default -> {
                 }
             }
         }
+        if (budget.exceeded()) {
+            // It went over its bound: what it left in the unexpected queue goes too, not only what was unfinished.
+            for (Arrival a : List.copyOf(queued)) {
+                withdraw(a);
+            }
+        }
+    }
+
+    private void withdraw(Arrival a) {
+        queued.remove(a);
+        matcher.withdraw(a);
+        drop(a);
+    }
+
+    /** Releases an arrival nobody will receive: its data and its charge. */
+    private void drop(Arrival a) {
+        if (a.data != null) {
+            a.data.release();
+            a.data = null;
+        }
+        if (a.reassembly != null) {
+            a.reassembly.target = null; // the rest of it is dropped as it arrives
+        }
+        budget.release(a.charged);
+        a.charged = 0;
+    }
+
+    /** This endpoint's messages in the worker's unexpected queue. */
+    int queuedCount() {
+        return queued.size();
     }
 
     /** Messages whose fragments are still arriving. */

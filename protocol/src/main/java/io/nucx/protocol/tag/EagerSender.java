@@ -8,12 +8,14 @@ import io.netty.util.concurrent.Future;
 import io.nucx.protocol.AmIds;
 import io.nucx.protocol.EndpointConfig;
 import io.nucx.protocol.PendingRequests;
+import io.nucx.protocol.ProtocolCodec;
 import io.nucx.protocol.ProtocolCounters;
 import io.nucx.protocol.ProtocolException;
 import io.nucx.protocol.select.ProtoCandidate;
 import io.nucx.protocol.select.Protocol;
 import io.nucx.protocol.select.SelectionCache;
 import io.nucx.protocol.select.SelectionKey;
+import io.nucx.protocol.stream.StreamData;
 import io.nucx.transport.AmFrame;
 import io.nucx.transport.IfaceAttributes;
 
@@ -32,6 +34,9 @@ import java.util.function.LongSupplier;
  *   <li>{@code tag/rndv}, {@code rndv/put/zcopy}, {@code rndv/get/zcopy}: handed down as a {@link RndvSendRequest}
  *       to the rendezvous codec below.</li>
  * </ul>
+ * A stream write ({@code StreamData}) takes the same table lookup with the {@code STREAM_SEND} key and the same
+ * frames under the stream's first-frame ids (STREAM_ONLY, STREAM_FIRST, STREAM_ZCOPY_*, STREAM_RTS), tag 0; its
+ * EAGER_MIDDLE fragments and acknowledgements are the tagged ones.
  * The copy protocols' payloads are copied into pooled buffers (copy-in) when the lane's transport would not copy them
  * itself ({@link IfaceAttributes#copiesAmPayload}), otherwise they are slices of the message; the zero-copy protocols
  * always send slices. A copy send's promise rides on its last fragment, so it completes when the whole message has
@@ -46,8 +51,8 @@ final class EagerSender {
     private final int middlePayload;
     private final SelectionCache protocols;
     private final IfaceAttributes lane;
-    /** Keys by [sync][iov][direct]: built once, so a send costs an index and a table lookup. */
-    private final long[] keys = new long[8];
+    /** Keys by [stream][sync][iov][direct]: built once, so a send costs an index and a table lookup. */
+    private final long[] keys = new long[12];
     private final LongSupplier messageIds;
     private final LongSupplier defaultTag;
     private final ProtocolCounters.Traffic shortCount;
@@ -83,8 +88,8 @@ final class EagerSender {
         this.middlePayload = maxBcopy - EagerHeaders.MIDDLE_LENGTH;
         this.protocols = protocols;
         for (int i = 0; i < keys.length; i++) {
-            keys[i] = SelectionKey.pack((i & 4) != 0 ? SelectionKey.Operation.TAG_SEND_SYNC
-                            : SelectionKey.Operation.TAG_SEND, 0,
+            keys[i] = SelectionKey.pack((i & 8) != 0 ? SelectionKey.Operation.STREAM_SEND
+                            : (i & 4) != 0 ? SelectionKey.Operation.TAG_SEND_SYNC : SelectionKey.Operation.TAG_SEND, 0,
                     (i & 2) != 0 ? SelectionKey.DatatypeClass.IOV : SelectionKey.DatatypeClass.CONTIG,
                     (i & 1) != 0 ? SelectionKey.MemoryType.DIRECT : SelectionKey.MemoryType.HEAP,
                     protocols.locality());
@@ -102,15 +107,23 @@ final class EagerSender {
         this.multiZcopyCount = counters.traffic(EagerProtocols.MULTI_ZCOPY.name(), transport);
     }
 
-    /** Sends a {@link TagMessage} or a plain {@link ByteBuf} (with the default tag); owns {@code msg}. */
+    /**
+     * Sends a {@link TagMessage}, a plain {@link ByteBuf} (with the default tag) or a {@link StreamData} (a stream
+     * write: selected by {@code STREAM_SEND}, sent with the STREAM_* first-frame ids and tag 0); owns {@code msg}.
+     */
     void write(ChannelHandlerContext ctx, Object msg, ChannelPromise promise) {
         long tag;
         ByteBuf content;
         boolean sync = false;
+        boolean stream = false;
         if (msg instanceof TagMessage m) {
             tag = m.tag();
             content = m.content();
             sync = m.sync();
+        } else if (msg instanceof StreamData d) {
+            tag = 0;
+            content = d.content();
+            stream = true;
         } else {
             tag = defaultTag.getAsLong();
             content = (ByteBuf) msg;
@@ -124,29 +137,31 @@ final class EagerSender {
         try {
             int length = content.readableBytes();
             // isDirect, not hasArray: a composite of heap components is heap memory too (no array of its own).
-            int keyIndex = (content.isDirect() ? 1 : 0) + (content.nioBufferCount() > 1 ? 2 : 0) + (sync ? 4 : 0);
+            int keyIndex = (content.isDirect() ? 1 : 0) + (content.nioBufferCount() > 1 ? 2 : 0) + (sync ? 4 : 0)
+                    + (stream ? 8 : 0);
             ProtoCandidate chosen = protocols.table(keys[keyIndex]).lookup(length);
             Protocol p = chosen == null ? null : chosen.protocol();
             if (p == EagerProtocols.SHORT || p == EagerProtocols.SINGLE_BCOPY) {
                 ByteBuf header = ctx.alloc().buffer(EagerHeaders.ONLY_LENGTH).writeLongLE(tag);
                 (p == EagerProtocols.SHORT ? shortCount : singleCount).sent(length);
-                ctx.write(AmFrame.of(AmIds.EAGER_ONLY, 0, header,
+                ctx.write(AmFrame.of(stream ? AmIds.STREAM_ONLY : AmIds.EAGER_ONLY, 0, header,
                         copyPayload(ctx, content, content.readerIndex(), length)), promise);
             } else if (p == EagerProtocols.MULTI_BCOPY) {
                 multiCount.sent(length);
-                writeFragments(ctx, AmIds.EAGER_FIRST, tag, content, length, -1, true, promise);
+                writeFragments(ctx, stream ? AmIds.STREAM_FIRST : AmIds.EAGER_FIRST, tag, content, length, -1, true,
+                        promise);
             } else if (p == EagerProtocols.SINGLE_ZCOPY || p == EagerProtocols.MULTI_ZCOPY) {
-                writeZcopy(ctx, tag, content, length, p == EagerProtocols.MULTI_ZCOPY, promise);
+                writeZcopy(ctx, tag, content, length, p == EagerProtocols.MULTI_ZCOPY, stream, promise);
             } else if (p == EagerProtocols.SYNC_SINGLE_BCOPY || p == EagerProtocols.SYNC_MULTI_BCOPY) {
                 writeSync(ctx, tag, content, length, p == EagerProtocols.SYNC_MULTI_BCOPY, promise);
             } else if (p == RndvProtocols.TAG_RNDV || p == RndvProtocols.PUT_ZCOPY) {
                 // put/zcopy's RTS is tag/rndv's: the receiver answers with its buffer's key
                 rndvCount.sent(length);
-                ctx.write(new RndvSendRequest(tag, content.retain()), promise);
+                ctx.write(new RndvSendRequest(tag, content.retain(), false, stream), promise);
             } else if (p == RndvProtocols.GET_ZCOPY) {
                 boolean offer = RndvSendRequest.offersKey(content);
                 (offer ? getZcopyCount : rndvCount).sent(length); // not one native run: the receiver asks by RTR
-                ctx.write(new RndvSendRequest(tag, content.retain(), offer), promise);
+                ctx.write(new RndvSendRequest(tag, content.retain(), offer, stream), promise);
             } else {
                 promise.tryFailure(new IllegalStateException("no protocol sends a " + length + "-byte "
                         + SelectionKey.describe(keys[keyIndex]) + " on " + protocols.config().amLane()
@@ -188,7 +203,7 @@ final class EagerSender {
      * releases the slices it holds.
      */
     private void writeZcopy(ChannelHandlerContext ctx, long tag, ByteBuf content, int length, boolean multi,
-                            ChannelPromise promise) {
+                            boolean stream, ChannelPromise promise) {
         // A void promise cannot be waited for (a graceful close waits for these): a real one that still reports a
         // failure to the pipeline as the void promise would.
         long id = zcopySends.add(promise.isVoid() ? promise.unvoid() : promise);
@@ -201,11 +216,13 @@ final class EagerSender {
         });
         if (multi) {
             multiZcopyCount.sent(length);
-            writeFragments(ctx, AmIds.EAGER_ZCOPY_FIRST, tag, content, length, id, false, written);
+            writeFragments(ctx, stream ? AmIds.STREAM_ZCOPY_FIRST : AmIds.EAGER_ZCOPY_FIRST, tag, content, length, id,
+                    false, written);
         } else {
             singleZcopyCount.sent(length);
             ByteBuf header = ctx.alloc().buffer(EagerHeaders.ZCOPY_ONLY_LENGTH).writeLongLE(tag).writeLongLE(id);
-            ctx.write(AmFrame.of(AmIds.EAGER_ZCOPY_ONLY, 0, header, content.retainedSlice()), written);
+            ctx.write(AmFrame.of(stream ? AmIds.STREAM_ZCOPY_ONLY : AmIds.EAGER_ZCOPY_ONLY, 0, header,
+                    content.retainedSlice()), written);
         }
     }
 
@@ -218,7 +235,7 @@ final class EagerSender {
         long msgId = messageIds.getAsLong();
         int start = content.readerIndex();
         int firstLength = switch (firstAmId) {
-            case AmIds.EAGER_FIRST -> EagerHeaders.FIRST_LENGTH;
+            case AmIds.EAGER_FIRST, AmIds.STREAM_FIRST -> EagerHeaders.FIRST_LENGTH;
             case AmIds.EAGER_SYNC_FIRST -> EagerHeaders.SYNC_FIRST_LENGTH;
             default -> EagerHeaders.ZCOPY_FIRST_LENGTH;
         };
@@ -229,13 +246,13 @@ final class EagerSender {
         }
         first0 = Math.min(first0, length); // NUCX_PROTOS may leave this protocol for small messages too
         ctx.write(AmFrame.of(firstAmId, 0, first, copy ? copyPayload(ctx, content, start, first0)
-                : content.retainedSlice(start, first0)), first0 == length ? promise : ctx.voidPromise());
+                : content.retainedSlice(start, first0)), first0 == length ? promise : ProtocolCodec.quietPromise(ctx));
         for (int offset = first0; offset < length; offset += middlePayload) {
             int n = Math.min(middlePayload, length - offset);
             ByteBuf header = ctx.alloc().buffer(EagerHeaders.MIDDLE_LENGTH).writeLongLE(msgId).writeLongLE(offset);
             boolean last = offset + n == length;
             ctx.write(AmFrame.of(AmIds.EAGER_MIDDLE, 0, header, copy ? copyPayload(ctx, content, start + offset, n)
-                    : content.retainedSlice(start + offset, n)), last ? promise : ctx.voidPromise());
+                    : content.retainedSlice(start + offset, n)), last ? promise : ProtocolCodec.quietPromise(ctx));
         }
     }
 

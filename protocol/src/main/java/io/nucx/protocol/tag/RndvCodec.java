@@ -26,7 +26,9 @@ public final class RndvCodec extends ChannelDuplexHandler implements ProtocolCod
     /** Its name in an endpoint's pipeline. */
     public static final String NAME = "nucx.tag.rndv";
 
-    static final int[] AM_IDS = {AmIds.RNDV_RTS, AmIds.RNDV_ATS, AmIds.RNDV_RTR, AmIds.RNDV_DATA, AmIds.RNDV_ATP};
+    /** Its active messages, STREAM_RTS included (a stream write's RTS: the stream takes it, never the matcher). */
+    static final int[] AM_IDS = {AmIds.RNDV_RTS, AmIds.RNDV_ATS, AmIds.RNDV_RTR, AmIds.RNDV_DATA, AmIds.RNDV_ATP,
+        AmIds.STREAM_RTS};
 
     private final EndpointServices endpoint;
     private final WorkerProtocols worker;
@@ -43,7 +45,7 @@ public final class RndvCodec extends ChannelDuplexHandler implements ProtocolCod
         sender = new RndvSender(ctx, endpoint, worker.counters(), worker.rndvInFlight());
         receiver = new RndvReceiver(ctx, endpoint, worker.matcher(), worker.alloc(),
                 worker.settings().maxMessageSize(), worker.settings().scheme(), worker.counters(),
-                worker.rndvInFlight());
+                worker.rndvInFlight(), endpoint.receiveBudget());
     }
 
     @Override
@@ -65,9 +67,10 @@ public final class RndvCodec extends ChannelDuplexHandler implements ProtocolCod
             ByteBuf h = frame.header();
             int at = h.readerIndex();
             switch (frame.amId()) {
-                case AmIds.RNDV_RTS -> {
+                case AmIds.RNDV_RTS, AmIds.STREAM_RTS -> {
                     ByteBuf key = RndvHeaders.readRtsKey(h); // first: it checks the length the fields are read from
-                    receiver.onRts(h.getLongLE(at), h.getLongLE(at + 8), h.getLongLE(at + 16), key);
+                    receiver.onRts(h.getLongLE(at), h.getLongLE(at + 8), h.getLongLE(at + 16), key,
+                            frame.amId() == AmIds.STREAM_RTS);
                 }
                 case AmIds.RNDV_RTR -> {
                     ByteBuf key = RndvHeaders.readRtrKey(h);
@@ -93,7 +96,7 @@ public final class RndvCodec extends ChannelDuplexHandler implements ProtocolCod
 
     private static boolean owns(int amId) {
         return amId == AmIds.RNDV_RTS || amId == AmIds.RNDV_ATS || amId == AmIds.RNDV_RTR || amId == AmIds.RNDV_DATA
-                || amId == AmIds.RNDV_ATP;
+                || amId == AmIds.RNDV_ATP || amId == AmIds.STREAM_RTS;
     }
 
     private static void check(AmFrame frame, int headerLength) {

@@ -22,7 +22,8 @@ import java.util.function.Consumer;
  * near-ties. The threshold is where this line crosses the eager lines, never a constant; {@code NUCX_RNDV_THRESH}
  * forces it (priority 60 beats the copy protocols' 20). With AM_BW lanes the data's wire time is at the sum of the
  * lanes' bandwidths, as the seed's multi-lane threshold sums them. Synchronous sends may take it too: the sender
- * learns of the match from the RTR (or ATS), so its future completes only after the receiver matched.
+ * learns of the match from the RTR (or ATS), so its future completes only after the receiver matched. Stream writes
+ * ({@code STREAM_SEND}) take every rendezvous protocol as tagged sends do; only their RTS differs (STREAM_RTS).
  *
  * <p>The data fragments are retained slices of the send buffer, which the send holds from the RTS on anyway. On a lane
  * whose transport writes them from the sender's memory ({@link Capability#AM_ZCOPY}: tcp, native memory) that is
@@ -52,7 +53,8 @@ public final class RndvProtocols {
         public void probe(ProbeParams params, Consumer<ProtoCandidate> out) {
             long key = params.key();
             SelectionKey.Operation op = SelectionKey.operation(key);
-            if ((op != SelectionKey.Operation.TAG_SEND && op != SelectionKey.Operation.TAG_SEND_SYNC)
+            if ((op != SelectionKey.Operation.TAG_SEND && op != SelectionKey.Operation.TAG_SEND_SYNC
+                    && op != SelectionKey.Operation.STREAM_SEND)
                     || SelectionKey.datatype(key) == SelectionKey.DatatypeClass.GENERIC) {
                 return;
             }
@@ -218,7 +220,8 @@ public final class RndvProtocols {
         public void probe(ProbeParams params, Consumer<ProtoCandidate> out) {
             long key = params.key();
             SelectionKey.Operation op = SelectionKey.operation(key);
-            if ((op != SelectionKey.Operation.TAG_SEND && op != SelectionKey.Operation.TAG_SEND_SYNC)
+            if ((op != SelectionKey.Operation.TAG_SEND && op != SelectionKey.Operation.TAG_SEND_SYNC
+                    && op != SelectionKey.Operation.STREAM_SEND)
                     || SelectionKey.datatype(key) != SelectionKey.DatatypeClass.CONTIG
                     || SelectionKey.memoryType(key) == SelectionKey.MemoryType.HEAP
                     || !params.endpoint().hasRmaLane() || !params.endpoint().rmaLaneAttrs().has(needs)) {

@@ -9,11 +9,14 @@ import io.netty.util.internal.logging.InternalLogger;
 import io.netty.util.internal.logging.InternalLoggerFactory;
 import io.nucx.protocol.AmIds;
 import io.nucx.protocol.EndpointServices;
+import io.nucx.protocol.MemoryBudget;
 import io.nucx.protocol.PendingRequests;
+import io.nucx.protocol.ProtocolCodec;
 import io.nucx.protocol.ProtocolCounters;
 import io.nucx.protocol.ProtocolException;
 import io.nucx.protocol.RmaRail;
 import io.nucx.protocol.RmaTransfer;
+import io.nucx.protocol.stream.StreamSlot;
 import io.nucx.transport.AmFrame;
 import io.nucx.transport.Capability;
 import io.nucx.transport.rma.MemoryRegistration;
@@ -73,10 +76,15 @@ final class RndvReceiver {
         final long senderReqId;
         long id;
         Stage stage;
-        /** A {@link TagReceive}, a {@link PipelineSlot}, or null (the data are taken and dropped). */
+        /** A {@link TagReceive}, a {@link PipelineSlot}, a {@link StreamSlot}, or null (taken and dropped). */
         Object target;
+        /** The whole receive buffer: the user's (in place), or allocated for a GET or a PUT offer; else null. */
         ByteBuf buffer;
         boolean inPlace;
+        /** The data of RNDV_DATA fragments: into {@link #buffer}, or copies committed as they arrive. */
+        Fragments parts;
+        /** Bytes charged to the endpoint's budget: no posted receive owns this one. */
+        long charged;
         int received;
         /** The GET reading the sender's memory, or null. */
         Get get;
@@ -103,6 +111,8 @@ final class RndvReceiver {
 
         RtsArrival(long tag, long senderReqId, long size, List<RmaTransfer.RailKey> key) {
             super(tag);
+            budget.charge(MemoryBudget.ENTRY_COST, "unexpected rendezvous request " + senderReqId + " ("
+                    + size + " bytes)");
             this.senderReqId = senderReqId;
             this.size = size;
             this.key = key;
@@ -111,12 +121,15 @@ final class RndvReceiver {
         @Override
         protected void matched(TagReceive r) {
             unexpected.remove(this);
+            budget.release(MemoryBudget.ENTRY_COST);
             start(r, tag(), size, senderReqId, key);
         }
 
         @Override
         protected void discard() {
-            unexpected.remove(this);
+            if (unexpected.remove(this)) {
+                budget.release(MemoryBudget.ENTRY_COST);
+            }
         }
     }
 
@@ -127,6 +140,7 @@ final class RndvReceiver {
     private final long maxMessageSize;
     private final RndvScheme scheme;
     private final LongPredicate toPipeline;
+    private final MemoryBudget budget;
     private final PendingRequests<Receive> receives;
     /** This endpoint's RTS waiting in the worker's unexpected queue; they leave it when the endpoint ends. */
     private final Set<RtsArrival> unexpected = new LinkedHashSet<>();
@@ -140,7 +154,8 @@ final class RndvReceiver {
 
     RndvReceiver(ChannelHandlerContext ctx, EndpointServices endpoint, TagMatcher matcher, ByteBufAllocator alloc,
                  long maxMessageSize, RndvScheme scheme, ProtocolCounters counters,
-                 java.util.concurrent.atomic.AtomicInteger inFlight) {
+                 java.util.concurrent.atomic.AtomicInteger inFlight, MemoryBudget budget) {
+        this.budget = budget;
         this.ctx = ctx;
         this.receives = new PendingRequests<>(inFlight);
         this.endpoint = endpoint;
@@ -157,8 +172,11 @@ final class RndvReceiver {
         this.putHeldCount = counters.counter(RndvProtocols.RECV_PUT_HELD_COUNTER);
     }
 
-    /** RNDV_RTS: match it now, in the order the peer wrote, or keep it unexpected until a receive wants it. */
-    void onRts(long tag, long senderReqId, long size, ByteBuf packedKey) {
+    /**
+     * RNDV_RTS: match it now, in the order the peer wrote, or keep it unexpected until a receive wants it. STREAM_RTS
+     * ({@code stream}): its place in the endpoint's stream is taken now (a {@link StreamSlot}), no matching.
+     */
+    void onRts(long tag, long senderReqId, long size, ByteBuf packedKey, boolean stream) {
         if (size > maxMessageSize || size < 0) {
             throw new ProtocolException("rendezvous request " + senderReqId + " announces " + size
                     + " bytes; NUCX_MAX_MSG_SIZE allows " + maxMessageSize);
@@ -173,6 +191,12 @@ final class RndvReceiver {
             } else {
                 getFallbackCount.increment(); // no permitted RMA lane on this side: the sender sends the data
             }
+        }
+        if (stream) {
+            StreamSlot slot = new StreamSlot();
+            ctx.fireChannelRead(slot);
+            start(slot, tag, size, senderReqId, key);
+            return;
         }
         TagReceive r = matcher.takeExpected(tag);
         if (r != null) {
@@ -209,24 +233,25 @@ final class RndvReceiver {
             rv.buffer = r.target((int) size);
             rv.inPlace = rv.buffer != null;
         }
-        if (rv.buffer == null) {
-            rv.buffer = alloc.buffer((int) size);
-        }
         if (size == 0) {
+            rv.parts = fragments(rv);
             complete(rv);
             sendAts(senderReqId, RndvHeaders.STATUS_OK);
             return;
         }
         rv.id = receives.add(rv);
+        if (rv.target instanceof PipelineSlot) {
+            charge(rv, MemoryBudget.ENTRY_COST, "rendezvous message " + rv.id + " for the pipeline");
+        }
         if (scheme == RndvScheme.PUT_ZCOPY) {
-            if (offerForPut(rv)) {
+            if (wholeBuffer(rv) && offerForPut(rv)) {
                 return;
             }
             putFallbackCount.increment(); // heap or scattered buffer, no permitted RMA lane: the sender sends the data
         } else if (key != null) {
             List<RmaTransfer.RailKey> live = endpoint.rmaRails(Capability.GET_ZCOPY).isEmpty() ? List.of()
                     : RndvKeys.live(key); // an RTS that waited unexpected may outlive a lane
-            if (!live.isEmpty()) {
+            if (!live.isEmpty() && wholeBuffer(rv)) {
                 rv.stage = Stage.GET;
                 rv.get = new Get(rv, live);
                 rv.get.start();
@@ -237,8 +262,45 @@ final class RndvReceiver {
         askForData(rv);
     }
 
+    /**
+     * Gives {@code rv} its whole buffer, as a GET or a PUT offer needs: the user's, or allocated, then charged to the
+     * endpoint's budget unless a posted receive owns it. False when the budget has no room: the data come by RTR
+     * instead, committed as they arrive.
+     */
+    private boolean wholeBuffer(Receive rv) {
+        if (rv.buffer != null) {
+            return true;
+        }
+        if (!(rv.target instanceof TagReceive) && !budget.tryCharge(rv.total)) {
+            return false;
+        }
+        if (!(rv.target instanceof TagReceive)) {
+            rv.charged += rv.total;
+        }
+        rv.buffer = alloc.buffer(rv.total);
+        return true;
+    }
+
+    /** Where RNDV_DATA fragments go: the whole buffer if there is one, else copies; only counted without a target. */
+    private Fragments fragments(Receive rv) {
+        if (rv.buffer != null) {
+            ByteBuf b = rv.buffer;
+            rv.buffer = null;
+            return Fragments.inPlace(b, rv.total);
+        }
+        return rv.target == null ? Fragments.counted(rv.total) : Fragments.copied(alloc, rv.total);
+    }
+
+    private void charge(Receive rv, long bytes, String what) {
+        budget.charge(bytes, what);
+        rv.charged += bytes;
+    }
+
     private void askForData(Receive rv) {
         rv.stage = Stage.RTR_SENT;
+        if (rv.parts == null) {
+            rv.parts = fragments(rv);
+        }
         ByteBuf h = RndvHeaders.writeRtr(ctx.alloc().buffer(RndvHeaders.RTR_LENGTH), rv.senderReqId, rv.id, rv.total,
                 null);
         reply(AmFrame.of(AmIds.RNDV_RTR, h));
@@ -261,10 +323,41 @@ final class RndvReceiver {
         byte[] key = RndvKeys.offerOnRails(rails, run, rv.offer);
         rv.offerOver = ctx.executor().newPromise();
         rv.stage = Stage.OFFERED;
+        List<MemoryRegistration> offer = rv.offer;
         ByteBuf h = RndvHeaders.writeRtr(ctx.alloc().buffer(RndvHeaders.rtrLength(key)), rv.senderReqId, rv.id,
                 rv.total, key);
-        reply(AmFrame.of(AmIds.RNDV_RTR, h));
+        AmFrame rtr = AmFrame.of(AmIds.RNDV_RTR, h);
+        if (!ctx.channel().isOpen() || ctx.isRemoved()) {
+            rtr.release();
+            offerNeverSent(rv, offer, new IOException(ctx.channel() + " is closed"));
+            return true;
+        }
+        // A write that failed never handed the whole RTR to the lane, so the sender cannot hold the key: the offer
+        // may be withdrawn at once instead of being held until the sender's process is gone.
+        ctx.writeAndFlush(rtr).addListener(f -> {
+            if (!f.isSuccess()) {
+                offerNeverSent(rv, offer, f.cause());
+            }
+        });
         return true;
+    }
+
+    /** {@code offer}'s RTR never left: no one can write into the buffer through it, so the receive ends now. */
+    private void offerNeverSent(Receive rv, List<MemoryRegistration> offer, Throwable cause) {
+        if (rv.offer != offer) {
+            return;
+        }
+        if (rv.stage == Stage.HELD) {
+            offer.forEach(MemoryRegistration::close);
+            released(rv, new IOException(rv.heldCause.getMessage() + "; its buffer was never offered (the RTR was "
+                    + "not sent: " + cause + ")", rv.heldCause.getCause() != null ? rv.heldCause.getCause()
+                    : rv.heldCause));
+        } else if (rv.stage == Stage.OFFERED) {
+            offerOver(rv);
+            receives.remove(rv.id);
+            abort(rv, new IOException("could not ask for rendezvous message " + rv.id + " (the RTR was not sent)",
+                    cause));
+        }
     }
 
     /** RNDV_DATA: a fragment at {@code offset}. Owns {@code payload}. */
@@ -281,9 +374,14 @@ final class RndvReceiver {
             if (rv.stage == Stage.OFFERED) {
                 offerOver(rv); // the sender sends fragments only once its PUT ended or never began
                 rv.stage = Stage.RTR_SENT;
+                rv.parts = fragments(rv);
             }
-            rv.buffer.setBytes((int) offset, payload, payload.readerIndex(), payload.readableBytes());
-            rv.received += payload.readableBytes();
+            if (rv.target instanceof PipelineSlot && !rv.parts.isInPlace() && payload.isReadable()) {
+                charge(rv, payload.readableBytes(), "rendezvous message " + rv.id + " (" + rv.total + " bytes, "
+                        + rv.parts.received() + " arrived)");
+            }
+            rv.parts.add(offset, payload, "receive " + receiverReqId);
+            rv.received = rv.parts.received();
             if (rv.received == rv.total) {
                 receives.remove(rv.id);
                 complete(rv);
@@ -363,13 +461,24 @@ final class RndvReceiver {
     }
 
     private void complete(Receive rv) {
-        ByteBuf data = rv.buffer;
+        ByteBuf data;
+        if (rv.parts != null) {
+            data = rv.parts.take();
+            rv.parts = null;
+        } else {
+            data = rv.buffer.writerIndex(rv.total);
+        }
         rv.buffer = null;
-        data.writerIndex(rv.total);
+        budget.release(rv.charged);
+        rv.charged = 0;
+        if (data == null) {
+            return; // nobody wanted it: only counted
+        }
         switch (rv.target) {
             case TagReceive r when rv.inPlace -> r.completeInPlace(rv.tag, data);
             case TagReceive r -> r.deliver(rv.tag, data);
             case PipelineSlot s -> s.complete(new TagMessage(rv.tag, data));
+            case StreamSlot s -> s.complete(data);
             case null, default -> data.release();
         }
     }
@@ -384,9 +493,16 @@ final class RndvReceiver {
             rv.buffer.release();
             rv.buffer = null;
         }
+        if (rv.parts != null) {
+            rv.parts.release();
+            rv.parts = null;
+        }
+        budget.release(rv.charged);
+        rv.charged = 0;
         switch (rv.target) {
             case TagReceive r -> r.fail(cause);
             case PipelineSlot s -> s.abort();
+            case StreamSlot s -> s.abort();
             case null, default -> {
             }
         }
@@ -403,7 +519,7 @@ final class RndvReceiver {
             frame.release();
             return;
         }
-        ctx.writeAndFlush(frame, ctx.voidPromise());
+        ctx.writeAndFlush(frame, ProtocolCodec.quietPromise(ctx));
     }
 
     // ------------------------------------------------------------ the end of the endpoint
@@ -424,8 +540,8 @@ final class RndvReceiver {
     void abort(Throwable cause) {
         for (RtsArrival a : List.copyOf(unexpected)) {
             matcher.withdraw(a);
+            a.discard();
         }
-        unexpected.clear();
         for (Receive rv : new ArrayList<>(receives.values())) {
             if (rv.stage == Stage.HELD || rv.stage == Stage.PARKED) {
                 continue; // ended already: only the sender's last word, the revoke or the park may touch it

@@ -3,10 +3,14 @@ package io.nucx.protocol.tag;
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.DefaultByteBufHolder;
 
-/** A tagged send the selection gave to rendezvous; travels from {@link EagerCodec} down to {@link RndvCodec}. */
+/**
+ * A tagged send or a stream write the selection gave to rendezvous; travels from {@link EagerCodec} down to
+ * {@link RndvCodec}.
+ */
 public final class RndvSendRequest extends DefaultByteBufHolder {
     private final long tag;
     private final boolean offerGet;
+    private final boolean stream;
 
     public RndvSendRequest(long tag, ByteBuf content) {
         this(tag, content, false);
@@ -14,9 +18,19 @@ public final class RndvSendRequest extends DefaultByteBufHolder {
 
     /** @param offerGet {@code rndv/get/zcopy}: the RTS carries a remote key so the receiver can read the data */
     public RndvSendRequest(long tag, ByteBuf content, boolean offerGet) {
+        this(tag, content, offerGet, false);
+    }
+
+    /** @param stream a stream write: its RTS is STREAM_RTS, which the receiver's stream takes, never its matcher */
+    public RndvSendRequest(long tag, ByteBuf content, boolean offerGet, boolean stream) {
         super(content);
         this.tag = tag;
         this.offerGet = offerGet;
+        this.stream = stream;
+    }
+
+    public boolean stream() {
+        return stream;
     }
 
     /**

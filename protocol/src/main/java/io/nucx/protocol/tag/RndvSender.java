@@ -9,6 +9,7 @@ import io.nucx.protocol.AmIds;
 import io.nucx.protocol.EndpointServices;
 import io.nucx.protocol.MemoryDomain;
 import io.nucx.protocol.PendingRequests;
+import io.nucx.protocol.ProtocolCodec;
 import io.nucx.protocol.ProtocolCounters;
 import io.nucx.protocol.ProtocolException;
 import io.nucx.protocol.RmaRail;
@@ -113,7 +114,7 @@ final class RndvSender {
         }
         ByteBuf header = RndvHeaders.writeRts(ctx.alloc().buffer(RndvHeaders.rtsLength(key)), req.tag(), s.id,
                 content.readableBytes(), key);
-        ctx.write(AmFrame.of(AmIds.RNDV_RTS, header), ctx.voidPromise());
+        ctx.write(AmFrame.of(req.stream() ? AmIds.STREAM_RTS : AmIds.RNDV_RTS, header), ProtocolCodec.quietPromise(ctx));
     }
 
     private Send find(long senderReqId, String what) {
@@ -143,7 +144,7 @@ final class RndvSender {
                     + s.content.readableBytes() + "-byte rendezvous send"));
             s.release();
             if (packedKey != null) { // its buffer is offered to us: say we will not write, so the receiver lets go
-                writeAtp(receiverReqId, RndvHeaders.STATUS_CANCELED, 0, ctx.voidPromise());
+                writeAtp(receiverReqId, RndvHeaders.STATUS_CANCELED, 0, ProtocolCodec.quietPromise(ctx));
             }
             return;
         }
@@ -175,7 +176,7 @@ final class RndvSender {
                         .writeLongLE(offset);
                 boolean last = offset + n == length;
                 ctx.write(AmFrame.of(AmIds.RNDV_DATA, 0, header, content.retainedSlice(start + offset, n)),
-                        last ? s.promise : ctx.voidPromise());
+                        last ? s.promise : ProtocolCodec.quietPromise(ctx));
             }
             ctx.flush();
         } finally {

@@ -51,15 +51,15 @@ class AmoCodecTest {
         arena.close();
     }
 
-    private static AmFrame request(long id, long address, long value, long compare, int region, int op) {
+    private static AmFrame request(long id, long address, long value, long compare, int region, int op, long secret) {
         ByteBuf h = Unpooled.buffer(AmoHeaders.REQ_LENGTH).writeLongLE(id).writeLongLE(address).writeLongLE(value)
-                .writeLongLE(compare).writeIntLE(region).writeByte(op).writeZero(3);
+                .writeLongLE(compare).writeIntLE(region).writeByte(op).writeZero(3).writeLongLE(secret);
         return AmFrame.of(AmIds.ATOMIC_REQ, h);
     }
 
     /** Applies one request at the target; returns {status, previous value} from its reply. */
     private long[] run(RemoteMemoryKey key, long offset, AtomicOp op, long value, long compare) {
-        return run(request(9, key.base() + offset, value, compare, key.region(), op.wire()));
+        return run(request(9, key.base() + offset, value, compare, key.region(), op.wire(), key.secret()));
     }
 
     private long[] run(AmFrame req) {
@@ -103,12 +103,38 @@ class AmoCodecTest {
         assertEquals(AmoHeaders.STATUS_MISALIGNED, run(key, 4, AtomicOp.ADD, 1, 0)[0]);
         RemoteMemoryKey other = new RemoteMemoryKey(TARGET_UUID, key.region() + 1, key.base(), key.length());
         assertEquals(AmoHeaders.STATUS_NO_REGION, run(other, 0, AtomicOp.ADD, 1, 0)[0]);
-        assertEquals(AmoHeaders.STATUS_UNKNOWN_OP, run(request(9, key.base(), 1, 0, key.region(), 99))[0]);
+        assertEquals(AmoHeaders.STATUS_UNKNOWN_OP, run(request(9, key.base(), 1, 0, key.region(), 99, key.secret()))[0]);
         memory.unregister(key);
         assertEquals(AmoHeaders.STATUS_NO_REGION, run(key, 0, AtomicOp.ADD, 1, 0)[0]);
         for (long off = 0; off < 64; off += 8) {
             assertEquals(0, words.get(ValueLayout.JAVA_LONG, off), "nothing written at " + off);
         }
+    }
+
+    /**
+     * A peer that knows the region id and the address (they are guessable: ids count from 1, addresses are the
+     * allocator's) but not the key's secret is answered exactly as for a region that does not exist, and 10,000
+     * guesses of the secret touch nothing.
+     */
+    @Test
+    void withoutTheKeysSecretNothingIsFoundOrTouched() {
+        RemoteMemoryKey key = memory.register(words);
+        assertTrue(key.secret() != 0);
+        RemoteMemoryKey guessed = new RemoteMemoryKey(TARGET_UUID, key.region(), key.base(), key.length());
+        assertEquals(AmoHeaders.STATUS_NO_REGION, run(guessed, 0, AtomicOp.ADD, 1, 0)[0]);
+        java.util.SplittableRandom guesses = new java.util.SplittableRandom(13);
+        for (int i = 0; i < 10_000; i++) {
+            assertEquals(AmoHeaders.STATUS_NO_REGION, run(request(9, key.base() + 8 * (i % 8), 1, 0, key.region(),
+                    AtomicOp.ADD.wire(), guesses.nextLong()))[0]);
+        }
+        for (long off = 0; off < 64; off += 8) {
+            assertEquals(0, words.get(ValueLayout.JAVA_LONG, off), "nothing written at " + off);
+        }
+        assertEquals(0, run(key, 0, AtomicOp.ADD, 1, 0)[0], "the key itself works");
+        assertEquals(key, RemoteMemoryKey.unpack(key.pack()), "the secret travels with the key");
+        assertFalse(key.toString().contains(Long.toHexString(key.secret())), "the secret stays out of logs");
+        memory.unregister(guessed);
+        assertEquals(0, run(key, 0, AtomicOp.ADD, 1, 0)[0], "unregistering needs the secret too");
     }
 
     @Test
@@ -123,9 +149,9 @@ class AmoCodecTest {
     void malformedFramesAreProtocolErrorsNamingWhatIsWrong() {
         AmFrame shortReq = AmFrame.of(AmIds.ATOMIC_REQ, Unpooled.buffer(8).writeLongLE(1));
         ProtocolException e = assertThrows(ProtocolException.class, () -> target.writeInbound(shortReq));
-        assertTrue(e.getMessage().contains("ATOMIC_REQ header is 8 bytes with 0 payload bytes, expected 40 and none"),
+        assertTrue(e.getMessage().contains("ATOMIC_REQ header is 8 bytes with 0 payload bytes, expected 48 and none"),
                 e.getMessage());
-        AmFrame withPayload = request(1, 8, 1, 0, 1, 0);
+        AmFrame withPayload = request(1, 8, 1, 0, 1, 0, 0);
         AmFrame carrying = AmFrame.of(AmIds.ATOMIC_REQ, 0, withPayload.header().retain(),
                 Unpooled.buffer(1).writeByte(1));
         withPayload.release();

@@ -2,6 +2,10 @@ package io.nucx.protocol.tag;
 
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.Unpooled;
+import io.netty.channel.ChannelHandlerContext;
+import io.netty.channel.ChannelOutboundHandlerAdapter;
+import io.netty.channel.ChannelPromise;
+import io.netty.util.ReferenceCountUtil;
 import io.netty.util.concurrent.Future;
 import io.netty.util.concurrent.Promise;
 import io.nucx.protocol.AmIds;
@@ -231,6 +235,29 @@ class RndvCodecPutReceiveTest {
         assertEquals(1, into.refCnt());
         assertEquals(0, into.writerIndex());
         assertEquals(0, ep.codec.offered());
+    }
+
+    /** An RTR whose write fails never gave the sender the key: the receive ends at once, nothing is held. */
+    @Test
+    void anOfferWhoseRtrIsNotSentEndsTheReceiveInsteadOfHoldingIt() {
+        ep.ch.pipeline().addFirst(new ChannelOutboundHandlerAdapter() {
+            @Override
+            public void write(ChannelHandlerContext ctx, Object msg, ChannelPromise promise) {
+                ReferenceCountUtil.release(msg);
+                promise.setFailure(new ClosedChannelException());
+            }
+        });
+        ByteBuf into = directInto(4000);
+        Promise<TagMessage> p = ep.receives.post(14, -1L, into);
+        ep.arrive(rts(14, 86, 4000, null));
+        assertTrue(p.isDone() && !p.isSuccess(), "ended, not waiting for a sender that never saw the offer");
+        assertTrue(p.cause().getMessage().contains("the RTR was not sent"), p.cause().getMessage());
+        assertInstanceOf(ClosedChannelException.class, p.cause().getCause());
+        assertEquals(0, ep.codec.offered());
+        assertEquals(1, into.refCnt(), "the receive's slice is released");
+        ep.codec.endpointEnded(new IOException("lane closed"));
+        assertEquals(0, ep.codec.heldCount(), "nothing to hold when the endpoint ends");
+        assertFalse(ep.codec.lingers());
     }
 
     // ------------------------------------------------------------------ the PUT safety rule

@@ -150,8 +150,8 @@ final class RdmaIface extends AbstractIface implements RmaIface {
             }
             Verbs.setNonBlocking(IbvCompChannel.fd(channel));
             Verbs.setNonBlocking(IbvContext.asyncFd(rc.ctx));
-            RdmaIface iface = new RdmaIface(transport, params, rc, channel, params.config().rdmaSegSize(),
-                    params.config().rdmaRxDepth());
+            RdmaIface iface = new RdmaIface(transport, params, rc, channel, (int) (long) params.config().get(RdmaConfig.SEG_SIZE),
+                    params.config().get(RdmaConfig.RX_DEPTH));
             iface.registerHandles();
             return iface;
         } catch (Throwable t) {

@@ -44,13 +44,13 @@ public final class RdmaTransport extends AbstractTransport {
     /** The transport over the library {@code config} names (NUCX_VERBS_LIB), probed anew if it is another one. */
     @Override
     public RdmaTransport forConfig(NucxConfig config) {
-        String lib = config.verbsLib();
+        String lib = config.get(RdmaConfig.VERBS_LIB);
         return lib.equals(library()) ? this : new RdmaTransport(lib);
     }
 
     /** The library this transport binds. */
     public String library() {
-        return library != null ? library : NucxConfig.fromEnvironment().verbsLib();
+        return library != null ? library : NucxConfig.fromEnvironment().get(RdmaConfig.VERBS_LIB);
     }
 
     @Override
@@ -153,5 +153,10 @@ public final class RdmaTransport extends AbstractTransport {
             throw new IllegalStateException(p.availability().reason());
         }
         return RdmaIface.open(this, params, p.verbs());
+    }
+
+    @Override
+    public io.nucx.transport.config.ConfigTable configTable() {
+        return RdmaConfig.TABLE;
     }
 }

@@ -7,7 +7,6 @@ import io.nucx.transport.AbstractIface;
 import io.nucx.transport.Capability;
 import io.nucx.transport.IfaceAttributes;
 import io.nucx.transport.IfaceParams;
-import io.nucx.transport.NucxConfig;
 import io.nucx.transport.Transport;
 
 import java.util.EnumSet;
@@ -43,7 +42,7 @@ final class SelfIface extends AbstractIface {
     private SelfIface(Transport transport, IfaceParams params, long id) {
         super(transport, params, ATTRIBUTES, packer(8).putLong(PROCESS_ID).array(), packer(8).putLong(id).array());
         this.id = id;
-        this.capacity = params.config().memunits(NucxConfig.SELF_QUEUE_BYTES, 4096, 1L << 30);
+        this.capacity = params.config().get(SelfConfig.QUEUE_BYTES);
     }
 
     static SelfIface open(Transport transport, IfaceParams params) {

@@ -5,6 +5,7 @@ import io.nucx.transport.Availability;
 import io.nucx.transport.Device;
 import io.nucx.transport.Iface;
 import io.nucx.transport.IfaceParams;
+import io.nucx.transport.config.ConfigTable;
 
 /** In-process transport: endpoints between workers of one JVM, over {@link SelfChannel} pairs. */
 public final class SelfTransport extends AbstractTransport {
@@ -19,6 +20,11 @@ public final class SelfTransport extends AbstractTransport {
     @Override
     public Availability availability() {
         return Availability.available();
+    }
+
+    @Override
+    public ConfigTable configTable() {
+        return SelfConfig.TABLE;
     }
 
     @Override

@@ -19,26 +19,30 @@ import java.util.function.Consumer;
 
 /**
  * Sets up a shm connection over the Unix socket of the target iface, then leaves the socket to be the doorbell.
- * Three messages: HELLO (connector → acceptor: "my inbound ring is this file"), REPLY (acceptor → connector:
- * "mapped it; mine is this one"), READY (connector → acceptor: "mapped yours"). Each side creates the ring it reads
- * and deletes its file once the peer has mapped it, so a connection leaves no file behind however it ends.
+ * Two messages: HELLO (connector → acceptor: "here are both rings: the one I read, the one you read"), REPLY
+ * (acceptor → connector: "mapped both"). The connector creates both rings and deletes both files once the REPLY says
+ * they are mapped, so a connection leaves no file behind however it ends; and the side that asks pays: an acceptor
+ * creates nothing for a connector, so handshakes that stall hold no ring of the acceptor's (they hold mappings of the
+ * connector's own files until the timeout, and an iface takes at most {@link #MAX_PENDING} at once).
  *
  * <pre>
  *  u16 length of the rest | u32 magic "NXSH" | u8 version | u8 kind | u16 0 | u64 host id | u64 pid |
- *  u64 iface id | u16 path length | path (UTF-8; none in READY)          all little-endian
+ *  u64 iface id | u16 path length | path | u16 path length | path      (UTF-8; HELLO only)  all little-endian
  * </pre>
+ * The first path is the ring the connector reads (the acceptor writes it), the second the one the acceptor reads.
  * Anything else (wrong magic, version, host, a ring path that is not the sender's ring file under the shm
- * directory) closes the socket with an error that names it.
+ * directory, a link, a file of another user) closes the socket with an error that names it.
  */
 final class ShmHandshake extends ByteToMessageDecoder {
 
     static final int MAGIC = 0x4853584E; // "NXSH"
-    static final int VERSION = 1;
+    static final int VERSION = 2;
     static final int HELLO = 1;
     static final int REPLY = 2;
-    static final int READY = 3;
     private static final int MAX_MESSAGE = 4096;
     static final long TIMEOUT_SECONDS = 10;
+    /** Handshakes an iface runs at once; a connection beyond is closed at once. */
+    static final int MAX_PENDING = 64;
 
     /** What a finished handshake hands over. */
     record Result(ShmAddress peer, SpscRing in, SpscRing out) {
@@ -91,19 +95,21 @@ final class ShmHandshake extends ByteToMessageDecoder {
         started = true;
         try {
             in = SpscRing.create(ShmFiles.newRing(dir, local.ifaceId()), ringSize);
-            send(ctx, HELLO, in.file());
+            out = SpscRing.create(ShmFiles.newRing(dir, local.ifaceId()), ringSize);
+            send(ctx, HELLO, in.file(), out.file());
         } catch (IOException | RuntimeException e) {
             fail(ctx, e);
         }
     }
 
-    private void send(ChannelHandlerContext ctx, int kind, Path ring) {
-        byte[] path = ring == null ? new byte[0] : ring.toString().getBytes(StandardCharsets.UTF_8);
-        int rest = 4 + 1 + 1 + 2 + 8 + 8 + 8 + 2 + path.length;
+    private void send(ChannelHandlerContext ctx, int kind, Path first, Path second) {
+        byte[] a = first == null ? new byte[0] : first.toString().getBytes(StandardCharsets.UTF_8);
+        byte[] b2 = second == null ? new byte[0] : second.toString().getBytes(StandardCharsets.UTF_8);
+        int rest = 4 + 1 + 1 + 2 + 8 + 8 + 8 + 2 + a.length + 2 + b2.length;
         ByteBuf b = ctx.alloc().buffer(2 + rest);
         b.writeShortLE(rest).writeIntLE(MAGIC).writeByte(VERSION).writeByte(kind).writeShortLE(0)
                 .writeLongLE(HostId.get()).writeLongLE(local.pid()).writeLongLE(local.ifaceId())
-                .writeShortLE(path.length).writeBytes(path);
+                .writeShortLE(a.length).writeBytes(a).writeShortLE(b2.length).writeBytes(b2);
         ctx.writeAndFlush(b).addListener(f -> {
             if (!f.isSuccess()) {
                 fail(ctx, f.cause());
@@ -117,10 +123,10 @@ final class ShmHandshake extends ByteToMessageDecoder {
             return;
         }
         int rest = buf.getUnsignedShortLE(buf.readerIndex());
-        if (rest < 34 || rest > MAX_MESSAGE) {
+        if (rest < 36 || rest > MAX_MESSAGE) {
             buf.skipBytes(buf.readableBytes());
             fail(ctx, new CorruptedFrameException("shm handshake message of " + rest + " bytes from "
-                    + ctx.channel().remoteAddress() + " (expected 34.." + MAX_MESSAGE + ")"));
+                    + ctx.channel().remoteAddress() + " (expected 36.." + MAX_MESSAGE + ")"));
             return;
         }
         if (buf.readableBytes() < 2 + rest) {
@@ -143,7 +149,6 @@ final class ShmHandshake extends ByteToMessageDecoder {
         long host = m.readLongLE();
         long pid = m.readLongLE();
         long ifaceId = m.readLongLE();
-        int pathLength = m.readUnsignedShortLE();
         if (magic != MAGIC) {
             throw new CorruptedFrameException("not a shm handshake (magic 0x" + Integer.toHexString(magic) + ")");
         }
@@ -154,41 +159,49 @@ final class ShmHandshake extends ByteToMessageDecoder {
             throw new CorruptedFrameException("shm handshake from another host (host id " + Long.toHexString(host)
                     + ", ours " + Long.toHexString(HostId.get()) + ")");
         }
-        if (pathLength != m.readableBytes()) {
-            throw new CorruptedFrameException("shm handshake path length " + pathLength + " but "
-                    + m.readableBytes() + " bytes follow");
+        Path first = path(m);
+        Path second = path(m);
+        if (m.isReadable()) {
+            throw new CorruptedFrameException("shm handshake with " + m.readableBytes() + " bytes after its paths");
         }
-        Path ring = pathLength == 0 ? null : Path.of(m.readCharSequence(pathLength, StandardCharsets.UTF_8)
-                .toString());
-        int expected = connector ? (out == null ? REPLY : -1) : (out == null ? HELLO : READY);
-        if (kind != expected) {
+        int expected = connector ? REPLY : HELLO;
+        if (kind != expected || peer != null) {
             throw new CorruptedFrameException("shm handshake message kind " + kind + " where " + expected
                     + " was expected");
         }
-        if (kind != READY && (ring == null || !ShmFiles.isRingOf(dir, ring, pid))) {
-            throw new CorruptedFrameException("shm handshake names '" + ring + "', which is not a ring file of pid "
-                    + pid + " in " + dir);
+        if (kind == HELLO) {
+            for (Path ring : new Path[] {first, second}) {
+                if (ring == null || !ShmFiles.isRingOf(dir, ring, pid)) {
+                    throw new CorruptedFrameException("shm handshake names '" + ring + "', which is not a ring file "
+                            + "of pid " + pid + " in " + dir);
+                }
+            }
+            peer = new ShmAddress(pid, ifaceId);
+            out = SpscRing.open(first); // the connector reads it: we write it
+            in = SpscRing.open(second);
+            send(ctx, REPLY, null, null);
+            finish(ctx);
+        } else {
+            if (first != null || second != null) {
+                throw new CorruptedFrameException("shm handshake REPLY naming files");
+            }
+            peer = new ShmAddress(pid, ifaceId);
+            Files.deleteIfExists(in.file()); // the acceptor mapped both before replying
+            Files.deleteIfExists(out.file());
+            finish(ctx);
         }
-        switch (kind) {
-            case HELLO -> {
-                peer = new ShmAddress(pid, ifaceId);
-                out = SpscRing.open(ring);
-                in = SpscRing.create(ShmFiles.newRing(dir, local.ifaceId()), ringSize);
-                send(ctx, REPLY, in.file());
-            }
-            case REPLY -> {
-                peer = new ShmAddress(pid, ifaceId);
-                out = SpscRing.open(ring);
-                Files.deleteIfExists(in.file()); // the acceptor mapped it before replying
-                send(ctx, READY, null);
-                finish(ctx);
-            }
-            case READY -> {
-                Files.deleteIfExists(in.file());
-                finish(ctx);
-            }
-            default -> throw new IllegalStateException();
+    }
+
+    private static Path path(ByteBuf m) {
+        if (m.readableBytes() < 2) {
+            throw new CorruptedFrameException("shm handshake cut short before a path length");
         }
+        int length = m.readUnsignedShortLE();
+        if (length > m.readableBytes()) {
+            throw new CorruptedFrameException("shm handshake path length " + length + " but " + m.readableBytes()
+                    + " bytes follow");
+        }
+        return length == 0 ? null : Path.of(m.readCharSequence(length, StandardCharsets.UTF_8).toString());
     }
 
     private void finish(ChannelHandlerContext ctx) {
@@ -239,13 +252,13 @@ final class ShmHandshake extends ByteToMessageDecoder {
         for (SpscRing r : new SpscRing[] {in, out}) {
             if (r != null) {
                 r.close();
-            }
-        }
-        if (in != null) {
-            try {
-                Files.deleteIfExists(in.file());
-            } catch (IOException ignored) {
-                // reaped at the next start
+                if (connector) { // ours: nobody else deletes them
+                    try {
+                        Files.deleteIfExists(r.file());
+                    } catch (IOException ignored) {
+                        // reaped at the next start
+                    }
+                }
             }
         }
         in = null;

@@ -50,6 +50,8 @@ final class ShmIface extends AbstractIface {
     private final int segSize;
     /** The listening socket; set once bound (its accepted lanes need this iface first). */
     private Channel server;
+    /** Handshakes of accepted connections under way (at most {@link ShmHandshake#MAX_PENDING}). Loop only. */
+    private int pendingHandshakes;
 
     private ShmIface(Transport transport, IfaceParams params, IoEngine engine, Path dir, ShmAddress local,
                      int ringSize, int segSize) {
@@ -75,8 +77,8 @@ final class ShmIface extends AbstractIface {
                     + "an io_uring, epoll or NIO handler; this worker's loop is " + loop.getClass().getName());
         }
         NucxConfig config = params.config();
-        int ringSize = config.shmRingSize();
-        int segSize = config.shmSegSize();
+        int ringSize = ShmConfig.ringSize(config);
+        int segSize = ShmConfig.segSize(config);
         ShmFiles.reapStale(dir);
         ShmAddress local = new ShmAddress(ShmFiles.pid(), NEXT_ID.getAndIncrement());
         Path socket = ShmFiles.socket(dir, local.pid(), local.ifaceId());
@@ -88,8 +90,14 @@ final class ShmIface extends AbstractIface {
                 .childHandler(new ChannelInitializer<>() {
                     @Override
                     protected void initChannel(Channel doorbell) {
+                        if (iface.pendingHandshakes >= ShmHandshake.MAX_PENDING) {
+                            doorbell.close(); // a flood of connections that do not finish: refuse more
+                            return;
+                        }
+                        iface.pendingHandshakes++;
                         doorbell.pipeline().addLast("nucx.shm.handshake", new ShmHandshake(false, dir, local,
                                 ringSize, r -> {
+                                    iface.pendingHandshakes--;
                                     ShmChannel ch = iface.newChannel();
                                     ch.pipeline().addLast(LANE_HANDLER, iface.newAcceptedLaneHandler());
                                     attach(ch, r, doorbell).addListener(f -> {
@@ -97,10 +105,12 @@ final class ShmIface extends AbstractIface {
                                             doorbell.close();
                                         }
                                     });
-                                }, cause -> { }));
+                                }, cause -> iface.pendingHandshakes--));
                     }
                 });
         iface.server = sb.bind(engine.domainSocketAddress(socket)).sync().channel();
+        // Only this user may connect (the kernel checks write permission on connect); rings are checked too.
+        Files.setPosixFilePermissions(socket, java.nio.file.attribute.PosixFilePermissions.fromString("rw-------"));
         return iface;
     }
 
@@ -126,7 +136,17 @@ final class ShmIface extends AbstractIface {
     @Override
     public boolean isReachable(byte[] remoteDevice, byte[] remoteIface) {
         return remoteDevice.length == 8 && remoteIface.length == 8 && onThisHost(remoteDevice)
-                && Files.exists(socketOf(remoteIface));
+                && ownSocket(socketOf(remoteIface));
+    }
+
+    /** Whether {@code socket} exists and belongs to this process's user: shm joins processes of one user only. */
+    private static boolean ownSocket(Path socket) {
+        try {
+            return (int) Files.getAttribute(socket, "unix:uid", java.nio.file.LinkOption.NOFOLLOW_LINKS)
+                    == SpscRing.ownUid();
+        } catch (IOException | UnsupportedOperationException e) {
+            return false;
+        }
     }
 
     @Override

@@ -8,6 +8,7 @@ import io.nucx.transport.Device;
 import io.nucx.transport.Iface;
 import io.nucx.transport.IfaceParams;
 import io.nucx.transport.PolledIoHandle;
+import io.nucx.transport.config.ConfigTable;
 
 import java.nio.file.Files;
 
@@ -41,6 +42,11 @@ public final class ShmTransport extends AbstractTransport {
 
     static boolean isCompatible(EventLoop loop) {
         return loop instanceof IoEventLoop io && io.isCompatible(PolledIoHandle.class);
+    }
+
+    @Override
+    public ConfigTable configTable() {
+        return ShmConfig.TABLE;
     }
 
     @Override

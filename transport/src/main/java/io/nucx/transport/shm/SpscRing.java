@@ -74,16 +74,24 @@ public final class SpscRing implements AutoCloseable {
         this.writerWaitingAt = data + capacity + RingDescriptor.WRITER_WAITING_OFFSET;
     }
 
-    /** Creates the file (mode 0600, refused if it exists) and maps a fresh ring of {@code capacity} bytes. */
+    /**
+     * Creates the file and maps a fresh ring of {@code capacity} bytes. The file is created exclusively, mode 0600,
+     * without following a link ({@code O_CREAT|O_EXCL|O_NOFOLLOW}), and mapped through that same descriptor: a file or
+     * link another user planted under the name is refused, and nothing can be swapped in between.
+     */
     public static SpscRing create(Path file, int capacity) throws IOException {
         long length = RingDescriptor.fileLength(capacity);
+        FileChannel created;
         try {
-            Files.createFile(file, PosixFilePermissions.asFileAttribute(PosixFilePermissions.fromString("rw-------")));
+            created = FileChannel.open(file, java.util.Set.of(StandardOpenOption.CREATE_NEW, StandardOpenOption.READ,
+                    StandardOpenOption.WRITE, java.nio.file.LinkOption.NOFOLLOW_LINKS),
+                    PosixFilePermissions.asFileAttribute(PosixFilePermissions.fromString("rw-------")));
         } catch (FileAlreadyExistsException e) {
-            throw new FileAlreadyExistsException(file.toString(), null, "a ring file already exists there");
+            throw new FileAlreadyExistsException(file.toString(), null, "a ring file (or a link) already exists "
+                    + "there");
         }
         Arena arena = Arena.ofShared();
-        try (FileChannel ch = FileChannel.open(file, StandardOpenOption.READ, StandardOpenOption.WRITE)) {
+        try (FileChannel ch = created) {
             MemorySegment seg = ch.map(FileChannel.MapMode.READ_WRITE, 0, length, arena);
             seg.fill((byte) 0);
             seg.set(ValueLayout.JAVA_INT_UNALIGNED, RingDescriptor.VERSION_OFFSET, RingDescriptor.VERSION);
@@ -98,10 +106,23 @@ public final class SpscRing implements AutoCloseable {
         }
     }
 
-    /** Maps an existing ring, refusing a file that is not one or is of another version. */
+    /**
+     * Maps an existing ring, refusing a file that is not one, is of another version or capacity over 1 GiB, is a link
+     * ({@code O_NOFOLLOW}), is not a regular file, or belongs to another user: a peer of another user cannot make us
+     * map a file of its choice, nor one of ours it pointed a link at.
+     */
     public static SpscRing open(Path file) throws IOException {
+        FileChannel opened;
+        try {
+            opened = FileChannel.open(file, StandardOpenOption.READ, StandardOpenOption.WRITE,
+                    java.nio.file.LinkOption.NOFOLLOW_LINKS);
+        } catch (IOException e) {
+            throw new IOException(file + ": cannot open as a ring (" + e.getMessage() + "; links are not followed)",
+                    e);
+        }
         Arena arena = Arena.ofShared();
-        try (FileChannel ch = FileChannel.open(file, StandardOpenOption.READ, StandardOpenOption.WRITE)) {
+        try (FileChannel ch = opened) {
+            checkOwnFile(file);
             long size = ch.size();
             if (size < RingDescriptor.HEADER_LENGTH) {
                 throw new IOException(file + ": " + size + " bytes is too short for a ring file");
@@ -118,6 +139,9 @@ public final class SpscRing implements AutoCloseable {
             }
             int capacity = seg.get(ValueLayout.JAVA_INT_UNALIGNED, RingDescriptor.CAPACITY_OFFSET);
             RingDescriptor.checkCapacity(capacity);
+            if (capacity > MAX_CAPACITY) {
+                throw new IOException(file + ": ring capacity " + capacity + " is over " + MAX_CAPACITY);
+            }
             if (size != RingDescriptor.fileLength(capacity)) {
                 throw new IOException(file + ": " + size + " bytes, a ring of capacity " + capacity + " needs "
                         + RingDescriptor.fileLength(capacity));
@@ -126,6 +150,28 @@ public final class SpscRing implements AutoCloseable {
         } catch (IOException | RuntimeException e) {
             arena.close();
             throw e;
+        }
+    }
+
+    /** The largest ring a peer may hand us (NUCX_SHM_RING_SIZE's bound). */
+    static final int MAX_CAPACITY = 1 << 30;
+
+    /** This process's user id (the owner of {@code /proc/self}). */
+    static int ownUid() throws IOException {
+        return (int) Files.getAttribute(Path.of("/proc/self"), "unix:uid");
+    }
+
+    /** A regular file (not a link) owned by this process's user, or an {@link IOException} naming what it is. */
+    static void checkOwnFile(Path file) throws IOException {
+        java.util.Map<String, Object> a = Files.readAttributes(file, "unix:uid,isRegularFile,isSymbolicLink",
+                java.nio.file.LinkOption.NOFOLLOW_LINKS);
+        if (!Boolean.TRUE.equals(a.get("isRegularFile"))) {
+            throw new IOException(file + ": not a regular file");
+        }
+        int uid = (int) a.get("uid");
+        if (uid != ownUid()) {
+            throw new IOException(file + ": owned by uid " + uid + ", not by this process's user (uid " + ownUid()
+                    + "); shm connects processes of one user only");
         }
     }
 
@@ -301,11 +347,17 @@ public final class SpscRing implements AutoCloseable {
      * start inside an old payload, but never beyond the tail.
      */
     public int read(RecordHandler handler, int limit) {
-        long head = (long) LONG.get(segment, headAt); // only we write it
+        long head = (long) LONG.get(segment, headAt); // only we write it (but the file is the other process's too)
         long tail = (long) LONG.getAcquire(segment, tailAt);
         if (tail - head < 0 || tail - head > capacity) {
             throw new RingCorruptedException(file + ": tail " + tail + " and head " + head + " are not " + capacity
                     + " bytes apart or less");
+        }
+        if ((head & (RecordDescriptor.ALIGNMENT - 1)) != 0) {
+            // Records start aligned: a head that is not was written by someone else (found by fuzzing: the reads
+            // below would throw IllegalArgumentException on an unaligned word).
+            throw new RingCorruptedException(file + ": head " + head + " is not " + RecordDescriptor.ALIGNMENT
+                    + "-byte aligned");
         }
         long start = head;
         int count = 0;
@@ -316,7 +368,8 @@ public final class SpscRing implements AutoCloseable {
                 int type = (int) INT.get(segment, at + TYPE_OFFSET);
                 int recordLength = type == PADDING_TYPE ? length : aligned(length);
                 // The other process writes these words: check them before trusting them with an offset.
-                if ((type == PADDING_TYPE ? length <= 0 : length < HEADER_LENGTH || length > maxRecord)
+                if ((type == PADDING_TYPE ? length <= 0 || (length & (RecordDescriptor.ALIGNMENT - 1)) != 0
+                        : length < HEADER_LENGTH || length > maxRecord)
                         || recordLength > capacity - (int) (head & mask) || recordLength > tail - head) {
                     throw new RingCorruptedException(file + ": record at position " + head + " has length " + length
                             + " (type " + type + "), not possible in a ring of " + capacity + " bytes with "

@@ -20,6 +20,7 @@ import io.nucx.transport.IoEngine;
 import io.nucx.transport.NucxConfig;
 import io.nucx.transport.P2pEndpoint;
 import io.nucx.transport.Transport;
+import io.nucx.transport.TransportConfig;
 
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
@@ -65,18 +66,23 @@ final class TcpIface extends AbstractIface {
     private final AmFrameEncoder encoder;
     private final Channel server;
     private final int segSize;
+    /** TLS on every lane (NUCX_TCP_TLS), or null. */
+    private final TcpTls tls;
     private final boolean p2p;
     /** p2p endpoints waiting to be reached, by token. Loop only. */
     private final java.util.Map<Long, TcpP2pEndpoint> waiting = new java.util.HashMap<>();
-    private long nextToken = 1;
+    /** p2p endpoint tokens are random: a connection naming one must have been told it, not have counted to it. */
+    private final java.security.SecureRandom tokens = new java.security.SecureRandom();
 
     private TcpIface(Transport transport, IfaceParams params, IoEngine mode, Channel server,
-                     IfaceAttributes attributes, byte[] deviceAddress, byte[] ifaceAddress, int segSize, boolean p2p) {
+                     IfaceAttributes attributes, byte[] deviceAddress, byte[] ifaceAddress, int segSize, boolean p2p,
+                     TcpTls tls) {
         super(transport, params, attributes, deviceAddress, ifaceAddress);
         this.encoder = new AmFrameEncoder(attributes);
         this.mode = mode;
         this.server = server;
         this.segSize = segSize;
+        this.tls = tls;
         this.p2p = p2p;
     }
 
@@ -88,13 +94,14 @@ final class TcpIface extends AbstractIface {
             throw new IllegalArgumentException("tcp needs an io_uring, epoll or nio event loop; got "
                     + loop.getClass().getName());
         }
-        String forced = config.choice(NucxConfig.TCP_IO, "auto", "io_uring", "epoll", "nio");
-        if (!forced.equals("auto") && !forced.equals(mode.configName())) {
-            throw config.invalid(NucxConfig.TCP_IO, "the worker's event loop runs " + mode.configName()
-                    + "; give the worker a " + forced + " event loop group or drop the setting");
+        java.util.Optional<IoEngine> forced = config.get(TransportConfig.TCP_IO);
+        if (forced.isPresent() && forced.get() != mode) {
+            throw config.invalid(TransportConfig.TCP_IO, "the worker's event loop runs " + mode.configName()
+                    + "; give the worker a " + forced.get().configName() + " event loop group or drop the setting");
         }
-        int segSize = (int) config.memunits(NucxConfig.TCP_SEG_SIZE, 8192, 16L << 20);
-        boolean p2p = config.choice(NucxConfig.TCP_CONNECT, "iface", "p2p").equals("p2p");
+        int segSize = (int) (long) config.get(TcpConfig.SEG_SIZE);
+        TcpTls tls = TcpTls.from(config);
+        boolean p2p = config.get(TcpConfig.CONNECT) == TcpConfig.Connect.P2P;
         TcpIface[] self = new TcpIface[1]; // accepted lanes look up the iface (its handler, its p2p endpoints)
         InetAddress bind = TcpTransport.bindAddress(config, params.device());
         ServerBootstrap sb = new ServerBootstrap()
@@ -102,11 +109,12 @@ final class TcpIface extends AbstractIface {
                 .channel(mode.serverChannel())
                 .option(ChannelOption.SO_REUSEADDR, true)
                 .childOption(ChannelOption.TCP_NODELAY, true)
+                .childOption(ChannelOption.MAX_MESSAGES_PER_READ, READS_PER_TURN)
                 .childOption(ChannelOption.WRITE_BUFFER_WATER_MARK, waterMark(segSize))
                 .childHandler(new ChannelInitializer<>() {
                     @Override
                     protected void initChannel(Channel ch) {
-                        self[0].initLane(ch, self[0].newAcceptedLaneHandler());
+                        self[0].initLane(ch, self[0].newAcceptedLaneHandler(), null);
                         if (p2p) {
                             ch.pipeline().addBefore(LANE_HANDLER, "nucx.tcp.ep", self[0].new EpAcceptor());
                         }
@@ -120,12 +128,27 @@ final class TcpIface extends AbstractIface {
         byte[] ip = advertised.getAddress();
         byte[] dev = packer(9 + ip.length).putLong(HostId.network()).put((byte) ip.length).put(ip).array();
         byte[] iface = packer(2).putShort((short) local.getPort()).array();
-        self[0] = new TcpIface(transport, params, mode, server, attrs, dev, iface, segSize, p2p);
+        self[0] = new TcpIface(transport, params, mode, server, attrs, dev, iface, segSize, p2p, tls);
         return self[0];
     }
 
-    /** Every tcp lane, connected or accepted: framing, then the owner's handler. */
-    private void initLane(Channel ch, ChannelHandler laneHandler) {
+    /**
+     * Reads per lane per loop turn (Netty's default is 16): with reads of at most 64 KiB (the adaptive allocator's
+     * ceiling) one lane brings at most 256 KiB of frames per turn, so a peer flooding small frames (a few thousand per
+     * turn) delays the loop's other lanes and timers by milliseconds, not seconds.
+     */
+    static final int READS_PER_TURN = 4;
+
+    /**
+     * Every tcp lane, connected or accepted: TLS when configured ({@link TcpTls}, with the server's or the client's
+     * context), framing, then the owner's handler. (Answers to a read batch are flushed once at its end by those who
+     * write them: the lane handler's EP_REMOVED answers, the atomics codec's replies.)
+     */
+    private void initLane(Channel ch, ChannelHandler laneHandler, InetSocketAddress connectingTo) {
+        if (tls != null) { // first: everything below reads and writes plaintext
+            ch.pipeline().addLast("nucx.tls", connectingTo == null ? tls.accepted(ch) : tls.connected(ch,
+                    connectingTo));
+        }
         ch.pipeline().addLast("nucx.frameDecoder", new AmFrameDecoder(MAX_HEADER, segSize));
         ch.pipeline().addLast("nucx.frameEncoder", encoder);
         ch.pipeline().addLast(LANE_HANDLER, laneHandler);
@@ -217,13 +240,21 @@ final class TcpIface extends AbstractIface {
         }
     }
 
+    private long newToken() {
+        long t;
+        do {
+            t = tokens.nextLong();
+        } while (t == 0 || waiting.containsKey(t));
+        return t;
+    }
+
     @Override
     public P2pEndpoint createEndpoint(ChannelHandler laneHandler) {
         assert eventLoop().inEventLoop();
         if (!p2p) {
             throw new UnsupportedOperationException("tcp connects endpoint to endpoint only with NUCX_TCP_CONNECT=p2p");
         }
-        TcpP2pEndpoint ep = new TcpP2pEndpoint(nextToken++, laneHandler);
+        TcpP2pEndpoint ep = new TcpP2pEndpoint(newToken(), laneHandler);
         waiting.put(ep.token, ep);
         return ep;
     }
@@ -329,11 +360,12 @@ final class TcpIface extends AbstractIface {
                 .group(eventLoop())
                 .channel(mode.socketChannel())
                 .option(ChannelOption.TCP_NODELAY, true)
+                .option(ChannelOption.MAX_MESSAGES_PER_READ, READS_PER_TURN)
                 .option(ChannelOption.WRITE_BUFFER_WATER_MARK, waterMark(segSize))
                 .handler(new ChannelInitializer<>() {
                     @Override
                     protected void initChannel(Channel ch) {
-                        initLane(ch, laneHandler);
+                        initLane(ch, laneHandler, remote);
                     }
                 })
                 .connect(remote);
@@ -346,6 +378,7 @@ final class TcpIface extends AbstractIface {
 
     @Override
     protected String describe() {
-        return "(" + mode.configName() + (p2p ? " p2p " : " ") + server.localAddress() + ")";
+        return "(" + mode.configName() + (p2p ? " p2p " : " ") + (tls != null ? "tls/" + tls.provider().name()
+                .toLowerCase(java.util.Locale.ROOT) + " " : "") + server.localAddress() + ")";
     }
 }

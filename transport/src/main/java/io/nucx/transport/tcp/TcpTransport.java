@@ -7,6 +7,7 @@ import io.nucx.transport.Iface;
 import io.nucx.transport.IfaceParams;
 import io.nucx.transport.IoEngine;
 import io.nucx.transport.NucxConfig;
+import io.nucx.transport.config.ConfigTable;
 
 import java.net.InetAddress;
 import java.net.NetworkInterface;
@@ -62,7 +63,7 @@ public final class TcpTransport extends AbstractTransport {
      */
     @Override
     public List<Device> ifaceDevices(NucxConfig config) throws Exception {
-        List<InetAddress> addresses = bindAddresses(config);
+        List<InetAddress> addresses = config.get(TcpConfig.BIND_ADDR);
         List<String> names = new ArrayList<>();
         for (InetAddress a : addresses) {
             NetworkInterface ni = a.isAnyLocalAddress() ? null : NetworkInterface.getByInetAddress(a);
@@ -77,28 +78,9 @@ public final class TcpTransport extends AbstractTransport {
         return out;
     }
 
-    /** The configured bind addresses, in order; a malformed or repeated one stops start-up naming it. */
-    static List<InetAddress> bindAddresses(NucxConfig config) {
-        List<InetAddress> out = new ArrayList<>();
-        for (String addr : config.string(NucxConfig.TCP_BIND_ADDR).split(",")) {
-            InetAddress a;
-            try {
-                a = InetAddress.getByName(addr.trim());
-            } catch (Exception e) {
-                throw config.invalid(NucxConfig.TCP_BIND_ADDR, "'" + addr.trim() + "' is not an IP address ("
-                        + e.getMessage() + ")");
-            }
-            if (out.contains(a)) {
-                throw config.invalid(NucxConfig.TCP_BIND_ADDR, a.getHostAddress() + " is listed twice");
-            }
-            out.add(a);
-        }
-        return out;
-    }
-
     /** The bind address of {@code device} (one of {@link #ifaceDevices}); the first for any other name. */
     static InetAddress bindAddress(NucxConfig config, Device device) throws Exception {
-        List<InetAddress> addresses = bindAddresses(config);
+        List<InetAddress> addresses = config.get(TcpConfig.BIND_ADDR);
         List<Device> devices = new TcpTransport().ifaceDevices(config);
         for (int i = 0; i < devices.size(); i++) {
             if (devices.get(i).name().equals(device.name())) {
@@ -106,6 +88,11 @@ public final class TcpTransport extends AbstractTransport {
             }
         }
         return addresses.get(0);
+    }
+
+    @Override
+    public ConfigTable configTable() {
+        return TcpConfig.TABLE;
     }
 
     @Override

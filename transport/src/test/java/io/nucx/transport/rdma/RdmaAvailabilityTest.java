@@ -123,9 +123,9 @@ class RdmaAvailabilityTest {
     void itsSettingsAreValidatedLikeTheOthers() {
         NucxConfig ok = NucxConfig.of(Map.of("VERBS_LIB", "/opt/x/libibverbs.so.1", "RDMA_SEG_SIZE", "16k",
                 "RDMA_RX_DEPTH", "64"), Map.of()).validate();
-        assertEquals("/opt/x/libibverbs.so.1", ok.verbsLib());
-        assertEquals(16384, ok.rdmaSegSize());
-        assertEquals(64, ok.rdmaRxDepth());
+        assertEquals("/opt/x/libibverbs.so.1", ok.get(RdmaConfig.VERBS_LIB));
+        assertEquals(16384, (long) ok.get(RdmaConfig.SEG_SIZE));
+        assertEquals(64, (int) ok.get(RdmaConfig.RX_DEPTH));
         NucxConfigException seg = assertThrows(NucxConfigException.class,
                 () -> NucxConfig.of(Map.of("RDMA_SEG_SIZE", "512"), Map.of()).validate());
         assertTrue(seg.getMessage().contains("RDMA_SEG_SIZE") && seg.getMessage().contains("512"), seg.getMessage());

@@ -266,7 +266,7 @@ class RdmaTwoProcessTest {
         }
         assertTrue(held, "the sender did not run out of credits");
         long completed = writes.stream().filter(ChannelFuture::isSuccess).count();
-        int rxDepth = io.nucx.transport.NucxConfig.of(Map.of(), Map.of()).rdmaRxDepth();
+        int rxDepth = io.nucx.transport.NucxConfig.of(Map.of(), Map.of()).get(RdmaConfig.RX_DEPTH);
         assertTrue(completed <= rxDepth, completed + " writes completed against " + rxDepth + " posted receives");
         assertEquals("OK", ask("RESUME 0"));
         for (ChannelFuture w : writes) {

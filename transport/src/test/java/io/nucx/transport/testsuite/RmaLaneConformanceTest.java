@@ -33,6 +33,7 @@ import java.util.HexFormat;
 import java.util.List;
 import java.util.concurrent.Callable;
 import java.util.concurrent.CancellationException;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 
 import static io.nucx.transport.testsuite.Patterns.fill;
@@ -247,8 +248,15 @@ public abstract class RmaLaneConformanceTest {
     @Test
     void aLargeOperationMovesASegmentPerLoopTurn() throws Exception {
         MemorySegment dst = arena.allocate(REGION);
-        ChannelFuture get = lane.channel().writeAndFlush(RmaOp.get(key, 0, dst));
-        boolean doneWhenOtherTaskRan = loop.submit(get::isDone).get(30, TimeUnit.SECONDS);
+        // Started and followed by a task in one loop turn, so the task is queued behind the GET's first segment
+        // whatever the scheduler does to this thread in between.
+        CompletableFuture<Boolean> doneWhenTaskRan = new CompletableFuture<>();
+        ChannelFuture get = onLoop(() -> {
+            ChannelFuture w = lane.channel().writeAndFlush(RmaOp.get(key, 0, dst));
+            loop.execute(() -> doneWhenTaskRan.complete(w.isDone()));
+            return w;
+        });
+        boolean doneWhenOtherTaskRan = doneWhenTaskRan.get(30, TimeUnit.SECONDS);
         assertTrue(awaited(get).isSuccess(), () -> "GET: " + get.cause());
         assertFalse(doneWhenOtherTaskRan, "the loop served another task before the GET was done");
         assertEquals(-1, firstMismatch(dst, 0, 1));

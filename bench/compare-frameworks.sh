@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# The same apps (Netty HTTP/1.1 codecs, Reactor Netty, gRPC-java; io.nucx.examples.frameworks) over plain Netty TCP on
+# loopback (epoll) and over nucx (the channel pair; NUCX_TLS, default shm,cma: two processes of this host), server and
+# client in two processes. Per framework and stack: latency (one request at a time, 64 B each way) and throughput
+# (8 in flight, 64 KiB and 1 MiB request bodies). Runs every pair ROUNDS times, alternating the stacks, because the
+# machine is shared and noisy. Needs `mvn verify` (examples/target/lib) first.
+# Usage: bench/compare-frameworks.sh [ROUNDS (2)] [LAT_ITERS (20000)] [BW_ITERS_1M (1000)] [NUCX_TLS (shm,cma)]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+rounds=${1:-2}
+lat_n=${2:-20000}
+bw_n=${3:-1000}
+tls=${4:-shm,cma}
+. bin/jdk25.sh
+cpfile=$(mktemp)
+trap 'rm -f "$cpfile"' EXIT
+# The frameworks are provided dependencies of examples: bring them from the local repository.
+mvn -q -o -pl examples dependency:build-classpath -Dmdep.includeScope=provided -Dmdep.excludeGroupIds=io.nucx -Dmdep.outputFile="$cpfile" >/dev/null
+cp="examples/target/classes:examples/target/lib/*:$(cat "$cpfile")"
+java=(java --enable-native-access=ALL-UNNAMED -Xmx2g -cp "$cp")
+
+run() { # framework stack mode size iterations warmup
+    local fw=$1 stack=$2; shift 2
+    local fifo out port spid
+    fifo=$(mktemp -u) && mkfifo "$fifo"
+    out=$(mktemp)
+    env NUCX_TLS="$tls" "${java[@]}" io.nucx.examples.frameworks.FrameworkServer "$fw" "$stack" <"$fifo" >"$out" 2>&1 &
+    spid=$!
+    exec 9>"$fifo"
+    for _ in $(seq 100); do grep -q '^PORT' "$out" && break; sleep 0.1; done
+    port=$(awk '/^PORT/ {print $2}' "$out")
+    env NUCX_TLS="$tls" timeout 600 "${java[@]}" io.nucx.examples.frameworks.FrameworkBench "$fw" "$stack" "$port" "$@" \
+        2>/dev/null | grep '^RESULT' || echo "RESULT $fw $stack $* FAILED"
+    echo stop >&9
+    exec 9>&-
+    wait "$spid" || true
+    rm -f "$fifo" "$out"
+}
+
+for round in $(seq "$rounds"); do
+    echo "# round $round"
+    order="tcp nucx"
+    [ $((round % 2)) -eq 0 ] && order="nucx tcp"
+    for fw in http reactor grpc; do
+        for stack in $order; do
+            run "$fw" "$stack" lat 64 "$lat_n" $((lat_n / 4))
+            run "$fw" "$stack" bw 65536 $((bw_n * 8)) $((bw_n))
+            run "$fw" "$stack" bw 1048576 "$bw_n" $((bw_n / 5))
+        done
+    done
+done

@@ -1,0 +1,486 @@
+package io.nucx.protocol.stream;
+
+import io.netty.buffer.ByteBuf;
+import io.netty.buffer.Unpooled;
+import io.netty.channel.ChannelDuplexHandler;
+import io.netty.channel.ChannelFuture;
+import io.netty.channel.ChannelHandlerContext;
+import io.netty.channel.ChannelPromise;
+import io.netty.channel.PendingWriteQueue;
+import io.netty.channel.socket.ChannelInputShutdownEvent;
+import io.netty.channel.socket.ChannelOutputShutdownException;
+import io.netty.util.ReferenceCountUtil;
+import io.netty.util.concurrent.Future;
+import io.netty.util.concurrent.Promise;
+import io.netty.util.concurrent.ScheduledFuture;
+import io.nucx.protocol.AmIds;
+import io.nucx.protocol.EndpointServices;
+import io.nucx.protocol.ProtocolCodec;
+import io.nucx.protocol.ProtocolException;
+import io.nucx.protocol.ProtocolFamily;
+import io.nucx.transport.AmFrame;
+
+import java.nio.channels.ClosedChannelException;
+import java.util.ArrayDeque;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * An endpoint's ordered byte stream (UCX's {@code ucp_stream_send_nbx} / {@code ucp_stream_recv_nbx}): what is
+ * written as {@link StreamData} arrives at the peer's pipeline as plain {@code ByteBuf}s, in write order, apart from
+ * tagged messages.
+ *
+ * <p><b>Carried, not re-implemented.</b> This codec sits above the tag codecs (tail side) and sends nothing itself
+ * but flow control: a {@link StreamData} goes down to the eager codec, which looks up the protocol for the
+ * {@code STREAM_SEND} selection key in the same tables as tagged sends (eager short / copy / zero-copy, or rendezvous
+ * with GET or PUT where the cost model says so) and sends it with the stream's own first-frame ids
+ * ({@link AmIds#STREAM_ONLY}, STREAM_FIRST, STREAM_ZCOPY_*, STREAM_RTS). Those ids never reach the tag matcher, so a
+ * wildcard {@code tagRecv} cannot take stream bytes; on arrival the carrying codec fires a {@link StreamSlot} up the
+ * pipeline when the first frame arrives and completes it when the last byte has. Frames other than rendezvous data
+ * travel in order on the AM lane, so the slots arrive in write order, and this codec delivers each write only once
+ * every write before it has been delivered (as {@code TagOrder} does for tagged messages, separately: the two
+ * orders do not wait for each other).
+ *
+ * <p><b>Reading</b> follows the endpoint channel's {@code read()} as a socket's does: with auto-read on, writes go up
+ * as they complete; with it off, each {@code read()} delivers what is complete (one batch, then
+ * {@code channelReadComplete}) or, if nothing is, the next write to complete.
+ *
+ * <p><b>Backpressure</b> is a receive window, as TCP's: a sender has {@link #WINDOW} bytes of credit, each write
+ * spends its length, and the receiver gives credit back (STREAM_CREDIT, {@code bytes:u64}) as it <em>delivers</em>
+ * bytes, not as they arrive, once a quarter window has piled up. A receiver that stops reading therefore stops its
+ * peer after one window: the peer's writes wait here, counted in its endpoint's pending bytes, so its channel turns
+ * unwritable, and they go out as credit returns. The lanes themselves keep being read, as a kernel keeps processing
+ * a socket's ACKs while its application does not read: stopping them would also stop the acknowledgements of this
+ * endpoint's own sends (a rendezvous write waits for its RTR), its keepalive and tagged traffic, and a paused reader
+ * that waits for its own write to complete would wait forever. A write larger than half the window goes once half
+ * the window is free (credit may go negative), so a write of any size can go and stay one message (one rendezvous,
+ * zero-copy where it pays); the receiver reports at a quarter window, so a sender always regains half a window once
+ * the receiver has read everything: no deadlock, and the receiver holds at most one window plus one write.
+ *
+ * <p><b>End of stream.</b> {@link StreamData#end()} (a socket's {@code shutdownOutput}) sends STREAM_FIN behind every
+ * byte; the peer fires {@link ChannelInputShutdownEvent} once it has delivered them, and returns all its credit at
+ * once. A close of an endpoint whose stream carried bytes sends the end first (after the writes still waiting for
+ * credit, at most NUCX_KEEPALIVE_TIMEOUT), and the endpoint's graceful close waits until the peer has delivered
+ * every byte (all credit back), so a close loses nothing the peer is still reading. Loop only.
+ */
+public final class StreamCodec extends ChannelDuplexHandler implements ProtocolCodec {
+
+    /** Its name in an endpoint's pipeline. */
+    public static final String NAME = "nucx.stream";
+
+    /** Bytes a sender may have written that the receiver has not delivered yet: the receive window. */
+    public static final int WINDOW = 4 << 20;
+
+    /** STREAM_CREDIT's header: {@code bytes:u64}. */
+    static final int CREDIT_LENGTH = 8;
+
+    static final int[] AM_IDS = {AmIds.STREAM_CREDIT, AmIds.STREAM_FIN};
+
+    /**
+     * The stream family: no protocol of its own (stream writes take the tag eager and rendezvous protocols, selected
+     * by {@code STREAM_SEND}); its ids are the flow-control ones. Its codec goes at the tail side of the others.
+     */
+    public static final ProtocolFamily FAMILY = new ProtocolFamily("stream", List.of(), AM_IDS,
+            (pipeline, endpoint, worker) -> {
+                StreamCodec codec = new StreamCodec(endpoint);
+                pipeline.addLast(NAME, codec);
+                return codec;
+            });
+
+    /** The end of the peer's stream, in the inbound queue behind its last slot. */
+    private static final Object FIN = new Object();
+
+    private final EndpointServices endpoint;
+    private ChannelHandlerContext ctx;
+
+    // ---------------------------------------------------------------- sending
+    /** Writes waiting for credit, in order; their bytes count toward the endpoint's writability. */
+    private PendingWriteQueue waiting;
+    private long credit = WINDOW;
+    private long bytesSent;
+    /** An end was written (sent or waiting): no byte may follow. */
+    private boolean outputEnded;
+    /** The last write's future: an empty write completes after it, keeping completions in write order. */
+    private ChannelFuture lastWrite;
+    /** Completes when the peer has delivered every byte sent (all credit back); made for a graceful close. */
+    private Promise<Void> allDelivered;
+    /** A close waiting for the writes that wait for credit; its bound. */
+    private ChannelPromise deferredClose;
+    private ScheduledFuture<?> closeBound;
+
+    // ---------------------------------------------------------------- receiving
+    /** Slots in write order, and {@link #FIN} last. */
+    private final ArrayDeque<Object> inbound = new ArrayDeque<>();
+    /** A {@code read()} waits for data (auto-read off). */
+    private boolean demand;
+    /** Inside a lane's read batch: its {@code channelReadComplete} follows, so none is fired here. */
+    private boolean batchOpen;
+    private boolean draining;
+    /** Bytes delivered and not yet credited back to the sender. */
+    private long unreported;
+    private boolean finArrived;
+    private boolean ended;
+
+    public StreamCodec(EndpointServices endpoint) {
+        this.endpoint = endpoint;
+    }
+
+    @Override
+    public void handlerAdded(ChannelHandlerContext ctx) {
+        this.ctx = ctx;
+        this.waiting = new PendingWriteQueue(ctx);
+    }
+
+    // ---------------------------------------------------------------- outbound
+
+    @Override
+    public void write(ChannelHandlerContext ctx, Object msg, ChannelPromise promise) {
+        if (!(msg instanceof StreamData d)) {
+            ctx.write(msg, promise);
+            return;
+        }
+        if (outputEnded) {
+            d.release();
+            promise.tryFailure(new ChannelOutputShutdownException("the stream of " + ctx.channel()
+                    + " was shut down for output: nothing may be written after its end"));
+            return;
+        }
+        if (d.isEnd()) {
+            outputEnded = true;
+        }
+        if (waiting.isEmpty() && mayPass(d)) {
+            send(d, promise);
+        } else {
+            waiting.add(d, promise);
+        }
+    }
+
+    /** Whether {@code d} may go now: credit for it, or for half the window when it is larger (see the class). */
+    private boolean mayPass(StreamData d) {
+        int n = d.content().readableBytes();
+        return n == 0 || credit >= Math.min(n, WINDOW / 2);
+    }
+
+    /** Sends {@code d} down to the carrying codecs (an end as STREAM_FIN). Owns {@code d}. */
+    private void send(StreamData d, ChannelPromise promise) {
+        int n = d.content().readableBytes();
+        if (d.isEnd() || n == 0) {
+            boolean end = d.isEnd();
+            d.release();
+            if (end) {
+                ctx.write(AmFrame.of(AmIds.STREAM_FIN, Unpooled.EMPTY_BUFFER), promise);
+            } else {
+                completeAfterLast(promise); // no frame for no bytes, as a socket writes none
+            }
+            return;
+        }
+        credit -= n;
+        bytesSent += n;
+        if (!promise.isVoid()) {
+            lastWrite = promise;
+        }
+        ctx.write(d, promise);
+    }
+
+    private void completeAfterLast(ChannelPromise promise) {
+        ChannelFuture before = lastWrite;
+        if (before == null || before.isDone()) {
+            if (before != null && !before.isSuccess()) {
+                promise.tryFailure(before.cause());
+            } else {
+                promise.trySuccess();
+            }
+            return;
+        }
+        before.addListener(f -> {
+            if (f.isSuccess()) {
+                promise.trySuccess();
+            } else {
+                promise.tryFailure(f.cause());
+            }
+        });
+    }
+
+    /** Credit came back: the writes it now lets pass go, in order. */
+    private void sendWaiting() {
+        boolean sent = false;
+        while (!waiting.isEmpty()) {
+            Object m = waiting.current();
+            if (!(m instanceof StreamData d) || !mayPass(d)) {
+                break;
+            }
+            ReferenceCountUtil.retain(d); // remove() releases the message it takes out
+            ChannelPromise p = waiting.remove();
+            send(d, p);
+            sent = true;
+        }
+        if (sent) {
+            ctx.flush();
+        }
+        if (waiting.isEmpty() && deferredClose != null) {
+            ChannelPromise close = deferredClose;
+            deferredClose = null;
+            closeBound.cancel(false);
+            ctx.close(close);
+        }
+    }
+
+    /**
+     * A close of an endpoint whose stream carried bytes ends the stream first (after the writes waiting for credit,
+     * at most the endpoint's close bound), so the peer sees the end behind the last byte.
+     */
+    @Override
+    public void close(ChannelHandlerContext ctx, ChannelPromise promise) {
+        if (ended || deferredClose != null || (bytesSent == 0 && waiting.isEmpty())) {
+            ctx.close(promise);
+            return;
+        }
+        if (!outputEnded) {
+            write(ctx, StreamData.end(), ProtocolCodec.quietPromise(ctx));
+        }
+        if (waiting.isEmpty()) {
+            ctx.flush();
+            ctx.close(promise);
+            return;
+        }
+        ctx.flush();
+        deferredClose = promise;
+        closeBound = ctx.executor().schedule(() -> {
+            if (deferredClose != null) {
+                waiting.removeAndFailAll(new ClosedChannelException());
+                ChannelPromise close = deferredClose;
+                deferredClose = null;
+                ctx.close(close);
+            }
+        }, endpoint.closeWaitNanos(), TimeUnit.NANOSECONDS);
+    }
+
+    // ---------------------------------------------------------------- inbound
+
+    @Override
+    public void channelRead(ChannelHandlerContext ctx, Object msg) {
+        if (msg instanceof StreamSlot slot) {
+            batchOpen = true;
+            if (finArrived || ended) {
+                slot.detach();
+                if (finArrived) {
+                    throw new ProtocolException("stream data after STREAM_FIN on " + ctx.channel());
+                }
+                return;
+            }
+            slot.attach(this);
+            inbound.add(slot);
+            drain();
+        } else if (msg instanceof AmFrame frame && frame.amId() == AmIds.STREAM_CREDIT) {
+            try {
+                onCredit(frame);
+            } finally {
+                frame.release();
+            }
+        } else if (msg instanceof AmFrame frame && frame.amId() == AmIds.STREAM_FIN) {
+            try {
+                if (frame.header().isReadable() || frame.payload().isReadable()) {
+                    throw new ProtocolException("STREAM_FIN with " + frame.header().readableBytes() + " header and "
+                            + frame.payload().readableBytes() + " payload bytes (expected none)");
+                }
+                if (finArrived) {
+                    throw new ProtocolException("second STREAM_FIN on " + ctx.channel());
+                }
+                finArrived = true;
+                batchOpen = true;
+                inbound.add(FIN);
+                drain();
+            } finally {
+                frame.release();
+            }
+        } else {
+            ctx.fireChannelRead(msg);
+        }
+    }
+
+    private void onCredit(AmFrame frame) {
+        ByteBuf h = frame.header();
+        if (h.readableBytes() != CREDIT_LENGTH) {
+            throw new ProtocolException("STREAM_CREDIT header is " + h.readableBytes() + " bytes, expected "
+                    + CREDIT_LENGTH);
+        }
+        long bytes = h.getLongLE(h.readerIndex());
+        if (bytes <= 0 || credit + bytes > WINDOW) {
+            throw new ProtocolException("STREAM_CREDIT of " + bytes + " bytes, but " + (WINDOW - credit)
+                    + " are unconfirmed");
+        }
+        credit += bytes;
+        sendWaiting();
+        if (credit == WINDOW && allDelivered != null) {
+            allDelivered.trySuccess(null);
+        }
+    }
+
+    @Override
+    public void channelReadComplete(ChannelHandlerContext ctx) {
+        batchOpen = false;
+        ctx.fireChannelReadComplete();
+    }
+
+    @Override
+    public void read(ChannelHandlerContext ctx) {
+        demand = true;
+        drain();
+        ctx.read();
+    }
+
+    /** A slot completed (its last byte arrived, maybe outside any read batch): deliver what is now in order. */
+    void slotDone() {
+        drain();
+    }
+
+    /**
+     * Delivers the writes that are whole and in order, one batch per {@code read()} (all of them with auto-read on),
+     * then gives credit back.
+     */
+    private void drain() {
+        if (draining || ended) {
+            return;
+        }
+        draining = true;
+        try {
+            boolean autoRead = ctx.channel().config().isAutoRead();
+            while ((autoRead || demand) && deliverable()) {
+                if (!autoRead) {
+                    demand = false; // a read() during the batch asks for the next one
+                }
+                for (Object head; deliverable() && (head = inbound.poll()) != null; ) {
+                    if (head == FIN) {
+                        reportCredit(true);
+                        ctx.fireUserEventTriggered(ChannelInputShutdownEvent.INSTANCE);
+                        continue;
+                    }
+                    ByteBuf data = ((StreamSlot) head).take();
+                    if (data != null) {
+                        unreported += data.readableBytes();
+                        ctx.fireChannelRead(data);
+                    }
+                    if (ended) {
+                        return;
+                    }
+                }
+                if (!batchOpen) {
+                    ctx.fireChannelReadComplete(); // outside a lane's batch (a read(), an RMA read completing)
+                }
+                autoRead = ctx.channel().config().isAutoRead();
+            }
+        } finally {
+            draining = false;
+        }
+        reportCredit(false);
+    }
+
+    private boolean deliverable() {
+        Object head = inbound.peek();
+        return head == FIN || (head instanceof StreamSlot s && s.isDone());
+    }
+
+    /** Gives delivered bytes back to the sender once a quarter window piled up, or all at the end of the stream. */
+    private void reportCredit(boolean all) {
+        if (unreported == 0 || ended || (!all && unreported < WINDOW / 4) || !ctx.channel().isOpen()) {
+            return;
+        }
+        ByteBuf h = ctx.alloc().buffer(CREDIT_LENGTH).writeLongLE(unreported);
+        unreported = 0;
+        ctx.writeAndFlush(AmFrame.of(AmIds.STREAM_CREDIT, h), ProtocolCodec.quietPromise(ctx));
+    }
+
+    // ---------------------------------------------------------------- the end of the endpoint
+
+    /** A graceful close waits until the peer has delivered every byte this side sent (all credit back). */
+    @Override
+    public void collectOutstanding(List<Future<?>> out) {
+        if (bytesSent > 0 && credit < WINDOW) {
+            if (allDelivered == null) {
+                allDelivered = ctx.executor().newPromise();
+            }
+            out.add(allDelivered);
+        }
+    }
+
+    @Override
+    public void endpointEnded(Throwable cause) {
+        if (ended) {
+            return;
+        }
+        ended = true;
+        if (closeBound != null) {
+            closeBound.cancel(false);
+        }
+        if (waiting != null) {
+            waiting.removeAndFailAll(cause);
+        }
+        if (deferredClose != null) {
+            ChannelPromise close = deferredClose;
+            deferredClose = null;
+            ctx.channel().closeFuture().addListener(f -> close.trySuccess());
+        }
+        if (allDelivered != null) {
+            allDelivered.trySuccess(null);
+        }
+        releaseInbound();
+    }
+
+    private void releaseInbound() {
+        for (Object o; (o = inbound.poll()) != null; ) {
+            if (o instanceof StreamSlot s) {
+                s.detach();
+            }
+        }
+    }
+
+    @Override
+    public void handlerRemoved(ChannelHandlerContext ctx) {
+        ended = true;
+        if (waiting != null && !waiting.isEmpty()) {
+            waiting.removeAndFailAll(new ClosedChannelException());
+        }
+        releaseInbound();
+    }
+
+    /**
+     * Whether a write of {@code bytes} would go at once rather than wait for credit: a channel over this stream
+     * (NucxChannel) keeps its writes in its own outbound buffer until then, as a socket channel does while the
+     * kernel's buffer is full, and tries again when a read batch ends (credit comes in read batches).
+     */
+    public boolean accepts(int bytes) {
+        return !ended && !outputEnded && waiting.isEmpty() && (bytes == 0 || credit >= Math.min(bytes, WINDOW / 2));
+    }
+
+    /** Whether the stream's end was written (by a shutdown, or by the endpoint's close): no byte may follow. */
+    public boolean outputEnded() {
+        return outputEnded;
+    }
+
+    /** Writes waiting for credit; for tests and diagnostics. */
+    public int waitingWrites() {
+        return waiting == null ? 0 : waiting.size();
+    }
+
+    /** Credit left: bytes that may still be sent before the receiver reads. */
+    public long credit() {
+        return credit;
+    }
+
+    /** Writes arrived and not yet delivered (complete or not); for tests and diagnostics. */
+    public int undelivered() {
+        int n = 0;
+        for (Object o : inbound) {
+            if (o != FIN) {
+                n++;
+            }
+        }
+        return n;
+    }
+
+    @Override
+    public void describeRequests(List<String> out) {
+        out.add("stream: " + waitingWrites() + " writes waiting for credit (" + credit + " left), " + undelivered()
+                + " arrived and not delivered");
+    }
+}

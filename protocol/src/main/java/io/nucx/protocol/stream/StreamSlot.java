@@ -1,0 +1,76 @@
+package io.nucx.protocol.stream;
+
+import io.netty.buffer.ByteBuf;
+
+/**
+ * The place of one stream write in its endpoint's stream, taken when the write's first frame (or its STREAM_RTS)
+ * arrives and filled when its last byte has: the carrying codec fires the slot up the pipeline at once and
+ * completes it later, so the {@link StreamCodec} delivers the writes in the order the peer made them, whatever
+ * protocol carried each. Loop only.
+ */
+public final class StreamSlot {
+
+    private ByteBuf data;
+    private boolean done;
+    /** The codec whose stream holds this slot; null until it took the slot. */
+    private StreamCodec owner;
+    /** The stream went away: whatever completes now is released. */
+    private boolean detached;
+
+    /** A slot whose write arrived whole (one frame). Owns {@code data}. */
+    public static StreamSlot whole(ByteBuf data) {
+        StreamSlot s = new StreamSlot();
+        s.data = data;
+        s.done = true;
+        return s;
+    }
+
+    /** The write's bytes are all here; owns {@code data}. */
+    public void complete(ByteBuf data) {
+        if (done || detached) {
+            data.release();
+            return;
+        }
+        this.data = data;
+        done = true;
+        if (owner != null) {
+            owner.slotDone();
+        }
+    }
+
+    /** The write will never be whole (its endpoint ended): nothing is delivered for it. */
+    public void abort() {
+        if (done) {
+            return;
+        }
+        done = true;
+        if (owner != null && !detached) {
+            owner.slotDone();
+        }
+    }
+
+    boolean isDone() {
+        return done;
+    }
+
+    /** Hands over the bytes (null if the write was given up). */
+    ByteBuf take() {
+        ByteBuf d = data;
+        data = null;
+        return d;
+    }
+
+    void attach(StreamCodec codec) {
+        owner = codec;
+    }
+
+    /** The stream is gone: release what the slot holds now and whatever completes it later. */
+    void detach() {
+        detached = true;
+        owner = null;
+        ByteBuf d = take();
+        if (d != null) {
+            d.release();
+        }
+    }
+}

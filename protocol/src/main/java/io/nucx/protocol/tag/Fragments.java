@@ -1,0 +1,150 @@
+package io.nucx.protocol.tag;
+
+import io.netty.buffer.ByteBuf;
+import io.netty.buffer.ByteBufAllocator;
+import io.netty.buffer.CompositeByteBuf;
+import io.nucx.protocol.ProtocolException;
+
+import java.util.Map;
+import java.util.TreeMap;
+
+/**
+ * The bytes of one message arriving in fragments, in any order, with memory committed only as data arrive: a peer's
+ * announcement of a size commits nothing (an EAGER_FIRST or RTS announcing a gigabyte, then one byte, holds one
+ * byte). Each fragment is either copied into a buffer of its own, the message being composed of them at the end, or
+ * written straight into the receiver's own buffer ({@link #inPlace}). A fragment outside the message or overlapping
+ * one that came before is a {@link ProtocolException}. Loop only.
+ *
+ * <p>Received ranges are kept merged ({@code start -> end}), so in-order arrival keeps one range whatever the size.
+ */
+final class Fragments {
+
+    private final ByteBufAllocator alloc;
+    /** The receiver's buffer (a slice of exactly {@code total} bytes, writer index 0), or null: copies. */
+    private final ByteBuf target;
+    private final int total;
+    private final TreeMap<Integer, Integer> ranges = new TreeMap<>();
+    private final TreeMap<Integer, ByteBuf> copies;
+    private int received;
+
+    private Fragments(ByteBufAllocator alloc, ByteBuf target, int total) {
+        this.alloc = alloc;
+        this.target = target;
+        this.total = total;
+        this.copies = alloc != null ? new TreeMap<>() : null;
+    }
+
+    /** Fragments copied into buffers from {@code alloc} as they arrive. */
+    static Fragments copied(ByteBufAllocator alloc, int total) {
+        return new Fragments(alloc, null, total);
+    }
+
+    /** Fragments only counted, their bytes dropped (nobody will receive the message). */
+    static Fragments counted(int total) {
+        return new Fragments(null, null, total);
+    }
+
+    /** Fragments written into {@code target}, a buffer of {@code total} writable bytes the receiver owns. */
+    static Fragments inPlace(ByteBuf target, int total) {
+        return new Fragments(null, target, total);
+    }
+
+    int total() {
+        return total;
+    }
+
+    int received() {
+        return received;
+    }
+
+    boolean isComplete() {
+        return received == total;
+    }
+
+    boolean isInPlace() {
+        return target != null;
+    }
+
+    /**
+     * Takes the readable bytes of {@code payload} as the message's bytes from {@code offset} on (indices left alone);
+     * returns how many.
+     *
+     * @throws ProtocolException when they lie outside the message or overlap bytes already received
+     */
+    int add(long offset, ByteBuf payload, String what) {
+        int n = payload.readableBytes();
+        if (offset < 0 || offset > total - n) {
+            throw new ProtocolException("fragment [" + offset + ", +" + n + ") lies outside " + what + " of " + total
+                    + " bytes");
+        }
+        if (n == 0) {
+            return 0;
+        }
+        int start = (int) offset;
+        int end = start + n;
+        Map.Entry<Integer, Integer> before = ranges.floorEntry(start);
+        Map.Entry<Integer, Integer> after = ranges.ceilingEntry(start);
+        if ((before != null && before.getValue() > start) || (after != null && after.getKey() < end)) {
+            throw new ProtocolException("fragment [" + start + ", +" + n + ") of " + what + " overlaps bytes "
+                    + "received already");
+        }
+        if (target != null) {
+            target.setBytes(start, payload, payload.readerIndex(), n);
+        } else if (copies != null) {
+            ByteBuf copy = alloc.buffer(n, n);
+            copy.writeBytes(payload, payload.readerIndex(), n);
+            copies.put(start, copy);
+        }
+        int mergedStart = start;
+        int mergedEnd = end;
+        if (before != null && before.getValue() == start) {
+            mergedStart = before.getKey();
+        }
+        if (after != null && after.getKey() == end) {
+            mergedEnd = ranges.remove(after.getKey());
+        }
+        ranges.put(mergedStart, mergedEnd);
+        received += n;
+        return n;
+    }
+
+    /**
+     * The whole message, once complete, as one buffer the caller owns (writer index at its end): the receiver's own
+     * buffer in place, else the copies composed in order (or the one copy); null when only {@link #counted}.
+     */
+    ByteBuf take() {
+        if (!isComplete()) {
+            throw new IllegalStateException(received + " of " + total + " bytes received");
+        }
+        if (target != null) {
+            return target.writerIndex(total);
+        }
+        if (copies == null) {
+            return null;
+        }
+        if (copies.isEmpty()) {
+            return alloc.buffer(0, 0);
+        }
+        if (copies.size() == 1) {
+            ByteBuf only = copies.pollFirstEntry().getValue();
+            return only;
+        }
+        CompositeByteBuf whole = alloc.compositeBuffer(copies.size());
+        whole.addComponents(true, copies.values());
+        copies.clear();
+        return whole;
+    }
+
+    /** Releases what it holds, the receiver's buffer (a retained slice) included; not after {@link #take}. */
+    void release() {
+        if (target != null) {
+            target.release();
+        }
+        if (copies != null) {
+            for (ByteBuf b : copies.values()) {
+                b.release();
+            }
+            copies.clear();
+        }
+    }
+}

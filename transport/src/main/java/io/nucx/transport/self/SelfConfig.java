@@ -1,0 +1,18 @@
+package io.nucx.transport.self;
+
+import io.nucx.transport.config.AbstractConfigTable;
+import io.nucx.transport.config.ConfigEntry;
+
+/** The self transport's settings ({@code NUCX_SELF_*}). */
+public final class SelfConfig extends AbstractConfigTable {
+
+    /** Bytes a self channel's receiver may hold before its writer sees backpressure. */
+    public static final ConfigEntry<Long> QUEUE_BYTES = ConfigEntry.size("SELF_QUEUE_BYTES", "1m",
+            "Bytes a self (in-process) channel's receiver may hold before the writer stops", 4096, 1L << 30);
+
+    static final SelfConfig TABLE = new SelfConfig();
+
+    public SelfConfig() {
+        super("self transport", RANK_TRANSPORT, QUEUE_BYTES);
+    }
+}

@@ -1,0 +1,49 @@
+package io.nucx.transport.shm;
+
+import io.nucx.transport.NucxConfig;
+import io.nucx.transport.config.AbstractConfigTable;
+import io.nucx.transport.config.ConfigEntry;
+
+/** The shm transport's settings ({@code NUCX_SHM_*}). */
+public final class ShmConfig extends AbstractConfigTable {
+
+    /** How long an idle shm loop keeps polling its rings before it parks and asks to be woken, in nanoseconds. */
+    public static final ConfigEntry<Long> SPIN = ConfigEntry.duration("SHM_SPIN", "100us",
+            "Time an idle event loop with shm channels polls its rings before parking (e.g. 0, 50us, 1ms)",
+            10_000_000_000L);
+    /** Bytes of each shm ring (one per direction per connection), a power of two. */
+    public static final ConfigEntry<Long> RING_SIZE = ConfigEntry.size("SHM_RING_SIZE", "4m",
+            "Bytes of each shm ring, a power of two (one ring per direction per connection)", 64 << 10, 1 << 30)
+            .require(v -> Long.bitCount(v) == 1, "must be a power of two");
+    /** Largest active-message frame one shm record carries; at most an eighth of the ring (checked with it). */
+    public static final ConfigEntry<Long> SEG_SIZE = ConfigEntry.size("SHM_SEG_SIZE", "64k",
+            "Largest payload of one shm active-message record (bcopy fragment size); at most ring size / 8", 4096,
+            128L << 20);
+
+    static final ShmConfig TABLE = new ShmConfig();
+
+    public ShmConfig() {
+        super("shm transport", RANK_TRANSPORT, SPIN, RING_SIZE, SEG_SIZE);
+    }
+
+    /** The ring size of {@code config}. */
+    static int ringSize(NucxConfig config) {
+        return (int) (long) config.get(RING_SIZE);
+    }
+
+    /** The segment size of {@code config}, checked against its ring: one record takes at most an eighth of it. */
+    static int segSize(NucxConfig config) {
+        long seg = config.get(SEG_SIZE);
+        long max = ringSize(config) / 8 - 64;
+        if (seg > max) {
+            throw config.invalid(SEG_SIZE, "at most " + max + " bytes with NUCX_SHM_RING_SIZE="
+                    + config.raw(RING_SIZE) + " (one record takes at most an eighth of the ring)");
+        }
+        return (int) seg;
+    }
+
+    @Override
+    public void conclude(NucxConfig config) {
+        segSize(config);
+    }
+}

@@ -1,0 +1,288 @@
+package io.nucx.wireup;
+
+import io.netty.bootstrap.Bootstrap;
+import io.netty.bootstrap.ServerBootstrap;
+import io.netty.buffer.ByteBuf;
+import io.netty.buffer.Unpooled;
+import io.netty.channel.Channel;
+import io.netty.channel.ChannelFuture;
+import io.netty.channel.ChannelHandlerContext;
+import io.netty.channel.ChannelInboundHandlerAdapter;
+import io.netty.channel.ChannelInitializer;
+import io.netty.channel.ChannelOption;
+import io.netty.channel.EventLoopGroup;
+import io.netty.channel.SimpleChannelInboundHandler;
+import io.netty.channel.socket.ChannelInputShutdownEvent;
+import io.netty.channel.socket.SocketChannel;
+import io.netty.handler.codec.LengthFieldBasedFrameDecoder;
+import io.netty.handler.codec.LengthFieldPrepender;
+import io.netty.handler.codec.string.StringDecoder;
+import io.netty.handler.codec.string.StringEncoder;
+import io.netty.util.AttributeKey;
+import io.netty.util.CharsetUtil;
+import io.nucx.NucxChannel;
+import io.nucx.NucxEventLoopGroup;
+import io.nucx.NucxServerChannel;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+
+import java.net.ConnectException;
+import java.net.InetSocketAddress;
+import java.net.ServerSocket;
+import java.util.concurrent.BlockingQueue;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.LinkedBlockingQueue;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicReference;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertInstanceOf;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
+import static org.junit.jupiter.api.Assertions.assertSame;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/**
+ * The channel pair under Netty's own bootstraps, in one process (the lanes are then self; other processes and
+ * transports are the integration tests'): an ordinary length-field string echo with only group and channel changed;
+ * parent, options and attributes as on socket channels; half-closure; a reader that does not read makes the writer
+ * unwritable; connecting where no nucx listener is fails naming the address.
+ */
+@Timeout(120)
+class NucxChannelTest {
+
+    private static final AttributeKey<String> NAME = AttributeKey.valueOf("name");
+
+    private EventLoopGroup boss;
+    private EventLoopGroup workers;
+    private Channel server;
+
+    @BeforeEach
+    void groups() {
+        boss = new NucxEventLoopGroup(1);
+        workers = new NucxEventLoopGroup(2);
+    }
+
+    @AfterEach
+    void shutdown() throws Exception {
+        if (server != null) {
+            server.close().sync();
+        }
+        workers.shutdownGracefully(0, 5, TimeUnit.SECONDS).sync();
+        boss.shutdownGracefully(0, 5, TimeUnit.SECONDS).sync();
+    }
+
+    private static void framing(Channel ch) {
+        ch.pipeline().addLast(new LengthFieldBasedFrameDecoder(1 << 20, 0, 4, 0, 4), new LengthFieldPrepender(4),
+                new StringDecoder(CharsetUtil.UTF_8), new StringEncoder(CharsetUtil.UTF_8));
+    }
+
+    @Test
+    void aLengthFieldEchoRunsWithOnlyGroupAndChannelChanged() throws Exception {
+        AtomicReference<Channel> child = new AtomicReference<>();
+        server = new ServerBootstrap().group(boss, workers).channel(NucxServerChannel.class)
+                .childOption(ChannelOption.ALLOW_HALF_CLOSURE, true).childAttr(NAME, "child")
+                .childHandler(new ChannelInitializer<SocketChannel>() {
+                    @Override
+                    protected void initChannel(SocketChannel ch) {
+                        child.set(ch);
+                        framing(ch);
+                        ch.pipeline().addLast(new SimpleChannelInboundHandler<String>() {
+                            @Override
+                            protected void channelRead0(ChannelHandlerContext ctx, String msg) {
+                                ctx.writeAndFlush("echo:" + msg);
+                            }
+                        });
+                    }
+                }).bind(new InetSocketAddress("127.0.0.1", 0)).sync().channel();
+        InetSocketAddress address = (InetSocketAddress) server.localAddress();
+        assertTrue(address.getPort() > 0, "bound port " + address);
+        BlockingQueue<String> replies = new LinkedBlockingQueue<>();
+        Channel client = new Bootstrap().group(workers).channel(NucxChannel.class).attr(NAME, "client")
+                .handler(new ChannelInitializer<SocketChannel>() {
+                    @Override
+                    protected void initChannel(SocketChannel ch) {
+                        framing(ch);
+                        ch.pipeline().addLast(new SimpleChannelInboundHandler<String>() {
+                            @Override
+                            protected void channelRead0(ChannelHandlerContext ctx, String msg) {
+                                replies.add(msg);
+                            }
+                        });
+                    }
+                }).connect("127.0.0.1", address.getPort()).sync().channel();
+        StringBuilder big = new StringBuilder();
+        while (big.length() < 600_000) {
+            big.append("0123456789");
+        }
+        // ("" is not among them: Netty's StringEncoder writes nothing for it, on any channel)
+        String[] sent = {"hello", big.toString(), "after the large one", "x"};
+        for (String s : sent) {
+            client.write(s);
+        }
+        client.flush();
+        for (String s : sent) {
+            String r = replies.poll(30, TimeUnit.SECONDS);
+            assertNotNull(r, "no echo of a " + s.length() + "-char message");
+            assertEquals("echo:" + s, r);
+        }
+        Channel c = child.get();
+        assertInstanceOf(NucxChannel.class, c);
+        assertSame(server, c.parent(), "the accepted channel's parent");
+        assertEquals("child", c.attr(NAME).get());
+        assertEquals("client", client.attr(NAME).get());
+        assertTrue(((SocketChannel) c).config().isAllowHalfClosure(), "childOption reached the child");
+        assertEquals(address, ((SocketChannel) c).localAddress());
+        assertEquals(address, ((SocketChannel) client).remoteAddress());
+        assertTrue(c.isActive() && client.isActive());
+        client.close().sync();
+        assertTrue(c.closeFuture().await(30, TimeUnit.SECONDS), "the peer's close did not close the child");
+    }
+
+    @Test
+    void halfClosureDeliversEveryByteThenTheEndAndTheOtherWayStaysOpen() throws Exception {
+        server = new ServerBootstrap().group(boss, workers).channel(NucxServerChannel.class)
+                .childOption(ChannelOption.ALLOW_HALF_CLOSURE, true)
+                .childHandler(new ChannelInboundHandlerAdapter() {
+                    long bytes;
+
+                    @Override
+                    public void channelRead(ChannelHandlerContext ctx, Object msg) {
+                        bytes += ((ByteBuf) msg).readableBytes();
+                        ((ByteBuf) msg).release();
+                    }
+
+                    @Override
+                    public void userEventTriggered(ChannelHandlerContext ctx, Object evt) {
+                        if (evt instanceof ChannelInputShutdownEvent) {
+                            // The input ended: answer how much came, then close.
+                            ctx.writeAndFlush(Unpooled.copiedBuffer("got " + bytes, CharsetUtil.UTF_8))
+                                    .addListener(f -> ctx.close());
+                        }
+                    }
+                }).bind(new InetSocketAddress("127.0.0.1", 0)).sync().channel();
+        BlockingQueue<String> replies = new LinkedBlockingQueue<>();
+        CountDownLatch closed = new CountDownLatch(1);
+        SocketChannel client = (SocketChannel) new Bootstrap().group(workers).channel(NucxChannel.class)
+                .handler(new ChannelInboundHandlerAdapter() {
+                    @Override
+                    public void channelRead(ChannelHandlerContext ctx, Object msg) {
+                        replies.add(((ByteBuf) msg).toString(CharsetUtil.UTF_8));
+                        ((ByteBuf) msg).release();
+                    }
+
+                    @Override
+                    public void channelInactive(ChannelHandlerContext ctx) {
+                        closed.countDown();
+                    }
+                }).connect(server.localAddress()).sync().channel();
+        ChannelFuture last = null;
+        for (int i = 0; i < 10; i++) {
+            last = client.writeAndFlush(Unpooled.wrappedBuffer(new byte[500_000]));
+        }
+        // As on a socket, shutdownOutput fails writes not yet taken: wait for the last one first.
+        last.sync();
+        client.shutdownOutput().sync();
+        assertTrue(client.isOutputShutdown());
+        assertEquals("got 5000000", replies.poll(30, TimeUnit.SECONDS));
+        assertTrue(closed.await(30, TimeUnit.SECONDS), "the server's close did not reach the client");
+    }
+
+    @Test
+    void aReaderThatDoesNotReadMakesTheWriterUnwritable() throws Exception {
+        AtomicReference<Channel> child = new AtomicReference<>();
+        BlockingQueue<Integer> sizes = new LinkedBlockingQueue<>();
+        server = new ServerBootstrap().group(boss, workers).channel(NucxServerChannel.class)
+                .childOption(ChannelOption.AUTO_READ, false)
+                .childHandler(new ChannelInboundHandlerAdapter() {
+                    @Override
+                    public void channelActive(ChannelHandlerContext ctx) {
+                        child.set(ctx.channel());
+                    }
+
+                    @Override
+                    public void channelRead(ChannelHandlerContext ctx, Object msg) {
+                        sizes.add(((ByteBuf) msg).readableBytes());
+                        ((ByteBuf) msg).release();
+                    }
+                }).bind(new InetSocketAddress("127.0.0.1", 0)).sync().channel();
+        Channel client = new Bootstrap().group(workers).channel(NucxChannel.class)
+                .handler(new ChannelInboundHandlerAdapter()).connect(server.localAddress()).sync().channel();
+        int write = 64 * 1024;
+        int written = 3 * io.nucx.protocol.stream.StreamCodec.WINDOW / write;
+        for (int i = 0; i < written; i++) {
+            client.write(Unpooled.wrappedBuffer(new byte[write]));
+        }
+        client.flush();
+        // The stream takes a window; the rest stays in the writer's outbound buffer, which is then past its high
+        // water mark: unwritable until the reader reads.
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
+        while (client.isWritable() || client.unsafe().outboundBuffer().totalPendingWriteBytes()
+                > (long) written * write - io.nucx.protocol.stream.StreamCodec.WINDOW / 2) { // + entries' overhead
+            assertTrue(System.nanoTime() < deadline, () -> "the stream did not take a window, or the writer stayed "
+                    + "writable: " + client.isWritable() + "; pending " + client.unsafe().outboundBuffer()
+                    .totalPendingWriteBytes() + "; " + describe(((NucxChannel) client).endpoint()));
+            Thread.sleep(5);
+        }
+        assertTrue(sizes.isEmpty(), "delivered without a read()");
+        child.get().config().setAutoRead(true);
+        long total = (long) written * write;
+        long got = 0;
+        while (got < total) {
+            Integer n = sizes.poll(30, TimeUnit.SECONDS);
+            assertNotNull(n, "stuck at " + got + " of " + total);
+            got += n;
+        }
+        assertEquals(total, got);
+        assertTrue(client.isWritable());
+    }
+
+    private static String describe(io.nucx.Endpoint ep) {
+        try {
+            return ep.eventLoop().submit(() -> {
+                io.nucx.protocol.stream.StreamCodec c = ep.pipeline().get(io.nucx.protocol.stream.StreamCodec.class);
+                return ep + " writable " + ep.isWritable() + " lanes " + TestWorkers.impl(ep).lanes().isWritable()
+                        + " credit " + c.credit() + " waiting " + c.waitingWrites();
+            }).get();
+        } catch (Exception e) {
+            return e.toString();
+        }
+    }
+
+    @Test
+    void connectingWhereNoListenerIsFailsNamingTheAddress() throws Exception {
+        int port;
+        try (ServerSocket s = new ServerSocket(0)) {
+            port = s.getLocalPort();
+        }
+        ChannelFuture f = new Bootstrap().group(workers).channel(NucxChannel.class)
+                .handler(new ChannelInboundHandlerAdapter()).connect("127.0.0.1", port);
+        assertTrue(f.await(30, TimeUnit.SECONDS));
+        assertInstanceOf(ConnectException.class, f.cause());
+        assertTrue(f.cause().getMessage().contains("127.0.0.1:" + port), f.cause().getMessage());
+        assertFalse(f.channel().isOpen());
+    }
+
+    @Test
+    void aTcpServerThatIsNotNucxIsNamedAsSuch() throws Exception {
+        try (ServerSocket s = new ServerSocket(0, 1, java.net.InetAddress.getLoopbackAddress())) {
+            Thread t = new Thread(() -> {
+                try (var c = s.accept()) {
+                    c.getOutputStream().write(new byte[] {0, 0, 0, 8, 'H', 'T', 'T', 'P', '/', '1', '.', '1'});
+                    c.getInputStream().read();
+                } catch (Exception ignored) {
+                    // the client closes
+                }
+            });
+            t.start();
+            ChannelFuture f = new Bootstrap().group(workers).channel(NucxChannel.class)
+                    .handler(new ChannelInboundHandlerAdapter()).connect(s.getLocalSocketAddress());
+            assertTrue(f.await(30, TimeUnit.SECONDS));
+            assertInstanceOf(ConnectException.class, f.cause());
+            assertTrue(f.cause().getMessage().contains("does not speak nucx"), f.cause().getMessage());
+            t.join(10_000);
+        }
+    }
+}

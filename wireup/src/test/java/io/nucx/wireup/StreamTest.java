@@ -1,0 +1,288 @@
+package io.nucx.wireup;
+
+import io.netty.buffer.ByteBuf;
+import io.netty.buffer.ByteBufAllocator;
+import io.netty.channel.ChannelFuture;
+import io.netty.channel.ChannelHandlerContext;
+import io.netty.channel.ChannelInboundHandlerAdapter;
+import io.netty.channel.ChannelInitializer;
+import io.netty.channel.socket.ChannelInputShutdownEvent;
+import io.netty.util.ReferenceCountUtil;
+import io.netty.util.concurrent.Future;
+import io.nucx.Endpoint;
+import io.nucx.protocol.stream.StreamCodec;
+import io.nucx.protocol.stream.StreamData;
+import io.nucx.protocol.tag.TagMessage;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.extension.RegisterExtension;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.CsvSource;
+
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+import java.util.Map;
+import java.util.SplittableRandom;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
+import java.util.function.BooleanSupplier;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/**
+ * The endpoint byte stream: writes of every size (each protocol of the table: eager short, copy, fragments, zero-copy
+ * and rendezvous by fragments, GET and PUT) come up the peer's pipeline as ByteBufs in write order, away from tag
+ * matching; a reader that stops reading stops the writer after one window; the end of the stream comes after its last
+ * byte; a close loses nothing the peer still reads.
+ */
+@Timeout(180)
+class StreamTest {
+
+    @RegisterExtension
+    final TestWorkers workers = new TestWorkers();
+
+    /** Collects the stream's bytes in the order they come up; counts the end and anything that is not a ByteBuf. */
+    static final class Reader extends ChannelInboundHandlerAdapter {
+        final ByteBuf received = ByteBufAllocator.DEFAULT.heapBuffer();
+        final CountDownLatch ended = new CountDownLatch(1);
+        volatile long bytes;
+        volatile long endedAt = -1;
+        final List<Object> strays = new java.util.concurrent.CopyOnWriteArrayList<>();
+        volatile ChannelHandlerContext ctx;
+
+        @Override
+        public void handlerAdded(ChannelHandlerContext ctx) {
+            this.ctx = ctx;
+        }
+
+        @Override
+        public void channelRead(ChannelHandlerContext ctx, Object msg) {
+            if (msg instanceof ByteBuf b) {
+                bytes += b.readableBytes();
+                received.writeBytes(b);
+            } else {
+                strays.add(msg.toString());
+            }
+            ReferenceCountUtil.release(msg);
+        }
+
+        @Override
+        public void userEventTriggered(ChannelHandlerContext ctx, Object evt) {
+            if (evt instanceof ChannelInputShutdownEvent) {
+                endedAt = bytes;
+                ended.countDown();
+            }
+            ctx.fireUserEventTriggered(evt);
+        }
+    }
+
+    private final Map<Endpoint, Reader> readers = new ConcurrentHashMap<>();
+
+    /** What the readers collected outlives their endpoints (a closed endpoint's is checked after): released here. */
+    @org.junit.jupiter.api.AfterEach
+    void releaseReaders() {
+        readers.values().forEach(r -> r.received.release());
+    }
+
+    private ChannelInitializer<Endpoint> reader(boolean autoRead) {
+        return new ChannelInitializer<>() {
+            @Override
+            protected void initChannel(Endpoint ep) {
+                ep.config().setAutoRead(autoRead);
+                Reader r = new Reader();
+                readers.put(ep, r);
+                ep.pipeline().addLast(r);
+            }
+        };
+    }
+
+    private Reader awaitReader() throws InterruptedException {
+        await(() -> !readers.isEmpty(), "the peer's endpoint");
+        return readers.values().iterator().next();
+    }
+
+    @ParameterizedTest(name = "{0} {1}")
+    @CsvSource({
+        "tcp, -",
+        "self, -",
+        "shm, -",
+        "'shm,cma', RNDV_SCHEME=get_zcopy",
+        "'shm,cma', RNDV_SCHEME=put_zcopy",
+    })
+    void writesOfEveryProtocolArriveInOrderAndNeverReachTagMatching(String tls, String setting) throws Exception {
+        List<String> settings = new ArrayList<>(List.of("TLS", tls));
+        if (!setting.equals("-")) {
+            settings.addAll(List.of(setting.split("=")));
+        }
+        DefaultWorker a = workers.start("a", settings.toArray(String[]::new));
+        DefaultWorker b = workers.start("b", reader(true), settings.toArray(String[]::new));
+        // Posted before anything is written: if stream bytes reached the matcher, this would take them.
+        Future<TagMessage> wildcard = b.tagRecv(0, 0);
+        Endpoint ab = a.connect(b.address());
+        int[] sizes = {4, 0, 1, 16, 4, 8 << 20, 4, 700_000, 16, 70_000, 4, 3 << 20, 1, 65_000, 9_000, 4 << 20, 4};
+        long total = 0;
+        List<ChannelFuture> sends = new ArrayList<>();
+        for (int i = 0; i < sizes.length; i++) {
+            sends.add(ab.streamSend(content(i, sizes[i], i % 2 == 1)));
+            total += sizes[i];
+        }
+        for (ChannelFuture f : sends) {
+            assertTrue(f.await(60, TimeUnit.SECONDS) && f.isSuccess(), () -> "stream write: " + f.cause());
+        }
+        Reader r = awaitReader();
+        long expected = total;
+        await(() -> r.bytes >= expected, "all " + expected + " stream bytes");
+        b.eventLoop().submit(() -> {
+            for (int i = 0, at = 0; i < sizes.length; at += sizes[i], i++) {
+                assertContent(i, sizes[i], r.received.slice(at, sizes[i]));
+            }
+        }).get(30, TimeUnit.SECONDS);
+        assertTrue(r.strays.isEmpty(), () -> "not bytes: " + r.strays);
+        // The wildcard receive takes the first tagged message, which was written after the stream: it saw no stream.
+        ab.tagSend(77, TestWorkers.pattern(5, 10)).sync();
+        TagMessage m = wildcard.get(30, TimeUnit.SECONDS);
+        try {
+            assertEquals(77, m.tag(), "the wildcard receive took something other than the tagged message");
+        } finally {
+            m.release();
+        }
+        Map<String, Long> used = a.counters().snapshot();
+        assertTrue(used.entrySet().stream().anyMatch(e -> e.getKey().startsWith("egr/") && e.getValue() > 0)
+                && used.getOrDefault("tag/rndv", 0L) + used.getOrDefault("rndv/get/zcopy", 0L) > 0, used::toString);
+        if (setting.startsWith("RNDV_SCHEME")) {
+            String recv = setting.endsWith("get_zcopy") ? "recv:rndv/get/zcopy" : "recv:rndv/put/zcopy";
+            assertTrue(b.counters().count(recv) > 0, () -> recv + ": " + b.counters().snapshot());
+        }
+    }
+
+    /**
+     * A reader with auto-read off stops the writer: once a window is out, further writes wait at the writer (its
+     * endpoint unwritable) and the reader holds at most a window plus one write; each {@code read()} then lets more
+     * through, until everything arrived in order.
+     */
+    @ParameterizedTest(name = "{0}")
+    @CsvSource({"tcp", "shm"})
+    void aReaderThatDoesNotReadStopsTheWriterAfterOneWindow(String tls) throws Exception {
+        DefaultWorker a = workers.start("a", "TLS", tls);
+        DefaultWorker b = workers.start("b", reader(false), "TLS", tls);
+        Endpoint ab = a.connect(b.address());
+        int write = 256 << 10;
+        int count = 3 * StreamCodec.WINDOW / write;
+        List<ChannelFuture> sends = new ArrayList<>();
+        for (int i = 0; i < count; i++) {
+            sends.add(ab.streamSend(content(i, write, true)));
+        }
+        Reader r = awaitReader();
+        Endpoint ba = r.ctx.channel() instanceof Endpoint e ? e : null;
+        StreamCodec sender = TestWorkers.impl(ab).pipeline().get(StreamCodec.class);
+        StreamCodec receiver = TestWorkers.impl(ba).pipeline().get(StreamCodec.class);
+        // The writer runs out of credit: the rest wait at the writer, which turns unwritable.
+        await(() -> onLoop(a, () -> sender.waitingWrites() > 0 && !ab.isWritable()), "writes waiting for credit");
+        assertEquals(0, r.bytes, "nothing may be delivered without a read()");
+        int held = b.eventLoop().submit(receiver::undelivered).get();
+        assertTrue((long) held * write <= StreamCodec.WINDOW + write, () -> "the reader holds " + held + " writes");
+        // Each read() is a batch; read until everything came.
+        long total = (long) count * write;
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
+        while (r.bytes < total) {
+            assertTrue(System.nanoTime() < deadline, () -> "stuck at " + r.bytes + " of " + total);
+            b.eventLoop().submit(() -> ba.read()).get();
+            Thread.sleep(2);
+        }
+        for (ChannelFuture f : sends) {
+            assertTrue(f.await(30, TimeUnit.SECONDS) && f.isSuccess(), () -> "write: " + f.cause());
+        }
+        b.eventLoop().submit(() -> {
+            for (int i = 0; i < count; i++) {
+                assertContent(i, write, r.received.slice(i * write, write));
+            }
+        }).get(30, TimeUnit.SECONDS);
+        assertTrue(onLoop(a, ab::isWritable), "writable again once the reader caught up");
+    }
+
+    /**
+     * The end of the stream arrives after its last byte, even when the last write is a rendezvous still being read;
+     * a write after the end fails naming why.
+     */
+    @Test
+    void theEndComesAfterTheLastByteAndNothingMayFollowIt() throws Exception {
+        DefaultWorker a = workers.start("a", "TLS", "shm");
+        DefaultWorker b = workers.start("b", reader(true), "TLS", "shm");
+        Endpoint ab = a.connect(b.address());
+        ab.streamSend(content(0, 100, false));
+        ab.streamSend(content(1, 6 << 20, true));
+        ab.writeAndFlush(StreamData.end()).sync();
+        ChannelFuture after = ab.streamSend(content(2, 10, false));
+        assertTrue(after.await(10, TimeUnit.SECONDS));
+        assertTrue(after.cause() instanceof io.netty.channel.socket.ChannelOutputShutdownException,
+                () -> "write after the end: " + after.cause());
+        Reader r = awaitReader();
+        assertTrue(r.ended.await(30, TimeUnit.SECONDS), "no end of stream");
+        assertEquals(100 + (6 << 20), r.endedAt, "the end came before the last byte");
+    }
+
+    /**
+     * A close right after the writes, to a reader that does not read: the close waits for the reader (within the
+     * close bound), and once it reads, every byte and then the end arrive before the endpoints close.
+     */
+    @Test
+    void aCloseLosesNothingThePeerStillReads() throws Exception {
+        DefaultWorker a = workers.start("a", "TLS", "tcp");
+        DefaultWorker b = workers.start("b", reader(false), "TLS", "tcp");
+        Endpoint ab = a.connect(b.address());
+        int n = 20;
+        int write = 300_000;
+        for (int i = 0; i < n; i++) {
+            ab.streamSend(content(i, write, false));
+        }
+        ChannelFuture closed = ab.close();
+        Reader r = awaitReader();
+        Endpoint ba = (Endpoint) r.ctx.channel();
+        await(() -> onLoop(a, () -> TestWorkers.impl(ab).state() == EndpointLifecycle.State.DRAINING
+                || TestWorkers.impl(ab).pipeline().get(StreamCodec.class).waitingWrites() > 0),
+                "the close waiting for the reader");
+        assertFalse(closed.isDone(), "the close did not wait for the reader");
+        b.eventLoop().submit(() -> ba.config().setAutoRead(true)).get();
+        assertTrue(r.ended.await(30, TimeUnit.SECONDS), "no end of stream");
+        assertEquals((long) n * write, r.endedAt);
+        assertTrue(closed.await(30, TimeUnit.SECONDS) && closed.isSuccess(), () -> "close: " + closed.cause());
+        b.eventLoop().submit(() -> {
+            for (int i = 0; i < n; i++) {
+                assertContent(i, write, r.received.slice(i * write, write));
+            }
+        }).get(30, TimeUnit.SECONDS);
+    }
+
+    private static boolean onLoop(DefaultWorker w, BooleanSupplier check) {
+        try {
+            return w.eventLoop().submit(check::getAsBoolean).get(10, TimeUnit.SECONDS);
+        } catch (Exception e) {
+            throw new AssertionError(e);
+        }
+    }
+
+    private static void await(BooleanSupplier done, String what) throws InterruptedException {
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
+        while (!done.getAsBoolean()) {
+            assertTrue(System.nanoTime() < deadline, () -> "timed out waiting for " + what);
+            Thread.sleep(5);
+        }
+    }
+
+    private static ByteBuf content(long seed, int length, boolean direct) {
+        return direct ? TestWorkers.directPattern(seed, length) : TestWorkers.pattern(seed, length);
+    }
+
+    private static void assertContent(long seed, int length, ByteBuf actual) {
+        byte[] expected = new byte[length];
+        new SplittableRandom(seed).nextBytes(expected);
+        byte[] got = new byte[length];
+        actual.getBytes(actual.readerIndex(), got);
+        int at = Arrays.mismatch(expected, got);
+        assertTrue(at < 0, () -> "write " + seed + " (" + length + " B) differs at byte " + at);
+    }
+}
