@@ -23,7 +23,7 @@ import io.netty.util.concurrent.Future;
 import io.netty.util.concurrent.ScheduledFuture;
 import io.nucx.protocol.stream.StreamCodec;
 import io.nucx.protocol.stream.StreamData;
-import io.nucx.transport.tcp.TcpIoMode;
+import io.nucx.transport.IoEngine;
 import io.nucx.wireup.DefaultWorker;
 
 import java.net.ConnectException;
@@ -151,7 +151,7 @@ public final class NucxChannel extends AbstractChannel implements SocketChannel 
     @Override
     protected boolean isCompatible(EventLoop loop) {
         // Any loop of a TCP engine can host a worker; shm lanes need a loop of NucxEventLoopGroup's engine.
-        return TcpIoMode.of(loop) != null;
+        return IoEngine.of(loop) != null;
     }
 
     @Override
@@ -268,7 +268,7 @@ public final class NucxChannel extends AbstractChannel implements SocketChannel 
     }
 
     private void openExchange(Worker worker, InetSocketAddress to, SocketAddress localAddress) {
-        TcpIoMode engine = TcpIoMode.of(eventLoop());
+        IoEngine engine = IoEngine.of(eventLoop());
         Bootstrap b = new Bootstrap().group(eventLoop()).channel(engine.socketChannel())
                 .handler(new ClientExchange((DefaultWorker) worker, to));
         ChannelFuture f = localAddress != null ? b.connect(to, localAddress) : b.connect(to);

@@ -2,6 +2,7 @@ package io.nucx.protocol;
 
 import io.netty.channel.ChannelPipeline;
 import io.nucx.protocol.amo.AmoCodec;
+import io.nucx.protocol.rma.RmaCodec;
 import io.nucx.protocol.select.Protocol;
 import io.nucx.protocol.stream.StreamCodec;
 import io.nucx.protocol.tag.EagerProtocols;
@@ -19,11 +20,12 @@ import java.util.List;
 public final class ProtocolRegistry {
 
     /**
-     * Stream, tag eager, tag rendezvous, atomics. The stream comes first, nearest the user: its writes wait for credit
-     * before the eager codec selects their protocol, and it receives what the tag codecs carried for it.
+     * Stream, tag eager, tag rendezvous, atomics, the RMA API. The stream comes first, nearest the user: its writes
+     * wait for credit before the eager codec selects their protocol, and it receives what the tag codecs carried for
+     * it.
      */
     public static final ProtocolRegistry DEFAULT = new ProtocolRegistry(List.of(StreamCodec.FAMILY,
-            EagerProtocols.FAMILY, RndvProtocols.FAMILY, AmoCodec.FAMILY));
+            EagerProtocols.FAMILY, RndvProtocols.FAMILY, AmoCodec.FAMILY, RmaCodec.FAMILY));
 
     private final List<ProtocolFamily> families;
     private final List<Protocol> protocols;

@@ -48,7 +48,8 @@ class ProtocolRegistryTest {
         for (int id : new int[] {-1, 0, AmIds.WIREUP, 5, 13, 255, 256}) {
             assertNull(r.owner(id), "id " + id);
         }
-        assertEquals(List.of(StreamCodec.FAMILY, EagerProtocols.FAMILY, RndvProtocols.FAMILY, AmoCodec.FAMILY),
+        assertEquals(List.of(StreamCodec.FAMILY, EagerProtocols.FAMILY, RndvProtocols.FAMILY, AmoCodec.FAMILY,
+                io.nucx.protocol.rma.RmaCodec.FAMILY),
                 r.families());
         assertEquals(EagerProtocols.ALL, r.protocols().subList(0, EagerProtocols.ALL.size()),
                 "the families' protocols in registry order: their tie-break order");

@@ -208,7 +208,7 @@ class HostileWireupTest {
     @ParameterizedTest
     @ValueSource(strings = {"nio", "epoll", "io_uring"})
     void pipelinedAtomicsDoNotHoldTheLoop(String engine) throws Exception {
-        io.nucx.transport.tcp.TcpIoMode mode = java.util.Arrays.stream(io.nucx.transport.tcp.TcpIoMode.values())
+        io.nucx.transport.IoEngine mode = java.util.Arrays.stream(io.nucx.transport.IoEngine.values())
                 .filter(m -> m.configName().equals(engine)).findFirst().orElseThrow();
         org.junit.jupiter.api.Assumptions.assumeTrue(mode.availability().isAvailable(),
                 () -> engine + " unavailable here: " + mode.availability().reason());

@@ -7,18 +7,33 @@ public enum PerfTestType {
     TAG_LAT("tag_lat", "tag match latency", true, false),
     TAG_BW("tag_bw", "tag match bandwidth", false, false),
     TAG_SYNC_LAT("tag_sync_lat", "tag sync match latency", true, true),
-    TAG_SYNC_BW("tag_sync_bw", "tag sync match bandwidth", false, true);
+    TAG_SYNC_BW("tag_sync_bw", "tag sync match bandwidth", false, true),
+    /** The RMA API: puts into the server's registered memory, {@code window} outstanding. */
+    UCP_PUT_BW("ucp_put_bw", "put bandwidth", false, false, true),
+    /** The RMA API: gets from the server's registered memory, {@code window} outstanding. */
+    UCP_GET("ucp_get", "get bandwidth", false, false, true);
 
     private final String name;
     private final String description;
     private final boolean pingPong;
     private final boolean sync;
+    private final boolean rma;
 
     PerfTestType(String name, String description, boolean pingPong, boolean sync) {
+        this(name, description, pingPong, sync, false);
+    }
+
+    PerfTestType(String name, String description, boolean pingPong, boolean sync, boolean rma) {
         this.name = name;
         this.description = description;
         this.pingPong = pingPong;
         this.sync = sync;
+        this.rma = rma;
+    }
+
+    /** An RMA test: the server registers memory and sends its key; the client puts or gets. */
+    public boolean rma() {
+        return rma;
     }
 
     /** Sends are synchronous (complete when the receiver matched). */
