@@ -150,6 +150,7 @@ final class EndpointChannel extends AbstractChannel implements Endpoint, Endpoin
                                     ErrorMode mode, int token) {
         EndpointChannel ep = outgoing(worker, id, remote, lanes, mode, token);
         ep.listened = true;
+        ep.config().setAutoRead(false); // its channel's read() paces the stream from the first byte (NucxChannel)
         return ep;
     }
 

@@ -93,6 +93,11 @@ final class RequestProcessor {
                 }
                 LaneSelector.Lanes lanes = worker.selectLanes(remote, mode);
                 ep = EndpointChannel.accepted(worker, worker.newEndpointId(), remote, lanes, mode, request, lane);
+                if (listened) {
+                    // Its channel (NucxChannel) paces the stream with read(): no read may be asked before it is
+                    // attached, or the first bytes would reach it unasked.
+                    ep.config().setAutoRead(false);
+                }
                 worker.registerEndpoint(ep); // on the loop: registered before a connect on another thread adopts it
                 if (matched) {
                     match.addUnexpected(remote.uuid(), request.connSn(), ep);
