@@ -73,18 +73,7 @@ final class TagPerfClient {
 
     private final GenericFutureListener<Future<TagMessage>> onSyncPong = this::onSyncPong;
     private final GenericFutureListener<ChannelFuture> onSent = this::onSent;
-    private final TagReceive pong = TagReceive.reusable(PerfTags.PONG, -1L, new TagReceive.Handler() {
-        @Override
-        public void received(long tag, ByteBuf data) {
-            data.release();
-            onPong();
-        }
-
-        @Override
-        public void failed(Throwable cause) {
-            fail(cause);
-        }
-    });
+    private final TagReceive pong = PerfTags.discarding(PerfTags.PONG, this::onPong, this::fail);
 
     TagPerfClient(Worker worker, Endpoint ep, PerfParams params, PerfReporter reporter) {
         this.worker = worker;
