@@ -35,7 +35,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.concurrent.TimeUnit;
 
-import static io.nucx.wireup.TestWorkers.assertPattern;
+import static io.nucx.wireup.TestWorkers.assertReceived;
 import static io.nucx.wireup.TestWorkers.pattern;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
@@ -93,12 +93,7 @@ class RndvPutZcopyTest {
         }
         try {
             for (int i = 0; i < sizes.length; i++) {
-                TagMessage m = (i % 2 == 0 ? early.get(i / 2) : b.tagRecv(i, -1L)).get(60, TimeUnit.SECONDS);
-                try {
-                    assertPattern(i, sizes[i], m.content());
-                } finally {
-                    m.release();
-                }
+                assertReceived((i % 2 == 0 ? early.get(i / 2) : b.tagRecv(i, -1L)), i, sizes[i], 60);
             }
             for (ChannelFuture f : sends) {
                 assertTrue(f.await(30, TimeUnit.SECONDS) && f.isSuccess(), () -> "send failed: " + f.cause());
@@ -127,12 +122,7 @@ class RndvPutZcopyTest {
         try {
             Future<TagMessage> r = b.tagRecv(1, -1L, heapInto);
             ChannelFuture s = ep.tagSend(1, TestWorkers.directPattern(1, n));
-            TagMessage m = r.get(60, TimeUnit.SECONDS);
-            try {
-                assertPattern(1, n, m.content());
-            } finally {
-                m.release();
-            }
+            assertReceived(r, 1, n, 60);
             assertTrue(s.await(10, TimeUnit.SECONDS) && s.isSuccess());
         } finally {
             heapInto.release();
@@ -144,12 +134,7 @@ class RndvPutZcopyTest {
         try {
             Future<TagMessage> r = b.tagRecv(2, -1L, into);
             ChannelFuture s = ep.tagSend(2, pattern(2, n));
-            TagMessage m = r.get(60, TimeUnit.SECONDS);
-            try {
-                assertPattern(2, n, m.content());
-            } finally {
-                m.release();
-            }
+            assertReceived(r, 2, n, 60);
             assertTrue(s.await(10, TimeUnit.SECONDS) && s.isSuccess());
         } finally {
             into.release();
@@ -181,12 +166,7 @@ class RndvPutZcopyTest {
         try {
             Future<TagMessage> r = b.tagRecv(3, -1L, into);
             again.tagSend(3, TestWorkers.directPattern(3, 1 << 20)).sync();
-            TagMessage m = r.get(10, TimeUnit.SECONDS);
-            try {
-                assertPattern(3, 1 << 20, m.content());
-            } finally {
-                m.release();
-            }
+            assertReceived(r, 3, 1 << 20, 10);
         } finally {
             into.release();
         }
@@ -220,12 +200,7 @@ class RndvPutZcopyTest {
         } finally {
             go.countDown();
         }
-        TagMessage m = r.get(60, TimeUnit.SECONDS);
-        try {
-            assertPattern(2, n, m.content());
-        } finally {
-            m.release();
-        }
+        assertReceived(r, 2, n, 60);
         assertTrue(s.await(10, TimeUnit.SECONDS) && s.isSuccess(), () -> "send: " + s.cause());
         assertTrue(closed.await(20, TimeUnit.SECONDS), "the close completed");
         assertEquals(1, b.counters().count(RndvProtocols.RECV_PUT_COUNTER));

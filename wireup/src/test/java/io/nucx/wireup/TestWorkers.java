@@ -115,6 +115,20 @@ final class TestWorkers implements AfterEachCallback {
         assertTrue(at < 0, () -> "content of " + length + "-byte message differs at byte " + at);
     }
 
+    /**
+     * Waits at most {@code seconds} for {@code receive}, checks its content is {@link #pattern pattern(seed, length)}
+     * and releases it.
+     */
+    static void assertReceived(io.netty.util.concurrent.Future<io.nucx.protocol.tag.TagMessage> receive, long seed,
+                               int length, int seconds) throws Exception {
+        io.nucx.protocol.tag.TagMessage m = receive.get(seconds, TimeUnit.SECONDS);
+        try {
+            assertPattern(seed, length, m.content());
+        } finally {
+            m.release();
+        }
+    }
+
     /** Waits (bounded) until {@code w} holds a message nobody has received yet. */
     static void awaitUnexpected(Worker w) throws Exception {
         awaitOnLoop(w, () -> w.unexpectedCount() > 0, "no message arrived");
