@@ -228,8 +228,7 @@ class RndvPutZcopyTest {
         io.netty.channel.Channel lane = TestWorkers.impl(back).amLane();
         try {
             r = b.tagRecv(2, -1L);
-            b.eventLoop().submit(() -> TestWorkers.impl(back).fail(new EndpointTimeoutException(back.endpointId(),
-                    TestWorkers.impl(back).remoteAddress(), "test: as if the peer had been silent"))).get();
+            failAsIfSilent(b, back);
             assertTrue(back.closeFuture().isDone(), "the endpoint has ended");
             assertTrue(lane.isOpen(), "its lane waits for the sender's last word");
             // a's loop is held and a's process lives: neither its last word nor its exit can have released it.
@@ -279,8 +278,7 @@ class RndvPutZcopyTest {
             intoA = a.tagRecv(2, -1L); // a offers its buffer to b (b's loop is held: the offer waits)
             TestWorkers.awaitOnLoop(a, () -> a.sumOverCodecs(RndvCodec.class, RndvCodec::offered) == 1, "a's offer");
             ep.tagSend(3, TestWorkers.directPattern(3, n)); // a's RTS, read by b behind the offer
-            a.eventLoop().submit(() -> TestWorkers.impl(ep).fail(new EndpointTimeoutException(ep.endpointId(),
-                    TestWorkers.impl(ep).remoteAddress(), "test: as if the peer had been silent"))).get();
+            failAsIfSilent(a, ep);
             assertTrue(ep.closeFuture().isDone() && TestWorkers.impl(ep).amLane().isOpen(), "a ended, its lane open for b's last word");
             intoB = b.tagRecv(3, -1L); // runs on b's loop before b reads anything: b will offer on a's RTS
         } finally {
@@ -293,6 +291,12 @@ class RndvPutZcopyTest {
         assertTrue(fromB.await(20, TimeUnit.SECONDS));
         assertEquals(0, (int) a.eventLoop().submit(a::heldReceives).get());
         assertEquals(0, (int) b.eventLoop().submit(b::heldReceives).get());
+    }
+
+    /** Fails {@code ep} on {@code w}'s loop as keepalive would after the peer's silence, and waits for that. */
+    private static void failAsIfSilent(DefaultWorker w, Endpoint ep) throws Exception {
+        w.eventLoop().submit(() -> TestWorkers.impl(ep).fail(new EndpointTimeoutException(ep.endpointId(),
+                TestWorkers.impl(ep).remoteAddress(), "test: as if the peer had been silent"))).get();
     }
 
     @Test
