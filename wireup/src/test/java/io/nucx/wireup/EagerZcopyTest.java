@@ -37,6 +37,9 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 @Timeout(120)
 class EagerZcopyTest {
 
+    /** tcp only, eager zero-copy from 4 KiB. */
+    private static final String[] TCP_ZCOPY_4K = {"TLS", "tcp", "ZCOPY_THRESH", "4k"};
+
     private static final String SINGLE = EagerProtocols.SINGLE_ZCOPY.name();
     private static final String MULTI = EagerProtocols.MULTI_ZCOPY.name();
 
@@ -95,8 +98,8 @@ class EagerZcopyTest {
     /** NUCX_ZCOPY_THRESH=4k: below it the copy protocols, from it single then multi-fragment zero-copy. */
     @Test
     void aUserThresholdForcesZeroCopyFromItsSize() throws Exception {
-        DefaultWorker a = workers.start("a", "TLS", "tcp", "ZCOPY_THRESH", "4k");
-        DefaultWorker b = workers.start("b", "TLS", "tcp", "ZCOPY_THRESH", "4k");
+        DefaultWorker a = workers.start("a", TCP_ZCOPY_4K);
+        DefaultWorker b = workers.start("b", TCP_ZCOPY_4K);
         Endpoint ep = a.connect(b.address());
         exchange(ep, b, 4095, 4096, 65_000, 100_000, 2 << 20);
         assertEquals(1, a.counters().count(EagerProtocols.SHORT.name()), () -> a.counters().snapshot().toString());
@@ -128,10 +131,9 @@ class EagerZcopyTest {
     @ParameterizedTest(name = "{0} B")
     @ValueSource(ints = {5000, 300_000})
     void aZcopySendIsNotDoneBeforeTheReceiverHasTheData(int size) throws Exception {
-        DefaultWorker a = workers.start("a", "TLS", "tcp", "ZCOPY_THRESH", "4k");
-        DefaultWorker b = workers.start("b", "TLS", "tcp", "ZCOPY_THRESH", "4k");
-        Endpoint ep = a.connect(b.address());
-        assertTrue(ep.wireupFuture().await(10, TimeUnit.SECONDS));
+        DefaultWorker a = workers.start("a", TCP_ZCOPY_4K);
+        DefaultWorker b = workers.start("b", TCP_ZCOPY_4K);
+        Endpoint ep = TestWorkers.wiredUp(a, b);
         CountDownLatch release = TestWorkers.holdLoop(b);
         ChannelFuture send;
         try {
@@ -165,8 +167,7 @@ class EagerZcopyTest {
                 "500ms"};
         DefaultWorker a = workers.start("a", settings);
         DefaultWorker b = workers.start("b", settings);
-        Endpoint ep = a.connect(b.address());
-        assertTrue(ep.wireupFuture().await(10, TimeUnit.SECONDS));
+        Endpoint ep = TestWorkers.wiredUp(a, b);
         CountDownLatch release = TestWorkers.holdLoop(b);
         List<ChannelFuture> sends = new ArrayList<>();
         try {
@@ -195,10 +196,9 @@ class EagerZcopyTest {
     /** A graceful close waits for the zero-copy sends' acknowledgements, as for rendezvous and synchronous sends. */
     @Test
     void aGracefulCloseWaitsForTheAcknowledgement() throws Exception {
-        DefaultWorker a = workers.start("a", "TLS", "tcp", "ZCOPY_THRESH", "4k");
-        DefaultWorker b = workers.start("b", "TLS", "tcp", "ZCOPY_THRESH", "4k");
-        Endpoint ep = a.connect(b.address());
-        assertTrue(ep.wireupFuture().await(10, TimeUnit.SECONDS));
+        DefaultWorker a = workers.start("a", TCP_ZCOPY_4K);
+        DefaultWorker b = workers.start("b", TCP_ZCOPY_4K);
+        Endpoint ep = TestWorkers.wiredUp(a, b);
         CountDownLatch release = TestWorkers.holdLoop(b);
         ChannelFuture send;
         Future<Void> closed;

@@ -112,8 +112,7 @@ class EndpointFailureTest {
         ErrorEvents events = new ErrorEvents();
         Worker a = start("a", events);
         Worker b = start("b", null);
-        Endpoint ep = a.connect(b.address());
-        assertTrue(ep.wireupFuture().await(10, TimeUnit.SECONDS));
+        Endpoint ep = TestWorkers.wiredUp(a, b);
         Future<TagMessage> posted = a.tagRecv(1, -1L);
         // A probe for an id b never gave out, as if b had forgotten our endpoint.
         a.eventLoop().submit(() -> TestWorkers.impl(ep).amLane().writeAndFlush(

@@ -95,6 +95,13 @@ final class TestWorkers implements AfterEachCallback {
     record Pair(Endpoint ab, Endpoint ba) {
     }
 
+    /** a's endpoint to b, once its wireup is done (10 s at most). */
+    static Endpoint wiredUp(Worker a, Worker b) throws InterruptedException {
+        Endpoint ep = a.connect(b.address());
+        assertTrue(ep.wireupFuture().await(10, TimeUnit.SECONDS), "wireup to " + b.name());
+        return ep;
+    }
+
     /** Connects a to b and sends one small message, so both sides have their endpoint; returns both. */
     static Pair connected(Worker a, Worker b) throws Exception {
         Endpoint ab = a.connect(b.address());
