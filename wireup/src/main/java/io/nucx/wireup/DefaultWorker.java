@@ -94,6 +94,13 @@ public final class DefaultWorker implements Worker {
     private final Map<Integer, java.util.function.Consumer<Endpoint>> listened = new java.util.HashMap<>();
     private int nextToken;
     private final Deque<Throwable> rmaFailures = new ConcurrentLinkedDeque<>();
+    private static final io.netty.util.internal.logging.InternalLogger LOG =
+            io.netty.util.internal.logging.InternalLoggerFactory.getInstance(DefaultWorker.class);
+    /** Lane failures logged per second at most ({@link #laneFailed}). */
+    private static final int LANE_WARNINGS_PER_SECOND = 16;
+    private long laneWarningsSince = System.nanoTime();
+    private int laneWarnings;
+    private long laneWarningsSuppressed;
 
     private DefaultWorker(Context context, EventLoop loop, EventLoopGroup ownedGroup, String name,
                           ChannelHandler endpointInitializer) throws Exception {
@@ -636,8 +643,29 @@ public final class DefaultWorker implements Worker {
     }
 
     /** A lane was closed because of {@code cause}; the last few are kept for diagnostics. */
-    void laneFailed(Throwable cause) {
+    /**
+     * A lane failed (kept with the last 16). Returns whether to log it: at most {@link #LANE_WARNINGS_PER_SECOND} a
+     * second, so a peer that churns bad connections cannot flood the log, nor the loop with writing it; the first
+     * failure after a second with more says how many were not logged. Loop only.
+     */
+    boolean laneFailed(Throwable cause) {
         keepLast(laneFailures, cause);
+        long now = System.nanoTime();
+        if (now - laneWarningsSince >= TimeUnit.SECONDS.toNanos(1)) {
+            if (laneWarningsSuppressed > 0) {
+                LOG.warn("worker {}: {} more lane failures in the last second were not logged", name,
+                        laneWarningsSuppressed);
+            }
+            laneWarningsSince = now;
+            laneWarnings = 0;
+            laneWarningsSuppressed = 0;
+        }
+        if (laneWarnings < LANE_WARNINGS_PER_SECOND) {
+            laneWarnings++;
+            return true;
+        }
+        laneWarningsSuppressed++;
+        return false;
     }
 
     /** A read or write of a peer's memory failed at run time; the message went by RTR or RNDV_DATA instead. */

@@ -232,6 +232,8 @@ final class LaneInboundHandler extends ChannelInboundHandlerAdapter {
         RequestProcessor.Outcome outcome;
         try {
             outcome = worker.requests().onRequest(m, ctx.channel());
+        } catch (ProtocolException e) {
+            throw e; // the peer broke the protocol (a replayed REQUEST, a bad proof): closed at once, nothing answered
         } catch (RuntimeException e) {
             // The endpoint could not be made (e.g. the worker's endpoint handler is not @Sharable and went to another
             // endpoint already): the peer's endpoint fails with this reason, not with a lost connection.
@@ -455,9 +457,10 @@ final class LaneInboundHandler extends ChannelInboundHandlerAdapter {
             return;
         }
         failure = cause;
-        worker.laneFailed(cause);
-        LOG.warn("closing lane {} -> {} of worker {}: {}", ctx.channel().localAddress(),
-                ctx.channel().remoteAddress(), worker.name(), cause.toString());
+        if (worker.laneFailed(cause)) {
+            LOG.warn("closing lane {} -> {} of worker {}: {}", ctx.channel().localAddress(),
+                    ctx.channel().remoteAddress(), worker.name(), cause.toString());
+        }
         if (endpoint == null || !ctx.channel().isActive()) {
             ctx.close();
             return;
@@ -468,9 +471,10 @@ final class LaneInboundHandler extends ChannelInboundHandlerAdapter {
     /** Answers a REQUEST that could not be accepted with why, then closes the lane (see {@link #exceptionCaught}). */
     private void refuse(ChannelHandlerContext ctx, long requesterEpId, String reason, Throwable cause) {
         failure = cause;
-        worker.laneFailed(cause);
-        LOG.warn("refusing the wireup REQUEST on lane {} -> {} of worker {}: {}", ctx.channel().localAddress(),
-                ctx.channel().remoteAddress(), worker.name(), cause.toString());
+        if (worker.laneFailed(cause)) {
+            LOG.warn("refusing the wireup REQUEST on lane {} -> {} of worker {}: {}", ctx.channel().localAddress(),
+                    ctx.channel().remoteAddress(), worker.name(), cause.toString());
+        }
         tellAndClose(ctx, requesterEpId, reason);
     }
 

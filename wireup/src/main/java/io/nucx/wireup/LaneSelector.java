@@ -20,9 +20,9 @@ import java.util.List;
  * Requires AM_BCOPY on both sides and a max bcopy of at least 64 bytes, and the local iface must reach the remote one.
  *
  * <p>RMA lane ({@code rndv/get/zcopy} reads the peer's memory through it), UCX's RMA_BW score "best for 256 KiB":
- * {@code score = 1 / (256 KiB / min bandwidth + latency + local overhead)}; requires GET_ZCOPY on both sides and
- * reachability, then the transport's own permission check ({@link Iface#accessRefusal}: cma asks the kernel whether
- * we may read the peer). A refused lane is not used, and the refusal is kept as a reason. Each side decides for
+ * {@code score = 1 / (256 KiB / min bandwidth + latency + mean overhead)} (UCX takes the local overhead, which
+ * differs from each side); requires GET_ZCOPY on both sides and reachability, then the transport's own permission
+ * check ({@link Iface#accessRefusal}: cma asks the kernel whether we may read the peer). A refused lane is not used, and the refusal is kept as a reason. Each side decides for
  * itself, because the kernel may let one process read the other but not the reverse: the reading side (the receiver
  * of a rendezvous) asks for the data by RTR when it may not read, and a sender that may not write answers an RTR
  * offering the receive buffer ({@code rndv/put/zcopy}) with fragments. The kernel checks reads and writes alike, so
@@ -261,11 +261,17 @@ public final class LaneSelector {
         }
     }
 
-    /** UCX's {@code ucp_wireup_rma_bw_score_func} without registration cost (cma registers nothing). */
+    /**
+     * UCX's {@code ucp_wireup_rma_bw_score_func} without registration cost (cma registers nothing), and with the mean
+     * of both sides' overheads where UCX takes the local one: the sender registers its memory on its RMA lane and the
+     * receiver reads it through its own, so both must choose the same transport, and with the local overhead alone
+     * two transports could rank one way here and the other way at the peer (found by LaneSelectionPropertyTest).
+     */
     static double rmaBwScore(WorkerAddress.Entry l, WorkerAddress.Entry r) {
         double bw = Math.min((double) l.bandwidth(), (double) r.bandwidth());
         double latency = ((double) l.latency() + (double) r.latency()) / 2;
-        return 1 / (RMA_BW_SIZE / bw + latency + (double) l.overhead());
+        double overhead = ((double) l.overhead() + (double) r.overhead()) / 2;
+        return 1 / (RMA_BW_SIZE / bw + latency + overhead);
     }
 
     /** {@link #selectAmLane(List, WorkerAddress, WorkerAddress, ErrorMode, java.util.Set, List)} in error mode none. */

@@ -124,7 +124,7 @@ class HostileWireupTest {
                 for (RawPeer raw : batch) {
                     // each is answered (REPLY) or refused (closed); bounded wait
                     raw.socket().setSoTimeout(30_000);
-                    if (raw.readFrame() < 0) {
+                    if (!raw.answered()) {
                         refused++;
                     }
                 }

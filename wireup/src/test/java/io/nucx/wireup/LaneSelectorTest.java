@@ -1,19 +1,10 @@
 package io.nucx.wireup;
 
-import io.netty.channel.ChannelFuture;
-import io.netty.channel.ChannelHandler;
-import io.netty.util.concurrent.Future;
-import io.netty.util.concurrent.ImmediateEventExecutor;
 import io.nucx.ErrorMode;
 import io.nucx.UnreachableException;
 import io.nucx.WorkerAddress;
-import io.nucx.transport.Availability;
 import io.nucx.transport.Capability;
-import io.nucx.transport.Device;
 import io.nucx.transport.Iface;
-import io.nucx.transport.IfaceAttributes;
-import io.nucx.transport.NucxConfig;
-import io.nucx.transport.Transport;
 import org.junit.jupiter.api.Test;
 
 import java.util.EnumSet;
@@ -30,82 +21,6 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 class LaneSelectorTest {
 
     private static final Set<Capability> AM = EnumSet.of(Capability.AM_SHORT, Capability.AM_BCOPY);
-
-    /** An iface that only answers reachability; it never connects. */
-    private static final class FakeIface implements Iface {
-        private final String transport;
-        private final boolean reachable;
-
-        FakeIface(String transport, boolean reachable) {
-            this.transport = transport;
-            this.reachable = reachable;
-        }
-
-        @Override
-        public Transport transport() {
-            return new Transport() {
-                @Override
-                public String name() {
-                    return transport;
-                }
-
-                @Override
-                public Availability availability() {
-                    return Availability.available();
-                }
-
-                @Override
-                public List<Device> devices(NucxConfig config) {
-                    return List.of(device());
-                }
-
-                @Override
-                public Iface openIface(io.nucx.transport.IfaceParams params) {
-                    throw new UnsupportedOperationException();
-                }
-            };
-        }
-
-        @Override
-        public Device device() {
-            return new Device("fake0", transport);
-        }
-
-        @Override
-        public IfaceAttributes attributes() {
-            return new IfaceAttributes(AM, 8192, 65536, 64, 0, 0, 1e9, 0, 0, 0);
-        }
-
-        @Override
-        public byte[] deviceAddress() {
-            return new byte[0];
-        }
-
-        @Override
-        public byte[] ifaceAddress() {
-            return new byte[0];
-        }
-
-        @Override
-        public boolean isReachable(byte[] remoteDeviceAddress, byte[] remoteIfaceAddress) {
-            return reachable;
-        }
-
-        @Override
-        public ChannelFuture connect(byte[] remoteDeviceAddress, byte[] remoteIfaceAddress, ChannelHandler laneHandler) {
-            throw new UnsupportedOperationException();
-        }
-
-        @Override
-        public Future<?> close() {
-            return ImmediateEventExecutor.INSTANCE.newSucceededFuture(null);
-        }
-
-        @Override
-        public String toString() {
-            return "fake-" + transport;
-        }
-    }
 
     private static WorkerAddress.Entry entry(String tl, Set<Capability> caps, int maxShort, int maxBcopy, float latency,
                                              float overhead, int priority) {
@@ -215,6 +130,28 @@ class LaneSelectorTest {
         assertEquals(fromA.local().transport(), fromB.local().transport(), "a chose " + fromA.local().transport()
                 + " (score " + fromA.score() + "), b chose " + fromB.local().transport() + " (score " + fromB.score()
                 + ")");
+    }
+
+    /**
+     * Found by LaneSelectionPropertyTest (seed 1853186936, case 227 of 20000), reduced: two RMA transports alike but
+     * for their overheads, which rank them one way at a and the other way at b. With the RMA score on the local
+     * overhead alone a chose x and b chose y, so a sender's key (packed by its RMA lane) would reach a receiver whose
+     * RMA lane cannot unpack it. With the mean of both overheads both choose y.
+     */
+    @Test
+    void peersChooseTheSameRmaLaneWhenTheirOverheadsRankItDifferently() {
+        Set<Capability> get = EnumSet.of(Capability.GET_ZCOPY);
+        WorkerAddress pa = worker("a", 0xa, tcp(), entry("x", get, 0, 0, 1e-7f, 0f, 0),
+                entry("y", get, 0, 0, 1e-7f, 1e-8f, 0));
+        WorkerAddress pb = worker("b", 0xb, tcp(), entry("x", get, 0, 0, 1e-6f, 1e-6f, 0),
+                entry("y", get, 0, 0, 1e-6f, 1e-7f, 0));
+        List<Iface> f = List.of(new FakeIface("tcp", true), new FakeIface("x", true), new FakeIface("y", true));
+        LaneSelector.Lanes fromA = LaneSelector.selectLanes(f, pa, pb);
+        LaneSelector.Lanes fromB = LaneSelector.selectLanes(f, pb, pa);
+        assertEquals("y", fromA.rma().local().transport(), fromA.describe());
+        assertEquals("y", fromB.rma().local().transport(), fromB.describe());
+        assertEquals(LaneSelector.rmaBwScore(pa.entries().get(2), pb.entries().get(2)),
+                LaneSelector.rmaBwScore(pb.entries().get(2), pa.entries().get(2)));
     }
 
     @Test

@@ -91,21 +91,32 @@ final class RawPeer implements AutoCloseable {
         return WireupMessage.request(mode, false, connSn, 7, forged, null, proof).toFrame(HEAP);
     }
 
-    /** Reads one frame's am id and skips the rest; -1 at the end of the stream. */
-    int readFrame() throws IOException {
+    /**
+     * Reads the worker's answer to our REQUEST: true for a REPLY; false when it refused it, by EP_REMOVED (naming why,
+     * before it closes the connection) or by closing at once.
+     */
+    boolean answered() throws IOException {
         byte[] prefix = new byte[8];
         try {
             in.readFully(prefix);
         } catch (java.io.EOFException e) {
-            return -1;
+            return false;
         }
         ByteBuffer p = ByteBuffer.wrap(prefix).order(ByteOrder.LITTLE_ENDIAN);
         int amId = p.get() & 0xff;
         p.get();
         int header = p.getShort() & 0xffff;
         long payload = p.getInt() & 0xffffffffL;
-        in.skipNBytes(header + payload);
-        return amId;
+        if (amId != AmIds.WIREUP || header == 0) {
+            throw new IOException("expected a wireup answer, got AM id " + amId + " with a " + header + "-byte header");
+        }
+        int type = in.readUnsignedByte();
+        in.skipNBytes(header - 1 + payload);
+        return switch (type) {
+            case WireupMessage.REPLY -> true;
+            case WireupMessage.EP_REMOVED -> false;
+            default -> throw new IOException("expected REPLY or EP_REMOVED, got wireup message type " + type);
+        };
     }
 
     /** Reads frames until one with {@code amId}; returns its header. */

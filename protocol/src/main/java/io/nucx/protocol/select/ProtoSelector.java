@@ -10,8 +10,9 @@ import java.util.List;
  *   <li>the candidates are those whose flattened perf covers the current size; the step ends where one of them ends
  *       or a not-yet-started one starts;</li>
  *   <li>user thresholds: a {@link ProtoCandidate#DISABLED} candidate never takes part; below its threshold a
- *       candidate drops out (and the step ends at its threshold); at or above it the candidate is forced, and the
- *       forced candidates with the highest priority push out every other. If that leaves none, none is dropped;</li>
+ *       candidate drops out (and the step ends at its threshold); at or above it the candidate is forced, and every
+ *       candidate whose priority is below the highest of the forced ones drops out (UCX's rule: one of equal or
+ *       higher priority stays, forced or not). If that leaves none, none is dropped;</li>
  *   <li>the lower envelope of what remains, by linear-function intersection; equal cost goes to the protocol
  *       registered first.</li>
  * </ol>

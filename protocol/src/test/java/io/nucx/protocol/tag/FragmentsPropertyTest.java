@@ -4,14 +4,13 @@ import io.netty.buffer.ByteBuf;
 import io.netty.buffer.Unpooled;
 import io.netty.buffer.UnpooledByteBufAllocator;
 import io.nucx.protocol.ProtocolException;
-import org.junit.jupiter.params.ParameterizedTest;
-import org.junit.jupiter.params.provider.MethodSource;
+import io.nucx.transport.testing.RandomCases;
+import org.junit.jupiter.api.Test;
 
 import java.util.ArrayList;
-import java.util.Collections;
 import java.util.List;
-import java.util.Random;
-import java.util.stream.LongStream;
+import java.util.SplittableRandom;
+import java.util.stream.Collectors;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -19,23 +18,23 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
- * Properties of {@link Fragments}, the reassembly of a message from fragments, over 60 generated cases each (a
- * seeded random message length up to 4 KiB, cut at random points, fragments shuffled; the failing seed is the case's
- * name): whatever the cut and the arrival order, the message comes out whole and identical and what is held is what
- * arrived; a fragment that overlaps or leaves the message is refused and changes nothing.
+ * Properties of {@link Fragments}, the reassembly of a message from fragments, over 60 generated cases each
+ * ({@link RandomCases}: a random message length up to 4 KiB, cut at random points, fragments shuffled, held in place
+ * or copied): whatever the cut and the arrival order, the message comes out whole and identical and what is held is
+ * what arrived; a fragment that overlaps or leaves the message is refused and changes nothing.
  */
 class FragmentsPropertyTest {
 
     private static final UnpooledByteBufAllocator ALLOC = new UnpooledByteBufAllocator(false, true);
 
-    static LongStream seeds() {
-        return LongStream.range(0, 60).map(i -> i * 0x9E3779B97F4A7C15L);
-    }
+    private static final int CASES = 60;
 
-    /** A message, and its fragments {offset, length} in arrival order. */
-    private record Case(byte[] message, List<int[]> fragments) {
-        static Case of(long seed) {
-            Random r = new Random(seed);
+    /**
+     * A message, its fragments {offset, length} in arrival order, whether it is reassembled in place, and a random
+     * stream for what the check itself draws.
+     */
+    private record Case(byte[] message, List<int[]> fragments, boolean inPlace, SplittableRandom more) {
+        static Case of(SplittableRandom r) {
             byte[] m = new byte[r.nextInt(4097)];
             r.nextBytes(m);
             List<int[]> cuts = new ArrayList<>();
@@ -44,17 +43,29 @@ class FragmentsPropertyTest {
                 cuts.add(new int[] {at, n});
                 at += n;
             }
-            Collections.shuffle(cuts, r);
-            return new Case(m, cuts);
+            for (int i = cuts.size() - 1; i > 0; i--) { // Fisher-Yates: any arrival order
+                int j = r.nextInt(i + 1);
+                cuts.set(i, cuts.set(j, cuts.get(i)));
+            }
+            return new Case(m, cuts, r.nextBoolean(), r.split());
+        }
+
+        @Override
+        public String toString() {
+            return message.length + " bytes " + (inPlace ? "in place" : "copied") + ", fragments (offset+length) "
+                    + fragments.stream().map(f -> f[0] + "+" + f[1]).collect(Collectors.joining(" "));
         }
     }
 
-    @ParameterizedTest(name = "seed {0}")
-    @MethodSource("seeds")
-    void anyArrivalOrderGivesTheMessageBack(long seed) {
-        Case c = Case.of(seed);
+    @Test
+    void anyArrivalOrderGivesTheMessageBack() {
+        RandomCases.forAll("any arrival order gives the message back", CASES, Case::of,
+                FragmentsPropertyTest::reassemble);
+    }
+
+    private static void reassemble(Case c) {
         int total = c.message().length;
-        boolean inPlace = (seed & 1) == 0;
+        boolean inPlace = c.inPlace();
         Fragments f = inPlace ? Fragments.inPlace(Unpooled.buffer(total), total) : Fragments.copied(ALLOC, total);
         int received = 0;
         for (int[] frag : c.fragments()) {
@@ -74,15 +85,18 @@ class FragmentsPropertyTest {
         }
     }
 
-    @ParameterizedTest(name = "seed {0}")
-    @MethodSource("seeds")
-    void overlapsAndStrayFragmentsAreRefusedAndChangeNothing(long seed) {
-        Case c = Case.of(seed);
+    @Test
+    void overlapsAndStrayFragmentsAreRefusedAndChangeNothing() {
+        RandomCases.forAll("overlaps and stray fragments are refused and change nothing", CASES, Case::of,
+                FragmentsPropertyTest::refuseStrays);
+    }
+
+    private static void refuseStrays(Case c) {
         int total = c.message().length;
         if (total == 0) {
             return;
         }
-        Random r = new Random(~seed);
+        SplittableRandom r = c.more();
         Fragments f = Fragments.copied(ALLOC, total);
         try {
             int[] first = c.fragments().get(0);

@@ -29,13 +29,23 @@ class SpscRingTest {
 
     @BeforeEach
     void makeDir() throws IOException {
-        Path shm = Path.of("/dev/shm");
-        dir = Files.createTempDirectory(Files.isDirectory(shm) ? shm : Path.of(System.getProperty("java.io.tmpdir")),
-                "nucx-ring-test");
+        dir = ringDirectory("nucx-ring-test");
     }
 
     @AfterEach
     void removeDir() throws IOException {
+        deleteRingDirectory(dir);
+    }
+
+    /** A fresh directory for ring files, in /dev/shm where there is one. */
+    static Path ringDirectory(String prefix) throws IOException {
+        Path shm = Path.of("/dev/shm");
+        return Files.createTempDirectory(Files.isDirectory(shm) ? shm : Path.of(System.getProperty("java.io.tmpdir")),
+                prefix);
+    }
+
+    /** Deletes {@code dir} and the ring files in it. */
+    static void deleteRingDirectory(Path dir) throws IOException {
         try (var files = Files.list(dir)) {
             for (Path p : files.toList()) {
                 Files.delete(p);
