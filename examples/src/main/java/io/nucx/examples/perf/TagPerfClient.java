@@ -74,18 +74,7 @@ final class TagPerfClient {
 
     private final GenericFutureListener<Future<TagMessage>> onSyncPong = this::onSyncPong;
     private final GenericFutureListener<Future<Void>> onSent = this::onSent;
-    private final TagReceive pong = TagReceive.reusable(PerfTags.PONG, -1L, new TagReceive.Handler() {
-        @Override
-        public void received(long tag, ByteBuf data) {
-            data.release();
-            onPong();
-        }
-
-        @Override
-        public void failed(Throwable cause) {
-            fail(cause);
-        }
-    });
+    private final TagReceive pong = PerfTags.discarding(PerfTags.PONG, this::onPong, this::fail);
     /** RMA tests: the server's memory and ours, the same size. */
     private final io.nucx.protocol.amo.RemoteMemoryKey key;
     private final java.lang.foreign.MemorySegment local;
