@@ -15,32 +15,10 @@
 # Usage: bench/ucx-perftest-emu.sh [--make-dev-nodes] [LAT_ITERS] [BW_ITERS]
 set -euo pipefail
 cd "$(dirname "$0")/.."
-make_nodes=no
-if [[ ${1:-} == --make-dev-nodes ]]; then
-    make_nodes=yes
-    shift
-fi
+. bench/emu-lib.sh "$@"
+set -- "${args[@]}"
 lat_n=${1:-20000}
 bw_n=${2:-500}
-emu=$PWD/transport/target/verbs-emu
-command -v ucx_perftest >/dev/null || { echo "ucx_perftest missing: apt-get install -y ucx-utils" >&2; exit 1; }
-bash transport/src/test/c/verbs-emu/build.sh "$emu"
-[[ -f $emu/libibverbs.so.1 && -f $emu/libmlx5.so.1 ]] || { cat "$emu/UNAVAILABLE" >&2; exit 1; }
-made=()
-cleanup() {
-    for n in "${made[@]}"; do rm -f "$n"; done
-    rmdir /dev/infiniband 2>/dev/null || true
-}
-trap cleanup EXIT
-for i in 0 1; do
-    node=/dev/infiniband/uverbs$i
-    if [[ ! -c $node ]]; then
-        [[ $make_nodes == yes ]] || { echo "$node missing: run with --make-dev-nodes (as root)" >&2; exit 1; }
-        mkdir -p /dev/infiniband
-        mknod "$node" c 1 3
-        made+=("$node")
-    fi
-done
 port=$((20000 + RANDOM % 10000))
 run() {
     LD_LIBRARY_PATH=$emu ucx_perftest -p "$port" -x rc_verbs -d emu0:1 "$@" >/dev/null 2>&1 &

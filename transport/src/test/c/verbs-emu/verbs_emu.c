@@ -39,7 +39,9 @@
  *
  * Settings (environment): VERBS_EMU_DEVICES (0..2, default 2), VERBS_EMU_PORT_STATE (active | down),
  * VERBS_EMU_LINK_LAYER (infiniband | ethernet: RoCE ports, no LIDs, GRH required, GIDs 0 = RoCE v1 and 1 = RoCE v2),
- * VERBS_EMU_DEBUG (trace dials and errors on stderr).
+ * VERBS_EMU_WIDTHS (link width per device, comma-separated, of 1x 2x 4x 8x 12x; default 4x: the ports report it, and
+ * the data rate nucx and UCX compute from it sets how a multi-rail transfer is split; the emulator moves bytes as fast
+ * as it can whatever it says), VERBS_EMU_DEBUG (trace dials and errors on stderr).
  */
 #define _GNU_SOURCE
 #include <infiniband/verbs.h>
@@ -145,6 +147,31 @@ static uint16_t lid_of(int dev)
 }
 
 static void gid_of(int dev, union ibv_gid *gid);
+
+/* IB width code (1 = 1x, 16 = 2x, 2 = 4x, 4 = 8x, 8 = 12x) of device dev from VERBS_EMU_WIDTHS; 4x when unset. */
+static uint8_t width_of(int dev)
+{
+    const char *v = getenv("VERBS_EMU_WIDTHS");
+    int i = 0;
+    while (v != NULL && *v != '\0') {
+        int lanes = atoi(v);
+        if (i == dev) {
+            switch (lanes) {
+            case 1: return 1;
+            case 2: return 16;
+            case 8: return 4;
+            case 12: return 8;
+            default: return 2;
+            }
+        }
+        v = strchr(v, ',');
+        if (v != NULL) {
+            v++;
+        }
+        i++;
+    }
+    return 2;
+}
 
 /* VERBS_EMU_LINK_LAYER=ethernet: the ports are RoCE: no LID, GRH required, GID 0 RoCE v1 (link-local) and GID 1
    RoCE v2 (IPv4-mapped 10.0.0.<dev+1>), as a RoCE NIC's table starts. */
@@ -1757,7 +1784,7 @@ static int emu_query_port(struct ibv_context *context, uint8_t port_num, struct 
     p.sm_lid = 1;
     p.max_vl_num = 1;
     p.subnet_timeout = 18;
-    p.active_width = 2;  /* 4x */
+    p.active_width = width_of(dev);
     p.active_speed = 32; /* EDR */
     p.phys_state = p.state == IBV_PORT_ACTIVE ? 5 : 3; /* LinkUp : Disabled */
     p.link_layer = roce() ? IBV_LINK_LAYER_ETHERNET : IBV_LINK_LAYER_INFINIBAND;

@@ -121,6 +121,34 @@ public interface Endpoint extends Channel {
     /** Sets the word at {@code address} to {@code value} if it holds {@code expected}; the future gets what it held. */
     Future<Long> compareAndSwap(RemoteMemoryKey key, long address, long expected, long value);
 
+    /**
+     * Writes {@code local} to {@code remoteAddress} of the peer's memory registered as {@code key}
+     * ({@link Worker#registerMemory} there; UCX's {@code ucp_put_nbx}) through this endpoint's RMA lanes (cma on one
+     * host, rdma; a large write is split over several rails in proportion to bandwidth). The future completes when
+     * the bytes are at the peer, and fails, naming why, for a key another worker registered, bytes outside its region,
+     * no RMA lane to this peer (and why not), or the endpoint's failure. Keep {@code local} alive and unchanged until
+     * then. Operations written while the endpoint wires up wait for it.
+     */
+    Future<Void> put(java.lang.foreign.MemorySegment local, RemoteMemoryKey key, long remoteAddress);
+
+    /**
+     * Reads {@code local.byteSize()} bytes at {@code remoteAddress} of the peer's memory registered as {@code key}
+     * into {@code local} (UCX's {@code ucp_get_nbx}); as {@link #put}, the future completes when they are there.
+     */
+    Future<Void> get(java.lang.foreign.MemorySegment local, RemoteMemoryKey key, long remoteAddress);
+
+    /**
+     * Completes when every {@link #put}, {@link #get} and atomic written on this endpoint before it is complete (UCX's
+     * {@code ucp_ep_flush_nbx}: a put's bytes are at the peer); fails with the first of them that failed.
+     */
+    Future<Void> flushRma();
+
+    /**
+     * Orders this endpoint's RMA: puts and gets written after the fence start only once those before it are complete
+     * (UCX's {@code ucp_ep_fence}). The future completes when the fence is in place.
+     */
+    Future<Void> fenceRma();
+
     /** "transport/device" of each message lane in use (the AM lane first); failed lanes are left out. */
     Future<List<String>> laneNames();
 
@@ -137,7 +165,10 @@ public interface Endpoint extends Channel {
      */
     String describeLanes();
 
-    /** "cma/memory" when this endpoint may read and write the peer's memory (rendezvous GET and PUT), else null. */
+    /**
+     * "cma/memory" when this endpoint may read and write the peer's memory (rendezvous GET and PUT), else null; with
+     * several RMA lanes (multi-rail) all of them, "rdma/mlx5_0:1 + rdma/mlx5_1:1".
+     */
     String rmaLane();
 
     /**

@@ -9,9 +9,9 @@ import io.netty.util.concurrent.DefaultThreadFactory;
 import io.netty.util.concurrent.Future;
 import io.netty.util.concurrent.GlobalEventExecutor;
 import io.netty.util.concurrent.Promise;
+import io.nucx.transport.IoEngine;
 import io.nucx.transport.NucxConfig;
 import io.nucx.transport.shm.ShmIoHandler;
-import io.nucx.transport.tcp.TcpIoMode;
 import io.nucx.wireup.Context;
 import io.nucx.wireup.DefaultWorker;
 
@@ -150,7 +150,7 @@ public final class NucxBootstrap {
             loop = group.next();
         } else {
             boolean spin = busyPoll != null ? busyPoll : ctx.config().get(io.nucx.wireup.WireupConfig.BUSY_POLL);
-            TcpIoMode mode = TcpIoMode.configured(ctx.config(), spin);
+            IoEngine mode = IoEngine.configured(ctx.config(), spin);
             // The shm engine wraps the TCP one, so one thread serves both kinds of lane.
             owned = new MultiThreadIoEventLoopGroup(1, new DefaultThreadFactory("nucx-" + name, true),
                     // Busy-polling is done by the shm engine, in non-blocking passes of the wrapped one: epoll's own

@@ -23,7 +23,7 @@ import io.netty.util.concurrent.Future;
 import io.netty.util.concurrent.ScheduledFuture;
 import io.nucx.protocol.stream.StreamCodec;
 import io.nucx.protocol.stream.StreamData;
-import io.nucx.transport.tcp.TcpIoMode;
+import io.nucx.transport.IoEngine;
 import io.nucx.wireup.DefaultWorker;
 
 import java.net.ConnectException;
@@ -34,6 +34,7 @@ import java.nio.channels.ConnectionPendingException;
 import java.nio.channels.UnresolvedAddressException;
 import java.nio.channels.UnsupportedAddressTypeException;
 import java.util.concurrent.TimeUnit;
+import java.util.function.Consumer;
 
 /**
  * A socket-like channel over an endpoint's byte stream, for existing Netty code: {@code Bootstrap}
@@ -151,7 +152,7 @@ public final class NucxChannel extends AbstractChannel implements SocketChannel 
     @Override
     protected boolean isCompatible(EventLoop loop) {
         // Any loop of a TCP engine can host a worker; shm lanes need a loop of NucxEventLoopGroup's engine.
-        return TcpIoMode.of(loop) != null;
+        return IoEngine.of(loop) != null;
     }
 
     @Override
@@ -268,7 +269,7 @@ public final class NucxChannel extends AbstractChannel implements SocketChannel 
     }
 
     private void openExchange(Worker worker, InetSocketAddress to, SocketAddress localAddress) {
-        TcpIoMode engine = TcpIoMode.of(eventLoop());
+        IoEngine engine = IoEngine.of(eventLoop());
         Bootstrap b = new Bootstrap().group(eventLoop()).channel(engine.socketChannel())
                 .handler(new ClientExchange((DefaultWorker) worker, to));
         ChannelFuture f = localAddress != null ? b.connect(to, localAddress) : b.connect(to);
@@ -658,13 +659,10 @@ public final class NucxChannel extends AbstractChannel implements SocketChannel 
     /** Stops reading: what the peer still sends is dropped (its writes still complete), as SHUT_RD does. */
     @Override
     public ChannelFuture shutdownInput(ChannelPromise promise) {
-        if (eventLoop().inEventLoop()) {
+        return onLoop(promise, p -> {
             inputShutdown = true;
-            promise.trySuccess();
-        } else {
-            eventLoop().execute(() -> shutdownInput(promise));
-        }
-        return promise;
+            p.trySuccess();
+        });
     }
 
     @Override
@@ -679,10 +677,15 @@ public final class NucxChannel extends AbstractChannel implements SocketChannel 
 
     @Override
     public ChannelFuture shutdownOutput(ChannelPromise promise) {
+        return onLoop(promise, p -> ((AbstractUnsafe) unsafe()).shutdownOutput(p));
+    }
+
+    /** Runs {@code op} with {@code promise} on this channel's loop: at once if called there, else as a task. */
+    private ChannelFuture onLoop(ChannelPromise promise, Consumer<ChannelPromise> op) {
         if (eventLoop().inEventLoop()) {
-            ((AbstractUnsafe) unsafe()).shutdownOutput(promise);
+            op.accept(promise);
         } else {
-            eventLoop().execute(() -> shutdownOutput(promise));
+            eventLoop().execute(() -> op.accept(promise));
         }
         return promise;
     }

@@ -3,9 +3,9 @@ package io.nucx;
 import io.netty.channel.IoHandlerFactory;
 import io.netty.channel.MultiThreadIoEventLoopGroup;
 import io.netty.util.concurrent.Future;
+import io.nucx.transport.IoEngine;
 import io.nucx.transport.NucxConfig;
 import io.nucx.transport.shm.ShmIoHandler;
-import io.nucx.transport.tcp.TcpIoMode;
 
 import java.util.concurrent.ThreadFactory;
 import java.util.concurrent.TimeUnit;
@@ -50,7 +50,7 @@ public final class NucxEventLoopGroup extends MultiThreadIoEventLoopGroup {
     public static IoHandlerFactory newIoHandlerFactory() {
         NucxConfig config = NucxConfig.fromEnvironment().validate();
         boolean spin = config.bool(NucxConfig.BUSY_POLL);
-        return ShmIoHandler.newFactory(TcpIoMode.configured(config, spin).ioHandlerFactory(),
+        return ShmIoHandler.newFactory(IoEngine.configured(config, spin).ioHandlerFactory(),
                 spin ? Long.MAX_VALUE : config.nanos(NucxConfig.SHM_SPIN, 10_000_000_000L));
     }
 

@@ -12,7 +12,7 @@ import io.netty.channel.ServerChannel;
 import io.netty.channel.socket.ServerSocketChannel;
 import io.netty.util.ReferenceCountUtil;
 import io.netty.util.concurrent.ScheduledFuture;
-import io.nucx.transport.tcp.TcpIoMode;
+import io.nucx.transport.IoEngine;
 
 import java.net.InetSocketAddress;
 import java.net.SocketAddress;
@@ -79,7 +79,7 @@ public final class NucxServerChannel extends AbstractServerChannel implements Se
 
     @Override
     protected boolean isCompatible(EventLoop loop) {
-        return TcpIoMode.of(loop) != null;
+        return IoEngine.of(loop) != null;
     }
 
     /**
@@ -88,7 +88,7 @@ public final class NucxServerChannel extends AbstractServerChannel implements Se
      */
     @Override
     protected void doBind(SocketAddress localAddress) throws Exception {
-        TcpIoMode engine = TcpIoMode.of(eventLoop());
+        IoEngine engine = IoEngine.of(eventLoop());
         ServerChannel ch = engine.serverChannel().getDeclaredConstructor().newInstance();
         ch.config().setOption(ChannelOption.SO_BACKLOG, config.getBacklog());
         ch.config().setOption(ChannelOption.SO_REUSEADDR, config.isReuseAddress());

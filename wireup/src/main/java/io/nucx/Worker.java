@@ -104,15 +104,39 @@ public interface Worker {
     void tagRecv(TagReceive receive);
 
     /**
-     * Lets peers run atomics ({@link Endpoint#atomic}) on the 8-byte words of {@code segment} (native, 8-byte
-     * aligned, of a shared or global arena): returns the key to give them (out of band, or in a message). The words
-     * are changed with the CPU's atomic instructions on this worker's loop, so local code using atomics on them sees
-     * consistent values. Keep the segment alive until {@link #unregisterMemory}.
+     * Registers {@code segment} (native, of a shared or global arena) for remote access (UCX's {@code ucp_mem_map}
+     * and {@code ucp_rkey_pack}) and returns its key, to give to peers (out of band, {@link RemoteMemoryKey#toHex()},
+     * or in a message): they may {@link Endpoint#put} and {@link Endpoint#get} its bytes and run atomics
+     * ({@link Endpoint#atomic}) on its aligned 8-byte words. It is registered with every RMA device of this worker
+     * (each rdma port, cma), so a peer's endpoint uses the key of whichever device its lanes reach. Atomics without a
+     * device for them run as active messages with the CPU's atomic instructions on this worker's loop. Keep the
+     * segment alive until {@link #unregisterMemory}.
+     *
+     * @throws IllegalArgumentException for heap memory, an empty or thread-confined segment
+     * @throws IllegalStateException    when a device refused the registration (the error named)
      */
     RemoteMemoryKey registerMemory(MemorySegment segment);
 
-    /** Peers' atomics on that region fail from now on (their requests are answered with "no such region"). */
+    /** {@link #registerMemory(MemorySegment)} for a direct buffer's bytes from 0 to its capacity. */
+    default RemoteMemoryKey registerMemory(java.nio.ByteBuffer direct) {
+        if (!direct.isDirect()) {
+            throw new IllegalArgumentException("only a direct buffer can be registered for remote access (a heap "
+                    + "buffer's array moves)");
+        }
+        return registerMemory(MemorySegment.ofBuffer(direct.duplicate().clear()));
+    }
+
+    /**
+     * Peers can no longer reach that region: its device registrations end (rdma keys stop working), and atomics sent
+     * as active messages are answered "no such region".
+     */
     void unregisterMemory(RemoteMemoryKey key);
+
+    /** Completes when every endpoint's RMA written before it is complete ({@link Endpoint#flushRma()} on each). */
+    Future<Void> flushRma();
+
+    /** Fences every endpoint ({@link Endpoint#fenceRma()}): RMA written after waits for what came before. */
+    Future<Void> fenceRma();
 
     /** How many messages each protocol carried (and lane events: failovers, resends). */
     ProtocolCounters counters();

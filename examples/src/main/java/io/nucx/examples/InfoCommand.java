@@ -9,10 +9,11 @@ import io.nucx.transport.Device;
 import io.nucx.transport.Iface;
 import io.nucx.transport.IfaceAttributes;
 import io.nucx.transport.IfaceParams;
+import io.nucx.transport.IoEngine;
 import io.nucx.transport.NucxConfig;
 import io.nucx.transport.Transport;
+import io.nucx.transport.TransportConfig;
 import io.nucx.transport.Transports;
-import io.nucx.transport.tcp.TcpIoMode;
 import io.nucx.transport.tcp.TcpTransport;
 import picocli.CommandLine.Command;
 
@@ -146,12 +147,13 @@ final class InfoCommand implements Callable<Integer> {
                     iface.close().sync();
                 }
                 if (t.name().equals(TcpTransport.NAME)) {
-                    for (TcpIoMode m : TcpIoMode.values()) {
+                    for (IoEngine m : IoEngine.values()) {
                         out.println(String.format(Locale.ROOT, "#    %17s: %s", "engine " + m.configName(),
                                 m.availability()));
                     }
-                    out.println("#      engine selected: " + TcpIoMode.configured(config, false).configName()
-                            + " (NUCX_TCP_IO=" + config.string(NucxConfig.TCP_IO) + ")");
+                    out.println("#      engine selected: " + IoEngine.configured(config, false).configName()
+                            + " (NUCX_TCP_IO=" + config.get(TransportConfig.TCP_IO).map(IoEngine::configName)
+                            .orElse("auto") + ")");
                 }
             }
             out.println("#");

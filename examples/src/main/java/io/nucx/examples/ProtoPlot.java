@@ -1,17 +1,14 @@
 package io.nucx.examples;
 
+import io.nucx.examples.perf.PlotCanvas;
 import io.nucx.protocol.select.ProtoCandidate;
 import io.nucx.protocol.select.ProtoPerf;
 import io.nucx.protocol.select.ProtoTable;
 import io.nucx.protocol.select.SelectionKey;
 
-import javax.imageio.ImageIO;
 import java.awt.BasicStroke;
 import java.awt.Color;
-import java.awt.Font;
 import java.awt.Graphics2D;
-import java.awt.RenderingHints;
-import java.awt.image.BufferedImage;
 import java.io.File;
 import java.io.IOException;
 import java.util.List;
@@ -57,15 +54,8 @@ final class ProtoPlot {
         }
         double yLo = Math.log10(tMin) - 0.2;
         double yHi = Math.log10(tMax) + 0.2;
-        BufferedImage img = new BufferedImage(W, H, BufferedImage.TYPE_INT_RGB);
-        Graphics2D g = img.createGraphics();
-        g.setRenderingHint(RenderingHints.KEY_ANTIALIASING, RenderingHints.VALUE_ANTIALIAS_ON);
-        g.setColor(Color.WHITE);
-        g.fillRect(0, 0, W, H);
-        g.setColor(Color.BLACK);
-        g.setFont(new Font(Font.SANS_SERIF, Font.BOLD, 15));
-        g.drawString(title + ": " + SelectionKey.describe(table.key()), LEFT, 30);
-        g.setFont(new Font(Font.SANS_SERIF, Font.PLAIN, 12));
+        PlotCanvas canvas = new PlotCanvas(W, H, title + ": " + SelectionKey.describe(table.key()), LEFT);
+        Graphics2D g = canvas.graphics();
         int pw = W - LEFT - RIGHT;
         int ph = H - TOP - BOTTOM;
         g.drawRect(LEFT, TOP, pw, ph);
@@ -107,8 +97,7 @@ final class ProtoPlot {
         }
         g.setColor(Color.BLACK);
         g.drawString("thick: chosen (lower envelope)", W - RIGHT + 15, TOP + 30 + 22 * cands.size());
-        g.dispose();
-        ImageIO.write(img, "png", out);
+        canvas.writePng(out);
     }
 
     private static void polyline(Graphics2D g, ProtoCandidate c, double lo, double hi, boolean multi, double yLo,

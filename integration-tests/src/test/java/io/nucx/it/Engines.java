@@ -1,6 +1,6 @@
 package io.nucx.it;
 
-import io.nucx.transport.tcp.TcpIoMode;
+import io.nucx.transport.IoEngine;
 
 import java.util.Arrays;
 import java.util.stream.Stream;
@@ -11,11 +11,11 @@ final class Engines {
     }
 
     static Stream<String> all() {
-        return Arrays.stream(TcpIoMode.values()).map(TcpIoMode::configName);
+        return Arrays.stream(IoEngine.values()).map(IoEngine::configName);
     }
 
     static void assumeAvailable(String engine) {
-        TcpIoMode mode = Arrays.stream(TcpIoMode.values()).filter(m -> m.configName().equals(engine)).findFirst()
+        IoEngine mode = Arrays.stream(IoEngine.values()).filter(m -> m.configName().equals(engine)).findFirst()
                 .orElseThrow();
         org.junit.jupiter.api.Assumptions.assumeTrue(mode.availability().isAvailable(),
                 () -> engine + " unavailable here: " + mode.availability().reason());

@@ -6,6 +6,7 @@ import io.nucx.NucxBootstrap;
 import io.nucx.Worker;
 import io.nucx.WorkerAddress;
 import io.nucx.protocol.tag.TagMessage;
+import io.nucx.transport.tcp.TcpAddresses;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.Arguments;
@@ -13,7 +14,6 @@ import org.junit.jupiter.params.provider.MethodSource;
 
 import java.io.InputStream;
 import java.io.OutputStream;
-import java.net.InetAddress;
 import java.net.InetSocketAddress;
 import java.net.Socket;
 import java.net.SocketTimeoutException;
@@ -126,13 +126,8 @@ class MalformedFrameTest {
         }
     }
 
-    private static InetSocketAddress tcpIface(WorkerAddress a) throws Exception {
+    private static InetSocketAddress tcpIface(WorkerAddress a) {
         WorkerAddress.Entry e = a.entries().stream().filter(x -> x.transport().equals("tcp")).findFirst().orElseThrow();
-        ByteBuffer dev = ByteBuffer.wrap(e.deviceAddress()).order(ByteOrder.LITTLE_ENDIAN);
-        dev.getLong();
-        byte[] ip = new byte[dev.get()];
-        dev.get(ip);
-        int port = ByteBuffer.wrap(e.ifaceAddress()).order(ByteOrder.LITTLE_ENDIAN).getShort() & 0xffff;
-        return new InetSocketAddress(InetAddress.getByAddress(ip), port);
+        return TcpAddresses.socketAddress(e.deviceAddress(), e.ifaceAddress());
     }
 }

@@ -26,6 +26,16 @@ public final class TagPeer {
 
     static final long REPORT_TAG = 0x7fff_0000_0000_0000L;
 
+    /** The peer's report text, once it arrived (at most {@code seconds}); the message is released. */
+    static String report(io.netty.util.concurrent.Future<TagMessage> report, long seconds) throws Exception {
+        TagMessage m = report.get(seconds, TimeUnit.SECONDS);
+        try {
+            return m.content().toString(StandardCharsets.UTF_8);
+        } finally {
+            m.release();
+        }
+    }
+
     public static void main(String[] args) throws Exception {
         LeakRecorder.install();
         int count = Integer.parseInt(args[0]);

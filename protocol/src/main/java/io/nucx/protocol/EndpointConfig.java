@@ -6,21 +6,29 @@ import java.util.List;
 
 /**
  * What the protocols of one endpoint need to know about its lanes, whatever chose them: the AM lane's transport name
- * and attributes, the RMA lane's when there is one the kernel lets us use (cma to a peer on this host), and the AM_BW
- * lanes that share rendezvous data with the AM lane. Endpoints with equal configurations behave alike.
+ * and attributes, the RMA lanes' when there are some the kernel lets us use (cma to a peer on this host, rdma), and the
+ * AM_BW lanes that share rendezvous data with the AM lane. Endpoints with equal configurations behave alike.
  *
  * @param amLane       "transport/device" of the AM lane, for tables and logs
  * @param amLaneAttrs  the AM lane's iface attributes (the smaller of the local and remote limits)
- * @param rmaLane      "transport/device" of the RMA lane that can GET the peer's memory, or null
+ * @param rmaLane      "transport/device" of the (first) RMA lane that can GET the peer's memory, or null
  * @param rmaLaneAttrs its attributes, or null
  * @param bwLanes      the AM_BW lanes besides the AM lane (lanes 1, 2...), empty for one lane
+ * @param rmaBwLanes   the RMA_BW lanes besides the first RMA lane (multi-rail: one rendezvous is split over all of
+ *                     them in proportion to bandwidth), empty for one
  */
 public record EndpointConfig(String amLane, IfaceAttributes amLaneAttrs, String rmaLane,
-                             IfaceAttributes rmaLaneAttrs, List<BwLane> bwLanes) {
+                             IfaceAttributes rmaLaneAttrs, List<BwLane> bwLanes, List<BwLane> rmaBwLanes) {
 
     /** An AM_BW lane: its name and attributes (limits the tighter of both sides'). */
     public record BwLane(String name, IfaceAttributes attrs) {
     }
+
+    /**
+     * Bytes below which a transfer is not split over RMA rails: each rail's part is at least this (UCX's
+     * {@code MIN_RNDV_CHUNK_SIZE}).
+     */
+    public static final long MIN_RAIL_PART = 16 * 1024;
 
     /** A configuration with an AM lane only. */
     public EndpointConfig(String amLane, IfaceAttributes amLaneAttrs) {
@@ -32,11 +40,36 @@ public record EndpointConfig(String amLane, IfaceAttributes amLaneAttrs, String 
         this(amLane, amLaneAttrs, rmaLane, rmaLaneAttrs, List.of());
     }
 
+    /** A configuration with one RMA lane (or none). */
+    public EndpointConfig(String amLane, IfaceAttributes amLaneAttrs, String rmaLane, IfaceAttributes rmaLaneAttrs,
+                          List<BwLane> bwLanes) {
+        this(amLane, amLaneAttrs, rmaLane, rmaLaneAttrs, bwLanes, List.of());
+    }
+
     public EndpointConfig {
         if ((rmaLane == null) != (rmaLaneAttrs == null)) {
             throw new IllegalArgumentException("RMA lane name and attributes go together (" + rmaLane + ")");
         }
+        if (rmaLane == null && !rmaBwLanes.isEmpty()) {
+            throw new IllegalArgumentException("RMA_BW lanes without a first RMA lane: " + rmaBwLanes);
+        }
         bwLanes = List.copyOf(bwLanes);
+        rmaBwLanes = List.copyOf(rmaBwLanes);
+    }
+
+    /** The RMA lanes' bandwidth summed: what a rendezvous split over all of them reaches (the seed's multi-lane sum). */
+    public double rmaBandwidth() {
+        return summed(rmaLaneAttrs, rmaBwLanes);
+    }
+
+    /** How many RMA lanes (rails) a transfer may be split over. */
+    public int rmaRailCount() {
+        return rmaLane == null ? 0 : 1 + rmaBwLanes.size();
+    }
+
+    /** "rdma/mlx5_0:1 + rdma/mlx5_1:1": the RMA lanes, for tables. */
+    public String rmaLanes() {
+        return joined(rmaLane, rmaBwLanes);
     }
 
     /** Whether an RMA lane is there to read the peer's memory. */
@@ -46,17 +79,25 @@ public record EndpointConfig(String amLane, IfaceAttributes amLaneAttrs, String 
 
     /** The AM lane's bandwidth plus every AM_BW lane's: what a transfer spread over all of them can reach. */
     public double messageBandwidth() {
-        double sum = amLaneAttrs.bandwidth();
-        for (BwLane l : bwLanes) {
+        return summed(amLaneAttrs, bwLanes);
+    }
+
+    /** "shm/memory + tcp/eth0": the lanes rendezvous data is spread over, for tables. */
+    public String messageLanes() {
+        return joined(amLane, bwLanes);
+    }
+
+    private static double summed(IfaceAttributes first, List<BwLane> more) {
+        double sum = first.bandwidth();
+        for (BwLane l : more) {
             sum += l.attrs().bandwidth();
         }
         return sum;
     }
 
-    /** "shm/memory + tcp/eth0": the lanes rendezvous data is spread over, for tables. */
-    public String messageLanes() {
-        StringBuilder b = new StringBuilder(amLane);
-        for (BwLane l : bwLanes) {
+    private static String joined(String first, List<BwLane> more) {
+        StringBuilder b = new StringBuilder(first);
+        for (BwLane l : more) {
             b.append(" + ").append(l.name());
         }
         return b.toString();

@@ -7,6 +7,8 @@ import io.nucx.transport.AmFrame;
 import io.nucx.transport.Capability;
 import io.nucx.transport.rma.RmaLane;
 
+import java.util.List;
+
 /**
  * What an endpoint gives its protocol codecs beyond their {@code ChannelHandlerContext}: its lane configuration, its
  * RMA lane, and the hooks of its lifecycle. The wireup layer implements it; nothing here says how lanes were chosen.
@@ -28,6 +30,55 @@ public interface EndpointServices {
      * {@code capability}, connected on first use; null otherwise, and null once the endpoint has ended.
      */
     RmaLane rmaLane(Capability capability);
+
+    /**
+     * The endpoint's connected RMA lanes whose entries on both sides have {@code capability}, best first (UCX's RMA_BW
+     * lanes: a large transfer is split over them in proportion to {@link RmaRail#bandwidth()}); empty when there is
+     * none, and once the endpoint has ended. By default the one {@link #rmaLane} as the only rail.
+     */
+    default List<RmaRail> rmaRails(Capability capability) {
+        RmaLane lane = rmaLane(capability);
+        return lane == null ? List.of() : List.of(new RmaRail(lane, 0, 0, 1, "rma"));
+    }
+
+    /**
+     * The devices of this side's RMA lanes with {@code capability} on both entries, as memory domains, whether or not
+     * the lanes are connected yet: memory registered there is reached by the peer's lanes (the key of a rendezvous GET
+     * offer can go out while the endpoint still wires up). Empty by default: offers then register on the connected
+     * {@link #rmaRails}.
+     */
+    default List<MemoryDomain> memoryDomains(Capability capability) {
+        return List.of();
+    }
+
+    /** Whether lane selection chose an AMO lane for this endpoint (connected or not yet): atomics wait for it. */
+    default boolean hasAmoLane() {
+        return false;
+    }
+
+    /**
+     * The lane for device atomics (UCX's AMO lane: ATOMIC64 on both sides), connected; null when there is none (atomics
+     * then go as active messages, {@code amo/am}).
+     */
+    default RmaRail amoRail() {
+        return null;
+    }
+
+    /**
+     * Why this endpoint has no RMA lane for {@code capability}, in words for an error: no transport with it on both
+     * sides (naming the lanes there are), the kernel refused, another host. Null when it has one.
+     */
+    default String noRmaLaneReason(Capability capability) {
+        return rmaRails(capability).isEmpty() ? "no RMA lane with " + capability + " to this peer" : null;
+    }
+
+    /**
+     * Completes when the endpoint is wired up (its lanes connected both ways); null when it was from the start.
+     * Operations that need the lanes (the RMA API) wait for it.
+     */
+    default io.netty.util.concurrent.Future<Void> wireupFuture() {
+        return null;
+    }
 
     /**
      * Whether receive buffers may still be offered to the peer for PUT: not once the endpoint closes, because the

@@ -51,7 +51,7 @@ class ProtocolRegistryTest {
             assertNull(r.owner(id), "id " + id);
         }
         assertEquals(List.of(StreamCodec.FAMILY, AmCodec.FAMILY, EagerProtocols.FAMILY, RndvProtocols.FAMILY,
-                AmoCodec.FAMILY), r.families());
+                AmoCodec.FAMILY, io.nucx.protocol.rma.RmaCodec.FAMILY), r.families());
         assertEquals(EagerProtocols.ALL, r.protocols().subList(0, EagerProtocols.ALL.size()),
                 "the families' protocols in registry order: their tie-break order");
     }

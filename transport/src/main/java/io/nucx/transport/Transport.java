@@ -16,6 +16,14 @@ public interface Transport {
     /** The name used in {@code NUCX_TLS} and in worker addresses ("tcp", "self"). */
     String name();
 
+    /**
+     * This transport as {@code config} sets it up, where a setting decides what it can do before an iface is opened
+     * (rdma: NUCX_VERBS_LIB, the library probed for devices); this instance when nothing changes.
+     */
+    default Transport forConfig(NucxConfig config) {
+        return this;
+    }
+
     /** Whether it can run in this process, probed once; with a reason when not. */
     Availability availability();
 
@@ -32,9 +40,16 @@ public interface Transport {
     }
 
     /**
+     * The devices a worker opens an iface on, one iface each (UCX opens one per device: two RDMA ports are two
+     * rails). The default device only, unless the transport says otherwise.
+     */
+    default List<Device> ifaceDevices(NucxConfig config) throws Exception {
+        return List.of(defaultDevice(config));
+    }
+
+    /**
      * Whether {@code NUCX_TLS=all} includes this transport when it is available. A transport the upper layers cannot
-     * drive yet (rdma: its lanes need a connect on both sides, which the wireup does not do yet) says false; naming
-     * it in {@code NUCX_TLS} still selects it.
+     * drive says false; naming it in {@code NUCX_TLS} still selects it.
      */
     default boolean includedInAll() {
         return true;

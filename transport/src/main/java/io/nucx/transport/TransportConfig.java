@@ -4,8 +4,11 @@ import io.nucx.transport.config.AbstractConfigTable;
 import io.nucx.transport.config.ConfigEntry;
 
 import java.util.Arrays;
+import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Locale;
+import java.util.Map;
+import java.util.Optional;
 
 /**
  * The transport layer's own settings: which transports to use (UCX_TLS), and the launcher's. Each transport declares
@@ -16,7 +19,8 @@ public final class TransportConfig extends AbstractConfigTable {
     /** Transports to use, like UCX_TLS: names in lower case, or the one name "all". */
     public static final ConfigEntry<List<String>> TLS = ConfigEntry.of("TLS", "all",
             "Transports to use, comma-separated, or 'all': tcp, shm (shared-memory rings between processes of one "
-                    + "host), self (in-process), cma (same-host zero-copy reads and writes for rendezvous; RMA only)",
+                    + "host), self (in-process), cma (same-host zero-copy reads and writes for rendezvous; RMA only), "
+                    + "rdma (RC verbs, the library NUCX_VERBS_LIB names)",
             "all | a comma list of transport names",
             text -> {
                 List<String> names = Arrays.stream(text.toLowerCase(Locale.ROOT).split(",")).map(String::trim)
@@ -26,6 +30,13 @@ public final class TransportConfig extends AbstractConfigTable {
                 }
                 return names;
             });
+    /**
+     * The socket engine of the worker's event loops (tcp lanes, and the loops nucx creates), or empty for auto
+     * (io_uring, then epoll, then nio). Declared here, not by tcp: the engines ({@link IoEngine}) are the transport
+     * SPI's, shared by every transport that runs on a socket loop.
+     */
+    public static final ConfigEntry<Optional<IoEngine>> TCP_IO = ConfigEntry.choice("TCP_IO", "auto",
+            "TCP engine; auto takes the first that loads: io_uring, epoll, nio (epoll when busy-polling)", engines());
     /** Launcher only: the JDK bin/nucx and bin/build use. */
     public static final ConfigEntry<String> JAVA_HOME = ConfigEntry.string("JAVA_HOME", "",
             "Launcher only: JDK 25+ used by bin/build, bin/test and bin/nucx");
@@ -39,6 +50,15 @@ public final class TransportConfig extends AbstractConfigTable {
                     + "classes loaded and linked, method profiles; JEP 483/515) when it is newer than the jars");
 
     public TransportConfig() {
-        super("Transports and launcher", RANK_TRANSPORT_LAYER, TLS, JAVA_HOME, JAVA_OPTS, AOT);
+        super("Transports and launcher", RANK_TRANSPORT_LAYER, TLS, TCP_IO, JAVA_HOME, JAVA_OPTS, AOT);
+    }
+
+    private static Map<String, Optional<IoEngine>> engines() {
+        Map<String, Optional<IoEngine>> m = new LinkedHashMap<>();
+        m.put("auto", Optional.empty());
+        for (IoEngine engine : IoEngine.values()) {
+            m.put(engine.configName(), Optional.of(engine));
+        }
+        return m;
     }
 }

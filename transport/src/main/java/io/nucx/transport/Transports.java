@@ -28,7 +28,7 @@ public final class Transports {
      * unknown fails, and one that is unavailable fails with its reason.
      */
     public static List<Transport> selected(NucxConfig config) {
-        List<Transport> all = all();
+        List<Transport> all = all().stream().map(t -> t.forConfig(config)).toList();
         List<String> tls = config.get(TransportConfig.TLS);
         List<Transport> out = new ArrayList<>();
         if (tls.equals(List.of("all"))) {

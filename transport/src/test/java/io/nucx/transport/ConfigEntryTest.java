@@ -6,7 +6,6 @@ import io.nucx.transport.config.ConfigTable;
 import io.nucx.transport.shm.ShmConfig;
 import io.nucx.transport.self.SelfConfig;
 import io.nucx.transport.tcp.TcpConfig;
-import io.nucx.transport.tcp.TcpIoMode;
 import org.junit.jupiter.api.Test;
 
 import java.net.InetAddress;
@@ -37,7 +36,7 @@ class ConfigEntryTest {
                 "tcp transport"),
                 schema.tables().stream().map(ConfigTable::title).toList(), "rank, then title (cma declares none)");
         assertSame(TransportConfig.TLS, schema.entry("TLS"));
-        assertSame(TcpConfig.IO, schema.entry("TCP_IO"));
+        assertSame(TransportConfig.TCP_IO, schema.entry("TCP_IO"));
         assertSame(ShmConfig.RING_SIZE, schema.entry("SHM_RING_SIZE"));
         assertSame(SelfConfig.QUEUE_BYTES, schema.entry("SELF_QUEUE_BYTES"));
         for (ConfigEntry<?> e : schema.entries()) {
@@ -49,19 +48,20 @@ class ConfigEntryTest {
     @Test
     void theTypedGetterReturnsParsedValues() throws Exception {
         NucxConfig c = config(Map.of("TLS", " TCP, shm ", "TCP_IO", "NIO", "TCP_CONNECT", "p2p", "TCP_BIND_ADDR",
-                "127.0.0.2", "TCP_SEG_SIZE", "32k", "SHM_SPIN", "2ms", "SHM_RING_SIZE", "1m", "SELF_QUEUE_BYTES",
+                "127.0.0.2, 127.0.0.3", "TCP_SEG_SIZE", "32k", "SHM_SPIN", "2ms", "SHM_RING_SIZE", "1m", "SELF_QUEUE_BYTES",
                 "16k")).validate();
         assertEquals(List.of("tcp", "shm"), c.get(TransportConfig.TLS));
-        assertEquals(Optional.of(TcpIoMode.NIO), c.get(TcpConfig.IO));
+        assertEquals(Optional.of(IoEngine.NIO), c.get(TransportConfig.TCP_IO));
         assertEquals(TcpConfig.Connect.P2P, c.get(TcpConfig.CONNECT));
-        assertEquals(InetAddress.getByName("127.0.0.2"), c.get(TcpConfig.BIND_ADDR));
+        assertEquals(List.of(InetAddress.getByName("127.0.0.2"), InetAddress.getByName("127.0.0.3")),
+                c.get(TcpConfig.BIND_ADDR));
         assertEquals(32 << 10, c.get(TcpConfig.SEG_SIZE));
         assertEquals(2_000_000L, c.get(ShmConfig.SPIN));
         assertEquals(1L << 20, c.get(ShmConfig.RING_SIZE));
         assertEquals(16L << 10, c.get(SelfConfig.QUEUE_BYTES));
         NucxConfig defaults = config(Map.of());
         assertEquals(List.of("all"), defaults.get(TransportConfig.TLS));
-        assertEquals(Optional.empty(), defaults.get(TcpConfig.IO), "auto");
+        assertEquals(Optional.empty(), defaults.get(TransportConfig.TCP_IO), "auto");
         assertEquals(TcpConfig.Connect.IFACE, defaults.get(TcpConfig.CONNECT));
         assertEquals(c.memunits(NucxConfig.TCP_SEG_SIZE), c.get(TcpConfig.SEG_SIZE), "the previous accessor agrees");
     }
@@ -102,6 +102,8 @@ class ConfigEntryTest {
     void aBadValueFailsNamingTheVariableTheValueAndWhatIsExpected() {
         assertRefused(() -> env("NUCX_TCP_BIND_ADDR", "300.1.1.1").get(TcpConfig.BIND_ADDR),
                 "NUCX_TCP_BIND_ADDR", "'300.1.1.1'", "not an IP address");
+        assertRefused(() -> env("NUCX_TCP_BIND_ADDR", "127.0.0.1,127.0.0.2,127.0.0.1").get(TcpConfig.BIND_ADDR),
+                "NUCX_TCP_BIND_ADDR", "127.0.0.1 is listed twice");
         assertRefused(() -> config(Map.of("SHM_RING_SIZE", "96k")).get(ShmConfig.RING_SIZE),
                 "SHM_RING_SIZE", "'96k'", "power of two");
         assertRefused(() -> config(Map.of("TLS", ",")).get(TransportConfig.TLS), "TLS", "empty transport list");
@@ -119,7 +121,7 @@ class ConfigEntryTest {
     @Test
     void theDocsDescribeWhatEachParserAccepts() {
         assertEquals("a size, 8k to 16m", TcpConfig.SEG_SIZE.values());
-        assertEquals("auto | io_uring | epoll | nio", TcpConfig.IO.values());
+        assertEquals("auto | io_uring | epoll | nio", TransportConfig.TCP_IO.values());
         assertEquals("a size, 64k to 1g, a power of two", ShmConfig.RING_SIZE.values());
         assertEquals("a duration (ns, us, ms, s), at most 10s", ShmConfig.SPIN.values());
         assertEquals("y | n", ConfigEntry.bool("TEST_B", "n", "").values());

@@ -48,7 +48,8 @@ import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicLong;
 
 /**
- * The {@link Worker} implementation. It owns the worker's ifaces (one per transport), its endpoints by id, the
+ * The {@link Worker} implementation. It owns the worker's ifaces (one per device of each transport: two RDMA ports are
+ * two ifaces, two address entries, two rails), its endpoints by id, the
  * matching of connections between two workers ({@link EndpointMatch}), the protocols' shared state
  * ({@link WorkerProtocols}: tag matching, tables, registered memory) and the keepalive timer. Everything it owns is
  * touched on its loop only, except the endpoint map and the match queues, which {@code connect} may reach from
@@ -131,13 +132,17 @@ public final class DefaultWorker implements Worker {
                     }
                     throw config.invalid(io.nucx.transport.TransportConfig.TLS, onLoop.reason());
                 }
-                Iface iface = t.openIface(new IfaceParams(loop, t.defaultDevice(config),
-                        () -> LaneInboundHandler.accepted(this), config));
-                ifaces.add(iface);
-                IfaceAttributes a = iface.attributes();
-                entries.add(new WorkerAddress.Entry(t.name(), a.capabilities(), a.maxShort(), a.maxBcopy(),
-                        (float) a.latencySeconds(), (float) a.overheadSeconds(), (float) a.bandwidth(), a.priority(),
-                        iface.deviceAddress(), iface.ifaceAddress()));
+                for (io.nucx.transport.Device device : t.ifaceDevices(config)) {
+                    Iface[] opened = new Iface[1]; // lanes a peer connects to it learn which iface took them
+                    Iface iface = t.openIface(new IfaceParams(loop, device,
+                            () -> LaneInboundHandler.accepted(this, opened[0]), config));
+                    opened[0] = iface;
+                    ifaces.add(iface);
+                    IfaceAttributes a = iface.attributes();
+                    entries.add(new WorkerAddress.Entry(t.name(), a.capabilities(), a.maxShort(), a.maxBcopy(),
+                            (float) a.latencySeconds(), (float) a.overheadSeconds(), (float) a.bandwidth(),
+                            a.priority(), iface.deviceAddress(), iface.ifaceAddress()));
+                }
             }
         } catch (Exception | Error e) {
             for (Iface i : ifaces) {
@@ -146,6 +151,14 @@ public final class DefaultWorker implements Worker {
             throw e;
         }
         this.address = new WorkerAddress(uuid, name, entries);
+        // Registered memory is reached by every RMA device (UCX's ucp_mem_map registers on each memory domain).
+        List<io.nucx.protocol.MemoryDomain> domains = new ArrayList<>();
+        for (int i = 0; i < ifaces.size(); i++) {
+            if (ifaces.get(i) instanceof io.nucx.transport.rma.RmaIface rma) {
+                domains.add(new io.nucx.protocol.MemoryDomain(i, rma, LaneSelector.nameOf(ifaces.get(i))));
+            }
+        }
+        protocols.memory().domains(domains);
         // One timer per worker, not per endpoint: a tick walks every endpoint (UCX's keepalive progress does too).
         // Fixed delay, not fixed rate: after the loop stalls, a fixed rate fires the missed ticks back to back, each
         // counting an interval of silence while the peer's frames still wait unread in the lane.
@@ -382,6 +395,31 @@ public final class DefaultWorker implements Worker {
     }
 
     @Override
+    public Future<Void> flushRma() {
+        return onEveryEndpoint(EndpointChannel::flushRma);
+    }
+
+    @Override
+    public Future<Void> fenceRma() {
+        return onEveryEndpoint(EndpointChannel::fenceRma);
+    }
+
+    /** Completes when {@code op}'s future on every endpoint open now has; fails with the first failure. */
+    private Future<Void> onEveryEndpoint(java.util.function.Function<EndpointChannel, Future<Void>> op) {
+        Promise<Void> done = loop.newPromise();
+        List<Future<Void>> each = new ArrayList<>();
+        for (EndpointChannel ep : endpoints.values()) {
+            each.add(op.apply(ep));
+        }
+        loop.execute(() -> { // PromiseCombiner lives on the loop
+            PromiseCombiner all = new PromiseCombiner(loop);
+            each.forEach(all::add);
+            all.finish(done);
+        });
+        return done;
+    }
+
+    @Override
     public ProtocolCounters counters() {
         return counters;
     }
@@ -491,10 +529,7 @@ public final class DefaultWorker implements Worker {
      * what they hold is parked.
      */
     private void close0() {
-        if (keepaliveTask != null) {
-            keepaliveTask.cancel(false);
-        }
-        reaperTask.cancel(false);
+        reaperTask.cancel(false); // keepalive runs on until the endpoints are closed (below)
         PromiseCombiner all = new PromiseCombiner(loop);
         for (EndpointChannel ep : endpoints.values()) {
             all.add(ep.close());
@@ -505,6 +540,11 @@ public final class DefaultWorker implements Worker {
         Promise<Void> done = loop.newPromise();
         all.finish(done);
         done.addListener(f -> {
+            // Keepalive ran on until here: an endpoint waiting for its peer's goodbye over a lane that notices a gone
+            // peer only when it sends (rdma's queue pairs) learns of it from its next EP_CHECK.
+            if (keepaliveTask != null) {
+                keepaliveTask.cancel(false);
+            }
             protocols.matcher().close(closedError());
             Promise<Void> lingered = loop.newPromise();
             PromiseCombiner waits = new PromiseCombiner(loop);
@@ -556,7 +596,7 @@ public final class DefaultWorker implements Worker {
         return closed.get();
     }
 
-    /** The opened ifaces, one per selected transport. */
+    /** The opened ifaces, one per device of each selected transport, in the order of the address's entries. */
     List<Iface> ifaces() {
         return List.copyOf(ifaces);
     }
@@ -597,24 +637,28 @@ public final class DefaultWorker implements Worker {
         return bwLimits;
     }
 
-    /** An AM lane to {@code remote} over a transport that did not fail, for a failover with no lane left. */
-    LaneSelector.Lane selectReplacement(WorkerAddress remote, ErrorMode mode, Set<String> failedTransports) {
-        return LaneSelector.selectAmLane(ifaces, address, remote, mode, failedTransports, null);
+    /**
+     * An AM lane to {@code remote} that connects to its iface, over none of the lanes that failed ("transport/device":
+     * another device of the same transport may take over), for a failover with no lane left.
+     */
+    LaneSelector.Lane selectReplacement(WorkerAddress remote, ErrorMode mode, Set<String> failedLanes) {
+        return LaneSelector.selectReplacement(ifaces, address, remote, mode, failedLanes);
     }
 
     /**
-     * A lane to {@code remote} over {@code transport} (one the peer dialled), or null when this worker has no such
-     * transport or cannot reach the peer with it.
+     * The lane a peer dialled over {@code transport} to {@code acceptedBy} (which of our ifaces took it, so which of
+     * our devices), or null when this worker has no such transport or cannot reach the peer with it.
      */
-    LaneSelector.Lane laneTo(WorkerAddress remote, String transport) {
+    LaneSelector.Lane laneTo(WorkerAddress remote, String transport, Iface acceptedBy) {
         for (int i = 0; i < ifaces.size(); i++) {
             WorkerAddress.Entry l = address.entries().get(i);
-            if (!l.transport().equals(transport)) {
+            if (!l.transport().equals(transport) || (acceptedBy != null && ifaces.get(i) != acceptedBy)) {
                 continue;
             }
-            for (WorkerAddress.Entry r : remote.entries()) {
+            for (int j = 0; j < remote.entries().size(); j++) {
+                WorkerAddress.Entry r = remote.entries().get(j);
                 if (r.transport().equals(transport) && ifaces.get(i).isReachable(r.deviceAddress(), r.ifaceAddress())) {
-                    return new LaneSelector.Lane(ifaces.get(i), l, r, 0);
+                    return new LaneSelector.Lane(ifaces.get(i), l, r, 0, i, j);
                 }
             }
         }

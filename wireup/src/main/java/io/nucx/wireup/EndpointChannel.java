@@ -13,6 +13,7 @@ import io.netty.channel.EventLoop;
 import io.netty.handler.codec.UnsupportedMessageTypeException;
 import io.netty.util.concurrent.Future;
 import io.netty.util.concurrent.Promise;
+import io.netty.util.concurrent.PromiseCombiner;
 import io.nucx.Endpoint;
 import io.nucx.EndpointAddress;
 import io.nucx.EndpointException;
@@ -25,10 +26,12 @@ import io.nucx.protocol.LimitExceededException;
 import io.nucx.protocol.MemoryBudget;
 import io.nucx.protocol.ProtocolCodec;
 import io.nucx.protocol.ProtocolException;
+import io.nucx.protocol.RmaRail;
 import io.nucx.protocol.am.AmData;
 import io.nucx.protocol.amo.AtomicOp;
 import io.nucx.protocol.amo.AtomicRequest;
 import io.nucx.protocol.amo.RemoteMemoryKey;
+import io.nucx.protocol.rma.RmaRequest;
 import io.nucx.protocol.select.SelectionKey;
 import io.nucx.protocol.stream.StreamData;
 import io.nucx.protocol.tag.TagMessage;
@@ -36,6 +39,7 @@ import io.nucx.transport.AmFrame;
 import io.nucx.transport.Capability;
 import io.nucx.transport.rma.RmaLane;
 
+import java.lang.foreign.MemorySegment;
 import java.net.SocketAddress;
 import java.util.List;
 
@@ -147,6 +151,7 @@ final class EndpointChannel extends AbstractChannel implements Endpoint, Endpoin
                                     ErrorMode mode, int token) {
         EndpointChannel ep = outgoing(worker, id, remote, lanes, mode, token);
         ep.listened = true;
+        ep.config().setAutoRead(false); // its channel's read() paces the stream from the first byte (NucxChannel)
         return ep;
     }
 
@@ -328,7 +333,33 @@ final class EndpointChannel extends AbstractChannel implements Endpoint, Endpoin
 
     @Override
     public RmaLane rmaLane(Capability capability) {
-        return lifecycle.ended() ? null : lanes.rmaLane(capability);
+        List<RmaRail> rails = rmaRails(capability);
+        return rails.isEmpty() ? null : rails.get(0).lane();
+    }
+
+    @Override
+    public List<RmaRail> rmaRails(Capability capability) {
+        return lifecycle.ended() ? List.of() : lanes.rmaRails(capability);
+    }
+
+    @Override
+    public List<io.nucx.protocol.MemoryDomain> memoryDomains(Capability capability) {
+        return lifecycle.ended() ? List.of() : lanes.memoryDomains(capability);
+    }
+
+    @Override
+    public boolean hasAmoLane() {
+        return selection.amo() != null;
+    }
+
+    @Override
+    public RmaRail amoRail() {
+        return lifecycle.ended() ? null : lanes.amoRail();
+    }
+
+    @Override
+    public String noRmaLaneReason(Capability capability) {
+        return lifecycle.ended() ? this + " has ended" : lanes.noRmaLaneReason(capability);
     }
 
     @Override
@@ -483,6 +514,59 @@ final class EndpointChannel extends AbstractChannel implements Endpoint, Endpoin
     }
 
     @Override
+    public Future<Void> put(MemorySegment local, RemoteMemoryKey key, long remoteAddress) {
+        return rma(RmaRequest.put(local, key, remoteAddress, eventLoop().newPromise()));
+    }
+
+    @Override
+    public Future<Void> get(MemorySegment local, RemoteMemoryKey key, long remoteAddress) {
+        return rma(RmaRequest.get(local, key, remoteAddress, eventLoop().newPromise()));
+    }
+
+    @Override
+    public Future<Void> flushRma() {
+        Promise<Void> done = eventLoop().newPromise();
+        Promise<Void> rma = eventLoop().newPromise();
+        rma(RmaRequest.flush(rma));
+        // atomics too: UCX's flush covers every operation of the endpoint
+        rma.addListener(f -> eventLoop().execute(() -> {
+            if (!f.isSuccess()) {
+                done.tryFailure(f.cause());
+                return;
+            }
+            PromiseCombiner atomics = new PromiseCombiner(eventLoop());
+            java.util.List<Future<?>> out = new java.util.ArrayList<>();
+            for (ProtocolCodec c : codecs) {
+                if (c instanceof io.nucx.protocol.amo.AmoCodec) {
+                    c.collectOutstanding(out);
+                }
+            }
+            out.forEach(atomics::add);
+            atomics.finish(done);
+        }));
+        return done;
+    }
+
+    @Override
+    public Future<Void> fenceRma() {
+        return rma(RmaRequest.fence(eventLoop().newPromise()));
+    }
+
+    private Future<Void> rma(RmaRequest r) {
+        if (!isOpen()) {
+            r.result().tryFailure(new IllegalStateException(r.kind() + " on " + this + ": the endpoint is closed"
+                    + (failure() != null ? " (" + failure().getMessage() + ")" : "")));
+            return r.result();
+        }
+        writeAndFlush(r).addListener(f -> {
+            if (!f.isSuccess()) {
+                r.result().tryFailure(f.cause());
+            }
+        });
+        return r.result();
+    }
+
+    @Override
     public Future<List<String>> laneNames() {
         return eventLoop().submit(lanes::names);
     }
@@ -514,7 +598,7 @@ final class EndpointChannel extends AbstractChannel implements Endpoint, Endpoin
 
     @Override
     public String rmaLane() {
-        return endpointConfig.rmaLane();
+        return endpointConfig.rmaLane() == null ? null : endpointConfig.rmaLanes();
     }
 
     @Override

@@ -10,6 +10,7 @@ import io.netty.util.concurrent.PromiseCombiner;
 import io.nucx.WireupException;
 import io.nucx.protocol.AmIds;
 import io.nucx.protocol.ProtocolException;
+import io.nucx.protocol.RmaRail;
 import io.nucx.transport.AmFrame;
 import io.nucx.transport.Capability;
 import io.nucx.transport.rma.RmaLane;
@@ -44,10 +45,12 @@ final class EndpointLanes {
     private boolean dialsLanes;
     /** A graceful EP_REMOVED goes on every lane; the lanes it arrived on (acted on once all have it). */
     private Set<Channel> removedOn;
-    private Channel rmaChannel;
+    /** RMA and AMO lanes that connect to the peer's iface (cma), connected on first use, by pair of entries. */
+    private final java.util.Map<LaneSelector.Pair, Channel> rmaChannels = new java.util.HashMap<>();
+    /** The p2p connections (rdma's queue pairs; tcp p2p), made with wireup's REQUEST / REPLY. */
+    private P2pConnections p2p;
     /** Wireup's leftovers that carry no data (a lane dropped after a simultaneous connect, a p2p auxiliary lane). */
     private final List<Channel> auxiliary = new ArrayList<>(2);
-    private io.nucx.transport.P2pEndpoint p2pEndpoint;
     private Channel ownLane;
 
     EndpointLanes(EndpointChannel endpoint, LaneSelector.Lanes selection, boolean failover) {
@@ -199,11 +202,11 @@ final class EndpointLanes {
      * {@code ch}, naming its transport. The dialler's list is the pair's: our own limits may have chosen another lane
      * at that index, or none.
      */
-    void onAttach(int index, String transport, Channel ch) {
+    void onAttach(int index, String transport, Channel ch, io.nucx.transport.Iface acceptedBy) {
         if (index == 0 || index > MAX_LANES) {
             throw new ProtocolException("LANE_ATTACH for lane " + index + " of " + endpoint);
         }
-        LaneSelector.Lane sel = endpoint.worker().laneTo(endpoint.remoteWorkerAddress(), transport);
+        LaneSelector.Lane sel = endpoint.worker().laneTo(endpoint.remoteWorkerAddress(), transport, acceptedBy);
         if (sel == null) {
             throw new ProtocolException("LANE_ATTACH over " + transport + ", which " + endpoint.worker().name()
                     + " cannot use to " + endpoint.remoteWorkerAddress().name());
@@ -219,7 +222,7 @@ final class EndpointLanes {
                 throw new ProtocolException("LANE_ATTACH for lane " + index + " of " + endpoint
                         + ", which is attached already");
             }
-            if (!transport.equals(l.transport())) {
+            if (!sel.name().equals(l.name())) {
                 l = new Lane(index, sel); // NUCX_MAX_RNDV_LANES and the ratio are each side's own
                 lanes.set(index, l);
             }
@@ -292,13 +295,26 @@ final class EndpointLanes {
         }
     }
 
+    /**
+     * A send's promise from its lane write. A failed write fails it with the endpoint's failure: a lane whose channel
+     * fails its writes before it goes inactive (rdma fails the writes of a dead queue pair first) is about to fail the
+     * endpoint, so the send waits for that (or for the close) and reports the endpoint's cause, as every other
+     * outstanding operation does.
+     */
     private void complete(Future<?> lane, ChannelPromise promise) {
         if (lane.isSuccess()) {
             promise.trySuccess();
-        } else {
-            Throwable why = endpoint.failure();
-            promise.tryFailure(why != null ? why : lane.cause());
+            return;
         }
+        Throwable why = endpoint.failure();
+        if (why != null || !endpoint.isOpen()) {
+            promise.tryFailure(why != null ? why : lane.cause());
+            return;
+        }
+        endpoint.errorFuture().addListener(f -> {
+            Throwable cause = endpoint.failure();
+            promise.tryFailure(cause != null ? cause : lane.cause());
+        });
     }
 
     /** The send's last fragment: done when every lane has written its last fragment. */
@@ -370,26 +386,93 @@ final class EndpointLanes {
         return removedOn.containsAll(live);
     }
 
-    // ------------------------------------------------------------ RMA lane
+    // ------------------------------------------------------------ RMA and AMO lanes
+
+    /** The endpoint's p2p connections, made on first use. */
+    P2pConnections p2p() {
+        if (p2p == null) {
+            p2p = new P2pConnections(endpoint);
+        }
+        return p2p;
+    }
 
     /**
-     * The RMA lane when lane selection chose one the kernel permits and both sides' entries have {@code capability},
-     * connected on first use; null otherwise.
+     * The RMA lanes (rails) lane selection chose, the kernel permits and both sides' entries give {@code capability},
+     * whose channel is active: p2p ones once wireup connected them, the others connected on first use. Best first.
      */
-    RmaLane rmaLane(Capability capability) {
-        LaneSelector.RmaLane sel = selection.rma();
-        if (sel == null || !sel.local().has(capability) || !sel.remote().has(capability)) {
-            return null;
+    List<RmaRail> rmaRails(Capability capability) {
+        List<RmaRail> out = new ArrayList<>(selection.rmaLanes().size());
+        for (LaneSelector.RmaLane sel : selection.rmaLanes()) {
+            if (sel.local().has(capability) && sel.remote().has(capability)) {
+                RmaLane lane = rmaChannel(sel);
+                if (lane != null) {
+                    out.add(new RmaRail(lane, sel.localIndex(), sel.remoteIndex(), sel.bandwidth(), sel.name()));
+                }
+            }
         }
-        if (rmaChannel == null) {
-            ChannelFuture f = sel.iface().connect(sel.remote().deviceAddress(), sel.remote().ifaceAddress(),
-                    new io.netty.channel.ChannelInboundHandlerAdapter());
-            if (!f.isSuccess()) { // an RMA lane registers at once on our own loop, or not at all
+        return out;
+    }
+
+    /** The local devices of the selected RMA lanes with {@code capability} on both sides, as memory domains. */
+    List<io.nucx.protocol.MemoryDomain> memoryDomains(Capability capability) {
+        List<io.nucx.protocol.MemoryDomain> out = new ArrayList<>(selection.rmaLanes().size());
+        for (LaneSelector.RmaLane sel : selection.rmaLanes()) {
+            if (sel.local().has(capability) && sel.remote().has(capability)
+                    && sel.iface() instanceof io.nucx.transport.rma.RmaIface domain) {
+                out.add(new io.nucx.protocol.MemoryDomain(sel.localIndex(), domain, sel.name()));
+            }
+        }
+        return out;
+    }
+
+    /** The AMO lane (device atomics), connected; null when the selection has none or it is not connected. */
+    RmaRail amoRail() {
+        LaneSelector.RmaLane sel = selection.amo();
+        RmaLane lane = sel == null ? null : rmaChannel(sel);
+        return lane == null ? null : new RmaRail(lane, sel.localIndex(), sel.remoteIndex(), sel.bandwidth(),
+                sel.name());
+    }
+
+    /** Why {@link #rmaRails} is empty for {@code capability}, in words for an error; null when it is not. */
+    String noRmaLaneReason(Capability capability) {
+        if (selection.rmaLanes().isEmpty()) {
+            return selection.rmaRefusal() != null ? "no RMA lane to this peer: " + selection.rmaRefusal()
+                    : "no transport offers RMA (" + capability + ") on both sides; this endpoint's lanes are "
+                    + selection.describe();
+        }
+        List<String> why = new ArrayList<>();
+        for (LaneSelector.RmaLane sel : selection.rmaLanes()) {
+            if (!sel.local().has(capability) || !sel.remote().has(capability)) {
+                why.add(sel.name() + " lacks " + capability + (sel.local().has(capability) ? " at the peer" : " here"));
+            } else if (rmaChannel(sel) == null) {
+                why.add(sel.name() + (sel.p2p() && endpoint.remoteEndpointId() == WireupMessage.INVALID_EP_ID
+                        ? " is not connected yet (wireup has not finished)" : " is not connected (its connection "
+                        + "failed or closed)"));
+            } else {
                 return null;
             }
-            rmaChannel = f.channel();
         }
-        return rmaChannel instanceof RmaLane lane && rmaChannel.isActive() ? lane : null;
+        return "no usable RMA lane to this peer: " + String.join("; ", why);
+    }
+
+    /** The channel of an RMA or AMO lane as an {@link RmaLane}, when it is active; connects iface lanes on first use. */
+    private RmaLane rmaChannel(LaneSelector.RmaLane sel) {
+        Channel ch;
+        if (sel.p2p()) {
+            ch = p2p().channel(sel.pair());
+        } else {
+            ch = rmaChannels.get(sel.pair());
+            if (ch == null) {
+                ChannelFuture f = sel.iface().connect(sel.remote().deviceAddress(), sel.remote().ifaceAddress(),
+                        new RmaLaneHandler(endpoint.worker(), sel.name() + " of " + endpoint));
+                if (!f.isSuccess()) { // an RMA lane registers at once on our own loop, or not at all
+                    return null;
+                }
+                ch = f.channel();
+                rmaChannels.put(sel.pair(), ch);
+            }
+        }
+        return ch instanceof RmaLane lane && ch.isActive() ? lane : null;
     }
 
     // ------------------------------------------------------------ end
@@ -446,11 +529,6 @@ final class EndpointLanes {
         }
     }
 
-    /** The transport endpoint of a p2p AM lane: it stops waiting to be reached when the lanes close. */
-    void keepUntilClose(io.nucx.transport.P2pEndpoint ep) {
-        p2pEndpoint = ep;
-    }
-
     /** Closes what {@link #keepUntilClose} kept, unless it became a lane. */
     void closeAuxiliary() {
         for (Channel ch : auxiliary) {
@@ -458,15 +536,18 @@ final class EndpointLanes {
                 ch.close();
             }
         }
-        if (p2pEndpoint != null) {
-            p2pEndpoint.close();
+        if (p2p != null) {
+            p2p.close(amChannel());
         }
     }
 
-    /** Closes the RMA lane; its operations in progress are cancelled. */
+    /** Closes the RMA and AMO lanes that are not the AM lane; their operations in progress are cancelled. */
     void closeRma() {
-        if (rmaChannel != null) {
-            rmaChannel.close();
+        for (Channel ch : rmaChannels.values()) {
+            ch.close();
+        }
+        if (p2p != null) {
+            p2p.close(amChannel());
         }
     }
 

@@ -26,7 +26,8 @@ import java.util.Set;
  *
  * <p><b>Takeover.</b> When a lane goes inactive the endpoint does not fail: writes are held, the first live lane
  * becomes the AM lane (keepalive moves with it) or, with none left, the side that dialled the lanes at wireup connects
- * a replacement over a transport that did not fail (announced by LANE_ATTACH at the next index).
+ * a replacement over a lane that did not fail (announced by LANE_ATTACH at the next index): failed lanes are excluded
+ * by transport and device, so a node with two tcp networks fails over from one to the other.
  *
  * <p><b>Settling.</b> Each side, once the lost lane is closed on its side (so no more frames can come from it), sends
  * LANE_FAILED with the number of frames it received on it — final, hence no duplicate. On the peer's number a side
@@ -44,7 +45,8 @@ final class FailoverReliability {
 
     private final EndpointLanes lanes;
     private final EndpointChannel endpoint;
-    private final Set<String> failedTransports = new LinkedHashSet<>();
+    /** The lanes that failed, by "transport/device": a replacement takes none of them (another device may serve). */
+    private final Set<String> failedLanes = new LinkedHashSet<>();
     private final ArrayDeque<Lane.Sent> held = new ArrayDeque<>();
     private State state = State.STEADY;
     /** Completes when the failover in progress has settled (a graceful close waits for it). */
@@ -129,8 +131,8 @@ final class FailoverReliability {
         }
         lost.lost();
         startFailover();
-        if (lost.transport() != null) {
-            failedTransports.add(lost.transport());
+        if (lost.selection != null) {
+            failedLanes.add(lost.name());
         }
         endpoint.worker().counters().counter(FAILOVER_COUNTER).increment();
         Lane target = lanes.target();
@@ -180,7 +182,7 @@ final class FailoverReliability {
         LaneSelector.Lane sel;
         try {
             sel = endpoint.worker().selectReplacement(endpoint.remoteWorkerAddress(), endpoint.errorMode(),
-                    failedTransports);
+                    failedLanes);
         } catch (UnreachableException e) {
             return false;
         }

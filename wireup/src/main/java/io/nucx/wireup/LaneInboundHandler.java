@@ -41,6 +41,8 @@ final class LaneInboundHandler extends ChannelInboundHandlerAdapter {
     private enum Role { NEW, RETRYING, IGNORED, REFUSED, ENDPOINT }
 
     private final DefaultWorker worker;
+    /** The iface that accepted this lane from a peer; null for lanes we connected. */
+    private final io.nucx.transport.Iface acceptedBy;
     private Role role;
     private EndpointChannel endpoint;
     /** This lane's index among its endpoint's message lanes (0: the AM lane chosen at wireup). */
@@ -61,15 +63,23 @@ final class LaneInboundHandler extends ChannelInboundHandlerAdapter {
     private ScheduledFuture<?> wireupTimer;
 
     LaneInboundHandler(DefaultWorker worker, EndpointChannel endpoint, int laneIndex) {
+        this(worker, endpoint, laneIndex, null);
+    }
+
+    private LaneInboundHandler(DefaultWorker worker, EndpointChannel endpoint, int laneIndex,
+                               io.nucx.transport.Iface acceptedBy) {
         this.worker = worker;
         this.endpoint = endpoint;
         this.role = endpoint == null ? Role.NEW : Role.ENDPOINT;
         this.laneIndex = laneIndex;
+        this.acceptedBy = acceptedBy;
     }
 
-    /** The handler of a lane a peer connected to our iface: it learns its endpoint from the first frame. */
-    static LaneInboundHandler accepted(DefaultWorker worker) {
-        return new LaneInboundHandler(worker, null, 0);
+    /**
+     * The handler of a lane a peer connected to our iface {@code iface}: it learns its endpoint from the first frame.
+     */
+    static LaneInboundHandler accepted(DefaultWorker worker, io.nucx.transport.Iface iface) {
+        return new LaneInboundHandler(worker, null, 0, iface);
     }
 
     @Override
@@ -405,7 +415,7 @@ final class LaneInboundHandler extends ChannelInboundHandlerAdapter {
                     + Long.toHexString(target.remoteWorkerAddress().uuid())));
         }
         target.heard();
-        target.lanes().onAttach(m.lane(), m.reason(), ctx.channel());
+        target.lanes().onAttach(m.lane(), m.reason(), ctx.channel(), acceptedBy);
         endpoint = target;
         role = Role.ENDPOINT;
         laneIndex = m.lane();

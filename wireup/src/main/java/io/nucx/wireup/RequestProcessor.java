@@ -17,7 +17,8 @@ import io.nucx.protocol.ProtocolException;
  *       the peer's uuid is higher we ignore this one (ours, on our own lane, will be answered); if ours is higher, our
  *       endpoint pairs with this request and answers it ({@link WireupHandler#pairWithRequest}).</li>
  *   <li>Otherwise an endpoint is created on demand (so protocols can reply), queued UNEXPECTED for a later
- *       {@code connect} to adopt, and answered with REPLY.</li>
+ *       {@code connect} to adopt, and answered with REPLY; its p2p connections whose two sides both connect (rdma)
+ *       are connected to the REQUEST's addresses first ({@link WireupHandler#answer}).</li>
  * </ol>
  * Loopback (our own uuid) is not matched: both ends would draw from the same sequence. Nor is a REQUEST of an endpoint
  * made through a listener ({@link WireupMessage#listened()}, UCX's client-server flow): its endpoint goes to the
@@ -92,6 +93,11 @@ final class RequestProcessor {
                 }
                 LaneSelector.Lanes lanes = worker.selectLanes(remote, mode);
                 ep = EndpointChannel.accepted(worker, worker.newEndpointId(), remote, lanes, mode, request, lane);
+                if (listened) {
+                    // Its channel (NucxChannel) paces the stream with read(): no read may be asked before it is
+                    // attached, or the first bytes would reach it unasked.
+                    ep.config().setAutoRead(false);
+                }
                 worker.registerEndpoint(ep); // on the loop: registered before a connect on another thread adopts it
                 if (matched) {
                     match.addUnexpected(remote.uuid(), request.connSn(), ep);
@@ -111,8 +117,7 @@ final class RequestProcessor {
             expected.wireup().pairWithRequest(request, lane);
             return new Outcome.Accepted(expected);
         }
-        WireupHandler w = ep.wireup();
-        WireupHandler.sendReply(ep, lane, w != null ? w.localEpAddress() : WireupMessage.NO_EP_ADDRESS);
+        WireupHandler.sendReply(ep, lane, WireupHandler.answer(ep, request));
         if (worker.isClosed()) {
             ep.close();
         } else if (listened) {

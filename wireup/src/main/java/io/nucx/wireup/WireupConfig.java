@@ -36,7 +36,8 @@ public final class WireupConfig extends AbstractConfigTable {
             List.of(ErrorMode.PEER, ErrorMode.FAILOVER, ErrorMode.NONE));
     /** Lanes rendezvous data may be spread over, the AM lane included, like UCX_MAX_RNDV_LANES. */
     public static final ConfigEntry<Integer> MAX_RNDV_LANES = ConfigEntry.integer("MAX_RNDV_LANES", "2",
-            "Lanes (transports) a rendezvous transfer may be spread over, the AM lane included (1..8)", 1, 8);
+            "Lanes (transports) a rendezvous transfer may be spread over, the AM lane included (1..8); also the RMA "
+                    + "lanes (RDMA rails) a GET, PUT or RMA operation is split over", 1, 8);
     /** A lane much slower than the fastest holds a split transfer back more than it adds. */
     public static final ConfigEntry<Double> MULTI_LANE_MAX_RATIO = ConfigEntry.decimal("MULTI_LANE_MAX_RATIO", "4",
             "An AM_BW lane is used only if its bandwidth is at least the fastest lane's divided by this; shm (12 GB/s) "

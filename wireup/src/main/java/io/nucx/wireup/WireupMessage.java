@@ -12,6 +12,8 @@ import io.nucx.protocol.ProtocolException;
 import io.nucx.transport.AmFrame;
 
 import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.List;
 
 /**
  * A wireup message (AM id {@link AmIds#WIREUP}), with UCX's header ({@code ucp_wireup_msg_t}, types numbered as
@@ -25,16 +27,23 @@ import java.nio.charset.StandardCharsets;
  * </pre>
  * Payload by type:
  * <pre>
- *  REQUEST     | address length:u16 | packed worker address | ep length:u8 | p2p endpoint address |
+ *  REQUEST     | address length:u16 | packed worker address | ep length:u16 | p2p endpoint addresses |
  *              proof (none, or {@link WireupAuth#PROOF_LENGTH} bytes with NUCX_AUTH_TOKEN: nonce, time, HMAC) |
- *  REPLY       | p2p endpoint address (empty if none; at most 255 bytes) |
+ *  REPLY       | p2p endpoint addresses (empty if none) |
  *  EP_REMOVED  | UTF-8 reason, at most {@link #MAX_REASON} bytes (UCX sends none; ours names why) |
  *  LANE_ATTACH | lane:u8 | sender uuid:u64 | name length:u8 | transport name | proof (none, or with a key) |
  *  LANE_ACK, LANE_FAILED | lane:u8 | count:u64 |
  *  ACK, EP_CHECK: none
+ *
+ *  p2p endpoint addresses, one per transport connection that connects endpoint to endpoint (the AM lane, RMA and
+ *  AMO lanes of rdma), at most {@link #MAX_P2P}:
+ *  +----------+------------------------------------------------------------------------------+
+ *  | count:u8 | count x { sender entry:u8 | receiver entry:u8 | length:u8 | endpoint address } |
+ *  +----------+------------------------------------------------------------------------------+
  * </pre>
- * UCX packs p2p endpoint addresses inside the worker address, per lane; nucx has one lane per endpoint, so its one
- * endpoint address sits beside the worker address.
+ * UCX packs p2p endpoint addresses inside the worker address, each with the receiver's lane index; nucx names each
+ * connection by the two address entries (devices) it joins, as the sender sees them, so the receiver finds its own
+ * side of each pair whatever order it lists them in.
  * <ul>
  *   <li>REQUEST: connecting side → acceptor, on the lane the connector opened; conn sn = the connector's number
  *       for this connection to the acceptor's uuid (0, 1, 2... per peer; see {@link EndpointMatch}), src = the
@@ -54,7 +63,26 @@ import java.nio.charset.StandardCharsets;
  * </ul>
  */
 record WireupMessage(int type, int errMode, int connSn, long srcEpId, long dstEpId, WorkerAddress address,
-                     byte[] epAddress, String reason, int lane, long value, byte[] proof) {
+                     List<P2pAddress> epAddresses, String reason, int lane, long value, byte[] proof) {
+
+    /**
+     * A transport endpoint's address for the peer, naming the pair of address entries its connection joins, as the
+     * sender sees them: its own entry, then the receiver's.
+     */
+    record P2pAddress(int senderEntry, int receiverEntry, byte[] address) {
+        P2pAddress {
+            if (senderEntry < 0 || senderEntry > 255 || receiverEntry < 0 || receiverEntry > 255
+                    || address.length == 0 || address.length > MAX_EP_ADDRESS) {
+                throw new IllegalArgumentException("p2p address for entries " + senderEntry + "/" + receiverEntry
+                        + " of " + address.length + " bytes (1 to " + MAX_EP_ADDRESS + ")");
+            }
+        }
+
+        /** Whether it is the address of the receiver's connection from its entry {@code local} to our {@code remote}. */
+        boolean joins(int local, int remote) {
+            return receiverEntry == local && senderEntry == remote;
+        }
+    }
 
     static final int REQUEST = 1;
     static final int REPLY = 2;
@@ -76,11 +104,14 @@ record WireupMessage(int type, int errMode, int connSn, long srcEpId, long dstEp
     /** In a REQUEST's err mode byte: an endpoint made through a listener; conn sn is the listener's token. */
     static final int LISTENED = 0x80;
 
-    static final byte[] NO_EP_ADDRESS = new byte[0];
+    static final List<P2pAddress> NO_EP_ADDRESS = List.of();
     static final int MAX_EP_ADDRESS = 255;
+    static final int MAX_P2P = 16;
+    private static final byte[] NO_PROOF = new byte[0];
 
-    static WireupMessage request(ErrorMode mode, int connSn, long srcEpId, WorkerAddress address, byte[] epAddress) {
-        return request(mode, false, connSn, srcEpId, address, epAddress, null);
+    static WireupMessage request(ErrorMode mode, int connSn, long srcEpId, WorkerAddress address,
+                                 List<P2pAddress> epAddresses) {
+        return request(mode, false, connSn, srcEpId, address, epAddresses, null);
     }
 
     /**
@@ -88,9 +119,9 @@ record WireupMessage(int type, int errMode, int connSn, long srcEpId, long dstEp
      * {@code proof}: {@link WireupAuth}'s, or none (null).
      */
     static WireupMessage request(ErrorMode mode, boolean listened, int connSn, long srcEpId, WorkerAddress address,
-                                 byte[] epAddress, byte[] proof) {
+                                 List<P2pAddress> epAddresses, byte[] proof) {
         return new WireupMessage(REQUEST, mode.wire() | (listened ? LISTENED : 0), connSn, srcEpId, INVALID_EP_ID,
-                address, epAddress, null, 0, 0, proof);
+                address, epAddresses, null, 0, 0, proof);
     }
 
     /** Whether this REQUEST's endpoint was made through a listener. */
@@ -103,8 +134,21 @@ record WireupMessage(int type, int errMode, int connSn, long srcEpId, long dstEp
         return ErrorMode.fromWire(errMode & ~LISTENED);
     }
 
-    static WireupMessage reply(ErrorMode mode, int connSn, long srcEpId, long dstEpId, byte[] epAddress) {
-        return new WireupMessage(REPLY, mode.wire(), connSn, srcEpId, dstEpId, null, epAddress, null, 0, 0, null);
+    static WireupMessage reply(ErrorMode mode, int connSn, long srcEpId, long dstEpId,
+                               List<P2pAddress> epAddresses) {
+        return new WireupMessage(REPLY, mode.wire(), connSn, srcEpId, dstEpId, null, epAddresses, null, 0, 0, null);
+    }
+
+    /** The p2p address of the receiver's connection from its entry {@code local} to our {@code remote}, or null. */
+    byte[] epAddress(int local, int remote) {
+        if (epAddresses != null) {
+            for (P2pAddress a : epAddresses) {
+                if (a.joins(local, remote)) {
+                    return a.address();
+                }
+            }
+        }
+        return null;
     }
 
     static WireupMessage ack(ErrorMode mode, int connSn, long srcEpId, long dstEpId) {
@@ -116,7 +160,8 @@ record WireupMessage(int type, int errMode, int connSn, long srcEpId, long dstEp
     }
 
     static WireupMessage epRemoved(long srcEpId, long dstEpId, String reason) {
-        return new WireupMessage(EP_REMOVED, ErrorMode.NONE.wire(), 0, srcEpId, dstEpId, null, null, reason, 0, 0, null);
+        return new WireupMessage(EP_REMOVED, ErrorMode.NONE.wire(), 0, srcEpId, dstEpId, null, null, reason, 0, 0,
+                null);
     }
 
     static WireupMessage laneAttach(long srcEpId, long dstEpId, int lane, long uuid, String transport) {
@@ -156,22 +201,22 @@ record WireupMessage(int type, int errMode, int connSn, long srcEpId, long dstEp
         ByteBuf payload;
         if (type == REQUEST) {
             byte[] a = address.encode();
-            byte[] ep = epAddress != null ? epAddress : NO_EP_ADDRESS;
-            byte[] p = proof != null ? proof : NO_EP_ADDRESS;
-            payload = Unpooled.wrappedBuffer(java.nio.ByteBuffer.allocate(2 + a.length + 1 + ep.length + p.length)
-                    .order(java.nio.ByteOrder.LITTLE_ENDIAN).putShort((short) a.length).put(a).put((byte) ep.length)
-                    .put(ep).put(p).flip());
+            byte[] ep = packAddresses(epAddresses);
+            byte[] p = proof != null ? proof : NO_PROOF;
+            payload = Unpooled.wrappedBuffer(java.nio.ByteBuffer.allocate(2 + a.length + 2 + ep.length + p.length)
+                    .order(java.nio.ByteOrder.LITTLE_ENDIAN).putShort((short) a.length).put(a)
+                    .putShort((short) ep.length).put(ep).put(p).flip());
         } else if (type == LANE_ATTACH) {
             byte[] name = reason.getBytes(StandardCharsets.US_ASCII);
-            byte[] p = proof != null ? proof : NO_EP_ADDRESS;
+            byte[] p = proof != null ? proof : NO_PROOF;
             payload = Unpooled.wrappedBuffer(java.nio.ByteBuffer.allocate(LANE_PAYLOAD + 1 + name.length + p.length)
                     .order(java.nio.ByteOrder.LITTLE_ENDIAN).put((byte) lane).putLong(value).put((byte) name.length)
                     .put(name).put(p).flip());
         } else if (type == LANE_ACK || type == LANE_FAILED) {
             payload = Unpooled.wrappedBuffer(java.nio.ByteBuffer.allocate(LANE_PAYLOAD)
                     .order(java.nio.ByteOrder.LITTLE_ENDIAN).put((byte) lane).putLong(value).flip());
-        } else if (type == REPLY && epAddress != null && epAddress.length > 0) {
-            payload = Unpooled.wrappedBuffer(epAddress);
+        } else if (type == REPLY && epAddresses != null && !epAddresses.isEmpty()) {
+            payload = Unpooled.wrappedBuffer(packAddresses(epAddresses));
         } else if (reason != null) {
             byte[] text = reason.getBytes(StandardCharsets.UTF_8);
             payload = Unpooled.wrappedBuffer(text, 0, Math.min(text.length, MAX_REASON));
@@ -205,14 +250,14 @@ record WireupMessage(int type, int errMode, int connSn, long srcEpId, long dstEp
                 byte[] blob = new byte[addressLength];
                 payload.getBytes(payload.readerIndex() + 2, blob);
                 int epAt = 2 + addressLength;
-                int epLength = epAt < length ? payload.getUnsignedByte(payload.readerIndex() + epAt) : -1;
-                if (epLength < 0 || epLength > length - epAt - 1) {
-                    throw new ProtocolException("wireup REQUEST of " + length + " payload bytes announces a "
-                            + epLength + "-byte endpoint address after its " + addressLength + "-byte worker address");
+                int epLength = epAt + 2 <= length ? payload.getUnsignedShortLE(payload.readerIndex() + epAt) : -1;
+                if (epLength < 0 || epLength > length - epAt - 2) {
+                    throw new ProtocolException("wireup REQUEST of " + length + " payload bytes announces "
+                            + epLength + " bytes of endpoint addresses after its " + addressLength
+                            + "-byte worker address");
                 }
-                byte[] ep = new byte[epLength];
-                payload.getBytes(payload.readerIndex() + epAt + 1, ep);
-                int proofLength = length - epAt - 1 - epLength;
+                List<P2pAddress> ep = unpackAddresses(payload, payload.readerIndex() + epAt + 2, epLength, "REQUEST");
+                int proofLength = length - epAt - 2 - epLength;
                 if (proofLength != 0 && proofLength != WireupAuth.PROOF_LENGTH) {
                     throw new ProtocolException("wireup REQUEST with a " + proofLength + "-byte proof (expected none or "
                             + WireupAuth.PROOF_LENGTH + ")");
@@ -220,7 +265,7 @@ record WireupMessage(int type, int errMode, int connSn, long srcEpId, long dstEp
                 byte[] proof = null;
                 if (proofLength > 0) {
                     proof = new byte[proofLength];
-                    payload.getBytes(payload.readerIndex() + epAt + 1 + epLength, proof);
+                    payload.getBytes(payload.readerIndex() + epAt + 2 + epLength, proof);
                 }
                 try {
                     return new WireupMessage(type, errMode, connSn, src, dst, WorkerAddress.decode(blob), ep, null,
@@ -230,12 +275,7 @@ record WireupMessage(int type, int errMode, int connSn, long srcEpId, long dstEp
                 }
             }
             case REPLY -> {
-                if (length > MAX_EP_ADDRESS) {
-                    throw new ProtocolException("wireup REPLY with a " + length + "-byte endpoint address (at most "
-                            + MAX_EP_ADDRESS + ")");
-                }
-                byte[] ep = new byte[length];
-                payload.getBytes(payload.readerIndex(), ep);
+                List<P2pAddress> ep = unpackAddresses(payload, payload.readerIndex(), length, "REPLY");
                 return new WireupMessage(type, errMode, connSn, src, dst, null, ep, null, 0, 0, null);
             }
             case ACK, EP_CHECK -> {
@@ -287,5 +327,67 @@ record WireupMessage(int type, int errMode, int connSn, long srcEpId, long dstEp
             }
             default -> throw new ProtocolException("wireup message type " + type + " is not handled by this version");
         }
+    }
+
+    private static byte[] packAddresses(List<P2pAddress> addresses) {
+        if (addresses == null || addresses.isEmpty()) {
+            return new byte[0];
+        }
+        if (addresses.size() > MAX_P2P) {
+            throw new IllegalArgumentException(addresses.size() + " p2p addresses, at most " + MAX_P2P);
+        }
+        int n = 1;
+        for (P2pAddress a : addresses) {
+            n += 3 + a.address().length;
+        }
+        java.nio.ByteBuffer b = java.nio.ByteBuffer.allocate(n).put((byte) addresses.size());
+        for (P2pAddress a : addresses) {
+            b.put((byte) a.senderEntry()).put((byte) a.receiverEntry()).put((byte) a.address().length)
+                    .put(a.address());
+        }
+        return b.array();
+    }
+
+    /** The p2p addresses in {@code length} bytes at {@code at} (none if 0); malformed ones are a protocol error. */
+    private static List<P2pAddress> unpackAddresses(ByteBuf in, int at, int length, String what) {
+        if (length == 0) {
+            return NO_EP_ADDRESS;
+        }
+        int end = at + length;
+        int count = in.getUnsignedByte(at++);
+        if (count == 0 || count > MAX_P2P) {
+            throw new ProtocolException("wireup " + what + " with " + count + " p2p endpoint addresses (1 to "
+                    + MAX_P2P + ")");
+        }
+        List<P2pAddress> out = new ArrayList<>(count);
+        for (int i = 0; i < count; i++) {
+            if (end - at < 3) {
+                throw new ProtocolException("wireup " + what + " ends inside p2p endpoint address " + i + " of "
+                        + count);
+            }
+            int sender = in.getUnsignedByte(at);
+            int receiver = in.getUnsignedByte(at + 1);
+            int n = in.getUnsignedByte(at + 2);
+            at += 3;
+            if (n == 0 || n > end - at) {
+                throw new ProtocolException("wireup " + what + " p2p endpoint address " + i + " claims " + n
+                        + " bytes, " + (end - at) + " are left");
+            }
+            byte[] address = new byte[n];
+            in.getBytes(at, address);
+            at += n;
+            for (P2pAddress o : out) {
+                if (o.senderEntry() == sender && o.receiverEntry() == receiver) {
+                    throw new ProtocolException("wireup " + what + " names the p2p connection of entries " + sender
+                            + "/" + receiver + " twice");
+                }
+            }
+            out.add(new P2pAddress(sender, receiver, address));
+        }
+        if (at != end) {
+            throw new ProtocolException("wireup " + what + " has " + (end - at) + " bytes after its p2p endpoint "
+                    + "addresses");
+        }
+        return List.copyOf(out);
     }
 }

@@ -68,14 +68,22 @@ final class WorkerInfo {
                 out.append("# ").append(line).append('\n');
             }
             out.append("# lane[0] ").append(lanes.am().name()).append(": am")
-                    .append(lanes.keepalive() != null ? ", keepalive" : "").append(", amo (as active messages)")
+                    .append(lanes.keepalive() != null ? ", keepalive" : "")
+                    .append(lanes.amo() == null ? ", amo (as active messages)" : "")
+                    .append(lanes.am().p2p() ? " (p2p, wired up on " + lanes.wireup().name() + ")" : "")
                     .append('\n');
             for (int i = 1; i < lanes.count(); i++) {
                 out.append("# lane[").append(i).append("] ").append(lanes.lane(i).name()).append(": am_bw")
                         .append('\n');
             }
-            if (lanes.rma() != null) {
-                out.append("# rma lane ").append(lanes.rma().name()).append(": rma").append('\n');
+            for (int i = 0; i < lanes.rmaLanes().size(); i++) {
+                LaneSelector.RmaLane r = lanes.rmaLanes().get(i);
+                out.append("# rma lane[").append(i).append("] ").append(r.name()).append(i == 0 ? ": rma" : ": rma_bw")
+                        .append(String.format(Locale.ROOT, " (%.0f MB/s)", r.bandwidth() / 1e6)).append('\n');
+            }
+            if (lanes.amo() != null) {
+                out.append("# amo lane ").append(lanes.amo().name()).append(": amo (device atomics: fetch-add, "
+                        + "compare-and-swap; other atomics as active messages)").append('\n');
             }
         } catch (UnreachableException e) {
             for (String line : trace) {

@@ -9,7 +9,6 @@ import io.nucx.Worker;
 import io.nucx.protocol.select.ProtoTable;
 import io.nucx.protocol.select.SelectionKey;
 import io.nucx.protocol.tag.EagerProtocols;
-import io.nucx.protocol.tag.TagMessage;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.extension.RegisterExtension;
@@ -21,7 +20,7 @@ import java.util.List;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 
-import static io.nucx.wireup.TestWorkers.assertPattern;
+import static io.nucx.wireup.TestWorkers.assertReceived;
 import static io.nucx.wireup.TestWorkers.awaitUnexpected;
 import static io.nucx.wireup.TestWorkers.pattern;
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -37,6 +36,9 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  */
 @Timeout(120)
 class EagerZcopyTest {
+
+    /** tcp only, eager zero-copy from 4 KiB. */
+    private static final String[] TCP_ZCOPY_4K = {"TLS", "tcp", "ZCOPY_THRESH", "4k"};
 
     private static final String SINGLE = EagerProtocols.SINGLE_ZCOPY.name();
     private static final String MULTI = EagerProtocols.MULTI_ZCOPY.name();
@@ -59,12 +61,7 @@ class EagerZcopyTest {
             sends.add(ep.tagSend(i, TestWorkers.directPattern(i, sizes[i])));
         }
         for (int i = 0; i < sizes.length; i++) {
-            TagMessage m = b.tagRecv(i, -1L).get(30, TimeUnit.SECONDS);
-            try {
-                assertPattern(i, sizes[i], m.content());
-            } finally {
-                m.release();
-            }
+            assertReceived(b.tagRecv(i, -1L), i, sizes[i], 30);
         }
         for (ChannelFuture f : sends) {
             assertTrue(f.await(10, TimeUnit.SECONDS) && f.isSuccess(), () -> "send failed: " + f.cause());
@@ -92,12 +89,7 @@ class EagerZcopyTest {
         assertEquals(2, a.counters().count(MULTI), () -> a.counters().snapshot().toString());
 
         ChannelFuture heap = ep.tagSend(7, pattern(7, threshold));
-        TagMessage m = b.tagRecv(7, -1L).get(30, TimeUnit.SECONDS);
-        try {
-            assertPattern(7, threshold, m.content());
-        } finally {
-            m.release();
-        }
+        assertReceived(b.tagRecv(7, -1L), 7, threshold, 30);
         assertTrue(heap.await(10, TimeUnit.SECONDS) && heap.isSuccess());
         assertEquals(2, a.counters().count(EagerProtocols.MULTI_BCOPY.name()), "heap memory is copied anyway");
         assertEquals(0, zcopySends(a));
@@ -106,8 +98,8 @@ class EagerZcopyTest {
     /** NUCX_ZCOPY_THRESH=4k: below it the copy protocols, from it single then multi-fragment zero-copy. */
     @Test
     void aUserThresholdForcesZeroCopyFromItsSize() throws Exception {
-        DefaultWorker a = workers.start("a", "TLS", "tcp", "ZCOPY_THRESH", "4k");
-        DefaultWorker b = workers.start("b", "TLS", "tcp", "ZCOPY_THRESH", "4k");
+        DefaultWorker a = workers.start("a", TCP_ZCOPY_4K);
+        DefaultWorker b = workers.start("b", TCP_ZCOPY_4K);
         Endpoint ep = a.connect(b.address());
         exchange(ep, b, 4095, 4096, 65_000, 100_000, 2 << 20);
         assertEquals(1, a.counters().count(EagerProtocols.SHORT.name()), () -> a.counters().snapshot().toString());
@@ -139,10 +131,9 @@ class EagerZcopyTest {
     @ParameterizedTest(name = "{0} B")
     @ValueSource(ints = {5000, 300_000})
     void aZcopySendIsNotDoneBeforeTheReceiverHasTheData(int size) throws Exception {
-        DefaultWorker a = workers.start("a", "TLS", "tcp", "ZCOPY_THRESH", "4k");
-        DefaultWorker b = workers.start("b", "TLS", "tcp", "ZCOPY_THRESH", "4k");
-        Endpoint ep = a.connect(b.address());
-        assertTrue(ep.wireupFuture().await(10, TimeUnit.SECONDS));
+        DefaultWorker a = workers.start("a", TCP_ZCOPY_4K);
+        DefaultWorker b = workers.start("b", TCP_ZCOPY_4K);
+        Endpoint ep = TestWorkers.wiredUp(a, b);
         CountDownLatch release = TestWorkers.holdLoop(b);
         ChannelFuture send;
         try {
@@ -162,12 +153,7 @@ class EagerZcopyTest {
         awaitUnexpected(b);
         assertTrue(send.await(10, TimeUnit.SECONDS) && send.isSuccess(), () -> "send: " + send.cause());
         assertEquals(1, a.counters().count(size < 65_000 ? SINGLE : MULTI));
-        TagMessage m = b.tagRecv(3, -1L).get(10, TimeUnit.SECONDS);
-        try {
-            assertPattern(3, size, m.content());
-        } finally {
-            m.release();
-        }
+        assertReceived(b.tagRecv(3, -1L), 3, size, 10);
     }
 
     /**
@@ -181,8 +167,7 @@ class EagerZcopyTest {
                 "500ms"};
         DefaultWorker a = workers.start("a", settings);
         DefaultWorker b = workers.start("b", settings);
-        Endpoint ep = a.connect(b.address());
-        assertTrue(ep.wireupFuture().await(10, TimeUnit.SECONDS));
+        Endpoint ep = TestWorkers.wiredUp(a, b);
         CountDownLatch release = TestWorkers.holdLoop(b);
         List<ChannelFuture> sends = new ArrayList<>();
         try {
@@ -211,10 +196,9 @@ class EagerZcopyTest {
     /** A graceful close waits for the zero-copy sends' acknowledgements, as for rendezvous and synchronous sends. */
     @Test
     void aGracefulCloseWaitsForTheAcknowledgement() throws Exception {
-        DefaultWorker a = workers.start("a", "TLS", "tcp", "ZCOPY_THRESH", "4k");
-        DefaultWorker b = workers.start("b", "TLS", "tcp", "ZCOPY_THRESH", "4k");
-        Endpoint ep = a.connect(b.address());
-        assertTrue(ep.wireupFuture().await(10, TimeUnit.SECONDS));
+        DefaultWorker a = workers.start("a", TCP_ZCOPY_4K);
+        DefaultWorker b = workers.start("b", TCP_ZCOPY_4K);
+        Endpoint ep = TestWorkers.wiredUp(a, b);
         CountDownLatch release = TestWorkers.holdLoop(b);
         ChannelFuture send;
         Future<Void> closed;
@@ -228,11 +212,6 @@ class EagerZcopyTest {
         }
         assertTrue(closed.await(10, TimeUnit.SECONDS) && closed.isSuccess(), () -> "close: " + closed.cause());
         assertTrue(send.isSuccess(), () -> "send: " + send.cause());
-        TagMessage m = b.tagRecv(4, -1L).get(10, TimeUnit.SECONDS);
-        try {
-            assertPattern(4, 200_000, m.content());
-        } finally {
-            m.release();
-        }
+        assertReceived(b.tagRecv(4, -1L), 4, 200_000, 10);
     }
 }

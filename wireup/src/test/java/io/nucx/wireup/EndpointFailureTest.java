@@ -26,7 +26,7 @@ import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 
-import static io.nucx.wireup.TestWorkers.assertPattern;
+import static io.nucx.wireup.TestWorkers.assertReceived;
 import static io.nucx.wireup.TestWorkers.pattern;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
@@ -112,8 +112,7 @@ class EndpointFailureTest {
         ErrorEvents events = new ErrorEvents();
         Worker a = start("a", events);
         Worker b = start("b", null);
-        Endpoint ep = a.connect(b.address());
-        assertTrue(ep.wireupFuture().await(10, TimeUnit.SECONDS));
+        Endpoint ep = TestWorkers.wiredUp(a, b);
         Future<TagMessage> posted = a.tagRecv(1, -1L);
         // A probe for an id b never gave out, as if b had forgotten our endpoint.
         a.eventLoop().submit(() -> TestWorkers.impl(ep).amLane().writeAndFlush(
@@ -147,15 +146,8 @@ class EndpointFailureTest {
         assertTrue(toC.wireupFuture().await(10, TimeUnit.SECONDS));
         ChannelFuture rndv = toB.tagSend(1, pattern(1, 100_000)); // RTS waits at b for a receive
         ChannelFuture sync = toB.tagSendSync(2, pattern(2, 100)); // waits for b's match
-        CountDownLatch release = new CountDownLatch(1);
         long blocked = System.nanoTime();
-        b.eventLoop().execute(() -> {
-            try {
-                release.await(30, TimeUnit.SECONDS);
-            } catch (InterruptedException e) {
-                Thread.currentThread().interrupt();
-            }
-        });
+        CountDownLatch release = TestWorkers.holdLoop(b);
         try {
             ChannelFuture later = toB.tagSendSync(3, pattern(3, 100));
             Throwable cause = failureOf(toB.errorFuture());
@@ -174,12 +166,7 @@ class EndpointFailureTest {
             // The worker and its other endpoint go on.
             Future<TagMessage> r = c.tagRecv(5, -1L);
             assertTrue(toC.tagSend(5, pattern(5, 5000)).await(10, TimeUnit.SECONDS));
-            TagMessage m = r.get(10, TimeUnit.SECONDS);
-            try {
-                assertPattern(5, 5000, m.content());
-            } finally {
-                m.release();
-            }
+            assertReceived(r, 5, 5000, 10);
             assertNull(toC.errorFuture().cause());
             assertFalse(toC.errorFuture().isDone());
         } finally {
@@ -201,14 +188,7 @@ class EndpointFailureTest {
         assertTrue(ep.wireupFuture().await(10, TimeUnit.SECONDS));
         assertSame(ErrorMode.NONE, awaitAccepted(b).errorMode());
         assertNull(TestWorkers.impl(ep).selection().keepalive());
-        CountDownLatch release = new CountDownLatch(1);
-        b.eventLoop().execute(() -> {
-            try {
-                release.await(30, TimeUnit.SECONDS);
-            } catch (InterruptedException e) {
-                Thread.currentThread().interrupt();
-            }
-        });
+        CountDownLatch release = TestWorkers.holdLoop(b);
         try {
             // Keepalive stepped by hand past its limit while b cannot answer: with probing, this fails an endpoint.
             DefaultWorker da = (DefaultWorker) a;
@@ -246,12 +226,7 @@ class EndpointFailureTest {
         // Asked on a's loop after the close was: the rendezvous send waits for b's receive, posted only below.
         assertFalse(a.eventLoop().submit(closed::isDone).get(), "close waits for the rendezvous send");
         for (int i = 0; i <= 10; i++) {
-            TagMessage m = b.tagRecv(i, -1L).get(10, TimeUnit.SECONDS);
-            try {
-                assertPattern(i, i == 10 ? 200_000 : 100 * i, m.content());
-            } finally {
-                m.release();
-            }
+            assertReceived(b.tagRecv(i, -1L), i, i == 10 ? 200_000 : 100 * i, 10);
         }
         assertTrue(closed.await(10, TimeUnit.SECONDS) && closed.isSuccess(), () -> "close: " + closed.cause());
         for (ChannelFuture f : sends) {

@@ -18,6 +18,7 @@ import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 
 import static io.nucx.wireup.TestWorkers.assertPattern;
+import static io.nucx.wireup.TestWorkers.assertReceived;
 import static io.nucx.wireup.TestWorkers.pattern;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -226,12 +227,7 @@ class EndpointMatchingTest {
     /** Receives posted for one tag complete in arrival order: message i must be the i-th sent. */
     private static void checkInOrder(List<Future<TagMessage>> recvs, int round, int[] sizes) throws Exception {
         for (int i = 0; i < recvs.size(); i++) {
-            TagMessage m = recvs.get(i).get(10, TimeUnit.SECONDS);
-            try {
-                assertPattern(round * 100L + i, sizes[i], m.content());
-            } finally {
-                m.release();
-            }
+            assertReceived(recvs.get(i), round * 100L + i, sizes[i], 10);
         }
     }
 }

@@ -15,6 +15,7 @@ import java.util.List;
 import java.util.concurrent.TimeUnit;
 
 import static io.nucx.wireup.TestWorkers.assertPattern;
+import static io.nucx.wireup.TestWorkers.assertReceived;
 import static io.nucx.wireup.TestWorkers.pattern;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -71,11 +72,6 @@ class InProcessTagExchangeTest {
         Endpoint ba = b.endpoints().iterator().next();
         assertEquals(a.uuid(), ba.remoteWorkerAddress().uuid());
         ba.tagSend(2, pattern(2, 70_000)).sync();
-        TagMessage m = pong.get(30, TimeUnit.SECONDS);
-        try {
-            assertPattern(2, 70_000, m.content());
-        } finally {
-            m.release();
-        }
+        assertReceived(pong, 2, 70_000, 30);
     }
 }

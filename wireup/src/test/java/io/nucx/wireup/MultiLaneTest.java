@@ -18,7 +18,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
 
-import static io.nucx.wireup.TestWorkers.assertPattern;
+import static io.nucx.wireup.TestWorkers.assertReceived;
 import static io.nucx.wireup.TestWorkers.pattern;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
@@ -59,12 +59,7 @@ class MultiLaneTest {
                 sends.add(from.tagSend(TAG, pattern(round * 100 + i, size)));
             }
             for (int i = 0; i < 16; i++) {
-                TagMessage m = recvs.get(i).get(30, TimeUnit.SECONDS);
-                try {
-                    assertPattern(round * 100 + i, size, m.content());
-                } finally {
-                    m.release();
-                }
+                assertReceived(recvs.get(i), round * 100 + i, size, 30);
                 assertTrue(sends.get(i).await(10, TimeUnit.SECONDS) && sends.get(i).isSuccess());
             }
             long[] bytes = from.eventLoop().submit(() -> TestWorkers.impl(from).lanes().dataBytes()).get();
@@ -104,12 +99,7 @@ class MultiLaneTest {
             }
         }
         for (int i = 0; i < count; i++) {
-            TagMessage m = recvs.get(i).get(30, TimeUnit.SECONDS);
-            try {
-                assertPattern(i, size(i), m.content());
-            } finally {
-                m.release();
-            }
+            assertReceived(recvs.get(i), i, size(i), 30);
         }
         for (ChannelFuture f : sends) {
             assertTrue(f.await(10, TimeUnit.SECONDS) && f.isSuccess(), () -> "send failed: " + f.cause());
@@ -126,12 +116,7 @@ class MultiLaneTest {
         // And the endpoint still works both ways.
         Future<TagMessage> back = a.tagRecv(7, -1L);
         ba.tagSend(7, pattern(7, 100_000)).sync();
-        TagMessage m = back.get(30, TimeUnit.SECONDS);
-        try {
-            assertPattern(7, 100_000, m.content());
-        } finally {
-            m.release();
-        }
+        assertReceived(back, 7, 100_000, 30);
     }
 
     @Test
@@ -181,12 +166,7 @@ class MultiLaneTest {
             }
         }
         for (int i = 0; i < count; i++) {
-            TagMessage m = recvs.get(i).get(30, TimeUnit.SECONDS);
-            try {
-                assertPattern(i, size(i), m.content());
-            } finally {
-                m.release();
-            }
+            assertReceived(recvs.get(i), i, size(i), 30);
         }
         for (ChannelFuture f : sends) {
             assertTrue(f.await(10, TimeUnit.SECONDS) && f.isSuccess(), () -> "send failed: " + f.cause());
@@ -222,12 +202,7 @@ class MultiLaneTest {
         assertTrue(ab.close().await(30, TimeUnit.SECONDS));
         for (int i = 0; i < n; i++) {
             assertTrue(sends.get(i).isSuccess(), "send " + i + ": " + sends.get(i).cause());
-            TagMessage m = recvs.get(i).get(30, TimeUnit.SECONDS);
-            try {
-                assertPattern(i, size, m.content());
-            } finally {
-                m.release();
-            }
+            assertReceived(recvs.get(i), i, size, 30);
         }
         long tcpBytes = TestWorkers.impl(ab).lanes().dataBytes()[1];
         assertTrue(tcpBytes > 0, "the tcp lane carried data");

@@ -7,12 +7,12 @@ import io.nucx.Worker;
 import io.nucx.WorkerAddress;
 import io.nucx.protocol.AmIds;
 import io.nucx.transport.AmFrame;
+import io.nucx.transport.tcp.TcpAddresses;
 
 import java.io.BufferedOutputStream;
 import java.io.DataInputStream;
 import java.io.IOException;
 import java.io.OutputStream;
-import java.net.InetAddress;
 import java.net.InetSocketAddress;
 import java.net.Socket;
 import java.net.SocketException;
@@ -183,14 +183,9 @@ final class RawPeer implements AutoCloseable {
         return AmIds.WIREUP;
     }
 
-    static InetSocketAddress tcpIface(WorkerAddress a) throws IOException {
+    static InetSocketAddress tcpIface(WorkerAddress a) {
         WorkerAddress.Entry e = a.entries().stream().filter(x -> x.transport().equals("tcp")).findFirst()
                 .orElseThrow();
-        ByteBuffer dev = ByteBuffer.wrap(e.deviceAddress()).order(ByteOrder.LITTLE_ENDIAN);
-        dev.getLong();
-        byte[] ip = new byte[dev.get()];
-        dev.get(ip);
-        int port = ByteBuffer.wrap(e.ifaceAddress()).order(ByteOrder.LITTLE_ENDIAN).getShort() & 0xffff;
-        return new InetSocketAddress(InetAddress.getByAddress(ip), port);
+        return TcpAddresses.socketAddress(e.deviceAddress(), e.ifaceAddress());
     }
 }

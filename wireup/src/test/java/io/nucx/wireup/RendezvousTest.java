@@ -20,6 +20,7 @@ import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 
 import static io.nucx.wireup.TestWorkers.assertPattern;
+import static io.nucx.wireup.TestWorkers.assertReceived;
 import static io.nucx.wireup.TestWorkers.awaitUnexpected;
 import static io.nucx.wireup.TestWorkers.pattern;
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -56,12 +57,7 @@ class RendezvousTest {
         }
         for (int i = 0; i < sizes.length; i++) {
             Future<TagMessage> f = i % 2 == 0 ? early.get(i / 2) : b.tagRecv(i, -1L);
-            TagMessage m = f.get(30, TimeUnit.SECONDS);
-            try {
-                assertPattern(i, sizes[i], m.content());
-            } finally {
-                m.release();
-            }
+            assertReceived(f, i, sizes[i], 30);
         }
         for (ChannelFuture f : sends) {
             assertTrue(f.await(10, TimeUnit.SECONDS) && f.isSuccess(), () -> "send failed: " + f.cause());
@@ -86,12 +82,7 @@ class RendezvousTest {
             // the endpoint still works after a refused rendezvous
             Future<TagMessage> next = b.tagRecv(8, -1L);
             a.endpoints().iterator().next().tagSend(8, pattern(8, 3000)).sync();
-            TagMessage m = next.get(30, TimeUnit.SECONDS);
-            try {
-                assertPattern(8, 3000, m.content());
-            } finally {
-                m.release();
-            }
+            assertReceived(next, 8, 3000, 30);
         } finally {
             small.release();
         }

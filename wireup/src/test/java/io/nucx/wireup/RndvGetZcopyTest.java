@@ -21,7 +21,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
 
-import static io.nucx.wireup.TestWorkers.assertPattern;
+import static io.nucx.wireup.TestWorkers.assertReceived;
 import static io.nucx.wireup.TestWorkers.pattern;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNull;
@@ -66,19 +66,9 @@ class RndvGetZcopyTest {
         }
         ChannelFuture heapSend = ep.tagSend(100, pattern(100, 16 << 20)); // heap: get/zcopy declined; above tcp's tag/rndv threshold
         for (int i = 0; i < sizes.length; i++) {
-            TagMessage m = (i % 2 == 0 ? early.get(i / 2) : b.tagRecv(i, -1L)).get(30, TimeUnit.SECONDS);
-            try {
-                assertPattern(i, sizes[i], m.content());
-            } finally {
-                m.release();
-            }
+            assertReceived((i % 2 == 0 ? early.get(i / 2) : b.tagRecv(i, -1L)), i, sizes[i], 30);
         }
-        TagMessage hm = b.tagRecv(100, -1L).get(30, TimeUnit.SECONDS);
-        try {
-            assertPattern(100, 16 << 20, hm.content());
-        } finally {
-            hm.release();
-        }
+        assertReceived(b.tagRecv(100, -1L), 100, 16 << 20, 30);
         for (ChannelFuture f : sends) {
             assertTrue(f.await(10, TimeUnit.SECONDS) && f.isSuccess(), () -> "send failed: " + f.cause());
         }
@@ -114,12 +104,7 @@ class RndvGetZcopyTest {
         Endpoint again = a.connect(b.address());
         Future<TagMessage> r = b.tagRecv(3, -1L);
         again.tagSend(3, TestWorkers.directPattern(3, 1 << 20)).sync();
-        TagMessage m = r.get(10, TimeUnit.SECONDS);
-        try {
-            assertPattern(3, 1 << 20, m.content());
-        } finally {
-            m.release();
-        }
+        assertReceived(r, 3, 1 << 20, 10);
         assertEquals(1, b.counters().count(RndvProtocols.RECV_GET_COUNTER));
     }
 }

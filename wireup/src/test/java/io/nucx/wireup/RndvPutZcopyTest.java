@@ -35,7 +35,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.concurrent.TimeUnit;
 
-import static io.nucx.wireup.TestWorkers.assertPattern;
+import static io.nucx.wireup.TestWorkers.assertReceived;
 import static io.nucx.wireup.TestWorkers.pattern;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
@@ -93,12 +93,7 @@ class RndvPutZcopyTest {
         }
         try {
             for (int i = 0; i < sizes.length; i++) {
-                TagMessage m = (i % 2 == 0 ? early.get(i / 2) : b.tagRecv(i, -1L)).get(60, TimeUnit.SECONDS);
-                try {
-                    assertPattern(i, sizes[i], m.content());
-                } finally {
-                    m.release();
-                }
+                assertReceived((i % 2 == 0 ? early.get(i / 2) : b.tagRecv(i, -1L)), i, sizes[i], 60);
             }
             for (ChannelFuture f : sends) {
                 assertTrue(f.await(30, TimeUnit.SECONDS) && f.isSuccess(), () -> "send failed: " + f.cause());
@@ -127,12 +122,7 @@ class RndvPutZcopyTest {
         try {
             Future<TagMessage> r = b.tagRecv(1, -1L, heapInto);
             ChannelFuture s = ep.tagSend(1, TestWorkers.directPattern(1, n));
-            TagMessage m = r.get(60, TimeUnit.SECONDS);
-            try {
-                assertPattern(1, n, m.content());
-            } finally {
-                m.release();
-            }
+            assertReceived(r, 1, n, 60);
             assertTrue(s.await(10, TimeUnit.SECONDS) && s.isSuccess());
         } finally {
             heapInto.release();
@@ -144,12 +134,7 @@ class RndvPutZcopyTest {
         try {
             Future<TagMessage> r = b.tagRecv(2, -1L, into);
             ChannelFuture s = ep.tagSend(2, pattern(2, n));
-            TagMessage m = r.get(60, TimeUnit.SECONDS);
-            try {
-                assertPattern(2, n, m.content());
-            } finally {
-                m.release();
-            }
+            assertReceived(r, 2, n, 60);
             assertTrue(s.await(10, TimeUnit.SECONDS) && s.isSuccess());
         } finally {
             into.release();
@@ -181,12 +166,7 @@ class RndvPutZcopyTest {
         try {
             Future<TagMessage> r = b.tagRecv(3, -1L, into);
             again.tagSend(3, TestWorkers.directPattern(3, 1 << 20)).sync();
-            TagMessage m = r.get(10, TimeUnit.SECONDS);
-            try {
-                assertPattern(3, 1 << 20, m.content());
-            } finally {
-                m.release();
-            }
+            assertReceived(r, 3, 1 << 20, 10);
         } finally {
             into.release();
         }
@@ -220,12 +200,7 @@ class RndvPutZcopyTest {
         } finally {
             go.countDown();
         }
-        TagMessage m = r.get(60, TimeUnit.SECONDS);
-        try {
-            assertPattern(2, n, m.content());
-        } finally {
-            m.release();
-        }
+        assertReceived(r, 2, n, 60);
         assertTrue(s.await(10, TimeUnit.SECONDS) && s.isSuccess(), () -> "send: " + s.cause());
         assertTrue(closed.await(20, TimeUnit.SECONDS), "the close completed");
         assertEquals(1, b.counters().count(RndvProtocols.RECV_PUT_COUNTER));
@@ -253,8 +228,7 @@ class RndvPutZcopyTest {
         io.netty.channel.Channel lane = TestWorkers.impl(back).amLane();
         try {
             r = b.tagRecv(2, -1L);
-            b.eventLoop().submit(() -> TestWorkers.impl(back).fail(new EndpointTimeoutException(back.endpointId(),
-                    TestWorkers.impl(back).remoteAddress(), "test: as if the peer had been silent"))).get();
+            failAsIfSilent(b, back);
             assertTrue(back.closeFuture().isDone(), "the endpoint has ended");
             assertTrue(lane.isOpen(), "its lane waits for the sender's last word");
             // a's loop is held and a's process lives: neither its last word nor its exit can have released it.
@@ -304,8 +278,7 @@ class RndvPutZcopyTest {
             intoA = a.tagRecv(2, -1L); // a offers its buffer to b (b's loop is held: the offer waits)
             TestWorkers.awaitOnLoop(a, () -> a.sumOverCodecs(RndvCodec.class, RndvCodec::offered) == 1, "a's offer");
             ep.tagSend(3, TestWorkers.directPattern(3, n)); // a's RTS, read by b behind the offer
-            a.eventLoop().submit(() -> TestWorkers.impl(ep).fail(new EndpointTimeoutException(ep.endpointId(),
-                    TestWorkers.impl(ep).remoteAddress(), "test: as if the peer had been silent"))).get();
+            failAsIfSilent(a, ep);
             assertTrue(ep.closeFuture().isDone() && TestWorkers.impl(ep).amLane().isOpen(), "a ended, its lane open for b's last word");
             intoB = b.tagRecv(3, -1L); // runs on b's loop before b reads anything: b will offer on a's RTS
         } finally {
@@ -318,6 +291,12 @@ class RndvPutZcopyTest {
         assertTrue(fromB.await(20, TimeUnit.SECONDS));
         assertEquals(0, (int) a.eventLoop().submit(a::heldReceives).get());
         assertEquals(0, (int) b.eventLoop().submit(b::heldReceives).get());
+    }
+
+    /** Fails {@code ep} on {@code w}'s loop as keepalive would after the peer's silence, and waits for that. */
+    private static void failAsIfSilent(DefaultWorker w, Endpoint ep) throws Exception {
+        w.eventLoop().submit(() -> TestWorkers.impl(ep).fail(new EndpointTimeoutException(ep.endpointId(),
+                TestWorkers.impl(ep).remoteAddress(), "test: as if the peer had been silent"))).get();
     }
 
     @Test

@@ -23,17 +23,26 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 /** The wiring-up endpoint's write queue, on an embedded channel standing in for the endpoint. */
 class StubHandlerTest {
 
+    private final StubHandler stub = new StubHandler();
+    private final EmbeddedChannel ch = new EmbeddedChannel(stub);
+
     private static ByteBuf msg(int n) {
         return Unpooled.buffer(4).writeInt(n);
     }
 
-    private static List<Integer> drain(EmbeddedChannel ch) {
+    private List<Integer> drain() {
         List<Integer> out = new ArrayList<>();
         for (ByteBuf b; (b = ch.readOutbound()) != null; ) {
             out.add(b.getInt(b.readerIndex()));
             b.release();
         }
         return out;
+    }
+
+    /** Nothing was passed on (a failed write's buffer is released, not written) and nothing is left to release. */
+    private void assertNothingLeftOut() {
+        assertNull(ch.readOutbound());
+        assertFalse(ch.finish());
     }
 
     /** What the wireup puts in the stub's place; it only passes writes on. */
@@ -43,8 +52,6 @@ class StubHandlerTest {
 
     @Test
     void writesAndFlushesAreHeldUntilTheStubIsReplaced() {
-        StubHandler stub = new StubHandler();
-        EmbeddedChannel ch = new EmbeddedChannel(stub);
         List<ChannelFuture> writes = new ArrayList<>();
         for (int i = 1; i <= 3; i++) {
             writes.add(ch.write(msg(i)));
@@ -57,7 +64,7 @@ class StubHandlerTest {
 
         stub.ready();
         ch.pipeline().replace(stub, "next", next());
-        assertEquals(List.of(1, 2, 3), drain(ch), "replayed in order and flushed, as the flush was remembered");
+        assertEquals(List.of(1, 2, 3), drain(), "replayed in order and flushed, as the flush was remembered");
         writes.forEach(w -> assertTrue(w.isSuccess()));
         assertEquals(0, stub.queued());
         assertFalse(ch.finish());
@@ -65,8 +72,6 @@ class StubHandlerTest {
 
     @Test
     void replayWithoutARememberedFlushWaitsForTheNextFlush() {
-        StubHandler stub = new StubHandler();
-        EmbeddedChannel ch = new EmbeddedChannel(stub);
         ChannelFuture w1 = ch.write(msg(1));
         stub.ready();
         ch.pipeline().replace(stub, "next", next());
@@ -74,7 +79,7 @@ class StubHandlerTest {
         assertFalse(w1.isDone());
         ChannelFuture w2 = ch.write(msg(2));
         ch.flush();
-        assertEquals(List.of(1, 2), drain(ch));
+        assertEquals(List.of(1, 2), drain());
         assertTrue(w1.isSuccess());
         assertTrue(w2.isSuccess());
         assertFalse(ch.finish());
@@ -82,8 +87,6 @@ class StubHandlerTest {
 
     @Test
     void writeFromAListenerDuringReplayComesAfterTheQueuedWrites() {
-        StubHandler stub = new StubHandler();
-        EmbeddedChannel ch = new EmbeddedChannel(stub);
         List<ChannelFuture> late = new ArrayList<>();
         ChannelFuture w1 = ch.write(msg(1)).addListener((ChannelFutureListener) f ->
                 late.add(ch.writeAndFlush(msg(3))));
@@ -91,7 +94,7 @@ class StubHandlerTest {
         stub.ready();
         ch.pipeline().replace(stub, "next", next());
         ch.flush();
-        assertEquals(List.of(1, 2, 3), drain(ch));
+        assertEquals(List.of(1, 2, 3), drain());
         assertTrue(w1.isSuccess());
         assertTrue(w2.isSuccess());
         assertEquals(1, late.size());
@@ -101,8 +104,6 @@ class StubHandlerTest {
 
     @Test
     void queuedWritesCountTowardTheEndpointsWritability() {
-        StubHandler stub = new StubHandler();
-        EmbeddedChannel ch = new EmbeddedChannel(stub);
         ch.config().setWriteBufferWaterMark(new io.netty.channel.WriteBufferWaterMark(8, 16));
         ByteBuf big = Unpooled.buffer(64).writeZero(64);
         ch.write(big);
@@ -120,8 +121,6 @@ class StubHandlerTest {
     /** A close while wiring up is graceful: it waits for the replay, then closes behind the queued writes. */
     @Test
     void closeBeforeReadyWaitsForTheReplayThenCloses() {
-        StubHandler stub = new StubHandler();
-        EmbeddedChannel ch = new EmbeddedChannel(stub);
         List<ChannelFuture> writes = new ArrayList<>();
         for (int i = 1; i <= 3; i++) {
             writes.add(ch.write(msg(i)));
@@ -136,7 +135,7 @@ class StubHandlerTest {
         ch.pipeline().replace(stub, "next", next());
         assertTrue(close.isSuccess() && second.isSuccess());
         assertFalse(ch.isOpen());
-        assertEquals(List.of(1, 2, 3), drain(ch), "the queued writes went out before the close");
+        assertEquals(List.of(1, 2, 3), drain(), "the queued writes went out before the close");
         writes.forEach(w -> assertTrue(w.isSuccess()));
         assertFalse(ch.finish());
     }
@@ -144,8 +143,6 @@ class StubHandlerTest {
     /** If wireup fails while a close waits, the close goes through and every queued write fails and is released. */
     @Test
     void closeBeforeReadyOfAFailingEndpointFailsEveryWriteAndReleasesItsBuffer() {
-        StubHandler stub = new StubHandler();
-        EmbeddedChannel ch = new EmbeddedChannel(stub);
         List<ByteBuf> bufs = new ArrayList<>();
         List<ChannelFuture> writes = new ArrayList<>();
         for (int i = 0; i < 3; i++) {
@@ -163,14 +160,11 @@ class StubHandlerTest {
             assertSame(cause, writes.get(i).cause(), "write " + i);
             assertEquals(0, bufs.get(i).refCnt(), "buffer " + i);
         }
-        assertNull(ch.readOutbound());
-        assertFalse(ch.finish());
+        assertNothingLeftOut();
     }
 
     @Test
     void readyStubRemovedFromAClosedChannelFailsItsWrites() {
-        StubHandler stub = new StubHandler();
-        EmbeddedChannel ch = new EmbeddedChannel(stub);
         ByteBuf b = msg(1);
         ChannelFuture w = ch.write(b);
         stub.ready();
@@ -181,8 +175,6 @@ class StubHandlerTest {
 
     @Test
     void failedWireupFailsEveryWriteWithItsCause() {
-        StubHandler stub = new StubHandler();
-        EmbeddedChannel ch = new EmbeddedChannel(stub);
         ByteBuf b1 = msg(1);
         ByteBuf b2 = msg(2);
         ChannelFuture w1 = ch.write(b1);
@@ -196,14 +188,11 @@ class StubHandlerTest {
         assertSame(cause, w2.cause());
         assertEquals(0, b1.refCnt());
         assertEquals(0, b2.refCnt());
-        assertNull(ch.readOutbound());
-        assertFalse(ch.finish());
+        assertNothingLeftOut();
     }
 
     @Test
     void failedStubRemovedByCloseFailsWritesWithTheWireupCause() {
-        StubHandler stub = new StubHandler();
-        EmbeddedChannel ch = new EmbeddedChannel(stub);
         ByteBuf b = msg(1);
         ChannelFuture w = ch.write(b);
         IOException cause = new IOException("unreachable");

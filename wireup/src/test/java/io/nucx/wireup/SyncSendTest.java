@@ -19,7 +19,7 @@ import org.junit.jupiter.params.provider.ValueSource;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 
-import static io.nucx.wireup.TestWorkers.assertPattern;
+import static io.nucx.wireup.TestWorkers.assertReceived;
 import static io.nucx.wireup.TestWorkers.awaitUnexpected;
 import static io.nucx.wireup.TestWorkers.pattern;
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -65,12 +65,7 @@ class SyncSendTest {
         awaitUnexpected(b);
         roundTrip(a, b);
         assertFalse(sync.isDone(), "not matched yet: the sync send must still be pending");
-        TagMessage m = b.tagRecv(5, -1L).get(30, TimeUnit.SECONDS);
-        try {
-            assertPattern(5, size, m.content());
-        } finally {
-            m.release();
-        }
+        assertReceived(b.tagRecv(5, -1L), 5, size, 30);
         assertTrue(sync.await(10, TimeUnit.SECONDS) && sync.isSuccess(), () -> "sync send: " + sync.cause());
         assertEquals(1, a.counters().count(protocol), () -> "expected " + protocol + ": " + a.counters().snapshot());
     }

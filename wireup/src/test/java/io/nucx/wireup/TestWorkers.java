@@ -104,6 +104,13 @@ final class TestWorkers implements AfterEachCallback {
     record Pair(Endpoint ab, Endpoint ba) {
     }
 
+    /** a's endpoint to b, once its wireup is done (10 s at most). */
+    static Endpoint wiredUp(Worker a, Worker b) throws InterruptedException {
+        Endpoint ep = a.connect(b.address());
+        assertTrue(ep.wireupFuture().await(10, TimeUnit.SECONDS), "wireup to " + b.name());
+        return ep;
+    }
+
     /** Connects a to b and sends one small message, so both sides have their endpoint; returns both. */
     static Pair connected(Worker a, Worker b) throws Exception {
         Endpoint ab = a.connect(b.address());
@@ -122,6 +129,20 @@ final class TestWorkers implements AfterEachCallback {
         actual.getBytes(actual.readerIndex(), got);
         int at = Arrays.mismatch(expected, got);
         assertTrue(at < 0, () -> "content of " + length + "-byte message differs at byte " + at);
+    }
+
+    /**
+     * Waits at most {@code seconds} for {@code receive}, checks its content is {@link #pattern pattern(seed, length)}
+     * and releases it.
+     */
+    static void assertReceived(io.netty.util.concurrent.Future<io.nucx.protocol.tag.TagMessage> receive, long seed,
+                               int length, int seconds) throws Exception {
+        io.nucx.protocol.tag.TagMessage m = receive.get(seconds, TimeUnit.SECONDS);
+        try {
+            assertPattern(seed, length, m.content());
+        } finally {
+            m.release();
+        }
     }
 
     /** Waits (bounded) until {@code w} holds a message nobody has received yet. */

@@ -10,6 +10,7 @@ import org.junit.jupiter.api.Test;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -26,31 +27,83 @@ class WireupMessageTest {
     }
 
     @Test
-    void requestCarriesConnSnIdsAddressAndEndpointAddress() {
+    void requestCarriesConnSnIdsAddressAndEndpointAddresses() {
         byte[] ep = {1, 2, 3, 4, 5, 6, 7, 8};
+        byte[] rma = new byte[48];
+        java.util.Arrays.fill(rma, (byte) 7);
         WireupMessage back = roundTrip(WireupMessage.request(ErrorMode.PEER, 65535, 42, WorkerAddressTest.sample(),
-                ep));
+                java.util.List.of(new WireupMessage.P2pAddress(0, 2, ep), new WireupMessage.P2pAddress(1, 3, rma))));
         assertEquals(WireupMessage.REQUEST, back.type());
         assertEquals(65535, back.connSn());
         assertEquals(42, back.srcEpId());
         assertEquals(WireupMessage.INVALID_EP_ID, back.dstEpId());
         assertEquals(WorkerAddressTest.sample().uuid(), back.address().uuid());
-        assertArrayEquals(ep, back.epAddress());
+        // the receiver looks each up from its side: its entry, then the sender's
+        assertArrayEquals(ep, back.epAddress(2, 0));
+        assertArrayEquals(rma, back.epAddress(3, 1));
+        assertNull(back.epAddress(0, 2));
         assertEquals(0, roundTrip(WireupMessage.request(ErrorMode.NONE, 0, 1, WorkerAddressTest.sample(),
-                WireupMessage.NO_EP_ADDRESS)).epAddress().length);
+                WireupMessage.NO_EP_ADDRESS)).epAddresses().size());
+    }
+
+    /**
+     * The listened flag, the p2p addresses and the auth proof travel together; the addresses' block may pass 255
+     * bytes (three rdma connections per device pair), so its length is a u16.
+     */
+    @Test
+    void requestCarriesListenedFlagEndpointAddressesBeyond255BytesAndTheProof() {
+        java.util.List<WireupMessage.P2pAddress> eps = new java.util.ArrayList<>();
+        for (int i = 0; i < 3; i++) {
+            byte[] a = new byte[WireupMessage.MAX_EP_ADDRESS];
+            java.util.Arrays.fill(a, (byte) i);
+            eps.add(new WireupMessage.P2pAddress(i, i + 1, a));
+        }
+        byte[] proof = new byte[WireupAuth.PROOF_LENGTH];
+        java.util.Arrays.fill(proof, (byte) 0x5a);
+        WireupMessage back = roundTrip(WireupMessage.request(ErrorMode.FAILOVER, true, 17, 42,
+                WorkerAddressTest.sample(), eps, proof));
+        assertTrue(back.listened());
+        assertEquals(ErrorMode.FAILOVER, back.errorMode());
+        assertEquals(17, back.connSn());
+        assertEquals(3, back.epAddresses().size());
+        for (int i = 0; i < 3; i++) {
+            assertArrayEquals(eps.get(i).address(), back.epAddress(i + 1, i));
+        }
+        assertArrayEquals(proof, back.proof());
+        assertNull(roundTrip(WireupMessage.request(ErrorMode.PEER, false, 1, 2, WorkerAddressTest.sample(),
+                eps, null)).proof());
     }
 
     @Test
-    void replyCarriesTheEndpointAddressAndAckNothing() {
-        WireupMessage reply = roundTrip(WireupMessage.reply(ErrorMode.PEER, 3, 7, 9, new byte[] {9, 9}));
+    void replyCarriesTheEndpointAddressesAndAckNothing() {
+        WireupMessage reply = roundTrip(WireupMessage.reply(ErrorMode.PEER, 3, 7, 9,
+                java.util.List.of(new WireupMessage.P2pAddress(1, 0, new byte[] {9, 9}))));
         assertEquals(3, reply.connSn());
         assertEquals(7, reply.srcEpId());
         assertEquals(9, reply.dstEpId());
-        assertArrayEquals(new byte[] {9, 9}, reply.epAddress());
+        assertArrayEquals(new byte[] {9, 9}, reply.epAddress(0, 1));
         WireupMessage ack = roundTrip(WireupMessage.ack(ErrorMode.PEER, 3, 9, 7));
         assertEquals(WireupMessage.ACK, ack.type());
         assertEquals(9, ack.srcEpId());
         assertEquals(7, ack.dstEpId());
+    }
+
+    /** The p2p address list: a count out of range, an address running past the end, a pair twice, trailing bytes. */
+    @Test
+    void malformedEndpointAddressListsAreProtocolErrors() {
+        for (byte[] bad : new byte[][] {{0}, {17}, {1, 0, 0, 5, 1, 2}, {2, 0, 0, 1, 9, 0, 0, 1, 9}, {1, 0, 0, 1, 9, 4},
+                {1, 0, 0, 0}}) {
+            AmFrame f = AmFrame.of(AmIds.WIREUP, 0, Unpooled.buffer(WireupMessage.HEADER_LENGTH).writeByte(
+                    WireupMessage.REPLY).writeByte(0).writeShortLE(0).writeLongLE(1).writeLongLE(2),
+                    Unpooled.wrappedBuffer(bad));
+            try {
+                ProtocolException e = assertThrows(ProtocolException.class, () -> WireupMessage.from(f),
+                        () -> java.util.Arrays.toString(bad));
+                assertTrue(e.getMessage().contains("p2p"), e.getMessage());
+            } finally {
+                f.release();
+            }
+        }
     }
 
     @Test

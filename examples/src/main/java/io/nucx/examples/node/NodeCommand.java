@@ -1,5 +1,6 @@
 package io.nucx.examples.node;
 
+import io.nucx.transport.diag.LeakLog;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
 
@@ -32,7 +33,7 @@ public final class NodeCommand implements Callable<Integer> {
 
     @Override
     public Integer call() throws Exception {
-        LeakWatch.install(); // before any buffer class initialises
+        LeakLog.install(); // before any buffer class initialises
         String workerName = name != null ? name : java.net.InetAddress.getLocalHost().getHostName();
         NodeCommands node = NodeCommands.start(workerName);
         ControlServer server = ControlServer.open(control, node);
@@ -55,7 +56,7 @@ public final class NodeCommand implements Callable<Integer> {
             node.closeWorker(10);
         }
         Runtime.getRuntime().removeShutdownHook(hook);
-        int leaks = LeakWatch.collect().size();
+        int leaks = LeakLog.reported().size();
         if (leaks > 0) {
             System.err.println("node " + workerName + " leaked " + leaks + " buffer(s)");
             return 3;

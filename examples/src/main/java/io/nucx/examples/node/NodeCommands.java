@@ -8,6 +8,7 @@ import io.nucx.NucxBootstrap;
 import io.nucx.Worker;
 import io.nucx.WorkerAddress;
 import io.nucx.protocol.tag.TagMessage;
+import io.nucx.transport.diag.LeakLog;
 
 import java.util.ArrayList;
 import java.util.List;
@@ -293,7 +294,7 @@ final class NodeCommands implements ControlServer.Executor {
     }
 
     private static String leaks() {
-        List<String> leaks = LeakWatch.collect();
+        List<String> leaks = LeakLog.reported();
         return "leaks=" + leaks.size() + (leaks.isEmpty() ? "" : " " + leaks.get(0));
     }
 

@@ -68,30 +68,10 @@ public final class InProcessPingPong implements AutoCloseable {
         // Pooled: their retained duplicates are recycled objects, so a send allocates nothing on the user's side.
         this.ping = PooledByteBufAllocator.DEFAULT.directBuffer(size).writeZero(size);
         this.pong = PooledByteBufAllocator.DEFAULT.directBuffer(size).writeZero(size);
-        this.pingReceive = TagReceive.reusable(PING, -1L, new TagReceive.Handler() {
-            @Override
-            public void received(long tag, ByteBuf data) {
-                data.release();
-                onPing();
-            }
-
-            @Override
-            public void failed(Throwable cause) {
-                // the worker closes
-            }
+        this.pingReceive = PerfTags.discarding(PING, this::onPing, cause -> {
+            // the worker closes
         });
-        this.pongReceive = TagReceive.reusable(PONG, -1L, new TagReceive.Handler() {
-            @Override
-            public void received(long tag, ByteBuf data) {
-                data.release();
-                onPong();
-            }
-
-            @Override
-            public void failed(Throwable cause) {
-                done.tryFailure(cause);
-            }
-        });
+        this.pongReceive = PerfTags.discarding(PONG, this::onPong, cause -> done.tryFailure(cause));
         toServer.config().setOption(EndpointOption.SEND_TAG, PING);
         toClient.config().setOption(EndpointOption.SEND_TAG, PONG);
     }

@@ -1,5 +1,10 @@
 package io.nucx.examples.perf;
 
+import io.netty.buffer.ByteBuf;
+import io.nucx.protocol.tag.TagReceive;
+
+import java.util.function.Consumer;
+
 /** Tags of the perftest conversation; the server answers by tag, so the client drives every phase. */
 final class PerfTags {
     /** Client to server: answer with {@link #PONG} of the same size. */
@@ -21,5 +26,24 @@ final class PerfTags {
     static final int AM_DATA = 3;
 
     private PerfTags() {
+    }
+
+    /**
+     * A reusable receive of exactly {@code tag} that drops each message's bytes and runs {@code onReceived}; a
+     * failure (the worker closing) goes to {@code onFailed}. Built once per run: nothing is allocated per message.
+     */
+    static TagReceive discarding(long tag, Runnable onReceived, Consumer<Throwable> onFailed) {
+        return TagReceive.reusable(tag, -1L, new TagReceive.Handler() {
+            @Override
+            public void received(long tag, ByteBuf data) {
+                data.release();
+                onReceived.run();
+            }
+
+            @Override
+            public void failed(Throwable cause) {
+                onFailed.accept(cause);
+            }
+        });
     }
 }

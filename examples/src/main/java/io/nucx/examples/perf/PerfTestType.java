@@ -8,6 +8,10 @@ public enum PerfTestType {
     TAG_BW("tag_bw", "tag match bandwidth", false, false),
     TAG_SYNC_LAT("tag_sync_lat", "tag sync match latency", true, true),
     TAG_SYNC_BW("tag_sync_bw", "tag sync match bandwidth", false, true),
+    /** The RMA API: puts into the server's registered memory, {@code window} outstanding. */
+    UCP_PUT_BW("ucp_put_bw", "put bandwidth", false, false, true),
+    /** The RMA API: gets from the server's registered memory, {@code window} outstanding. */
+    UCP_GET("ucp_get", "get bandwidth", false, false, true),
     /** Active messages ({@code ucp_am_send_nbx}) to a handler; rendezvous ones received into a buffer. */
     AM_LAT("am_lat", "active message latency", true, false),
     AM_BW("am_bw", "active message bandwidth", false, false);
@@ -16,12 +20,23 @@ public enum PerfTestType {
     private final String description;
     private final boolean pingPong;
     private final boolean sync;
+    private final boolean rma;
 
     PerfTestType(String name, String description, boolean pingPong, boolean sync) {
+        this(name, description, pingPong, sync, false);
+    }
+
+    PerfTestType(String name, String description, boolean pingPong, boolean sync, boolean rma) {
         this.name = name;
         this.description = description;
         this.pingPong = pingPong;
         this.sync = sync;
+        this.rma = rma;
+    }
+
+    /** An RMA test: the server registers memory and sends its key; the client puts or gets. */
+    public boolean rma() {
+        return rma;
     }
 
     /** The measured messages are active messages to a handler rather than tagged ones. */

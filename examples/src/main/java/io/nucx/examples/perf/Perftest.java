@@ -67,14 +67,28 @@ public final class Perftest {
                 Worker worker = startWorker("perftest-server", config, params, busyPoll);
                 try {
                     w.println(worker.address().toHex());
+                    // RMA tests: the memory the client puts into or gets from, registered on every RMA device
+                    java.lang.foreign.Arena arena = java.lang.foreign.Arena.ofShared();
+                    io.nucx.protocol.amo.RemoteMemoryKey key = null;
+                    if (params.test().rma()) {
+                        key = worker.registerMemory(arena.allocate(Math.max(params.messageSize(), 8), 4096));
+                        w.println(key.toHex());
+                    }
                     w.flush();
                     WorkerAddress client = WorkerAddress.fromHex(readLine(in, "client worker address"));
                     Endpoint ep = worker.connect(client);
-                    TagPerfServer server = new TagPerfServer(worker, ep, params.messageSize(), params.test().sync(),
-                            params.test().am());
-                    server.start().get(RUN_TIMEOUT_SECONDS, TimeUnit.SECONDS);
-                    w.println("allocated " + server.allocationPerMessage()); // the client prints it
-                    w.flush();
+                    try {
+                        TagPerfServer server = new TagPerfServer(worker, ep, params.messageSize(),
+                                params.test().sync(), params.test().am());
+                        server.start().get(RUN_TIMEOUT_SECONDS, TimeUnit.SECONDS);
+                        w.println("allocated " + server.allocationPerMessage()); // the client prints it
+                        w.flush();
+                    } finally {
+                        if (key != null) {
+                            worker.unregisterMemory(key);
+                        }
+                        arena.close();
+                    }
                 } finally {
                     worker.close().get(10, TimeUnit.SECONDS);
                 }
@@ -102,11 +116,13 @@ public final class Perftest {
             w.println(params.encode());
             w.flush();
             WorkerAddress server = WorkerAddress.fromHex(readLine(in, "server worker address"));
+            io.nucx.protocol.amo.RemoteMemoryKey key = params.test().rma()
+                    ? io.nucx.protocol.amo.RemoteMemoryKey.fromHex(readLine(in, "server memory key")) : null;
             w.println(worker.address().toHex());
             w.flush();
             Endpoint ep = worker.connect(server);
             reporter.header(params);
-            TagPerfClient client = new TagPerfClient(worker, ep, params, reporter);
+            TagPerfClient client = new TagPerfClient(worker, ep, params, reporter, key);
             PerfResult r = client.start().get(RUN_TIMEOUT_SECONDS, TimeUnit.SECONDS);
             reporter.finalRow(r);
             ep.tagSend(PerfTags.FINISH, io.netty.buffer.Unpooled.EMPTY_BUFFER).sync();

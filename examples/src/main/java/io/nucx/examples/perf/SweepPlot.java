@@ -1,12 +1,8 @@
 package io.nucx.examples.perf;
 
-import javax.imageio.ImageIO;
 import java.awt.BasicStroke;
 import java.awt.Color;
-import java.awt.Font;
 import java.awt.Graphics2D;
-import java.awt.RenderingHints;
-import java.awt.image.BufferedImage;
 import java.io.File;
 import java.io.IOException;
 import java.util.List;
@@ -82,15 +78,8 @@ final class SweepPlot {
         double r0 = 0.8;
         double r1 = rMax + 0.05;
 
-        BufferedImage img = new BufferedImage(W, H, BufferedImage.TYPE_INT_RGB);
-        Graphics2D g = img.createGraphics();
-        g.setRenderingHint(RenderingHints.KEY_ANTIALIASING, RenderingHints.VALUE_ANTIALIAS_ON);
-        g.setColor(Color.WHITE);
-        g.fillRect(0, 0, W, H);
-        g.setColor(Color.BLACK);
-        g.setFont(new Font(Font.SANS_SERIF, Font.BOLD, 15));
-        g.drawString(title, LEFT, 30);
-        g.setFont(new Font(Font.SANS_SERIF, Font.PLAIN, 12));
+        PlotCanvas canvas = new PlotCanvas(W, H, title, LEFT);
+        Graphics2D g = canvas.graphics();
         int pw = W - LEFT - RIGHT;
         int topH = (H - TOP - GAP - BOTTOM) * 62 / 100;
         int botH = H - TOP - GAP - BOTTOM - topH;
@@ -143,8 +132,7 @@ final class SweepPlot {
         }
         g.setColor(Color.BLACK);
         g.drawString("message size (bytes, log)", LEFT + pw / 2 - 70, H - 12);
-        g.dispose();
-        ImageIO.write(img, "png", out);
+        canvas.writePng(out);
     }
 
     private static BasicStroke stroke(Series s) {

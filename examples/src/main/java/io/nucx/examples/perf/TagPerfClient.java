@@ -3,7 +3,6 @@ package io.nucx.examples.perf;
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.PooledByteBufAllocator;
 import io.netty.buffer.Unpooled;
-import io.netty.channel.ChannelFuture;
 import io.netty.util.concurrent.Future;
 import io.netty.util.concurrent.GenericFutureListener;
 import io.netty.util.concurrent.Promise;
@@ -17,12 +16,14 @@ import io.nucx.protocol.tag.TagReceive;
 import org.HdrHistogram.Histogram;
 
 /**
- * The measuring side of a tag test, run entirely on the worker's event loop: each completion starts the next step,
- * so no thread hand-off sits inside the measured loop.
+ * The measuring side of a tag or RMA test, run entirely on the worker's event loop: each completion starts the next
+ * step, so no thread hand-off sits inside the measured loop.
  * <ul>
  *   <li>tag_lat: post a receive for PONG, send PING; one iteration per round trip.</li>
  *   <li>tag_bw: keep {@code window} DATA sends outstanding; the run ends when the server acknowledges a SYNC sent
  *       after the last DATA, so the time counts delivery, not just local completion.</li>
+ *   <li>ucp_put_bw, ucp_get: keep {@code window} puts (or gets) of the server's registered memory outstanding (the
+ *       RMA API; a put completes when its bytes are at the server); the run ends with a flush.</li>
  * </ul>
  * Warm-up runs the same loop first (at most {@code warmup} iterations or {@code warmupNanos}, 100 ms by default).
  *
@@ -77,21 +78,20 @@ final class TagPerfClient {
     private long jitChanged;
 
     private final GenericFutureListener<Future<TagMessage>> onSyncPong = this::onSyncPong;
-    private final GenericFutureListener<ChannelFuture> onSent = this::onSent;
-    private final TagReceive pong = TagReceive.reusable(PerfTags.PONG, -1L, new TagReceive.Handler() {
-        @Override
-        public void received(long tag, ByteBuf data) {
-            data.release();
-            onPong();
-        }
-
-        @Override
-        public void failed(Throwable cause) {
-            fail(cause);
-        }
-    });
+    private final GenericFutureListener<Future<Void>> onSent = this::onSent;
+    private final TagReceive pong = PerfTags.discarding(PerfTags.PONG, this::onPong, this::fail);
+    /** RMA tests: the server's memory and ours, the same size. */
+    private final io.nucx.protocol.amo.RemoteMemoryKey key;
+    private final java.lang.foreign.MemorySegment local;
 
     TagPerfClient(Worker worker, Endpoint ep, PerfParams params, PerfReporter reporter) {
+        this(worker, ep, params, reporter, null);
+    }
+
+    /** @param key the server's registered memory, for an RMA test; null for a tag test */
+    TagPerfClient(Worker worker, Endpoint ep, PerfParams params, PerfReporter reporter,
+                  io.nucx.protocol.amo.RemoteMemoryKey key) {
+        this.key = key;
         this.worker = worker;
         this.ep = ep;
         this.params = params;
@@ -113,6 +113,7 @@ final class TagPerfClient {
         }
         this.payload = send;
         ep.config().setOption(EndpointOption.SEND_TAG, params.test().pingPong() ? PerfTags.PING : PerfTags.DATA);
+        this.local = key == null ? null : java.lang.foreign.MemorySegment.ofBuffer(contig.nioBuffer(0, size));
     }
 
     Future<PerfResult> start() {
@@ -250,6 +251,11 @@ final class TagPerfClient {
         while (outstanding < params.window() && sent < target) {
             outstanding++;
             sent++;
+            if (key != null) {
+                (params.test() == PerfTestType.UCP_GET ? ep.get(local, key, key.base())
+                        : ep.put(local, key, key.base())).addListener(onSent);
+                continue;
+            }
             Object msg = am ? new AmData(PerfTags.AM_DATA, Unpooled.EMPTY_BUFFER, payload.retainedDuplicate(), false)
                     : sync ? new TagMessage(PerfTags.DATA, payload.retainedDuplicate(), true)
                     : payload.retainedDuplicate();
@@ -261,7 +267,7 @@ final class TagPerfClient {
         }
     }
 
-    private void onSent(ChannelFuture f) {
+    private void onSent(Future<Void> f) {
         if (!f.isSuccess()) {
             fail(f.cause());
             return;
@@ -273,7 +279,15 @@ final class TagPerfClient {
         if (warmupOver(now)) {
             target = sent; // stop issuing; finish what is in flight
         }
-        if (iter >= target) {
+        if (iter >= target && key != null) {
+            ep.flushRma().addListener(flushed -> {
+                if (flushed.isSuccess()) {
+                    endPhase();
+                } else {
+                    fail(flushed.cause());
+                }
+            });
+        } else if (iter >= target) {
             worker.tagRecv(PerfTags.SYNC_ACK, -1L).addListener((Future<TagMessage> ack) -> {
                 if (ack.isSuccess()) {
                     ack.getNow().release();

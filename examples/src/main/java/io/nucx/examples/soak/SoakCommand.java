@@ -6,9 +6,9 @@ import io.netty.util.ResourceLeakDetector;
 import io.netty.util.concurrent.Future;
 import io.nucx.NucxBootstrap;
 import io.nucx.Worker;
-import io.nucx.examples.node.LeakWatch;
 import io.nucx.protocol.amo.RemoteMemoryKey;
 import io.nucx.protocol.tag.TagMessage;
+import io.nucx.transport.diag.LeakLog;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
 
@@ -73,7 +73,7 @@ public final class SoakCommand implements Callable<Integer> {
     @Override
     public Integer call() throws Exception {
         ResourceLeakDetector.setLevel(ResourceLeakDetector.Level.PARANOID);
-        LeakWatch.install();
+        LeakLog.install();
         Worker hub = new NucxBootstrap().name("soak-hub").start();
         Arena arena = Arena.ofShared();
         MemorySegment words = arena.allocate(64, 8);
@@ -140,7 +140,7 @@ public final class SoakCommand implements Callable<Integer> {
             Thread.sleep(100);
         }
         long[] after = memory();
-        List<String> leaks = LeakWatch.collect();
+        List<String> leaks = LeakLog.reported();
         List<String> failures = new ArrayList<>();
         if (broken.get() != null) {
             failures.add(broken.get());

@@ -6,6 +6,7 @@ import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.CsvSource;
 
 import java.io.ByteArrayOutputStream;
+import java.io.IOException;
 import java.io.PrintStream;
 import java.net.ServerSocket;
 import java.nio.charset.StandardCharsets;
@@ -36,24 +37,13 @@ class PerftestTest {
             "tcp, am_bw, 1048576, false"})
     void aRunPrintsTheTableAndAFinalLineWithEightNumbers(String tls, String test, int size, boolean iov)
             throws Exception {
-        int port;
-        try (ServerSocket s = new ServerSocket(0)) {
-            port = s.getLocalPort();
-        }
-        ByteArrayOutputStream serverOut = new ByteArrayOutputStream();
-        CompletableFuture<Void> server = CompletableFuture.runAsync(() -> {
-            try {
-                Perftest.serve(port, Map.of("TLS", tls), false, new PrintStream(serverOut, true, StandardCharsets.UTF_8));
-            } catch (Exception e) {
-                throw new RuntimeException(e);
-            }
-        });
+        Server server = Server.start(Map.of("TLS", tls));
         ByteArrayOutputStream clientOut = new ByteArrayOutputStream();
         long iterations = 200;
         PerfParams params = new PerfParams(PerfTestType.of(test), size, iterations, 20, 8, 50.0, iov);
-        PerfResult r = Perftest.run("127.0.0.1", port, params, Map.of("TLS", tls), false,
+        PerfResult r = Perftest.run("127.0.0.1", server.port(), params, Map.of("TLS", tls), false,
                 new PerfReporter(new PrintStream(clientOut, true, StandardCharsets.UTF_8), false, false));
-        server.get(60, TimeUnit.SECONDS);
+        server.await();
 
         assertEquals(iterations, r.iterations());
         assertTrue(r.overallLatencyUs() > 0 && r.overallMessageRate() > 0, r.toString());
@@ -67,7 +57,7 @@ class PerftestTest {
         assertEquals(8, numbers.length, finalLine);
         assertEquals(Long.toString(iterations), numbers[0]);
         assertTrue(client.contains(params.test().pingPong() ? " latency (usec)" : "overhead (usec)"), client);
-        String banner = serverOut.toString(StandardCharsets.UTF_8);
+        String banner = server.output();
         assertTrue(banner.contains("| Test:         " + params.test().description()), banner);
         assertTrue(banner.contains("| Message size: " + size), banner);
     }
@@ -86,35 +76,21 @@ class PerftestTest {
             "tag_lat, 8, zcopy, egr/short"})
     void dashDChoosesTheEagerProtocolFamilyOnBothSides(String test, int size, String datatype, String protocol)
             throws Exception {
-        int port;
-        try (ServerSocket s = new ServerSocket(0)) {
-            port = s.getLocalPort();
-        }
-        ByteArrayOutputStream serverOut = new ByteArrayOutputStream();
-        CompletableFuture<Void> server = CompletableFuture.runAsync(() -> {
-            try {
-                Perftest.serve(port, Map.of("TLS", "tcp"), false, new PrintStream(serverOut, true,
-                        StandardCharsets.UTF_8));
-            } catch (Exception e) {
-                throw new RuntimeException(e);
-            }
-        });
+        Server server = Server.start(Map.of("TLS", "tcp"));
         long iterations = 100;
         PerfParams params = new PerfParams(PerfTestType.of(test), size, iterations, 0, 8, 50.0,
                 PerfDatatype.of(datatype));
         Map<String, Long> counts = new ConcurrentHashMap<>();
-        PerfResult r = Perftest.run("127.0.0.1", port, params, Map.of("TLS", "tcp"), false,
-                new PerfReporter(new PrintStream(new ByteArrayOutputStream(), true, StandardCharsets.UTF_8), false,
-                        false), counts::putAll);
-        server.get(60, TimeUnit.SECONDS);
+        PerfResult r = Perftest.run("127.0.0.1", server.port(), params, Map.of("TLS", "tcp"), false,
+                quietReporter(), counts::putAll);
+        server.await();
         assertEquals(iterations, r.iterations());
         // Every iteration's message by the expected protocol (no warm-up); the control messages are empty shorts.
         long count = counts.getOrDefault(protocol, 0L);
         assertTrue(protocol.equals("egr/short") ? count > iterations : count == iterations, counts::toString);
         long zcopies = counts.getOrDefault("egr/single/zcopy", 0L) + counts.getOrDefault("egr/multi/zcopy", 0L);
         assertEquals(protocol.contains("zcopy") ? iterations : 0, zcopies, counts::toString);
-        assertTrue(serverOut.toString(StandardCharsets.UTF_8).contains("| Data layout:  " + datatype),
-                serverOut::toString);
+        assertTrue(server.output().contains("| Data layout:  " + datatype), server::output);
     }
 
     /**
@@ -124,26 +100,14 @@ class PerftestTest {
      */
     @Test
     void dashEGivesBothSidesTheErrorMode() throws Exception {
-        int port;
-        try (ServerSocket s = new ServerSocket(0)) {
-            port = s.getLocalPort();
-        }
-        CompletableFuture<Void> server = CompletableFuture.runAsync(() -> {
-            try {
-                Perftest.serve(port, Map.of("TLS", "shm", "ERR_MODE", "peer"), false, new PrintStream(
-                        new ByteArrayOutputStream(), true, StandardCharsets.UTF_8));
-            } catch (Exception e) {
-                throw new RuntimeException(e);
-            }
-        });
+        Server server = Server.start(Map.of("TLS", "shm", "ERR_MODE", "peer"));
         PerfParams params = new PerfParams(PerfTestType.TAG_BW, 8, 2000, 0, 32, 50.0, PerfDatatype.CONTIG,
                 PerfParams.WARMUP_BUDGET_NANOS, "failover");
         assertEquals("tag_bw 8 2000 0 32 contig failover", params.encode());
         assertEquals(params, PerfParams.decode(params.encode()));
-        PerfResult r = Perftest.run("127.0.0.1", port, params, Map.of("TLS", "shm", "ERR_MODE", "peer"), false,
-                new PerfReporter(new PrintStream(new ByteArrayOutputStream(), true, StandardCharsets.UTF_8), false,
-                        false));
-        server.get(60, TimeUnit.SECONDS);
+        PerfResult r = Perftest.run("127.0.0.1", server.port(), params, Map.of("TLS", "shm", "ERR_MODE", "peer"),
+                false, quietReporter());
+        server.await();
         assertEquals(2000, r.iterations());
     }
 
@@ -155,5 +119,39 @@ class PerftestTest {
         assertThrows(IllegalArgumentException.class, () -> PerfParams.decode("tag_lat 8 10 0 1 short -"),
                 "a server refuses what it does not know too");
         assertThrows(IllegalArgumentException.class, () -> PerfParams.decode("tag_lat 8 10 0 1 contig sometimes"));
+    }
+
+    private static PerfReporter quietReporter() {
+        return new PerfReporter(new PrintStream(new ByteArrayOutputStream(), true, StandardCharsets.UTF_8), false,
+                false);
+    }
+
+    /** A perftest server in this JVM on a free port, its banner kept. */
+    private record Server(int port, ByteArrayOutputStream out, CompletableFuture<Void> done) {
+
+        static Server start(Map<String, String> env) throws IOException {
+            int port;
+            try (ServerSocket s = new ServerSocket(0)) {
+                port = s.getLocalPort();
+            }
+            ByteArrayOutputStream out = new ByteArrayOutputStream();
+            CompletableFuture<Void> done = CompletableFuture.runAsync(() -> {
+                try {
+                    Perftest.serve(port, env, false, new PrintStream(out, true, StandardCharsets.UTF_8));
+                } catch (Exception e) {
+                    throw new RuntimeException(e);
+                }
+            });
+            return new Server(port, out, done);
+        }
+
+        /** Waits for the server's run to end; fails as it failed. */
+        void await() throws Exception {
+            done.get(60, TimeUnit.SECONDS);
+        }
+
+        String output() {
+            return out.toString(StandardCharsets.UTF_8);
+        }
     }
 }

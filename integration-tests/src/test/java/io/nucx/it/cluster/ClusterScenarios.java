@@ -63,6 +63,13 @@ abstract class ClusterScenarios {
         }
     }
 
+    /** What ran among the survivors during the fault was delivered, new flows still are, and nothing leaked. */
+    private void assertSurvivorsUnharmed(List<ClusterNode> survivors, List<Flow> during) throws Exception {
+        assertDelivered(during);
+        assertDelivered(survivorFlows(survivors, 40));
+        assertClean(survivors);
+    }
+
     // ---------------------------------------------------------------------------------------------------- scenarios
 
     @Test
@@ -144,9 +151,7 @@ abstract class ClusterScenarios {
         for (ClusterNode s : survivors) {
             assertEndpointFailed(s, "n4", "ConnectionResetException", faultAt);
         }
-        assertDelivered(during);
-        assertDelivered(survivorFlows(survivors, 40));
-        assertClean(survivors);
+        assertSurvivorsUnharmed(survivors, during);
     }
 
     @Test
@@ -170,9 +175,7 @@ abstract class ClusterScenarios {
             for (ClusterNode s : survivors) {
                 assertEndpointFailed(s, "n4", "EndpointTimeoutException", faultAt);
             }
-            assertDelivered(during);
-            assertDelivered(survivorFlows(survivors, 40));
-            assertClean(survivors);
+            assertSurvivorsUnharmed(survivors, during);
         } finally {
             victim.resume();
         }

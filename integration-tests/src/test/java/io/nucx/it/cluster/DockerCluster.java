@@ -14,9 +14,7 @@ import org.testcontainers.utility.DockerImageName;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.time.Duration;
 import java.util.ArrayList;
-import java.util.Collections;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
@@ -28,31 +26,22 @@ import java.util.concurrent.TimeUnit;
  * does not cross the networks the faults act on. Everything is labelled {@code io.nucx.it=cluster} and removed on
  * close, by a shutdown hook if the JVM is interrupted, and by .ci/run after a killed run.
  */
-final class DockerCluster implements Cluster {
+final class DockerCluster extends AbstractCluster<DockerCluster.DockerNode> {
 
     static final String LABEL = "io.nucx.it";
-    private static final Duration START = Duration.ofSeconds(90);
     /** JVMs in containers: small heaps (four share this machine), room for 256 MiB messages in direct memory. */
     static final String JAVA_OPTS = "-Xmx256m -XX:MaxDirectMemorySize=1g -XX:+UseSerialGC "
             + "-Dio.netty.leakDetection.level=paranoid -Dio.netty.leakDetection.targetRecords=8";
     private static String image;
-    private static final List<DockerCluster> OPEN = Collections.synchronizedList(new ArrayList<>());
-
-    static {
-        Runtime.getRuntime().addShutdownHook(new Thread(() -> List.copyOf(OPEN).forEach(DockerCluster::close),
-                "docker-cluster-cleanup"));
-    }
 
     private final DockerClient docker = DockerClientFactory.instance().client();
     private final List<Network> networks = new ArrayList<>();
     private final List<String> subnets = new ArrayList<>();
-    private final List<DockerNode> nodes = new ArrayList<>();
     private final Path controlRoot;
-    private final Path logDir;
 
     private DockerCluster(Path logDir) throws IOException {
+        super(logDir);
         this.controlRoot = Files.createTempDirectory("nucx-cluster");
-        this.logDir = logDir;
     }
 
     /** Whether tests can run here: an engine answers. */
@@ -82,8 +71,7 @@ final class DockerCluster implements Cluster {
     }
 
     static DockerCluster start(Spec spec, Path logDir) throws Exception {
-        DockerCluster c = new DockerCluster(logDir);
-        OPEN.add(c);
+        DockerCluster c = register(new DockerCluster(logDir));
         try {
             String tag = image();
             for (int i = 0; i < spec.networks(); i++) {
@@ -98,9 +86,7 @@ final class DockerCluster implements Cluster {
             for (DockerNode n : c.nodes) {
                 n.startContainer();
             }
-            for (DockerNode n : c.nodes) {
-                n.attach();
-            }
+            c.attachAll();
             return c;
         } catch (Throwable t) {
             c.close();
@@ -133,15 +119,7 @@ final class DockerCluster implements Cluster {
     }
 
     @Override
-    public List<ClusterNode> nodes() {
-        return List.copyOf(nodes);
-    }
-
-    @Override
-    public synchronized void close() {
-        if (!OPEN.remove(this)) {
-            return;
-        }
+    protected void release() {
         for (DockerNode n : nodes) {
             n.close();
         }
@@ -155,31 +133,18 @@ final class DockerCluster implements Cluster {
         deleteTree(controlRoot);
     }
 
-    static void deleteTree(Path dir) {
-        try (var walk = Files.walk(dir)) {
-            for (Path p : walk.sorted(java.util.Comparator.reverseOrder()).toList()) {
-                Files.deleteIfExists(p);
-            }
-        } catch (IOException e) {
-            // best effort: a temporary directory
-        }
-    }
-
     /** One container running {@code nucx node}. */
-    private static final class DockerNode implements ClusterNode {
+    static final class DockerNode extends AbstractClusterNode {
         private final DockerCluster cluster;
-        private final String name;
         private final GenericContainer<?> container;
         private final Path controlDir;
         private final DockerNode partner;
         private final List<String> ips = new ArrayList<>();
-        private NodeClient control;
-        private String address;
 
         DockerNode(DockerCluster cluster, String name, String tag, Spec spec, int index, DockerNode partner)
                 throws IOException {
+            super(name, cluster.controlRoot.resolve(name).resolve("node.sock"));
             this.cluster = cluster;
-            this.name = name;
             this.partner = partner;
             this.controlDir = Files.createDirectories(cluster.controlRoot.resolve(name));
             Map<String, String> env = new HashMap<>(spec.env());
@@ -222,26 +187,6 @@ final class DockerCluster implements Cluster {
                         .findFirst().orElseThrow(() -> new IllegalStateException(name + " is not on " + net.getId()));
                 ips.add(ip);
             }
-        }
-
-        void attach() throws Exception {
-            control = NodeClient.connect(name, controlDir.resolve("node.sock"), START);
-            address = control.call("address");
-        }
-
-        @Override
-        public String name() {
-            return name;
-        }
-
-        @Override
-        public NodeClient control() {
-            return control;
-        }
-
-        @Override
-        public String address() {
-            return address;
         }
 
         @Override
@@ -300,9 +245,9 @@ final class DockerCluster implements Cluster {
 
         @Override
         public void restart() throws Exception {
-            control.close();
+            detach();
             cluster.docker.stopContainerCmd(container.getContainerId()).withTimeout(20).exec(); // SIGTERM, then KILL
-            Files.deleteIfExists(controlDir.resolve("node.sock"));
+            Files.deleteIfExists(socket);
             cluster.docker.startContainerCmd(container.getContainerId()).exec();
             attach();
         }
@@ -313,9 +258,7 @@ final class DockerCluster implements Cluster {
         }
 
         void close() {
-            if (control != null) {
-                control.close();
-            }
+            detach();
             try {
                 if (container.getContainerId() != null) {
                     Files.writeString(Files.createDirectories(cluster.logDir).resolve(name + ".log"),

@@ -4,9 +4,7 @@ import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.time.Duration;
 import java.util.ArrayList;
-import java.util.Collections;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.TimeUnit;
@@ -19,30 +17,20 @@ import java.util.concurrent.TimeUnit;
  * SIGSTOP/SIGCONT, the veth's switch end down/up, tc and iptables in the node's namespace. Needs root, ip(8),
  * unshare and nsenter. Everything it made is removed on close, or by a shutdown hook.
  */
-final class NetnsCluster implements Cluster {
-
-    private static final Duration START = Duration.ofSeconds(90);
-    private static final List<NetnsCluster> OPEN = Collections.synchronizedList(new ArrayList<>());
-
-    static {
-        Runtime.getRuntime().addShutdownHook(new Thread(() -> List.copyOf(OPEN).forEach(NetnsCluster::close),
-                "netns-cluster-cleanup"));
-    }
+final class NetnsCluster extends AbstractCluster<NetnsCluster.NetnsNode> {
 
     private final String prefix;
     private final String tag;
     private final Path dir;
-    private final Path logDir;
     private final List<String> namespaces = new ArrayList<>();
-    private final List<NetnsNode> nodes = new ArrayList<>();
     private String switchNs;
 
     private NetnsCluster(Path logDir) throws IOException {
+        super(logDir);
         long pid = ProcessHandle.current().pid();
         this.tag = Long.toString(pid % 100000);
         this.prefix = "nucx-cl-" + pid + "-" + Long.toHexString(System.nanoTime() & 0xffff);
         this.dir = Files.createTempDirectory("nucx-netns");
-        this.logDir = logDir;
     }
 
     /** Root with ip netns, unshare and nsenter. */
@@ -63,8 +51,7 @@ final class NetnsCluster implements Cluster {
     }
 
     static NetnsCluster start(Spec spec, Path logDir) throws Exception {
-        NetnsCluster c = new NetnsCluster(logDir);
-        OPEN.add(c);
+        NetnsCluster c = register(new NetnsCluster(logDir));
         try {
             c.switchNs = c.netns("sw");
             for (int k = 0; k < spec.networks(); k++) {
@@ -88,9 +75,7 @@ final class NetnsCluster implements Cluster {
             for (NetnsNode n : c.nodes) {
                 n.launch(spec.colocated() && n.index == 1 ? c.nodes.get(0) : null);
             }
-            for (NetnsNode n : c.nodes) {
-                n.attach();
-            }
+            c.attachAll();
             return c;
         } catch (Throwable t) {
             c.close();
@@ -132,15 +117,7 @@ final class NetnsCluster implements Cluster {
     }
 
     @Override
-    public List<ClusterNode> nodes() {
-        return List.copyOf(nodes);
-    }
-
-    @Override
-    public synchronized void close() {
-        if (!OPEN.remove(this)) {
-            return;
-        }
+    protected void release() {
         for (NetnsNode n : nodes) {
             n.stopProcess();
         }
@@ -151,31 +128,26 @@ final class NetnsCluster implements Cluster {
                 System.err.println("cluster: namespace " + ns + " not removed: " + e);
             }
         }
-        DockerCluster.deleteTree(dir);
+        deleteTree(dir);
     }
 
     /** One node: a JVM in its namespaces, and the processes that put it there. */
-    private static final class NetnsNode implements ClusterNode {
+    static final class NetnsNode extends AbstractClusterNode {
         private final NetnsCluster cluster;
-        private final String name;
         private final String ns;
         private final int index;
         private final Spec spec;
-        private final Path socket;
         private NetnsNode partner;
         private Process launcher;
         private long javaPid;
-        private NodeClient control;
-        private String address;
         private int runs;
 
         NetnsNode(NetnsCluster cluster, String name, String ns, int index, Spec spec) {
+            super(name, cluster.dir.resolve(name + ".sock"));
             this.cluster = cluster;
-            this.name = name;
             this.ns = ns;
             this.index = index;
             this.spec = spec;
-            this.socket = cluster.dir.resolve(name + ".sock");
         }
 
         private List<String> java(String... args) {
@@ -232,26 +204,6 @@ final class NetnsCluster implements Cluster {
             throw new IOException("node launcher " + pid + " started no JVM within 30 s");
         }
 
-        void attach() throws Exception {
-            control = NodeClient.connect(name, socket, START);
-            address = control.call("address");
-        }
-
-        @Override
-        public String name() {
-            return name;
-        }
-
-        @Override
-        public NodeClient control() {
-            return control;
-        }
-
-        @Override
-        public String address() {
-            return address;
-        }
-
         private void signal(String sig) throws Exception {
             run(true, "kill", "-" + sig, Long.toString(javaPid));
         }
@@ -297,7 +249,7 @@ final class NetnsCluster implements Cluster {
 
         @Override
         public void restart() throws Exception {
-            control.close();
+            detach();
             signal("TERM"); // the node's shutdown hook closes its worker: peers hear EP_REMOVED
             if (!launcher.waitFor(30, TimeUnit.SECONDS)) {
                 signal("KILL");
@@ -324,9 +276,7 @@ final class NetnsCluster implements Cluster {
         }
 
         void stopProcess() {
-            if (control != null) {
-                control.close();
-            }
+            detach();
             if (launcher == null) {
                 return;
             }

@@ -1,60 +1,85 @@
 package io.nucx.protocol.amo;
 
 import io.netty.buffer.ByteBuf;
+import io.netty.buffer.Unpooled;
 import io.netty.channel.ChannelDuplexHandler;
 import io.netty.channel.ChannelFutureListener;
 import io.netty.channel.ChannelHandlerContext;
 import io.netty.channel.ChannelPromise;
 import io.netty.util.concurrent.Future;
 import io.nucx.protocol.AmIds;
+import io.nucx.protocol.EndpointServices;
+import io.nucx.protocol.KeyBundle;
 import io.nucx.protocol.LimitExceededException;
-import io.nucx.protocol.ReceiveLimits;
 import io.nucx.protocol.PendingRequests;
 import io.nucx.protocol.ProtocolCodec;
+import io.nucx.protocol.ProtocolCounters;
 import io.nucx.protocol.ProtocolException;
 import io.nucx.protocol.ProtocolFamily;
+import io.nucx.protocol.ReceiveLimits;
+import io.nucx.protocol.RmaRail;
 import io.nucx.transport.AmFrame;
+import io.nucx.transport.rma.InvalidRemoteKeyException;
+import io.nucx.transport.rma.RemoteKey;
+import io.nucx.transport.rma.RmaOp;
 
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.lang.invoke.VarHandle;
 import java.util.ArrayDeque;
 import java.util.List;
+import java.util.concurrent.atomic.LongAdder;
 import java.util.function.LongSupplier;
 
 /**
- * The atomics codec on one endpoint (UCX's software atomics, {@code amo/am}): an outbound {@link AtomicRequest}
- * becomes an ATOMIC_REQ frame and waits for ATOMIC_REP; an arriving ATOMIC_REQ is applied to this worker's registered
- * memory with the CPU's atomic instructions (a {@link VarHandle} on the native word, so local code using atomics on the
- * same words stays coherent with peers) and answered. A request for another worker's memory, a misaligned address or
- * one outside the key's region fails at once, naming it, and sends nothing; a request the target's memory does not
- * allow is answered with a status and only that request fails; a malformed frame is a {@link ProtocolException} (the
- * lane closes).
+ * The atomics codec on one endpoint. With an AMO lane (UCX's device atomics: a transport with ATOMIC64 on both sides,
+ * rdma) fetch-add and compare-and-swap go to the device as {@link RmaOp}s, with the key the owner registered on the
+ * device that lane reaches ({@code amo/device}); everything else (swap, and, or, xor, which verbs lacks, and every
+ * atomic without such a lane or key) goes as UCX's software atomics ({@code amo/am}): an outbound
+ * {@link AtomicRequest} becomes an ATOMIC_REQ frame and waits for ATOMIC_REP; an arriving ATOMIC_REQ is applied to this
+ * worker's registered memory with the CPU's atomic instructions (a {@link VarHandle} on the native word, so local code
+ * using atomics on the same words stays coherent with peers) and answered. A request for another worker's memory, a
+ * misaligned address or one outside the key's region fails at once, naming it, and sends nothing; a request the
+ * target's memory does not allow is answered with a status and only that request fails; a malformed frame is a
+ * {@link ProtocolException} (the lane closes).
+ *
+ * <p>Coherence: the emulator applies device atomics with the CPU's instructions, so both paths mix freely in tests.
+ * A real adapter's atomics are atomic with respect to other device atomics only (UCX's ATOMIC_DEVICE mode): on
+ * hardware, words one peer changes by fetch-add or compare-and-swap over rdma should not be changed at the same time
+ * by active-message atomics or by the owner's CPU.
  *
  * <p><b>Backlogs.</b> Answers go only to a lane that takes them: while the endpoint is not writable (the peer does not
  * read), arriving requests wait unapplied, in order, and are applied and answered as it becomes writable again; more
  * than NUCX_REPLY_BACKLOG of them fails the endpoint ({@link LimitExceededException}), so a peer that never reads
  * makes this side hold a bounded backlog, not an unbounded queue of answers. As a sender it keeps at most that many
- * atomics unanswered on the endpoint (later ones wait here, in order), so a well-behaved peer never reaches the
- * bound on the other side.
+ * atomics unanswered on the endpoint, device atomics included (later ones wait here, in order), so a well-behaved
+ * peer never reaches the bound on the other side.
  */
 public final class AmoCodec extends ChannelDuplexHandler implements ProtocolCodec {
 
     /** Its name in an endpoint's pipeline. */
     public static final String NAME = "nucx.amo";
 
-    /** The atomics family: no protocol to select (atomics always go as active messages here), two AM ids. */
+    /** The atomics family: no protocol to select (the AMO lane decides), two AM ids for the software path. */
     public static final ProtocolFamily FAMILY = new ProtocolFamily("amo/am", List.of(),
             new int[] {AmIds.ATOMIC_REQ, AmIds.ATOMIC_REP}, (pipeline, endpoint, worker) -> {
-                AmoCodec codec = new AmoCodec(worker.memory(), endpoint::peerUuid, worker.limits().replyBacklog());
+                AmoCodec codec = new AmoCodec(worker.memory(), endpoint, worker.counters(),
+                        worker.limits().replyBacklog());
                 pipeline.addLast(NAME, codec);
                 return codec;
             });
+
+    /** Counters ({@link ProtocolCounters}): atomics the device ran, and atomics sent as active messages. */
+    public static final String DEVICE_COUNTER = "amo/device";
+    public static final String AM_COUNTER = "amo/am";
 
     private static final VarHandle WORD = ValueLayout.JAVA_LONG.varHandle();
 
     private final MemoryRegistry memory;
     private final LongSupplier peerUuid;
+    private final EndpointServices endpoint;
+    private final LongAdder deviceCount;
+    private final LongAdder amCount;
     private final PendingRequests<AtomicRequest> requests = new PendingRequests<>();
     private final int backlog;
     /** Our atomics past the window, with their write promises, waiting for answers to come back. */
@@ -62,7 +87,11 @@ public final class AmoCodec extends ChannelDuplexHandler implements ProtocolCode
     /** The peer's ATOMIC_REQ frames waiting for the lane to take their answers. */
     private final ArrayDeque<AmFrame> unanswered = new ArrayDeque<>();
 
-    /** @param peerUuid the uuid of the worker this endpoint talks to (keys name the worker that owns the memory) */
+    /**
+     * Atomics as active messages only.
+     *
+     * @param peerUuid the uuid of the worker this endpoint talks to (keys name the worker that owns the memory)
+     */
     public AmoCodec(MemoryRegistry memory, LongSupplier peerUuid) {
         this(memory, peerUuid, Integer.MAX_VALUE);
     }
@@ -71,13 +100,68 @@ public final class AmoCodec extends ChannelDuplexHandler implements ProtocolCode
     public AmoCodec(MemoryRegistry memory, LongSupplier peerUuid, int backlog) {
         this.memory = memory;
         this.peerUuid = peerUuid;
+        this.endpoint = null;
+        this.deviceCount = new LongAdder();
+        this.amCount = new LongAdder();
         this.backlog = backlog;
+    }
+
+    /** Atomics on {@code endpoint}'s AMO lane where it has one, else as active messages. */
+    public AmoCodec(MemoryRegistry memory, EndpointServices endpoint, ProtocolCounters counters, int backlog) {
+        this.memory = memory;
+        this.peerUuid = endpoint::peerUuid;
+        this.endpoint = endpoint;
+        this.deviceCount = counters.counter(DEVICE_COUNTER);
+        this.amCount = counters.counter(AM_COUNTER);
+        this.backlog = backlog;
+    }
+
+    /**
+     * Atomics written while an endpoint with an AMO lane wires up: they wait for its lanes, to go to the device. (An
+     * endpoint without one writes them as active messages at once, which its stub queues like any write.)
+     */
+    private ArrayDeque<Object[]> early;
+    /** Atomics replayed per loop turn after the wireup: reads (and keepalive) go on between batches. */
+    private static final int REPLAY_BATCH = 256;
+
+    @Override
+    public void handlerAdded(ChannelHandlerContext ctx) {
+        Future<Void> wired = endpoint == null || !endpoint.hasAmoLane() ? null : endpoint.wireupFuture();
+        if (wired != null && !wired.isDone()) {
+            early = new ArrayDeque<>();
+            // a task of its own: the lanes that completed the wireup connect in the same turn
+            wired.addListener(f -> ctx.executor().execute(() -> replay(ctx)));
+        }
+    }
+
+    /** Writes the next batch of what waited for the wireup, in order; later atomics queue behind the rest. */
+    private void replay(ChannelHandlerContext ctx) {
+        if (early == null) {
+            return; // the endpoint ended meanwhile and failed them
+        }
+        for (int i = 0; i < REPLAY_BATCH && !early.isEmpty(); i++) {
+            Object[] w = early.poll();
+            ArrayDeque<Object[]> waiting = early;
+            early = null; // write() sends now
+            write(ctx, w[0], (ChannelPromise) w[1]);
+            early = waiting;
+        }
+        ctx.flush();
+        if (early.isEmpty()) {
+            early = null;
+        } else {
+            ctx.executor().execute(() -> replay(ctx));
+        }
     }
 
     @Override
     public void write(ChannelHandlerContext ctx, Object msg, ChannelPromise promise) {
         if (!(msg instanceof AtomicRequest r)) {
             ctx.write(msg, promise);
+            return;
+        }
+        if (early != null) {
+            early.add(new Object[] {r, promise});
             return;
         }
         String refusal = r.key().workerUuid() != peerUuid.getAsLong()
@@ -102,6 +186,10 @@ public final class AmoCodec extends ChannelDuplexHandler implements ProtocolCode
 
     private void send(ChannelHandlerContext ctx, AtomicRequest r, ChannelPromise promise) {
         long id = requests.add(r);
+        if (onDevice(ctx, r, id, promise)) {
+            return;
+        }
+        amCount.increment();
         ByteBuf header = ctx.alloc().buffer(AmoHeaders.REQ_LENGTH).writeLongLE(id).writeLongLE(r.address())
                 .writeLongLE(r.value()).writeLongLE(r.compare()).writeIntLE(r.key().region())
                 .writeByte(r.op().wire()).writeZero(3).writeLongLE(r.key().secret());
@@ -112,6 +200,51 @@ public final class AmoCodec extends ChannelDuplexHandler implements ProtocolCode
             }
         });
         ctx.write(AmFrame.of(AmIds.ATOMIC_REQ, header), promise);
+    }
+
+    /**
+     * Runs {@code r} on the AMO lane when the device can (fetch-add, compare-and-swap) and the key carries the
+     * owner's key for the device the lane reaches; its result, or failure, completes {@code r} and {@code promise}.
+     * False when it goes as an active message instead.
+     */
+    private boolean onDevice(ChannelHandlerContext ctx, AtomicRequest r, long id, ChannelPromise promise) {
+        RmaRail amo = endpoint == null || (r.op() != AtomicOp.ADD && r.op() != AtomicOp.CSWAP) ? null
+                : endpoint.amoRail();
+        RmaOp.Kind kind = r.op() == AtomicOp.ADD ? RmaOp.Kind.FETCH_ADD : RmaOp.Kind.COMPARE_SWAP;
+        byte[] packed = amo == null || !amo.lane().supports(kind) || r.key().transportKeys().length == 0 ? null
+                : KeyBundle.keyFor(r.key().keys(), amo.remoteEntry());
+        if (packed == null) {
+            return false;
+        }
+        RemoteKey key;
+        try {
+            key = amo.lane().unpackKey(Unpooled.wrappedBuffer(packed));
+        } catch (InvalidRemoteKeyException e) {
+            requests.remove(id);
+            IllegalArgumentException bad = new IllegalArgumentException(r.op() + ": the key's device key for "
+                    + amo.name() + " is refused: " + e.getMessage(), e);
+            r.result().tryFailure(bad);
+            promise.tryFailure(bad);
+            return true;
+        }
+        long offset = r.address() - key.address();
+        RmaOp op = r.op() == AtomicOp.ADD ? RmaOp.fetchAdd(key, offset, r.value())
+                : RmaOp.compareAndSwap(key, offset, r.compare(), r.value());
+        deviceCount.increment();
+        amo.lane().channel().writeAndFlush(op).addListener(f -> {
+            if (requests.remove(id) == null) {
+                return; // the endpoint ended first and failed it
+            }
+            if (f.isSuccess()) {
+                r.result().trySuccess(op.result());
+                promise.trySuccess();
+            } else {
+                r.result().tryFailure(f.cause());
+                promise.tryFailure(f.cause());
+            }
+            sendWaiting(ctx); // the lanes share the endpoint's loop: this is it
+        });
+        return true;
     }
 
     @Override
@@ -265,12 +398,22 @@ public final class AmoCodec extends ChannelDuplexHandler implements ProtocolCode
     @Override
     public void collectOutstanding(List<Future<?>> out) {
         requests.values().forEach(r -> out.add(r.result()));
+        if (early != null) {
+            early.forEach(w -> out.add(((AtomicRequest) w[0]).result()));
+        }
         waitingToSend.forEach(w -> out.add(((AtomicRequest) w[0]).result()));
     }
 
     /** The endpoint ended: waiting atomics fail (whether the peer applied them is unknown). */
     @Override
     public void endpointEnded(Throwable cause) {
+        if (early != null) {
+            for (Object[] w; (w = early.poll()) != null; ) {
+                ((AtomicRequest) w[0]).result().tryFailure(cause);
+                ((ChannelPromise) w[1]).tryFailure(cause);
+            }
+            early = null;
+        }
         requests.takeAll().forEach(r -> r.result().tryFailure(cause));
         for (Object[] w; (w = waitingToSend.poll()) != null; ) {
             ((AtomicRequest) w[0]).result().tryFailure(cause);

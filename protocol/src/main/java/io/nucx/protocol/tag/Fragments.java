@@ -2,7 +2,6 @@ package io.nucx.protocol.tag;
 
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.ByteBufAllocator;
-import io.netty.buffer.CompositeByteBuf;
 import io.nucx.protocol.ProtocolException;
 
 import java.util.Map;
@@ -129,8 +128,21 @@ final class Fragments {
             ByteBuf only = copies.pollFirstEntry().getValue();
             return only;
         }
-        CompositeByteBuf whole = alloc.compositeBuffer(copies.size());
-        whole.addComponents(true, copies.values());
+        // One buffer, not a composite of every fragment: a 256 MiB message arrives as thousands of fragments, and a
+        // composite of thousands of components turns into a heap copy of the whole at the first nioBuffer() or
+        // getBytes() a user makes of it. Briefly twice the message's memory, as a copy from the sender's would be.
+        ByteBuf whole = alloc.buffer(total, total);
+        try {
+            for (ByteBuf part : copies.values()) {
+                whole.writeBytes(part, part.readerIndex(), part.readableBytes());
+            }
+        } catch (RuntimeException | Error e) {
+            whole.release();
+            throw e;
+        }
+        for (ByteBuf part : copies.values()) {
+            part.release();
+        }
         copies.clear();
         return whole;
     }

@@ -10,10 +10,11 @@ import io.nucx.protocol.ProtocolException;
  * RNDV_RTS   +----------------+--------------------+----------------+
  *            |    tag:u64     | sender req id:u64  |   size:u64     |     tag/rndv: 24 bytes
  *            +----------------+--------------------+----------------+
- *   rndv/get/zcopy appends the send buffer's packed remote key (cma: 54 bytes in all):
+ *   rndv/get/zcopy appends the send buffer's packed remote keys (one cma key: 57 bytes in all):
  *            +-----------------+------------------------------------------------+
- *            | key length:u16  | packed key: the RMA transport's own bytes      |   (cma: 28, host id, pid,
- *            +-----------------+------------------------------------------------+    address, length)
+ *            | key length:u16  | a KeyBundle: the RMA transports' own keys, one |   (cma: 28, host id, pid,
+ *            |                 | per device of the sender's RMA lanes           |    address, length)
+ *            +-----------------+------------------------------------------------+
  * RNDV_RTR   +--------------------+----------------------+----------------+
  *            | sender req id:u64  | receiver req id:u64  |   size:u64     |     24 bytes: send RNDV_DATA
  *            +--------------------+----------------------+----------------+
@@ -33,7 +34,7 @@ import io.nucx.protocol.ProtocolException;
  * </pre>
  * An AM_RTS has RNDV_RTS's header and the active message's user header as its payload.
  * The tag comes first in RTS, as in the eager headers, so one matcher serves both. A key-carrying RTS or RTR is told
- * from a plain one by its length. The key is opaque here: the RMA lane that uses it unpacks and checks it
+ * from a plain one by its length. The keys are opaque here: each RMA lane that uses one unpacks and checks it
  * ({@link RndvKeys}).
  */
 public final class RndvHeaders {

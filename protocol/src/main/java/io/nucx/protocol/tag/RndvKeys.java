@@ -1,14 +1,24 @@
 package io.nucx.protocol.tag;
 
 import io.netty.buffer.ByteBuf;
+import io.netty.buffer.Unpooled;
+import io.nucx.protocol.KeyBundle;
+import io.nucx.protocol.MemoryDomain;
 import io.nucx.protocol.ProtocolException;
+import io.nucx.protocol.RmaRail;
+import io.nucx.protocol.RmaTransfer;
 import io.nucx.transport.rma.InvalidRemoteKeyException;
+import io.nucx.transport.rma.MemoryRegistration;
 import io.nucx.transport.rma.RemoteKey;
-import io.nucx.transport.rma.RmaLane;
 
 import java.lang.foreign.MemorySegment;
+import java.util.ArrayList;
+import java.util.List;
 
-/** The rendezvous protocols' side of remote keys: what memory can be exposed, and checking a key that arrived. */
+/**
+ * The rendezvous protocols' side of remote keys: what memory can be exposed, exposing it on every rail (one
+ * {@link KeyBundle} with a key per device of ours), and checking the keys that arrived.
+ */
 final class RndvKeys {
 
     private RndvKeys() {
@@ -26,22 +36,84 @@ final class RndvKeys {
     }
 
     /**
-     * The key the peer packed for a {@code size}-byte message, unpacked by {@code lane}.
+     * Exposes {@code run} on each memory domain (an iface-wide registration every peer lane of that device can use),
+     * adding each registration to {@code out}, and returns the bundle of their keys for the peer.
+     */
+    static byte[] offerOnDomains(List<MemoryDomain> domains, MemorySegment run, List<MemoryRegistration> out) {
+        List<KeyBundle.Key> keys = new ArrayList<>(domains.size());
+        for (MemoryDomain d : domains) {
+            if (KeyBundle.keyFor(keys, d.entry()) != null) {
+                continue;
+            }
+            MemoryRegistration m = d.iface().registerMemory(run);
+            out.add(m);
+            keys.add(new KeyBundle.Key(d.entry(), m.packedKey()));
+        }
+        return KeyBundle.pack(keys);
+    }
+
+    /**
+     * Exposes {@code run} on the device of each rail (once per device), adding each registration to {@code out}, and
+     * returns the bundle of their keys for the peer.
+     */
+    static byte[] offerOnRails(List<RmaRail> rails, MemorySegment run, List<MemoryRegistration> out) {
+        List<KeyBundle.Key> keys = new ArrayList<>(rails.size());
+        for (RmaRail rail : rails) {
+            if (KeyBundle.keyFor(keys, rail.localEntry()) != null) {
+                continue; // a second rail from the same device uses the same key
+            }
+            MemoryRegistration m = rail.lane().register(run);
+            out.add(m);
+            keys.add(new KeyBundle.Key(rail.localEntry(), m.packedKey()));
+        }
+        return KeyBundle.pack(keys);
+    }
+
+    /**
+     * The peer's keys for a {@code size}-byte message, each unpacked by the rail that reaches the device it was
+     * registered on; rails the bundle has no key for are left out (the result may be empty: then RMA cannot be used).
      *
      * @param what names the frame, for the error
-     * @throws ProtocolException when the lane refuses the key (saying why) or it does not cover exactly {@code size}
+     * @throws ProtocolException when the bundle is malformed, a rail refuses its key (saying why), or a key does not
+     *                           cover exactly {@code size}
      */
-    static RemoteKey unpack(RmaLane lane, ByteBuf packed, long size, String what) {
-        RemoteKey key;
+    static List<RmaTransfer.RailKey> unpack(List<RmaRail> rails, ByteBuf packed, long size, String what) {
+        List<KeyBundle.Key> bundle;
         try {
-            key = lane.unpackKey(packed);
-        } catch (InvalidRemoteKeyException e) {
-            throw new ProtocolException(what + ": remote key is invalid: " + e.getMessage());
+            bundle = KeyBundle.unpack(packed);
+        } catch (IllegalArgumentException e) {
+            throw new ProtocolException(what + ": malformed remote key bundle: " + e.getMessage());
         }
-        if (key.length() != size) {
-            throw new ProtocolException(what + ": remote key covers " + key.length() + " bytes of a " + size
-                    + "-byte message");
+        List<RmaTransfer.RailKey> out = new ArrayList<>(rails.size());
+        for (RmaRail rail : rails) {
+            byte[] k = KeyBundle.keyFor(bundle, rail.remoteEntry());
+            if (k == null) {
+                continue;
+            }
+            RemoteKey key;
+            try {
+                key = rail.lane().unpackKey(Unpooled.wrappedBuffer(k));
+            } catch (InvalidRemoteKeyException e) {
+                throw new ProtocolException(what + ": remote key for " + rail.name() + " is invalid: "
+                        + e.getMessage());
+            }
+            if (key.length() != size) {
+                throw new ProtocolException(what + ": remote key covers " + key.length() + " bytes of a " + size
+                        + "-byte message");
+            }
+            out.add(new RmaTransfer.RailKey(rail, key));
         }
-        return key;
+        return out;
+    }
+
+    /** The rails of {@code keys} whose lane is still active. */
+    static List<RmaTransfer.RailKey> live(List<RmaTransfer.RailKey> keys) {
+        List<RmaTransfer.RailKey> out = new ArrayList<>(keys.size());
+        for (RmaTransfer.RailKey k : keys) {
+            if (k.rail().lane().channel().isActive()) {
+                out.add(k);
+            }
+        }
+        return out;
     }
 }

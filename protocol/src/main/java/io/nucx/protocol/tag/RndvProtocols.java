@@ -1,5 +1,6 @@
 package io.nucx.protocol.tag;
 
+import io.nucx.protocol.EndpointConfig;
 import io.nucx.protocol.ProtocolFamily;
 import io.nucx.protocol.select.LinearFunc;
 import io.nucx.protocol.select.PerfFactor;
@@ -110,18 +111,20 @@ public final class RndvProtocols {
     public static final Protocol GET_ZCOPY = new RmaZcopy("rndv/get/zcopy",
             "(?) rendezvous zero-copy read from remote", Capability.GET_ZCOPY) {
         @Override
-        ProtoPerf perf(IfaceAttributes am, IfaceAttributes rma, long max) {
+        ProtoPerf perf(EndpointConfig ep, long max) {
+            IfaceAttributes am = ep.amLaneAttrs();
+            IfaceAttributes rma = ep.rmaLaneAttrs();
             double ovh = am.overheadSeconds();
-            return new ProtoPerf()
+            ProtoPerf perf = new ProtoPerf()
                     // register the send buffer, RTS out, ATS in
                     .add(1, max, PerfFactor.LOCAL_CPU, new LinearFunc(ovh + RTS_OVERHEAD + ovh
                             + rma.regCostSeconds(), rma.regCostPerByte()))
                     // RTS in, the reads, ATS out
                     .add(1, max, PerfFactor.REMOTE_CPU, new LinearFunc(ovh + rma.overheadSeconds() + ovh,
                             rma.overheadSeconds() / rma.rmaSegment()))
-                    .add(1, max, PerfFactor.REMOTE_TL, LinearFunc.slope(1 / rma.bandwidth()))
                     .add(1, max, PerfFactor.LATENCY, LinearFunc.constant(2 * am.latencySeconds()
                             + rma.latencySeconds()));
+            return wireTime(perf, ep, max, PerfFactor.REMOTE_TL);
         }
     };
 
@@ -158,20 +161,36 @@ public final class RndvProtocols {
     public static final Protocol PUT_ZCOPY = new RmaZcopy("rndv/put/zcopy",
             "(?) rendezvous zero-copy write to remote", Capability.PUT_ZCOPY) {
         @Override
-        ProtoPerf perf(IfaceAttributes am, IfaceAttributes rma, long max) {
+        ProtoPerf perf(EndpointConfig ep, long max) {
+            IfaceAttributes am = ep.amLaneAttrs();
+            IfaceAttributes rma = ep.rmaLaneAttrs();
             double ovh = am.overheadSeconds();
-            return new ProtoPerf()
+            ProtoPerf perf = new ProtoPerf()
                     // RTS out, RTR in, the writes, ATP out
                     .add(1, max, PerfFactor.LOCAL_CPU, new LinearFunc(ovh + RTS_OVERHEAD + ovh
                             + rma.overheadSeconds() + ovh, rma.overheadSeconds() / rma.rmaSegment()))
                     // RTS in, register the receive buffer, RTR out, ATP in
                     .add(1, max, PerfFactor.REMOTE_CPU, new LinearFunc(ovh + ovh + RTR_OVERHEAD + ovh
                             + rma.regCostSeconds(), rma.regCostPerByte()))
-                    .add(1, max, PerfFactor.LOCAL_TL, LinearFunc.slope(1 / rma.bandwidth()))
                     .add(1, max, PerfFactor.LATENCY, LinearFunc.constant(3 * am.latencySeconds()
                             + rma.latencySeconds()));
+            return wireTime(perf, ep, max, PerfFactor.LOCAL_TL);
         }
     };
+
+    /**
+     * The data's wire time, on {@code factor}: at the first RMA lane's bandwidth while a message is too small to split
+     * ({@link EndpointConfig#MIN_RAIL_PART} per rail), then at the sum of every RMA lane's (UCX's RMA_BW multi-rail,
+     * the seed's summed bandwidth: the threshold moves down with each rail).
+     */
+    static ProtoPerf wireTime(ProtoPerf perf, EndpointConfig ep, long max, PerfFactor factor) {
+        long splitFrom = EndpointConfig.MIN_RAIL_PART * ep.rmaRailCount();
+        if (ep.rmaRailCount() < 2 || splitFrom > max) {
+            return perf.add(1, max, factor, LinearFunc.slope(1 / ep.rmaLaneAttrs().bandwidth()));
+        }
+        return perf.add(1, splitFrom - 1, factor, LinearFunc.slope(1 / ep.rmaLaneAttrs().bandwidth()))
+                .add(splitFrom, max, factor, LinearFunc.slope(1 / ep.rmaBandwidth()));
+    }
 
     /**
      * What the RMA rendezvous variants share: they run for tagged sends of one contiguous run of non-heap memory on an
@@ -189,7 +208,7 @@ public final class RndvProtocols {
             this.needs = needs;
         }
 
-        abstract ProtoPerf perf(IfaceAttributes am, IfaceAttributes rma, long max);
+        abstract ProtoPerf perf(EndpointConfig ep, long max);
 
         @Override
         public String name() {
@@ -214,9 +233,9 @@ public final class RndvProtocols {
             }
             IfaceAttributes rma = params.endpoint().rmaLaneAttrs();
             long max = Math.min(ProtoPerf.MAX_SIZE, rma.maxZcopy());
-            ProtoPerf perf = perf(params.endpoint().amLaneAttrs(), rma, max).scale(PERF_DIFF_FACTOR);
+            ProtoPerf perf = perf(params.endpoint(), max).scale(PERF_DIFF_FACTOR);
             out.accept(new ProtoCandidate(this, params.rndvThresh(), 60, perf, params.endpoint().amLane() + " + "
-                    + params.endpoint().rmaLane()));
+                    + params.endpoint().rmaLanes()));
         }
 
         @Override

@@ -14,14 +14,14 @@ import io.nucx.protocol.PendingRequests;
 import io.nucx.protocol.ProtocolCodec;
 import io.nucx.protocol.ProtocolCounters;
 import io.nucx.protocol.ProtocolException;
+import io.nucx.protocol.RmaRail;
+import io.nucx.protocol.RmaTransfer;
 import io.nucx.protocol.am.AmHeaders;
 import io.nucx.protocol.am.AmIncoming;
 import io.nucx.protocol.stream.StreamSlot;
 import io.nucx.transport.AmFrame;
 import io.nucx.transport.Capability;
 import io.nucx.transport.rma.MemoryRegistration;
-import io.nucx.transport.rma.RemoteKey;
-import io.nucx.transport.rma.RmaLane;
 
 import java.io.IOException;
 import java.lang.foreign.MemorySegment;
@@ -90,8 +90,9 @@ final class RndvReceiver {
         int received;
         /** The GET reading the sender's memory, or null. */
         Get get;
-        /** The buffer offered for PUT, and the promise a graceful close waits for, or null. */
-        MemoryRegistration offer;
+        /** The buffer offered for PUT (one registration per device of ours), and the promise a graceful close waits
+         *  for, or null. */
+        List<MemoryRegistration> offer;
         Promise<Void> offerOver;
         /** Why a HELD receive fails once released: its endpoint ended while it was offered. */
         Throwable heldCause;
@@ -107,10 +108,10 @@ final class RndvReceiver {
     private final class RtsArrival extends TagArrival {
         final long senderReqId;
         final long size;
-        /** The sender's key, unpacked by our RMA lane when it arrived ({@code rndv/get/zcopy}), or null. */
-        final RemoteKey key;
+        /** The sender's keys, unpacked by our RMA lanes when it arrived ({@code rndv/get/zcopy}), or null. */
+        final List<RmaTransfer.RailKey> key;
 
-        RtsArrival(long tag, long senderReqId, long size, RemoteKey key) {
+        RtsArrival(long tag, long senderReqId, long size, List<RmaTransfer.RailKey> key) {
             super(tag);
             budget.charge(MemoryBudget.ENTRY_COST, "unexpected rendezvous request " + senderReqId + " ("
                     + size + " bytes)");
@@ -143,13 +144,14 @@ final class RndvReceiver {
         final long tag;
         final long senderReqId;
         final long size;
-        final RemoteKey key;
+        final List<RmaTransfer.RailKey> key;
         /** Why the data can no longer be asked for: the endpoint ended first. */
         Throwable ended;
         /** Charged to the endpoint's budget while it waits, as an unexpected RTS is. */
         final long charged;
 
-        AmRts(long tag, ByteBuf header, long size, long senderReqId, RemoteKey key, long charged) {
+        AmRts(long tag, ByteBuf header, long size, long senderReqId, List<RmaTransfer.RailKey> key,
+              long charged) {
             super(tag, header, size);
             this.charged = charged;
             this.tag = tag;
@@ -208,6 +210,7 @@ final class RndvReceiver {
     private final LongAdder putCount;
     private final LongAdder putFallbackCount;
     private final LongAdder putHeldCount;
+    private final ProtocolCounters counters;
     private int held;
 
     RndvReceiver(ChannelHandlerContext ctx, EndpointServices endpoint, TagMatcher matcher, ByteBufAllocator alloc,
@@ -222,6 +225,7 @@ final class RndvReceiver {
         this.maxMessageSize = maxMessageSize;
         this.scheme = scheme;
         this.toPipeline = endpoint::deliversToPipeline;
+        this.counters = counters;
         this.getCount = counters.counter(RndvProtocols.RECV_GET_COUNTER);
         this.getFallbackCount = counters.counter(RndvProtocols.RECV_GET_FALLBACK_COUNTER);
         this.putCount = counters.counter(RndvProtocols.RECV_PUT_COUNTER);
@@ -239,11 +243,13 @@ final class RndvReceiver {
             throw new ProtocolException("rendezvous request " + senderReqId + " announces " + size
                     + " bytes; NUCX_MAX_MSG_SIZE allows " + maxMessageSize);
         }
-        RemoteKey key = null;
+        List<RmaTransfer.RailKey> key = null;
         if (packedKey != null && scheme != RndvScheme.AM && scheme != RndvScheme.PUT_ZCOPY) {
-            RmaLane lane = endpoint.rmaLane(Capability.GET_ZCOPY);
-            if (lane != null) {
-                key = RndvKeys.unpack(lane, packedKey, size, "RNDV_RTS " + senderReqId);
+            List<RmaRail> rails = endpoint.rmaRails(Capability.GET_ZCOPY);
+            List<RmaTransfer.RailKey> keys = rails.isEmpty() ? List.of()
+                    : RndvKeys.unpack(rails, packedKey, size, "RNDV_RTS " + senderReqId);
+            if (!keys.isEmpty()) {
+                key = keys;
             } else {
                 getFallbackCount.increment(); // no permitted RMA lane on this side: the sender sends the data
             }
@@ -295,7 +301,7 @@ final class RndvReceiver {
      * Places the data where they go ({@code target}: a receive or a pipeline slot), then reads them from the sender
      * when it offered a key this side can use, offers the buffer for PUT when the scheme says so, or asks by RTR.
      */
-    private void start(Object target, long tag, long size, long senderReqId, RemoteKey key) {
+    private void start(Object target, long tag, long size, long senderReqId, List<RmaTransfer.RailKey> key) {
         if (target instanceof TagReceive r) {
             if (!r.fits(size)) {
                 r.truncated(tag, size);
@@ -328,11 +334,12 @@ final class RndvReceiver {
             }
             putFallbackCount.increment(); // heap or scattered buffer, no permitted RMA lane: the sender sends the data
         } else if (key != null) {
-            RmaLane lane = endpoint.rmaLane(Capability.GET_ZCOPY);
-            if (lane != null && wholeBuffer(rv)) {
+            List<RmaTransfer.RailKey> live = endpoint.rmaRails(Capability.GET_ZCOPY).isEmpty() ? List.of()
+                    : RndvKeys.live(key); // an RTS that waited unexpected may outlive a lane
+            if (!live.isEmpty() && wholeBuffer(rv)) {
                 rv.stage = Stage.GET;
-                rv.get = new Get(rv, key, lane);
-                rv.get.next();
+                rv.get = new Get(rv, live);
+                rv.get.start();
                 return;
             }
             getFallbackCount.increment();
@@ -385,21 +392,23 @@ final class RndvReceiver {
     }
 
     /**
-     * rndv/put/zcopy: offers the receive buffer to the sender in an RTR with its key, when it is one run of native
-     * memory (a heap array has no address another process could write) and the endpoint has a permitted RMA lane with
-     * PUT_ZCOPY. From here the PUT safety rule (class comment) holds the receive until the sender's last word.
+     * rndv/put/zcopy: offers the receive buffer to the sender in an RTR with its keys (one per RMA lane's device), when
+     * it is one run of native memory (a heap array has no address another process could write) and the endpoint has
+     * a permitted RMA lane with PUT_ZCOPY. From here the PUT safety rule (class comment) holds the receive until the
+     * sender's last word.
      */
     private boolean offerForPut(Receive rv) {
         MemorySegment run = RndvKeys.nativeRun(rv.buffer, 0, rv.total);
-        RmaLane lane = run == null || !endpoint.acceptsOffers() ? null : endpoint.rmaLane(Capability.PUT_ZCOPY);
-        if (lane == null) {
+        List<RmaRail> rails = run == null || !endpoint.acceptsOffers() ? List.of()
+                : endpoint.rmaRails(Capability.PUT_ZCOPY);
+        if (rails.isEmpty()) {
             return false;
         }
-        rv.offer = lane.register(run);
+        rv.offer = new ArrayList<>(rails.size());
+        byte[] key = RndvKeys.offerOnRails(rails, run, rv.offer);
         rv.offerOver = ctx.executor().newPromise();
         rv.stage = Stage.OFFERED;
-        MemoryRegistration offer = rv.offer;
-        byte[] key = offer.packedKey();
+        List<MemoryRegistration> offer = rv.offer;
         ByteBuf h = RndvHeaders.writeRtr(ctx.alloc().buffer(RndvHeaders.rtrLength(key)), rv.senderReqId, rv.id,
                 rv.total, key);
         AmFrame rtr = AmFrame.of(AmIds.RNDV_RTR, h);
@@ -419,12 +428,12 @@ final class RndvReceiver {
     }
 
     /** {@code offer}'s RTR never left: no one can write into the buffer through it, so the receive ends now. */
-    private void offerNeverSent(Receive rv, MemoryRegistration offer, Throwable cause) {
+    private void offerNeverSent(Receive rv, List<MemoryRegistration> offer, Throwable cause) {
         if (rv.offer != offer) {
             return;
         }
         if (rv.stage == Stage.HELD) {
-            offer.close();
+            offer.forEach(MemoryRegistration::close);
             released(rv, new IOException(rv.heldCause.getMessage() + "; its buffer was never offered (the RTR was "
                     + "not sent: " + cause + ")", rv.heldCause.getCause() != null ? rv.heldCause.getCause()
                     : rv.heldCause));
@@ -497,27 +506,28 @@ final class RndvReceiver {
     /** The sender will write into {@code rv}'s buffer no more: the offer ends (a close waiting for it goes on). */
     private void offerOver(Receive rv) {
         if (rv.offer != null) {
-            rv.offer.close();
+            rv.offer.forEach(MemoryRegistration::close);
             rv.offer = null;
             rv.offerOver.trySuccess(null);
         }
     }
 
     /**
-     * Reads a rendezvous message from the sender's memory into the receive buffer through the RMA lane. When done,
-     * ATS tells the sender to complete and release. A failed read (EPERM, ESRCH, EFAULT at run time) asks for the data
-     * by RTR instead; nothing was appended yet, so the fragments fill the buffer from the start.
+     * Reads a rendezvous message from the sender's memory into the receive buffer through the RMA lanes (split over
+     * them by bandwidth). When done, ATS tells the sender to complete and release. A failed read (EPERM, ESRCH,
+     * EFAULT, a verbs error at run time) asks for the data by RTR instead; nothing was appended yet, so the fragments
+     * fill the buffer from the start.
      */
     private final class Get extends RmaTransfer {
         private final Receive rv;
 
-        Get(Receive rv, RemoteKey key, RmaLane lane) {
-            super(false, key, lane, rv.buffer, 0, rv.total, alloc, ctx.executor());
+        Get(Receive rv, List<RailKey> keys) {
+            super(false, keys, rv.buffer, 0, rv.total, 0, alloc, ctx.executor(), counters);
             this.rv = rv;
         }
 
         @Override
-        void failed(Throwable cause) {
+        protected void failed(Throwable cause) {
             rv.get = null;
             getFallbackCount.increment();
             endpoint.rmaFailed("rndv/get/zcopy fell back to RTR", cause);
@@ -525,7 +535,7 @@ final class RndvReceiver {
         }
 
         @Override
-        void finished() {
+        protected void finished() {
             rv.get = null;
             receives.remove(rv.id);
             rv.received = rv.total;
@@ -643,10 +653,16 @@ final class RndvReceiver {
         rv.heldCause = cause;
         held++;
         putHeldCount.increment();
-        MemoryRegistration offer = rv.offer;
+        List<MemoryRegistration> offer = rv.offer;
         // Released in a task of its own: a revoke done at once (the sender already gone, or a transport that can take
         // access back) must not end the receive inside its endpoint's failure, before the endpoint is known failed.
-        offer.revoke().addListener(f -> ctx.executor().execute(() -> {
+        // With several devices, only once every one of them has withdrawn the sender's access.
+        Promise<Void> all = ctx.executor().newPromise();
+        io.netty.util.concurrent.PromiseCombiner revokes = new io.netty.util.concurrent.PromiseCombiner(
+                ctx.executor());
+        offer.forEach(m -> revokes.add(m.revoke()));
+        revokes.finish(all);
+        all.addListener(f -> ctx.executor().execute(() -> {
             if (f.isSuccess() && rv.stage == Stage.HELD && rv.offer == offer) {
                 Throwable why = rv.heldCause.getCause() != null ? rv.heldCause.getCause() : rv.heldCause;
                 released(rv, new IOException(rv.heldCause.getMessage() + "; buffer released once the sender could "
@@ -687,7 +703,7 @@ final class RndvReceiver {
                     || (frame.amId() == AmIds.RNDV_DATA && h.readableBytes() == RndvHeaders.DATA_LENGTH)) {
                 Receive rv = receives.get(h.getLongLE(h.readerIndex()));
                 if (rv != null && rv.stage == Stage.HELD) {
-                    rv.offer.close();
+                    rv.offer.forEach(MemoryRegistration::close);
                     released(rv, rv.heldCause);
                 }
             }
@@ -713,7 +729,7 @@ final class RndvReceiver {
             // Kept alive whatever the peer does, so the registration ends here (close, not revoke): a revoke still
             // pending would otherwise complete when the peer exits and release what the caller was told is parked.
             rv.stage = Stage.PARKED;
-            rv.offer.close();
+            rv.offer.forEach(MemoryRegistration::close);
             PARKED.add(rv);
             bytes += rv.total;
         }

@@ -8,19 +8,21 @@ import io.netty.channel.ChannelPromise;
 import io.netty.util.concurrent.Future;
 import io.nucx.protocol.AmIds;
 import io.nucx.protocol.EndpointServices;
+import io.nucx.protocol.MemoryDomain;
 import io.nucx.protocol.PendingRequests;
 import io.nucx.protocol.ProtocolCodec;
 import io.nucx.protocol.ProtocolCounters;
 import io.nucx.protocol.ProtocolException;
+import io.nucx.protocol.RmaRail;
+import io.nucx.protocol.RmaTransfer;
 import io.nucx.protocol.am.AmHeaders;
 import io.nucx.protocol.am.NoAmHandlerException;
 import io.nucx.transport.AmFrame;
 import io.nucx.transport.Capability;
 import io.nucx.transport.rma.MemoryRegistration;
-import io.nucx.transport.rma.RemoteKey;
-import io.nucx.transport.rma.RmaLane;
 
 import java.lang.foreign.MemorySegment;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.atomic.LongAdder;
 
@@ -51,8 +53,8 @@ final class RndvSender {
         final ChannelPromise promise;
         Stage stage = Stage.RTS_SENT;
         long id;
-        /** The send buffer exposed for the receiver's GET, or null. */
-        MemoryRegistration getOffer;
+        /** The send buffer exposed for the receiver's GET, one registration per device of ours; empty if none. */
+        final List<MemoryRegistration> getOffers = new ArrayList<>(2);
         /** The PUT writing this message into the receiver, or null. */
         Put put;
 
@@ -62,12 +64,12 @@ final class RndvSender {
             this.promise = promise;
         }
 
-        /** The send is over: its buffer is released, its GET offer withdrawn. */
+        /** The send is over: its buffer is released, its GET offers withdrawn. */
         void release() {
-            if (getOffer != null) {
-                getOffer.close();
-                getOffer = null;
+            for (MemoryRegistration m : getOffers) {
+                m.close();
             }
+            getOffers.clear();
             content.release();
         }
     }
@@ -78,6 +80,7 @@ final class RndvSender {
     private final PendingRequests<Send> sends;
     private final LongAdder putCount;
     private final LongAdder putFallbackCount;
+    private final ProtocolCounters counters;
     /** ATP(cancelled) frames written at the end and not yet gone; the endpoint lingers until they are. */
     private int lastWordsPending;
 
@@ -89,6 +92,7 @@ final class RndvSender {
         this.endpoint = endpoint;
         // Each fragment fits every lane it may take.
         this.fragment = endpoint.endpointConfig().minMaxBcopy() - RndvHeaders.DATA_LENGTH;
+        this.counters = counters;
         this.putCount = counters.counter(RndvProtocols.PUT_COUNTER);
         this.putFallbackCount = counters.counter(RndvProtocols.PUT_FALLBACK_COUNTER);
     }
@@ -100,12 +104,15 @@ final class RndvSender {
         s.id = sends.add(s);
         byte[] key = null;
         if (req.offerGet()) {
-            RmaLane lane = endpoint.rmaLane(Capability.GET_ZCOPY);
-            MemorySegment run = lane == null ? null
+            // By device when the endpoint names them: the key goes out even while the lanes still connect (an RTS
+            // written during wireup); else by the connected rails. Held until ATS (or RTR) says the receiver is done.
+            List<MemoryDomain> domains = endpoint.memoryDomains(Capability.GET_ZCOPY);
+            List<RmaRail> rails = domains.isEmpty() ? endpoint.rmaRails(Capability.GET_ZCOPY) : List.of();
+            MemorySegment run = domains.isEmpty() && rails.isEmpty() ? null
                     : RndvKeys.nativeRun(content, content.readerIndex(), content.readableBytes());
             if (run != null) {
-                s.getOffer = lane.register(run); // held until ATS (or RTR) says the receiver is done reading
-                key = s.getOffer.packedKey();
+                key = domains.isEmpty() ? RndvKeys.offerOnRails(rails, run, s.getOffers)
+                        : RndvKeys.offerOnDomains(domains, run, s.getOffers);
             }
         }
         ByteBuf header = RndvHeaders.writeRts(ctx.alloc().buffer(RndvHeaders.rtsLength(key)), req.tag(), s.id,
@@ -146,12 +153,13 @@ final class RndvSender {
             return;
         }
         if (packedKey != null) {
-            RmaLane lane = endpoint.rmaLane(Capability.PUT_ZCOPY);
-            if (lane != null) {
-                RemoteKey key = RndvKeys.unpack(lane, packedKey, size, "RNDV_RTR for rendezvous send " + senderReqId);
+            List<RmaRail> rails = endpoint.rmaRails(Capability.PUT_ZCOPY);
+            List<RmaTransfer.RailKey> keys = rails.isEmpty() ? List.of()
+                    : RndvKeys.unpack(rails, packedKey, size, "RNDV_RTR for rendezvous send " + senderReqId);
+            if (!keys.isEmpty()) {
                 s.stage = Stage.PUT;
-                s.put = new Put(s, key, lane, receiverReqId);
-                s.put.next();
+                s.put = new Put(s, keys, receiverReqId);
+                s.put.start();
                 return;
             }
             putFallbackCount.increment(); // no permitted RMA lane on this side: the data go as fragments
@@ -187,22 +195,23 @@ final class RndvSender {
     }
 
     /**
-     * Writes one send into the receiver's offered buffer through the RMA lane, then ATP. A failure falls back to
-     * fragments from offset 0 (whatever the PUT wrote is overwritten); a cancel stops it before its next chunk.
+     * Writes one send into the receiver's offered buffer through the RMA lanes (split over them by bandwidth), then
+     * ATP. A failure falls back to fragments from offset 0 (whatever the PUT wrote is overwritten); a cancel stops it
+     * before its next chunk.
      */
     private final class Put extends RmaTransfer {
         private final Send s;
         private final long receiverReqId;
 
-        Put(Send s, RemoteKey key, RmaLane lane, long receiverReqId) {
-            super(true, key, lane, s.content, s.content.readerIndex(), s.content.readableBytes(), ctx.alloc(),
-                    ctx.executor());
+        Put(Send s, List<RailKey> keys, long receiverReqId) {
+            super(true, keys, s.content, s.content.readerIndex(), s.content.readableBytes(), 0, ctx.alloc(),
+                    ctx.executor(), counters);
             this.s = s;
             this.receiverReqId = receiverReqId;
         }
 
         @Override
-        void failed(Throwable cause) {
+        protected void failed(Throwable cause) {
             s.put = null;
             sends.remove(s.id);
             putFallbackCount.increment();
@@ -211,7 +220,7 @@ final class RndvSender {
         }
 
         @Override
-        void finished() {
+        protected void finished() {
             s.put = null;
             sends.remove(s.id);
             putCount.increment();

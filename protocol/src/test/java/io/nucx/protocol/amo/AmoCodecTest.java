@@ -285,7 +285,11 @@ class AmoCodecTest {
         assertEquals(TARGET_UUID, key.workerUuid());
         assertThrows(IllegalArgumentException.class, () -> RemoteMemoryKey.unpack(new byte[27]));
         assertThrows(IllegalArgumentException.class, () -> memory.register(MemorySegment.ofArray(new long[4])));
-        assertThrows(IllegalArgumentException.class, () -> memory.register(words.asSlice(4, 16)));
+        assertThrows(IllegalArgumentException.class, () -> memory.register(words.asSlice(4, 0)));
+        // a region for put and get need not be aligned; atomics check each word's alignment (misaligned: refused)
+        RemoteMemoryKey unaligned = memory.register(words.asSlice(4, 16));
+        assertEquals(words.address() + 4, unaligned.base());
+        memory.unregister(unaligned);
         try (Arena confined = Arena.ofConfined()) {
             IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
                     () -> memory.register(confined.allocate(64, 8)));

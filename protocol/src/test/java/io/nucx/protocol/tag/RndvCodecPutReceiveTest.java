@@ -85,7 +85,8 @@ class RndvCodecPutReceiveTest {
             assertEquals(AmIds.RNDV_RTR, f.amId(), () -> "got " + AmIds.name(f.amId()));
             ByteBuf h = f.header();
             ByteBuf key = RndvHeaders.readRtrKey(h);
-            return new Rtr(h.getLongLE(0), h.getLongLE(8), h.getLongLE(16), key == null ? null : bytes(key));
+            return new Rtr(h.getLongLE(0), h.getLongLE(8), h.getLongLE(16), key == null ? null
+                    : RndvEndpoint.unbundle(key));
         } finally {
             f.release();
         }

@@ -212,8 +212,9 @@ class RndvCodecSendTest {
         ByteBuf content = direct(pattern(8, 5000));
         ChannelFuture[] f = new ChannelFuture[1];
         AmFrame rts = send(ch, new RndvSendRequest(1, content, true), f);
-        assertEquals(RndvHeaders.rtsLength(new byte[CmaKey.PACKED_LENGTH]), rts.header().readableBytes());
-        CmaKey key = CmaKey.unpack(bytes(RndvHeaders.readRtsKey(rts.header())));
+        assertEquals(RndvHeaders.rtsLength(RndvEndpoint.bundle(new byte[CmaKey.PACKED_LENGTH])),
+                rts.header().readableBytes());
+        CmaKey key = CmaKey.unpack(RndvEndpoint.unbundle(RndvHeaders.readRtsKey(rts.header())));
         assertEquals(Cma.pid(), key.pid());
         assertEquals(MemorySegment.ofBuffer(content.nioBuffer()).address(), key.address());
         assertEquals(5000, key.length());
@@ -305,7 +306,8 @@ class RndvCodecSendTest {
         ByteBuf nativeContent = direct(pattern(13, 1 << 20));
         ChannelFuture sent = ch.writeAndFlush(new TagMessage(0x72, nativeContent));
         AmFrame rts = ch.readOutbound();
-        assertEquals(RndvHeaders.rtsLength(new byte[CmaKey.PACKED_LENGTH]), rts.header().readableBytes());
+        assertEquals(RndvHeaders.rtsLength(RndvEndpoint.bundle(new byte[CmaKey.PACKED_LENGTH])),
+                rts.header().readableBytes());
         assertEquals(1, w.counters().count(RndvProtocols.GET_ZCOPY.name()));
         ch.writeInbound(ats(senderReqId(rts), RndvHeaders.STATUS_OK));
         assertTrue(sent.isSuccess());

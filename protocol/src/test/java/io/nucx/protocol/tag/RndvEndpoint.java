@@ -132,14 +132,32 @@ final class RndvEndpoint implements AutoCloseable {
         return a;
     }
 
-    /** An RTS as a sender writes it; {@code key} null for a plain one. */
+    /**
+     * An RTS as a sender writes it; {@code key} (a transport's key, bundled as registered on the sender's device 0,
+     * which the test endpoint's one rail reaches) null for a plain one.
+     */
     static AmFrame rts(long tag, long senderReqId, long size, byte[] key) {
-        return AmFrame.of(AmIds.RNDV_RTS, RndvHeaders.writeRts(Unpooled.buffer(), tag, senderReqId, size, key));
+        return AmFrame.of(AmIds.RNDV_RTS, RndvHeaders.writeRts(Unpooled.buffer(), tag, senderReqId, size,
+                bundle(key)));
     }
 
-    /** An RTR as a receiver writes it; {@code key} null for a plain one. */
+    /** An RTR as a receiver writes it; {@code key} (bundled as {@link #rts} does) null for a plain one. */
     static AmFrame rtr(long senderReq, long receiverReq, long size, byte[] key) {
-        return AmFrame.of(AmIds.RNDV_RTR, RndvHeaders.writeRtr(Unpooled.buffer(), senderReq, receiverReq, size, key));
+        return AmFrame.of(AmIds.RNDV_RTR, RndvHeaders.writeRtr(Unpooled.buffer(), senderReq, receiverReq, size,
+                bundle(key)));
+    }
+
+    /** {@code key} as the only key of a bundle, registered on device entry 0; null for null. */
+    static byte[] bundle(byte[] key) {
+        return key == null ? null : io.nucx.protocol.KeyBundle.pack(List.of(new io.nucx.protocol.KeyBundle.Key(0,
+                key)));
+    }
+
+    /** The transport key of device entry 0 in the bundle {@code packed}. */
+    static byte[] unbundle(ByteBuf packed) {
+        byte[] key = io.nucx.protocol.KeyBundle.keyFor(io.nucx.protocol.KeyBundle.unpack(packed), 0);
+        assertTrue(key != null, "no key of device entry 0 in the bundle");
+        return key;
     }
 
     static AmFrame ats(long senderReq, int status) {

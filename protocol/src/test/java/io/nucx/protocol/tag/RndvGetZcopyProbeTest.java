@@ -12,13 +12,19 @@ import io.nucx.protocol.select.Protocol;
 import io.nucx.protocol.select.SelectionKey;
 import io.nucx.transport.Capability;
 import io.nucx.transport.IfaceAttributes;
-import io.nucx.transport.cma.Cma;
 import org.junit.jupiter.api.Test;
 
 import java.util.ArrayList;
 import java.util.EnumSet;
 import java.util.List;
 
+import static io.nucx.protocol.tag.RmaProbeLanes.CMA;
+import static io.nucx.protocol.tag.RmaProbeLanes.COPY_BW;
+import static io.nucx.protocol.tag.RmaProbeLanes.DIRECT;
+import static io.nucx.protocol.tag.RmaProbeLanes.TCP;
+import static io.nucx.protocol.tag.RmaProbeLanes.TCP_CMA;
+import static io.nucx.protocol.tag.RmaProbeLanes.TCP_ONLY;
+import static io.nucx.protocol.tag.RmaProbeLanes.key;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertSame;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -30,22 +36,8 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  */
 class RndvGetZcopyProbeTest {
 
-    private static final double COPY_BW = ProbeParams.DEFAULT_COPY_BANDWIDTH;
-    private static final IfaceAttributes TCP = new IfaceAttributes(EnumSet.of(Capability.AM_SHORT,
-            Capability.AM_BCOPY), 8192, 65536, 64, 5.26e-6, 0, 0, 2.2e9, 50e-6, 0);
-    private static final IfaceAttributes CMA = new IfaceAttributes(EnumSet.of(Capability.GET_ZCOPY,
-            Capability.PUT_ZCOPY), 0, 0, 0, 80e-9, 0, 11145e6, 0, 2e-6, 0, Long.MAX_VALUE, Integer.MAX_VALUE,
-            Cma.CHUNK);
-    private static final EndpointConfig TCP_ONLY = new EndpointConfig("tcp/lo", TCP);
-    private static final EndpointConfig TCP_CMA = new EndpointConfig("tcp/lo", TCP, "cma/memory", CMA);
     private static final List<Protocol> REGISTRY = List.of(EagerProtocols.SHORT, EagerProtocols.SINGLE_BCOPY,
             EagerProtocols.MULTI_BCOPY, RndvProtocols.TAG_RNDV, RndvProtocols.GET_ZCOPY);
-
-    private static long key(SelectionKey.DatatypeClass dt, SelectionKey.MemoryType mem) {
-        return SelectionKey.pack(SelectionKey.Operation.TAG_SEND, 0, dt, mem, SelectionKey.Locality.INTER_NODE);
-    }
-
-    private static final long DIRECT = key(SelectionKey.DatatypeClass.CONTIG, SelectionKey.MemoryType.DIRECT);
 
     private static List<ProtoCandidate> probe(EndpointConfig config, long key) {
         List<ProtoCandidate> out = new ArrayList<>();

@@ -19,6 +19,15 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 /** The rendezvous header layouts ({@link RndvHeaders}), with a cma key as the remote key, and malformed ones. */
 class RndvHeadersTest {
 
+    /** Behind the 24-byte RTS or RTR: the key's length, then the packed cma key of host 0x1122334455667788, pid 4242. */
+    private static void assertCmaKeyAfterHeader(ByteBuf h, long address, long length) {
+        assertEquals(28, h.getUnsignedShortLE(24), "key length");
+        assertEquals(0x1122334455667788L, h.getLongLE(26), "host id");
+        assertEquals(4242, h.getIntLE(34), "pid");
+        assertEquals(address, h.getLongLE(38), "address");
+        assertEquals(length, h.getLongLE(46), "length");
+    }
+
     @Test
     void anRtsWithARemoteKeyIsTheRtsFollowedByTheKeyLengthAndTheKey() {
         CmaKey key = new CmaKey(0x1122334455667788L, 4242, 0x7f00_0000_1000L, 5000);
@@ -29,11 +38,7 @@ class RndvHeadersTest {
             assertEquals(9, h.getLongLE(0), "tag");
             assertEquals(17, h.getLongLE(8), "sender request id");
             assertEquals(5000, h.getLongLE(16), "size");
-            assertEquals(28, h.getUnsignedShortLE(24), "key length");
-            assertEquals(0x1122334455667788L, h.getLongLE(26), "host id");
-            assertEquals(4242, h.getIntLE(34), "pid");
-            assertEquals(0x7f00_0000_1000L, h.getLongLE(38), "address");
-            assertEquals(5000, h.getLongLE(46), "length");
+            assertCmaKeyAfterHeader(h, 0x7f00_0000_1000L, 5000);
             assertArrayEquals(key.pack(), bytes(RndvHeaders.readRtsKey(h)));
             assertEquals(0, h.readerIndex(), "the header is left as it was");
         } finally {
@@ -58,11 +63,7 @@ class RndvHeadersTest {
             assertEquals(17, h.getLongLE(0), "sender request id");
             assertEquals(33, h.getLongLE(8), "receiver request id");
             assertEquals(6000, h.getLongLE(16), "size");
-            assertEquals(28, h.getUnsignedShortLE(24), "key length");
-            assertEquals(0x1122334455667788L, h.getLongLE(26), "host id");
-            assertEquals(4242, h.getIntLE(34), "pid");
-            assertEquals(0x7f00_0000_2000L, h.getLongLE(38), "address");
-            assertEquals(6000, h.getLongLE(46), "length");
+            assertCmaKeyAfterHeader(h, 0x7f00_0000_2000L, 6000);
             assertArrayEquals(key.pack(), bytes(RndvHeaders.readRtrKey(h)));
         } finally {
             h.release();

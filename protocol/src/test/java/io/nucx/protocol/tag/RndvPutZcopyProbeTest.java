@@ -12,38 +12,29 @@ import io.nucx.protocol.select.Protocol;
 import io.nucx.protocol.select.SelectionKey;
 import io.nucx.transport.Capability;
 import io.nucx.transport.IfaceAttributes;
-import io.nucx.transport.cma.Cma;
 import org.junit.jupiter.api.Test;
 
 import java.util.ArrayList;
 import java.util.EnumSet;
 import java.util.List;
 
+import static io.nucx.protocol.tag.RmaProbeLanes.CMA;
+import static io.nucx.protocol.tag.RmaProbeLanes.COPY_BW;
+import static io.nucx.protocol.tag.RmaProbeLanes.DIRECT;
+import static io.nucx.protocol.tag.RmaProbeLanes.TCP;
+import static io.nucx.protocol.tag.RmaProbeLanes.TCP_CMA;
+import static io.nucx.protocol.tag.RmaProbeLanes.TCP_ONLY;
+import static io.nucx.protocol.tag.RmaProbeLanes.key;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertSame;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
- * {@code rndv/put/zcopy}'s probe on the mock lanes of {@link RndvGetZcopyProbeTest} (tcp-like AM lane, cma-like RMA
+ * {@code rndv/put/zcopy}'s probe on the mock lanes of {@link RmaProbeLanes} (tcp-like AM lane, cma-like RMA
  * lane): its factors (the data on the sender's tl, not tl-remote), its declines, one control message dearer than
  * get/zcopy, and where the engine puts it when get/zcopy is left out (NUCX_RNDV_SCHEME=put_zcopy).
  */
 class RndvPutZcopyProbeTest {
-
-    private static final double COPY_BW = ProbeParams.DEFAULT_COPY_BANDWIDTH;
-    private static final IfaceAttributes TCP = new IfaceAttributes(EnumSet.of(Capability.AM_SHORT,
-            Capability.AM_BCOPY), 8192, 65536, 64, 5.26e-6, 0, 0, 2.2e9, 50e-6, 0);
-    private static final IfaceAttributes CMA = new IfaceAttributes(EnumSet.of(Capability.GET_ZCOPY,
-            Capability.PUT_ZCOPY), 0, 0, 0, 80e-9, 0, 11145e6, 0, 2e-6, 0, Long.MAX_VALUE, Integer.MAX_VALUE,
-            Cma.CHUNK);
-    private static final EndpointConfig TCP_ONLY = new EndpointConfig("tcp/lo", TCP);
-    private static final EndpointConfig TCP_CMA = new EndpointConfig("tcp/lo", TCP, "cma/memory", CMA);
-
-    private static long key(SelectionKey.DatatypeClass dt, SelectionKey.MemoryType mem) {
-        return SelectionKey.pack(SelectionKey.Operation.TAG_SEND, 0, dt, mem, SelectionKey.Locality.INTER_NODE);
-    }
-
-    private static final long DIRECT = key(SelectionKey.DatatypeClass.CONTIG, SelectionKey.MemoryType.DIRECT);
 
     private static List<ProtoCandidate> probe(Protocol p, EndpointConfig config, long key) {
         List<ProtoCandidate> out = new ArrayList<>();

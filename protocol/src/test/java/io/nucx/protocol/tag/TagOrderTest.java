@@ -210,8 +210,9 @@ class TagOrderTest {
         EmbeddedChannel ep = new EmbeddedChannel();
         User u = new User();
         List<ProtocolCodec> codecs = codecPipeline(ep, u);
-        assertEquals(List.of("nucx.amo", RndvCodec.NAME, EagerCodec.NAME, TagOrder.NAME),
-                ep.pipeline().names().subList(0, 4), "the last family nearest the lanes, the order on top");
+        assertEquals(List.of(io.nucx.protocol.rma.RmaCodec.NAME, "nucx.amo", RndvCodec.NAME, EagerCodec.NAME,
+                TagOrder.NAME), ep.pipeline().names().subList(0, 5),
+                "the last family nearest the lanes, the order on top");
         ep.writeInbound(eagerOnly("a"));
         ep.writeInbound(rts(70, 6)); // "bbbbbb", asked for by RTR
         AmFrame rtr = ep.readOutbound();

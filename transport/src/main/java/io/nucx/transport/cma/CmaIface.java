@@ -8,7 +8,10 @@ import io.nucx.transport.HostId;
 import io.nucx.transport.IfaceAttributes;
 import io.nucx.transport.IfaceParams;
 import io.nucx.transport.Transport;
+import io.nucx.transport.rma.MemoryRegistration;
+import io.nucx.transport.rma.RmaIface;
 
+import java.lang.foreign.MemorySegment;
 import java.util.EnumSet;
 
 /**
@@ -23,7 +26,7 @@ import java.util.EnumSet;
  * read the peer is a separate question, asked at lane selection ({@link #accessRefusal}), as UCX's
  * {@code uct_cma_iface_is_reachable_v2} does.
  */
-final class CmaIface extends AbstractIface {
+final class CmaIface extends AbstractIface implements RmaIface {
 
     static final int DEVICE_ADDRESS_LENGTH = 12;
 
@@ -81,6 +84,12 @@ final class CmaIface extends AbstractIface {
             return failedLane(ch, new IllegalArgumentException("cma cannot reach a process on another host"));
         }
         return registerLane(eventLoop(), ch, laneHandler);
+    }
+
+    /** A key any cma peer on this host can use (see {@link CmaMemory}). */
+    @Override
+    public MemoryRegistration registerMemory(MemorySegment local) {
+        return new CmaMemory(CmaKey.of(local), eventLoop());
     }
 
     @Override

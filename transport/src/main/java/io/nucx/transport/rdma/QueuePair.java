@@ -20,6 +20,9 @@ import static java.lang.foreign.ValueLayout.JAVA_SHORT;
  */
 final class QueuePair {
 
+    /** What posting on a destroyed queue pair returns, as a provider answers for a queue pair in a bad state. */
+    static final int EINVAL = 22;
+
     /** Completions one poll takes at most. */
     static final int POLL_BATCH = 32;
     /** 4.096 us x 2^14 = 67 ms ACK timeout, 7 retries (rdma-core's rc_pingpong); 7 RNR retries = forever. */
@@ -164,6 +167,9 @@ final class QueuePair {
      */
     int postSend(long wrId, int opcode, int flags, long addr, int length, int lkey, long remoteAddr, int rkey,
                  long compareAdd, long swap) {
+        if (destroyed) {
+            return EINVAL; // the provider would touch the freed queue pair and completion queue
+        }
         IbvSge.set(sendSge, addr, length, lkey);
         IbvSendWr.set(sendWr, wrId, sendSge, opcode, flags);
         if (opcode == IbvSendWr.IBV_WR_ATOMIC_FETCH_AND_ADD || opcode == IbvSendWr.IBV_WR_ATOMIC_CMP_AND_SWP) {
@@ -180,6 +186,9 @@ final class QueuePair {
 
     /** Posts one single-SGE receive. Returns 0 or the errno value post_recv returned. */
     int postRecv(long wrId, long addr, int length, int lkey) {
+        if (destroyed) {
+            return EINVAL;
+        }
         IbvSge.set(recvSge, addr, length, lkey);
         IbvRecvWr.set(recvWr, wrId, recvSge);
         try {

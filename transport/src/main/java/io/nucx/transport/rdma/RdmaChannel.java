@@ -340,6 +340,11 @@ public final class RdmaChannel extends AbstractChannel implements RmaLane {
             case CLOSED -> throw new ClosedChannelException();
             default -> { }
         }
+        if (failure != null) {
+            // Failed, not yet closed (fail() tells the pipeline first, whose handlers may still write, e.g. a
+            // goodbye): the queue pair is destroyed, so nothing may be posted; the writes fail with its cause.
+            throw failure instanceof Exception e ? e : new java.io.IOException(failure);
+        }
         in.forEachFlushedMessage(poster.reset());
         retireCancelled();
         if (postError != null) {

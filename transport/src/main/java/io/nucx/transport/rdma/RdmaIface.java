@@ -23,7 +23,8 @@ import io.nucx.transport.IfaceAttributes;
 import io.nucx.transport.IfaceParams;
 import io.nucx.transport.P2pEndpoint;
 import io.nucx.transport.Transport;
-import io.nucx.transport.shm.ShmIoHandle;
+import io.nucx.transport.rma.RmaIface;
+import io.nucx.transport.PolledIoHandle;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
@@ -53,7 +54,7 @@ import static java.lang.foreign.ValueLayout.JAVA_INT;
  * </pre>
  * Reachable: the same link layer and, on InfiniBand, the same subnet (the GID's upper 64 bits).
  */
-final class RdmaIface extends AbstractIface {
+final class RdmaIface extends AbstractIface implements RmaIface {
 
     private static final InternalLogger LOG = InternalLoggerFactory.getInstance(RdmaIface.class);
     static final int DEVICE_ADDRESS_LENGTH = 20;
@@ -305,9 +306,17 @@ final class RdmaIface extends AbstractIface {
         return pdToken;
     }
 
-    /** Registers {@code segment} for one-sided access by peers (and as local memory of GET/PUT). */
-    public RdmaMemory registerMemory(MemorySegment segment) throws VerbsException {
-        return register(segment);
+    /**
+     * Registers {@code segment} with this device's protection domain for one-sided access by the lanes of every peer
+     * of this iface (their keys name our protection domain), and as local memory of GET/PUT (any thread).
+     */
+    @Override
+    public RdmaMemory registerMemory(MemorySegment segment) {
+        try {
+            return register(segment);
+        } catch (VerbsException e) {
+            throw new IllegalStateException(e.getMessage(), e);
+        }
     }
 
     /**
@@ -492,7 +501,7 @@ final class RdmaIface extends AbstractIface {
     }
 
     /** Busy-poll on a ShmIoHandler loop: every pass polls every lane's CQ; before parking, arm and re-check. */
-    private final class Poller implements ShmIoHandle {
+    private final class Poller implements PolledIoHandle {
         @Override
         public int poll() {
             int work = 0;
@@ -579,6 +588,12 @@ final class RdmaIface extends AbstractIface {
         @Override
         public Future<Channel> connected() {
             return connected;
+        }
+
+        /** RC: each side's queue pair needs the other's number, so both sides connect. */
+        @Override
+        public boolean connectFromBothSides() {
+            return true;
         }
 
         @Override

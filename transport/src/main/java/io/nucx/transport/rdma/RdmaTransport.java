@@ -41,6 +41,13 @@ public final class RdmaTransport extends AbstractTransport {
         this.library = library;
     }
 
+    /** The transport over the library {@code config} names (NUCX_VERBS_LIB), probed anew if it is another one. */
+    @Override
+    public RdmaTransport forConfig(NucxConfig config) {
+        String lib = config.get(RdmaConfig.VERBS_LIB);
+        return lib.equals(library()) ? this : new RdmaTransport(lib);
+    }
+
     /** The library this transport binds. */
     public String library() {
         return library != null ? library : NucxConfig.fromEnvironment().get(RdmaConfig.VERBS_LIB);
@@ -116,14 +123,10 @@ public final class RdmaTransport extends AbstractTransport {
         return new Probe(Availability.unavailable(reason), List.of(), null);
     }
 
-    /**
-     * Not part of {@code NUCX_TLS=all} yet: an RC lane needs {@link io.nucx.transport.P2pEndpoint#connect} on both
-     * sides, and the wireup calls it only on the side that dials. Until it does, a machine with an RDMA device would
-     * otherwise advertise lanes that cannot be wired up. {@code NUCX_TLS=...,rdma} still names it.
-     */
+    /** Every active port: a worker opens one iface per device, so two devices give two rails (UCX's multi-rail). */
     @Override
-    public boolean includedInAll() {
-        return false;
+    public List<Device> ifaceDevices(NucxConfig config) {
+        return devices(config);
     }
 
     @Override

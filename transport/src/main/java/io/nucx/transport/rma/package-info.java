@@ -1,6 +1,6 @@
 /**
  * The transport RMA interface: how protocols reach remote memory without knowing the transport (UCT's zero-copy
- * GET/PUT and atomics, with UCP's memory mapping and remote keys). cma implements it today, rdma's RC channel next;
+ * GET/PUT and atomics, with UCP's memory mapping and remote keys). cma and rdma's RC channel implement it;
  * nothing above the transport layer imports a concrete transport package.
  *
  * <h2>What a transport implements</h2>
@@ -18,6 +18,9 @@
  *       checks it names the peer's memory; anything else is an
  *       {@link io.nucx.transport.rma.InvalidRemoteKeyException} naming what is wrong (a protocol then treats the
  *       frame that carried it as malformed), never a crash.</li>
+ *   <li>Its iface implements {@link io.nucx.transport.rma.RmaIface}: {@code registerMemory(segment)} registers memory
+ *       once for the lanes of every peer (UCP's {@code ucp_mem_map} per memory domain; the worker bundles one key per
+ *       device for its peers, and a rendezvous GET offer can go out before the lanes are connected).</li>
  *   <li>A GET or PUT larger than one transport call moves in segments
  *       ({@link io.nucx.transport.IfaceAttributes#rmaSegment()}), one per loop turn, checking
  *       {@link io.nucx.transport.rma.RmaOp#isCancelled()} between them and recording progress with

@@ -13,6 +13,7 @@ import io.netty.handler.codec.CorruptedFrameException;
 import io.nucx.transport.AbstractLaneChannel;
 import io.nucx.transport.AmFrame;
 import io.nucx.transport.IfaceAttributes;
+import io.nucx.transport.PolledIoHandle;
 
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
@@ -290,7 +291,7 @@ public final class ShmChannel extends AbstractLaneChannel {
         return out;
     }
 
-    private final class ShmUnsafe extends LaneUnsafe implements ShmIoHandle {
+    private final class ShmUnsafe extends LaneUnsafe implements PolledIoHandle {
         @Override
         public int poll() {
             if (state() != State.CONNECTED) {

@@ -18,7 +18,7 @@ import io.nucx.transport.IfaceAttributes;
 import io.nucx.transport.IfaceParams;
 import io.nucx.transport.NucxConfig;
 import io.nucx.transport.Transport;
-import io.nucx.transport.tcp.TcpIoMode;
+import io.nucx.transport.IoEngine;
 
 import java.io.IOException;
 import java.nio.ByteBuffer;
@@ -43,7 +43,7 @@ final class ShmIface extends AbstractIface {
     static final int MAX_SHORT = 100;
     static final int MAX_HEADER = 256;
 
-    private final TcpIoMode engine;
+    private final IoEngine engine;
     private final Path dir;
     private final ShmAddress local;
     private final int ringSize;
@@ -53,7 +53,7 @@ final class ShmIface extends AbstractIface {
     /** Handshakes of accepted connections under way (at most {@link ShmHandshake#MAX_PENDING}). Loop only. */
     private int pendingHandshakes;
 
-    private ShmIface(Transport transport, IfaceParams params, TcpIoMode engine, Path dir, ShmAddress local,
+    private ShmIface(Transport transport, IfaceParams params, IoEngine engine, Path dir, ShmAddress local,
                      int ringSize, int segSize) {
         // Every payload is copied into the ring as it is written (amCopyMax: all), so no AM zero-copy, as UCX's mm.
         super(transport, params, new IfaceAttributes(
@@ -71,7 +71,7 @@ final class ShmIface extends AbstractIface {
 
     static ShmIface open(Transport transport, IfaceParams params, Path dir) throws Exception {
         EventLoop loop = params.eventLoop();
-        TcpIoMode engine = TcpIoMode.of(loop);
+        IoEngine engine = IoEngine.of(loop);
         if (!ShmTransport.isCompatible(loop) || engine == null) {
             throw new IllegalStateException("shm needs an event loop made with ShmIoHandler.newFactory(...) around "
                     + "an io_uring, epoll or NIO handler; this worker's loop is " + loop.getClass().getName());

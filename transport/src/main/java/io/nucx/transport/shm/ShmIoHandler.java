@@ -6,6 +6,7 @@ import io.netty.channel.IoHandlerContext;
 import io.netty.channel.IoHandlerFactory;
 import io.netty.channel.IoOps;
 import io.netty.channel.IoRegistration;
+import io.nucx.transport.PolledIoHandle;
 
 import java.util.Arrays;
 
@@ -49,7 +50,7 @@ public final class ShmIoHandler implements IoHandler {
     private static final java.lang.management.CompilationMXBean JIT =
             java.lang.management.ManagementFactory.getCompilationMXBean();
 
-    private static final ShmIoHandle[] NONE = new ShmIoHandle[0];
+    private static final PolledIoHandle[] NONE = new PolledIoHandle[0];
 
     private final IoHandler delegate;
     private final long spinNanos;
@@ -63,7 +64,7 @@ public final class ShmIoHandler implements IoHandler {
     private int jitCheck;
     private boolean jitBusy;
     /** Replaced, never mutated, so a poll pass may iterate it while a handle deregisters. Loop thread only. */
-    private ShmIoHandle[] handles = NONE;
+    private PolledIoHandle[] handles = NONE;
     /** Ring polls between two non-blocking passes of the wrapped engine while it finds nothing. */
     static final int DELEGATE_EVERY = 32;
     private int passesSinceDelegate;
@@ -124,7 +125,7 @@ public final class ShmIoHandler implements IoHandler {
 
     @Override
     public int run(IoHandlerContext context) {
-        ShmIoHandle[] hs = handles;
+        PolledIoHandle[] hs = handles;
         if (hs.length == 0) {
             if (spinNanos != Long.MAX_VALUE) {
                 return delegate.run(context);
@@ -133,7 +134,7 @@ public final class ShmIoHandler implements IoHandler {
             return idleUnlessWork(context, delegate.run(nonBlocking.wrap(context)));
         }
         int work = 0;
-        for (ShmIoHandle h : hs) {
+        for (PolledIoHandle h : hs) {
             work += h.poll();
         }
         if (work > 0) {
@@ -218,10 +219,10 @@ public final class ShmIoHandler implements IoHandler {
 
     @Override
     public IoRegistration register(IoHandle handle) throws Exception {
-        if (!(handle instanceof ShmIoHandle shm)) {
+        if (!(handle instanceof PolledIoHandle shm)) {
             return delegate.register(handle);
         }
-        ShmIoHandle[] hs = Arrays.copyOf(handles, handles.length + 1);
+        PolledIoHandle[] hs = Arrays.copyOf(handles, handles.length + 1);
         hs[hs.length - 1] = shm;
         handles = hs;
         idleSince = 0;
@@ -230,11 +231,11 @@ public final class ShmIoHandler implements IoHandler {
         return r;
     }
 
-    private void remove(ShmIoHandle handle) {
-        ShmIoHandle[] hs = handles;
+    private void remove(PolledIoHandle handle) {
+        PolledIoHandle[] hs = handles;
         for (int i = 0; i < hs.length; i++) {
             if (hs[i] == handle) {
-                ShmIoHandle[] n = new ShmIoHandle[hs.length - 1];
+                PolledIoHandle[] n = new PolledIoHandle[hs.length - 1];
                 System.arraycopy(hs, 0, n, 0, i);
                 System.arraycopy(hs, i + 1, n, i, hs.length - i - 1);
                 handles = n;
@@ -250,12 +251,12 @@ public final class ShmIoHandler implements IoHandler {
 
     @Override
     public boolean isCompatible(Class<? extends IoHandle> handleType) {
-        return ShmIoHandle.class.isAssignableFrom(handleType) || delegate.isCompatible(handleType);
+        return PolledIoHandle.class.isAssignableFrom(handleType) || delegate.isCompatible(handleType);
     }
 
     @Override
     public void prepareToDestroy() {
-        for (ShmIoHandle h : handles) {
+        for (PolledIoHandle h : handles) {
             try {
                 h.close();
             } catch (Exception ignored) {
@@ -271,10 +272,10 @@ public final class ShmIoHandler implements IoHandler {
     }
 
     private final class Registration implements IoRegistration {
-        private final ShmIoHandle handle;
+        private final PolledIoHandle handle;
         private boolean valid = true;
 
-        Registration(ShmIoHandle handle) {
+        Registration(PolledIoHandle handle) {
             this.handle = handle;
         }
 

@@ -7,6 +7,7 @@ import io.nucx.transport.Availability;
 import io.nucx.transport.Device;
 import io.nucx.transport.Iface;
 import io.nucx.transport.IfaceParams;
+import io.nucx.transport.PolledIoHandle;
 import io.nucx.transport.config.ConfigTable;
 
 import java.nio.file.Files;
@@ -40,7 +41,7 @@ public final class ShmTransport extends AbstractTransport {
     }
 
     static boolean isCompatible(EventLoop loop) {
-        return loop instanceof IoEventLoop io && io.isCompatible(ShmIoHandle.class);
+        return loop instanceof IoEventLoop io && io.isCompatible(PolledIoHandle.class);
     }
 
     @Override

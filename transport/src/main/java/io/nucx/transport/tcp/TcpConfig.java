@@ -4,10 +4,8 @@ import io.nucx.transport.config.AbstractConfigTable;
 import io.nucx.transport.config.ConfigEntry;
 
 import java.net.InetAddress;
-import java.util.LinkedHashMap;
+import java.util.ArrayList;
 import java.util.List;
-import java.util.Map;
-import java.util.Optional;
 
 /** The tcp transport's settings ({@code NUCX_TCP_*}). */
 public final class TcpConfig extends AbstractConfigTable {
@@ -20,23 +18,18 @@ public final class TcpConfig extends AbstractConfigTable {
         P2P
     }
 
-    /** The engine, or empty for auto (io_uring, then epoll, then nio). */
-    public static final ConfigEntry<Optional<TcpIoMode>> IO = ConfigEntry.choice("TCP_IO", "auto",
-            "TCP engine; auto takes the first that loads: io_uring, epoll, nio (epoll when busy-polling)", engines());
     /** How tcp lanes connect: to the peer's iface (listening socket), or endpoint to endpoint (p2p wireup). */
     public static final ConfigEntry<Connect> CONNECT = ConfigEntry.choice("TCP_CONNECT", "iface",
             "How tcp lanes connect: iface (to the peer's listening socket at once) | p2p (endpoint to endpoint after "
                     + "a REQUEST/REPLY/ACK exchange on an auxiliary connect-to-iface lane)",
             List.of(Connect.IFACE, Connect.P2P));
-    /** Address the tcp iface listens on. */
-    public static final ConfigEntry<InetAddress> BIND_ADDR = ConfigEntry.of("TCP_BIND_ADDR", "127.0.0.1",
-            "IP address the tcp iface binds to; its port is chosen by the system", "an IP address", text -> {
-                try {
-                    return InetAddress.getByName(text.trim());
-                } catch (Exception e) {
-                    throw new IllegalArgumentException("not an IP address (" + e.getMessage() + ")");
-                }
-            });
+    /**
+     * Addresses the tcp ifaces listen on, one iface each (a node on two networks: two tcp lanes, and failover from
+     * one to the other); a malformed or repeated address is refused.
+     */
+    public static final ConfigEntry<List<InetAddress>> BIND_ADDR = ConfigEntry.of("TCP_BIND_ADDR", "127.0.0.1",
+            "IP address the tcp iface binds to (comma-separated: one tcp iface per address, e.g. one per network); "
+                    + "its port is chosen by the system", "IP addresses, comma-separated", TcpConfig::bindAddresses);
     /** Largest active-message frame (header and payload) one tcp lane carries: UCT's seg size. */
     public static final ConfigEntry<Long> SEG_SIZE = ConfigEntry.size("TCP_SEG_SIZE", "64k",
             "Largest payload of one tcp active-message frame (bcopy fragment size)", 8192, 16L << 20);
@@ -65,7 +58,7 @@ public final class TcpConfig extends AbstractConfigTable {
     static final TcpConfig TABLE = new TcpConfig();
 
     public TcpConfig() {
-        super("tcp transport", RANK_TRANSPORT, IO, CONNECT, BIND_ADDR, SEG_SIZE, TLS, TLS_CERT, TLS_KEY, TLS_CA,
+        super("tcp transport", RANK_TRANSPORT, CONNECT, BIND_ADDR, SEG_SIZE, TLS, TLS_CERT, TLS_KEY, TLS_CA,
                 TLS_MUTUAL, TLS_PROVIDER);
     }
 
@@ -90,12 +83,21 @@ public final class TcpConfig extends AbstractConfigTable {
         }
     }
 
-    private static Map<String, Optional<TcpIoMode>> engines() {
-        Map<String, Optional<TcpIoMode>> m = new LinkedHashMap<>();
-        m.put("auto", Optional.empty());
-        for (TcpIoMode mode : TcpIoMode.values()) {
-            m.put(mode.configName(), Optional.of(mode));
+    private static List<InetAddress> bindAddresses(String text) {
+        List<InetAddress> out = new ArrayList<>();
+        for (String addr : text.split(",")) {
+            InetAddress a;
+            try {
+                a = InetAddress.getByName(addr.trim());
+            } catch (Exception e) {
+                throw new IllegalArgumentException("'" + addr.trim() + "' is not an IP address (" + e.getMessage()
+                        + ")");
+            }
+            if (out.contains(a)) {
+                throw new IllegalArgumentException(a.getHostAddress() + " is listed twice");
+            }
+            out.add(a);
         }
-        return m;
+        return List.copyOf(out);
     }
 }

@@ -16,9 +16,11 @@ import io.nucx.transport.Device;
 import io.nucx.transport.HostId;
 import io.nucx.transport.IfaceAttributes;
 import io.nucx.transport.IfaceParams;
+import io.nucx.transport.IoEngine;
 import io.nucx.transport.NucxConfig;
 import io.nucx.transport.P2pEndpoint;
 import io.nucx.transport.Transport;
+import io.nucx.transport.TransportConfig;
 
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
@@ -60,7 +62,7 @@ final class TcpIface extends AbstractIface {
     private static final io.netty.util.internal.logging.InternalLogger LOG =
             io.netty.util.internal.logging.InternalLoggerFactory.getInstance(TcpIface.class);
 
-    private final TcpIoMode mode;
+    private final IoEngine mode;
     private final AmFrameEncoder encoder;
     private final Channel server;
     private final int segSize;
@@ -72,7 +74,7 @@ final class TcpIface extends AbstractIface {
     /** p2p endpoint tokens are random: a connection naming one must have been told it, not have counted to it. */
     private final java.security.SecureRandom tokens = new java.security.SecureRandom();
 
-    private TcpIface(Transport transport, IfaceParams params, TcpIoMode mode, Channel server,
+    private TcpIface(Transport transport, IfaceParams params, IoEngine mode, Channel server,
                      IfaceAttributes attributes, byte[] deviceAddress, byte[] ifaceAddress, int segSize, boolean p2p,
                      TcpTls tls) {
         super(transport, params, attributes, deviceAddress, ifaceAddress);
@@ -87,21 +89,21 @@ final class TcpIface extends AbstractIface {
     static TcpIface open(Transport transport, IfaceParams params) throws Exception {
         NucxConfig config = params.config();
         EventLoop loop = params.eventLoop();
-        TcpIoMode mode = TcpIoMode.of(loop);
+        IoEngine mode = IoEngine.of(loop);
         if (mode == null) {
             throw new IllegalArgumentException("tcp needs an io_uring, epoll or nio event loop; got "
                     + loop.getClass().getName());
         }
-        java.util.Optional<TcpIoMode> forced = config.get(TcpConfig.IO);
+        java.util.Optional<IoEngine> forced = config.get(TransportConfig.TCP_IO);
         if (forced.isPresent() && forced.get() != mode) {
-            throw config.invalid(TcpConfig.IO, "the worker's event loop runs " + mode.configName()
+            throw config.invalid(TransportConfig.TCP_IO, "the worker's event loop runs " + mode.configName()
                     + "; give the worker a " + forced.get().configName() + " event loop group or drop the setting");
         }
         int segSize = (int) (long) config.get(TcpConfig.SEG_SIZE);
         TcpTls tls = TcpTls.from(config);
         boolean p2p = config.get(TcpConfig.CONNECT) == TcpConfig.Connect.P2P;
         TcpIface[] self = new TcpIface[1]; // accepted lanes look up the iface (its handler, its p2p endpoints)
-        InetAddress bind = TcpTransport.bindAddress(config);
+        InetAddress bind = TcpTransport.bindAddress(config, params.device());
         ServerBootstrap sb = new ServerBootstrap()
                 .group(loop, loop)
                 .channel(mode.serverChannel())

@@ -5,6 +5,7 @@ import io.nucx.transport.Availability;
 import io.nucx.transport.Device;
 import io.nucx.transport.Iface;
 import io.nucx.transport.IfaceParams;
+import io.nucx.transport.IoEngine;
 import io.nucx.transport.NucxConfig;
 import io.nucx.transport.config.ConfigTable;
 
@@ -16,7 +17,7 @@ import java.util.Collections;
 import java.util.List;
 
 /**
- * TCP as a nucx transport: Netty's socket channels on io_uring, epoll or NIO ({@link TcpIoMode}),
+ * TCP as a nucx transport: Netty's socket channels on io_uring, epoll or NIO ({@link IoEngine}),
  * connect-to-iface, active messages framed by {@link AmFrameLayout}.
  */
 public final class TcpTransport extends AbstractTransport {
@@ -49,16 +50,44 @@ public final class TcpTransport extends AbstractTransport {
         return out;
     }
 
-    /** The device the configured bind address belongs to ("lo" for 127.0.0.1). */
+    /** The device of the first configured bind address ("lo" for 127.0.0.1). */
     @Override
     public Device defaultDevice(NucxConfig config) throws Exception {
-        InetAddress bind = bindAddress(config);
-        NetworkInterface ni = bind.isAnyLocalAddress() ? null : NetworkInterface.getByInetAddress(bind);
-        return new Device(ni != null ? ni.getName() : bind.getHostAddress(), "network");
+        return ifaceDevices(config).get(0);
     }
 
-    static InetAddress bindAddress(NucxConfig config) {
-        return config.get(TcpConfig.BIND_ADDR);
+    /**
+     * One device per address NUCX_TCP_BIND_ADDR lists (comma-separated), so a worker opens one tcp iface per network
+     * it is told to use (a node on two networks: two tcp lanes, and failover from one to the other). Named after its
+     * network interface, with "@address" when two addresses share one.
+     */
+    @Override
+    public List<Device> ifaceDevices(NucxConfig config) throws Exception {
+        List<InetAddress> addresses = config.get(TcpConfig.BIND_ADDR);
+        List<String> names = new ArrayList<>();
+        for (InetAddress a : addresses) {
+            NetworkInterface ni = a.isAnyLocalAddress() ? null : NetworkInterface.getByInetAddress(a);
+            names.add(ni != null ? ni.getName() : a.getHostAddress());
+        }
+        List<Device> out = new ArrayList<>();
+        for (int i = 0; i < addresses.size(); i++) {
+            String n = names.get(i);
+            boolean shared = java.util.Collections.frequency(names, n) > 1;
+            out.add(new Device(shared ? n + "@" + addresses.get(i).getHostAddress() : n, "network"));
+        }
+        return out;
+    }
+
+    /** The bind address of {@code device} (one of {@link #ifaceDevices}); the first for any other name. */
+    static InetAddress bindAddress(NucxConfig config, Device device) throws Exception {
+        List<InetAddress> addresses = config.get(TcpConfig.BIND_ADDR);
+        List<Device> devices = new TcpTransport().ifaceDevices(config);
+        for (int i = 0; i < devices.size(); i++) {
+            if (devices.get(i).name().equals(device.name())) {
+                return addresses.get(i);
+            }
+        }
+        return addresses.get(0);
     }
 
     @Override

@@ -76,13 +76,13 @@ class RdmaAvailabilityTest {
         assertEquals(List.of("LINK 2 GID 1 LID 0", "LINK 2 GID 1 LID 0", "OK"), out);
     }
 
-    /** Until the wireup connects rdma lanes on both sides, "all" leaves rdma out even where it runs; naming it works. */
+    /** The wireup connects rdma lanes on both sides: "all" takes rdma where it runs; naming it works too. */
     @Test
-    void allLeavesRdmaOutButNamingItSelectsIt() throws Exception {
+    void allTakesRdmaWhereItRunsAndNamingItSelectsIt() throws Exception {
         String missing = VerbsEmulator.missing();
         assumeTrue(missing == null, () -> missing);
         List<String> out = probe(VerbsEmulator.library(), Map.of("NUCX_VERBS_LIB", VerbsEmulator.library()), "select");
-        assertTrue(out.get(0).startsWith("all -> ") && !out.get(0).contains("rdma"), out.get(0));
+        assertTrue(out.get(0).startsWith("all -> ") && out.get(0).contains("rdma"), out.get(0));
         assertEquals("tcp,rdma -> [tcp, rdma]", out.get(1));
     }
 

@@ -15,26 +15,27 @@ import static java.lang.foreign.ValueLayout.JAVA_LONG;
 
 /**
  * The verbs emulator the test build compiled (src/test/c/verbs-emu) into {@code target/verbs-emu}: its path, why it
- * is missing, and its counters (what the emulated devices of this process did).
+ * is missing, and its counters (what the emulated devices of this process did). Public for the rdma tests of the
+ * modules above (they find it through the system property {@code verbs.emu.dir}, which the parent pom sets).
  */
-final class VerbsEmulator {
+public final class VerbsEmulator {
 
     /** Counter indexes of verbs_emu_counters(). */
-    static final int REQ_SENT = 0;
-    static final int RNR_NAK_SENT = 2;
-    static final int RNR_NAK_RECEIVED = 3;
-    static final int DEV0_BYTES = 6;
-    static final int DEV1_BYTES = 7;
+    public static final int REQ_SENT = 0;
+    public static final int RNR_NAK_SENT = 2;
+    public static final int RNR_NAK_RECEIVED = 3;
+    public static final int DEV0_BYTES = 6;
+    public static final int DEV1_BYTES = 7;
 
     private VerbsEmulator() {
     }
 
-    static Path dir() {
+    public static Path dir() {
         return Path.of(System.getProperty("verbs.emu.dir", "target/verbs-emu")).toAbsolutePath();
     }
 
     /** The emulator library's path. */
-    static String library() {
+    public static String library() {
         return dir().resolve("libibverbs.so.1").toString();
     }
 
@@ -42,17 +43,17 @@ final class VerbsEmulator {
      * The library the lane tests run on: the emulator, or what {@code -Drdma.test.lib} names (on a machine with an
      * RDMA device: {@code -Drdma.test.lib=libibverbs.so.1}).
      */
-    static String testLibrary() {
+    public static String testLibrary() {
         return System.getProperty("rdma.test.lib", library());
     }
 
     /** Whether the lane tests run on the emulator (whose counters they may read). */
-    static boolean testsOnEmulator() {
+    public static boolean testsOnEmulator() {
         return testLibrary().equals(library());
     }
 
     /** Why the lane tests cannot run, or null. */
-    static String testsMissing() {
+    public static String testsMissing() {
         if (!testsOnEmulator()) {
             io.nucx.transport.Availability a = new RdmaTransport(testLibrary()).availability();
             return a.isAvailable() ? null : a.reason();
@@ -61,14 +62,14 @@ final class VerbsEmulator {
     }
 
     /** Device {@code i} of the test library (wrapping around when it has fewer: one device serves both sides). */
-    static String device(int i) {
+    public static String device(int i) {
         java.util.List<io.nucx.transport.Device> ds = new RdmaTransport(testLibrary()).devices(
                 io.nucx.transport.NucxConfig.of(java.util.Map.of(), java.util.Map.of()));
         return ds.get(i % ds.size()).name();
     }
 
     /** Why there is no emulator (no gcc, no headers, not built), or null. */
-    static String missing() {
+    public static String missing() {
         Path why = dir().resolve("UNAVAILABLE");
         try {
             if (Files.exists(why)) {
@@ -92,7 +93,7 @@ final class VerbsEmulator {
     }
 
     /** This process's emulator counters. */
-    static long[] counters() {
+    public static long[] counters() {
         MethodHandle h = Linker.nativeLinker().downcallHandle(
                 SymbolLookup.libraryLookup(Path.of(library()), Arena.global()).find("verbs_emu_counters").orElseThrow(),
                 FunctionDescriptor.of(JAVA_INT, ADDRESS, JAVA_INT));

@@ -2,13 +2,8 @@ package io.nucx.transport.shm;
 
 import io.netty.channel.ChannelHandler;
 import io.netty.channel.ChannelInboundHandlerAdapter;
-import io.netty.channel.EventLoopGroup;
-import io.netty.channel.MultiThreadIoEventLoopGroup;
-import io.netty.channel.nio.NioIoHandler;
 import io.nucx.transport.HostId;
 import io.nucx.transport.Iface;
-import io.nucx.transport.IfaceParams;
-import io.nucx.transport.NucxConfig;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
@@ -26,7 +21,6 @@ import java.nio.file.Path;
 import java.nio.file.attribute.PosixFilePermissions;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.Map;
 import java.util.concurrent.TimeUnit;
 import java.util.stream.Stream;
 
@@ -43,31 +37,19 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 @Timeout(120)
 class HostileShmTest {
 
-    private final List<EventLoopGroup> groups = new ArrayList<>();
-    private final List<Iface> ifaces = new ArrayList<>();
+    private final ShmIfaces ifaces = new ShmIfaces();
     private final List<Path> files = new ArrayList<>();
 
     @AfterEach
     void tearDown() throws Exception {
-        for (Iface i : ifaces) {
-            i.close().await(5, TimeUnit.SECONDS);
-        }
-        for (EventLoopGroup g : groups) {
-            g.shutdownGracefully(0, 1, TimeUnit.SECONDS).await(10, TimeUnit.SECONDS);
-        }
+        ifaces.close();
         for (Path f : files) {
             Files.deleteIfExists(f);
         }
     }
 
     private Iface iface() throws Exception {
-        EventLoopGroup g = new MultiThreadIoEventLoopGroup(1, ShmIoHandler.newFactory(NioIoHandler.newFactory(),
-                20_000));
-        groups.add(g);
-        Iface i = new ShmTransport().openIface(new IfaceParams(g.next(), ShmTransport.MEMORY,
-                () -> new ChannelInboundHandlerAdapter(), NucxConfig.of(Map.of(), Map.of())));
-        ifaces.add(i);
-        return i;
+        return ifaces.open(ChannelInboundHandlerAdapter::new);
     }
 
     private static Path socketOf(Iface i) {

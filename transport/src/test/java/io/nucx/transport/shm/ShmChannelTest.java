@@ -5,14 +5,9 @@ import io.netty.channel.Channel;
 import io.netty.channel.ChannelHandler;
 import io.netty.channel.ChannelHandlerContext;
 import io.netty.channel.ChannelInboundHandlerAdapter;
-import io.netty.channel.EventLoopGroup;
-import io.netty.channel.MultiThreadIoEventLoopGroup;
-import io.netty.channel.nio.NioIoHandler;
 import io.netty.handler.codec.CorruptedFrameException;
 import io.nucx.transport.AmFrame;
 import io.nucx.transport.Iface;
-import io.nucx.transport.IfaceParams;
-import io.nucx.transport.NucxConfig;
 import io.nucx.transport.testsuite.Frames;
 import io.nucx.transport.testsuite.Recorder;
 import org.junit.jupiter.api.AfterEach;
@@ -26,9 +21,7 @@ import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.util.ArrayList;
 import java.util.List;
-import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.TimeUnit;
@@ -50,33 +43,17 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 @Timeout(120)
 class ShmChannelTest {
 
-    private final List<EventLoopGroup> groups = new ArrayList<>();
-    private final List<Iface> ifaces = new ArrayList<>();
+    private final ShmIfaces ifaces = new ShmIfaces();
     private final List<Recorder> recorders = new CopyOnWriteArrayList<>();
 
     @AfterEach
     void tearDown() throws Exception {
-        for (Iface i : ifaces) {
-            i.close().await(5, TimeUnit.SECONDS);
-        }
-        for (EventLoopGroup g : groups) {
-            g.shutdownGracefully(0, 1, TimeUnit.SECONDS).await(10, TimeUnit.SECONDS);
-        }
+        ifaces.close();
         recorders.forEach(Recorder::releaseAll);
     }
 
-    private EventLoopGroup loop() {
-        EventLoopGroup g = new MultiThreadIoEventLoopGroup(1, ShmIoHandler.newFactory(NioIoHandler.newFactory(),
-                20_000));
-        groups.add(g);
-        return g;
-    }
-
     private Iface iface(Supplier<ChannelHandler> accepted) throws Exception {
-        Iface i = new ShmTransport().openIface(new IfaceParams(loop().next(), ShmTransport.MEMORY, accepted,
-                NucxConfig.of(Map.of(), Map.of())));
-        ifaces.add(i);
-        return i;
+        return ifaces.open(accepted);
     }
 
     /** An iface whose accepted lanes report to recorders, listed in {@code accepted} as they come. */

@@ -1,7 +1,7 @@
 package io.nucx.transport.shm;
 
 import io.netty.channel.ChannelFuture;
-import io.nucx.transport.tcp.TcpIoMode;
+import io.nucx.transport.IoEngine;
 import io.nucx.transport.testsuite.LaneConformanceTest;
 
 import java.nio.file.FileSystems;
@@ -25,7 +25,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 class ShmLaneTest extends LaneConformanceTest {
 
     ShmLaneTest() {
-        super(ShmTransport.NAME, TcpIoMode.NIO, true);
+        super(ShmTransport.NAME, IoEngine.NIO, true);
     }
 
     /** A write waiting for room in a killed reader's ring fails, naming the reader. */

@@ -2,6 +2,7 @@ package io.nucx.transport.tcp;
 
 import io.netty.channel.ChannelFuture;
 import io.nucx.transport.Iface;
+import io.nucx.transport.IoEngine;
 import io.nucx.transport.P2pEndpoint;
 import io.nucx.transport.testsuite.LaneConformanceTest;
 import io.nucx.transport.testsuite.Recorder;
@@ -16,7 +17,7 @@ import java.util.Map;
 class P2pTcpLaneTest extends LaneConformanceTest {
 
     P2pTcpLaneTest() {
-        super(TcpTransport.NAME, TcpIoMode.EPOLL.availability().isAvailable() ? TcpIoMode.EPOLL : TcpIoMode.NIO,
+        super(TcpTransport.NAME, IoEngine.EPOLL.availability().isAvailable() ? IoEngine.EPOLL : IoEngine.NIO,
                 false);
     }
 

@@ -16,7 +16,7 @@ import io.nucx.transport.Transport;
 import io.nucx.transport.Transports;
 import io.nucx.transport.shm.ShmIoHandler;
 import io.nucx.transport.shm.ShmTransport;
-import io.nucx.transport.tcp.TcpIoMode;
+import io.nucx.transport.IoEngine;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
@@ -68,7 +68,7 @@ public abstract class LaneConformanceTest {
     protected static final int FRAMES = 3000;
 
     private final String transportName;
-    private final TcpIoMode engine;
+    private final IoEngine engine;
     private final boolean crossProcess;
 
     /**
@@ -76,7 +76,7 @@ public abstract class LaneConformanceTest {
      * @param engine        the engine of both loops (shm wraps it in a {@link ShmIoHandler})
      * @param crossProcess  whether lanes cross processes, so the peer-process cases run ({@link LanePeer})
      */
-    protected LaneConformanceTest(String transportName, TcpIoMode engine, boolean crossProcess) {
+    protected LaneConformanceTest(String transportName, IoEngine engine, boolean crossProcess) {
         this.transportName = transportName;
         this.engine = engine;
         this.crossProcess = crossProcess;
@@ -86,7 +86,7 @@ public abstract class LaneConformanceTest {
         return transportName;
     }
 
-    protected final TcpIoMode engine() {
+    protected final IoEngine engine() {
         return engine;
     }
 
@@ -115,7 +115,7 @@ public abstract class LaneConformanceTest {
     }
 
     /** The loops' I/O engine for {@code transport} on {@code engine}. */
-    static IoHandlerFactory factory(String transport, TcpIoMode engine) {
+    static IoHandlerFactory factory(String transport, IoEngine engine) {
         return transport.equals(ShmTransport.NAME) ? ShmIoHandler.newFactory(engine.ioHandlerFactory(), 20_000)
                 : engine.ioHandlerFactory();
     }

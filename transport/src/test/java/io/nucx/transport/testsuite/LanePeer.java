@@ -11,7 +11,7 @@ import io.nucx.transport.IfaceParams;
 import io.nucx.transport.NucxConfig;
 import io.nucx.transport.Transport;
 import io.nucx.transport.Transports;
-import io.nucx.transport.tcp.TcpIoMode;
+import io.nucx.transport.IoEngine;
 import io.nucx.transport.testing.LeakRecorder;
 
 import java.util.HexFormat;
@@ -36,7 +36,7 @@ public final class LanePeer {
         LeakRecorder.install();
         Transport transport = Transports.all().stream().filter(t -> t.name().equals(args[0])).findFirst()
                 .orElseThrow();
-        TcpIoMode engine = TcpIoMode.valueOf(args[1]);
+        IoEngine engine = IoEngine.valueOf(args[1]);
         String mode = args[2];
         long expected = Long.parseLong(args[3]);
         EventLoopGroup group = new MultiThreadIoEventLoopGroup(1, LaneConformanceTest.factory(args[0], engine));

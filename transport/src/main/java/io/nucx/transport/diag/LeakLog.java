@@ -1,8 +1,9 @@
-package io.nucx.examples.node;
+package io.nucx.transport.diag;
 
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.ByteBufAllocator;
 import io.netty.buffer.PooledByteBufAllocator;
+import io.netty.buffer.Unpooled;
 import io.netty.buffer.UnpooledByteBufAllocator;
 import io.netty.util.ResourceLeakDetector;
 import io.netty.util.ResourceLeakDetectorFactory;
@@ -11,17 +12,19 @@ import java.util.ArrayList;
 import java.util.List;
 
 /**
- * Netty's leak detector at PARANOID with every report kept, so a node can tell the test over its control channel
- * (and fail its exit status) instead of only logging. Installed before any buffer class is initialised.
+ * Netty's leak detector at PARANOID (every buffer tracked) with every report kept, so a process can fail on leaks
+ * (a test, a test's peer process, a node that tells its test over the control channel) instead of only logging them.
+ * Install before any buffer class initialises.
  */
-public final class LeakWatch {
+public final class LeakLog {
 
     private static final List<String> LEAKS = new ArrayList<>();
     private static boolean installed;
 
-    private LeakWatch() {
+    private LeakLog() {
     }
 
+    /** Installs the recording detector factory and sets the level to PARANOID. Idempotent. */
     public static synchronized void install() {
         if (installed) {
             return;
@@ -54,10 +57,27 @@ public final class LeakWatch {
     }
 
     /**
-     * Lets the collector find unreachable tracked buffers and makes the detector poll (every tracked allocation
-     * does), then returns every leak reported since start; they are kept, so each call sees them all.
+     * Lets the collector find unreachable tracked buffers and makes the detector poll, then returns every leak
+     * reported since start; they are kept, so each call sees them all.
      */
-    public static List<String> collect() {
+    public static List<String> reported() {
+        poll();
+        synchronized (LeakLog.class) {
+            return new ArrayList<>(LEAKS);
+        }
+    }
+
+    /** As {@link #reported()}, but forgets what it returns, so the next call sees only leaks reported after it. */
+    public static List<String> drain() {
+        poll();
+        synchronized (LeakLog.class) {
+            List<String> out = new ArrayList<>(LEAKS);
+            LEAKS.clear();
+            return out;
+        }
+    }
+
+    private static void poll() {
         for (int round = 0; round < 3; round++) {
             System.gc();
             try {
@@ -66,6 +86,7 @@ public final class LeakWatch {
                 Thread.currentThread().interrupt();
                 break;
             }
+            // Every tracked allocation polls the detector's reference queue.
             for (ByteBufAllocator a : new ByteBufAllocator[] {ByteBufAllocator.DEFAULT, PooledByteBufAllocator.DEFAULT,
                     UnpooledByteBufAllocator.DEFAULT}) {
                 for (int i = 0; i < 64; i++) {
@@ -75,9 +96,7 @@ public final class LeakWatch {
                     b.release();
                 }
             }
-        }
-        synchronized (LeakWatch.class) {
-            return new ArrayList<>(LEAKS);
+            Unpooled.directBuffer(1).release();
         }
     }
 }

@@ -1,4 +1,4 @@
-package io.nucx.transport.tcp;
+package io.nucx.transport;
 
 import io.netty.channel.Channel;
 import io.netty.channel.EventLoop;
@@ -29,18 +29,18 @@ import io.netty.channel.uring.IoUringIoHandler;
 import io.netty.channel.uring.IoUringIoHandlerConfig;
 import io.netty.channel.uring.IoUringServerSocketChannel;
 import io.netty.channel.uring.IoUringSocketChannel;
-import io.nucx.transport.Availability;
-import io.nucx.transport.NucxConfig;
 
 import java.net.SocketAddress;
 import java.net.UnixDomainSocketAddress;
 import java.nio.file.Path;
+import java.util.Optional;
 
 /**
- * The three engines Netty runs TCP on, in the order nucx prefers them. Netty's channel classes are used as they
- * are; this only chooses among them and says why one is missing.
+ * The three engines Netty runs sockets on, in the order nucx prefers them: tcp's lanes and shm's setup and doorbell
+ * sockets use the engine of the worker's loop, so this lives in the SPI (transports do not import one another).
+ * Netty's channel classes are used as they are; this only chooses among them and says why one is missing.
  */
-public enum TcpIoMode {
+public enum IoEngine {
     IO_URING("io_uring", IoUringIoHandle.class, IoUringSocketChannel.class, IoUringServerSocketChannel.class,
             IoUringDomainSocketChannel.class, IoUringServerDomainSocketChannel.class),
     EPOLL("epoll", EpollIoHandle.class, EpollSocketChannel.class, EpollServerSocketChannel.class,
@@ -55,7 +55,7 @@ public enum TcpIoMode {
     private final Class<? extends Channel> domainSocketChannel;
     private final Class<? extends ServerChannel> serverDomainSocketChannel;
 
-    TcpIoMode(String configName, Class<? extends IoHandle> handleType, Class<? extends SocketChannel> socketChannel,
+    IoEngine(String configName, Class<? extends IoHandle> handleType, Class<? extends SocketChannel> socketChannel,
               Class<? extends ServerChannel> serverChannel, Class<? extends Channel> domainSocketChannel,
               Class<? extends ServerChannel> serverDomainSocketChannel) {
         this.configName = configName;
@@ -134,8 +134,8 @@ public enum TcpIoMode {
     }
 
     /** The engine a loop runs, or null if it is none of the three (e.g. a LocalIoHandler loop). */
-    public static TcpIoMode of(EventLoop loop) {
-        for (TcpIoMode m : values()) {
+    public static IoEngine of(EventLoop loop) {
+        for (IoEngine m : values()) {
             if (m.isCompatible(loop)) {
                 return m;
             }
@@ -148,19 +148,19 @@ public enum TcpIoMode {
      * when busy-polling, whose non-blocking pass is one epoll_wait); a forced engine that cannot load fails with its
      * reason.
      */
-    public static TcpIoMode configured(NucxConfig config, boolean busyPoll) {
-        java.util.Optional<TcpIoMode> forced = config.get(TcpConfig.IO);
+    public static IoEngine configured(NucxConfig config, boolean busyPoll) {
+        Optional<IoEngine> forced = config.get(TransportConfig.TCP_IO);
         if (forced.isPresent()) {
             Availability a = forced.get().availability();
             if (!a.isAvailable()) {
-                throw config.invalid(TcpConfig.IO, a.reason());
+                throw config.invalid(TransportConfig.TCP_IO, a.reason());
             }
             return forced.get();
         }
         if (busyPoll && EPOLL.availability().isAvailable()) {
             return EPOLL;
         }
-        for (TcpIoMode m : values()) {
+        for (IoEngine m : values()) {
             if (m.availability().isAvailable()) {
                 return m;
             }

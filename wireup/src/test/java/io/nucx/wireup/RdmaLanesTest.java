@@ -1,0 +1,222 @@
+package io.nucx.wireup;
+
+import io.nucx.Endpoint;
+import io.nucx.protocol.tag.TagMessage;
+import io.nucx.transport.rdma.VerbsEmulator;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.extension.RegisterExtension;
+
+import java.util.concurrent.TimeUnit;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.jupiter.api.Assumptions.assumeTrue;
+
+/**
+ * Two workers of this JVM over rdma lanes on the verbs emulator's two devices, tcp carrying the wireup: lanes chosen
+ * by UCX's scores (rdma AM, RMA_BW and AMO lanes), messages both ways.
+ */
+@Timeout(120)
+class RdmaLanesTest {
+
+    @RegisterExtension
+    final TestWorkers workers = new TestWorkers();
+
+    @BeforeEach
+    void emulator() {
+        String missing = VerbsEmulator.missing();
+        assumeTrue(missing == null, () -> missing);
+    }
+
+    private DefaultWorker rdmaWorker(String name, String... more) throws Exception {
+        String[] settings = new String[4 + more.length];
+        settings[0] = "TLS";
+        settings[1] = "rdma,tcp";
+        settings[2] = "VERBS_LIB";
+        settings[3] = VerbsEmulator.library();
+        System.arraycopy(more, 0, settings, 4, more.length);
+        return workers.start(name, settings);
+    }
+
+    @Test
+    void rdmaIsTheAmLaneWiredUpOverTcpAndMessagesGoBothWays() throws Exception {
+        DefaultWorker a = rdmaWorker("a");
+        DefaultWorker b = rdmaWorker("b");
+        Endpoint ab = a.connect(b.address());
+        ab.wireupFuture().get(30, TimeUnit.SECONDS);
+        System.out.println(ab.describeLanes());
+        assertTrue(ab.describeLanes().startsWith("rdma/emu0:1 (p2p, wireup tcp/"), ab::describeLanes);
+        for (int i = 0; i < 100; i++) {
+            var got = b.tagRecv(i, -1L);
+            ab.tagSend(i, TestWorkers.pattern(i, 100 + i)).sync();
+            TagMessage m = got.get(10, TimeUnit.SECONDS);
+            try {
+                TestWorkers.assertPattern(i, 100 + i, m.content());
+            } finally {
+                m.release();
+            }
+            Endpoint ba = b.endpoints().iterator().next();
+            var back = a.tagRecv(1000 + i, -1L);
+            ba.tagSend(1000 + i, TestWorkers.pattern(1000 + i, 50)).sync();
+            back.get(10, TimeUnit.SECONDS).release();
+        }
+        assertEquals(java.util.List.of("rdma/emu0:1"), ab.laneNames().get());
+    }
+
+    /**
+     * rndv/get/zcopy and rndv/put/zcopy over the two rdma rails from 1 byte (NUCX_RNDV_THRESH=1) to 16 MiB, byte for
+     * byte; messages large enough for both rails are split between them in proportion to bandwidth (the emulator's
+     * devices report the same: half each).
+     */
+    @Test
+    void rendezvousGetAndPutRunOverBothRailsAndSplitByBandwidth() throws Exception {
+        for (String scheme : new String[] {"get_zcopy", "put_zcopy"}) {
+            DefaultWorker a = rdmaWorker("a-" + scheme, "RNDV_THRESH", "1", "RNDV_SCHEME", scheme);
+            DefaultWorker b = rdmaWorker("b-" + scheme, "RNDV_THRESH", "1", "RNDV_SCHEME", scheme);
+            Endpoint ab = a.connect(b.address());
+            ab.wireupFuture().get(30, TimeUnit.SECONDS);
+            assertEquals("rdma/emu0:1 + rdma/emu1:1", ab.rmaLane());
+            int[] sizes = {1, 100, 32 * 1024, (1 << 20) + 7, 16 << 20};
+            for (int i = 0; i < sizes.length; i++) {
+                io.netty.buffer.ByteBuf into = io.netty.buffer.ByteBufAllocator.DEFAULT.directBuffer(sizes[i]);
+                try {
+                    var got = b.tagRecv(i, -1L, into);
+                    ab.tagSend(i, TestWorkers.directPattern(i, sizes[i])).sync();
+                    TagMessage m = got.get(30, TimeUnit.SECONDS);
+                    try {
+                        TestWorkers.assertPattern(i, sizes[i], m.content());
+                    } finally {
+                        m.release();
+                    }
+                } finally {
+                    into.release();
+                }
+            }
+            DefaultWorker mover = scheme.equals("get_zcopy") ? b : a;
+            String counter = scheme.equals("get_zcopy") ? io.nucx.protocol.tag.RndvProtocols.RECV_GET_COUNTER
+                    : io.nucx.protocol.tag.RndvProtocols.PUT_COUNTER;
+            assertEquals(sizes.length, mover.counters().count(counter), scheme + ": " + mover.counters().snapshot());
+            long rail0 = mover.counters().count(io.nucx.protocol.RmaTransfer.RAIL_BYTES_COUNTER + "rdma/emu0:1");
+            long rail1 = mover.counters().count(io.nucx.protocol.RmaTransfer.RAIL_BYTES_COUNTER + "rdma/emu1:1");
+            long total = java.util.Arrays.stream(sizes).asLongStream().sum();
+            assertEquals(total, rail0 + rail1, "every byte went on a rail");
+            // below 2 x 16 KiB a message takes the first rail alone; the rest splits half and half
+            long split = (1 << 20) + 7 + (16 << 20) + 32 * 1024;
+            assertEquals(split / 2.0, rail1, split * 0.01, scheme + ": rail 1 took " + rail1 + " of " + split);
+        }
+    }
+
+    /**
+     * Atomics through the AMO lane: fetch-add and compare-and-swap run as verbs atomics on the device (every previous
+     * value distinct, the sum exact); swap, which verbs lacks, goes as an active message on the same words.
+     */
+    @Test
+    void fetchAddAndCompareAndSwapRunOnTheDeviceAndSwapAsAnActiveMessage() throws Exception {
+        DefaultWorker a = rdmaWorker("a");
+        DefaultWorker b = rdmaWorker("b");
+        try (java.lang.foreign.Arena arena = java.lang.foreign.Arena.ofShared()) {
+            java.lang.foreign.MemorySegment words = arena.allocate(64, 8);
+            io.nucx.protocol.amo.RemoteMemoryKey key = b.registerMemory(words);
+            assertEquals(2, key.keys().size(), "a key per rdma device of b");
+            assertEquals(key, io.nucx.protocol.amo.RemoteMemoryKey.fromHex(key.toHex()), "the key travels as text");
+            Endpoint ab = a.connect(b.address());
+            ab.wireupFuture().get(30, TimeUnit.SECONDS);
+            int n = 2000;
+            java.util.List<io.netty.util.concurrent.Future<Long>> adds = new java.util.ArrayList<>();
+            for (int i = 0; i < n; i++) {
+                adds.add(ab.atomic(io.nucx.protocol.amo.AtomicOp.ADD, key, key.base() + 8, 1));
+            }
+            java.util.Set<Long> previous = new java.util.HashSet<>();
+            for (var f : adds) {
+                previous.add(f.get(30, TimeUnit.SECONDS));
+            }
+            assertEquals(n, previous.size(), "every previous value distinct");
+            assertEquals(java.util.stream.LongStream.range(0, n).boxed().collect(java.util.stream.Collectors.toSet()),
+                    previous);
+            assertEquals(n, words.get(java.lang.foreign.ValueLayout.JAVA_LONG, 8));
+            assertEquals((long) n, ab.compareAndSwap(key, key.base() + 8, n, -5).get(10, TimeUnit.SECONDS));
+            assertEquals(-5L, ab.compareAndSwap(key, key.base() + 8, n, 7).get(10, TimeUnit.SECONDS), "no swap");
+            assertEquals(-5L, ab.atomic(io.nucx.protocol.amo.AtomicOp.SWAP, key, key.base() + 8, 9)
+                    .get(10, TimeUnit.SECONDS));
+            assertEquals(9, words.get(java.lang.foreign.ValueLayout.JAVA_LONG, 8));
+            assertEquals(n + 2, a.counters().count(io.nucx.protocol.amo.AmoCodec.DEVICE_COUNTER));
+            assertEquals(1, a.counters().count(io.nucx.protocol.amo.AmoCodec.AM_COUNTER));
+            String info = a.laneInfo(b.address(), io.nucx.ErrorMode.PEER);
+            assertTrue(info.contains("CHOSEN: AMO lane rdma/emu0:1") && info.contains("# amo lane rdma/emu0:1"), info);
+            b.unregisterMemory(key);
+        }
+    }
+
+    /**
+     * On one host with shm: shm is the AM lane (the best score), rdma the RMA and AMO lanes, wired up by the same
+     * REQUEST / REPLY (the responder connects its queue pairs before the REPLY, the requester on it); a rendezvous GET
+     * and a device atomic use them.
+     */
+    @Test
+    void shmCarriesActiveMessagesWhileRdmaCarriesRmaAndAtomics() throws Exception {
+        DefaultWorker a = workers.start("a", "TLS", "shm,rdma,tcp", "VERBS_LIB", VerbsEmulator.library(),
+                "RNDV_THRESH", "1k");
+        DefaultWorker b = workers.start("b", "TLS", "shm,rdma,tcp", "VERBS_LIB", VerbsEmulator.library(),
+                "RNDV_THRESH", "1k");
+        Endpoint ab = a.connect(b.address());
+        ab.wireupFuture().get(30, TimeUnit.SECONDS);
+        assertEquals("shm/memory; rma rdma/emu0:1 + rdma/emu1:1; amo rdma/emu0:1; keepalive shm/memory",
+                ab.describeLanes());
+        int size = 3 << 20;
+        io.netty.buffer.ByteBuf into = io.netty.buffer.ByteBufAllocator.DEFAULT.directBuffer(size);
+        try {
+            var got = b.tagRecv(5, -1L, into);
+            ab.tagSend(5, TestWorkers.directPattern(5, size)).sync();
+            TagMessage m = got.get(30, TimeUnit.SECONDS);
+            try {
+                TestWorkers.assertPattern(5, size, m.content());
+            } finally {
+                m.release();
+            }
+        } finally {
+            into.release();
+        }
+        assertEquals(1, b.counters().count(io.nucx.protocol.tag.RndvProtocols.RECV_GET_COUNTER));
+        assertTrue(b.counters().count(io.nucx.protocol.RmaTransfer.RAIL_BYTES_COUNTER + "rdma/emu1:1") > 0);
+        try (java.lang.foreign.Arena arena = java.lang.foreign.Arena.ofShared()) {
+            java.lang.foreign.MemorySegment word = arena.allocate(8, 8);
+            io.nucx.protocol.amo.RemoteMemoryKey key = b.registerMemory(word);
+            assertEquals(0L, ab.atomic(io.nucx.protocol.amo.AtomicOp.ADD, key, key.base(), 4).get(10,
+                    TimeUnit.SECONDS));
+            assertEquals(1, a.counters().count(io.nucx.protocol.amo.AmoCodec.DEVICE_COUNTER));
+            b.unregisterMemory(key);
+        }
+    }
+
+    /** Both sides connect at once: one endpoint pair, wired over rdma with the queue pairs of the winning REQUEST. */
+    @Test
+    void simultaneousConnectsPairOverRdma() throws Exception {
+        DefaultWorker a = rdmaWorker("a");
+        DefaultWorker b = rdmaWorker("b");
+        Endpoint ab = a.connect(b.address());
+        Endpoint ba = b.connect(a.address());
+        ab.wireupFuture().get(30, TimeUnit.SECONDS);
+        ba.wireupFuture().get(30, TimeUnit.SECONDS);
+        for (int i = 0; i < 50; i++) {
+            var atB = b.tagRecv(i, -1L);
+            var atA = a.tagRecv(i, -1L);
+            ab.tagSend(i, TestWorkers.pattern(i, 2000)).sync();
+            ba.tagSend(i, TestWorkers.pattern(i + 100, 2000)).sync();
+            TagMessage x = atB.get(10, TimeUnit.SECONDS);
+            TagMessage y = atA.get(10, TimeUnit.SECONDS);
+            try {
+                TestWorkers.assertPattern(i, 2000, x.content());
+                TestWorkers.assertPattern(i + 100, 2000, y.content());
+            } finally {
+                x.release();
+                y.release();
+            }
+        }
+        assertEquals(1, a.endpoints().size());
+        assertEquals(1, b.endpoints().size());
+        assertEquals(java.util.List.of("rdma/emu0:1"), ab.laneNames().get());
+        assertEquals(java.util.List.of("rdma/emu0:1"), ba.laneNames().get());
+    }
+}
