@@ -17,6 +17,8 @@ import org.junit.jupiter.api.Test;
 import java.nio.channels.ClosedChannelException;
 import java.nio.charset.StandardCharsets;
 
+import static io.nucx.protocol.tag.EagerCodecReceiveTest.header;
+import static io.nucx.protocol.tag.EagerCodecReceiveTest.text;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertInstanceOf;
@@ -53,25 +55,13 @@ class AmFramesTest {
         assertFalse(ch.finishAndReleaseAll());
     }
 
-    private static ByteBuf text(String s) {
-        return Unpooled.copiedBuffer(s, StandardCharsets.UTF_8);
-    }
-
-    private static ByteBuf longs(long... fields) {
-        ByteBuf h = Unpooled.buffer(fields.length * 8);
-        for (long f : fields) {
-            h.writeLongLE(f);
-        }
-        return h;
-    }
-
     private static String string(ByteBuf b) {
         return b.toString(b.readerIndex(), b.readableBytes(), StandardCharsets.UTF_8);
     }
 
     @Test
     void wholeAndReassembledMessagesGoUpWithHeaderAndDataSplit() {
-        ch.writeInbound(AmFrame.of(AmIds.AM_ONLY, 0, longs(AmHeaders.pack(7, AmHeaders.FLAG_REPLY, 3)),
+        ch.writeInbound(AmFrame.of(AmIds.AM_ONLY, 0, header(AmHeaders.pack(7, AmHeaders.FLAG_REPLY, 3)),
                 text("hdrpayload")));
         AmIncoming m = assertInstanceOf(AmIncoming.class, ch.readInbound());
         try {
@@ -88,9 +78,9 @@ class AmFramesTest {
 
         // 6-byte header spread over the first fragment and a middle one
         long tag = AmHeaders.pack(9, 0, 6);
-        ch.writeInbound(AmFrame.of(AmIds.AM_FIRST, 0, longs(tag, 10, 77), text("head")));
+        ch.writeInbound(AmFrame.of(AmIds.AM_FIRST, 0, header(tag, 10, 77), text("head")));
         assertNull(ch.readInbound(), "went up before it was whole");
-        ch.writeInbound(AmFrame.of(AmIds.EAGER_MIDDLE, 0, longs(77, 4), text("erdata")));
+        ch.writeInbound(AmFrame.of(AmIds.EAGER_MIDDLE, 0, header(77, 4), text("erdata")));
         m = assertInstanceOf(AmIncoming.class, ch.readInbound());
         try {
             assertEquals(9, m.id());
@@ -105,21 +95,21 @@ class AmFramesTest {
     @Test
     void aHeaderLongerThanThePayloadOrTheLimitIsAProtocolError() {
         ByteBuf payload = text("abcd");
-        AmFrame shortPayload = AmFrame.of(AmIds.AM_ONLY, 0, longs(AmHeaders.pack(1, 0, 10)), payload);
+        AmFrame shortPayload = AmFrame.of(AmIds.AM_ONLY, 0, header(AmHeaders.pack(1, 0, 10)), payload);
         ProtocolException e = assertThrows(ProtocolException.class, () -> ch.writeInbound(shortPayload));
         assertTrue(e.getMessage().contains("4 bytes announces a 10-byte header"), e.getMessage());
         assertEquals(0, payload.refCnt());
 
-        AmFrame overLimit = AmFrame.of(AmIds.AM_ONLY, 0, longs(AmHeaders.pack(1, 0, AmHeaders.MAX_HEADER + 1)),
+        AmFrame overLimit = AmFrame.of(AmIds.AM_ONLY, 0, header(AmHeaders.pack(1, 0, AmHeaders.MAX_HEADER + 1)),
                 text("x"));
         e = assertThrows(ProtocolException.class, () -> ch.writeInbound(overLimit));
         assertTrue(e.getMessage().contains("header length 4097 (at most 4096)"), e.getMessage());
 
-        AmFrame unknownFlag = AmFrame.of(AmIds.AM_ONLY, 0, longs(AmHeaders.pack(1, 0x80, 0)), text("x"));
+        AmFrame unknownFlag = AmFrame.of(AmIds.AM_ONLY, 0, header(AmHeaders.pack(1, 0x80, 0)), text("x"));
         e = assertThrows(ProtocolException.class, () -> ch.writeInbound(unknownFlag));
         assertTrue(e.getMessage().contains("unknown flags"), e.getMessage());
 
-        AmFrame firstTooShort = AmFrame.of(AmIds.AM_FIRST, 0, longs(AmHeaders.pack(1, 0, 20), 10, 5), text("ab"));
+        AmFrame firstTooShort = AmFrame.of(AmIds.AM_FIRST, 0, header(AmHeaders.pack(1, 0, 20), 10, 5), text("ab"));
         e = assertThrows(ProtocolException.class, () -> ch.writeInbound(firstTooShort));
         assertTrue(e.getMessage().contains("of 10 bytes announces a 20-byte header"), e.getMessage());
         assertNull(ch.readInbound());
