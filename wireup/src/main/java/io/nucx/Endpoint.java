@@ -22,6 +22,7 @@ import java.util.List;
  * <pre>
  *   user handlers                                                   (tail)
  *   nucx.stream       the byte stream: writes up in order as ByteBufs; its receive window
+ *   nucx.am           active messages to the worker's handlers
  *   nucx.tag.order    messages up in the peer's write order
  *   nucx.tag.eager    protocol selection; eager frames; eager arrivals
  *   nucx.tag.rndv     rendezvous: RTS, RTR, data by fragments, GET or PUT
@@ -80,6 +81,24 @@ public interface Endpoint extends Channel {
      * at the peer).
      */
     ChannelFuture streamSend(ByteBuf data);
+
+    /**
+     * Sends an active message to the peer worker's handler for {@code id} ({@link Worker#setAmHandler}; UCX's
+     * {@code ucp_am_send_nbx}): {@code header} (at most 4096 bytes) reaches the handler with the message, {@code data}
+     * eagerly or, above the rendezvous threshold the protocol table sets, by rendezvous (the handler receives it into a
+     * buffer of its own, {@link AmMessage#receiveData}). Messages of one endpoint reach the peer's handlers in the
+     * order they were sent. The future completes when the buffers may be reused; it fails with
+     * {@link IllegalArgumentException} naming the limit for an id outside 0 to 65535 or a header over 4096 bytes
+     * (nothing is sent). Owns {@code header} and {@code data}.
+     *
+     * @param reply the handler gets the peer's endpoint to this one as its {@link AmMessage#replyEndpoint()}
+     */
+    ChannelFuture amSend(int id, ByteBuf header, ByteBuf data, boolean reply);
+
+    /** {@link #amSend(int, ByteBuf, ByteBuf, boolean)} without a reply endpoint. */
+    default ChannelFuture amSend(int id, ByteBuf header, ByteBuf data) {
+        return amSend(id, header, data, false);
+    }
 
     /** Sends a tagged message; the future completes when the buffer may be reused. Owns {@code data}. */
     ChannelFuture tagSend(long tag, ByteBuf data);

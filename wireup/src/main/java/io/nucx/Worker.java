@@ -83,6 +83,15 @@ public interface Worker {
     Future<TagMessage> tagRecv(long tag, long mask, ByteBuf into);
 
     /**
+     * Sets the handler of active messages sent to {@code id} (0 to 65535) on this worker's endpoints, replacing any
+     * before; {@code null} removes it. Effective at once: a message arriving after this returns gets the new handler.
+     * A message whose id has no handler is dropped with a counted warning (counter {@code am/dropped-no-handler}), as
+     * UCX drops it; that includes messages arriving before a handler is set. A rendezvous sender is told, and its
+     * future fails ({@code io.nucx.protocol.am.NoAmHandlerException}); an eager sender cannot tell.
+     */
+    void setAmHandler(int id, AmHandler handler);
+
+    /**
      * Posts {@code receive}, typically a {@link TagReceive#reusable reusable} one: its handler gets the next message
      * matching its tag and mask, on this worker's loop, and may post it again right there for the one after. Called on
      * the loop, a receive posted and matched this way allocates nothing (with {@link Endpoint#write} of a

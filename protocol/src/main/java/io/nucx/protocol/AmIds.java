@@ -71,6 +71,24 @@ public final class AmIds {
     /** End of the sender's stream (its output shut down), behind every byte it wrote: no header, no payload. */
     public static final int STREAM_FIN = 46;
 
+    /**
+     * Active messages of the user (UCX's {@code ucp_am_send_nbx}), one id per first frame of the carrying protocol,
+     * each with the layout of its tagged counterpart; the tag field holds the message's AM id, flags and user-header
+     * length ({@code io.nucx.protocol.am.AmHeaders}). An eager payload is the user header followed by the data; an
+     * AM_RTS carries the user header as its payload. Fragments, acknowledgements and rendezvous RTR / DATA / ATS / ATP
+     * are the tagged ones. Own ids keep active messages away from tag matching; see
+     * {@code io.nucx.protocol.am.AmCodec}.
+     */
+    public static final int AM_ONLY = 50;
+    /** First fragment of an active message (EAGER_FIRST's layout). */
+    public static final int AM_FIRST = 51;
+    /** A whole active message from the sender's buffer (EAGER_ZCOPY_ONLY's layout). */
+    public static final int AM_ZCOPY_ONLY = 52;
+    /** First fragment of a zero-copy active message (EAGER_ZCOPY_FIRST's layout). */
+    public static final int AM_ZCOPY_FIRST = 53;
+    /** Rendezvous request to send an active message (RNDV_RTS's layout, key included) + the user header. */
+    public static final int AM_RTS = 54;
+
     private AmIds() {
     }
 
@@ -101,6 +119,11 @@ public final class AmIds {
             case STREAM_RTS -> "STREAM_RTS";
             case STREAM_CREDIT -> "STREAM_CREDIT";
             case STREAM_FIN -> "STREAM_FIN";
+            case AM_ONLY -> "AM_ONLY";
+            case AM_FIRST -> "AM_FIRST";
+            case AM_ZCOPY_ONLY -> "AM_ZCOPY_ONLY";
+            case AM_ZCOPY_FIRST -> "AM_ZCOPY_FIRST";
+            case AM_RTS -> "AM_RTS";
             default -> "AM#" + amId;
         };
     }

@@ -1,6 +1,7 @@
 package io.nucx.protocol;
 
 import io.netty.channel.ChannelPipeline;
+import io.nucx.protocol.am.AmCodec;
 import io.nucx.protocol.amo.AmoCodec;
 import io.nucx.protocol.rma.RmaCodec;
 import io.nucx.protocol.select.Protocol;
@@ -20,11 +21,11 @@ import java.util.List;
 public final class ProtocolRegistry {
 
     /**
-     * Stream, tag eager, tag rendezvous, atomics, the RMA API. The stream comes first, nearest the user: its writes
-     * wait for credit before the eager codec selects their protocol, and it receives what the tag codecs carried for
-     * it.
+     * Stream, active messages, tag eager, tag rendezvous, atomics, the RMA API. The stream comes first, nearest the
+     * user: its writes wait for credit before the eager codec selects their protocol, and it receives what the tag
+     * codecs carried for it; active messages likewise sit above the eager codec that carries them.
      */
-    public static final ProtocolRegistry DEFAULT = new ProtocolRegistry(List.of(StreamCodec.FAMILY,
+    public static final ProtocolRegistry DEFAULT = new ProtocolRegistry(List.of(StreamCodec.FAMILY, AmCodec.FAMILY,
             EagerProtocols.FAMILY, RndvProtocols.FAMILY, AmoCodec.FAMILY, RmaCodec.FAMILY));
 
     private final List<ProtocolFamily> families;

@@ -2,6 +2,7 @@ package io.nucx.protocol;
 
 import io.netty.buffer.ByteBufAllocator;
 import io.netty.util.concurrent.EventExecutor;
+import io.nucx.protocol.am.AmHandlerTable;
 import io.nucx.protocol.amo.MemoryRegistry;
 import io.nucx.protocol.select.PerfProfile;
 import io.nucx.protocol.select.ProbeParams;
@@ -17,7 +18,7 @@ import java.util.concurrent.atomic.AtomicInteger;
 /**
  * A worker's protocol state that its endpoints' codecs share: tag matching, the protocol tables of each endpoint
  * configuration, memory registered for peers' atomics, message ids, counters. Everything but the counters, the
- * memory registry and the table cache map is confined to the worker's loop.
+ * memory registry, the active-message handlers and the table cache map is confined to the worker's loop.
  */
 public final class WorkerProtocols {
 
@@ -30,6 +31,7 @@ public final class WorkerProtocols {
     private final ProtocolCounters counters;
     private final TagMatcher matcher;
     private final MemoryRegistry memory;
+    private final AmHandlerTable amHandlers = new AmHandlerTable();
     private final ReceiveLimits limits;
     /** Receive memory held for peers, over all endpoints (NUCX_RX_WORKER_BYTES). Loop only. */
     private final MemoryBudget receivePool;
@@ -80,6 +82,11 @@ public final class WorkerProtocols {
     /** Memory this worker's peers may run atomics on. */
     public MemoryRegistry memory() {
         return memory;
+    }
+
+    /** The worker's active-message handlers by id (set from any thread). */
+    public AmHandlerTable amHandlers() {
+        return amHandlers;
     }
 
     public ReceiveLimits limits() {

@@ -13,8 +13,8 @@ import java.nio.ByteOrder;
 
 /**
  * Coverage-guided fuzzing (Jazzer) of the protocol codecs' inbound side on one endpoint: a sequence of frames of the
- * eager, rendezvous, synchronous and atomic families, headers and payloads as a peer chooses, through the codecs on
- * an {@link EmbeddedChannel} with a bounded receive budget. A frame may be refused only with
+ * eager, rendezvous, synchronous, atomic and active-message families, headers and payloads as a peer chooses,
+ * through the codecs on an {@link EmbeddedChannel} with a bounded receive budget. A frame may be refused only with
  * {@link ProtocolException} or {@link LimitExceededException}; anything else, a hang, an out-of-memory or a leak
  * report is a finding. Registered memory for atomics is a real native segment.
  *
@@ -26,7 +26,8 @@ class CodecFuzzTest {
     private static final int[] IDS = {AmIds.EAGER_ONLY, AmIds.EAGER_FIRST, AmIds.EAGER_MIDDLE, AmIds.EAGER_SYNC_ONLY,
         AmIds.EAGER_SYNC_FIRST, AmIds.EAGER_SYNC_ACK, AmIds.EAGER_ZCOPY_ONLY, AmIds.EAGER_ZCOPY_FIRST,
         AmIds.EAGER_ZCOPY_ACK, AmIds.RNDV_RTS, AmIds.RNDV_ATS, AmIds.RNDV_RTR, AmIds.RNDV_DATA, AmIds.RNDV_ATP,
-        AmIds.ATOMIC_REQ, AmIds.ATOMIC_REP};
+        AmIds.ATOMIC_REQ, AmIds.ATOMIC_REP, AmIds.AM_ONLY, AmIds.AM_FIRST, AmIds.AM_ZCOPY_ONLY, AmIds.AM_ZCOPY_FIRST,
+        AmIds.AM_RTS};
 
     /** Words peers' atomics may touch: native, alive for the JVM. */
     private static final MemorySegment WORDS = Arena.global().allocate(64, 8);
@@ -40,6 +41,17 @@ class CodecFuzzTest {
         ep.toPipeline(t -> (t & 1) == 0);
         WorkerProtocols worker = TestEndpoint.worker(ch, TestEndpoint.settings(1 << 20, RndvScheme.AM,
                 ProtocolRegistry.DEFAULT.protocols()));
+        // Active messages of even ids have a handler, which asks for rendezvous data; odd ids have none (dropped).
+        for (int id = 0; id < 16; id += 2) {
+            worker.amHandlers().set(id, (m, endpoint) -> {
+                if (m.isRendezvous()) {
+                    io.netty.buffer.ByteBuf into = Unpooled.buffer((int) m.dataLength());
+                    io.netty.util.concurrent.Promise<Void> done = ch.eventLoop().newPromise();
+                    done.addListener(f -> into.release());
+                    m.receive(into, done);
+                }
+            });
+        }
         java.util.List<ProtocolCodec> codecs = ProtocolRegistry.DEFAULT.initPipeline(ch.pipeline(), ep, worker);
         try {
             worker.memory().register(WORDS);

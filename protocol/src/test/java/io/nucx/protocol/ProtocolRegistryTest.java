@@ -1,5 +1,6 @@
 package io.nucx.protocol;
 
+import io.nucx.protocol.am.AmCodec;
 import io.nucx.protocol.amo.AmoCodec;
 import io.nucx.protocol.select.Protocol;
 import io.nucx.protocol.stream.StreamCodec;
@@ -34,11 +35,12 @@ class ProtocolRegistryTest {
         for (int id : new int[] {AmIds.EAGER_ONLY, AmIds.EAGER_FIRST, AmIds.EAGER_MIDDLE, AmIds.EAGER_SYNC_ONLY,
             AmIds.EAGER_SYNC_FIRST, AmIds.EAGER_SYNC_ACK, AmIds.EAGER_ZCOPY_ONLY, AmIds.EAGER_ZCOPY_FIRST,
             AmIds.EAGER_ZCOPY_ACK, AmIds.STREAM_ONLY, AmIds.STREAM_FIRST, AmIds.STREAM_ZCOPY_ONLY,
-            AmIds.STREAM_ZCOPY_FIRST}) {
-            assertSame(EagerProtocols.FAMILY, r.owner(id), AmIds.name(id)); // stream writes' eager frames included
+            AmIds.STREAM_ZCOPY_FIRST, AmIds.AM_ONLY, AmIds.AM_FIRST, AmIds.AM_ZCOPY_ONLY, AmIds.AM_ZCOPY_FIRST}) {
+            // stream writes' and active messages' eager frames included
+            assertSame(EagerProtocols.FAMILY, r.owner(id), AmIds.name(id));
         }
         for (int id : new int[] {AmIds.RNDV_RTS, AmIds.RNDV_ATS, AmIds.RNDV_RTR, AmIds.RNDV_DATA, AmIds.RNDV_ATP,
-            AmIds.STREAM_RTS}) {
+            AmIds.STREAM_RTS, AmIds.AM_RTS}) {
             assertSame(RndvProtocols.FAMILY, r.owner(id), AmIds.name(id));
         }
         assertSame(StreamCodec.FAMILY, r.owner(AmIds.STREAM_CREDIT));
@@ -48,9 +50,8 @@ class ProtocolRegistryTest {
         for (int id : new int[] {-1, 0, AmIds.WIREUP, 5, 13, 255, 256}) {
             assertNull(r.owner(id), "id " + id);
         }
-        assertEquals(List.of(StreamCodec.FAMILY, EagerProtocols.FAMILY, RndvProtocols.FAMILY, AmoCodec.FAMILY,
-                io.nucx.protocol.rma.RmaCodec.FAMILY),
-                r.families());
+        assertEquals(List.of(StreamCodec.FAMILY, AmCodec.FAMILY, EagerProtocols.FAMILY, RndvProtocols.FAMILY,
+                AmoCodec.FAMILY, io.nucx.protocol.rma.RmaCodec.FAMILY), r.families());
         assertEquals(EagerProtocols.ALL, r.protocols().subList(0, EagerProtocols.ALL.size()),
                 "the families' protocols in registry order: their tie-break order");
     }

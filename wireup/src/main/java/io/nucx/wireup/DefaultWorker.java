@@ -9,6 +9,7 @@ import io.netty.util.concurrent.Future;
 import io.netty.util.concurrent.Promise;
 import io.netty.util.concurrent.PromiseCombiner;
 import io.netty.util.concurrent.ScheduledFuture;
+import io.nucx.AmHandler;
 import io.nucx.Endpoint;
 import io.nucx.ErrorMode;
 import io.nucx.WireupException;
@@ -356,6 +357,12 @@ public final class DefaultWorker implements Worker {
     private io.nucx.NucxClosedException closedError() {
         return new io.nucx.NucxClosedException("worker " + name + " is closed: its receives fail, and no more may be "
                 + "posted", null);
+    }
+
+    @Override
+    public void setAmHandler(int id, AmHandler handler) {
+        protocols.amHandlers().set(id, handler == null ? null
+                : (message, endpoint) -> handler.onMessage(new ReceivedAm(message, (EndpointChannel) endpoint)));
     }
 
     @Override

@@ -27,6 +27,7 @@ import io.nucx.protocol.MemoryBudget;
 import io.nucx.protocol.ProtocolCodec;
 import io.nucx.protocol.ProtocolException;
 import io.nucx.protocol.RmaRail;
+import io.nucx.protocol.am.AmData;
 import io.nucx.protocol.amo.AtomicOp;
 import io.nucx.protocol.amo.AtomicRequest;
 import io.nucx.protocol.amo.RemoteMemoryKey;
@@ -445,7 +446,7 @@ final class EndpointChannel extends AbstractChannel implements Endpoint, Endpoin
     // ------------------------------------------------------------ writes after the end name it
 
     /** What a write on this endpoint may be; anything else fails naming these. */
-    static final Class<?>[] WRITABLE = {ByteBuf.class, TagMessage.class, StreamData.class};
+    static final Class<?>[] WRITABLE = {ByteBuf.class, TagMessage.class, StreamData.class, AmData.class};
 
     @Override
     public ChannelFuture write(Object msg) {
@@ -480,6 +481,11 @@ final class EndpointChannel extends AbstractChannel implements Endpoint, Endpoin
     @Override
     public ChannelFuture streamSend(ByteBuf data) {
         return writeAndFlush(new StreamData(data));
+    }
+
+    @Override
+    public ChannelFuture amSend(int id, ByteBuf header, ByteBuf data, boolean reply) {
+        return writeAndFlush(new AmData(id, header, data, reply));
     }
 
     @Override

@@ -30,6 +30,15 @@ final class TestWorkers implements AfterEachCallback {
         return start(name, null, settings);
     }
 
+    /** Settings for {@link #start}: NUCX_TLS {@code tls} and, unless "-", one more given as "NAME=value". */
+    static String[] settings(String tls, String setting) {
+        List<String> settings = new ArrayList<>(List.of("TLS", tls));
+        if (!setting.equals("-")) {
+            settings.addAll(List.of(setting.split("=")));
+        }
+        return settings.toArray(String[]::new);
+    }
+
     /** As {@link #start(String, String...)}, adding {@code endpointHandler} to every endpoint's pipeline. */
     DefaultWorker start(String name, io.netty.channel.ChannelHandler endpointHandler, String... settings)
             throws Exception {

@@ -20,6 +20,11 @@ final class PerfTags {
     /** Client to server: the measured run starts now (the server counts what it allocates from here). */
     static final long MEASURE = 7;
 
+    /** Active-message ids of am_lat / am_bw (the phases' control messages stay tagged): as PING, PONG, DATA. */
+    static final int AM_PING = 1;
+    static final int AM_PONG = 2;
+    static final int AM_DATA = 3;
+
     private PerfTags() {
     }
 

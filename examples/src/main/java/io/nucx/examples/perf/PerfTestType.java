@@ -11,7 +11,10 @@ public enum PerfTestType {
     /** The RMA API: puts into the server's registered memory, {@code window} outstanding. */
     UCP_PUT_BW("ucp_put_bw", "put bandwidth", false, false, true),
     /** The RMA API: gets from the server's registered memory, {@code window} outstanding. */
-    UCP_GET("ucp_get", "get bandwidth", false, false, true);
+    UCP_GET("ucp_get", "get bandwidth", false, false, true),
+    /** Active messages ({@code ucp_am_send_nbx}) to a handler; rendezvous ones received into a buffer. */
+    AM_LAT("am_lat", "active message latency", true, false),
+    AM_BW("am_bw", "active message bandwidth", false, false);
 
     private final String name;
     private final String description;
@@ -34,6 +37,11 @@ public enum PerfTestType {
     /** An RMA test: the server registers memory and sends its key; the client puts or gets. */
     public boolean rma() {
         return rma;
+    }
+
+    /** The measured messages are active messages to a handler rather than tagged ones. */
+    public boolean am() {
+        return this == AM_LAT || this == AM_BW;
     }
 
     /** Sends are synchronous (complete when the receiver matched). */

@@ -79,7 +79,7 @@ public final class Perftest {
                     Endpoint ep = worker.connect(client);
                     try {
                         TagPerfServer server = new TagPerfServer(worker, ep, params.messageSize(),
-                                params.test().sync());
+                                params.test().sync(), params.test().am());
                         server.start().get(RUN_TIMEOUT_SECONDS, TimeUnit.SECONDS);
                         w.println("allocated " + server.allocationPerMessage()); // the client prints it
                         w.flush();

@@ -6,9 +6,11 @@ import io.netty.buffer.Unpooled;
 import io.netty.util.concurrent.Future;
 import io.netty.util.concurrent.GenericFutureListener;
 import io.netty.util.concurrent.Promise;
+import io.nucx.AmMessage;
 import io.nucx.Endpoint;
 import io.nucx.EndpointOption;
 import io.nucx.Worker;
+import io.nucx.protocol.am.AmData;
 import io.nucx.protocol.tag.TagMessage;
 import io.nucx.protocol.tag.TagReceive;
 import org.HdrHistogram.Histogram;
@@ -29,6 +31,8 @@ import org.HdrHistogram.Histogram;
  * sent as retained duplicates (recycled objects) under the endpoint's {@link EndpointOption#SEND_TAG}, and tag_lat's
  * PONG comes to a {@linkplain TagReceive#reusable reusable} receive. The synchronous tests send {@code TagMessage}s
  * (the flag travels in the message), and tag_bw's sends take a promise each: the window counts completions.
+ * am_lat and am_bw send the same as active messages ({@code AmData}, no user header) to the server's handlers; the
+ * PONG comes to this worker's handler (rendezvous ones received into a pooled buffer).
  */
 final class TagPerfClient {
 
@@ -44,6 +48,7 @@ final class TagPerfClient {
     private final Histogram interval = new Histogram(3_600_000_000_000L, 3);
     private final Histogram overall = new Histogram(3_600_000_000_000L, 3);
     private final boolean sync;
+    private final boolean am;
     private final int windowIterations;
     private final long processStartMillis = ProcessHandle.current().info().startInstant()
             .map(java.time.Instant::toEpochMilli).orElse(System.currentTimeMillis());
@@ -92,6 +97,7 @@ final class TagPerfClient {
         this.params = params;
         this.reporter = reporter;
         this.sync = params.test().sync();
+        this.am = params.test().am();
         this.windowIterations = reporter.windowIterations();
         this.result = worker.eventLoop().newPromise();
         int size = params.messageSize();
@@ -111,6 +117,10 @@ final class TagPerfClient {
     }
 
     Future<PerfResult> start() {
+        if (am) {
+            worker.setAmHandler(PerfTags.AM_PONG, this::onAmPong);
+            result.addListener(f -> worker.setAmHandler(PerfTags.AM_PONG, null));
+        }
         worker.eventLoop().execute(() -> beginPhase(Phase.WARMUP));
         // A server that dies mid-run leaves a receive posted for ever: end with the endpoint's failure instead.
         ep.errorFuture().addListener(f -> {
@@ -185,13 +195,34 @@ final class TagPerfClient {
     // ---------------------------------------------------------------- tag_lat
 
     private void ping() {
-        if (sync) {
+        if (am) {
+            ep.writeAndFlush(new AmData(PerfTags.AM_PING, Unpooled.EMPTY_BUFFER, payload.retainedDuplicate(), false),
+                    ep.voidPromise());
+        } else if (sync) {
             worker.tagRecv(PerfTags.PONG, -1L).addListener(onSyncPong);
             ep.writeAndFlush(new TagMessage(PerfTags.PING, payload.retainedDuplicate(), true), ep.voidPromise());
         } else {
             worker.tagRecv(pong);
             ep.writeAndFlush(payload.retainedDuplicate(), ep.voidPromise());
         }
+    }
+
+    /** am_lat's PONG: eager, or received into a pooled buffer first. */
+    private void onAmPong(AmMessage m) {
+        if (!m.isRendezvous()) {
+            onPong();
+            return;
+        }
+        int size = (int) m.dataLength();
+        ByteBuf into = PooledByteBufAllocator.DEFAULT.directBuffer(size, size);
+        m.receiveData(into).addListener(f -> {
+            into.release();
+            if (f.isSuccess()) {
+                onPong();
+            } else {
+                fail(f.cause());
+            }
+        });
     }
 
     private void onSyncPong(Future<TagMessage> f) {
@@ -225,7 +256,8 @@ final class TagPerfClient {
                         : ep.put(local, key, key.base())).addListener(onSent);
                 continue;
             }
-            Object msg = sync ? new TagMessage(PerfTags.DATA, payload.retainedDuplicate(), true)
+            Object msg = am ? new AmData(PerfTags.AM_DATA, Unpooled.EMPTY_BUFFER, payload.retainedDuplicate(), false)
+                    : sync ? new TagMessage(PerfTags.DATA, payload.retainedDuplicate(), true)
                     : payload.retainedDuplicate();
             ep.write(msg).addListener(onSent);
             wrote = true;

@@ -5,16 +5,19 @@ import io.netty.buffer.PooledByteBufAllocator;
 import io.netty.buffer.Unpooled;
 import io.netty.util.concurrent.Future;
 import io.netty.util.concurrent.Promise;
+import io.nucx.AmMessage;
 import io.nucx.Endpoint;
 import io.nucx.EndpointOption;
 import io.nucx.Worker;
+import io.nucx.protocol.am.AmData;
 import io.nucx.protocol.tag.TagMessage;
 import io.nucx.protocol.tag.TagReceive;
 
 /**
  * The answering side of a tag test, on the worker's loop: one {@linkplain TagReceive#reusable reusable} receive for
  * any tag, posted again after each message, answered by tag ({@link PerfTags}); PONGs are slices of a pooled buffer
- * sent under the endpoint's {@code SEND_TAG}, so a ping-pong allocates nothing here. Completes when FINISH arrives;
+ * sent under the endpoint's {@code SEND_TAG}, so a ping-pong allocates nothing here. In am_lat / am_bw PING and DATA
+ * come as active messages to its handlers instead (rendezvous ones received into a buffer), PONG goes as one. Completes when FINISH arrives;
  * it counts what its loop thread allocated per message from the client's MEASURE on.
  */
 final class TagPerfServer {
@@ -24,6 +27,7 @@ final class TagPerfServer {
     private final ByteBuf reply;
     private final Promise<Long> done;
     private final boolean sync;
+    private final boolean am;
     private final TagReceive any = TagReceive.reusable(0, 0, new TagReceive.Handler() {
         @Override
         public void received(long tag, ByteBuf data) {
@@ -43,7 +47,13 @@ final class TagPerfServer {
     private double allocPerMessage = -1;
 
     TagPerfServer(Worker worker, Endpoint ep, int maxSize, boolean sync) {
+        this(worker, ep, maxSize, sync, false);
+    }
+
+    /** @param am am_lat / am_bw: PING and DATA come as active messages, PONG goes as one */
+    TagPerfServer(Worker worker, Endpoint ep, int maxSize, boolean sync, boolean am) {
         this.sync = sync;
+        this.am = am;
         this.worker = worker;
         this.ep = ep;
         this.reply = PooledByteBufAllocator.DEFAULT.directBuffer(maxSize, maxSize).writeZero(maxSize);
@@ -53,6 +63,14 @@ final class TagPerfServer {
 
     /** Completes with the number of DATA messages received when the client says FINISH. */
     Future<Long> start() {
+        if (am) {
+            worker.setAmHandler(PerfTags.AM_PING, m -> receive(m, PerfTags.PING));
+            worker.setAmHandler(PerfTags.AM_DATA, m -> receive(m, PerfTags.DATA));
+            done.addListener(f -> {
+                worker.setAmHandler(PerfTags.AM_PING, null);
+                worker.setAmHandler(PerfTags.AM_DATA, null);
+            });
+        }
         worker.eventLoop().execute(this::post);
         // A client that dies mid-run never sends FINISH: end with its endpoint's failure, not after the run timeout.
         ep.errorFuture().addListener(f -> {
@@ -71,6 +89,37 @@ final class TagPerfServer {
 
     private void post() {
         worker.tagRecv(any);
+    }
+
+    /**
+     * An active message of am_lat / am_bw, handled as the tagged message {@code as}: eager data are here already; a
+     * rendezvous message's are received into a pooled buffer first (a buffer per message: several may be arriving).
+     */
+    private void receive(AmMessage m, long as) {
+        int size = (int) m.dataLength();
+        if (!m.isRendezvous()) {
+            onAm(as, size);
+            return;
+        }
+        ByteBuf into = PooledByteBufAllocator.DEFAULT.directBuffer(size, size);
+        m.receiveData(into).addListener(f -> {
+            into.release();
+            if (f.isSuccess()) {
+                onAm(as, size);
+            } else {
+                done.tryFailure(f.cause());
+            }
+        });
+    }
+
+    private void onAm(long as, int size) {
+        measured++;
+        if (as == PerfTags.PING) {
+            ep.writeAndFlush(new AmData(PerfTags.AM_PONG, Unpooled.EMPTY_BUFFER, reply.retainedSlice(0, size), false),
+                    ep.voidPromise());
+        } else {
+            received++;
+        }
     }
 
     private void onMessage(long tag, int size) {

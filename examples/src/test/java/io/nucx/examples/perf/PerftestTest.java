@@ -30,7 +30,11 @@ class PerftestTest {
             "tcp, tag_sync_lat, 8, false",
             "tcp, tag_bw, 100000, true",
             "self, tag_lat, 8, false",
-            "self, tag_sync_bw, 65536, false"})
+            "self, tag_sync_bw, 65536, false",
+            "tcp, am_lat, 8, false",
+            "tcp, am_lat, 4194304, false",
+            "shm, am_bw, 65536, false",
+            "tcp, am_bw, 1048576, false"})
     void aRunPrintsTheTableAndAFinalLineWithEightNumbers(String tls, String test, int size, boolean iov)
             throws Exception {
         Server server = Server.start(Map.of("TLS", tls));

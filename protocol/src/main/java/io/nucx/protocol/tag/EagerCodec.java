@@ -9,6 +9,7 @@ import io.nucx.protocol.AmIds;
 import io.nucx.protocol.EndpointServices;
 import io.nucx.protocol.ProtocolCodec;
 import io.nucx.protocol.WorkerProtocols;
+import io.nucx.protocol.am.AmData;
 import io.nucx.protocol.stream.StreamData;
 import io.nucx.transport.AmFrame;
 
@@ -19,8 +20,9 @@ import java.util.List;
  * plain {@code ByteBuf}, sent with the endpoint's {@code SEND_TAG}) becomes eager frames or, when the table says
  * rendezvous, a {@link RndvSendRequest} for the codec below ({@link EagerSender}); inbound, eager frames become
  * messages for posted receives, the unexpected queue or the pipeline ({@link EagerReceiver}). It carries stream writes
- * ({@code StreamData}) the same way under the stream's ids, for the stream codec above. It owns the endpoint's
- * synchronous and zero-copy sends waiting for their acknowledgements and its messages still arriving.
+ * ({@code StreamData}) and active messages ({@code AmData}) the same way under their own ids, for the stream and
+ * active-message codecs above. It owns the endpoint's synchronous and zero-copy sends waiting for their
+ * acknowledgements and its messages still arriving.
  */
 public final class EagerCodec extends ChannelDuplexHandler implements ProtocolCodec {
 
@@ -31,7 +33,7 @@ public final class EagerCodec extends ChannelDuplexHandler implements ProtocolCo
     static final int[] AM_IDS = {AmIds.EAGER_ONLY, AmIds.EAGER_FIRST, AmIds.EAGER_MIDDLE, AmIds.EAGER_SYNC_ONLY,
         AmIds.EAGER_SYNC_FIRST, AmIds.EAGER_SYNC_ACK, AmIds.EAGER_ZCOPY_ONLY, AmIds.EAGER_ZCOPY_FIRST,
         AmIds.EAGER_ZCOPY_ACK, AmIds.STREAM_ONLY, AmIds.STREAM_FIRST, AmIds.STREAM_ZCOPY_ONLY,
-        AmIds.STREAM_ZCOPY_FIRST};
+        AmIds.STREAM_ZCOPY_FIRST, AmIds.AM_ONLY, AmIds.AM_FIRST, AmIds.AM_ZCOPY_ONLY, AmIds.AM_ZCOPY_FIRST};
 
     private static final boolean[] OWNED = new boolean[256];
 
@@ -61,7 +63,7 @@ public final class EagerCodec extends ChannelDuplexHandler implements ProtocolCo
 
     @Override
     public void write(ChannelHandlerContext ctx, Object msg, ChannelPromise promise) {
-        if (msg instanceof TagMessage || msg instanceof ByteBuf || msg instanceof StreamData) {
+        if (msg instanceof TagMessage || msg instanceof ByteBuf || msg instanceof StreamData || msg instanceof AmData) {
             sender.write(ctx, msg, promise);
         } else {
             ctx.write(msg, promise);

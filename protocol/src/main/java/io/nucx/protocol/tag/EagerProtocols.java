@@ -116,10 +116,11 @@ public final class EagerProtocols {
         public void probe(ProbeParams params, Consumer<ProtoCandidate> out) {
             long key = params.key();
             SelectionKey.Operation op = SelectionKey.operation(key);
-            // A stream write is carried like a tagged one (STREAM_* first frames instead of EAGER_*); it has no
-            // synchronous form.
+            // A stream write or an active message is carried like a tagged one (STREAM_* / AM_* first frames instead
+            // of EAGER_*); neither has a synchronous form.
             boolean serves = kind.sync() ? op == SelectionKey.Operation.TAG_SEND_SYNC
-                    : op == SelectionKey.Operation.TAG_SEND || op == SelectionKey.Operation.STREAM_SEND;
+                    : op == SelectionKey.Operation.TAG_SEND || op == SelectionKey.Operation.STREAM_SEND
+                    || op == SelectionKey.Operation.AM_SEND;
             if (!serves || SelectionKey.datatype(key) == SelectionKey.DatatypeClass.GENERIC) {
                 return;
             }

@@ -8,6 +8,8 @@ import io.nucx.protocol.LimitExceededException;
 import io.nucx.protocol.MemoryBudget;
 import io.nucx.protocol.ProtocolCodec;
 import io.nucx.protocol.ProtocolException;
+import io.nucx.protocol.am.AmHeaders;
+import io.nucx.protocol.am.AmIncoming;
 import io.nucx.protocol.stream.StreamSlot;
 import io.nucx.transport.AmFrame;
 
@@ -27,7 +29,8 @@ import java.util.function.LongPredicate;
  * user's buffer when it gave one), the endpoint's pipeline ({@code PIPELINE_TAG}; a {@link PipelineSlot} holds its
  * place while fragments arrive), or the unexpected queue. Synchronous senders are acknowledged at the match, zero-copy
  * senders once every byte has arrived. Stream writes (STREAM_ONLY, STREAM_FIRST, STREAM_ZCOPY_*) go to the endpoint's
- * stream instead, never to the matcher: a {@link StreamSlot} up the pipeline, completed as their fragments arrive. A
+ * stream instead, never to the matcher: a {@link StreamSlot} up the pipeline, completed as their fragments arrive.
+ * Active messages (AM_ONLY, AM_FIRST, AM_ZCOPY_*) go up the pipeline as an {@link AmIncoming} once whole. A
  * header of the wrong length, a message over NUCX_MAX_MSG_SIZE, a fragment
  * outside its message or of an unknown message is a {@link ProtocolException}: the lane it came by closes.
  */
@@ -98,6 +101,9 @@ final class EagerReceiver {
         }
     }
 
+    /** The target of an active message being put together: it goes up the pipeline once whole. */
+    private static final Object AM_TARGET = new Object();
+
     private final ChannelHandlerContext ctx;
     private final TagMatcher matcher;
     private final ByteBufAllocator alloc;
@@ -137,7 +143,7 @@ final class EagerReceiver {
                 }
                 case AmIds.EAGER_FIRST -> {
                     check(frame, EagerHeaders.FIRST_LENGTH);
-                    onFirst(false, h.getLongLE(at + EagerHeaders.TAG_OFFSET),
+                    onFirst(MessageKind.TAG, h.getLongLE(at + EagerHeaders.TAG_OFFSET),
                             h.getLongLE(at + EagerHeaders.FIRST_TOTAL_OFFSET),
                             h.getLongLE(at + EagerHeaders.FIRST_MSG_ID_OFFSET), -1, -1, frame.payload().retain());
                 }
@@ -153,7 +159,7 @@ final class EagerReceiver {
                 }
                 case AmIds.EAGER_SYNC_FIRST -> {
                     check(frame, EagerHeaders.SYNC_FIRST_LENGTH);
-                    onFirst(false, h.getLongLE(at + EagerHeaders.TAG_OFFSET),
+                    onFirst(MessageKind.TAG, h.getLongLE(at + EagerHeaders.TAG_OFFSET),
                             h.getLongLE(at + EagerHeaders.FIRST_TOTAL_OFFSET),
                             h.getLongLE(at + EagerHeaders.FIRST_MSG_ID_OFFSET),
                             requestId(frame, at + EagerHeaders.FIRST_LENGTH), -1, frame.payload().retain());
@@ -166,7 +172,7 @@ final class EagerReceiver {
                 }
                 case AmIds.EAGER_ZCOPY_FIRST -> {
                     check(frame, EagerHeaders.ZCOPY_FIRST_LENGTH);
-                    onFirst(false, h.getLongLE(at + EagerHeaders.TAG_OFFSET),
+                    onFirst(MessageKind.TAG, h.getLongLE(at + EagerHeaders.TAG_OFFSET),
                             h.getLongLE(at + EagerHeaders.FIRST_TOTAL_OFFSET),
                             h.getLongLE(at + EagerHeaders.FIRST_MSG_ID_OFFSET), -1,
                             requestId(frame, at + EagerHeaders.FIRST_LENGTH), frame.payload().retain());
@@ -183,12 +189,37 @@ final class EagerReceiver {
                 }
                 case AmIds.STREAM_FIRST -> {
                     check(frame, EagerHeaders.FIRST_LENGTH);
-                    onFirst(true, 0, h.getLongLE(at + EagerHeaders.FIRST_TOTAL_OFFSET),
+                    onFirst(MessageKind.STREAM, 0, h.getLongLE(at + EagerHeaders.FIRST_TOTAL_OFFSET),
                             h.getLongLE(at + EagerHeaders.FIRST_MSG_ID_OFFSET), -1, -1, frame.payload().retain());
                 }
                 case AmIds.STREAM_ZCOPY_FIRST -> {
                     check(frame, EagerHeaders.ZCOPY_FIRST_LENGTH);
-                    onFirst(true, 0, h.getLongLE(at + EagerHeaders.FIRST_TOTAL_OFFSET),
+                    onFirst(MessageKind.STREAM, 0, h.getLongLE(at + EagerHeaders.FIRST_TOTAL_OFFSET),
+                            h.getLongLE(at + EagerHeaders.FIRST_MSG_ID_OFFSET), -1,
+                            requestId(frame, at + EagerHeaders.FIRST_LENGTH), frame.payload().retain());
+                }
+                case AmIds.AM_ONLY -> {
+                    check(frame, EagerHeaders.ONLY_LENGTH);
+                    ctx.fireChannelRead(AmIncoming.eager(h.getLongLE(at + EagerHeaders.TAG_OFFSET),
+                            frame.payload().retain()));
+                }
+                case AmIds.AM_ZCOPY_ONLY -> {
+                    check(frame, EagerHeaders.ZCOPY_ONLY_LENGTH);
+                    long reqId = requestId(frame, at + EagerHeaders.ONLY_LENGTH);
+                    acknowledgeArrival(reqId); // first: the handler may close the endpoint
+                    ctx.fireChannelRead(AmIncoming.eager(h.getLongLE(at + EagerHeaders.TAG_OFFSET),
+                            frame.payload().retain()));
+                }
+                case AmIds.AM_FIRST -> {
+                    check(frame, EagerHeaders.FIRST_LENGTH);
+                    onFirst(MessageKind.AM, h.getLongLE(at + EagerHeaders.TAG_OFFSET),
+                            h.getLongLE(at + EagerHeaders.FIRST_TOTAL_OFFSET),
+                            h.getLongLE(at + EagerHeaders.FIRST_MSG_ID_OFFSET), -1, -1, frame.payload().retain());
+                }
+                case AmIds.AM_ZCOPY_FIRST -> {
+                    check(frame, EagerHeaders.ZCOPY_FIRST_LENGTH);
+                    onFirst(MessageKind.AM, h.getLongLE(at + EagerHeaders.TAG_OFFSET),
+                            h.getLongLE(at + EagerHeaders.FIRST_TOTAL_OFFSET),
                             h.getLongLE(at + EagerHeaders.FIRST_MSG_ID_OFFSET), -1,
                             requestId(frame, at + EagerHeaders.FIRST_LENGTH), frame.payload().retain());
                 }
@@ -242,9 +273,9 @@ final class EagerReceiver {
 
     /**
      * The first fragment of a message; its destination is decided now, in the order the peer wrote: for a stream
-     * write its place in the endpoint's stream, else by tag.
+     * write its place in the endpoint's stream, for an active message the pipeline once whole, else by tag.
      */
-    private void onFirst(boolean stream, long tag, long total, long msgId, long syncReqId, long zcopyReqId,
+    private void onFirst(MessageKind kind, long tag, long total, long msgId, long syncReqId, long zcopyReqId,
                          ByteBuf payload) {
         try {
             if (total > maxMessageSize || total < 0) {
@@ -259,8 +290,17 @@ final class EagerReceiver {
                 throw new ProtocolException("message id " + Long.toHexString(msgId) + " started twice");
             }
             Reassembly ra = new Reassembly(msgId, tag, (int) total, zcopyReqId);
-            TagReceive r = stream ? null : matcher.takeExpected(tag);
-            if (stream) {
+            TagReceive r = kind == MessageKind.TAG ? matcher.takeExpected(tag) : null;
+            if (kind == MessageKind.AM) {
+                if (AmHeaders.headerLength(tag) > total) {
+                    throw new ProtocolException("active message " + Long.toHexString(msgId) + " of " + total
+                            + " bytes announces a " + AmHeaders.headerLength(tag) + "-byte header");
+                }
+                // Charged like a stream write's until whole: then the handler has it.
+                charge(ra, MemoryBudget.ENTRY_COST, "active message " + Long.toHexString(msgId));
+                ra.target = AM_TARGET;
+                ra.parts = Fragments.copied(alloc, (int) total);
+            } else if (kind == MessageKind.STREAM) {
                 charge(ra, MemoryBudget.ENTRY_COST, "stream write " + Long.toHexString(msgId));
                 StreamSlot slot = new StreamSlot();
                 ra.target = slot;
@@ -349,6 +389,12 @@ final class EagerReceiver {
         boolean inPlace = ra.parts.isInPlace();
         ByteBuf data = ra.parts.take();
         ra.parts = null;
+        if (ra.target == AM_TARGET) {
+            budget.release(ra.charged);
+            ra.charged = 0;
+            ctx.fireChannelRead(AmIncoming.eager(ra.tag, data));
+            return;
+        }
         switch (ra.target) {
             case TagReceive r when inPlace -> r.completeInPlace(ra.tag, data);
             case TagReceive r -> r.deliver(ra.tag, data);

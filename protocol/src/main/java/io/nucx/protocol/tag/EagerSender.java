@@ -12,6 +12,7 @@ import io.nucx.protocol.PendingRequests;
 import io.nucx.protocol.ProtocolCodec;
 import io.nucx.protocol.ProtocolCounters;
 import io.nucx.protocol.ProtocolException;
+import io.nucx.protocol.am.AmData;
 import io.nucx.protocol.select.ProtoCandidate;
 import io.nucx.protocol.select.Protocol;
 import io.nucx.protocol.select.SelectionCache;
@@ -38,7 +39,10 @@ import java.util.function.LongSupplier;
  * </ul>
  * A stream write ({@code StreamData}) takes the same table lookup with the {@code STREAM_SEND} key and the same
  * frames under the stream's first-frame ids (STREAM_ONLY, STREAM_FIRST, STREAM_ZCOPY_*, STREAM_RTS), tag 0; its
- * EAGER_MIDDLE fragments and acknowledgements are the tagged ones.
+ * EAGER_MIDDLE fragments and acknowledgements are the tagged ones. An active message ({@code AmData}) likewise takes
+ * the {@code AM_SEND} key (looked up by its data's memory, its size counting the user header) and the AM_* first-frame
+ * ids, its tag field holding id, flags and header length: eager, its payload is the user header then the data; by
+ * rendezvous, the RTS carries the user header ({@link MessageKind}).
  * The copy protocols' payloads are copied into pooled buffers (copy-in) when the lane's transport would not copy them
  * itself ({@link IfaceAttributes#copiesAmPayload}), otherwise they are slices of the message; the zero-copy protocols
  * always send slices. A copy send's promise rides on its last fragment, so it completes when the whole message has
@@ -57,8 +61,8 @@ final class EagerSender {
     private final int middlePayload;
     private final SelectionCache protocols;
     private final IfaceAttributes lane;
-    /** Keys by [stream][sync][iov][direct]: built once, so a send costs an index and a table lookup. */
-    private final long[] keys = new long[12];
+    /** Keys by [kind][sync][iov][direct]: built once, so a send costs an index and a table lookup. */
+    private final long[] keys = new long[MessageKind.values().length * 8];
     private final LongSupplier messageIds;
     private final LongSupplier defaultTag;
     private final ProtocolCounters.Traffic shortCount;
@@ -97,8 +101,9 @@ final class EagerSender {
         this.middlePayload = maxBcopy - EagerHeaders.MIDDLE_LENGTH;
         this.protocols = protocols;
         for (int i = 0; i < keys.length; i++) {
-            keys[i] = SelectionKey.pack((i & 8) != 0 ? SelectionKey.Operation.STREAM_SEND
-                            : (i & 4) != 0 ? SelectionKey.Operation.TAG_SEND_SYNC : SelectionKey.Operation.TAG_SEND, 0,
+            MessageKind kind = MessageKind.values()[i / 8];
+            keys[i] = SelectionKey.pack(kind == MessageKind.TAG && (i & 4) != 0
+                            ? SelectionKey.Operation.TAG_SEND_SYNC : kind.operation(), 0,
                     (i & 2) != 0 ? SelectionKey.DatatypeClass.IOV : SelectionKey.DatatypeClass.CONTIG,
                     (i & 1) != 0 ? SelectionKey.MemoryType.DIRECT : SelectionKey.MemoryType.HEAP,
                     protocols.locality());
@@ -117,14 +122,16 @@ final class EagerSender {
     }
 
     /**
-     * Sends a {@link TagMessage}, a plain {@link ByteBuf} (with the default tag) or a {@link StreamData} (a stream
-     * write: selected by {@code STREAM_SEND}, sent with the STREAM_* first-frame ids and tag 0); owns {@code msg}.
+     * Sends a {@link TagMessage}, a plain {@link ByteBuf} (with the default tag), a {@link StreamData} (a stream
+     * write: selected by {@code STREAM_SEND}, sent with the STREAM_* first-frame ids and tag 0) or an {@link AmData}
+     * (an active message: {@code AM_SEND}, the AM_* ids); owns {@code msg}.
      */
     void write(ChannelHandlerContext ctx, Object msg, ChannelPromise promise) {
         long tag;
         ByteBuf content;
+        ByteBuf amHeader = null;
         boolean sync = false;
-        boolean stream = false;
+        MessageKind kind = MessageKind.TAG;
         if (msg instanceof TagMessage m) {
             tag = m.tag();
             content = m.content();
@@ -132,7 +139,12 @@ final class EagerSender {
         } else if (msg instanceof StreamData d) {
             tag = 0;
             content = d.content();
-            stream = true;
+            kind = MessageKind.STREAM;
+        } else if (msg instanceof AmData d) {
+            tag = d.tagField();
+            content = d.content();
+            amHeader = d.header();
+            kind = MessageKind.AM;
         } else {
             tag = defaultTag.getAsLong();
             content = (ByteBuf) msg;
@@ -143,42 +155,54 @@ final class EagerSender {
         }
         // From here a send cannot be taken back: Netty drops a write whose promise is cancelled, and the frame the
         // promise rides on (the last fragment, an ATP) would be lost with the message half sent.
+        ByteBuf eager = content; // what eager frames carry: an active message's user header, then its data
         try {
             int length = content.readableBytes();
+            if (amHeader != null && amHeader.isReadable()) {
+                length += amHeader.readableBytes();
+                eager = ctx.alloc().compositeBuffer(2).addComponents(true, amHeader.retainedSlice(),
+                        content.retainedSlice());
+            }
             // isDirect, not hasArray: a composite of heap components is heap memory too (no array of its own).
             int keyIndex = (content.isDirect() ? 1 : 0) + (content.nioBufferCount() > 1 ? 2 : 0) + (sync ? 4 : 0)
-                    + (stream ? 8 : 0);
+                    + kind.ordinal() * 8;
             ProtoCandidate chosen = protocols.table(keys[keyIndex]).lookup(length);
             Protocol p = chosen == null ? null : chosen.protocol();
             if (p == EagerProtocols.SHORT || p == EagerProtocols.SINGLE_BCOPY) {
                 ByteBuf header = ctx.alloc().buffer(EagerHeaders.ONLY_LENGTH).writeLongLE(tag);
                 (p == EagerProtocols.SHORT ? shortCount : singleCount).sent(length);
-                writeFrame(ctx, AmFrame.of(stream ? AmIds.STREAM_ONLY : AmIds.EAGER_ONLY, 0, header,
-                        copyPayload(ctx, content, content.readerIndex(), length)), promise);
+                writeFrame(ctx, AmFrame.of(kind.onlyId(), 0, header, copyPayload(ctx, eager, eager.readerIndex(),
+                        length)), promise);
             } else if (p == EagerProtocols.MULTI_BCOPY) {
                 multiCount.sent(length);
-                writeFragments(ctx, stream ? AmIds.STREAM_FIRST : AmIds.EAGER_FIRST, tag, content, length, -1, true,
-                        promise);
+                writeFragments(ctx, kind.firstId(), tag, eager, length, -1, true, promise);
             } else if (p == EagerProtocols.SINGLE_ZCOPY || p == EagerProtocols.MULTI_ZCOPY) {
-                writeZcopy(ctx, tag, content, length, p == EagerProtocols.MULTI_ZCOPY, stream, promise);
+                writeZcopy(ctx, tag, eager, length, p == EagerProtocols.MULTI_ZCOPY, kind, promise);
             } else if (p == EagerProtocols.SYNC_SINGLE_BCOPY || p == EagerProtocols.SYNC_MULTI_BCOPY) {
                 writeSync(ctx, tag, content, length, p == EagerProtocols.SYNC_MULTI_BCOPY, promise);
             } else if (p == RndvProtocols.TAG_RNDV || p == RndvProtocols.PUT_ZCOPY) {
                 // put/zcopy's RTS is tag/rndv's: the receiver answers with its buffer's key
                 rndvCount.sent(length);
-                ctx.write(new RndvSendRequest(tag, content.retain(), false, stream), promise);
+                ctx.write(new RndvSendRequest(tag, content.retain(), false, kind, retainedOrNull(amHeader)), promise);
             } else if (p == RndvProtocols.GET_ZCOPY) {
                 boolean offer = RndvSendRequest.offersKey(content);
                 (offer ? getZcopyCount : rndvCount).sent(length); // not one native run: the receiver asks by RTR
-                ctx.write(new RndvSendRequest(tag, content.retain(), offer, stream), promise);
+                ctx.write(new RndvSendRequest(tag, content.retain(), offer, kind, retainedOrNull(amHeader)), promise);
             } else {
                 promise.tryFailure(new IllegalStateException("no protocol sends a " + length + "-byte "
                         + SelectionKey.describe(keys[keyIndex]) + " on " + protocols.config().amLane()
                         + (p == null ? "" : " (selected " + p.name() + ", which this codec does not run)")));
             }
         } finally {
+            if (eager != content) {
+                eager.release();
+            }
             ReferenceCountUtil.release(msg);
         }
+    }
+
+    private static ByteBuf retainedOrNull(ByteBuf b) {
+        return b == null ? null : b.retain();
     }
 
     /**
@@ -212,7 +236,7 @@ final class EagerSender {
      * releases the slices it holds.
      */
     private void writeZcopy(ChannelHandlerContext ctx, long tag, ByteBuf content, int length, boolean multi,
-                            boolean stream, ChannelPromise promise) {
+                            MessageKind kind, ChannelPromise promise) {
         // A void promise cannot be waited for (a graceful close waits for these): a real one that still reports a
         // failure to the pipeline as the void promise would.
         long id = zcopySends.add(promise.isVoid() ? promise.unvoid() : promise);
@@ -225,13 +249,11 @@ final class EagerSender {
         });
         if (multi) {
             multiZcopyCount.sent(length);
-            writeFragments(ctx, stream ? AmIds.STREAM_ZCOPY_FIRST : AmIds.EAGER_ZCOPY_FIRST, tag, content, length, id,
-                    false, written);
+            writeFragments(ctx, kind.zcopyFirstId(), tag, content, length, id, false, written);
         } else {
             singleZcopyCount.sent(length);
             ByteBuf header = ctx.alloc().buffer(EagerHeaders.ZCOPY_ONLY_LENGTH).writeLongLE(tag).writeLongLE(id);
-            ctx.write(AmFrame.of(stream ? AmIds.STREAM_ZCOPY_ONLY : AmIds.EAGER_ZCOPY_ONLY, 0, header,
-                    content.retainedSlice()), written);
+            ctx.write(AmFrame.of(kind.zcopyOnlyId(), 0, header, content.retainedSlice()), written);
         }
     }
 
@@ -244,7 +266,7 @@ final class EagerSender {
         long msgId = messageIds.getAsLong();
         int start = content.readerIndex();
         int firstLength = switch (firstAmId) {
-            case AmIds.EAGER_FIRST, AmIds.STREAM_FIRST -> EagerHeaders.FIRST_LENGTH;
+            case AmIds.EAGER_FIRST, AmIds.STREAM_FIRST, AmIds.AM_FIRST -> EagerHeaders.FIRST_LENGTH;
             case AmIds.EAGER_SYNC_FIRST -> EagerHeaders.SYNC_FIRST_LENGTH;
             default -> EagerHeaders.ZCOPY_FIRST_LENGTH;
         };

@@ -26,9 +26,12 @@ public final class RndvCodec extends ChannelDuplexHandler implements ProtocolCod
     /** Its name in an endpoint's pipeline. */
     public static final String NAME = "nucx.tag.rndv";
 
-    /** Its active messages, STREAM_RTS included (a stream write's RTS: the stream takes it, never the matcher). */
+    /**
+     * Its active messages, STREAM_RTS and AM_RTS included (a stream write's RTS: the stream takes it; an active
+     * message's: its handler; never the matcher).
+     */
     static final int[] AM_IDS = {AmIds.RNDV_RTS, AmIds.RNDV_ATS, AmIds.RNDV_RTR, AmIds.RNDV_DATA, AmIds.RNDV_ATP,
-        AmIds.STREAM_RTS};
+        AmIds.STREAM_RTS, AmIds.AM_RTS};
 
     private final EndpointServices endpoint;
     private final WorkerProtocols worker;
@@ -67,10 +70,12 @@ public final class RndvCodec extends ChannelDuplexHandler implements ProtocolCod
             ByteBuf h = frame.header();
             int at = h.readerIndex();
             switch (frame.amId()) {
-                case AmIds.RNDV_RTS, AmIds.STREAM_RTS -> {
+                case AmIds.RNDV_RTS, AmIds.STREAM_RTS, AmIds.AM_RTS -> {
                     ByteBuf key = RndvHeaders.readRtsKey(h); // first: it checks the length the fields are read from
-                    receiver.onRts(h.getLongLE(at), h.getLongLE(at + 8), h.getLongLE(at + 16), key,
-                            frame.amId() == AmIds.STREAM_RTS);
+                    MessageKind kind = frame.amId() == AmIds.RNDV_RTS ? MessageKind.TAG
+                            : frame.amId() == AmIds.STREAM_RTS ? MessageKind.STREAM : MessageKind.AM;
+                    receiver.onRts(h.getLongLE(at), h.getLongLE(at + 8), h.getLongLE(at + 16), key, kind,
+                            frame.payload());
                 }
                 case AmIds.RNDV_RTR -> {
                     ByteBuf key = RndvHeaders.readRtrKey(h);
@@ -96,7 +101,7 @@ public final class RndvCodec extends ChannelDuplexHandler implements ProtocolCod
 
     private static boolean owns(int amId) {
         return amId == AmIds.RNDV_RTS || amId == AmIds.RNDV_ATS || amId == AmIds.RNDV_RTR || amId == AmIds.RNDV_DATA
-                || amId == AmIds.RNDV_ATP || amId == AmIds.STREAM_RTS;
+                || amId == AmIds.RNDV_ATP || amId == AmIds.STREAM_RTS || amId == AmIds.AM_RTS;
     }
 
     private static void check(AmFrame frame, int headerLength) {

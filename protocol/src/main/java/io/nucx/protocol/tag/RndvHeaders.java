@@ -24,14 +24,15 @@ import io.nucx.protocol.ProtocolException;
  *            | receiver req id:u64  |   offset:u64   |  + payload bytes at offset
  *            +----------------------+----------------+
  * RNDV_ATS   +--------------------+-----------+
- *            | sender req id:u64  | status:i8 |   (0 ok, -9 truncated: the receive buffer was smaller)
- *            +--------------------+-----------+
+ *            | sender req id:u64  | status:i8 |   (0 ok, -9 truncated: the receive buffer was smaller,
+ *            +--------------------+-----------+    -5: no handler for the active message's id)
  * RNDV_ATP   +----------------------+-----------+------------+
  *            | receiver req id:u64  | status:i8 |  size:u64  |   (UCX's ack header; 17 bytes)
  *            +----------------------+-----------+------------+
  *   status 0: all {@code size} bytes were written; -16 (cancelled): the sender stopped and will not write, size = 0.
  *   Either way it is the sender's last word on that receive buffer.
  * </pre>
+ * An AM_RTS has RNDV_RTS's header and the active message's user header as its payload.
  * The tag comes first in RTS, as in the eager headers, so one matcher serves both. A key-carrying RTS or RTR is told
  * from a plain one by its length. The keys are opaque here: each RMA lane that uses one unpacks and checks it
  * ({@link RndvKeys}).
@@ -49,6 +50,8 @@ public final class RndvHeaders {
     public static final int STATUS_OK = 0;
     /** UCS_ERR_MESSAGE_TRUNCATED. */
     public static final int STATUS_TRUNCATED = -9;
+    /** UCS_ERR_INVALID_PARAM: in an ATS, the receiver has no handler for the active message's id. */
+    public static final int STATUS_NO_HANDLER = -5;
     /** UCS_ERR_CANCELED: in an ATP, the sender stopped before writing everything and will write nothing more. */
     public static final int STATUS_CANCELED = -16;
 

@@ -23,7 +23,8 @@ import java.util.function.Consumer;
  * forces it (priority 60 beats the copy protocols' 20). With AM_BW lanes the data's wire time is at the sum of the
  * lanes' bandwidths, as the seed's multi-lane threshold sums them. Synchronous sends may take it too: the sender
  * learns of the match from the RTR (or ATS), so its future completes only after the receiver matched. Stream writes
- * ({@code STREAM_SEND}) take every rendezvous protocol as tagged sends do; only their RTS differs (STREAM_RTS).
+ * ({@code STREAM_SEND}) take every rendezvous protocol as tagged sends do; only their RTS differs (STREAM_RTS);
+ * so do active messages ({@code AM_SEND}, AM_RTS).
  *
  * <p>The data fragments are retained slices of the send buffer, which the send holds from the RTS on anyway. On a lane
  * whose transport writes them from the sender's memory ({@link Capability#AM_ZCOPY}: tcp, native memory) that is
@@ -54,7 +55,7 @@ public final class RndvProtocols {
             long key = params.key();
             SelectionKey.Operation op = SelectionKey.operation(key);
             if ((op != SelectionKey.Operation.TAG_SEND && op != SelectionKey.Operation.TAG_SEND_SYNC
-                    && op != SelectionKey.Operation.STREAM_SEND)
+                    && op != SelectionKey.Operation.STREAM_SEND && op != SelectionKey.Operation.AM_SEND)
                     || SelectionKey.datatype(key) == SelectionKey.DatatypeClass.GENERIC) {
                 return;
             }
@@ -224,7 +225,7 @@ public final class RndvProtocols {
             long key = params.key();
             SelectionKey.Operation op = SelectionKey.operation(key);
             if ((op != SelectionKey.Operation.TAG_SEND && op != SelectionKey.Operation.TAG_SEND_SYNC
-                    && op != SelectionKey.Operation.STREAM_SEND)
+                    && op != SelectionKey.Operation.STREAM_SEND && op != SelectionKey.Operation.AM_SEND)
                     || SelectionKey.datatype(key) != SelectionKey.DatatypeClass.CONTIG
                     || SelectionKey.memoryType(key) == SelectionKey.MemoryType.HEAP
                     || !params.endpoint().hasRmaLane() || !params.endpoint().rmaLaneAttrs().has(needs)) {

@@ -16,6 +16,8 @@ import io.nucx.protocol.ProtocolCounters;
 import io.nucx.protocol.ProtocolException;
 import io.nucx.protocol.RmaRail;
 import io.nucx.protocol.RmaTransfer;
+import io.nucx.protocol.am.AmHeaders;
+import io.nucx.protocol.am.AmIncoming;
 import io.nucx.protocol.stream.StreamSlot;
 import io.nucx.transport.AmFrame;
 import io.nucx.transport.Capability;
@@ -133,6 +135,63 @@ final class RndvReceiver {
         }
     }
 
+    /**
+     * An active message's RTS, handed to its handler: the data wait at the sender until the handler asks for them
+     * into a buffer of its own ({@link #receiveData}), or lets the message go (ATS: the send completes; or, with no
+     * handler for its id, fails).
+     */
+    private final class AmRts extends AmIncoming {
+        final long tag;
+        final long senderReqId;
+        final long size;
+        final List<RmaTransfer.RailKey> key;
+        /** Why the data can no longer be asked for: the endpoint ended first. */
+        Throwable ended;
+        /** Charged to the endpoint's budget while it waits, as an unexpected RTS is. */
+        final long charged;
+
+        AmRts(long tag, ByteBuf header, long size, long senderReqId, List<RmaTransfer.RailKey> key,
+              long charged) {
+            super(tag, header, size);
+            this.charged = charged;
+            this.tag = tag;
+            this.senderReqId = senderReqId;
+            this.size = size;
+            this.key = key;
+        }
+
+        @Override
+        public boolean isRendezvous() {
+            return true;
+        }
+
+        @Override
+        protected void receiveData(ByteBuf into, Promise<Void> done) {
+            if (ended != null) {
+                done.tryFailure(ended);
+                return;
+            }
+            leave(this);
+            Promise<TagMessage> received = ctx.executor().newPromise();
+            received.addListener(f -> {
+                if (f.isSuccess()) {
+                    ((TagMessage) f.getNow()).release(); // a slice of the caller's buffer
+                    done.trySuccess(null);
+                } else {
+                    done.tryFailure(f.cause());
+                }
+            });
+            start(new TagReceive(tag, -1L, into, received), tag, size, senderReqId, key);
+        }
+
+        @Override
+        protected void dropData(Drop why) {
+            if (why != Drop.RECEIVED && leave(this)) {
+                sendAts(senderReqId, why == Drop.NO_HANDLER ? RndvHeaders.STATUS_NO_HANDLER : RndvHeaders.STATUS_OK);
+            }
+        }
+    }
+
     private final ChannelHandlerContext ctx;
     private final EndpointServices endpoint;
     private final TagMatcher matcher;
@@ -144,6 +203,8 @@ final class RndvReceiver {
     private final PendingRequests<Receive> receives;
     /** This endpoint's RTS waiting in the worker's unexpected queue; they leave it when the endpoint ends. */
     private final Set<RtsArrival> unexpected = new LinkedHashSet<>();
+    /** This endpoint's active messages by rendezvous whose data nobody asked for nor let go yet. */
+    private final Set<AmRts> amWaiting = new LinkedHashSet<>();
     private final LongAdder getCount;
     private final LongAdder getFallbackCount;
     private final LongAdder putCount;
@@ -173,10 +234,11 @@ final class RndvReceiver {
     }
 
     /**
-     * RNDV_RTS: match it now, in the order the peer wrote, or keep it unexpected until a receive wants it. STREAM_RTS
-     * ({@code stream}): its place in the endpoint's stream is taken now (a {@link StreamSlot}), no matching.
+     * RNDV_RTS: match it now, in the order the peer wrote, or keep it unexpected until a receive wants it. STREAM_RTS:
+     * its place in the endpoint's stream is taken now (a {@link StreamSlot}), no matching. AM_RTS: its handler gets it
+     * now ({@link AmRts}, with the user header {@code payload}: not owned), and asks for the data when it likes.
      */
-    void onRts(long tag, long senderReqId, long size, ByteBuf packedKey, boolean stream) {
+    void onRts(long tag, long senderReqId, long size, ByteBuf packedKey, MessageKind kind, ByteBuf payload) {
         if (size > maxMessageSize || size < 0) {
             throw new ProtocolException("rendezvous request " + senderReqId + " announces " + size
                     + " bytes; NUCX_MAX_MSG_SIZE allows " + maxMessageSize);
@@ -192,7 +254,21 @@ final class RndvReceiver {
                 getFallbackCount.increment(); // no permitted RMA lane on this side: the sender sends the data
             }
         }
-        if (stream) {
+        if (kind == MessageKind.AM) {
+            int headerLength = AmHeaders.headerLength(tag);
+            if (payload.readableBytes() != headerLength) {
+                throw new ProtocolException("AM_RTS " + senderReqId + " carries " + payload.readableBytes()
+                        + " header bytes, its tag field says " + headerLength);
+            }
+            long cost = MemoryBudget.ENTRY_COST + headerLength;
+            budget.charge(cost, "active message " + AmHeaders.id(tag) + " waiting for its handler to receive its "
+                    + size + " bytes (rendezvous request " + senderReqId + ")");
+            AmRts a = new AmRts(tag, payload.retainedSlice(), size, senderReqId, key, cost);
+            amWaiting.add(a);
+            ctx.fireChannelRead(a);
+            return;
+        }
+        if (kind == MessageKind.STREAM) {
             StreamSlot slot = new StreamSlot();
             ctx.fireChannelRead(slot);
             start(slot, tag, size, senderReqId, key);
@@ -210,6 +286,15 @@ final class RndvReceiver {
             unexpected.add(a);
             matcher.addUnexpected(a);
         }
+    }
+
+    /** {@code a} no longer waits (its data were asked for, or it was let go); false if it did not. */
+    private boolean leave(AmRts a) {
+        if (!amWaiting.remove(a)) {
+            return false;
+        }
+        budget.release(a.charged);
+        return true;
     }
 
     /**
@@ -542,6 +627,12 @@ final class RndvReceiver {
             matcher.withdraw(a);
             a.discard();
         }
+        for (AmRts a : amWaiting) {
+            budget.release(a.charged);
+            a.ended = new IOException("sender " + ctx.channel() + " went away before the " + a.size + " bytes of "
+                    + "active message " + a.id() + " were asked for", cause);
+        }
+        amWaiting.clear();
         for (Receive rv : new ArrayList<>(receives.values())) {
             if (rv.stage == Stage.HELD || rv.stage == Stage.PARKED) {
                 continue; // ended already: only the sender's last word, the revoke or the park may touch it

@@ -4,13 +4,14 @@ import io.netty.buffer.ByteBuf;
 import io.netty.buffer.DefaultByteBufHolder;
 
 /**
- * A tagged send or a stream write the selection gave to rendezvous; travels from {@link EagerCodec} down to
- * {@link RndvCodec}.
+ * A tagged send, a stream write or an active message the selection gave to rendezvous; travels from
+ * {@link EagerCodec} down to {@link RndvCodec}, which takes over both its buffers.
  */
 public final class RndvSendRequest extends DefaultByteBufHolder {
     private final long tag;
     private final boolean offerGet;
-    private final boolean stream;
+    private final MessageKind kind;
+    private final ByteBuf rtsPayload;
 
     public RndvSendRequest(long tag, ByteBuf content) {
         this(tag, content, false);
@@ -18,19 +19,29 @@ public final class RndvSendRequest extends DefaultByteBufHolder {
 
     /** @param offerGet {@code rndv/get/zcopy}: the RTS carries a remote key so the receiver can read the data */
     public RndvSendRequest(long tag, ByteBuf content, boolean offerGet) {
-        this(tag, content, offerGet, false);
+        this(tag, content, offerGet, MessageKind.TAG, null);
     }
 
-    /** @param stream a stream write: its RTS is STREAM_RTS, which the receiver's stream takes, never its matcher */
-    public RndvSendRequest(long tag, ByteBuf content, boolean offerGet, boolean stream) {
+    /**
+     * @param kind       its RTS's id: a stream write's (STREAM_RTS) goes to the receiver's stream, an active message's
+     *                   (AM_RTS) to its handler, never to the matcher
+     * @param rtsPayload what the RTS carries after its header (an active message's user header), or null; owned
+     */
+    public RndvSendRequest(long tag, ByteBuf content, boolean offerGet, MessageKind kind, ByteBuf rtsPayload) {
         super(content);
         this.tag = tag;
         this.offerGet = offerGet;
-        this.stream = stream;
+        this.kind = kind;
+        this.rtsPayload = rtsPayload;
     }
 
-    public boolean stream() {
-        return stream;
+    public MessageKind kind() {
+        return kind;
+    }
+
+    /** The RTS's payload, or null; the taker releases it. */
+    public ByteBuf rtsPayload() {
+        return rtsPayload;
     }
 
     /**

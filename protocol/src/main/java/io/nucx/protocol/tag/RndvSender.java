@@ -1,6 +1,7 @@
 package io.nucx.protocol.tag;
 
 import io.netty.buffer.ByteBuf;
+import io.netty.buffer.Unpooled;
 import io.netty.channel.ChannelFuture;
 import io.netty.channel.ChannelHandlerContext;
 import io.netty.channel.ChannelPromise;
@@ -14,6 +15,8 @@ import io.nucx.protocol.ProtocolCounters;
 import io.nucx.protocol.ProtocolException;
 import io.nucx.protocol.RmaRail;
 import io.nucx.protocol.RmaTransfer;
+import io.nucx.protocol.am.AmHeaders;
+import io.nucx.protocol.am.NoAmHandlerException;
 import io.nucx.transport.AmFrame;
 import io.nucx.transport.Capability;
 import io.nucx.transport.rma.MemoryRegistration;
@@ -114,7 +117,8 @@ final class RndvSender {
         }
         ByteBuf header = RndvHeaders.writeRts(ctx.alloc().buffer(RndvHeaders.rtsLength(key)), req.tag(), s.id,
                 content.readableBytes(), key);
-        ctx.write(AmFrame.of(req.stream() ? AmIds.STREAM_RTS : AmIds.RNDV_RTS, header), ProtocolCodec.quietPromise(ctx));
+        ByteBuf payload = req.rtsPayload() == null ? Unpooled.EMPTY_BUFFER : req.rtsPayload();
+        ctx.write(AmFrame.of(req.kind().rtsId(), 0, header, payload), ProtocolCodec.quietPromise(ctx));
     }
 
     private Send find(long senderReqId, String what) {
@@ -234,6 +238,9 @@ final class RndvSender {
                 s.promise.trySuccess();
             } else if (status == RndvHeaders.STATUS_TRUNCATED) {
                 s.promise.tryFailure(new MessageTruncatedException(s.tag, s.content.readableBytes(), -1));
+            } else if (status == RndvHeaders.STATUS_NO_HANDLER) {
+                s.promise.tryFailure(new NoAmHandlerException("the receiver has no handler for active message id "
+                        + AmHeaders.id(s.tag) + ": it refused the " + s.content.readableBytes() + "-byte rendezvous"));
             } else {
                 s.promise.tryFailure(new ProtocolException("rendezvous send " + senderReqId + " ended with status "
                         + status));

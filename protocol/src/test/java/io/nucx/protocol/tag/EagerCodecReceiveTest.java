@@ -70,11 +70,13 @@ class EagerCodecReceiveTest {
         assertFalse(other.finishAndReleaseAll());
     }
 
-    private static ByteBuf text(String s) {
+    /** {@code s} in UTF-8; shared with the other codec tests of this package. */
+    static ByteBuf text(String s) {
         return Unpooled.copiedBuffer(s, StandardCharsets.UTF_8);
     }
 
-    private static ByteBuf header(long... fields) {
+    /** A header of little-endian longs. */
+    static ByteBuf header(long... fields) {
         ByteBuf h = Unpooled.buffer(fields.length * 8);
         for (long f : fields) {
             h.writeLongLE(f);

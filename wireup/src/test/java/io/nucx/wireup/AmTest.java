@@ -1,0 +1,387 @@
+package io.nucx.wireup;
+
+import io.netty.buffer.ByteBuf;
+import io.netty.buffer.ByteBufAllocator;
+import io.netty.buffer.Unpooled;
+import io.netty.channel.ChannelFuture;
+import io.netty.util.concurrent.Future;
+import io.nucx.AmMessage;
+import io.nucx.Endpoint;
+import io.nucx.protocol.MemoryBudget;
+import io.nucx.protocol.am.AmCodec;
+import io.nucx.protocol.am.NoAmHandlerException;
+import io.nucx.protocol.tag.RndvProtocols;
+import io.nucx.protocol.tag.TagMessage;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.extension.RegisterExtension;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.CsvSource;
+
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.BlockingQueue;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.LinkedBlockingQueue;
+import java.util.concurrent.TimeUnit;
+
+import static io.nucx.wireup.TestWorkers.assertPattern;
+import static io.nucx.wireup.TestWorkers.awaitTrue;
+import static io.nucx.wireup.TestWorkers.directPattern;
+import static io.nucx.wireup.TestWorkers.pattern;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertInstanceOf;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/**
+ * Active messages between two workers of this process over each transport: every size of data (eager and
+ * rendezvous) with and without a user header reaches the handler of its id in send order; rendezvous data received
+ * into the handler's buffer, during the call or after it; the reply endpoint; unknown ids dropped and counted without
+ * harm to the endpoint; a header over the limit refused at the sender; handlers replaced and removed.
+ */
+@Timeout(180)
+class AmTest {
+
+    @RegisterExtension
+    final TestWorkers workers = new TestWorkers();
+
+    /** What a handler saw: the message's id, header and data (copied: the message is released after the call). */
+    record Seen(int id, byte[] header, boolean rendezvous, ByteBuf data, Future<Void> received, Endpoint reply) {
+    }
+
+    /** Registers one recording handler for ids {@code 0..count-1}; rendezvous data are received during the call. */
+    private static BlockingQueue<Seen> record(DefaultWorker w, int count) {
+        BlockingQueue<Seen> seen = new LinkedBlockingQueue<>();
+        for (int id = 0; id < count; id++) {
+            w.setAmHandler(id, m -> seen.add(seen(m)));
+        }
+        return seen;
+    }
+
+    private static Seen seen(AmMessage m) {
+        byte[] header = new byte[m.header().readableBytes()];
+        m.header().getBytes(m.header().readerIndex(), header);
+        // Native memory for even ids: a PUT can write there straight (rndv/put/zcopy); heap for odd ones.
+        ByteBuf data = m.id() % 2 == 0 ? ByteBufAllocator.DEFAULT.directBuffer((int) m.dataLength())
+                : ByteBufAllocator.DEFAULT.heapBuffer((int) m.dataLength());
+        Future<Void> received = m.receiveData(data);
+        return new Seen(m.id(), header, m.isRendezvous(), data, received, m.replyEndpoint());
+    }
+
+    private static void assertBytes(long seed, int length, byte[] actual) {
+        ByteBuf b = Unpooled.wrappedBuffer(actual);
+        assertPattern(seed, length, b);
+    }
+
+    private static void await(Future<?> f, String what) throws InterruptedException {
+        assertTrue(f.await(60, TimeUnit.SECONDS), what + " did not complete");
+        assertTrue(f.isSuccess(), () -> what + " failed: " + f.cause());
+    }
+
+    private static Throwable awaitFailure(Future<?> f, String what) throws InterruptedException {
+        assertTrue(f.await(60, TimeUnit.SECONDS), what + " did not complete");
+        assertFalse(f.isSuccess(), what + " succeeded");
+        return f.cause();
+    }
+
+    @ParameterizedTest(name = "{0} {1}")
+    @CsvSource({
+        "tcp, -",
+        "self, -",
+        "shm, -",
+        "'shm,cma', RNDV_SCHEME=get_zcopy",
+        "'shm,cma', RNDV_SCHEME=put_zcopy",
+    })
+    void everySizeReachesItsHandlerInSendOrder(String tls, String setting) throws Exception {
+        DefaultWorker a = workers.start("a", TestWorkers.settings(tls, setting));
+        DefaultWorker b = workers.start("b", TestWorkers.settings(tls, setting));
+        // {data bytes, header bytes}: nothing at all, header only, one byte, copy, fragments, rendezvous
+        int[][] sizes = {{0, 0}, {0, 16}, {1, 0}, {8192, 8}, {100, 4096}, {70_000, 0}, {1 << 20, 4096},
+            {3 << 20, 1}, {16 << 20, 100}, {4, 4}};
+        BlockingQueue<Seen> seen = record(b, sizes.length);
+        Endpoint ab = a.connect(b.address());
+        List<ChannelFuture> sends = new ArrayList<>();
+        for (int id = 0; id < sizes.length; id++) {
+            ByteBuf data = id % 2 == 0 ? directPattern(id, sizes[id][0]) : pattern(id, sizes[id][0]);
+            sends.add(ab.amSend(id, pattern(1000 + id, sizes[id][1]), data));
+        }
+        for (int id = 0; id < sizes.length; id++) {
+            Seen s = seen.poll(60, TimeUnit.SECONDS);
+            assertNotNull(s, "active message " + id + " did not arrive");
+            try {
+                assertEquals(id, s.id(), "the handler saw the messages out of send order");
+                assertBytes(1000 + id, sizes[id][1], s.header());
+                await(s.received(), "receiving the data of message " + id);
+                assertPattern(id, sizes[id][0], s.data());
+                assertNull(s.reply(), "no reply endpoint was asked for");
+                if (sizes[id][0] <= 1) {
+                    assertFalse(s.rendezvous(), "a " + sizes[id][0] + "-byte message came by rendezvous");
+                }
+                if (sizes[id][0] == 16 << 20) {
+                    assertTrue(s.rendezvous(), "a 16 MiB message came eagerly");
+                }
+            } finally {
+                s.data().release();
+            }
+        }
+        for (int id = 0; id < sizes.length; id++) {
+            await(sends.get(id), "send " + id);
+        }
+        assertEquals(0, b.counters().count(AmCodec.DROPPED_COUNTER));
+    }
+
+    @ParameterizedTest(name = "{0} {1}")
+    @CsvSource({"tcp, -", "shm, -", "'shm,cma', RNDV_SCHEME=get_zcopy", "'shm,cma', RNDV_SCHEME=put_zcopy"})
+    void dataReceivedAfterTheHandlerReturned(String tls, String setting) throws Exception {
+        DefaultWorker a = workers.start("a", TestWorkers.settings(tls, setting));
+        DefaultWorker b = workers.start("b", TestWorkers.settings(tls, setting));
+        BlockingQueue<AmMessage> kept = new LinkedBlockingQueue<>();
+        b.setAmHandler(5, m -> kept.add(m.keep()));
+        Endpoint ab = a.connect(b.address());
+        int big = 4 << 20;
+        ChannelFuture rndv = ab.amSend(5, pattern(7, 32), directPattern(8, big));
+        ChannelFuture eager = ab.amSend(5, pattern(9, 3), pattern(10, 100));
+        AmMessage r = kept.poll(60, TimeUnit.SECONDS);
+        AmMessage e = kept.poll(60, TimeUnit.SECONDS);
+        assertNotNull(r, "the rendezvous message did not arrive");
+        assertNotNull(e, "the eager message did not arrive");
+        ByteBuf into = ByteBufAllocator.DEFAULT.directBuffer(big);
+        try {
+            assertTrue(r.isRendezvous(), "4 MiB came eagerly");
+            assertFalse(e.isRendezvous());
+            // Kept and not asked for: the sender's data stay where they are, its send waits.
+            await(eager, "the eager send");
+            assertFalse(a.eventLoop().submit(rndv::isDone).get(), "the rendezvous send completed before its data "
+                    + "were asked for");
+            assertPattern(7, 32, r.header()); // the header outlives the call of a kept message
+            // A kept rendezvous message is charged to its endpoint's receive budget, as an unexpected RTS is.
+            assertEquals(MemoryBudget.ENTRY_COST + 32L, (long) b.eventLoop().submit(() -> b.protocols()
+                    .receiveMemoryHeld()).get());
+            assertPattern(10, 100, e.data());
+            assertThrows(IllegalStateException.class, r::data);
+
+            ByteBuf small = Unpooled.buffer(16, 16);
+            Throwable tooSmall = awaitFailure(r.receiveData(small), "receiving into a 16-byte buffer");
+            assertInstanceOf(IllegalArgumentException.class, tooSmall);
+            assertTrue(tooSmall.getMessage().contains(String.valueOf(big)), tooSmall.getMessage());
+
+            into.writeByte(0x55); // data go at the writer index
+            await(r.receiveData(into), "receiving the rendezvous data after the handler returned");
+            assertEquals(0x55, into.getByte(0));
+            assertPattern(8, big, into.slice(1, big));
+            await(rndv, "the rendezvous send once its data were received");
+            assertEquals(0L, (long) b.eventLoop().submit(() -> b.protocols().receiveMemoryHeld()).get());
+            assertInstanceOf(IllegalStateException.class, awaitFailure(r.receiveData(Unpooled.buffer(big)),
+                    "receiving twice"));
+
+            ByteBuf copy = Unpooled.buffer(100);
+            await(e.receiveData(copy), "receiving the eager data");
+            assertPattern(10, 100, copy);
+            // The rendezvous went the way the scheme says: read from the sender's memory, or written into ours.
+            if (setting.contains("get_zcopy")) {
+                assertEquals(1, b.counters().count(RndvProtocols.RECV_GET_COUNTER), "rndv/get/zcopy reads");
+            } else if (setting.contains("put_zcopy")) {
+                assertEquals(1, b.counters().count(RndvProtocols.RECV_PUT_COUNTER), "rndv/put/zcopy writes");
+            }
+        } finally {
+            into.release();
+            r.release();
+            e.release();
+        }
+    }
+
+    @Test
+    void rendezvousMessageLetGoCompletesItsSender() throws Exception {
+        DefaultWorker a = workers.start("a", "TLS", "tcp");
+        DefaultWorker b = workers.start("b", "TLS", "tcp");
+        List<Long> lengths = new CopyOnWriteArrayList<>();
+        b.setAmHandler(1, m -> lengths.add(m.dataLength())); // neither keeps nor receives: dropped, as UCX drops
+        Endpoint ab = a.connect(b.address());
+        ChannelFuture send = ab.amSend(1, pattern(1, 8), directPattern(2, 8 << 20));
+        await(send, "a rendezvous send whose data the handler did not want");
+        assertEquals(List.of((long) (8 << 20)), lengths);
+        assertEquals(0, b.protocols().rndvInFlight().get(), "a receive is still in progress");
+    }
+
+    @ParameterizedTest(name = "{0}")
+    @CsvSource({"tcp", "self"})
+    void replyEndpointAnswersTheSender(String tls) throws Exception {
+        DefaultWorker a = workers.start("a", "TLS", tls);
+        DefaultWorker b = workers.start("b", "TLS", tls);
+        // b answers each request on the endpoint it is given, echoing header and data (eager or rendezvous)
+        b.setAmHandler(10, m -> {
+            Endpoint reply = m.replyEndpoint();
+            ByteBuf data = ByteBufAllocator.DEFAULT.directBuffer((int) Math.max(1, m.dataLength()));
+            ByteBuf header = m.header().retainedDuplicate();
+            m.receiveData(data).addListener(f -> reply.amSend(11, header, data));
+        });
+        BlockingQueue<Seen> replies = record(a, 12);
+        Endpoint ab = a.connect(b.address());
+        int[] sizes = {10, 6 << 20};
+        for (int i = 0; i < sizes.length; i++) {
+            await(ab.amSend(10, pattern(50 + i, 12), directPattern(60 + i, sizes[i]), true), "request " + i);
+            Seen s = replies.poll(60, TimeUnit.SECONDS);
+            assertNotNull(s, "no reply to request " + i);
+            try {
+                assertEquals(11, s.id());
+                assertBytes(50 + i, 12, s.header());
+                await(s.received(), "the reply's data");
+                assertPattern(60 + i, sizes[i], s.data());
+                assertNull(s.reply(), "the reply did not ask for a reply endpoint");
+            } finally {
+                s.data().release();
+            }
+        }
+        assertEquals(1, a.endpoints().size(), "the reply took a second endpoint");
+    }
+
+    @Test
+    void unknownIdIsDroppedAndCountedAndTheEndpointGoesOn() throws Exception {
+        DefaultWorker a = workers.start("a", "TLS", "tcp");
+        DefaultWorker b = workers.start("b", "TLS", "tcp");
+        BlockingQueue<Seen> seen = record(b, 1);
+        Endpoint ab = a.connect(b.address());
+        // Eager: the sender cannot tell (as in UCX); the receiver counts it.
+        await(ab.amSend(99, pattern(1, 10), pattern(2, 100)), "an eager send to an id without a handler");
+        awaitTrue(() -> b.counters().count(AmCodec.DROPPED_COUNTER) == 1, "the drop was not counted");
+        // Rendezvous: the receiver refuses it and the sender's future says so.
+        Throwable refused = awaitFailure(ab.amSend(99, pattern(3, 10), directPattern(4, 8 << 20)),
+                "a rendezvous send to an id without a handler");
+        assertInstanceOf(NoAmHandlerException.class, refused);
+        assertTrue(refused.getMessage().contains("99"), refused.getMessage());
+        assertEquals(2, b.counters().count(AmCodec.DROPPED_COUNTER));
+        // The endpoint and its lanes are untouched.
+        await(ab.amSend(0, pattern(5, 1), pattern(6, 1000)), "a send to a known id after the drops");
+        Seen s = seen.poll(60, TimeUnit.SECONDS);
+        assertNotNull(s);
+        try {
+            assertPattern(6, 1000, s.data());
+        } finally {
+            s.data().release();
+        }
+        assertTrue(ab.isActive(), "the endpoint ended");
+        assertTrue(b.laneFailures().isEmpty(), () -> "a lane closed: " + b.laneFailures());
+    }
+
+    @Test
+    void aHandlerThatThrowsIsCountedAndItsMessageReleased() throws Exception {
+        DefaultWorker a = workers.start("a", "TLS", "tcp");
+        DefaultWorker b = workers.start("b", "TLS", "tcp");
+        BlockingQueue<Seen> seen = record(b, 1);
+        b.setAmHandler(4, m -> {
+            throw new IllegalStateException("a bug in the handler");
+        });
+        Endpoint ab = a.connect(b.address());
+        await(ab.amSend(4, pattern(1, 4), pattern(2, 10)), "an eager send to a handler that throws");
+        // Released after the throw without its data asked for: the rendezvous sender completes.
+        await(ab.amSend(4, pattern(3, 4), directPattern(4, 8 << 20)), "a rendezvous send to a handler that throws");
+        awaitTrue(() -> b.counters().count(AmCodec.HANDLER_FAILED_COUNTER) == 2, "the failures were not counted");
+        await(ab.amSend(0, pattern(5, 1), pattern(6, 10)), "a send to another handler");
+        Seen s = seen.poll(60, TimeUnit.SECONDS);
+        assertNotNull(s);
+        try {
+            assertPattern(6, 10, s.data());
+        } finally {
+            s.data().release();
+        }
+        assertEquals(0, b.counters().count(AmCodec.DROPPED_COUNTER));
+    }
+
+    @Test
+    void headerOverTheLimitAndIdOutOfRangeFailAtTheSender() throws Exception {
+        DefaultWorker a = workers.start("a", "TLS", "self");
+        DefaultWorker b = workers.start("b", "TLS", "self");
+        BlockingQueue<Seen> seen = record(b, 1);
+        Endpoint ab = a.connect(b.address());
+        Throwable tooLong = awaitFailure(ab.amSend(0, pattern(1, 4097), pattern(2, 10)), "a 4097-byte header");
+        assertInstanceOf(IllegalArgumentException.class, tooLong);
+        assertTrue(tooLong.getMessage().contains("4097") && tooLong.getMessage().contains("4096"),
+                tooLong.getMessage());
+        Throwable badId = awaitFailure(ab.amSend(65_536, pattern(1, 4), pattern(2, 10)), "id 65536");
+        assertInstanceOf(IllegalArgumentException.class, badId);
+        assertTrue(badId.getMessage().contains("65535"), badId.getMessage());
+        // Nothing of them was sent: the next message is the first the handler sees.
+        await(ab.amSend(0, pattern(3, 4096), pattern(4, 10)), "a header at the limit");
+        Seen s = seen.poll(60, TimeUnit.SECONDS);
+        assertNotNull(s);
+        try {
+            assertBytes(3, 4096, s.header());
+            assertPattern(4, 10, s.data());
+        } finally {
+            s.data().release();
+        }
+        assertNull(seen.poll(0, TimeUnit.SECONDS));
+        assertThrows(IllegalArgumentException.class, () -> b.setAmHandler(-1, m -> { }));
+    }
+
+    @Test
+    void handlerReplacedThenRemoved() throws Exception {
+        DefaultWorker a = workers.start("a", "TLS", "shm");
+        DefaultWorker b = workers.start("b", "TLS", "shm");
+        BlockingQueue<String> calls = new LinkedBlockingQueue<>();
+        b.setAmHandler(3, m -> calls.add("first " + m.dataLength()));
+        Endpoint ab = a.connect(b.address());
+        await(ab.amSend(3, Unpooled.EMPTY_BUFFER, pattern(1, 1)), "send 1");
+        assertEquals("first 1", calls.poll(60, TimeUnit.SECONDS));
+        b.setAmHandler(3, m -> calls.add("second " + m.dataLength()));
+        await(ab.amSend(3, Unpooled.EMPTY_BUFFER, pattern(1, 2)), "send 2");
+        assertEquals("second 2", calls.poll(60, TimeUnit.SECONDS));
+        b.setAmHandler(3, null);
+        await(ab.amSend(3, Unpooled.EMPTY_BUFFER, pattern(1, 3)), "send 3");
+        awaitTrue(() -> b.counters().count(AmCodec.DROPPED_COUNTER) == 1, "the message to the removed handler was "
+                + "not dropped");
+        // Handled in arrival order: had the removed handler been called, its call would precede this one.
+        b.setAmHandler(3, m -> calls.add("third " + m.dataLength()));
+        await(ab.amSend(3, Unpooled.EMPTY_BUFFER, pattern(1, 4)), "send 4");
+        assertEquals("third 4", calls.poll(60, TimeUnit.SECONDS));
+        assertTrue(calls.isEmpty(), () -> "unexpected calls: " + calls);
+    }
+
+    @Test
+    void activeMessagesNeverReachTagMatching() throws Exception {
+        DefaultWorker a = workers.start("a", "TLS", "tcp");
+        DefaultWorker b = workers.start("b", "TLS", "tcp");
+        Future<TagMessage> wildcard = b.tagRecv(0, 0); // would take them if they reached the matcher
+        BlockingQueue<Seen> seen = record(b, 1);
+        Endpoint ab = a.connect(b.address());
+        for (int size : new int[] {10, 100_000, 8 << 20}) {
+            await(ab.amSend(0, pattern(1, 2), directPattern(size, size)), size + "-byte send");
+            Seen s = seen.poll(60, TimeUnit.SECONDS);
+            assertNotNull(s);
+            try {
+                await(s.received(), "receiving");
+                assertPattern(size, size, s.data());
+            } finally {
+                s.data().release();
+            }
+        }
+        assertFalse(b.eventLoop().submit(wildcard::isDone).get(), "an active message reached tag matching");
+        assertEquals(0, (int) b.eventLoop().submit(b::unexpectedCount).get());
+        wildcard.cancel(false);
+    }
+
+    @Test
+    void keptRendezvousMessageFailsToReceiveOnceItsEndpointEnded() throws Exception {
+        DefaultWorker a = workers.start("a", "TLS", "tcp");
+        DefaultWorker b = workers.start("b", "TLS", "tcp");
+        BlockingQueue<AmMessage> kept = new LinkedBlockingQueue<>();
+        b.setAmHandler(2, m -> kept.add(m.keep()));
+        Endpoint ab = a.connect(b.address());
+        ChannelFuture send = ab.amSend(2, pattern(1, 4), directPattern(2, 8 << 20));
+        AmMessage m = kept.poll(60, TimeUnit.SECONDS);
+        assertNotNull(m);
+        try {
+            b.endpoints().iterator().next().close().sync();
+            awaitFailure(send, "the rendezvous send whose receiver's endpoint closed");
+            ByteBuf into = Unpooled.buffer(8 << 20);
+            Throwable cause = awaitFailure(m.receiveData(into), "receiving from an ended endpoint");
+            assertTrue(cause.getMessage().contains("went away"), cause.getMessage());
+        } finally {
+            m.release();
+        }
+    }
+}
