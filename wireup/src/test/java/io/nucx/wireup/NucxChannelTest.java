@@ -125,7 +125,8 @@ class NucxChannelTest {
         client.flush();
         for (String s : sent) {
             String r = replies.poll(30, TimeUnit.SECONDS);
-            assertNotNull(r, "no echo of a " + s.length() + "-char message");
+            assertNotNull(r, () -> "no echo of a " + s.length() + "-char message; client: " + state(client)
+                    + "; server's child: " + state(child.get()));
             assertEquals("echo:" + s, r);
         }
         Channel c = child.get();
@@ -237,6 +238,28 @@ class NucxChannelTest {
         }
         assertEquals(total, got);
         assertTrue(client.isWritable());
+    }
+
+    /** A channel pair's side as seen on its loop: the channel, its endpoint and every codec's requests. */
+    private static String state(Channel ch) {
+        if (!(ch instanceof NucxChannel nc) || nc.endpoint() == null) {
+            return String.valueOf(ch);
+        }
+        io.nucx.Endpoint ep = nc.endpoint();
+        try {
+            return ep.eventLoop().submit(() -> {
+                java.util.List<String> out = new java.util.ArrayList<>();
+                ep.pipeline().forEach(e -> {
+                    if (e.getValue() instanceof io.nucx.protocol.ProtocolCodec c) {
+                        c.describeRequests(out);
+                    }
+                });
+                return ch + " active " + ch.isActive() + " autoRead " + ch.config().isAutoRead() + "; " + ep
+                        + " active " + ep.isActive() + " autoRead " + ep.config().isAutoRead() + " " + out;
+            }).get(5, TimeUnit.SECONDS);
+        } catch (Exception e) {
+            return e.toString();
+        }
     }
 
     private static String describe(io.nucx.Endpoint ep) {

@@ -480,7 +480,10 @@ public final class StreamCodec extends ChannelDuplexHandler implements ProtocolC
 
     @Override
     public void describeRequests(List<String> out) {
+        Object head = inbound.peek();
         out.add("stream: " + waitingWrites() + " writes waiting for credit (" + credit + " left), " + undelivered()
-                + " arrived and not delivered");
+                + " arrived and not delivered (the first " + (head == null ? "none" : head == FIN ? "the end"
+                : ((StreamSlot) head).isDone() ? "complete" : "still arriving") + "), read "
+                + (demand ? "asked" : "not asked") + ", " + unreported + " bytes delivered and not yet credited");
     }
 }
