@@ -219,4 +219,31 @@ class RdmaLanesTest {
         assertEquals(java.util.List.of("rdma/emu0:1"), ab.laneNames().get());
         assertEquals(java.util.List.of("rdma/emu0:1"), ba.laneNames().get());
     }
+
+    /**
+     * Two workers of one process reach each other by self: no rdma queue pairs to ourselves (lane selection says why),
+     * and a rendezvous goes over self and cma (it stalled with rdma RMA rails behind a self AM lane).
+     */
+    @Test
+    void aPeerInThisProcessGetsNoRdmaLanes() throws Exception {
+        DefaultWorker a = workers.start("a", "TLS", "self,cma,rdma", "VERBS_LIB", VerbsEmulator.library());
+        DefaultWorker b = workers.start("b", "TLS", "self,cma,rdma", "VERBS_LIB", VerbsEmulator.library());
+        Endpoint ab = a.connect(b.address());
+        ab.wireupFuture().get(30, TimeUnit.SECONDS);
+        assertEquals("self/memory; rma cma/memory; keepalive self/memory", ab.describeLanes());
+        java.util.List<String> trace = new java.util.ArrayList<>();
+        LaneSelector.selectLanes(a.ifaces(), a.address(), b.address(), io.nucx.ErrorMode.PEER,
+                a.bwLimits(), trace);
+        assertTrue(trace.stream().anyMatch(t -> t.contains("rdma") && t.contains(LaneSelector.IN_PROCESS)),
+                () -> String.join("\n", trace));
+        int size = 600_000;
+        var got = b.tagRecv(7, -1L);
+        ab.tagSend(7, TestWorkers.pattern(7, size)).sync();
+        TagMessage m = got.get(20, TimeUnit.SECONDS);
+        try {
+            TestWorkers.assertPattern(7, size, m.content());
+        } finally {
+            m.release();
+        }
+    }
 }
