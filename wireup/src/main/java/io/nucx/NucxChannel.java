@@ -68,6 +68,8 @@ public final class NucxChannel extends AbstractChannel implements SocketChannel 
     private enum State { OPEN, CONNECTING, CONNECTED, CLOSED }
 
     private final NucxChannelConfig config = new NucxChannelConfig(this);
+    /** A read asked of this channel before it was connected, to be passed to its endpoint then. Loop only. */
+    private boolean readAskedBeforeActive;
     private volatile State state = State.OPEN;
     private volatile InetSocketAddress local;
     private volatile InetSocketAddress remote;
@@ -214,6 +216,7 @@ public final class NucxChannel extends AbstractChannel implements SocketChannel 
         attach(ep);
         exchange.close();
         state = State.CONNECTED;
+        passReadAskedBeforeActive();
         pipeline().fireChannelActive();
     }
 
@@ -371,6 +374,7 @@ public final class NucxChannel extends AbstractChannel implements SocketChannel 
             }
             exchange.close();
             state = State.CONNECTED;
+            passReadAskedBeforeActive();
             boolean promised = p.trySuccess();
             pipeline().fireChannelActive();
             if (!promised) {
@@ -532,8 +536,25 @@ public final class NucxChannel extends AbstractChannel implements SocketChannel 
     @Override
     protected void doBeginRead() {
         Endpoint ep = endpoint;
-        if (ep != null && !inputShutdown && isActive()) {
+        if (inputShutdown) {
+            return;
+        }
+        if (ep != null && isActive()) {
             ep.read();
+        } else {
+            // Asked while connecting (an accepted child is registered, and its handlers may read, before its endpoint
+            // arrives; an accepted socket would be active already): passed on once connected.
+            readAskedBeforeActive = true;
+        }
+    }
+
+    /** Connected: a read the pipeline asked for while connecting goes to the endpoint now. */
+    private void passReadAskedBeforeActive() {
+        if (readAskedBeforeActive) {
+            readAskedBeforeActive = false;
+            if (!inputShutdown) {
+                endpoint.read();
+            }
         }
     }
 
