@@ -244,7 +244,6 @@ final class EndpointChannel extends AbstractChannel implements Endpoint, Endpoin
             case CLOSED -> frame.release();
             default -> {
                 liveness.heard();
-                lane.heard = true;
                 lanes.received(lane);
                 delivering = from;
                 try {
