@@ -350,6 +350,7 @@ final class EndpointLanes {
     /** A frame other than wireup arrived on {@code lane}: counted for the peer's confirmation (failover). */
     void received(Lane lane) {
         if (reliability != null && lane != null) {
+            lane.heard = true; // failover's keepalive: this lane is alive
             reliability.received(lane);
         }
     }

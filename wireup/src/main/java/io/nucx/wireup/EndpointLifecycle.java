@@ -51,6 +51,9 @@ import java.util.concurrent.TimeUnit;
  */
 final class EndpointLifecycle {
 
+    /** Lanes failover's keepalive closed because they went silent (see {@link #closeSilentLanes}). */
+    static final String SILENT_LANE_COUNTER = "lane/silent";
+
     enum State { WIRING_UP, CONNECTED, DRAINING, CLOSING, LINGER, CLOSED }
 
     private final EndpointChannel ep;
@@ -261,6 +264,9 @@ final class EndpointLifecycle {
         if (ep.errorMode() == ErrorMode.NONE || failure != null || ended()) {
             return;
         }
+        if (ep.errorMode() == ErrorMode.FAILOVER && closeSilentLanes(keepalive)) {
+            liveness.heard(); // what is left (another lane, or the replacement) gets a whole timeout to be heard
+        }
         LaneSelector.Lanes sel = ep.selection();
         Channel am = ep.lanes().amChannel();
         if (keepalive.tick(liveness) == Keepalive.Verdict.EXPIRED) {
@@ -277,6 +283,34 @@ final class EndpointLifecycle {
             am.writeAndFlush(WireupMessage.epCheck(ep.errorMode(), ep.endpointId(), ep.remoteEndpointId())
                     .toFrame(am.alloc()), am.voidPromise());
         }
+    }
+
+    /**
+     * Error mode failover: a lane that stayed silent for NUCX_KEEPALIVE_TIMEOUT while it had work (the AM lane, which
+     * carries EP_CHECK both ways, or one with frames awaiting LANE_ACK) is on a network that went away without a word
+     * (a cable, a link down, an interface removed: TCP itself would retry for minutes). It is closed here, so that
+     * failover moves the endpoint to the lanes left or to a replacement on another device; the endpoint fails only if
+     * that finds no way, or if the peer stays silent for another timeout. Returns whether a lane was closed.
+     */
+    private boolean closeSilentLanes(Keepalive keepalive) {
+        if (state != State.CONNECTED || failure != null || ep.remoteEndpointId() == WireupMessage.INVALID_EP_ID
+                || ep.lanes().holding()) {
+            return false;
+        }
+        Lane am = ep.lanes().am();
+        boolean closed = false;
+        for (Lane l : ep.lanes().all()) {
+            if (!l.live() || l.heard || l != am && l.unconfirmed.isEmpty()) {
+                l.heard = false;
+                l.silentTicks = 0;
+            } else if (++l.silentTicks >= keepalive.ticksToExpire()) {
+                l.silentTicks = 0;
+                ep.worker().counters().counter(SILENT_LANE_COUNTER).increment();
+                l.channel().close(); // its channelInactive runs failover (laneInactive -> laneLost)
+                closed = true;
+            }
+        }
+        return closed;
     }
 
     /**

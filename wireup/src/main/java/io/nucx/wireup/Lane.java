@@ -44,6 +44,9 @@ final class Lane {
     /** Failover: our final count went to the peer; the peer's final count of what it received from us (-1: none). */
     boolean finalSent;
     long peerFinal = -1;
+    /** Failover keepalive: a frame came on this lane since the last tick; ticks it has been silent with work on it. */
+    boolean heard = true;
+    int silentTicks;
 
     Lane(int index, LaneSelector.Lane selection) {
         this.index = index;

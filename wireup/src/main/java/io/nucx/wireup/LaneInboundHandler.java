@@ -216,6 +216,10 @@ final class LaneInboundHandler extends ChannelInboundHandlerAdapter {
     private void onWireup(ChannelHandlerContext ctx, WireupMessage m) {
         if (endpoint != null) {
             endpoint.heard();
+            Lane lane = lane();
+            if (lane != null) {
+                lane.heard = true; // EP_CHECK and LANE_ACK keep a lane alive for failover's keepalive
+            }
         }
         switch (m.type()) {
             case WireupMessage.REQUEST -> onRequest(ctx, m);

@@ -50,7 +50,8 @@ public final class WireupConfig extends AbstractConfigTable {
     /** Silence after which a peer is declared hung, in nanoseconds; at least two intervals (checked with them). */
     public static final ConfigEntry<Long> KEEPALIVE_TIMEOUT = ConfigEntry.duration("KEEPALIVE_TIMEOUT", "5s",
             "A peer-mode endpoint that hears nothing from its peer this long fails with EndpointTimeoutException (at "
-                    + "least 2 x KEEPALIVE_INTERVAL); also the most a graceful close waits for the peer",
+                    + "least 2 x KEEPALIVE_INTERVAL); in failover mode a lane with work that stays silent this long "
+                    + "is closed and failed over first; also the most a graceful close waits for the peer",
             MAX_KEEPALIVE_NANOS);
 
     /** Bytes of writes one endpoint queues while it wires up (its stub). */

@@ -27,7 +27,8 @@ import java.util.concurrent.atomic.AtomicInteger;
  *
  * <pre>
  * address                               the worker's address, hex
- * connect PEER ADDRESS [peer|failover|none]   an endpoint to that address, known as PEER from now on (replaces one)
+ * connect PEER ADDRESS [peer|failover|none]   an endpoint to that address, known as PEER from now on (replaces one);
+ *                                       without a mode, the worker's (NUCX_ERR_MODE)
  * wireup PEER [timeout=S]               waits until PEER's endpoint is wired up
  * send PEER STREAM COUNT SIZES [window=W] [sync] [timeout=S]
  *                                       COUNT tagged messages of stream STREAM (tag STREAM&lt;&lt;32|seq, sizes cycling
@@ -100,7 +101,7 @@ final class NodeCommands implements ControlServer.Executor {
         Args a = new Args(verb, args);
         return switch (verb) {
             case "address" -> address();
-            case "connect" -> connect(a.word(0), a.word(1), a.optionalWord(2, "peer"));
+            case "connect" -> connect(a.word(0), a.word(1), a.optionalWord(2, null));
             case "wireup" -> {
                 Peer p = peer(a.word(0));
                 if (!p.ep.wireupFuture().await(a.seconds(), TimeUnit.SECONDS)) {
@@ -151,7 +152,8 @@ final class NodeCommands implements ControlServer.Executor {
     }
 
     private String connect(String name, String hex, String mode) {
-        Endpoint ep = worker.connect(WorkerAddress.fromHex(hex), mode(mode));
+        WorkerAddress address = WorkerAddress.fromHex(hex);
+        Endpoint ep = mode == null ? worker.connect(address) : worker.connect(address, mode(mode));
         peers.put(name, new Peer(name, ep));
         return "connecting";
     }

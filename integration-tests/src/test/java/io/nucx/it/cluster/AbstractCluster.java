@@ -7,6 +7,7 @@ import java.util.ArrayList;
 import java.util.Collections;
 import java.util.Comparator;
 import java.util.List;
+import java.util.Map;
 
 /**
  * What every backend's cluster shares: its nodes, where their logs go, and the cleanup that runs once, on close or
@@ -55,6 +56,15 @@ abstract class AbstractCluster<N extends AbstractClusterNode> implements Cluster
 
     /** Removes everything the backend made (processes, networks, files); runs once. */
     protected abstract void release();
+
+    /**
+     * NUCX_TCP_BIND_ADDR unless the test set it: on one network, every address (the first is published); on several,
+     * the node's address on each, in network order, so its worker has one tcp iface per network and failover can
+     * move an endpoint from one network to another.
+     */
+    static void bindAddresses(Map<String, String> env, List<String> ips) {
+        env.putIfAbsent("NUCX_TCP_BIND_ADDR", ips.size() > 1 ? String.join(",", ips) : "0.0.0.0");
+    }
 
     /** Best effort: deletes a temporary directory and what it holds. */
     static void deleteTree(Path dir) {

@@ -114,7 +114,7 @@ abstract class ClusterScenarios {
         assertTrue(!remote.contains("rma lane"), "no RMA lane between hosts:\n" + remote);
         String local = n1.infoLanes(n2.address());
         assertTrue(local.contains("lane[0] shm/"), "n1 -> n2 over shm:\n" + local);
-        assertTrue(local.contains("rma lane cma"), "n1 -> n2 rendezvous by cma:\n" + local);
+        assertTrue(local.contains("rma lane[0] cma/"), "n1 -> n2 rendezvous by cma:\n" + local);
         connectAll(c.nodes(), false);
         assertTrue(n1.control().call("lanes n3").startsWith("[tcp/"), n1.control().call("lanes n3"));
         assertTrue(n1.control().call("lanes n2").startsWith("[shm/"), n1.control().call("lanes n2"));
@@ -256,7 +256,74 @@ abstract class ClusterScenarios {
         assertClean(c.nodes());
     }
 
+    @Test
+    void aNodeOnTwoNetworksLosesOneAndFailoverKeepsEveryMessage() throws Exception {
+        Map<String, String> env = new HashMap<>(ENV);
+        env.put("NUCX_ERR_MODE", "failover");
+        env.put("NUCX_TLS", "tcp");
+        Cluster c = cluster(new Cluster.Spec(3, env, 2, false)); // each node binds its address on both networks
+        connectAll(c.nodes(), false);
+        ClusterNode n1 = c.node(0);
+        ClusterNode victim = c.node(1);
+        ClusterNode n3 = c.node(2);
+        String first = "tcp/" + n1.device(0);
+        String second = "tcp/" + n1.device(1);
+        for (ClusterNode n : List.of(n1, n3)) { // the AM lane on the first network, the second one beside it
+            String lanes = n.control().call("lanes n2");
+            assertTrue(lanes.startsWith("[tcp/" + n.device(0) + ","), n.name() + " -> n2: " + lanes);
+        }
+        Map<String, Long> before = totals(c.nodes());
+        List<Flow> flows = allPairs(c.nodes(), 300, MIXED);
+        Flow intoVictim = flows.stream().filter(f -> f.src() == n1 && f.dst() == victim).findFirst().orElseThrow();
+        int atCut = awaitProgress(intoVictim, 60);
+        victim.disconnect(0); // its first network goes away without a word: no FIN, no RST, packets vanish
+        assertTrue(atCut < intoVictim.count(), "the cut fell mid-stream: " + atCut + " of " + intoVictim.count());
+        System.out.println("cluster: " + victim.name() + " left network 0 with " + atCut + " of "
+                + intoVictim.count() + " messages of " + n1.name() + "'s stream received");
+        assertDelivered(flows); // each message once, in order, byte for byte
+        for (ClusterNode a : c.nodes()) {
+            for (ClusterNode b : c.nodes()) {
+                if (a != b) {
+                    assertEquals("none", kv(a.control().call("endpoint " + b.name())).get("error"),
+                            a.name() + " -> " + b.name() + " went on in failover");
+                }
+            }
+        }
+        String moved = n1.control().call("lanes n2");
+        assertTrue(moved.startsWith("[" + second) && !moved.contains(first), "n1 -> n2 moved to " + second + ": "
+                + moved);
+        String kept = n1.control().call("lanes n3");
+        assertTrue(kept.startsWith("[" + first + ","), "n1 -> n3 still uses both networks: " + kept);
+        Map<String, Long> after = totals(c.nodes());
+        assertTrue(delta(after, before, "lane/silent") >= 2, "the silent lanes were closed: " + after);
+        assertTrue(delta(after, before, "lane/failover") >= 2, "n2's endpoints failed over: " + after);
+        assertDelivered(allPairs(c.nodes(), 20, MIXED)); // and go on over the second network
+        assertClean(c.nodes());
+    }
+
     // ------------------------------------------------------------------------------------------------------ helpers
+
+    /** Waits (bounded) until {@code at} messages of {@code f} were received and checked; returns how many were. */
+    static int awaitProgress(Flow f, int at) throws InterruptedException {
+        long deadline = System.currentTimeMillis() + 60_000;
+        int done = Integer.parseInt(f.dst().control().call("progress " + f.stream()));
+        while (done < at) {
+            assertTrue(System.currentTimeMillis() < deadline, f.dst().name() + " received only " + done + " of "
+                    + f.src().name() + "'s stream " + f.stream());
+            Thread.sleep(5);
+            done = Integer.parseInt(f.dst().control().call("progress " + f.stream()));
+        }
+        return done;
+    }
+
+    /** Every node's counters, summed. */
+    static Map<String, Long> totals(List<ClusterNode> nodes) {
+        Map<String, Long> total = new HashMap<>();
+        for (ClusterNode n : nodes) {
+            longs(n.control().call("counters")).forEach((k, v) -> total.merge(k, v, Long::sum));
+        }
+        return total;
+    }
 
     /** A stream of {@code count} messages from {@code src} to {@code dst}: its receive and its send, both running. */
     record Flow(ClusterNode src, ClusterNode dst, int stream, int count, CompletableFuture<String> recv,

@@ -19,6 +19,7 @@ import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.TimeUnit;
+import java.util.function.Consumer;
 
 /**
  * A cluster of {@code nucx node} containers under Testcontainers, from the image integration-tests/image/build.sh
@@ -94,6 +95,12 @@ final class DockerCluster extends AbstractCluster<DockerCluster.DockerNode> {
         }
     }
 
+    /** Node {@code index}'s address on network {@code net}: fixed, so it is known before the node starts. */
+    private String ip(int net, int index) {
+        String subnet = subnets.get(net);
+        return subnet.substring(0, subnet.lastIndexOf('.') + 1) + (10 + index);
+    }
+
     /** A bridge network with a subnet of our choosing, so a node can come back with its address. */
     private void createNetwork() {
         int base = (int) (ProcessHandle.current().pid() % 200);
@@ -133,10 +140,25 @@ final class DockerCluster extends AbstractCluster<DockerCluster.DockerNode> {
         deleteTree(controlRoot);
     }
 
+    /** A node's container, with a hook between its creation and its start. */
+    static final class NodeContainer extends GenericContainer<NodeContainer> {
+        private final Consumer<String> created;
+
+        NodeContainer(DockerImageName image, Consumer<String> created) {
+            super(image);
+            this.created = created;
+        }
+
+        @Override
+        protected void containerIsCreated(String containerId) {
+            created.accept(containerId);
+        }
+    }
+
     /** One container running {@code nucx node}. */
     static final class DockerNode extends AbstractClusterNode {
         private final DockerCluster cluster;
-        private final GenericContainer<?> container;
+        private final NodeContainer container;
         private final Path controlDir;
         private final DockerNode partner;
         private final List<String> ips = new ArrayList<>();
@@ -147,10 +169,13 @@ final class DockerCluster extends AbstractCluster<DockerCluster.DockerNode> {
             this.cluster = cluster;
             this.partner = partner;
             this.controlDir = Files.createDirectories(cluster.controlRoot.resolve(name));
+            for (int k = 0; k < cluster.networks.size(); k++) {
+                ips.add(cluster.ip(k, index));
+            }
             Map<String, String> env = new HashMap<>(spec.env());
-            env.putIfAbsent("NUCX_TCP_BIND_ADDR", "0.0.0.0"); // listens on every network, publishes the first
+            bindAddresses(env, ips);
             env.put("NUCX_JAVA_OPTS", JAVA_OPTS);
-            container = new GenericContainer<>(DockerImageName.parse(tag))
+            container = new NodeContainer(DockerImageName.parse(tag), this::joinOtherNetworks)
                     .withNetwork(cluster.networks.get(0))
                     .withNetworkAliases(name)
                     .withEnv(env)
@@ -160,7 +185,7 @@ final class DockerCluster extends AbstractCluster<DockerCluster.DockerNode> {
                             "--max-seconds", "1800")
                     .waitingFor(Wait.forLogMessage(".*nucx node ready.*\\n", 1).withStartupTimeout(START))
                     .withCreateContainerCmdModifier(cmd -> {
-                        cmd.withHostName(name);
+                        cmd.withHostName(name).withIpv4Address(ips.get(0));
                         var host = cmd.getHostConfig();
                         host.withCapAdd(Capability.NET_ADMIN); // tc netem on its own interface
                         if (spec.colocated() && index == 0) {
@@ -176,16 +201,16 @@ final class DockerCluster extends AbstractCluster<DockerCluster.DockerNode> {
 
         void startContainer() {
             container.start();
-            for (int i = 1; i < cluster.networks.size(); i++) {
-                cluster.docker.connectToNetworkCmd().withContainerId(container.getContainerId())
-                        .withNetworkId(cluster.networks.get(i).getId()).exec();
-            }
-            var settings = cluster.docker.inspectContainerCmd(container.getContainerId()).exec().getNetworkSettings();
-            for (Network net : cluster.networks) {
-                String ip = settings.getNetworks().values().stream()
-                        .filter(n -> net.getId().equals(n.getNetworkID())).map(ContainerNetwork::getIpAddress)
-                        .findFirst().orElseThrow(() -> new IllegalStateException(name + " is not on " + net.getId()));
-                ips.add(ip);
+        }
+
+        /** Created, not started: on every network before its worker binds its addresses there. */
+        private void joinOtherNetworks(String containerId) {
+            for (int k = 1; k < cluster.networks.size(); k++) {
+                cluster.docker.connectToNetworkCmd().withContainerId(containerId)
+                        .withNetworkId(cluster.networks.get(k).getId())
+                        .withContainerNetwork(new ContainerNetwork().withAliases(name)
+                                .withIpamConfig(new ContainerNetwork.Ipam().withIpv4Address(ips.get(k))))
+                        .exec();
             }
         }
 

@@ -67,7 +67,7 @@ final class NetnsCluster extends AbstractCluster<NetnsCluster.NetnsNode> {
                     run(true, "ip", "link", "set", host, "netns", c.switchNs);
                     c.inNs(c.switchNs, "ip", "link", "set", host, "master", "br" + k);
                     c.inNs(c.switchNs, "ip", "link", "set", host, "up");
-                    c.inNs(ns, "ip", "addr", "add", "10.233." + k + "." + (10 + i) + "/24", "dev", "eth" + k);
+                    c.inNs(ns, "ip", "addr", "add", ip(k, i) + "/24", "dev", "eth" + k);
                     c.inNs(ns, "ip", "link", "set", "eth" + k, "up");
                 }
                 c.nodes.add(new NetnsNode(c, "n" + (i + 1), ns, i, spec));
@@ -81,6 +81,11 @@ final class NetnsCluster extends AbstractCluster<NetnsCluster.NetnsNode> {
             c.close();
             throw t;
         }
+    }
+
+    /** Node {@code index}'s address on network {@code net}. */
+    private static String ip(int net, int index) {
+        return "10.233." + net + "." + (10 + index);
     }
 
     private String netns(String suffix) throws Exception {
@@ -162,7 +167,11 @@ final class NetnsCluster extends AbstractCluster<NetnsCluster.NetnsNode> {
         private void environment(ProcessBuilder pb) {
             pb.environment().keySet().removeIf(k -> k.startsWith("NUCX_"));
             pb.environment().putAll(spec.env());
-            pb.environment().putIfAbsent("NUCX_TCP_BIND_ADDR", "0.0.0.0");
+            List<String> ips = new ArrayList<>();
+            for (int k = 0; k < spec.networks(); k++) {
+                ips.add(ip(k, index));
+            }
+            bindAddresses(pb.environment(), ips);
         }
 
         void launch(NetnsNode with) throws Exception {
@@ -235,6 +244,20 @@ final class NetnsCluster extends AbstractCluster<NetnsCluster.NetnsNode> {
         @Override
         public void reconnect(int k) throws Exception {
             cluster.inNs(cluster.switchNs, "ip", "link", "set", hostEnd(k), "up");
+            // The node's end gets its carrier back asynchronously (linkwatch, up to a second); until then a connect
+            // fails with NoRouteToHostException. Docker's network connect returns with the interface up.
+            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+            String state = "";
+            while (!state.equals("up")) {
+                if (System.nanoTime() > deadline) {
+                    throw new IOException(name + ": eth" + k + " not up 10 s after its link came back: " + state);
+                }
+                Thread.sleep(10);
+                state = shell("cat /sys/class/net/eth" + k + "/operstate").trim();
+            }
+            // Neighbour entries still resolving from the cut (a lane's last retransmit, its FIN) would fail the next
+            // connect once their probes, sent into the void, run out; Docker's new interface starts with none either.
+            shell("ip neigh flush dev eth" + k);
         }
 
         @Override
