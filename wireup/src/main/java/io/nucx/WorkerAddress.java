@@ -145,8 +145,21 @@ public record WorkerAddress(long uuid, String name, List<Entry> entries) {
         }
     }
 
+    /**
+     * A name field, strictly UTF-8: a lenient decode would turn each malformed byte into U+FFFD (three bytes), and the
+     * address would no longer pack into its own fields (found by fuzzing: a 255-byte name became 374).
+     */
     private static String getString(ByteBuffer b) {
-        return new String(getBytes(b), StandardCharsets.UTF_8);
+        byte[] bytes = getBytes(b);
+        try {
+            return StandardCharsets.UTF_8.newDecoder()
+                    .onMalformedInput(java.nio.charset.CodingErrorAction.REPORT)
+                    .onUnmappableCharacter(java.nio.charset.CodingErrorAction.REPORT)
+                    .decode(ByteBuffer.wrap(bytes)).toString();
+        } catch (java.nio.charset.CharacterCodingException e) {
+            throw new InvalidAddressException("worker address has a name field that is not UTF-8 (" + bytes.length
+                    + " bytes)");
+        }
     }
 
     private static byte[] getBytes(ByteBuffer b) {

@@ -113,6 +113,16 @@ class WorkerAddressTest {
         }
     }
 
+    /** Fuzzing's finding: a name of malformed UTF-8 decoded leniently grew past its field when packed again. */
+    @Test
+    void aNameThatIsNotUtf8IsRejected() {
+        byte[] blob = new WorkerAddress(1, "x", List.of()).encode();
+        int at = 1 + 1 + 8 + 1; // version, flags, uuid, name length: the name's one byte
+        blob[at] = (byte) 0xff;
+        InvalidAddressException e = assertThrows(InvalidAddressException.class, () -> WorkerAddress.decode(blob));
+        assertTrue(e.getMessage().contains("not UTF-8"), e.getMessage());
+    }
+
     @Test
     void trailingByteIsRejected() {
         byte[] blob = sample().encode();
