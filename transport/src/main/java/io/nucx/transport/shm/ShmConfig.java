@@ -20,10 +20,19 @@ public final class ShmConfig extends AbstractConfigTable {
             "Largest payload of one shm active-message record (bcopy fragment size); at most ring size / 8", 4096,
             128L << 20);
 
+    /** A shm handshake (HELLO, REPLY) that has not finished this long is closed and its rings released. */
+    public static final ConfigEntry<Long> HANDSHAKE_TIMEOUT = ConfigEntry.duration("SHM_HANDSHAKE_TIMEOUT", "10s",
+            "A shm handshake not finished this long is closed and its rings released (10ms..1h)", 3_600_000_000_000L)
+            .require(v -> v >= 10_000_000L, "must be at least 10ms");
+    /** Handshakes an iface serves at once; connections beyond wait in the socket's backlog, unaccepted. */
+    public static final ConfigEntry<Integer> HANDSHAKES = ConfigEntry.integer("SHM_HANDSHAKES", "64",
+            "Shm handshakes a worker serves at once; further connections wait, not accepted, in the listening "
+                    + "socket's backlog until one finishes or times out", 1, 1 << 16);
+
     static final ShmConfig TABLE = new ShmConfig();
 
     public ShmConfig() {
-        super("shm transport", RANK_TRANSPORT, SPIN, RING_SIZE, SEG_SIZE);
+        super("shm transport", RANK_TRANSPORT, SPIN, RING_SIZE, SEG_SIZE, HANDSHAKE_TIMEOUT, HANDSHAKES);
     }
 
     /** The ring size of {@code config}. */

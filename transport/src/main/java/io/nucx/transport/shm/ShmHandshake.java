@@ -13,6 +13,7 @@ import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.time.Duration;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
 import java.util.function.Consumer;
@@ -40,9 +41,6 @@ final class ShmHandshake extends ByteToMessageDecoder {
     static final int HELLO = 1;
     static final int REPLY = 2;
     private static final int MAX_MESSAGE = 4096;
-    static final long TIMEOUT_SECONDS = 10;
-    /** Handshakes an iface runs at once; a connection beyond is closed at once. */
-    static final int MAX_PENDING = 64;
 
     /** What a finished handshake hands over. */
     record Result(ShmAddress peer, SpscRing in, SpscRing out) {
@@ -52,6 +50,7 @@ final class ShmHandshake extends ByteToMessageDecoder {
     private final Path dir;
     private final ShmAddress local;
     private final int ringSize;
+    private final long timeoutNanos;
     private final Consumer<Result> onDone;
     private final Consumer<Throwable> onFailure;
     private SpscRing in;
@@ -60,12 +59,13 @@ final class ShmHandshake extends ByteToMessageDecoder {
     private boolean done;
     private ScheduledFuture<?> timeout;
 
-    ShmHandshake(boolean connector, Path dir, ShmAddress local, int ringSize, Consumer<Result> onDone,
-                 Consumer<Throwable> onFailure) {
+    ShmHandshake(boolean connector, Path dir, ShmAddress local, int ringSize, long timeoutNanos,
+                 Consumer<Result> onDone, Consumer<Throwable> onFailure) {
         this.connector = connector;
         this.dir = dir;
         this.local = local;
         this.ringSize = ringSize;
+        this.timeoutNanos = timeoutNanos;
         this.onDone = onDone;
         this.onFailure = onFailure;
     }
@@ -73,8 +73,8 @@ final class ShmHandshake extends ByteToMessageDecoder {
     @Override
     public void handlerAdded(ChannelHandlerContext ctx) {
         timeout = ctx.executor().schedule(() -> fail(ctx, new IOException("shm handshake with "
-                + ctx.channel().remoteAddress() + " did not finish within " + TIMEOUT_SECONDS + " s")),
-                TIMEOUT_SECONDS, TimeUnit.SECONDS);
+                + ctx.channel().remoteAddress() + " did not finish within " + Duration.ofNanos(timeoutNanos)
+                + " (NUCX_SHM_HANDSHAKE_TIMEOUT)")), timeoutNanos, TimeUnit.NANOSECONDS);
         if (ctx.channel().isActive()) {
             start(ctx);
         }

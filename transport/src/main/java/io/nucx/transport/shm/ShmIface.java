@@ -24,6 +24,7 @@ import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.ArrayDeque;
 import java.util.EnumSet;
 import java.util.concurrent.atomic.AtomicLong;
 
@@ -48,13 +49,22 @@ final class ShmIface extends AbstractIface {
     private final ShmAddress local;
     private final int ringSize;
     private final int segSize;
+    private final long handshakeTimeoutNanos;
+    /** NUCX_SHM_HANDSHAKES: accepted connections whose handshake may be under way at once. */
+    private final int maxHandshakes;
     /** The listening socket; set once bound (its accepted lanes need this iface first). */
     private Channel server;
-    /** Handshakes of accepted connections under way (at most {@link ShmHandshake#MAX_PENDING}). Loop only. */
+    /**
+     * Handshakes of accepted connections under way. At {@link #maxHandshakes} the server stops accepting, so a burst
+     * of legitimate connects (a peer opening hundreds of endpoints) waits in the kernel's backlog instead of being
+     * refused, and connections that stall hold only their slot until the handshake timeout. Loop only.
+     */
     private int pendingHandshakes;
+    /** Connections accepted while every slot was taken, in arrival order. Loop only. */
+    private final ArrayDeque<Channel> waiting = new ArrayDeque<>();
 
     private ShmIface(Transport transport, IfaceParams params, IoEngine engine, Path dir, ShmAddress local,
-                     int ringSize, int segSize) {
+                     int ringSize, int segSize, long handshakeTimeoutNanos, int maxHandshakes) {
         // Every payload is copied into the ring as it is written (amCopyMax: all), so no AM zero-copy, as UCX's mm.
         super(transport, params, new IfaceAttributes(
                 EnumSet.of(Capability.AM_SHORT, Capability.AM_BCOPY, Capability.PENDING, Capability.CONNECT_TO_IFACE,
@@ -67,6 +77,8 @@ final class ShmIface extends AbstractIface {
         this.local = local;
         this.ringSize = ringSize;
         this.segSize = segSize;
+        this.handshakeTimeoutNanos = handshakeTimeoutNanos;
+        this.maxHandshakes = maxHandshakes;
     }
 
     static ShmIface open(Transport transport, IfaceParams params, Path dir) throws Exception {
@@ -83,35 +95,68 @@ final class ShmIface extends AbstractIface {
         ShmAddress local = new ShmAddress(ShmFiles.pid(), NEXT_ID.getAndIncrement());
         Path socket = ShmFiles.socket(dir, local.pid(), local.ifaceId());
         Files.deleteIfExists(socket); // ours by name: a leftover of an earlier process with our pid
-        ShmIface iface = new ShmIface(transport, params, engine, dir, local, ringSize, segSize);
+        long handshakeTimeout = config.get(ShmConfig.HANDSHAKE_TIMEOUT);
+        ShmIface iface = new ShmIface(transport, params, engine, dir, local, ringSize, segSize, handshakeTimeout,
+                config.get(ShmConfig.HANDSHAKES));
         ServerBootstrap sb = new ServerBootstrap()
                 .group(loop, loop)
                 .channel(engine.serverDomainSocketChannel())
                 .childHandler(new ChannelInitializer<>() {
                     @Override
                     protected void initChannel(Channel doorbell) {
-                        if (iface.pendingHandshakes >= ShmHandshake.MAX_PENDING) {
-                            doorbell.close(); // a flood of connections that do not finish: refuse more
-                            return;
-                        }
-                        iface.pendingHandshakes++;
-                        doorbell.pipeline().addLast("nucx.shm.handshake", new ShmHandshake(false, dir, local,
-                                ringSize, r -> {
-                                    iface.pendingHandshakes--;
-                                    ShmChannel ch = iface.newChannel();
-                                    ch.pipeline().addLast(LANE_HANDLER, iface.newAcceptedLaneHandler());
-                                    attach(ch, r, doorbell).addListener(f -> {
-                                        if (!f.isSuccess()) {
-                                            doorbell.close();
-                                        }
-                                    });
-                                }, cause -> iface.pendingHandshakes--));
+                        iface.admit(doorbell);
                     }
                 });
         iface.server = sb.bind(engine.domainSocketAddress(socket)).sync().channel();
         // Only this user may connect (the kernel checks write permission on connect); rings are checked too.
         Files.setPosixFilePermissions(socket, java.nio.file.attribute.PosixFilePermissions.fromString("rw-------"));
         return iface;
+    }
+
+    /**
+     * An accepted connection: its handshake starts now if a slot is free, else it waits, unread and holding no
+     * ring, for one (only connections accepted in the same turn as the bound was reached: accepting pauses there).
+     */
+    private void admit(Channel doorbell) {
+        if (pendingHandshakes < maxHandshakes) {
+            startHandshake(doorbell);
+            return;
+        }
+        doorbell.config().setAutoRead(false);
+        waiting.add(doorbell);
+        doorbell.closeFuture().addListener(f -> waiting.remove(doorbell));
+    }
+
+    private void startHandshake(Channel doorbell) {
+        if (++pendingHandshakes == maxHandshakes) {
+            server.config().setAutoRead(false);
+        }
+        doorbell.pipeline().addLast("nucx.shm.handshake", new ShmHandshake(false, dir, local, ringSize,
+                handshakeTimeoutNanos, r -> {
+                    handshakeEnded();
+                    ShmChannel ch = newChannel();
+                    ch.pipeline().addLast(LANE_HANDLER, newAcceptedLaneHandler());
+                    attach(ch, r, doorbell).addListener(f -> {
+                        if (!f.isSuccess()) {
+                            doorbell.close();
+                        }
+                    });
+                }, cause -> handshakeEnded()));
+        doorbell.config().setAutoRead(true);
+    }
+
+    /** A handshake finished or failed: its slot goes to a waiting connection, else accepting goes on. */
+    private void handshakeEnded() {
+        pendingHandshakes--;
+        while (pendingHandshakes < maxHandshakes && !waiting.isEmpty()) {
+            Channel next = waiting.poll();
+            if (next.isOpen()) {
+                startHandshake(next);
+            }
+        }
+        if (pendingHandshakes < maxHandshakes && server.isOpen() && !server.config().isAutoRead()) {
+            server.config().setAutoRead(true);
+        }
     }
 
     private ShmChannel newChannel() {
@@ -167,7 +212,7 @@ final class ShmIface extends AbstractIface {
                     @Override
                     protected void initChannel(Channel doorbell) {
                         doorbell.pipeline().addLast("nucx.shm.handshake", new ShmHandshake(true, dir, local,
-                                ringSize, r -> attach(ch, r, doorbell).addListener(f -> {
+                                ringSize, handshakeTimeoutNanos, r -> attach(ch, r, doorbell).addListener(f -> {
                                     if (f.isSuccess()) {
                                         promise.trySuccess();
                                     } else {

@@ -1,5 +1,6 @@
 package io.nucx.transport.shm;
 
+import io.netty.channel.ChannelFuture;
 import io.netty.channel.ChannelHandler;
 import io.netty.channel.ChannelInboundHandlerAdapter;
 import io.nucx.transport.HostId;
@@ -21,11 +22,13 @@ import java.nio.file.Path;
 import java.nio.file.attribute.PosixFilePermissions;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
 import java.util.concurrent.TimeUnit;
 import java.util.stream.Stream;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -101,16 +104,19 @@ class HostileShmTest {
     }
 
     /**
-     * 200 handshakes that send a HELLO (or half of one) and stop: the iface creates no ring for any (the connector
-     * creates both), at most {@link ShmHandshake#MAX_PENDING} are under way at once (the rest are closed at once),
-     * and the stalled ones are closed by the timeout.
+     * 200 handshakes that send half a HELLO and stop, with NUCX_SHM_HANDSHAKES=64 and a 1 s handshake timeout: the
+     * iface creates no ring for any (the connector creates both); it serves at most 64 at once, and the rest wait
+     * unaccepted, so none is answered or closed before the first timeout; every one is closed by its timeout, a
+     * round of 64 after another; and a legitimate connect made during the flood is served once a slot frees.
      */
     @Test
     void stalledHandshakesHoldNoRingAndAreBounded() throws Exception {
-        Iface victim = iface();
+        Iface victim = ifaces.open(ChannelInboundHandlerAdapter::new, Map.of("NUCX_SHM_HANDSHAKES", "64",
+                "NUCX_SHM_HANDSHAKE_TIMEOUT", "1s"));
         Path socket = socketOf(victim);
         List<SocketChannel> raw = new ArrayList<>();
         try {
+            long start = System.nanoTime();
             for (int i = 0; i < 200; i++) {
                 SocketChannel ch = SocketChannel.open(StandardProtocolFamily.UNIX);
                 ch.connect(UnixDomainSocketAddress.of(socket));
@@ -121,28 +127,53 @@ class HostileShmTest {
                 ch.write(h);
                 raw.add(ch);
             }
-            int refusedAtOnce = 0;
-            for (SocketChannel ch : raw) {
-                if (closedWithin(ch, 50)) {
-                    refusedAtOnce++;
-                }
-            }
-            assertTrue(refusedAtOnce >= 200 - ShmHandshake.MAX_PENDING, refusedAtOnce + " of 200 stalled "
-                    + "handshakes were refused at once; at most " + ShmHandshake.MAX_PENDING + " may wait");
+            Iface client = iface();
+            ChannelFuture legitimate = client.connect(victim.deviceAddress(), victim.ifaceAddress(),
+                    new ChannelInboundHandlerAdapter());
+            assertFalse(closedWithin(raw.get(199), 300), "a handshake beyond the bound was served at once");
             assertEquals(0, ringsOf(victim), "the iface created rings for handshakes that stalled");
             for (SocketChannel ch : raw) {
-                assertTrue(closedWithin(ch, TimeUnit.SECONDS.toMillis(ShmHandshake.TIMEOUT_SECONDS + 10)),
-                        "a stalled handshake outlived its timeout");
+                assertTrue(closedWithin(ch, 15_000), "a stalled handshake outlived its timeout");
             }
+            long rounds = (System.nanoTime() - start) / 1_000_000_000L;
+            assertTrue(rounds >= 3, "200 stalled handshakes ended after " + rounds + " s: more than 64 were served "
+                    + "at once (4 rounds of a 1 s timeout expected)");
+            assertTrue(legitimate.await(15, TimeUnit.SECONDS) && legitimate.isSuccess(),
+                    "a legitimate connect during the flood: " + legitimate.cause());
+            legitimate.channel().close().sync();
         } finally {
             for (SocketChannel ch : raw) {
                 ch.close();
             }
         }
         assertEquals(0, ringsOf(victim));
+    }
+
+    /**
+     * A burst of 300 connects from one iface to another (a peer opening hundreds of endpoints at once), with the
+     * default bound of 64 handshakes: every one succeeds, the ones beyond the bound after waiting their turn.
+     */
+    @Test
+    void aBurstOfConnectsBeyondTheBoundWaitsAndSucceeds() throws Exception {
+        Iface server = iface();
         Iface client = iface();
-        client.connect(victim.deviceAddress(), victim.ifaceAddress(), new ChannelInboundHandlerAdapter())
-                .sync().channel().close().sync();
+        List<ChannelFuture> connects = new ArrayList<>();
+        for (int i = 0; i < 300; i++) {
+            connects.add(client.connect(server.deviceAddress(), server.ifaceAddress(),
+                    new ChannelInboundHandlerAdapter()));
+        }
+        try {
+            for (ChannelFuture f : connects) {
+                assertTrue(f.await(30, TimeUnit.SECONDS), "a connect of the burst did not finish in 30 s");
+                assertTrue(f.isSuccess(), "a connect of the burst failed: " + f.cause());
+            }
+        } finally {
+            for (ChannelFuture f : connects) {
+                if (f.isSuccess()) {
+                    f.channel().close().sync();
+                }
+            }
+        }
     }
 
     /** A link with a ring file's name, pointing at a file of ours: neither mapped nor written, by open or create. */

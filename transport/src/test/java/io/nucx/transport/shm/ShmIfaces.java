@@ -25,11 +25,16 @@ final class ShmIfaces implements AutoCloseable {
 
     /** Opens an iface with the default configuration whose accepted lanes get {@code accepted}'s handlers. */
     Iface open(Supplier<ChannelHandler> accepted) throws Exception {
+        return open(accepted, Map.of());
+    }
+
+    /** Opens an iface with the settings {@code overrides} (NUCX_ names) whose accepted lanes get {@code accepted}. */
+    Iface open(Supplier<ChannelHandler> accepted, Map<String, String> overrides) throws Exception {
         EventLoopGroup g = new MultiThreadIoEventLoopGroup(1, ShmIoHandler.newFactory(NioIoHandler.newFactory(),
                 20_000));
         groups.add(g);
         Iface i = new ShmTransport().openIface(new IfaceParams(g.next(), ShmTransport.MEMORY, accepted,
-                NucxConfig.of(Map.of(), Map.of())));
+                NucxConfig.of(overrides, Map.of())));
         ifaces.add(i);
         return i;
     }

@@ -75,7 +75,7 @@ class TransportFuzzTest {
         }
         boolean[] done = new boolean[1];
         EmbeddedChannel ch = new EmbeddedChannel(new ShmHandshake(false, DIR, new ShmAddress(ShmFiles.pid(), 1),
-                1 << 16, r -> {
+                1 << 16, java.util.concurrent.TimeUnit.SECONDS.toNanos(10), r -> {
                     done[0] = true;
                     r.in().close();
                     r.out().close();
