@@ -40,7 +40,8 @@ import java.util.concurrent.atomic.AtomicReference;
  * the end must have had exactly as many messages received as it sent (none lost, none twice). What a killed peer had
  * in flight is lost with it, and only its messages' integrity is checked. Heap (after GC) and Netty's direct memory
  * are measured after warm-up and at the end, with the peers gone and the hub quiet: both must be back within 5 %
- * (plus 4 MiB for what a JVM moves anyway), with zero leak reports at PARANOID. Exit status 0 only then.
+ * (plus 4 MiB for what a JVM moves anyway), with zero leak reports at PARANOID in the hub and in every peer that
+ * stopped cleanly. Exit status 0 only then.
  */
 @Command(name = "soak", mixinStandardHelpOptions = true,
         description = "Long run against peer processes that churn endpoints and are killed and restarted; checks "
@@ -112,6 +113,7 @@ public final class SoakCommand implements Callable<Integer> {
         }
         // The end: live peers stop cleanly and report what they sent; every one of those must have arrived.
         Map<Integer, Long> sent = new HashMap<>();
+        int peerLeaks = 0;
         for (Peer p : live) {
             p.stdin().println("stop");
             p.stdin().flush();
@@ -119,7 +121,9 @@ public final class SoakCommand implements Callable<Integer> {
         for (Peer p : live) {
             for (String l; (l = p.stdout().readLine()) != null; ) {
                 if (l.startsWith("FINAL ")) {
-                    sent.put(p.id(), Long.parseLong(l.split(" ")[1]));
+                    String[] f = l.split(" ");
+                    sent.put(p.id(), Long.parseLong(f[1]));
+                    peerLeaks += Integer.parseInt(f[3]);
                     break;
                 }
                 if (l.startsWith("FAILED")) {
@@ -171,12 +175,15 @@ public final class SoakCommand implements Callable<Integer> {
         if (!leaks.isEmpty()) {
             failures.add(leaks.size() + " leak reports: " + leaks.get(0));
         }
+        if (peerLeaks > 0) {
+            failures.add(peerLeaks + " leak reports in the peers that stopped cleanly (their standard error has them)");
+        }
         System.out.printf(Locale.ROOT, "soak: %.1f min, %d endpoints over %d peers at once, %d peers killed, "
                         + "%d messages (%.1f MiB) received and checked; heap %.1f -> %.1f MiB, direct %.1f -> %.1f MiB"
-                        + ", %d leak reports%n", (System.nanoTime() - start) / 60e9, perPeer * peers, peers, kills,
+                        + ", %d leak reports (hub), %d (peers that stopped cleanly)%n", (System.nanoTime() - start) / 60e9, perPeer * peers, peers, kills,
                 total(), bytes.get() / 1048576.0, baseline == null ? 0 : baseline[0] / 1048576.0,
                 after[0] / 1048576.0, baseline == null ? 0 : baseline[1] / 1048576.0, after[1] / 1048576.0,
-                leaks.size());
+                leaks.size(), peerLeaks);
         hub.unregisterMemory(key);
         hub.close().get(30, TimeUnit.SECONDS);
         arena.close();

@@ -8,6 +8,7 @@ import io.nucx.Worker;
 import io.nucx.WorkerAddress;
 import io.nucx.protocol.amo.AtomicOp;
 import io.nucx.protocol.amo.RemoteMemoryKey;
+import io.nucx.transport.diag.LeakLog;
 
 import java.io.BufferedReader;
 import java.io.InputStreamReader;
@@ -24,13 +25,15 @@ import java.util.concurrent.atomic.AtomicBoolean;
  * endpoints to the hub and sends on them without pause, a window of sends in flight: mixed sizes (eager short, bcopy,
  * multi-fragment, rendezvous), one in ten synchronous, an atomic now and then on the hub's region; every so often it
  * closes an endpoint and opens a new one. On {@code stop} (standard input) it stops sending, waits for every send,
- * closes its endpoints gracefully (what was written goes first) and prints {@code FINAL <messages> <bytes>}.
+ * closes its endpoints gracefully (what was written goes first) and prints {@code FINAL <messages> <bytes> <leaks>}:
+ * a peer runs Netty's leak detector at PARANOID too, and counts its leak reports after its worker has closed.
  */
 public final class SoakPeer {
 
     private static final int WINDOW = 32;
 
     public static void main(String[] args) throws Exception {
+        LeakLog.install();
         WorkerAddress hub = WorkerAddress.fromHex(args[0]);
         RemoteMemoryKey key = RemoteMemoryKey.fromHex(args[1]);
         int peer = Integer.parseInt(args[2]);
@@ -100,9 +103,9 @@ public final class SoakPeer {
         for (Endpoint ep : eps) {
             ep.close().await(30, TimeUnit.SECONDS);
         }
-        System.out.println("FINAL " + messages + " " + bytes);
-        System.out.flush();
         worker.close().get(30, TimeUnit.SECONDS);
+        System.out.println("FINAL " + messages + " " + bytes + " " + LeakLog.reported().size());
+        System.out.flush();
         System.exit(0);
     }
 }
