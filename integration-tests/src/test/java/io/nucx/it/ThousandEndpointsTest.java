@@ -20,8 +20,8 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
- * 1,000 endpoints from one worker to one peer worker in another JVM (each endpoint is its own tcp connection, so the
- * peer has 1,000 too): every endpoint wires up, carries a synchronous send both ways (data there, acknowledgement
+ * 1,000 endpoints from one worker to one peer worker in another JVM (each endpoint is its own tcp connection, or its own
+ * pair of shm rings, so the peer has 1,000 too): every endpoint wires up, carries a synchronous send both ways (data there, acknowledgement
  * back), keeps up keepalive, and closes gracefully, after which the peer has no endpoint left.
  *
  * <p>It prints the wireup time per endpoint (connect() to {@code wireupFuture()}: the peer's REPLY; with p2p lanes the
@@ -39,13 +39,15 @@ class ThousandEndpointsTest {
      * (NUCX_TCP_CONNECT=p2p): an auxiliary lane carries REQUEST and REPLY, then a second connection is dialled to the
      * peer's endpoint and carries the ACK and the data, and the auxiliary lane closes.
      */
-    @ParameterizedTest(name = "tcp {0}")
-    @ValueSource(strings = {"iface", "p2p"})
-    void aThousandEndpointsToOnePeerWireUpCarryTrafficAndCloseCleanly(String connect) throws Exception {
-        try (PeerProcess peer = PeerProcess.start(FailurePeer.class, Map.of("NUCX_TLS", "tcp", "NUCX_TCP_CONNECT",
+    @ParameterizedTest(name = "{0}")
+    @ValueSource(strings = {"tcp iface", "tcp p2p", "shm"})
+    void aThousandEndpointsToOnePeerWireUpCarryTrafficAndCloseCleanly(String lanes) throws Exception {
+        String tls = lanes.split(" ")[0];
+        String connect = lanes.endsWith("p2p") ? "p2p" : "iface";
+        try (PeerProcess peer = PeerProcess.start(FailurePeer.class, Map.of("NUCX_TLS", tls, "NUCX_TCP_CONNECT",
                 connect), "serve", Integer.toString(2 * ENDPOINTS))) {
             WorkerAddress address = WorkerAddress.fromHex(peer.awaitLine("ADDRESS"));
-            Worker w = new NucxBootstrap().name("many").config("TLS", "tcp").config("TCP_CONNECT", connect).start();
+            Worker w = new NucxBootstrap().name("many").config("TLS", tls).config("TCP_CONNECT", connect).start();
             try {
                 // Warm-up: JIT the wireup path on both sides, then close (graceful, so the peer forgets them).
                 for (int i = 0; i < 50; i++) {
@@ -123,15 +125,16 @@ class ThousandEndpointsTest {
                     assertTrue(ep.errorFuture().isSuccess(), () -> ep + ": " + ep.errorFuture().cause());
                 }
                 System.out.println(String.format(Locale.ROOT,
-                        "WIREUP " + connect + " one at a time: %d endpoints in %d ms; per endpoint median %.1f us, p99 %.1f us, "
+                        "WIREUP " + lanes + " one at a time: %d endpoints in %d ms; per endpoint median %.1f us, p99 %.1f us, "
                                 + "max %.1f us", ENDPOINTS, sequentialMs, us(oneAtATime, 50), us(oneAtATime, 99),
                         oneAtATime.getMaxValue() / 1e3));
                 System.out.println(String.format(Locale.ROOT,
-                        "WIREUP " + connect + " burst of %d at once: all in %d ms; per endpoint median %.1f us, p99 %.1f us, "
+                        "WIREUP " + lanes + " burst of %d at once: all in %d ms; per endpoint median %.1f us, p99 %.1f us, "
                                 + "max %.1f us", ENDPOINTS, burstMs, us(burst, 50), us(burst, 99),
                         burst.getMaxValue() / 1e3));
                 assertEquals(connect.equals("p2p"), eps.get(0).describeLanes().contains("(p2p)"), "lane kind");
-                System.out.println("CLOSE " + connect + " " + eps.size() + " endpoints gracefully: " + closeMs + " ms");
+                assertTrue(eps.get(0).describeLanes().contains(tls), () -> "lanes: " + eps.get(0).describeLanes());
+                System.out.println("CLOSE " + lanes + " " + eps.size() + " endpoints gracefully: " + closeMs + " ms");
             } finally {
                 w.close().get(60, TimeUnit.SECONDS);
             }
