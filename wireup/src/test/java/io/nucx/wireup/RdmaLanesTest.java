@@ -239,11 +239,6 @@ class RdmaLanesTest {
         int size = 600_000;
         var got = b.tagRecv(7, -1L);
         ab.tagSend(7, TestWorkers.pattern(7, size)).sync();
-        TagMessage m = got.get(20, TimeUnit.SECONDS);
-        try {
-            TestWorkers.assertPattern(7, size, m.content());
-        } finally {
-            m.release();
-        }
+        TestWorkers.assertReceived(got, 7, size, 20);
     }
 }

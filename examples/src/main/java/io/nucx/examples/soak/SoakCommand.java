@@ -68,8 +68,9 @@ public final class SoakCommand implements Callable<Integer> {
     enum Allocator { pooled, unpooled }
 
     @Option(names = "--allocator", defaultValue = "pooled", description = "The hub's buffer allocator: pooled "
-            + "(Netty's default, adaptive; its direct memory counts the chunks the pool keeps for reuse, which grow to its "
-            + "high-water mark) or unpooled (direct memory counts exactly the buffers alive: the strict leak check).")
+            + "(Netty's default, adaptive; its direct memory counts the chunks the pool keeps for reuse, which grow "
+            + "to its high-water mark) or unpooled (direct memory counts exactly the buffers alive: the strict leak "
+            + "check).")
     Allocator allocator;
 
     private final Map<Integer, AtomicLong> received = new ConcurrentHashMap<>();
@@ -198,8 +199,8 @@ public final class SoakCommand implements Callable<Integer> {
         }
         System.out.printf(Locale.ROOT, "soak: %.1f min, %d endpoints over %d peers at once, %d peers killed, "
                         + "%d messages (%.1f MiB) received and checked; heap %.1f -> %.1f MiB, direct (%s) %.1f -> "
-                        + "%.1f MiB"
-                        + ", %d leak reports (hub), %d (peers that stopped cleanly)%n", (System.nanoTime() - start) / 60e9, perPeer * peers, peers, kills,
+                        + "%.1f MiB, %d leak reports (hub), %d (peers that stopped cleanly)%n",
+                (System.nanoTime() - start) / 60e9, perPeer * peers, peers, kills,
                 total(), bytes.get() / 1048576.0, baseline == null ? 0 : baseline[0] / 1048576.0,
                 after[0] / 1048576.0, allocator, baseline == null ? 0 : baseline[1] / 1048576.0, after[1] / 1048576.0,
                 leaks.size(), peerLeaks);

@@ -142,7 +142,6 @@ final class ShmIface extends AbstractIface {
                         }
                     });
                 }, cause -> handshakeEnded()));
-        doorbell.config().setAutoRead(true);
     }
 
     /** A handshake finished or failed: its slot goes to a waiting connection, else accepting goes on. */
@@ -152,6 +151,7 @@ final class ShmIface extends AbstractIface {
             Channel next = waiting.poll();
             if (next.isOpen()) {
                 startHandshake(next);
+                next.config().setAutoRead(true); // admit() paused it; its handshake reads from here
             }
         }
         if (pendingHandshakes < maxHandshakes && server.isOpen() && !server.config().isAutoRead()) {
