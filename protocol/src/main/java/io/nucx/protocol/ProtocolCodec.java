@@ -58,6 +58,16 @@ public interface ProtocolCodec extends ChannelHandler {
         return false;
     }
 
+    /**
+     * Whether the peer, not yet aware that the endpoint ended, may still send something this codec must answer: an
+     * offer of its buffer (an RTR with a key) for a send whose RTS went out, which the peer would hold until our
+     * process exits unless refused. The ended endpoint then keeps its lanes open until the peer's EP_REMOVED (at most
+     * the close bound) and passes what arrives to {@link #lingerRead}. Asked after {@code endpointEnded}.
+     */
+    default boolean awaitsPeerEnd() {
+        return false;
+    }
+
     /** A frame that arrived while the endpoint lingers (its pipeline is gone). Owns {@code frame}. */
     default void lingerRead(AmFrame frame) {
         frame.release();

@@ -31,7 +31,7 @@ import java.util.concurrent.TimeUnit;
  *       └──────────────── failure ─┴─────────────────────┴──── the peer closed, or the bound ──────┤
  *                                                                                                   ▼
  *                                         LINGER ◀── a codec still waits for the peer's last word ── end
- *                                           └──────────── that word, the peer's exit, or park ─────▶ CLOSED
+ *                                           └── that word and the peer's goodbye, its exit, or park ─▶ CLOSED
  * </pre>
  * <ul>
  *   <li>WIRING_UP: writes wait in the {@link StubHandler} while the {@link WireupHandler} connects the lanes.</li>
@@ -42,7 +42,9 @@ import java.util.concurrent.TimeUnit;
  *   <li>LINGER: the channel is closed for the user and its pipeline gone, but a codec still expects the peer's last
  *       word on memory the peer may be writing into (rendezvous PUT, {@code RndvReceiver}): the lanes stay open and
  *       what they bring goes to {@link ProtocolCodec#lingerRead}. A worker that closes waits for it (bounded), then
- *       parks what is held.</li>
+ *       parks what is held. Also entered when a codec {@linkplain ProtocolCodec#awaitsPeerEnd awaits the peer's end}
+ *       (it may still offer a buffer for a send it was announced); either way the lanes close only once the peer's
+ *       EP_REMOVED was read (it comes behind any offer), its lane went, or the close bound passed.</li>
  *   <li>CLOSED: lanes closed.</li>
  * </ul>
  * <b>Failure</b> ends the endpoint once: every outstanding operation fails with the {@link EndpointException} (its
@@ -62,6 +64,10 @@ final class EndpointLifecycle {
     /** Why the endpoint failed, set once; null for a close without failure. */
     private EndpointException failure;
     private ScheduledFuture<?> closeTimer;
+    /** The peer said its endpoint ended (EP_REMOVED): nothing it sends after that offers us anything. */
+    private boolean peerRemoved;
+    /** LINGER with no codec waiting any more: the bound on waiting for the peer's EP_REMOVED. */
+    private ScheduledFuture<?> goodbyeTimer;
 
     EndpointLifecycle(EndpointChannel ep, boolean wiringUp) {
         this.ep = ep;
@@ -199,6 +205,11 @@ final class EndpointLifecycle {
         if (graceful && !ep.lanes().removedOnEveryLane(on)) {
             return; // the peer's close is behind what its other lanes still carry: read those first
         }
+        peerRemoved = true;
+        if (state == State.LINGER) {
+            lingerEnded(); // the goodbye it may have been waiting for
+            return;
+        }
         if (state == State.CLOSING) {
             closeNow(); // both sides said goodbye: nothing more will come either way
             return;
@@ -218,6 +229,10 @@ final class EndpointLifecycle {
             return;
         }
         Lane lane = ep.lanes().laneOf(ch);
+        if (lane != null && state == State.LINGER) {
+            lingerEnded(); // the peer's side is gone with its lane: no goodbye will come on it
+            return;
+        }
         if (lane == null || ended()) {
             return; // a lane dropped after a simultaneous connect or the p2p auxiliary lane; or the end is known
         }
@@ -353,7 +368,7 @@ final class EndpointLifecycle {
         boolean lingers = false;
         for (ProtocolCodec c : ep.codecs()) {
             c.endpointEnded(cause);
-            lingers |= c.lingers();
+            lingers |= c.lingers() || c.awaitsPeerEnd();
         }
         lanes.closeRma(); // after the codecs: their RMA operations were cancelled, not failed
         ep.wireupFailed(cause);
@@ -370,23 +385,30 @@ final class EndpointLifecycle {
                         ? failure.getMessage() : "closed") + "); it waits for your last word on rendezvous transfers "
                         + "in progress").toFrame(am.alloc()), am.voidPromise());
             }
+            lingerEnded(); // nothing held, only the peer's goodbye awaited: it may be in already
             return;
         }
         closeLanes();
         transition(State.CLOSED);
     }
 
-    /** A frame that arrived while lingering goes to the codecs that linger. Owns {@code frame}. */
+    /** A frame that arrived while lingering goes to the codecs that linger or await the peer's end. Owns it. */
     void lingerRead(AmFrame frame) {
         for (ProtocolCodec c : ep.codecs()) {
-            if (c.lingers()) {
+            if (c.lingers() || c.awaitsPeerEnd()) {
                 c.lingerRead(frame.retain());
             }
         }
         frame.release();
     }
 
-    /** A codec stopped lingering: when none lingers any more, the lanes close. */
+    /**
+     * A codec stopped lingering, the peer said goodbye or a lane went: when no codec lingers any more and the peer has
+     * ended its side too, the lanes close. The peer may have offered a buffer for PUT (an RTR with its key) before it
+     * read our EP_REMOVED; its own EP_REMOVED comes behind any such offer on the lane, so the lanes stay open (at most
+     * the close bound) until it is read. Closed over an unread offer, they would leave the peer holding that buffer
+     * until our process exits: only our refusal (ATP cancelled) proves we never write into it.
+     */
     void lingerEnded() {
         if (state != State.LINGER) {
             return;
@@ -395,6 +417,19 @@ final class EndpointLifecycle {
             if (c.lingers()) {
                 return;
             }
+        }
+        Channel am = ep.lanes().amChannel();
+        if (!peerRemoved && am != null && am.isActive()) {
+            if (goodbyeTimer == null) {
+                goodbyeTimer = ep.eventLoop().schedule(() -> {
+                    peerRemoved = true; // silent for the whole bound: it is not reading
+                    lingerEnded();
+                }, ep.closeWaitNanos(), TimeUnit.NANOSECONDS);
+            }
+            return;
+        }
+        if (goodbyeTimer != null) {
+            goodbyeTimer.cancel(false);
         }
         closeLanes();
         transition(State.CLOSED);
@@ -408,6 +443,9 @@ final class EndpointLifecycle {
         int n = 0;
         for (ProtocolCodec c : ep.codecs()) {
             n += c.park();
+        }
+        if (goodbyeTimer != null) {
+            goodbyeTimer.cancel(false);
         }
         closeLanes();
         transition(State.CLOSED);

@@ -29,6 +29,8 @@ import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.extension.RegisterExtension;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
 
 import java.util.ArrayList;
 import java.util.List;
@@ -258,18 +260,23 @@ class RndvPutZcopyTest {
      * its own. Whether b offers its buffer (a then answers ATP(cancelled) at once) or b's endpoint has already read
      * a's EP_REMOVED (the receive fails as its sender went away), b's receive must end promptly: never be held until
      * a's process exits, which for a live process is never.
+     *
+     * <p>Both orders in which a hears b: with a heap send, b writes a's offered buffer through a bounce chunk, one
+     * 512 KiB chunk per loop turn, so b's offer reaches a while a still holds its own. With a native send, b's PUT
+     * is done in the turn it began and its ATP reaches a before b's offer: a holds nothing any more when the offer
+     * comes, and must still be there to refuse it (it waits for b's EP_REMOVED, which comes behind the offer).
      */
-    @Test
-    void aReceiveFromAnEndedEndpointEndsPromptlyWhetherOrNotItWasOffered() throws Exception {
+    @ParameterizedTest(name = "heap send: {0}")
+    @ValueSource(booleans = {true, false})
+    void aReceiveFromAnEndedEndpointEndsPromptlyWhetherOrNotItWasOffered(boolean heapSend) throws Exception {
         DefaultWorker a = workers.start("a", PUT);
         DefaultWorker b = workers.start("b", PUT);
         TestWorkers.Pair pair = TestWorkers.connected(a, b);
         Endpoint ep = pair.ab();
         Endpoint back = pair.ba();
         int n = 64 << 20;
-        // a will offer for it and hold that offer past its end. A heap send is written through a bounce chunk, one
-        // 512 KiB chunk per loop turn, so the PUT is still running when b's own offer reaches a: a holds, lane open.
-        ChannelFuture fromB = back.tagSend(2, pattern(2, n));
+        // a will offer for it and hold that offer past its end (see above for what the kind of buffer changes).
+        ChannelFuture fromB = back.tagSend(2, heapSend ? pattern(2, n) : TestWorkers.directPattern(2, n));
         TestWorkers.awaitUnexpected(a);
         java.util.concurrent.CountDownLatch go = TestWorkers.holdLoop(b);
         Future<TagMessage> intoA;
@@ -291,6 +298,39 @@ class RndvPutZcopyTest {
         assertTrue(fromB.await(20, TimeUnit.SECONDS));
         assertEquals(0, (int) a.eventLoop().submit(a::heldReceives).get());
         assertEquals(0, (int) b.eventLoop().submit(b::heldReceives).get());
+    }
+
+    /**
+     * a's endpoint ends with nothing held, but with a send announced (its RTS) that b answers by offering its buffer
+     * before b reads that a ended. a must stay to refuse that offer (ATP cancelled): closing its lanes over the unread
+     * RTR would leave b holding the buffer until a's process exits. a's lanes close once b's EP_REMOVED, which comes
+     * behind b's offer, was read.
+     */
+    @Test
+    void anOfferToASenderWhoseEndpointEndedIsRefusedNotHeld() throws Exception {
+        DefaultWorker a = workers.start("a", PUT);
+        DefaultWorker b = workers.start("b", PUT);
+        TestWorkers.Pair pair = TestWorkers.connected(a, b);
+        Endpoint ep = pair.ab();
+        int n = 8 << 20;
+        java.util.concurrent.CountDownLatch go = TestWorkers.holdLoop(b);
+        Future<TagMessage> intoB;
+        ChannelFuture send;
+        try {
+            intoB = b.tagRecv(3, -1L); // runs on b's loop before b reads anything: b will offer on a's RTS
+            send = ep.tagSend(3, TestWorkers.directPattern(3, n)); // a's RTS, on the lane before a ends
+            failAsIfSilent(a, ep);
+            assertTrue(send.await(10, TimeUnit.SECONDS) && send.cause() instanceof EndpointTimeoutException,
+                    () -> "a's send failed with its endpoint: " + send.cause());
+        } finally {
+            go.countDown();
+        }
+        assertTrue(intoB.await(20, TimeUnit.SECONDS), "b's receive ended, it was not held");
+        assertTrue(intoB.cause() instanceof java.io.IOException, () -> "cause: " + intoB.cause());
+        assertEquals(0, (int) b.eventLoop().submit(b::heldReceives).get());
+        assertTrue(TestWorkers.impl(ep).amLane().closeFuture().await(10, TimeUnit.SECONDS),
+                "a's lane closed once b said goodbye");
+        assertEquals(EndpointLifecycle.State.CLOSED, a.eventLoop().submit(() -> TestWorkers.impl(ep).state()).get());
     }
 
     /** Fails {@code ep} on {@code w}'s loop as keepalive would after the peer's silence, and waits for that. */

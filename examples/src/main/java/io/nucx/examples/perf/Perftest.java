@@ -1,5 +1,6 @@
 package io.nucx.examples.perf;
 
+import io.netty.util.concurrent.Future;
 import io.nucx.Endpoint;
 import io.nucx.NucxBootstrap;
 import io.nucx.Worker;
@@ -27,6 +28,8 @@ public final class Perftest {
 
     /** How long either side waits for the other at set-up and for the run's end. */
     static final long RUN_TIMEOUT_SECONDS = 600;
+    /** The server's line once its handlers are in place: the client sends nothing before it. */
+    static final String READY = "ready";
 
     private Perftest() {
     }
@@ -80,7 +83,12 @@ public final class Perftest {
                     try {
                         TagPerfServer server = new TagPerfServer(worker, ep, params.messageSize(),
                                 params.test().sync(), params.test().am());
-                        server.start().get(RUN_TIMEOUT_SECONDS, TimeUnit.SECONDS);
+                        Future<Long> served = server.start();
+                        // The client starts only after this line: an active message that came before its handler
+                        // was set would be dropped (as UCX drops it), and am_lat would wait for a PONG for ever.
+                        w.println(READY);
+                        w.flush();
+                        served.get(RUN_TIMEOUT_SECONDS, TimeUnit.SECONDS);
                         w.println("allocated " + server.allocationPerMessage()); // the client prints it
                         w.flush();
                     } finally {
@@ -121,6 +129,10 @@ public final class Perftest {
             w.println(worker.address().toHex());
             w.flush();
             Endpoint ep = worker.connect(server);
+            String ready = readLine(in, "ready line");
+            if (!READY.equals(ready)) {
+                throw new IOException("perftest server sent '" + ready + "' where '" + READY + "' was expected");
+            }
             reporter.header(params);
             TagPerfClient client = new TagPerfClient(worker, ep, params, reporter, key);
             PerfResult r = client.start().get(RUN_TIMEOUT_SECONDS, TimeUnit.SECONDS);

@@ -269,8 +269,7 @@ abstract class ClusterScenarios {
         String first = "tcp/" + n1.device(0);
         String second = "tcp/" + n1.device(1);
         for (ClusterNode n : List.of(n1, n3)) { // the AM lane on the first network, the second one beside it
-            String lanes = n.control().call("lanes n2");
-            assertTrue(lanes.startsWith("[tcp/" + n.device(0) + ","), n.name() + " -> n2: " + lanes);
+            awaitLanes(n, "n2", "[tcp/" + n.device(0) + ",");
         }
         Map<String, Long> before = totals(c.nodes());
         List<Flow> flows = allPairs(c.nodes(), 300, MIXED);
@@ -314,6 +313,22 @@ abstract class ClusterScenarios {
             done = Integer.parseInt(f.dst().control().call("progress " + f.stream()));
         }
         return done;
+    }
+
+    /**
+     * Waits (bounded) until {@code n}'s endpoint to {@code peer} lists lanes starting with {@code prefix}. A wired-up
+     * endpoint carries everything on its AM lane; the side that dialled connects the AM_BW lanes after that and
+     * announces each (LANE_ATTACH), so the other side may list them a moment after its wireup completed.
+     */
+    static void awaitLanes(ClusterNode n, String peer, String prefix) throws InterruptedException {
+        long deadline = System.currentTimeMillis() + 30_000;
+        String lanes = n.control().call("lanes " + peer);
+        while (!lanes.startsWith(prefix)) {
+            assertTrue(System.currentTimeMillis() < deadline, n.name() + " -> " + peer + ": " + lanes + ", expected "
+                    + prefix + "...");
+            Thread.sleep(5);
+            lanes = n.control().call("lanes " + peer);
+        }
     }
 
     /** Every node's counters, summed. */

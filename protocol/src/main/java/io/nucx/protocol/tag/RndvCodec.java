@@ -129,6 +129,11 @@ public final class RndvCodec extends ChannelDuplexHandler implements ProtocolCod
     }
 
     @Override
+    public boolean awaitsPeerEnd() {
+        return sender.announcedAtEnd();
+    }
+
+    @Override
     public void lingerRead(AmFrame frame) {
         sender.refuseLateOffer(frame);
         receiver.lingerRead(frame);

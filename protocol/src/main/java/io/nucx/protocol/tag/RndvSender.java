@@ -83,6 +83,8 @@ final class RndvSender {
     private final ProtocolCounters counters;
     /** ATP(cancelled) frames written at the end and not yet gone; the endpoint lingers until they are. */
     private int lastWordsPending;
+    /** The endpoint ended with sends whose RTS the peer may be answering with an offer (see {@link #abort}). */
+    private boolean announcedAtEnd;
 
     /** @param inFlight the worker's count of rendezvous in progress, for metrics */
     RndvSender(ChannelHandlerContext ctx, EndpointServices endpoint, ProtocolCounters counters,
@@ -268,6 +270,8 @@ final class RndvSender {
             if (s.stage == Stage.PUT) {
                 s.put.cancel();
                 lastWords(s.put.receiverReqId);
+            } else {
+                announcedAtEnd = true; // its RTR may be on the way: refuse it (refuseLateOffer) rather than not read it
             }
             s.promise.tryFailure(cause);
             s.release();
@@ -307,6 +311,11 @@ final class RndvSender {
         if (--lastWordsPending == 0) {
             endpoint.lingerEnded();
         }
+    }
+
+    /** Whether the endpoint ended with sends announced and not answered: the peer may still offer for them. */
+    boolean announcedAtEnd() {
+        return announcedAtEnd;
     }
 
     /** Whether last words are still being written. */
