@@ -1,5 +1,6 @@
 package io.nucx.protocol;
 
+import io.netty.buffer.ByteBuf;
 import io.netty.channel.ChannelFuture;
 import io.netty.channel.ChannelPromise;
 import io.nucx.protocol.select.SelectionKey;
@@ -99,6 +100,16 @@ public interface EndpointServices {
      * instead (the endpoint is still wiring up, so its writes queue in order, or it has ended).
      */
     default boolean writeToLane(AmFrame frame, ChannelPromise promise) {
+        return false;
+    }
+
+    /**
+     * As {@link #writeToLane}, for a frame of active message {@code amId} whose header is the 8 bytes of {@code header}
+     * (little-endian) and whose payload is {@code payload}'s readable bytes: copied into the AM lane's transport at
+     * once when it can take them so (UCT's {@code am_short}: shm's ring), with no header buffer and no frame, and
+     * {@code promise} completed. Returns false, having done nothing, otherwise. The caller keeps {@code payload}.
+     */
+    default boolean writeShortToLane(int amId, long header, ByteBuf payload, ChannelPromise promise) {
         return false;
     }
 

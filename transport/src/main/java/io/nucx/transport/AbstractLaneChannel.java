@@ -1,8 +1,13 @@
 package io.nucx.transport;
 
+import io.netty.buffer.ByteBuf;
 import io.netty.channel.AbstractChannel;
+import io.netty.channel.ChannelHandler;
+import io.netty.channel.ChannelPipeline;
 import io.netty.channel.ChannelConfig;
 import io.netty.channel.ChannelMetadata;
+import io.netty.channel.ChannelOutboundBuffer;
+import io.netty.channel.ChannelOutboundHandler;
 import io.netty.channel.ChannelPromise;
 import io.netty.channel.DefaultChannelConfig;
 import io.netty.channel.EventLoop;
@@ -68,6 +73,70 @@ public abstract class AbstractLaneChannel extends AbstractChannel {
         }
         throw new UnsupportedOperationException(getClass().getSimpleName() + " carries "
                 + (limits != null ? "AmFrames" : "no frames") + ", not " + msg.getClass().getName());
+    }
+
+    /**
+     * Writes {@code frame} at once, below the pipeline, when that is exactly what a write and a flush would do: on the
+     * loop, connected, nothing queued ahead of it (order), no outbound handler in this lane's pipeline to see it, and
+     * within the iface's limits. A small message then costs no pipeline pass, no outbound-buffer entry and no flush
+     * (UCT's {@code am_short}: the send is done when it returns). False, {@code frame} untouched, when it cannot
+     * (including a full transport): the caller writes it the ordinary way. Takes {@code frame} when true.
+     */
+    public final boolean writeNow(AmFrame frame) {
+        if (!mayWriteNow(frame.header().readableBytes(), frame.length()) || !writeNow0(frame)) {
+            return false;
+        }
+        frame.release();
+        return true;
+    }
+
+    /**
+     * As {@link #writeNow}, for a frame of active message {@code amId} (no flags) whose header is the 8 bytes of
+     * {@code header} (little-endian) and whose payload is {@code payload}'s readable bytes, copied: UCT's
+     * {@code am_short}, with no header buffer and no frame. The caller keeps {@code payload} either way.
+     */
+    public final boolean writeShortNow(int amId, long header, ByteBuf payload) {
+        return mayWriteNow(Long.BYTES, Long.BYTES + payload.readableBytes())
+                && writeShortNow0(amId, header, payload);
+    }
+
+    private boolean mayWriteNow(int headerLength, int length) {
+        if (state != State.CONNECTED || limits == null || !limits.fits(headerLength, length) || !isRegistered()
+                || !eventLoop().inEventLoop()) {
+            return false;
+        }
+        ChannelOutboundBuffer queued = unsafe().outboundBuffer();
+        return queued != null && queued.totalPendingWriteBytes() == 0 && queued.current() == null
+                && noOutboundHandler();
+    }
+
+    /** The pipeline holds no outbound handler (a lane's usually holds one inbound handler, or none). */
+    private boolean noOutboundHandler() {
+        ChannelPipeline p = pipeline();
+        ChannelHandler first = p.first();
+        if (first == null) {
+            return true;
+        }
+        // One handler: a look at it. More (a test's probe, a future codec): the full search.
+        return first == p.last() ? !(first instanceof ChannelOutboundHandler)
+                : p.context(ChannelOutboundHandler.class) == null;
+    }
+
+    /** The transport's {@link #writeShortNow}: true if the record went. */
+    protected boolean writeShortNow0(int amId, long header, ByteBuf payload) {
+        return false;
+    }
+
+    /** Whether a flush would do nothing: nothing queued, and no outbound handler that could hold anything. Loop only. */
+    public final boolean nothingToFlush() {
+        ChannelOutboundBuffer queued = unsafe().outboundBuffer();
+        return queued != null && queued.totalPendingWriteBytes() == 0 && queued.current() == null
+                && noOutboundHandler();
+    }
+
+    /** The transport's immediate write of {@link #writeNow}: true if {@code frame} went (the caller releases it). */
+    protected boolean writeNow0(AmFrame frame) {
+        return false;
     }
 
     /** What a write fails with before the lane is connected or after it closed; nothing while connected. */

@@ -132,6 +132,16 @@ public record IfaceAttributes(Set<Capability> capabilities, int maxShort, int ma
      * @param lane names the lane in the error
      * @throws TooLongFrameException naming the frame's sizes and the limits
      */
+    /** Whether {@code frame} is within the limits {@link #checkFrame} enforces. */
+    public boolean fits(AmFrame frame) {
+        return fits(frame.header().readableBytes(), frame.length());
+    }
+
+    /** Whether a frame with a header of {@code headerLength} bytes and {@code length} in all is within the limits. */
+    public boolean fits(int headerLength, int length) {
+        return headerLength <= maxHeader && length <= maxBcopy;
+    }
+
     public void checkFrame(AmFrame frame, Object lane) {
         int header = frame.header().readableBytes();
         if (header > maxHeader || frame.length() > maxBcopy) {

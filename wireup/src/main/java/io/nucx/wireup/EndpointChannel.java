@@ -97,6 +97,10 @@ final class EndpointChannel extends AbstractChannel implements Endpoint, Endpoin
      * the lanes ({@link #writeToLane}). Loop only.
      */
     private boolean lanesDirect;
+    /** The last of nucx's handlers: a pipeline ending with it has none of the user's ({@link #walkNotNeeded}). */
+    private final ProtocolErrorHandler errorHandler;
+    /** EagerCodec's place in the pipeline (null with a registry without it). */
+    private final io.netty.channel.ChannelHandlerContext eagerContext;
 
     private EndpointChannel(DefaultWorker worker, long id, WorkerAddress remote, LaneSelector.Lanes selection,
                             ErrorMode errorMode, long remoteEpId, int connSn, boolean wiringUp) {
@@ -130,7 +134,9 @@ final class EndpointChannel extends AbstractChannel implements Endpoint, Endpoin
             io.nucx.protocol.ProtocolFamily owner = worker.registry().owner(amId);
             frameOwners[amId] = owner == null ? null : codecs.get(families.indexOf(owner));
         }
-        p.addLast(ERRORS, new ProtocolErrorHandler(this));
+        this.errorHandler = new ProtocolErrorHandler(this);
+        p.addLast(ERRORS, errorHandler);
+        this.eagerContext = p.context(io.nucx.protocol.tag.EagerCodec.class);
         ChannelHandler init = worker.endpointInitializer();
         if (init != null) {
             p.addLast(init);
@@ -382,6 +388,12 @@ final class EndpointChannel extends AbstractChannel implements Endpoint, Endpoin
     }
 
     @Override
+    public boolean writeShortToLane(int amId, long header, ByteBuf payload, ChannelPromise promise) {
+        return lanesDirect && !lifecycle.ended() && lifecycle.failure() == null
+                && lanes.writeShort(amId, header, payload, promise);
+    }
+
+    @Override
     public long closeWaitNanos() {
         return worker.closeWaitNanos();
     }
@@ -455,7 +467,23 @@ final class EndpointChannel extends AbstractChannel implements Endpoint, Endpoin
 
     @Override
     public ChannelFuture write(Object msg, ChannelPromise promise) {
-        return isOpen() ? super.write(msg, promise) : writeAfterEnd(msg, promise);
+        if (!isOpen()) {
+            return writeAfterEnd(msg, promise);
+        }
+        if ((msg instanceof ByteBuf || msg instanceof TagMessage) && walkNotNeeded() && isFresh(promise)) {
+            writeToEager(msg, promise);
+            return promise;
+        }
+        return super.write(msg, promise);
+    }
+
+    @Override
+    public Channel flush() {
+        if (walkNotNeeded()) {
+            lanes.flush(); // what LaneDispatcher.flush does, the only handler that acts on a flush
+            return this;
+        }
+        return super.flush();
     }
 
     @Override
@@ -465,7 +493,40 @@ final class EndpointChannel extends AbstractChannel implements Endpoint, Endpoin
 
     @Override
     public ChannelFuture writeAndFlush(Object msg, ChannelPromise promise) {
-        return isOpen() ? super.writeAndFlush(msg, promise) : writeAfterEnd(msg, promise);
+        if (!isOpen()) {
+            return writeAfterEnd(msg, promise);
+        }
+        if ((msg instanceof ByteBuf || msg instanceof TagMessage) && walkNotNeeded() && isFresh(promise)) {
+            writeToEager(msg, promise);
+            lanes.flush();
+            return promise;
+        }
+        return super.writeAndFlush(msg, promise);
+    }
+
+    /**
+     * The pipeline's own route taken without the walk, as {@link #frameArrived} does inbound: on the loop of a connected
+     * endpoint whose pipeline has no handler of the user's, a ByteBuf or TagMessage reaches EagerCodec, the first
+     * handler that acts on it (the codecs tail-side of it pass both on untouched), and a flush reaches only
+     * LaneDispatcher. Any other message, a user handler, or a write off the loop walks the pipeline.
+     */
+    private boolean walkNotNeeded() {
+        return lanesDirect && eagerContext != null && pipeline().last() == errorHandler && eventLoop().inEventLoop()
+                && !eagerContext.isRemoved();
+    }
+
+    /** A promise the pipeline would take: this endpoint's void promise, or one of its own not yet done. */
+    private boolean isFresh(ChannelPromise promise) {
+        return promise.channel() == this && (promise.isVoid() || !promise.isDone());
+    }
+
+    /** EagerCodec's write, as the pipeline invokes a handler's (a throw fails the promise). */
+    private void writeToEager(Object msg, ChannelPromise promise) {
+        try {
+            ((io.netty.channel.ChannelOutboundHandler) eagerContext.handler()).write(eagerContext, msg, promise);
+        } catch (Throwable t) {
+            promise.tryFailure(t);
+        }
     }
 
     /** A write on an ended endpoint fails with why it ended (Netty's own says "closed", without a message). */

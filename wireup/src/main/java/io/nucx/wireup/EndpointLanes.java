@@ -11,6 +11,7 @@ import io.nucx.WireupException;
 import io.nucx.protocol.AmIds;
 import io.nucx.protocol.ProtocolException;
 import io.nucx.protocol.RmaRail;
+import io.nucx.transport.AbstractLaneChannel;
 import io.nucx.transport.AmFrame;
 import io.nucx.transport.Capability;
 import io.nucx.transport.rma.RmaLane;
@@ -281,8 +282,30 @@ final class EndpointLanes {
         return l.channel().writeAndFlush(frame);
     }
 
+    /**
+     * A short frame (see {@link EndpointChannel#writeShortToLane}) straight into the AM lane's transport, or false.
+     * Not with failover: its frames are kept until confirmed, which needs the frame.
+     */
+    boolean writeShort(int amId, long header, io.netty.buffer.ByteBuf payload, ChannelPromise promise) {
+        if (reliability != null) {
+            return false;
+        }
+        Channel ch = lanes.get(am).channel();
+        if (ch instanceof AbstractLaneChannel direct && direct.writeShortNow(amId, header, payload)) {
+            promise.trySuccess();
+            return true;
+        }
+        return false;
+    }
+
     /** Writes {@code frame} on {@code ch}, the promise completing from the lane's write. */
     private void writeThrough(Channel ch, AmFrame frame, ChannelPromise promise) {
+        if (ch instanceof AbstractLaneChannel direct && direct.writeNow(frame)) {
+            // In the transport now: done, as a lane's own write completes once in the transport. Its listeners may
+            // write again from here; Netty's promises bound that nesting (deeper ones run as tasks).
+            promise.trySuccess();
+            return;
+        }
         if (promise.isVoid()) {
             ch.write(frame, ch.voidPromise());
             return;
@@ -333,7 +356,8 @@ final class EndpointLanes {
     void flush() {
         for (int i = 0, n = lanes.size(); i < n; i++) { // by index: an iterator per flush is an object per message
             Lane l = lanes.get(i);
-            if (l.state() == Lane.State.ACTIVE) {
+            if (l.state() == Lane.State.ACTIVE
+                    && !(l.channel() instanceof AbstractLaneChannel direct && direct.nothingToFlush())) {
                 l.channel().flush();
             }
         }

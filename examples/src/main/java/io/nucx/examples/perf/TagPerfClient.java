@@ -45,8 +45,10 @@ final class TagPerfClient {
     private final Promise<PerfResult> result;
     /** Sent again and again as retained duplicates; released when the run ends. */
     private final ByteBuf payload;
-    private final Histogram interval = new Histogram(3_600_000_000_000L, 3);
+    /** Every measured iteration; a progress row's percentile is the part recorded since the last row. */
     private final Histogram overall = new Histogram(3_600_000_000_000L, 3);
+    /** {@link #overall} as it was at the last progress row (copied once a second, not per message). */
+    private Histogram atLastReport = new Histogram(3_600_000_000_000L, 3);
     private final boolean sync;
     private final boolean am;
     private final int windowIterations;
@@ -151,7 +153,7 @@ final class TagPerfClient {
         target = p == Phase.WARMUP ? params.warmup() : params.iterations();
         sent = 0;
         outstanding = 0;
-        interval.reset();
+        atLastReport.reset();
         overall.reset(); // the tail describes the measured run only
         if (p == Phase.WARMUP) {
             windowStart = phaseStart;
@@ -321,13 +323,12 @@ final class TagPerfClient {
         }
         long dt = now - lastStamp;
         lastStamp = now;
-        interval.recordValue(Math.max(dt, 1));
         overall.recordValue(Math.max(dt, 1));
         if (reporter.wantsProgress() && now - lastReport >= 1_000_000_000L) {
             reporter.progress(PerfResult.of(params.test().pingPong(), params.messageSize(), iter + 1,
                     iter + 1 - lastReportIter, now - lastReport, now - phaseStart,
-                    interval.getValueAtPercentile(params.percentile())));
-            interval.reset();
+                    sinceLastReport().getValueAtPercentile(params.percentile())));
+            atLastReport = overall.copy();
             lastReport = now;
             lastReportIter = iter + 1;
         }
@@ -342,9 +343,17 @@ final class TagPerfClient {
         }
         allocPerIteration = iter == 0 ? 0 : (PerfAllocation.current() - allocStart) / (double) iter;
         phase = Phase.DONE;
-        Histogram h = interval.getTotalCount() > 0 ? interval : overall;
+        Histogram since = sinceLastReport();
+        Histogram h = since.getTotalCount() > 0 ? since : overall;
         result.trySuccess(PerfResult.of(params.test().pingPong(), params.messageSize(), iter, iter - lastReportIter,
                 now - lastReport, now - phaseStart, h.getValueAtPercentile(params.percentile()), overall));
+    }
+
+    /** What {@link #overall} recorded since the last progress row. */
+    private Histogram sinceLastReport() {
+        Histogram since = overall.copy();
+        since.subtract(atLastReport);
+        return since;
     }
 
     private void fail(Throwable cause) {

@@ -169,8 +169,12 @@ final class EagerSender {
             ProtoCandidate chosen = protocols.table(keys[keyIndex]).lookup(length);
             Protocol p = chosen == null ? null : chosen.protocol();
             if (p == EagerProtocols.SHORT || p == EagerProtocols.SINGLE_BCOPY) {
-                ByteBuf header = ctx.alloc().buffer(EagerHeaders.ONLY_LENGTH).writeLongLE(tag);
                 (p == EagerProtocols.SHORT ? shortCount : singleCount).sent(length);
+                // The tag is the whole header: a transport that copies as it writes takes it as a number, no frame.
+                if (p == EagerProtocols.SHORT && endpoint.writeShortToLane(kind.onlyId(), tag, eager, promise)) {
+                    return;
+                }
+                ByteBuf header = ctx.alloc().buffer(EagerHeaders.ONLY_LENGTH).writeLongLE(tag);
                 writeFrame(ctx, AmFrame.of(kind.onlyId(), 0, header, copyPayload(ctx, eager, eager.readerIndex(),
                         length)), promise);
             } else if (p == EagerProtocols.MULTI_BCOPY) {

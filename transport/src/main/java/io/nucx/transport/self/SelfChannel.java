@@ -147,6 +147,18 @@ public final class SelfChannel extends AbstractLaneChannel {
         }
     }
 
+    @Override
+    protected boolean writeNow0(AmFrame frame) {
+        SelfChannel p = peer;
+        long size = sizeOf(frame);
+        if (p == null || !p.isOpen() || !p.hasRoomFor(size)) {
+            return false; // the ordinary write fails it, or waits for room
+        }
+        p.enqueue(frame.retain(), size); // writeNow releases the caller's reference
+        p.scheduleRead();
+        return true;
+    }
+
     private boolean hasRoomFor(long size) {
         if (inbound.size() >= inbound.capacity()) {
             return false;

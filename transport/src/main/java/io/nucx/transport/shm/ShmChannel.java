@@ -138,7 +138,7 @@ public final class ShmChannel extends AbstractLaneChannel {
         int budget = WRITE_BATCH;
         for (Object msg; (msg = buffer.current()) != null; ) {
             AmFrame f = (AmFrame) msg;
-            int type = f.amId() | f.flags() << 8 | f.header().readableBytes() << 16;
+            int type = recordType(f);
             // A bounded batch: completing a write runs its listeners, which may write again, and with a reader that
             // keeps up the ring never fills, so an unbounded loop would never give the event loop back (no reads,
             // no other channels). The rest goes on the next pass, as Netty's write spin count does for sockets.
@@ -155,6 +155,33 @@ public final class ShmChannel extends AbstractLaneChannel {
         if (wrote && out.takeConsumerSleeping()) {
             ringDoorbell();
         }
+    }
+
+    /** A record's type word: am id, flags, header length. */
+    private static int recordType(AmFrame f) {
+        return f.amId() | f.flags() << 8 | f.header().readableBytes() << 16;
+    }
+
+    @Override
+    protected boolean writeNow0(AmFrame f) {
+        if (writeBlocked || !out.write(recordType(f), f.header(), f.payload())) {
+            return false;
+        }
+        if (out.takeConsumerSleeping()) {
+            ringDoorbell();
+        }
+        return true;
+    }
+
+    @Override
+    protected boolean writeShortNow0(int amId, long header, ByteBuf payload) {
+        if (writeBlocked || !out.write(amId | Long.BYTES << 16, header, payload)) {
+            return false;
+        }
+        if (out.takeConsumerSleeping()) {
+            ringDoorbell();
+        }
+        return true;
     }
 
     private void ringDoorbell() {

@@ -238,6 +238,23 @@ public final class SpscRing implements AutoCloseable {
     }
 
     /**
+     * Appends one record whose payload is the 8 bytes of {@code header} (little-endian, as {@code writeLongLE} puts
+     * them) then {@code payload}'s readable bytes; false when the ring has no room now. UCT's {@code am_short}: no
+     * buffer holds the header.
+     */
+    public boolean write(int type, long header, ByteBuf payload) {
+        int b = payload.readableBytes();
+        long at = claim(type, Long.BYTES + (long) b);
+        if (at < 0) {
+            return false;
+        }
+        segment.set(LONG_LE, at + HEADER_LENGTH, header);
+        copyIn(payload, at + HEADER_LENGTH + Long.BYTES);
+        commit(at, type, Long.BYTES + (long) b);
+        return true;
+    }
+
+    /**
      * Copies {@code src}'s readable bytes to {@code at}. Heap buffers and small payloads are copied without allocating;
      * a large direct buffer goes through its NIO views (Netty without {@code sun.misc.Unsafe}, its default on JDK 25,
      * exposes no address), one small allocation per large record.

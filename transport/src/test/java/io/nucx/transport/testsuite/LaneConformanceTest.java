@@ -7,6 +7,7 @@ import io.netty.channel.EventLoopGroup;
 import io.netty.channel.IoHandlerFactory;
 import io.netty.channel.MultiThreadIoEventLoopGroup;
 import io.netty.handler.codec.TooLongFrameException;
+import io.nucx.transport.AbstractLaneChannel;
 import io.nucx.transport.AmFrame;
 import io.nucx.transport.Iface;
 import io.nucx.transport.IfaceAttributes;
@@ -311,6 +312,53 @@ public abstract class LaneConformanceTest {
         for (ChannelFuture w : writes) {
             assertTrue(awaited(w).isSuccess(), () -> "write failed: " + w.cause());
         }
+        l.bSide().assertDrained();
+    }
+
+    /**
+     * {@link AbstractLaneChannel#writeNow} (the small-message path below the pipeline) keeps the lane's order with
+     * ordinary writes: it refuses, leaving the frame to the caller, off the loop, while a write is queued ahead and
+     * while an outbound handler sits in the pipeline; shm and self take the rest, and shm a short frame given as a
+     * number and a payload ({@link AbstractLaneChannel#writeShortNow}). Everything arrives in order, intact.
+     */
+    @Test
+    void anImmediateWriteKeepsTheLanesOrderAndRefusesWhatItMustNotTake() throws Exception {
+        Lane l = lane(true);
+        assumeTrue(l.a() instanceof AbstractLaneChannel, "tcp lanes are Netty's socket channels");
+        AbstractLaneChannel ch = (AbstractLaneChannel) l.a();
+        AmFrame first = Frames.numbered(0);
+        assertFalse(ch.writeNow(first), "off the loop");
+        List<Boolean> taken = ch.eventLoop().submit(() -> {
+            List<Boolean> t = new ArrayList<>();
+            ch.write(first); // queued, not flushed
+            for (long s = 1; s <= 3; s++) {
+                if (s == 2) {
+                    ch.flush();
+                } else if (s == 3) {
+                    ch.pipeline().addFirst("probe", new io.netty.channel.ChannelOutboundHandlerAdapter());
+                }
+                AmFrame f = Frames.numbered(s);
+                boolean now = ch.writeNow(f);
+                t.add(now);
+                if (!now) {
+                    ch.writeAndFlush(f);
+                }
+            }
+            ch.pipeline().remove("probe");
+            AmFrame f = Frames.numbered(4); // the same frame as a number and a payload: UCT's am_short
+            boolean now = ch.writeShortNow(f.amId(), f.header().getLongLE(f.header().readerIndex()), f.payload());
+            t.add(now);
+            if (now) {
+                f.release(); // copied
+            } else {
+                ch.writeAndFlush(f);
+            }
+            return t;
+        }).get(30, TimeUnit.SECONDS);
+        boolean immediate = transportName().equals(ShmTransport.NAME) || transportName().equals("self");
+        assertEquals(List.of(false, immediate, false, transportName().equals(ShmTransport.NAME)), taken,
+                "queued ahead, free, behind an outbound handler, short");
+        l.bSide().expect(0, 5);
         l.bSide().assertDrained();
     }
 
