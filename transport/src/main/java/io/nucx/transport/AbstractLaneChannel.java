@@ -2,12 +2,12 @@ package io.nucx.transport;
 
 import io.netty.buffer.ByteBuf;
 import io.netty.channel.AbstractChannel;
-import io.netty.channel.ChannelHandler;
-import io.netty.channel.ChannelPipeline;
 import io.netty.channel.ChannelConfig;
+import io.netty.channel.ChannelHandler;
 import io.netty.channel.ChannelMetadata;
 import io.netty.channel.ChannelOutboundBuffer;
 import io.netty.channel.ChannelOutboundHandler;
+import io.netty.channel.ChannelPipeline;
 import io.netty.channel.ChannelPromise;
 import io.netty.channel.DefaultChannelConfig;
 import io.netty.channel.EventLoop;
@@ -101,13 +101,8 @@ public abstract class AbstractLaneChannel extends AbstractChannel {
     }
 
     private boolean mayWriteNow(int headerLength, int length) {
-        if (state != State.CONNECTED || limits == null || !limits.fits(headerLength, length) || !isRegistered()
-                || !eventLoop().inEventLoop()) {
-            return false;
-        }
-        ChannelOutboundBuffer queued = unsafe().outboundBuffer();
-        return queued != null && queued.totalPendingWriteBytes() == 0 && queued.current() == null
-                && noOutboundHandler();
+        return state == State.CONNECTED && limits != null && limits.fits(headerLength, length) && isRegistered()
+                && eventLoop().inEventLoop() && nothingToFlush();
     }
 
     /** The pipeline holds no outbound handler (a lane's usually holds one inbound handler, or none). */

@@ -124,6 +124,11 @@ public record IfaceAttributes(Set<Capability> capabilities, int maxShort, int ma
         return length <= amCopyMax || (heap && has(Capability.AM_ZCOPY));
     }
 
+    /** Whether a frame with a header of {@code headerLength} bytes and {@code length} in all is within the limits. */
+    public boolean fits(int headerLength, int length) {
+        return headerLength <= maxHeader && length <= maxBcopy;
+    }
+
     /**
      * Checks that {@code frame} fits this iface: its header at most {@code maxHeader}, header and payload at most
      * {@code maxBcopy} (what protocols fragment to). Lanes check on the sender's side, so a frame too large fails its
@@ -132,19 +137,9 @@ public record IfaceAttributes(Set<Capability> capabilities, int maxShort, int ma
      * @param lane names the lane in the error
      * @throws TooLongFrameException naming the frame's sizes and the limits
      */
-    /** Whether {@code frame} is within the limits {@link #checkFrame} enforces. */
-    public boolean fits(AmFrame frame) {
-        return fits(frame.header().readableBytes(), frame.length());
-    }
-
-    /** Whether a frame with a header of {@code headerLength} bytes and {@code length} in all is within the limits. */
-    public boolean fits(int headerLength, int length) {
-        return headerLength <= maxHeader && length <= maxBcopy;
-    }
-
     public void checkFrame(AmFrame frame, Object lane) {
         int header = frame.header().readableBytes();
-        if (header > maxHeader || frame.length() > maxBcopy) {
+        if (!fits(header, frame.length())) {
             throw new TooLongFrameException("frame of " + frame.length() + " bytes (header " + header + ", am id "
                     + frame.amId() + ") exceeds the limits of " + lane + ": header <= " + maxHeader
                     + ", header + payload <= " + maxBcopy + " bytes");

@@ -470,7 +470,7 @@ final class EndpointChannel extends AbstractChannel implements Endpoint, Endpoin
         if (!isOpen()) {
             return writeAfterEnd(msg, promise);
         }
-        if ((msg instanceof ByteBuf || msg instanceof TagMessage) && walkNotNeeded() && isFresh(promise)) {
+        if (walkNotNeeded(msg, promise)) {
             writeToEager(msg, promise);
             return promise;
         }
@@ -496,7 +496,7 @@ final class EndpointChannel extends AbstractChannel implements Endpoint, Endpoin
         if (!isOpen()) {
             return writeAfterEnd(msg, promise);
         }
-        if ((msg instanceof ByteBuf || msg instanceof TagMessage) && walkNotNeeded() && isFresh(promise)) {
+        if (walkNotNeeded(msg, promise)) {
             writeToEager(msg, promise);
             lanes.flush();
             return promise;
@@ -510,6 +510,11 @@ final class EndpointChannel extends AbstractChannel implements Endpoint, Endpoin
      * handler that acts on it (the codecs tail-side of it pass both on untouched), and a flush reaches only
      * LaneDispatcher. Any other message, a user handler, or a write off the loop walks the pipeline.
      */
+    private boolean walkNotNeeded(Object msg, ChannelPromise promise) {
+        return (msg instanceof ByteBuf || msg instanceof TagMessage) && walkNotNeeded() && isFresh(promise);
+    }
+
+    /** {@link #walkNotNeeded(Object, ChannelPromise)} for any message: no user handler, connected, on the loop. */
     private boolean walkNotNeeded() {
         return lanesDirect && eagerContext != null && pipeline().last() == errorHandler && eventLoop().inEventLoop()
                 && !eagerContext.isRemoved();

@@ -428,9 +428,6 @@ final class EndpointLifecycle {
             }
             return;
         }
-        if (goodbyeTimer != null) {
-            goodbyeTimer.cancel(false);
-        }
         closeLanes();
         transition(State.CLOSED);
     }
@@ -444,9 +441,6 @@ final class EndpointLifecycle {
         for (ProtocolCodec c : ep.codecs()) {
             n += c.park();
         }
-        if (goodbyeTimer != null) {
-            goodbyeTimer.cancel(false);
-        }
         closeLanes();
         transition(State.CLOSED);
         return n;
@@ -458,6 +452,9 @@ final class EndpointLifecycle {
     }
 
     private void closeLanes() {
+        if (goodbyeTimer != null) {
+            goodbyeTimer.cancel(false);
+        }
         EndpointLanes lanes = ep.lanes();
         lanes.closeBwLanes();
         Channel am = lanes.amChannel();

@@ -164,24 +164,20 @@ public final class ShmChannel extends AbstractLaneChannel {
 
     @Override
     protected boolean writeNow0(AmFrame f) {
-        if (writeBlocked || !out.write(recordType(f), f.header(), f.payload())) {
-            return false;
-        }
-        if (out.takeConsumerSleeping()) {
-            ringDoorbell();
-        }
-        return true;
+        return !writeBlocked && wroteNow(out.write(recordType(f), f.header(), f.payload()));
     }
 
     @Override
     protected boolean writeShortNow0(int amId, long header, ByteBuf payload) {
-        if (writeBlocked || !out.write(amId | Long.BYTES << 16, header, payload)) {
-            return false;
-        }
-        if (out.takeConsumerSleeping()) {
+        return !writeBlocked && wroteNow(out.write(amId | Long.BYTES << 16, header, payload));
+    }
+
+    /** After an immediate write: a reader that went to sleep is woken, as after a flush. */
+    private boolean wroteNow(boolean wrote) {
+        if (wrote && out.takeConsumerSleeping()) {
             ringDoorbell();
         }
-        return true;
+        return wrote;
     }
 
     private void ringDoorbell() {
