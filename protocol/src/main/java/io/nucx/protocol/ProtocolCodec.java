@@ -1,5 +1,6 @@
 package io.nucx.protocol;
 
+import io.netty.buffer.ByteBuf;
 import io.netty.channel.ChannelHandler;
 import io.netty.channel.ChannelHandlerContext;
 import io.netty.channel.ChannelPromise;
@@ -23,6 +24,23 @@ public interface ProtocolCodec extends ChannelHandler {
      */
     static ChannelPromise quietPromise(ChannelHandlerContext ctx) {
         return ctx.channel().unsafe().voidPromise();
+    }
+
+    /**
+     * Whether a short frame of {@code amId} (see {@link #shortFrameArrived}) may be handed over as its parts now; asked
+     * before anything else is done with it, so false leaves the frame to come as one.
+     */
+    default boolean takesShortFrames(int amId) {
+        return false;
+    }
+
+    /**
+     * A short frame of {@code amId} as its parts (header one little-endian long, no flags), for which
+     * {@link #takesShortFrames} said yes: as {@link #frameArrived} with no header buffer and no frame. Owns
+     * {@code payload}; an exception closes the lane.
+     */
+    default void shortFrameArrived(int amId, long header, ByteBuf payload) {
+        throw new UnsupportedOperationException("short frames of " + amId);
     }
 
     /**

@@ -267,6 +267,29 @@ final class EndpointChannel extends AbstractChannel implements Endpoint, Endpoin
         }
     }
 
+    /**
+     * A short frame as its parts, from a lane's {@link LaneInboundHandler}: taken, owning {@code payload}, when the
+     * endpoint is open and the id's codec takes short frames (as {@link #frameArrived} would hand it the frame);
+     * false, having done nothing, otherwise.
+     */
+    boolean shortFrameArrived(LaneInboundHandler from, Lane lane, int amId, long header, ByteBuf payload) {
+        ProtocolCodec owner = frameOwners[amId];
+        if (!isOpen() || owner == null || !owner.takesShortFrames(amId)) {
+            return false;
+        }
+        liveness.heard();
+        lanes.received(lane);
+        delivering = from;
+        try {
+            owner.shortFrameArrived(amId, header, payload);
+        } catch (Throwable t) {
+            protocolError(t);
+        } finally {
+            delivering = null;
+        }
+        return true;
+    }
+
     /** A read batch ended on a lane: confirm what arrived (failover), and let the handlers flush what they answered. */
     void readBatchEnded(Lane lane, Channel ch) {
         if (lifecycle.ended()) {

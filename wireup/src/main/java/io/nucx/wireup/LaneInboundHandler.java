@@ -1,5 +1,6 @@
 package io.nucx.wireup;
 
+import io.netty.buffer.ByteBuf;
 import io.netty.channel.Channel;
 import io.netty.channel.ChannelHandlerContext;
 import io.netty.channel.ChannelInboundHandlerAdapter;
@@ -10,6 +11,7 @@ import io.nucx.Worker;
 import io.nucx.protocol.AmIds;
 import io.nucx.protocol.ProtocolException;
 import io.nucx.transport.AmFrame;
+import io.nucx.transport.ShortFrameHandler;
 
 import io.netty.util.concurrent.ScheduledFuture;
 import io.nucx.WireupException;
@@ -28,7 +30,7 @@ import java.util.concurrent.TimeUnit;
  * endpoint) or a LANE_ATTACH (it joins one). Any other frame first, an unknown wireup type or a malformed payload is a
  * {@link ProtocolException}: this lane closes, nothing else is hurt.
  */
-final class LaneInboundHandler extends ChannelInboundHandlerAdapter {
+final class LaneInboundHandler extends ChannelInboundHandlerAdapter implements ShortFrameHandler {
 
     private static final InternalLogger LOG = InternalLoggerFactory.getInstance(LaneInboundHandler.class);
 
@@ -136,6 +138,24 @@ final class LaneInboundHandler extends ChannelInboundHandlerAdapter {
             return;
         }
         dispatch(ctx, frame);
+    }
+
+    /**
+     * A short frame as its parts ({@link ShortFrameHandler}), taken when {@code channelRead} would hand the frame
+     * straight to an endpoint's codec that takes it so; anything else (wireup, a lane not yet an endpoint's, this
+     * turn's share used, a codec that wants the frame) comes as a frame.
+     */
+    @Override
+    public boolean shortFrameArrived(int amId, long header, ByteBuf payload) {
+        if (role != Role.ENDPOINT || backlog != null || handledThisTurn >= worker.settings().laneBatch()
+                || endpoint == null || amId == AmIds.WIREUP) {
+            return false;
+        }
+        if (!endpoint.shortFrameArrived(this, lane(), amId, header, payload)) {
+            return false;
+        }
+        handledThisTurn++;
+        return true;
     }
 
     private void dispatch(ChannelHandlerContext ctx, AmFrame frame) {

@@ -80,6 +80,16 @@ public final class EagerCodec extends ChannelDuplexHandler implements ProtocolCo
     }
 
     @Override
+    public boolean takesShortFrames(int amId) {
+        return receiver != null && amId == AmIds.EAGER_ONLY;
+    }
+
+    @Override
+    public void shortFrameArrived(int amId, long header, ByteBuf payload) {
+        receiver.onOnly(header, payload); // EAGER_ONLY's header is the tag alone
+    }
+
+    @Override
     public boolean frameArrived(AmFrame frame) {
         if (receiver == null) {
             return false;

@@ -238,6 +238,11 @@ final class EagerReceiver {
         }
     }
 
+    /** An EAGER_ONLY frame as its parts: the tag and the payload (owned). */
+    void onOnly(long tag, ByteBuf payload) {
+        onOnly(tag, -1, payload);
+    }
+
     /** A whole message arrived; {@code syncReqId >= 0}: the sender waits for the match. Owns {@code payload}. */
     private void onOnly(long tag, long syncReqId, ByteBuf payload) {
         TagReceive r = matcher.takeExpected(tag);

@@ -3,10 +3,17 @@ package io.nucx.transport.self;
 import io.netty.buffer.ByteBuf;
 import io.netty.channel.ChannelOutboundBuffer;
 import io.netty.channel.ChannelPipeline;
+import io.netty.channel.ChannelPromise;
+import io.netty.channel.IoEvent;
+import io.netty.channel.IoEventLoop;
+import io.netty.channel.IoRegistration;
 import io.netty.util.ReferenceCountUtil;
 import io.nucx.transport.AbstractLaneChannel;
 import io.nucx.transport.AmFrame;
 import io.nucx.transport.IfaceAttributes;
+import io.nucx.transport.PolledIoHandle;
+
+import java.lang.invoke.VarHandle;
 
 import java.nio.channels.ClosedChannelException;
 import java.util.concurrent.atomic.AtomicBoolean;
@@ -19,8 +26,12 @@ import java.util.concurrent.atomic.AtomicLong;
  * message stays in the writer's {@link ChannelOutboundBuffer}, where it counts toward the writer's water mark, and
  * the reader resumes the writer once it has drained half the queue.
  *
- * <p>A write completes when the message is in the peer's queue. It registers no {@code IoHandle}, so it runs on
- * any event loop; the peer's events run on the peer's loop.
+ * <p>A write completes when the message is in the peer's queue. It runs on any event loop; the peer's events run on
+ * the peer's loop. On a loop that polls ({@code ShmIoHandler}, every worker's) it registers as a
+ * {@link PolledIoHandle}: the loop looks at the queue on each pass, so a writer only puts the message there, with no
+ * task for the reader's loop and no wake-up, unless that loop is about to park (the eventcount handshake of the shm
+ * rings: the reader flags itself parked, fences and looks again; the writer fences after the offer and looks at the
+ * flag). Elsewhere each batch of writes schedules a read task on the reader's loop, as Netty's LocalChannel does.
  *
  * <p>The queue is an array ({@link SpscQueue}: the peer's loop is its only producer, this channel's loop its only
  * consumer), so a message moves without allocating; it also bounds the number of messages ({@link #MAX_SLOTS}),
@@ -45,6 +56,11 @@ public final class SelfChannel extends AbstractLaneChannel {
 
     private volatile SelfChannel peer;
     private boolean readPending;
+    /** Registered with its loop as a polled handle: the loop reads the queue by itself while it does not park. */
+    private volatile boolean polled;
+    /** The reader's loop may park: a writer must schedule the read (and so wake it). */
+    private volatile boolean parked;
+    private IoRegistration registration;
 
     SelfChannel(long capacity, SelfAddress localAddress, SelfAddress remoteAddress, IfaceAttributes limits) {
         super(localAddress, remoteAddress, State.OPEN, limits);
@@ -58,6 +74,43 @@ public final class SelfChannel extends AbstractLaneChannel {
         b.peer = a;
         a.connected(null);
         b.connected(null);
+    }
+
+    @Override
+    protected AbstractUnsafe newUnsafe() {
+        return new SelfUnsafe();
+    }
+
+    @Override
+    protected void doRegister(ChannelPromise promise) {
+        if (!(eventLoop() instanceof IoEventLoop io && io.isCompatible(SelfUnsafe.class))) {
+            super.doRegister(promise); // a loop that does not poll: reads come as tasks
+            return;
+        }
+        io.register((SelfUnsafe) unsafe()).addListener(f -> {
+            if (f.isSuccess()) {
+                registration = (IoRegistration) f.getNow();
+                polled = true;
+                promise.setSuccess();
+            } else {
+                promise.setFailure(f.cause());
+            }
+        });
+    }
+
+    @Override
+    protected void doDeregister() {
+        polled = false;
+        IoRegistration r = registration;
+        if (r != null) {
+            registration = null;
+            r.cancel();
+        }
+    }
+
+    /** Whether its loop polls its queue (a registered {@link PolledIoHandle}) rather than running read tasks. */
+    boolean isPolled() {
+        return polled;
     }
 
     /** Bytes waiting in this end's inbound queue. */
@@ -184,16 +237,24 @@ public final class SelfChannel extends AbstractLaneChannel {
         }
     }
 
+    /** The writer's loop, after an offer: the reader's loop reads it on its next pass, or is told to. */
     private void scheduleRead() {
+        if (polled) {
+            VarHandle.fullFence(); // StoreLoad: the offer, then the look at the flag (the reader: flag, then queue)
+            if (!parked) {
+                return;
+            }
+        }
         if (readScheduled.compareAndSet(false, true)) {
             eventLoop().execute(readTask);
         }
     }
 
-    private void readInbound() {
+    /** Delivers a batch of the queue; how many messages. */
+    private int readInbound() {
         readScheduled.set(false);
         if (!isRegistered() || !readPending || state() == State.CLOSED || inbound.isEmpty()) {
-            return; // a read request is only used up by a batch that delivers something
+            return 0; // a read request is only used up by a batch that delivers something
         }
         readPending = false;
         ChannelPipeline pipeline = pipeline();
@@ -212,8 +273,38 @@ public final class SelfChannel extends AbstractLaneChannel {
                 && p.writerWaiting.compareAndSet(true, false)) {
             p.eventLoop().execute(p.resumeTask);
         }
-        if (!inbound.isEmpty()) {
+        if (!inbound.isEmpty() && !polled) {
             scheduleRead();
+        }
+        return n;
+    }
+
+    private final class SelfUnsafe extends LaneUnsafe implements PolledIoHandle {
+        @Override
+        public int poll() {
+            return inbound.isEmpty() ? 0 : readInbound();
+        }
+
+        @Override
+        public boolean prepareToPark() {
+            parked = true;
+            VarHandle.fullFence(); // StoreLoad: the flag, then the look at the queue (the writer: offer, then flag)
+            return !readPending || inbound.isEmpty();
+        }
+
+        @Override
+        public void unpark() {
+            parked = false;
+        }
+
+        @Override
+        public void handle(IoRegistration registration, IoEvent ioEvent) {
+            // polled, never signalled
+        }
+
+        @Override
+        public void close() {
+            close(voidPromise());
         }
     }
 

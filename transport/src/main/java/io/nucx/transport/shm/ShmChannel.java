@@ -4,6 +4,7 @@ import io.netty.buffer.ByteBuf;
 import io.netty.buffer.Unpooled;
 import io.netty.channel.Channel;
 import io.netty.channel.ChannelOutboundBuffer;
+import io.netty.channel.ChannelPipeline;
 import io.netty.channel.ChannelPromise;
 import io.netty.channel.EventLoop;
 import io.netty.channel.IoEvent;
@@ -14,6 +15,7 @@ import io.nucx.transport.AbstractLaneChannel;
 import io.nucx.transport.AmFrame;
 import io.nucx.transport.IfaceAttributes;
 import io.nucx.transport.PolledIoHandle;
+import io.nucx.transport.ShortFrameHandler;
 
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
@@ -34,6 +36,8 @@ public final class ShmChannel extends AbstractLaneChannel {
 
     private static final int READ_BATCH = 64;
     private static final int WRITE_BATCH = 256;
+    private static final ValueLayout.OfLong LONG_LE = ValueLayout.JAVA_LONG_UNALIGNED
+            .withOrder(java.nio.ByteOrder.LITTLE_ENDIAN);
 
     private final int maxRecordPayload;
     private final SpscRing.RecordHandler onRecord = this::onRecord;
@@ -230,13 +234,25 @@ public final class ShmChannel extends AbstractLaneChannel {
                     + ")"));
             return;
         }
-        // Header and payload each in a pooled buffer of their own: slices of one buffer would be two more objects
-        // per message with Netty's default (adaptive) allocator, which does not pool its slices.
-        ByteBuf header = copyOut(ring, offset, headerLength);
         ByteBuf payload = length == headerLength ? Unpooled.EMPTY_BUFFER
                 : copyOut(ring, offset + headerLength, length - headerLength);
         delivered++;
-        pipeline().fireChannelRead(AmFrame.of(amId, flags, header, payload));
+        if (flags == 0 && headerLength == Long.BYTES) {
+            ChannelPipeline p = pipeline();
+            if (p.last() instanceof ShortFrameHandler s && p.first() == s) {
+                try {
+                    if (s.shortFrameArrived(amId, ring.get(LONG_LE, offset), payload)) {
+                        return; // the header as a number, the payload in one buffer: no header buffer, no frame
+                    }
+                } catch (Throwable t) {
+                    p.fireExceptionCaught(t); // as a throw from channelRead; the handler owned the payload
+                    return;
+                }
+            }
+        }
+        // Header and payload each in a pooled buffer of their own: slices of one buffer would be two more objects
+        // per message with Netty's default (adaptive) allocator, which does not pool its slices.
+        pipeline().fireChannelRead(AmFrame.of(amId, flags, copyOut(ring, offset, headerLength), payload));
     }
 
     /** {@code length} bytes of the ring at {@code offset} in a pooled heap buffer, copied without allocating. */

@@ -8,6 +8,7 @@ import io.netty.channel.ChannelInboundHandlerAdapter;
 import io.netty.handler.codec.CorruptedFrameException;
 import io.nucx.transport.AmFrame;
 import io.nucx.transport.Iface;
+import io.nucx.transport.ShortFrameHandler;
 import io.nucx.transport.testsuite.Frames;
 import io.nucx.transport.testsuite.Recorder;
 import org.junit.jupiter.api.AfterEach;
@@ -24,6 +25,7 @@ import java.nio.file.Path;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicLong;
@@ -101,6 +103,52 @@ class ShmChannelTest {
         }
         ch.close().sync();
         accepted.get(0).awaitInactive();
+    }
+
+    /**
+     * A record with no flags and an 8-byte header goes to a lane's only handler as its parts when it is a
+     * {@link ShortFrameHandler} that takes it (no header buffer, no frame); one it refuses, and every other record,
+     * comes up the pipeline as a frame. Order holds across both ways.
+     */
+    @Test
+    void aShortRecordGoesToAShortFrameHandlerAsItsPartsAndEverythingElseAsAFrame() throws Exception {
+        LinkedBlockingQueue<String> seen = new LinkedBlockingQueue<>();
+        final class Both extends ChannelInboundHandlerAdapter implements ShortFrameHandler {
+            @Override
+            public boolean shortFrameArrived(int amId, long header, io.netty.buffer.ByteBuf payload) {
+                if (header % 2 != 0) {
+                    return false; // odd ones come as frames
+                }
+                seen.add("short " + amId + " " + header + " " + payload.toString(StandardCharsets.ISO_8859_1));
+                payload.release();
+                return true;
+            }
+
+            @Override
+            public void channelRead(ChannelHandlerContext ctx, Object msg) {
+                AmFrame f = (AmFrame) msg;
+                seen.add("frame " + f.amId() + " flags " + f.flags() + " header " + f.header().readableBytes()
+                        + " " + f.payload().toString(StandardCharsets.ISO_8859_1));
+                f.release();
+            }
+        }
+        Iface server = iface(Both::new);
+        Iface client = iface(this::recorder);
+        Channel ch = client.connect(server.deviceAddress(), server.ifaceAddress(), recorder()).sync().channel();
+        for (long h = 0; h < 2; h++) {
+            ch.write(AmFrame.of(9, 0, Unpooled.buffer(8).writeLongLE(h), Unpooled.copiedBuffer("p" + h,
+                    StandardCharsets.ISO_8859_1)));
+        }
+        ch.write(AmFrame.of(9, 1, Unpooled.buffer(8).writeLongLE(2), Unpooled.copiedBuffer("flagged",
+                StandardCharsets.ISO_8859_1)));
+        ch.write(AmFrame.of(9, 0, Unpooled.buffer(16).writeLongLE(4).writeLongLE(5), Unpooled.EMPTY_BUFFER));
+        ch.writeAndFlush(AmFrame.of(9, 0, Unpooled.buffer(8).writeLongLE(6), Unpooled.EMPTY_BUFFER)).sync();
+        List<String> expected = List.of("short 9 0 p0", "frame 9 flags 0 header 8 p1", "frame 9 flags 1 header 8 flagged",
+                "frame 9 flags 0 header 16 ", "short 9 6 ");
+        for (String e : expected) {
+            assertEquals(e, seen.poll(Recorder.DEADLINE_SECONDS, TimeUnit.SECONDS));
+        }
+        ch.close().sync();
     }
 
     /**

@@ -121,6 +121,11 @@ public abstract class LaneConformanceTest {
                 : engine.ioHandlerFactory();
     }
 
+    /** The engine of this suite's loops; a transport's suite may run on another (self on a polling loop). */
+    protected IoHandlerFactory loopFactory() {
+        return factory(transportName(), engine());
+    }
+
     /** One lane: its two ends and what each end saw. */
     protected record Lane(Channel a, Recorder aSide, Channel b, Recorder bSide) {
     }
@@ -161,7 +166,7 @@ public abstract class LaneConformanceTest {
     }
 
     private Iface openIface(java.util.function.Supplier<io.netty.channel.ChannelHandler> accepted) throws Exception {
-        EventLoopGroup g = new MultiThreadIoEventLoopGroup(1, factory(transportName(), engine()));
+        EventLoopGroup g = new MultiThreadIoEventLoopGroup(1, loopFactory());
         groups.add(g);
         EventLoop loop = g.next();
         // Off the loop, as a worker does: an iface may wait for its listening socket to bind.
