@@ -27,6 +27,15 @@ public interface ProtocolCodec extends ChannelHandler {
     }
 
     /**
+     * Whether it has work for the end of the current read batch (answers to flush, a batch to close). An endpoint whose
+     * pipeline holds no handler of the user's skips the {@code channelReadComplete} pass when none of its codecs has:
+     * a codec that acts on {@code channelReadComplete} must say here when it needs the call.
+     */
+    default boolean readCompletePending() {
+        return false;
+    }
+
+    /**
      * Whether a short frame of {@code amId} (see {@link #shortFrameArrived}) may be handed over as its parts now; asked
      * before anything else is done with it, so false leaves the frame to come as one.
      */

@@ -61,6 +61,27 @@ final class EndpointChannel extends AbstractChannel implements Endpoint, Endpoin
     static final String LANES = "nucx.lanes";
     static final String ERRORS = "nucx.errors";
 
+    /**
+     * Whether a codec class acts on {@code channelReadComplete} (overrides Netty's pass-through), and so whether an
+     * endpoint must ask it {@link ProtocolCodec#readCompletePending} before it skips the pass.
+     */
+    private static final ClassValue<Boolean> ACTS_ON_READ_COMPLETE = new ClassValue<>() {
+        @Override
+        protected Boolean computeValue(Class<?> type) {
+            return overrides(type, "channelReadComplete", io.netty.channel.ChannelHandlerContext.class);
+        }
+    };
+
+    /** Whether {@code type}'s public method {@code name} is declared by a class of neither Netty nor the interface. */
+    static boolean overrides(Class<?> type, String name, Class<?>... parameters) {
+        try {
+            Class<?> declaring = type.getMethod(name, parameters).getDeclaringClass();
+            return !declaring.getName().startsWith("io.netty.") && declaring != ProtocolCodec.class;
+        } catch (NoSuchMethodException e) {
+            return false;
+        }
+    }
+
     private final DefaultWorker worker;
     private final long id;
     /**
@@ -99,6 +120,10 @@ final class EndpointChannel extends AbstractChannel implements Endpoint, Endpoin
     private boolean lanesDirect;
     /** The last of nucx's handlers: a pipeline ending with it has none of the user's ({@link #walkNotNeeded}). */
     private final ProtocolErrorHandler errorHandler;
+    /** The codecs that act on {@code channelReadComplete} ({@link ProtocolCodec#readCompletePending}). */
+    private final ProtocolCodec[] readCompleteCodecs;
+    /** One of them does not say when it needs the call: every read batch ends with the pass. */
+    private final boolean alwaysReadComplete;
     /** EagerCodec's place in the pipeline (null with a registry without it). */
     private final io.netty.channel.ChannelHandlerContext eagerContext;
 
@@ -134,6 +159,10 @@ final class EndpointChannel extends AbstractChannel implements Endpoint, Endpoin
             io.nucx.protocol.ProtocolFamily owner = worker.registry().owner(amId);
             frameOwners[amId] = owner == null ? null : codecs.get(families.indexOf(owner));
         }
+        this.readCompleteCodecs = codecs.stream().filter(c -> ACTS_ON_READ_COMPLETE.get(c.getClass()))
+                .toArray(ProtocolCodec[]::new);
+        this.alwaysReadComplete = java.util.Arrays.stream(readCompleteCodecs)
+                .anyMatch(c -> !overrides(c.getClass(), "readCompletePending"));
         this.errorHandler = new ProtocolErrorHandler(this);
         p.addLast(ERRORS, errorHandler);
         this.eagerContext = p.context(io.nucx.protocol.tag.EagerCodec.class);
@@ -296,7 +325,19 @@ final class EndpointChannel extends AbstractChannel implements Endpoint, Endpoin
             return;
         }
         lanes.readBatchEnded(lane, ch);
+        if (!alwaysReadComplete && walkNotNeeded() && !readCompletePending()) {
+            return; // no handler of the user's to tell and no codec with work: the pass would only walk the pipeline
+        }
         pipeline().fireChannelReadComplete();
+    }
+
+    private boolean readCompletePending() {
+        for (ProtocolCodec c : readCompleteCodecs) {
+            if (c.readCompletePending()) {
+                return true;
+            }
+        }
+        return false;
     }
 
     /**

@@ -86,6 +86,8 @@ public final class AmoCodec extends ChannelDuplexHandler implements ProtocolCode
     private final ArrayDeque<Object[]> waitingToSend = new ArrayDeque<>();
     /** The peer's ATOMIC_REQ frames waiting for the lane to take their answers. */
     private final ArrayDeque<AmFrame> unanswered = new ArrayDeque<>();
+    /** Answers written in this read batch and not yet flushed. */
+    private boolean answeredInBatch;
 
     /**
      * Atomics as active messages only.
@@ -268,6 +270,7 @@ public final class AmoCodec extends ChannelDuplexHandler implements ProtocolCode
                     return;
                 }
                 answer(ctx, frame);
+                answeredInBatch = true;
             } else {
                 expect(frame, AmoHeaders.REP_LENGTH);
                 onReply(h.getLongLE(at), h.getUnsignedByte(at + 8), h.getLongLE(at + 9));
@@ -302,8 +305,16 @@ public final class AmoCodec extends ChannelDuplexHandler implements ProtocolCode
     @Override
     public void channelReadComplete(ChannelHandlerContext ctx) {
         answerWaiting(ctx);
-        ctx.flush(); // the answers of this read batch, in one go
+        if (answeredInBatch) {
+            answeredInBatch = false;
+            ctx.flush(); // the answers of this read batch, in one go; none, no flush (a pass over every lane)
+        }
         ctx.fireChannelReadComplete();
+    }
+
+    @Override
+    public boolean readCompletePending() {
+        return answeredInBatch || !unanswered.isEmpty();
     }
 
     /** The lane takes more again: answer what waited, while it does. */

@@ -317,6 +317,11 @@ public final class StreamCodec extends ChannelDuplexHandler implements ProtocolC
     }
 
     @Override
+    public boolean readCompletePending() {
+        return batchOpen;
+    }
+
+    @Override
     public void channelReadComplete(ChannelHandlerContext ctx) {
         batchOpen = false;
         ctx.fireChannelReadComplete();
