@@ -76,11 +76,13 @@ public abstract class AbstractLaneChannel extends AbstractChannel {
     }
 
     /**
-     * Writes {@code frame} at once, below the pipeline, when that is exactly what a write and a flush would do: on the
-     * loop, connected, nothing queued ahead of it (order), no outbound handler in this lane's pipeline to see it, and
-     * within the iface's limits. A small message then costs no pipeline pass, no outbound-buffer entry and no flush
-     * (UCT's {@code am_short}: the send is done when it returns). False, {@code frame} untouched, when it cannot
-     * (including a full transport): the caller writes it the ordinary way. Takes {@code frame} when true.
+     * Writes {@code frame} into the transport at once, below the pipeline, when that is exactly what a write would do:
+     * on the loop, connected, nothing queued ahead of it (order), no outbound handler in this lane's pipeline to see
+     * it, and within the iface's limits. A small message then costs no pipeline pass and no outbound-buffer entry
+     * (UCT's {@code am_short}: the send is done when it returns, its buffer free). As with any write, the peer sees it
+     * after the next flush ({@link #flushNow}, or the channel's): shm publishes its ring's tail once per flush. False,
+     * {@code frame} untouched, when it cannot (including a full transport): the caller writes it the ordinary way.
+     * Takes {@code frame} when true.
      */
     public final boolean writeNow(AmFrame frame) {
         if (!mayWriteNow(frame.header().readableBytes(), frame.length()) || !writeNow0(frame)) {
@@ -102,7 +104,30 @@ public abstract class AbstractLaneChannel extends AbstractChannel {
 
     private boolean mayWriteNow(int headerLength, int length) {
         return state == State.CONNECTED && limits != null && limits.fits(headerLength, length) && isRegistered()
-                && eventLoop().inEventLoop() && nothingToFlush();
+                && eventLoop().inEventLoop() && nothingQueued();
+    }
+
+    /**
+     * What a flush would do, done without the pipeline pass when nothing is queued and no outbound handler could hold
+     * anything: the transport publishes what {@link #writeNow} put in ({@link #publishNow}). False, having done
+     * nothing, when a flush must go the ordinary way. Loop only.
+     */
+    public final boolean flushNow() {
+        if (!nothingQueued()) {
+            return false;
+        }
+        if (state == State.CONNECTED) {
+            publishNow();
+        }
+        return true;
+    }
+
+    /**
+     * Makes what {@link #writeNow0}/{@link #writeShortNow0} wrote visible to the peer. A transport may hold immediate
+     * writes until the flush that follows them, as Netty holds written messages until a flush (shm publishes its ring's
+     * tail once per batch); one that writes through has nothing to do. Called by every flush, on the loop.
+     */
+    protected void publishNow() {
     }
 
     /** The pipeline holds no outbound handler (a lane's usually holds one inbound handler, or none). */
@@ -122,8 +147,8 @@ public abstract class AbstractLaneChannel extends AbstractChannel {
         return false;
     }
 
-    /** Whether a flush would do nothing: nothing queued, and no outbound handler that could hold anything. Loop only. */
-    public final boolean nothingToFlush() {
+    /** Nothing queued, and no outbound handler that could hold anything. Loop only. */
+    private boolean nothingQueued() {
         ChannelOutboundBuffer queued = unsafe().outboundBuffer();
         return queued != null && queued.totalPendingWriteBytes() == 0 && queued.current() == null
                 && noOutboundHandler();
@@ -217,6 +242,14 @@ public abstract class AbstractLaneChannel extends AbstractChannel {
 
         protected final void resume() {
             flush0();
+        }
+
+        @Override
+        protected void flush0() {
+            if (state == State.CONNECTED) {
+                publishNow(); // first: immediate writes went in before anything queued now
+            }
+            super.flush0();
         }
     }
 }

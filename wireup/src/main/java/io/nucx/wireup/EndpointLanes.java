@@ -357,7 +357,7 @@ final class EndpointLanes {
         for (int i = 0, n = lanes.size(); i < n; i++) { // by index: an iterator per flush is an object per message
             Lane l = lanes.get(i);
             if (l.state() == Lane.State.ACTIVE
-                    && !(l.channel() instanceof AbstractLaneChannel direct && direct.nothingToFlush())) {
+                    && !(l.channel() instanceof AbstractLaneChannel direct && direct.flushNow())) {
                 l.channel().flush();
             }
         }

@@ -107,6 +107,9 @@ public final class ShmChannel extends AbstractLaneChannel {
 
     @Override
     protected void doClose() {
+        if (state() == State.CONNECTED) {
+            out.publish(); // immediate writes not yet flushed go as written ones would have
+        }
         if (!markClosed()) {
             return;
         }
@@ -146,7 +149,7 @@ public final class ShmChannel extends AbstractLaneChannel {
             // A bounded batch: completing a write runs its listeners, which may write again, and with a reader that
             // keeps up the ring never fills, so an unbounded loop would never give the event loop back (no reads,
             // no other channels). The rest goes on the next pass, as Netty's write spin count does for sockets.
-            if (--budget < 0 || !out.write(type, f.header(), f.payload())) {
+            if (--budget < 0 || !out.append(type, f.header(), f.payload())) {
                 writeBlocked = true;
                 break;
             }
@@ -156,8 +159,8 @@ public final class ShmChannel extends AbstractLaneChannel {
         if (buffer.current() == null) {
             writeBlocked = false;
         }
-        if (wrote && out.takeConsumerSleeping()) {
-            ringDoorbell();
+        if (wrote) {
+            publishNow(); // the batch in one tail store
         }
     }
 
@@ -166,22 +169,23 @@ public final class ShmChannel extends AbstractLaneChannel {
         return f.amId() | f.flags() << 8 | f.header().readableBytes() << 16;
     }
 
+    /** In the ring, published by the flush that follows (as a written message waits for its flush in Netty). */
     @Override
     protected boolean writeNow0(AmFrame f) {
-        return !writeBlocked && wroteNow(out.write(recordType(f), f.header(), f.payload()));
+        return !writeBlocked && out.append(recordType(f), f.header(), f.payload());
     }
 
     @Override
     protected boolean writeShortNow0(int amId, long header, ByteBuf payload) {
-        return !writeBlocked && wroteNow(out.write(amId | Long.BYTES << 16, header, payload));
+        return !writeBlocked && out.append(amId | Long.BYTES << 16, header, payload);
     }
 
-    /** After an immediate write: a reader that went to sleep is woken, as after a flush. */
-    private boolean wroteNow(boolean wrote) {
-        if (wrote && out.takeConsumerSleeping()) {
+    /** Publishes what was appended; a reader that went to sleep is woken. */
+    @Override
+    protected void publishNow() {
+        if (out.publish() && out.takeConsumerSleeping()) {
             ringDoorbell();
         }
-        return wrote;
     }
 
     private void ringDoorbell() {

@@ -26,7 +26,7 @@ import static io.nucx.transport.shm.RecordDescriptor.aligned;
  * {@link RecordDescriptor}); Agrona's {@code OneToOneRingBuffer} design over an FFM {@link MemorySegment}.
  *
  * <p>Memory ordering: the producer writes a record's type, payload and length with plain stores, then the tail with
- * a release store; the consumer reads the tail with an acquire load, so every record before it is visible, and reads
+ * a release store (after each record, or after a batch of them: {@link #append} then {@link #publish}); the consumer reads the tail with an acquire load, so every record before it is visible, and reads
  * no further (unlike Agrona's ring, which finds the end by a zero length and must zero what it consumed: that was a
  * third pass over every byte). It publishes the head with a release store; the producer reads the head with an
  * acquire load only when its cached head says the ring looks full.
@@ -67,10 +67,12 @@ public final class SpscRing implements AutoCloseable {
     /** Producer side: the last head it read. */
     private long headCache;
     /**
-     * Producer side: the tail it last published. Kept here, not read back from the file: the consumer polls the file's
-     * tail, so reading it before each write was a second trip for that cache line (JFR put 44 % of a sender's samples
-     * on that load), and a tail the peer scribbled on is not believed.
+     * Producer side: the end of what it wrote ({@link #append}ed, published or not), and the tail it last published.
+     * Kept here, not read back from the file: the consumer polls the file's tail, so reading it before each write was
+     * a second trip for that cache line (JFR put 44 % of a sender's samples on that load), and a tail the peer
+     * scribbled on is not believed.
      */
+    private long tail;
     private long publishedTail;
     /** Producer side: the tail a claimed record publishes on commit. */
     private long pendingTail;
@@ -88,6 +90,7 @@ public final class SpscRing implements AutoCloseable {
         this.sleepingAt = data + capacity + RingDescriptor.SLEEPING_OFFSET;
         this.writerWaitingAt = data + capacity + RingDescriptor.WRITER_WAITING_OFFSET;
         this.publishedTail = (long) LONG.getAcquire(segment, tailAt);
+        this.tail = publishedTail;
     }
 
     /**
@@ -224,14 +227,19 @@ public final class SpscRing implements AutoCloseable {
         }
         MemorySegment.copy(payload, 0, segment, at + HEADER_LENGTH, payload.byteSize());
         commit(at, type, payload.byteSize());
-        return true;
+        return publish();
     }
 
     /**
      * Appends one record whose payload is {@code first} then {@code second} (their readable bytes, indices left
-     * alone); false when the ring has no room now. Heap buffers are copied without allocating.
+     * alone) and publishes it; false when the ring has no room now. Heap buffers are copied without allocating.
      */
     public boolean write(int type, ByteBuf first, ByteBuf second) {
+        return append(type, first, second) && publish();
+    }
+
+    /** As {@link #write(int, ByteBuf, ByteBuf)}, not yet published: the consumer sees it after {@link #publish}. */
+    public boolean append(int type, ByteBuf first, ByteBuf second) {
         int a = first.readableBytes();
         int b = second.readableBytes();
         long at = claim(type, (long) a + b);
@@ -247,9 +255,14 @@ public final class SpscRing implements AutoCloseable {
     /**
      * Appends one record whose payload is the 8 bytes of {@code header} (little-endian, as {@code writeLongLE} puts
      * them) then {@code payload}'s readable bytes; false when the ring has no room now. UCT's {@code am_short}: no
-     * buffer holds the header.
+     * buffer holds the header. Published at once.
      */
     public boolean write(int type, long header, ByteBuf payload) {
+        return append(type, header, payload) && publish();
+    }
+
+    /** As {@link #write(int, long, ByteBuf)}, not yet published: the consumer sees it after {@link #publish}. */
+    public boolean append(int type, long header, ByteBuf payload) {
         int b = payload.readableBytes();
         long at = claim(type, Long.BYTES + (long) b);
         if (at < 0) {
@@ -305,7 +318,7 @@ public final class SpscRing implements AutoCloseable {
                     + "largest payload " + maxPayload());
         }
         int recordLength = aligned((int) length);
-        long tail = publishedTail;
+        long tail = this.tail;
         int index = (int) (tail & mask);
         int toEnd = capacity - index;
         int padding = recordLength > toEnd ? toEnd : 0;
@@ -325,17 +338,31 @@ public final class SpscRing implements AutoCloseable {
         return data + index;
     }
 
-    /** Publishes the claimed record: type, then length (release), then tail (release). */
+    /** Completes the claimed record: type, then length (release); {@link #publish} moves the tail past it. */
     private void commit(long at, int type, long payloadLength) {
         INT.set(segment, at + TYPE_OFFSET, type);
         INT.setRelease(segment, at + LENGTH_OFFSET, (int) (payloadLength + HEADER_LENGTH));
-        publishedTail = pendingTail;
-        LONG.setRelease(segment, tailAt, pendingTail);
+        tail = pendingTail;
+    }
+
+    /**
+     * Makes every appended record visible to the consumer (a release store of the tail, so their bytes are visible
+     * before it); true if there was any. One store per batch instead of one per record: a consumer polling the tail
+     * pulls its cache line away from the producer each time it reads a new value.
+     */
+    public boolean publish() {
+        long t = tail;
+        if (t == publishedTail) {
+            return false;
+        }
+        publishedTail = t;
+        LONG.setRelease(segment, tailAt, t);
+        return true;
     }
 
     /** Producer: whether a record of {@code payloadLength} bytes fits now (reads the consumer's head). */
     public boolean hasRoomFor(int payloadLength) {
-        long tail = publishedTail;
+        long tail = this.tail;
         headCache = (long) LONG.getAcquire(segment, headAt);
         int recordLength = aligned(payloadLength + HEADER_LENGTH);
         int toEnd = capacity - (int) (tail & mask);

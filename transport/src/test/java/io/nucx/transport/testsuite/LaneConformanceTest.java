@@ -324,7 +324,8 @@ public abstract class LaneConformanceTest {
      * {@link AbstractLaneChannel#writeNow} (the small-message path below the pipeline) keeps the lane's order with
      * ordinary writes: it refuses, leaving the frame to the caller, off the loop, while a write is queued ahead and
      * while an outbound handler sits in the pipeline; shm and self take the rest, and shm a short frame given as a
-     * number and a payload ({@link AbstractLaneChannel#writeShortNow}). Everything arrives in order, intact.
+     * number and a payload ({@link AbstractLaneChannel#writeShortNow}), each seen by the peer after the next flush, as a
+     * written message is in Netty. Everything arrives in order, intact.
      */
     @Test
     void anImmediateWriteKeepsTheLanesOrderAndRefusesWhatItMustNotTake() throws Exception {
@@ -355,6 +356,7 @@ public abstract class LaneConformanceTest {
             t.add(now);
             if (now) {
                 f.release(); // copied
+                ch.flush(); // an immediate write is in the transport; the flush after it publishes it (shm's tail)
             } else {
                 ch.writeAndFlush(f);
             }
