@@ -124,6 +124,11 @@ final class EndpointChannel extends AbstractChannel implements Endpoint, Endpoin
     private final ProtocolCodec[] readCompleteCodecs;
     /** One of them does not say when it needs the call: every read batch ends with the pass. */
     private final boolean alwaysReadComplete;
+    /**
+     * Inside a {@code writeAndFlush} on the short path: a short send is published as soon as it is in the transport,
+     * not after the rest of the send's work (its completion, the buffer's release) has run. Loop only.
+     */
+    private boolean flushFollows;
     /** EagerCodec's place in the pipeline (null with a registry without it). */
     private final io.netty.channel.ChannelHandlerContext eagerContext;
 
@@ -454,7 +459,7 @@ final class EndpointChannel extends AbstractChannel implements Endpoint, Endpoin
     @Override
     public boolean writeShortToLane(int amId, long header, ByteBuf payload, ChannelPromise promise) {
         return lanesDirect && !lifecycle.ended() && lifecycle.failure() == null
-                && lanes.writeShort(amId, header, payload, promise);
+                && lanes.writeShort(amId, header, payload, promise, flushFollows);
     }
 
     @Override
@@ -561,7 +566,12 @@ final class EndpointChannel extends AbstractChannel implements Endpoint, Endpoin
             return writeAfterEnd(msg, promise);
         }
         if (walkNotNeeded(msg, promise)) {
-            writeToEager(msg, promise);
+            flushFollows = true;
+            try {
+                writeToEager(msg, promise);
+            } finally {
+                flushFollows = false;
+            }
             lanes.flush();
             return promise;
         }

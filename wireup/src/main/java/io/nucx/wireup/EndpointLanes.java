@@ -284,14 +284,19 @@ final class EndpointLanes {
 
     /**
      * A short frame (see {@link EndpointChannel#writeShortToLane}) straight into the AM lane's transport, or false.
-     * Not with failover: its frames are kept until confirmed, which needs the frame.
+     * Not with failover: its frames are kept until confirmed, which needs the frame. {@code flushNow}: a flush follows
+     * at once (a {@code writeAndFlush}), so the lane publishes it before the send's remaining work, not after.
      */
-    boolean writeShort(int amId, long header, io.netty.buffer.ByteBuf payload, ChannelPromise promise) {
+    boolean writeShort(int amId, long header, io.netty.buffer.ByteBuf payload, ChannelPromise promise,
+                       boolean flushNow) {
         if (reliability != null) {
             return false;
         }
         Channel ch = lanes.get(am).channel();
         if (ch instanceof AbstractLaneChannel direct && direct.writeShortNow(amId, header, payload)) {
+            if (flushNow) {
+                direct.flushNow(); // the caller's flush follows: the peer may see it now
+            }
             promise.trySuccess();
             return true;
         }
