@@ -12,7 +12,9 @@ cd "$(dirname "$0")/.."
 rounds=${1:-3}
 shm_n=${2:-50000}
 tcp_n=${3:-20000}
-variants=${VARIANTS:-"spin-only:NUCX_AOT=n NUCX_IDLE_SPINS=1000000000;backoff:NUCX_AOT=n;backoff+aot:NUCX_AOT=y"}
+# The variants: no AOT cache and no start-up warm-up (a plain JVM), the AOT cache alone, and what bin/nucx perftest
+# does by default (the AOT cache and each worker warming up for 2 s before the first message, --jit-warmup).
+variants=${VARIANTS:-"plain:NUCX_AOT=n NUCX_WARMUP=0;aot:NUCX_AOT=y NUCX_WARMUP=0;aot+warmup:NUCX_AOT=y NUCX_WARMUP=2s"}
 port=${BENCH_BASE_PORT:-14600}
 load() { cut -d' ' -f1 /proc/loadavg; }
 

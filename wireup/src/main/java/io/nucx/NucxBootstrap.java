@@ -42,12 +42,22 @@ import java.util.concurrent.TimeUnit;
  */
 public final class NucxBootstrap {
 
+    private static final io.netty.util.internal.logging.InternalLogger LOG =
+            io.netty.util.internal.logging.InternalLoggerFactory.getInstance(NucxBootstrap.class);
+
     private EventLoopGroup group;
     private Context context;
     private final Map<String, String> overrides = new LinkedHashMap<>();
     private String name = "worker";
     private ChannelHandler endpointHandler;
     private Boolean busyPoll;
+    /** Counter of a worker's {@link io.nucx.protocol.ProtocolCounters}: messages its start-up warm-up exchanged. */
+    public static final String WARMUP_MESSAGES = "warmup.messages";
+    /** Counter: how long the warm-up took, nanoseconds (its two workers' start and close included). */
+    public static final String WARMUP_NANOS = "warmup.nanos";
+
+    /** One of {@link WorkerWarmup}'s own workers: it does not warm up in turn. */
+    private boolean warmingUp;
 
     /** The group whose next loop the worker binds to. */
     public NucxBootstrap group(EventLoopGroup group) {
@@ -85,9 +95,17 @@ public final class NucxBootstrap {
         return this;
     }
 
+    /** For {@link WorkerWarmup}: a worker that is part of a warm-up, so none of its own. */
+    NucxBootstrap warmingUp() {
+        this.warmingUp = true;
+        return this;
+    }
+
     /**
-     * Opens the ifaces and returns the running worker. It waits for the worker's loop, so it must not run on that loop:
-     * there (in a handler, a listener, a task of the group) use {@link #startAsync()}.
+     * Opens the ifaces and returns the running worker. With {@code NUCX_WARMUP} set it first warms the JIT compiler up
+     * for that long ({@link WorkerWarmup}); a warm-up that fails is logged and the worker returned all the same. It
+     * waits for the worker's loop, so it must not run on that loop: there (in a handler, a listener, a task of the
+     * group) use {@link #startAsync()}.
      *
      * @throws BlockingOperationException when called on the loop the worker would run on
      */
@@ -161,16 +179,43 @@ public final class NucxBootstrap {
                             ctx.config().get(io.nucx.wireup.WireupConfig.IDLE_BACKOFF)));
             loop = owned.next();
         }
-        return new Prepared(ctx, loop, owned, name, endpointHandler);
+        long warmup = warmingUp ? 0 : ctx.config().get(io.nucx.wireup.WireupConfig.WARMUP);
+        return new Prepared(ctx, loop, owned, name, endpointHandler, busyPoll, warmup);
     }
 
-    private record Prepared(Context ctx, EventLoop loop, EventLoopGroup owned, String name, ChannelHandler handler) {
+    private record Prepared(Context ctx, EventLoop loop, EventLoopGroup owned, String name, ChannelHandler handler,
+                            Boolean busyPoll, long warmupNanos) {
         Worker start() throws Exception {
+            Worker w;
             try {
-                return DefaultWorker.start(ctx, loop, owned, name, handler);
+                w = DefaultWorker.start(ctx, loop, owned, name, handler);
             } catch (Exception | Error e) {
                 abandon();
                 throw e;
+            }
+            if (warmupNanos > 0) {
+                warmUp(w);
+            }
+            return w;
+        }
+
+        /**
+         * Only a faster start is at stake: a warm-up that fails says why and the worker runs as without one. The
+         * worker's counters keep what it did: {@code warmup.messages} exchanged in {@code warmup.nanos}.
+         */
+        private void warmUp(Worker w) {
+            long t0 = System.nanoTime();
+            try {
+                long n = WorkerWarmup.run(w, ctx, name, busyPoll, warmupNanos);
+                long took = System.nanoTime() - t0;
+                w.counters().counter(WARMUP_MESSAGES).add(n);
+                w.counters().counter(WARMUP_NANOS).add(took);
+                LOG.debug("{}: warmed up with {} messages in {} ms", name, n, took / 1_000_000);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                LOG.warn("{}: warm-up interrupted; the worker starts without it", name);
+            } catch (Exception e) {
+                LOG.warn("{}: warm-up (NUCX_WARMUP) failed; the worker starts without it", name, e);
             }
         }
 

@@ -22,7 +22,7 @@ import java.util.concurrent.Callable;
  * starts with {@code -XX:AOTCache}, so its classes are loaded and linked already and the JIT compiles the hot path with
  * this run's profiles instead of collecting them first. It does what perftest and the demo do, short, in one process:
  * for each transport that carries messages (and shm or tcp with cma next to it), tag_lat 8 B and tag_bw of 8 B, 64 KiB
- * and 1 MiB, busy-polling, then tag_lat once with blocking loops.
+ * and 1 MiB, busy-polling, then tag_lat once with blocking loops and workers that warm up at start (NUCX_WARMUP).
  */
 @Command(name = "aot-train", mixinStandardHelpOptions = true,
         description = "Training run for the JDK's AOT cache (bin/build runs it with -XX:AOTCacheOutput).")
@@ -48,8 +48,9 @@ final class AotTrainCommand implements Callable<Integer> {
                     params(PerfTestType.TAG_BW, 1 << 20, 200))) {
                 Perftest.runInProcess(p, settings, true, new PerfReporter(quiet, true, false));
             }
-            Perftest.runInProcess(params(PerfTestType.TAG_LAT, 8, 5_000), settings, false,
-                    new PerfReporter(quiet, true, false));
+            // blocking loops, and the start-up warm-up perftest does by default (its classes and profiles too)
+            Perftest.runInProcess(params(PerfTestType.TAG_LAT, 8, 5_000), Map.of("TLS", tls, "WARMUP", "200ms"),
+                    false, new PerfReporter(quiet, true, false));
         }
         System.out.printf(Locale.ROOT, "aot-train: %s in %.1f s%n", String.join(" ", runs),
                 (System.nanoTime() - start) / 1e9);

@@ -76,6 +76,15 @@ final class PerftestCommand implements Callable<Integer> {
             + "${DEFAULT-VALUE}).", defaultValue = "0")
     int steadyWarmup;
 
+    @Option(names = "--jit-warmup", paramLabel = "DURATION", description = "Before the test, each side's worker "
+            + "warms the JIT compiler up this long on a private endpoint of its own (NUCX_WARMUP: nucx's send and "
+            + "receive paths compiled before the first message, so a short run shows them rather than the "
+            + "interpreter); 0: not (default: NUCX_WARMUP if set, else " + DEFAULT_JIT_WARMUP + ").")
+    String jitWarmup;
+
+    /** What a first try gets: on 2 cores 2 s of warm-up take a short tcp tag_lat run from ~25 us to ~7 (BENCHMARKS). */
+    static final String DEFAULT_JIT_WARMUP = "2s";
+
     @Option(names = "--tail", description = "After the Final line, print p90/p99/p99.9/p99.99/max of the run.")
     boolean tail;
 
@@ -171,8 +180,9 @@ final class PerftestCommand implements Callable<Integer> {
         if (sweep) {
             return SweepCommand.run(this, busyPoll);
         }
+        Map<String, String> config = workerConfig();
         if (host == null && !inProcess) {
-            Perftest.serve(port, Map.of(), busyPoll, System.out);
+            Perftest.serve(port, config, busyPoll, System.out);
             return 0;
         }
         if (!(warmupSeconds >= 0 && warmupSeconds <= 3600)) {
@@ -189,12 +199,32 @@ final class PerftestCommand implements Callable<Integer> {
             throw new CommandLine.ParameterException(spec.commandLine(), "--windows must be >= 0, got " + windows);
         }
         PerfReporter reporter = new PerfReporter(System.out, finalOnly, onTerminal()).windows(windows);
-        PerfResult r = inProcess ? Perftest.runInProcess(params, Map.of(), busyPoll, reporter)
-                : Perftest.run(host, port, params, Map.of(), busyPoll, reporter);
+        PerfResult r = inProcess ? Perftest.runInProcess(params, config, busyPoll, reporter)
+                : Perftest.run(host, port, params, config, busyPoll, reporter);
         if (tail) {
             reporter.tailRow(r);
         }
         return 0;
+    }
+
+    /**
+     * The workers' settings over NUCX_*: the JIT warm-up ({@code --jit-warmup}, else NUCX_WARMUP, else
+     * {@value #DEFAULT_JIT_WARMUP}).
+     */
+    private Map<String, String> workerConfig() {
+        if (jitWarmup != null) {
+            Map<String, String> given = Map.of("WARMUP", jitWarmup);
+            try {
+                NucxConfig.of(given).get(io.nucx.wireup.WireupConfig.WARMUP);
+            } catch (io.nucx.transport.NucxConfigException e) {
+                throw new CommandLine.ParameterException(spec.commandLine(), "--jit-warmup: '" + jitWarmup
+                        + "' is not a duration with a unit (e.g. 500ms, 2s; 0 for none)");
+            }
+            return given;
+        }
+        boolean fromEnvironment = System.getenv("NUCX_WARMUP") != null
+                || System.getProperty(io.nucx.transport.config.ConfigEntry.propertyName("WARMUP")) != null;
+        return fromEnvironment ? Map.of() : Map.of("WARMUP", DEFAULT_JIT_WARMUP);
     }
 
     private PerfDatatype sendDatatype() {

@@ -9,7 +9,7 @@ import java.io.StringWriter;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-/** {@code nucx perftest}'s command line, without running a test. */
+/** {@code nucx perftest}'s command line; the JIT warm-up's runs are short in-process ones over self. */
 class PerftestCommandTest {
 
     @Test
@@ -32,5 +32,44 @@ class PerftestCommandTest {
         assertEquals(2, code, err::toString);
         assertTrue(err.toString().contains("-e: unknown error mode 'sometimes' (none | peer | failover)"),
                 err::toString);
+    }
+
+    @Test
+    void eachWorkerWarmsUpForTheGivenTimeAndZeroTurnsItOff() throws Exception {
+        assertTrue(warmupMessagesOfARun("300ms") > 0, "--jit-warmup 300ms: no warm-up messages");
+        assertEquals(0, warmupMessagesOfARun("0"), "--jit-warmup 0");
+    }
+
+    @Test
+    void aJitWarmupWithoutAUnitStopsTheRunNamingTheSetting() {
+        StringWriter err = new StringWriter();
+        int code = new CommandLine(new PerftestCommand()).setErr(new PrintWriter(err, true))
+                .execute("--in-process", "-n", "10", "--jit-warmup", "2");
+        assertEquals(2, code, err::toString);
+        assertTrue(err.toString().contains("--jit-warmup: '2' is not a duration with a unit"), err::toString);
+    }
+
+    /** The warm-up messages of the client's worker in an in-process tag_lat run over self. */
+    private static long warmupMessagesOfARun(String jitWarmup) throws Exception {
+        java.util.List<io.nucx.Worker> started = new java.util.concurrent.CopyOnWriteArrayList<>();
+        java.util.List<Long> counts = new java.util.concurrent.CopyOnWriteArrayList<>();
+        io.nucx.examples.perf.Perftest.onWorkerStarted(w -> {
+            started.add(w);
+            counts.add(w.counters().count(io.nucx.NucxBootstrap.WARMUP_MESSAGES));
+        });
+        try {
+            assertEquals(0, (int) args(new PerftestCommand(), jitWarmup).call());
+        } finally {
+            io.nucx.examples.perf.Perftest.onWorkerStarted(w -> { });
+        }
+        assertEquals(2, started.size(), "workers started: " + started);
+        assertEquals(counts.get(0) > 0, counts.get(1) > 0, "both workers warm up or neither: " + counts);
+        return counts.get(0);
+    }
+
+    private static PerftestCommand args(PerftestCommand c, String jitWarmup) {
+        new CommandLine(c).parseArgs("--in-process", "-t", "tag_lat", "-s", "8", "-n", "2000", "-f",
+                "--jit-warmup", jitWarmup);
+        return c;
     }
 }

@@ -83,10 +83,20 @@ public final class WireupConfig extends AbstractConfigTable {
     public static final ConfigEntry<String> AUTH_KEY_FILE = ConfigEntry.string("AUTH_KEY_FILE", "",
             "File holding the wireup secret (16 bytes or more), instead of NUCX_AUTH_TOKEN");
 
+    /** Most a worker's start may spend warming up the hot path; longer would be a start that looks hung. */
+    private static final long MAX_WARMUP_NANOS = 60_000_000_000L;
+    /** How long a worker started by {@code NucxBootstrap} warms the JIT compiler up before it is handed over. */
+    public static final ConfigEntry<Long> WARMUP = ConfigEntry.duration("WARMUP", "0",
+            "Before NucxBootstrap.start() returns a worker, it exchanges small and medium tagged messages this long "
+                    + "with a private worker of its settings (over the configured transports, endpoints wired up "
+                    + "again every 100 ms), so the JIT compiler has the send and receive paths compiled before the "
+                    + "first real message; start-up takes that much longer; 0: off",
+            MAX_WARMUP_NANOS);
+
     public WireupConfig() {
         super("Worker, endpoints and wireup", RANK_WORKER, BUSY_POLL, IDLE_SPINS, IDLE_BACKOFF, ERR_MODE, MAX_RNDV_LANES,
                 MULTI_LANE_MAX_RATIO, KEEPALIVE_INTERVAL, KEEPALIVE_TIMEOUT, STUB_EP_BYTES, STUB_WORKER_BYTES,
-                WIREUP_TIMEOUT, MAX_ENDPOINTS, LANE_BATCH, AUTH_TOKEN, AUTH_KEY_FILE);
+                WIREUP_TIMEOUT, MAX_ENDPOINTS, LANE_BATCH, AUTH_TOKEN, AUTH_KEY_FILE, WARMUP);
     }
 
     /** The keepalive timeout must be at least twice the interval, so that one late tick does not fail a live peer. */

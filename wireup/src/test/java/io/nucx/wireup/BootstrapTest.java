@@ -180,4 +180,71 @@ class BootstrapTest {
             }
         }
     }
+
+    @Test
+    void aWarmUpExchangesMessagesWithAPrivateWorkerBeforeStartReturnsAndLeavesNothingBehind() throws Exception {
+        List<Worker> workers = new ArrayList<>();
+        try {
+            long t0 = System.nanoTime();
+            Worker warm = new NucxBootstrap().name("warm").config("TLS", "shm").config("WARMUP", "300ms").start();
+            long took = System.nanoTime() - t0;
+            workers.add(warm);
+            long messages = warm.counters().count(NucxBootstrap.WARMUP_MESSAGES);
+            long nanos = warm.counters().count(NucxBootstrap.WARMUP_NANOS);
+            assertTrue(messages >= 1024, "warm-up messages: " + messages);
+            assertTrue(nanos >= TimeUnit.MILLISECONDS.toNanos(300) && took >= nanos,
+                    "warm-up took " + nanos + " ns of a start of " + took + " ns");
+            // the started worker took part (its counters say so), and is handed over with nothing of the warm-up's
+            // (it sent the pings, half the messages)
+            assertTrue(trafficMessages(warm) >= messages / 2, "the started worker's traffic: "
+                    + trafficMessages(warm) + " of " + messages);
+            assertEquals(0, warm.endpoints().size(), "endpoints left from the warm-up");
+            assertEquals(0, warm.eventLoop().submit(warm::unexpectedCount).get(10, TimeUnit.SECONDS),
+                    "messages left from the warm-up");
+            // the private worker's loop is gone once start() returned (their threads end within a moment)
+            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+            while (warmupThreads() > 0 && System.nanoTime() < deadline) {
+                Thread.sleep(20);
+            }
+            assertEquals(0, warmupThreads(), "threads of the warm-up's workers left running");
+            // and the worker serves as any other
+            Worker peer = new NucxBootstrap().name("peer").config("TLS", "shm").start();
+            workers.add(peer);
+            io.netty.util.concurrent.Future<TagMessage> got = warm.tagRecv(5, -1L);
+            peer.connect(warm.address()).tagSend(5, Unpooled.copiedBuffer("after the warm-up",
+                    StandardCharsets.UTF_8)).sync();
+            TagMessage m = got.get(10, TimeUnit.SECONDS);
+            try {
+                assertEquals("after the warm-up", m.content().toString(StandardCharsets.UTF_8));
+            } finally {
+                m.release();
+            }
+            // without NUCX_WARMUP a worker does none
+            assertEquals(0, peer.counters().count(NucxBootstrap.WARMUP_MESSAGES));
+        } finally {
+            for (Worker w : workers) {
+                w.close().get(10, TimeUnit.SECONDS);
+            }
+        }
+    }
+
+    private static long trafficMessages(Worker w) {
+        long n = 0;
+        for (io.nucx.protocol.ProtocolCounters.Traffic t : w.counters().traffic()) {
+            n += t.messages();
+        }
+        return n;
+    }
+
+    private static long warmupThreads() {
+        return Thread.getAllStackTraces().keySet().stream()
+                .filter(t -> t.isAlive() && t.getName().contains("warm-warmup")).count();
+    }
+
+    @Test
+    void aWarmUpWithoutAUnitStopsStartUpNamingTheSetting() {
+        NucxConfigException e = assertThrows(NucxConfigException.class,
+                () -> new NucxBootstrap().config("TLS", "self").config("WARMUP", "2").start());
+        assertTrue(e.getMessage().contains("WARMUP") && e.getMessage().contains("unit"), e.getMessage());
+    }
 }
