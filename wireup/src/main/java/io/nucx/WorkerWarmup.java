@@ -159,41 +159,38 @@ final class WorkerWarmup {
     }
 
     /** The ponger answers each ping with as many bytes; three receives of three classes take the pings in turn. */
-    private final TagReceive pingsA = TagReceive.reusable(PING, -1L, new TagReceive.Handler() {
+    private final TagReceive pingsA = TagReceive.reusable(PING, -1L, new PingsA());
+    private final TagReceive pingsB = TagReceive.reusable(PING, -1L, new PingsB());
+    private final TagReceive pingsC = TagReceive.reusable(PING, -1L, new PingsC());
+
+    /** The ponger's handlers: one behaviour, three classes on purpose (see the class comment). */
+    private abstract class PingHandler implements TagReceive.Handler {
+        @Override
+        public void failed(Throwable cause) {
+            round.tryFailure(cause);
+        }
+    }
+
+    private final class PingsA extends PingHandler {
         @Override
         public void received(long tag, ByteBuf data) {
             pong(data, pingsB);
         }
+    }
 
-        @Override
-        public void failed(Throwable cause) {
-            round.tryFailure(cause);
-        }
-    });
-
-    private final TagReceive pingsB = TagReceive.reusable(PING, -1L, new TagReceive.Handler() {
+    private final class PingsB extends PingHandler {
         @Override
         public void received(long tag, ByteBuf data) {
             pong(data, pingsC);
         }
+    }
 
-        @Override
-        public void failed(Throwable cause) {
-            round.tryFailure(cause);
-        }
-    });
-
-    private final TagReceive pingsC = TagReceive.reusable(PING, -1L, new TagReceive.Handler() {
+    private final class PingsC extends PingHandler {
         @Override
         public void received(long tag, ByteBuf data) {
             pong(data, pingsA);
         }
-
-        @Override
-        public void failed(Throwable cause) {
-            round.tryFailure(cause);
-        }
-    });
+    }
 
     private void pong(ByteBuf ping, TagReceive next) {
         int size = ping.readableBytes();
