@@ -76,14 +76,20 @@ final class PerftestCommand implements Callable<Integer> {
             + "${DEFAULT-VALUE}).", defaultValue = "0")
     int steadyWarmup;
 
-    @Option(names = "--jit-warmup", paramLabel = "DURATION", description = "Before the test, each side's worker "
-            + "warms the JIT compiler up this long on a private endpoint of its own (NUCX_WARMUP: nucx's send and "
+    @Option(names = "--jit-warmup", paramLabel = "DURATION", description = "Before the test, both sides' workers "
+            + "warm the JIT compiler up this long on a private endpoint of their own (NUCX_WARMUP: nucx's send and "
             + "receive paths compiled before the first message, so a short run shows them rather than the "
-            + "interpreter); 0: not (default: NUCX_WARMUP if set, else " + DEFAULT_JIT_WARMUP + ").")
+            + "interpreter); 0: not (default: NUCX_WARMUP if set, else " + DEFAULT_JIT_WARMUP + " for a run whose "
+            + "--warmup-time is under " + LONG_WARMUP_SECONDS + " s, which would not give the JIT time, 0 otherwise).")
     String jitWarmup;
 
     /** What a first try gets: on 2 cores 2 s of warm-up take a short tcp tag_lat run from ~25 us to ~7 (BENCHMARKS). */
     static final String DEFAULT_JIT_WARMUP = "2s";
+    /**
+     * A run that warms itself up at least this long gets no start-up warm-up by default: the JIT compiles on the run's
+     * own messages, and a profile without the warm-up's variety is a little faster at steady state (BENCHMARKS).
+     */
+    static final int LONG_WARMUP_SECONDS = 2;
 
     @Option(names = "--tail", description = "After the Final line, print p90/p99/p99.9/p99.99/max of the run.")
     boolean tail;
@@ -180,7 +186,9 @@ final class PerftestCommand implements Callable<Integer> {
         if (sweep) {
             return SweepCommand.run(this, busyPoll);
         }
-        Map<String, String> config = workerConfig();
+        checkJitWarmup();
+        // the client's choice travels with the test parameters and applies to both sides (as -D and -e do)
+        Map<String, String> config = jitWarmup == null ? Map.of() : Map.of("WARMUP", jitWarmup);
         if (host == null && !inProcess) {
             Perftest.serve(port, config, busyPoll, System.out);
             return 0;
@@ -194,7 +202,7 @@ final class PerftestCommand implements Callable<Integer> {
                     + steadyWarmup);
         }
         PerfParams params = new PerfParams(PerfTestType.of(test), size, iterations, warmup, window, percentile,
-                sendDatatype, (long) (warmupSeconds * 1e9), errorMode, steadyWarmup);
+                sendDatatype, (long) (warmupSeconds * 1e9), errorMode, steadyWarmup).withJitWarmup(runJitWarmup());
         if (windows < 0) {
             throw new CommandLine.ParameterException(spec.commandLine(), "--windows must be >= 0, got " + windows);
         }
@@ -207,24 +215,32 @@ final class PerftestCommand implements Callable<Integer> {
         return 0;
     }
 
-    /**
-     * The workers' settings over NUCX_*: the JIT warm-up ({@code --jit-warmup}, else NUCX_WARMUP, else
-     * {@value #DEFAULT_JIT_WARMUP}).
-     */
-    private Map<String, String> workerConfig() {
-        if (jitWarmup != null) {
-            Map<String, String> given = Map.of("WARMUP", jitWarmup);
-            try {
-                NucxConfig.of(given).get(io.nucx.wireup.WireupConfig.WARMUP);
-            } catch (io.nucx.transport.NucxConfigException e) {
-                throw new CommandLine.ParameterException(spec.commandLine(), "--jit-warmup: '" + jitWarmup
-                        + "' is not a duration with a unit (e.g. 500ms, 2s; 0 for none)");
-            }
-            return given;
+    /** A bad {@code --jit-warmup} is a usage error naming the option, in either role. */
+    private void checkJitWarmup() {
+        if (jitWarmup == null) {
+            return;
         }
-        boolean fromEnvironment = System.getenv("NUCX_WARMUP") != null
-                || System.getProperty(io.nucx.transport.config.ConfigEntry.propertyName("WARMUP")) != null;
-        return fromEnvironment ? Map.of() : Map.of("WARMUP", DEFAULT_JIT_WARMUP);
+        try {
+            NucxConfig.of(Map.of("WARMUP", jitWarmup)).get(io.nucx.wireup.WireupConfig.WARMUP);
+        } catch (io.nucx.transport.NucxConfigException e) {
+            throw new CommandLine.ParameterException(spec.commandLine(), "--jit-warmup: '" + jitWarmup
+                    + "' is not a duration with a unit (e.g. 500ms, 2s; 0 for none)");
+        }
+    }
+
+    /**
+     * The run's JIT warm-up, both sides: {@code --jit-warmup}; else none of the client's (NUCX_WARMUP, if set, on
+     * each side); else {@value #DEFAULT_JIT_WARMUP} for a short run, 0 for one that warms itself up long enough.
+     */
+    private String runJitWarmup() {
+        if (jitWarmup != null) {
+            return jitWarmup;
+        }
+        if (System.getenv("NUCX_WARMUP") != null
+                || System.getProperty(io.nucx.transport.config.ConfigEntry.propertyName("WARMUP")) != null) {
+            return null;
+        }
+        return warmupSeconds < LONG_WARMUP_SECONDS ? DEFAULT_JIT_WARMUP : "0";
     }
 
     private PerfDatatype sendDatatype() {

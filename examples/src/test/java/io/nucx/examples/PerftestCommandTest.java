@@ -36,8 +36,15 @@ class PerftestCommandTest {
 
     @Test
     void eachWorkerWarmsUpForTheGivenTimeAndZeroTurnsItOff() throws Exception {
-        assertTrue(warmupMessagesOfARun("300ms") > 0, "--jit-warmup 300ms: no warm-up messages");
-        assertEquals(0, warmupMessagesOfARun("0"), "--jit-warmup 0");
+        assertTrue(warmupMessagesOfARun("--jit-warmup", "300ms") > 0, "--jit-warmup 300ms: no warm-up messages");
+        assertEquals(0, warmupMessagesOfARun("--jit-warmup", "0"), "--jit-warmup 0");
+    }
+
+    @Test
+    void byDefaultAShortRunWarmsUpAndALongWarmupDoesNot() throws Exception {
+        assertTrue(warmupMessagesOfARun() > 0, "a short run (--warmup-time 0.1 s): no warm-up messages");
+        // -w 10 ends the run's own warm-up at once: only its budget says "long"
+        assertEquals(0, warmupMessagesOfARun("--warmup-time", "5", "-w", "10"), "--warmup-time 5");
     }
 
     @Test
@@ -49,8 +56,8 @@ class PerftestCommandTest {
         assertTrue(err.toString().contains("--jit-warmup: '2' is not a duration with a unit"), err::toString);
     }
 
-    /** The warm-up messages of the client's worker in an in-process tag_lat run over self. */
-    private static long warmupMessagesOfARun(String jitWarmup) throws Exception {
+    /** The warm-up messages of the client's worker in an in-process tag_lat run with {@code options}. */
+    private static long warmupMessagesOfARun(String... options) throws Exception {
         java.util.List<io.nucx.Worker> started = new java.util.concurrent.CopyOnWriteArrayList<>();
         java.util.List<Long> counts = new java.util.concurrent.CopyOnWriteArrayList<>();
         io.nucx.examples.perf.Perftest.onWorkerStarted(w -> {
@@ -58,7 +65,7 @@ class PerftestCommandTest {
             counts.add(w.counters().count(io.nucx.NucxBootstrap.WARMUP_MESSAGES));
         });
         try {
-            assertEquals(0, (int) args(new PerftestCommand(), jitWarmup).call());
+            assertEquals(0, (int) args(new PerftestCommand(), options).call());
         } finally {
             io.nucx.examples.perf.Perftest.onWorkerStarted(w -> { });
         }
@@ -67,9 +74,11 @@ class PerftestCommandTest {
         return counts.get(0);
     }
 
-    private static PerftestCommand args(PerftestCommand c, String jitWarmup) {
-        new CommandLine(c).parseArgs("--in-process", "-t", "tag_lat", "-s", "8", "-n", "2000", "-f",
-                "--jit-warmup", jitWarmup);
+    private static PerftestCommand args(PerftestCommand c, String... options) {
+        java.util.List<String> args = new java.util.ArrayList<>(java.util.List.of("--in-process", "-t", "tag_lat",
+                "-s", "8", "-n", "2000", "-f"));
+        args.addAll(java.util.List.of(options));
+        new CommandLine(c).parseArgs(args.toArray(String[]::new));
         return c;
     }
 }

@@ -8,7 +8,7 @@ package io.nucx.examples.perf;
  */
 public record PerfParams(PerfTestType test, int messageSize, long iterations, long warmup, int window,
                          double percentile, PerfDatatype datatype, long warmupNanos, String errorMode,
-                         int steadyWindow) {
+                         int steadyWindow, String jitWarmup) {
 
     /** The error modes {@code -e} takes (ucx_perftest's). */
     public static final java.util.List<String> ERROR_MODES = java.util.List.of("none", "peer", "failover");
@@ -19,6 +19,22 @@ public record PerfParams(PerfTestType test, int messageSize, long iterations, lo
         this(test, messageSize, iterations, warmup, window, percentile, datatype, warmupNanos, errorMode, 0);
     }
 
+    /** With a steady-state warm-up window, and each side's own NUCX_WARMUP. */
+    public PerfParams(PerfTestType test, int messageSize, long iterations, long warmup, int window, double percentile,
+                      PerfDatatype datatype, long warmupNanos, String errorMode, int steadyWindow) {
+        this(test, messageSize, iterations, warmup, window, percentile, datatype, warmupNanos, errorMode, steadyWindow,
+                null);
+    }
+
+    /**
+     * The same run with both workers warming the JIT up for {@code duration} before it (NUCX_WARMUP, e.g. "2s" or
+     * "0"); null leaves each side its own NUCX_WARMUP.
+     */
+    public PerfParams withJitWarmup(String duration) {
+        return new PerfParams(test, messageSize, iterations, warmup, window, percentile, datatype, warmupNanos,
+                errorMode, steadyWindow, duration);
+    }
+
     /**
      * The same run whose warm-up ends as soon as it is steady: three windows of {@code iterations} in a row averaging
      * within 10 % of the best window so far, with the JIT compiler quiet for {@link #QUIET_JIT_NANOS} (still at most
@@ -26,7 +42,7 @@ public record PerfParams(PerfTestType test, int messageSize, long iterations, lo
      */
     public PerfParams withSteadyWarmup(int iterations) {
         return new PerfParams(test, messageSize, this.iterations, warmup, window, percentile, datatype, warmupNanos,
-                errorMode, iterations);
+                errorMode, iterations, jitWarmup);
     }
 
     /** How long the JIT compiler must have made no progress for a steady warm-up to end. */
@@ -62,6 +78,9 @@ public record PerfParams(PerfTestType test, int messageSize, long iterations, lo
             throw new IllegalArgumentException("error mode must be one of " + ERROR_MODES + ", got '" + errorMode
                     + "'");
         }
+        if (jitWarmup != null && (jitWarmup.isEmpty() || jitWarmup.contains(" "))) {
+            throw new IllegalArgumentException("JIT warm-up must be a duration such as 2s, got '" + jitWarmup + "'");
+        }
         if (steadyWindow < 0) {
             throw new IllegalArgumentException("steady warm-up window must be >= 0 iterations, got " + steadyWindow);
         }
@@ -90,28 +109,38 @@ public record PerfParams(PerfTestType test, int messageSize, long iterations, lo
         return datatype.iov();
     }
 
-    /** The worker settings of this run ({@code -D}'s, and NUCX_ERR_MODE for {@code -e}), both sides alike. */
+    /**
+     * The worker settings of this run ({@code -D}'s, NUCX_ERR_MODE for {@code -e}, NUCX_WARMUP for the JIT warm-up),
+     * both sides alike.
+     */
     public java.util.Map<String, String> settings() {
         java.util.Map<String, String> out = new java.util.LinkedHashMap<>(datatype.settings());
         if (errorMode != null) {
             out.put("ERR_MODE", errorMode);
         }
+        if (jitWarmup != null) {
+            out.put("WARMUP", jitWarmup);
+        }
         return out;
     }
 
-    /** The line the client sends the server over the setup socket ({@code -} for the environment's error mode). */
+    /**
+     * The line the client sends the server over the setup socket ({@code -} for the environment's error mode and
+     * JIT warm-up).
+     */
     String encode() {
         return test.testName() + " " + messageSize + " " + iterations + " " + warmup + " " + window + " "
-                + datatype.optionName() + " " + (errorMode == null ? "-" : errorMode);
+                + datatype.optionName() + " " + (errorMode == null ? "-" : errorMode) + " "
+                + (jitWarmup == null ? "-" : jitWarmup);
     }
 
     static PerfParams decode(String line) {
         String[] f = line.trim().split(" ");
-        if (f.length != 7) {
+        if (f.length != 8) {
             throw new IllegalArgumentException("bad perftest parameters from client: '" + line + "'");
         }
         return new PerfParams(PerfTestType.of(f[0]), Integer.parseInt(f[1]), Long.parseLong(f[2]),
                 Long.parseLong(f[3]), Integer.parseInt(f[4]), 50.0, PerfDatatype.of(f[5]), WARMUP_BUDGET_NANOS,
-                f[6].equals("-") ? null : f[6]);
+                f[6].equals("-") ? null : f[6], 0, f[7].equals("-") ? null : f[7]);
     }
 }

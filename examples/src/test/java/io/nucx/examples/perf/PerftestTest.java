@@ -103,8 +103,12 @@ class PerftestTest {
         Server server = Server.start(Map.of("TLS", "shm", "ERR_MODE", "peer"));
         PerfParams params = new PerfParams(PerfTestType.TAG_BW, 8, 2000, 0, 32, 50.0, PerfDatatype.CONTIG,
                 PerfParams.WARMUP_BUDGET_NANOS, "failover");
-        assertEquals("tag_bw 8 2000 0 32 contig failover", params.encode());
+        assertEquals("tag_bw 8 2000 0 32 contig failover -", params.encode());
         assertEquals(params, PerfParams.decode(params.encode()));
+        PerfParams warm = params.withJitWarmup("300ms");
+        assertEquals("tag_bw 8 2000 0 32 contig failover 300ms", warm.encode());
+        assertEquals(warm, PerfParams.decode(warm.encode()));
+        assertEquals("300ms", warm.settings().get("WARMUP"), "both sides' workers get the client's JIT warm-up");
         PerfResult r = Perftest.run("127.0.0.1", server.port(), params, Map.of("TLS", "shm", "ERR_MODE", "peer"),
                 false, quietReporter());
         server.await();
@@ -116,9 +120,9 @@ class PerftestTest {
         assertEquals(PerfDatatype.ZCOPY, PerfDatatype.of("zcopy"));
         IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> PerfDatatype.of("zerocopy"));
         assertEquals("unknown datatype 'zerocopy' (contig | iov | bcopy | zcopy)", e.getMessage());
-        assertThrows(IllegalArgumentException.class, () -> PerfParams.decode("tag_lat 8 10 0 1 short -"),
+        assertThrows(IllegalArgumentException.class, () -> PerfParams.decode("tag_lat 8 10 0 1 short - -"),
                 "a server refuses what it does not know too");
-        assertThrows(IllegalArgumentException.class, () -> PerfParams.decode("tag_lat 8 10 0 1 contig sometimes"));
+        assertThrows(IllegalArgumentException.class, () -> PerfParams.decode("tag_lat 8 10 0 1 contig sometimes -"));
     }
 
     private static PerfReporter quietReporter() {
