@@ -24,4 +24,11 @@ public interface PolledIoHandle extends IoHandle {
 
     /** The loop is awake again: clears what {@link #prepareToPark()} announced. */
     void unpark();
+
+    /**
+     * Called once, right after registration, when the loop polls without ever parking (busy-poll): it will never call
+     * {@link #prepareToPark()}, so a handle may tell its peers they need not check whether to wake it.
+     */
+    default void loopNeverParks() {
+    }
 }

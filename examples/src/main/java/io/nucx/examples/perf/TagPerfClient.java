@@ -69,6 +69,12 @@ final class TagPerfClient {
     private int outstanding;
     /** This phase's sends are all done and its end (SYNC or RMA flush) is under way. */
     private boolean sendsFinished;
+    /** A {@link #sendMore} is queued on the loop already (one at a time). */
+    private boolean sendScheduled;
+    private final Runnable scheduledSend = () -> {
+        sendScheduled = false;
+        sendMore();
+    };
     // window reports (warm-up included)
     private long runIterations;
     private long windowStart;
@@ -282,7 +288,7 @@ final class TagPerfClient {
             }
             if (++inline == INLINE_BATCH) {
                 // Let the loop poll between batches: a peer that keeps up would otherwise keep this call going.
-                ep.eventLoop().execute(this::sendMore);
+                scheduleSend();
                 break;
             }
         }
@@ -303,7 +309,18 @@ final class TagPerfClient {
                 finishSends();
             }
         } else {
-            sendMore();
+            // Not from here: this runs inside the transport's write loop, where a new send can only queue behind the
+            // ones it is completing (promise, listener, outbound-buffer entry each); from the loop's next task the
+            // buffer is empty and sends go straight into the transport again. ucx_perftest, too, sends from its
+            // loop and only counts in completion callbacks.
+            scheduleSend();
+        }
+    }
+
+    private void scheduleSend() {
+        if (!sendScheduled) {
+            sendScheduled = true;
+            ep.eventLoop().execute(scheduledSend);
         }
     }
 

@@ -376,6 +376,15 @@ public final class ShmChannel extends AbstractLaneChannel {
             }
         }
 
+        /** A busy-polling loop never sleeps on {@code in} nor waits on {@code out}: the peer's fences are not needed. */
+        @Override
+        public void loopNeverParks() {
+            if (state() == State.CONNECTED) {
+                in.declareConsumerPolls();
+                out.declareProducerPolls();
+            }
+        }
+
         @Override
         public void handle(IoRegistration registration, IoEvent ioEvent) {
             // polled, never signalled

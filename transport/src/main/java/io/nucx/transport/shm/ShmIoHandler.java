@@ -228,6 +228,9 @@ public final class ShmIoHandler implements IoHandler {
         idleSince = 0;
         Registration r = new Registration(shm);
         shm.registered();
+        if (spinNanos == Long.MAX_VALUE) {
+            shm.loopNeverParks();
+        }
         return r;
     }
 

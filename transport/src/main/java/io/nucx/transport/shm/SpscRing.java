@@ -63,6 +63,8 @@ public final class SpscRing implements AutoCloseable {
     private final long headAt;
     private final int maxRecord;
     private final long sleepingAt;
+    private final long consumerPollsAt;
+    private final long producerPollsAt;
     private final long writerWaitingAt;
     /** Producer side: the last head it read. */
     private long headCache;
@@ -88,6 +90,8 @@ public final class SpscRing implements AutoCloseable {
         this.headAt = data + capacity + RingDescriptor.HEAD_OFFSET;
         this.maxRecord = capacity / 8;
         this.sleepingAt = data + capacity + RingDescriptor.SLEEPING_OFFSET;
+        this.consumerPollsAt = data + capacity + RingDescriptor.CONSUMER_POLLS_OFFSET;
+        this.producerPollsAt = data + capacity + RingDescriptor.PRODUCER_POLLS_OFFSET;
         this.writerWaitingAt = data + capacity + RingDescriptor.WRITER_WAITING_OFFSET;
         this.publishedTail = (long) LONG.getAcquire(segment, tailAt);
         this.tail = publishedTail;
@@ -393,10 +397,28 @@ public final class SpscRing implements AutoCloseable {
         INT.setRelease(segment, sleepingAt, 0);
     }
 
-    /** Producer, after publishing: true (once) if the consumer was asleep and must be woken. */
+    /**
+     * Producer, after publishing: true (once) if the consumer was asleep and must be woken. A consumer that said it
+     * never parks ({@link #declareConsumerPolls}) is never asleep: no fence then.
+     */
     public boolean takeConsumerSleeping() {
+        if ((int) INT.getOpaque(segment, consumerPollsAt) != 0) {
+            return false;
+        }
+        // The tail's store must be visible before the flag is read (Dekker with markConsumerSleeping's store, fence,
+        // then isEmpty): otherwise both sides may miss each other and the consumer sleeps on a published record.
         VarHandle.fullFence();
         return (int) INT.getVolatile(segment, sleepingAt) != 0 && INT.compareAndSet(segment, sleepingAt, 1, 0);
+    }
+
+    /** Consumer whose loop never parks, once: producers skip the look for a sleeping consumer (and its fence). */
+    public void declareConsumerPolls() {
+        INT.setRelease(segment, consumerPollsAt, 1);
+    }
+
+    /** Producer whose loop never parks, once: the consumer skips the look for a waiting writer (and its fence). */
+    public void declareProducerPolls() {
+        INT.setRelease(segment, producerPollsAt, 1);
     }
 
     /** Producer: announces it waits for room; then re-check {@link #hasRoomFor} before parking. */
@@ -405,8 +427,14 @@ public final class SpscRing implements AutoCloseable {
         VarHandle.fullFence();
     }
 
-    /** Consumer, after consuming: true (once) if the producer waits for room and must be woken. */
+    /**
+     * Consumer, after consuming: true (once) if the producer waits for room and must be woken; never for a producer
+     * that said it never parks ({@link #declareProducerPolls}).
+     */
     public boolean takeWriterWaiting() {
+        if ((int) INT.getOpaque(segment, producerPollsAt) != 0) {
+            return false;
+        }
         VarHandle.fullFence();
         return (int) INT.getVolatile(segment, writerWaitingAt) != 0
                 && INT.compareAndSet(segment, writerWaitingAt, 1, 0);

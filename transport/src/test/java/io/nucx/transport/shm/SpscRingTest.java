@@ -189,6 +189,21 @@ class SpscRingTest {
     }
 
     @Test
+    void aSideThatNeverParksSaysSoThroughTheFileAndThePeerStopsLookingForItsFlags() throws Exception {
+        java.nio.file.Path file = dir.resolve("polls");
+        try (SpscRing producerView = SpscRing.create(file, 4096); SpscRing consumerView = SpscRing.open(file)) {
+            consumerView.markConsumerSleeping();
+            producerView.markWriterWaiting();
+            consumerView.declareConsumerPolls(); // the other process's mapping of the same file
+            assertFalse(producerView.takeConsumerSleeping(), "a consumer that polls is never woken");
+            assertTrue(consumerView.takeWriterWaiting(), "the producer has not declared: its flag still counts");
+            producerView.markWriterWaiting();
+            producerView.declareProducerPolls();
+            assertFalse(consumerView.takeWriterWaiting(), "a producer that polls is never woken");
+        }
+    }
+
+    @Test
     void filesAreCreatedPrivateAndForeignOrDamagedFilesAreRefused() throws Exception {
         Path p = dir.resolve("r");
         try (SpscRing ring = SpscRing.create(p, 4096)) {
