@@ -7,27 +7,46 @@ import java.util.concurrent.atomic.LongAdder;
 
 /**
  * A worker's counts: how many messages and bytes each protocol sent over each transport (the observable proof of
- * which protocol carried a message), and events by name (fallbacks, failovers, wireup outcomes). Counting is a
- * {@link LongAdder} add on the sending thread; readers (tests, metrics) may be any thread.
+ * which protocol carried a message), and events by name (fallbacks, failovers, wireup outcomes). Traffic is counted by
+ * the worker's loop alone ({@link Traffic}), events by a {@link LongAdder} on any thread; readers (tests, metrics) may
+ * be any thread.
  */
 public final class ProtocolCounters {
 
-    /** Messages and bytes one protocol sent over one transport. Callers keep it and count with {@link #sent}. */
+    /**
+     * Messages and bytes one protocol sent over one transport. Callers keep it and count with {@link #sent}, from the
+     * worker's loop only: one writer, as Agrona's counters have, so a count is a plain add and an ordered store rather
+     * than an atomic instruction per message (which on the send path also waited for the message's stores to the
+     * ring to drain). Other threads read a recent value.
+     */
     public static final class Traffic {
+        private static final java.lang.invoke.VarHandle MESSAGES;
+        private static final java.lang.invoke.VarHandle BYTES;
+
+        static {
+            try {
+                java.lang.invoke.MethodHandles.Lookup l = java.lang.invoke.MethodHandles.lookup();
+                MESSAGES = l.findVarHandle(Traffic.class, "messages", long.class);
+                BYTES = l.findVarHandle(Traffic.class, "bytes", long.class);
+            } catch (ReflectiveOperationException e) {
+                throw new ExceptionInInitializerError(e);
+            }
+        }
+
         private final String protocol;
         private final String transport;
-        private final LongAdder messages = new LongAdder();
-        private final LongAdder bytes = new LongAdder();
+        private long messages;
+        private long bytes;
 
         private Traffic(String protocol, String transport) {
             this.protocol = protocol;
             this.transport = transport;
         }
 
-        /** One message of {@code length} bytes went out by this protocol. */
+        /** One message of {@code length} bytes went out by this protocol. The worker's loop only. */
         public void sent(long length) {
-            messages.increment();
-            bytes.add(length);
+            MESSAGES.setOpaque(this, messages + 1);
+            BYTES.setOpaque(this, bytes + length);
         }
 
         public String protocol() {
@@ -39,11 +58,11 @@ public final class ProtocolCounters {
         }
 
         public long messages() {
-            return messages.sum();
+            return (long) MESSAGES.getOpaque(this);
         }
 
         public long bytes() {
-            return bytes.sum();
+            return (long) BYTES.getOpaque(this);
         }
     }
 
