@@ -129,6 +129,8 @@ final class EndpointChannel extends AbstractChannel implements Endpoint, Endpoin
      * not after the rest of the send's work (its completion, the buffer's release) has run. Loop only.
      */
     private boolean flushFollows;
+    /** What {@code write(msg)} returns for a send done at once: Netty's cached succeeded future of this channel. */
+    private final ChannelFuture sentNow = newSucceededFuture();
     /** EagerCodec's place in the pipeline (null with a registry without it). */
     private final io.netty.channel.ChannelHandlerContext eagerContext;
 
@@ -531,7 +533,28 @@ final class EndpointChannel extends AbstractChannel implements Endpoint, Endpoin
 
     @Override
     public ChannelFuture write(Object msg) {
+        if (isOpen() && shortNow(msg, false)) {
+            return sentNow;
+        }
         return write(msg, newPromise());
+    }
+
+    /**
+     * A short message sent at once by the endpoint's fast route, before any promise exists ({@link
+     * io.nucx.protocol.tag.EagerCodec#writeShortNow}): then the caller gets {@link #sentNow}, one succeeded future
+     * for all such sends, as UCX's send returns no request for what it completed inline. False: not sent, the message
+     * untouched for an ordinary write. {@code flushFollows}: a writeAndFlush.
+     */
+    private boolean shortNow(Object msg, boolean flushFollows) {
+        if (!(msg instanceof ByteBuf || msg instanceof TagMessage) || !walkNotNeeded()) {
+            return false;
+        }
+        this.flushFollows = flushFollows;
+        try {
+            return ((io.nucx.protocol.tag.EagerCodec) eagerContext.handler()).writeShortNow(eagerContext, msg);
+        } finally {
+            this.flushFollows = false;
+        }
     }
 
     @Override
@@ -557,6 +580,10 @@ final class EndpointChannel extends AbstractChannel implements Endpoint, Endpoin
 
     @Override
     public ChannelFuture writeAndFlush(Object msg) {
+        if (isOpen() && shortNow(msg, true)) {
+            lanes.flush();
+            return sentNow;
+        }
         return writeAndFlush(msg, newPromise());
     }
 

@@ -31,6 +31,53 @@ class InProcessTagExchangeTest {
 
 
 
+    /** shm takes a short message as its parts (UCT's am_short), so such a send needs no promise at all. */
+    @org.junit.jupiter.api.Test
+    void aShortSendDoneAtOnceOnTheLoopNeedsNoPromiseAndKeepsItsPlaceInOrder() throws Exception {
+        DefaultWorker a = workers.start("a", "TLS", "shm");
+        DefaultWorker b = workers.start("b", "TLS", "shm");
+        Endpoint ep = a.connect(b.address());
+        ep.wireupFuture().get(10, TimeUnit.SECONDS);
+        int[] sizes = {8, 8, 100_000, 8, 0};
+        List<Future<TagMessage>> got = new ArrayList<>();
+        for (int i = 0; i < sizes.length; i++) {
+            got.add(b.tagRecv(i, -1L));
+        }
+        // on the endpoint's loop, as a handler sends: the short ones are in the transport when the call returns
+        List<ChannelFuture> sends = ep.eventLoop().submit(() -> {
+            List<ChannelFuture> fs = new ArrayList<>();
+            for (int i = 0; i < sizes.length; i++) {
+                fs.add(i % 2 == 0 ? ep.tagSend(i, pattern(i, sizes[i]))
+                        : ep.writeAndFlush(new TagMessage(i, pattern(i, sizes[i]))));
+            }
+            return fs;
+        }).get(10, TimeUnit.SECONDS);
+        ChannelFuture sentNow = sends.get(0);
+        assertTrue(sentNow.isDone() && sentNow.isSuccess(), "a short send on the loop is done on return");
+        assertTrue(sends.get(1) == sentNow, "one shared succeeded future, no promise per send");
+        assertTrue(sends.get(2) != sentNow, "a multi-fragment send has a promise of its own");
+        // behind the large one (queued or in flight), the next short ones keep their order: checked on arrival
+        for (int i = 0; i < sizes.length; i++) {
+            TagMessage m = got.get(i).get(30, TimeUnit.SECONDS);
+            try {
+                assertEquals(i, m.tag());
+                assertPattern(i, sizes[i], m.content());
+            } finally {
+                m.release();
+            }
+        }
+        for (ChannelFuture f : sends) {
+            assertTrue(f.await(10, TimeUnit.SECONDS) && f.isSuccess(), () -> "send failed: " + f.cause());
+        }
+        // off the loop the ordinary route: a promise that completes
+        ChannelFuture offLoop = ep.tagSend(9, pattern(9, 8));
+        assertTrue(offLoop != sentNow);
+        TagMessage m = b.tagRecv(9, -1L).get(30, TimeUnit.SECONDS);
+        m.release();
+        assertTrue(offLoop.await(10, TimeUnit.SECONDS) && offLoop.isSuccess());
+        assertTrue(a.counters().count(EagerProtocols.SHORT.name()) >= 4, "short sends counted");
+    }
+
     @ParameterizedTest(name = "{0}")
     @ValueSource(strings = {"tcp", "self"})
     void messagesOfEverySizeArriveIntactWrittenBeforeConnect(String tls) throws Exception {

@@ -61,6 +61,15 @@ public final class EagerCodec extends ChannelDuplexHandler implements ProtocolCo
                 endpoint::deliversToPipeline, sender, endpoint.receiveBudget());
     }
 
+    /**
+     * A tagged message or plain buffer sent at once when it is an eager short message the AM lane's transport takes
+     * now: true, and the message is gone; false leaves it to an ordinary write (see {@code EagerSender}). For an
+     * endpoint's {@code write(msg)} without a promise, so that such a send needs none.
+     */
+    public boolean writeShortNow(ChannelHandlerContext ctx, Object msg) {
+        return sender.writeShortNow(ctx, msg);
+    }
+
     @Override
     public void write(ChannelHandlerContext ctx, Object msg, ChannelPromise promise) {
         if (msg instanceof TagMessage || msg instanceof ByteBuf || msg instanceof StreamData || msg instanceof AmData) {

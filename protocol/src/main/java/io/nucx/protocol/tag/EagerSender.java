@@ -122,6 +122,40 @@ final class EagerSender {
     }
 
     /**
+     * A {@link TagMessage} (not synchronous) or a plain {@link ByteBuf} sent at once if the engine picks eager short
+     * for it and the AM lane's transport takes it now ({@link EndpointServices#writeShortToLane}): then true, the
+     * message counted and released, and no promise was needed. Otherwise false and {@code msg} untouched: the caller
+     * sends it the ordinary way, which keeps it behind anything queued.
+     */
+    boolean writeShortNow(ChannelHandlerContext ctx, Object msg) {
+        long tag;
+        ByteBuf content;
+        if (msg instanceof TagMessage m) {
+            if (m.sync()) {
+                return false;
+            }
+            tag = m.tag();
+            content = m.content();
+        } else if (msg instanceof ByteBuf b) {
+            tag = defaultTag.getAsLong();
+            content = b;
+        } else {
+            return false;
+        }
+        int length = content.readableBytes();
+        int keyIndex = (content.isDirect() ? 1 : 0) + (content.nioBufferCount() > 1 ? 2 : 0)
+                + MessageKind.TAG.ordinal() * 8;
+        ProtoCandidate chosen = protocols.table(keys[keyIndex]).lookup(length);
+        if (chosen == null || chosen.protocol() != EagerProtocols.SHORT
+                || !endpoint.writeShortToLane(MessageKind.TAG.onlyId(), tag, content, ctx.voidPromise())) {
+            return false;
+        }
+        shortCount.sent(length);
+        ReferenceCountUtil.release(msg);
+        return true;
+    }
+
+    /**
      * Sends a {@link TagMessage}, a plain {@link ByteBuf} (with the default tag), a {@link StreamData} (a stream
      * write: selected by {@code STREAM_SEND}, sent with the STREAM_* first-frame ids and tag 0) or an {@link AmData}
      * (an active message: {@code AM_SEND}, the AM_* ids); owns {@code msg}.
