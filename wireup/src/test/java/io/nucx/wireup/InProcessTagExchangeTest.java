@@ -58,17 +58,9 @@ class InProcessTagExchangeTest {
         assertTrue(sends.get(2) != sentNow, "a multi-fragment send has a promise of its own");
         // behind the large one (queued or in flight), the next short ones keep their order: checked on arrival
         for (int i = 0; i < sizes.length; i++) {
-            TagMessage m = got.get(i).get(30, TimeUnit.SECONDS);
-            try {
-                assertEquals(i, m.tag());
-                assertPattern(i, sizes[i], m.content());
-            } finally {
-                m.release();
-            }
+            assertArrived(i, sizes[i], got.get(i));
         }
-        for (ChannelFuture f : sends) {
-            assertTrue(f.await(10, TimeUnit.SECONDS) && f.isSuccess(), () -> "send failed: " + f.cause());
-        }
+        assertSent(sends);
         // off the loop the ordinary route: a promise that completes
         ChannelFuture offLoop = ep.tagSend(9, pattern(9, 8));
         assertTrue(offLoop != sentNow);
@@ -90,17 +82,9 @@ class InProcessTagExchangeTest {
             sends.add(ep.tagSend(i, pattern(i, sizes[i]))); // written before the lane is up
         }
         for (int i = 0; i < sizes.length; i++) {
-            TagMessage m = b.tagRecv(i, -1L).get(30, TimeUnit.SECONDS);
-            try {
-                assertEquals(i, m.tag());
-                assertPattern(i, sizes[i], m.content());
-            } finally {
-                m.release();
-            }
+            assertArrived(i, sizes[i], b.tagRecv(i, -1L));
         }
-        for (ChannelFuture f : sends) {
-            assertTrue(f.await(10, TimeUnit.SECONDS) && f.isSuccess(), () -> "send failed: " + f.cause());
-        }
+        assertSent(sends);
         assertTrue(a.counters().count(EagerProtocols.MULTI_BCOPY.name()) > 0);
         assertTrue(a.counters().count(EagerProtocols.SHORT.name()) > 0);
     }
@@ -120,5 +104,22 @@ class InProcessTagExchangeTest {
         assertEquals(a.uuid(), ba.remoteWorkerAddress().uuid());
         ba.tagSend(2, pattern(2, 70_000)).sync();
         assertReceived(pong, 2, 70_000, 30);
+    }
+
+    /** Message {@code i} of {@code size} pattern bytes came to {@code receive}; released after the check. */
+    private static void assertArrived(int i, int size, Future<TagMessage> receive) throws Exception {
+        TagMessage m = receive.get(30, TimeUnit.SECONDS);
+        try {
+            assertEquals(i, m.tag());
+            assertPattern(i, size, m.content());
+        } finally {
+            m.release();
+        }
+    }
+
+    private static void assertSent(List<ChannelFuture> sends) throws InterruptedException {
+        for (ChannelFuture f : sends) {
+            assertTrue(f.await(10, TimeUnit.SECONDS) && f.isSuccess(), () -> "send failed: " + f.cause());
+        }
     }
 }
