@@ -236,8 +236,7 @@ final class PerftestCommand implements Callable<Integer> {
         if (jitWarmup != null) {
             return jitWarmup;
         }
-        if (System.getenv("NUCX_WARMUP") != null
-                || System.getProperty(io.nucx.transport.config.ConfigEntry.propertyName("WARMUP")) != null) {
+        if (givenOutside("WARMUP")) {
             return null;
         }
         return warmupSeconds < LONG_WARMUP_SECONDS ? DEFAULT_JIT_WARMUP : "0";
@@ -265,8 +264,13 @@ final class PerftestCommand implements Callable<Integer> {
 
     /** Like ucx_perftest, spin by default; NUCX_BUSY_POLL=n makes the loops block instead. */
     static boolean busyPoll(NucxConfig config) {
-        boolean explicit = System.getenv("NUCX_BUSY_POLL") != null || System.getProperty("nucx.busy.poll") != null;
-        return !explicit || config.get(io.nucx.wireup.WireupConfig.BUSY_POLL);
+        return !givenOutside("BUSY_POLL") || config.get(io.nucx.wireup.WireupConfig.BUSY_POLL);
+    }
+
+    /** Whether setting {@code name} was given as NUCX_name or as its system property, not left to its default. */
+    private static boolean givenOutside(String name) {
+        return System.getenv(io.nucx.transport.config.ConfigEntry.envName(name)) != null
+                || System.getProperty(io.nucx.transport.config.ConfigEntry.propertyName(name)) != null;
     }
 
     /** Progress rows only when a person is watching. */

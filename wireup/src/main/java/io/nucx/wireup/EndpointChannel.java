@@ -546,7 +546,7 @@ final class EndpointChannel extends AbstractChannel implements Endpoint, Endpoin
      * untouched for an ordinary write. {@code flushFollows}: a writeAndFlush.
      */
     private boolean shortNow(Object msg, boolean flushFollows) {
-        if (!(msg instanceof ByteBuf || msg instanceof TagMessage) || !walkNotNeeded()) {
+        if (!fastRoute(msg)) {
             return false;
         }
         this.flushFollows = flushFollows;
@@ -612,7 +612,12 @@ final class EndpointChannel extends AbstractChannel implements Endpoint, Endpoin
      * LaneDispatcher. Any other message, a user handler, or a write off the loop walks the pipeline.
      */
     private boolean walkNotNeeded(Object msg, ChannelPromise promise) {
-        return (msg instanceof ByteBuf || msg instanceof TagMessage) && walkNotNeeded() && isFresh(promise);
+        return fastRoute(msg) && isFresh(promise);
+    }
+
+    /** A ByteBuf or TagMessage, and {@link #walkNotNeeded()}: what the route without the walk takes, promise aside. */
+    private boolean fastRoute(Object msg) {
+        return (msg instanceof ByteBuf || msg instanceof TagMessage) && walkNotNeeded();
     }
 
     /** {@link #walkNotNeeded(Object, ChannelPromise)} for any message: no user handler, connected, on the loop. */

@@ -121,6 +121,12 @@ final class EagerSender {
         this.multiZcopyCount = counters.traffic(EagerProtocols.MULTI_ZCOPY.name(), transport);
     }
 
+    /** The selection key of a send: its memory (isDirect, not hasArray: a composite of heap parts is heap too). */
+    private static int keyIndex(ByteBuf content, boolean sync, MessageKind kind) {
+        return (content.isDirect() ? 1 : 0) + (content.nioBufferCount() > 1 ? 2 : 0) + (sync ? 4 : 0)
+                + kind.ordinal() * 8;
+    }
+
     /**
      * A {@link TagMessage} (not synchronous) or a plain {@link ByteBuf} sent at once if the engine picks eager short
      * for it and the AM lane's transport takes it now ({@link EndpointServices#writeShortToLane}): then true, the
@@ -143,9 +149,7 @@ final class EagerSender {
             return false;
         }
         int length = content.readableBytes();
-        int keyIndex = (content.isDirect() ? 1 : 0) + (content.nioBufferCount() > 1 ? 2 : 0)
-                + MessageKind.TAG.ordinal() * 8;
-        ProtoCandidate chosen = protocols.table(keys[keyIndex]).lookup(length);
+        ProtoCandidate chosen = protocols.table(keys[keyIndex(content, false, MessageKind.TAG)]).lookup(length);
         if (chosen == null || chosen.protocol() != EagerProtocols.SHORT
                 || !endpoint.writeShortToLane(MessageKind.TAG.onlyId(), tag, content, ctx.voidPromise())) {
             return false;
@@ -197,9 +201,7 @@ final class EagerSender {
                 eager = ctx.alloc().compositeBuffer(2).addComponents(true, amHeader.retainedSlice(),
                         content.retainedSlice());
             }
-            // isDirect, not hasArray: a composite of heap components is heap memory too (no array of its own).
-            int keyIndex = (content.isDirect() ? 1 : 0) + (content.nioBufferCount() > 1 ? 2 : 0) + (sync ? 4 : 0)
-                    + kind.ordinal() * 8;
+            int keyIndex = keyIndex(content, sync, kind);
             ProtoCandidate chosen = protocols.table(keys[keyIndex]).lookup(length);
             Protocol p = chosen == null ? null : chosen.protocol();
             if (p == EagerProtocols.SHORT || p == EagerProtocols.SINGLE_BCOPY) {
