@@ -340,7 +340,9 @@ final class EndpointLifecycle {
             return;
         }
         for (Lane l : ep.lanes().all()) {
-            if (l.channel() != null && l.channel().isOpen()) {
+            // Still registered: closed, but its channelInactive (which tells this endpoint why, naming the lane) is
+            // still queued on the loop; that is the lane's close to report, not the reaper's.
+            if (l.channel() != null && (l.channel().isOpen() || l.channel().isRegistered())) {
                 return;
             }
         }

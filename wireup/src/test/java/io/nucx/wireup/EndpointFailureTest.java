@@ -179,6 +179,26 @@ class EndpointFailureTest {
         }
     }
 
+    /**
+     * The worker's reaper runs between a lane's close and its channelInactive (queued on the loop behind the reaper's
+     * tick): the endpoint still fails with the lane's own cause, which names the lane, not the reaper's catch-all.
+     */
+    @Test
+    void aLaneClosedJustBeforeTheReapersTickFailsTheEndpointWithTheLanesCause() throws Exception {
+        Worker a = start("a", null);
+        Worker b = start("b", null);
+        Endpoint ep = TestWorkers.wiredUp(a, b);
+        EndpointChannel impl = TestWorkers.impl(ep);
+        String lane = a.eventLoop().submit(() -> impl.selection().am().name()).get();
+        a.eventLoop().submit(() -> {
+            impl.amLane().close();
+            impl.lifecycle().reapIfLanesGone();
+        }).get();
+        Throwable cause = failureOf(ep.errorFuture());
+        assertFalse(cause.getMessage().contains("every lane"), cause.getMessage());
+        assertTrue(cause.getMessage().contains(lane), () -> "names the lane " + lane + ": " + cause.getMessage());
+    }
+
     /** With error mode none nothing probes: the same hung peer goes unnoticed. */
     @Test
     void errorModeNoneRunsNoKeepalive() throws Exception {
