@@ -35,7 +35,9 @@ public final class InProcessPingPong implements AutoCloseable {
          * handler, and writes of a pooled buffer's retained duplicate under the endpoint's {@code SEND_TAG}, with the
          * void promise.
          */
-        REUSED;
+        REUSED,
+        /** As {@link #REUSED}, each receive writing into a buffer of its own, as ucx_perftest's receive buffer. */
+        INTO;
 
         public static Api of(String name) {
             return valueOf(name.toUpperCase(Locale.ROOT));
@@ -53,6 +55,9 @@ public final class InProcessPingPong implements AutoCloseable {
     private final Api api;
     private final TagReceive pingReceive;
     private final TagReceive pongReceive;
+    /** {@link Api#INTO}: the receives' buffers; else null. */
+    private final ByteBuf pingInto;
+    private final ByteBuf pongInto;
 
     /** Client loop only. */
     private long remaining;
@@ -68,10 +73,12 @@ public final class InProcessPingPong implements AutoCloseable {
         // Pooled: their retained duplicates are recycled objects, so a send allocates nothing on the user's side.
         this.ping = PooledByteBufAllocator.DEFAULT.directBuffer(size).writeZero(size);
         this.pong = PooledByteBufAllocator.DEFAULT.directBuffer(size).writeZero(size);
-        this.pingReceive = PerfTags.discarding(PING, this::onPing, cause -> {
+        this.pingInto = api == Api.INTO ? PooledByteBufAllocator.DEFAULT.directBuffer(size, size) : null;
+        this.pongInto = api == Api.INTO ? PooledByteBufAllocator.DEFAULT.directBuffer(size, size) : null;
+        this.pingReceive = PerfTags.discarding(PING, pingInto, this::onPing, cause -> {
             // the worker closes
         });
-        this.pongReceive = PerfTags.discarding(PONG, this::onPong, cause -> done.tryFailure(cause));
+        this.pongReceive = PerfTags.discarding(PONG, pongInto, this::onPong, cause -> done.tryFailure(cause));
         toServer.config().setOption(EndpointOption.SEND_TAG, PING);
         toClient.config().setOption(EndpointOption.SEND_TAG, PONG);
     }
@@ -131,7 +138,7 @@ public final class InProcessPingPong implements AutoCloseable {
     // ------------------------------------------------------------ client loop
 
     private void sendPing() {
-        if (api == Api.REUSED) {
+        if (api != Api.FUTURE) {
             client.tagRecv(pongReceive);
             toServer.writeAndFlush(ping.retainedDuplicate(), toServer.voidPromise());
             return;
@@ -161,7 +168,7 @@ public final class InProcessPingPong implements AutoCloseable {
     // ------------------------------------------------------------ server loop
 
     private void postPing() {
-        if (api == Api.REUSED) {
+        if (api != Api.FUTURE) {
             server.tagRecv(pingReceive);
         } else {
             server.tagRecv(PING, -1L).addListener(onPing);
@@ -178,7 +185,7 @@ public final class InProcessPingPong implements AutoCloseable {
 
     private void onPing() {
         postPing();
-        if (api == Api.REUSED) {
+        if (api != Api.FUTURE) {
             toClient.writeAndFlush(pong.retainedDuplicate(), toClient.voidPromise());
         } else {
             toClient.writeAndFlush(new TagMessage(PONG, pong.retainedDuplicate()), toClient.voidPromise());
@@ -193,6 +200,10 @@ public final class InProcessPingPong implements AutoCloseable {
             server.close().get(10, TimeUnit.SECONDS);
             ping.release();
             pong.release();
+            if (pingInto != null) {
+                pingInto.release();
+                pongInto.release();
+            }
         }
     }
 }

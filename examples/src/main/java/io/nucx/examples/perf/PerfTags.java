@@ -29,14 +29,19 @@ final class PerfTags {
     }
 
     /**
-     * A reusable receive of exactly {@code tag} that drops each message's bytes and runs {@code onReceived}; a
-     * failure (the worker closing) goes to {@code onFailed}. Built once per run: nothing is allocated per message.
+     * A reusable receive of exactly {@code tag} into {@code into} (the test's receive buffer, as ucx_perftest receives
+     * into one; null: the receive allocates each message's buffer) that drops each message's bytes and runs
+     * {@code onReceived}; a failure (the worker closing) goes to {@code onFailed}. Built once per run: nothing is
+     * allocated per message.
      */
-    static TagReceive discarding(long tag, Runnable onReceived, Consumer<Throwable> onFailed) {
-        return TagReceive.reusable(tag, -1L, new TagReceive.Handler() {
+    static TagReceive discarding(long tag, ByteBuf into, Runnable onReceived, Consumer<Throwable> onFailed) {
+        TagReceive.Handler handler = new TagReceive.Handler() {
             @Override
             public void received(long tag, ByteBuf data) {
                 data.release();
+                if (into != null) {
+                    into.clear(); // the next message goes to the start again, as ucx_perftest's receive buffer
+                }
                 onReceived.run();
             }
 
@@ -44,6 +49,7 @@ final class PerfTags {
             public void failed(Throwable cause) {
                 onFailed.accept(cause);
             }
-        });
+        };
+        return into == null ? TagReceive.reusable(tag, -1L, handler) : TagReceive.reusable(tag, -1L, into, handler);
     }
 }

@@ -93,7 +93,9 @@ final class TagPerfClient {
     private final GenericFutureListener<Future<Void>> onSent = this::onSent;
     /** Sends completed on return counted in one go before the loop gets a turn. */
     private static final int INLINE_BATCH = 1024;
-    private final TagReceive pong = PerfTags.discarding(PerfTags.PONG, this::onPong, this::fail);
+    /** The PONGs' receive buffer, as ucx_perftest's. */
+    private final ByteBuf pongBuffer;
+    private final TagReceive pong;
     /** RMA tests: the server's memory and ours, the same size. */
     private final io.nucx.protocol.amo.RemoteMemoryKey key;
     private final java.lang.foreign.MemorySegment local;
@@ -126,6 +128,8 @@ final class TagPerfClient {
             contig.release(); // the composite's parts keep the memory
         }
         this.payload = send;
+        this.pongBuffer = PooledByteBufAllocator.DEFAULT.directBuffer(size, size);
+        this.pong = PerfTags.discarding(PerfTags.PONG, pongBuffer, this::onPong, this::fail);
         ep.config().setOption(EndpointOption.SEND_TAG, params.test().pingPong() ? PerfTags.PING : PerfTags.DATA);
         this.local = key == null ? null : java.lang.foreign.MemorySegment.ofBuffer(contig.nioBuffer(0, size));
     }
@@ -142,7 +146,10 @@ final class TagPerfClient {
                 result.tryFailure(f.cause());
             }
         });
-        result.addListener(f -> payload.release()); // sends still in flight hold their own duplicates
+        result.addListener(f -> { // sends still in flight hold their own duplicates, a receive still going a slice
+            payload.release();
+            pongBuffer.release();
+        });
         return result;
     }
 

@@ -15,7 +15,7 @@ import io.nucx.protocol.tag.TagReceive;
 
 /**
  * The answering side of a tag test, on the worker's loop: one {@linkplain TagReceive#reusable reusable} receive for
- * any tag, posted again after each message, answered by tag ({@link PerfTags}); PONGs are slices of a pooled buffer
+ * any tag into one receive buffer (as ucx_perftest's), posted again after each message, answered by tag ({@link PerfTags}); PONGs are slices of a pooled buffer
  * sent under the endpoint's {@code SEND_TAG}, so a ping-pong allocates nothing here. In am_lat / am_bw PING and DATA
  * come as active messages to its handlers instead (rendezvous ones received into a buffer), PONG goes as one. Completes when FINISH arrives;
  * it counts what its loop thread allocated per message from the client's MEASURE on.
@@ -28,19 +28,9 @@ final class TagPerfServer {
     private final Promise<Long> done;
     private final boolean sync;
     private final boolean am;
-    private final TagReceive any = TagReceive.reusable(0, 0, new TagReceive.Handler() {
-        @Override
-        public void received(long tag, ByteBuf data) {
-            int size = data.readableBytes();
-            data.release();
-            onMessage(tag, size);
-        }
-
-        @Override
-        public void failed(Throwable cause) {
-            done.tryFailure(cause);
-        }
-    });
+    /** The receive buffer, as ucx_perftest's: every message goes into it (large ones straight from the lane). */
+    private final ByteBuf into;
+    private final TagReceive any;
     private long received;
     private long measured;
     private long allocStart = -1;
@@ -57,6 +47,21 @@ final class TagPerfServer {
         this.worker = worker;
         this.ep = ep;
         this.reply = PooledByteBufAllocator.DEFAULT.directBuffer(maxSize, maxSize).writeZero(maxSize);
+        this.into = PooledByteBufAllocator.DEFAULT.directBuffer(maxSize, maxSize);
+        this.any = TagReceive.reusable(0, 0, into, new TagReceive.Handler() {
+            @Override
+            public void received(long tag, ByteBuf data) {
+                int size = data.readableBytes();
+                data.release();
+                into.clear();
+                onMessage(tag, size);
+            }
+
+            @Override
+            public void failed(Throwable cause) {
+                done.tryFailure(cause);
+            }
+        });
         this.done = worker.eventLoop().newPromise();
         ep.config().setOption(EndpointOption.SEND_TAG, PerfTags.PONG);
     }
@@ -78,7 +83,10 @@ final class TagPerfServer {
                 done.tryFailure(f.cause());
             }
         });
-        done.addListener(f -> reply.release());
+        done.addListener(f -> { // a receive still going holds a slice of its own
+            reply.release();
+            into.release();
+        });
         return done;
     }
 

@@ -9,8 +9,9 @@ import io.netty.util.concurrent.Promise;
  *   <li>a promise (a {@link TagMessage}); one receive, posted once. Once data start going into its buffer it cannot
  *       be cancelled ({@link #claim()});</li>
  *   <li>a {@link Handler} ({@link #reusable}); the receive may be posted again as soon as its handler was called, so
- *       a loop of receives allocates nothing (UCX's requests come from a pool for the same reason). It has no buffer of
- *       the user's and cannot be cancelled.</li>
+ *       a loop of receives allocates nothing (UCX's requests come from a pool for the same reason). It cannot be
+ *       cancelled. With a buffer of the user's, each message goes into it at its writer index (large ones straight
+ *       from the transport, as for a promise's receive), and the handler gets a slice of it.</li>
  * </ul>
  */
 public final class TagReceive {
@@ -23,7 +24,10 @@ public final class TagReceive {
          */
         void received(long tag, ByteBuf data);
 
-        /** The receive ended without a message (its worker closed); it is no longer posted. */
+        /**
+         * The receive ended without a message: its worker closed, or (with a buffer of the user's) the message did not
+         * fit ({@link MessageTruncatedException}, the message dropped). It is no longer posted.
+         */
         void failed(Throwable cause);
     }
 
@@ -54,6 +58,16 @@ public final class TagReceive {
     /** A receive for {@code tag} under {@code mask} that {@code handler} completes, to be posted again and again. */
     public static TagReceive reusable(long tag, long mask, Handler handler) {
         return new TagReceive(tag, mask, null, null, java.util.Objects.requireNonNull(handler, "handler"));
+    }
+
+    /**
+     * A {@link #reusable} receive whose messages go into {@code into}, each from its writer index on (its writable
+     * bytes are the limit); the handler gets a slice of it. The user makes room again (say {@code into.clear()})
+     * before posting it again, and owns {@code into} throughout.
+     */
+    public static TagReceive reusable(long tag, long mask, ByteBuf into, Handler handler) {
+        return new TagReceive(tag, mask, java.util.Objects.requireNonNull(into, "into"), null,
+                java.util.Objects.requireNonNull(handler, "handler"));
     }
 
     /** Whether it is a {@link #reusable} receive. */
@@ -118,7 +132,7 @@ public final class TagReceive {
 
     /** Fails with {@link MessageTruncatedException} for a message of {@code tag} and {@code size} bytes. */
     public void truncated(long msgTag, long size) {
-        promise.tryFailure(new MessageTruncatedException(msgTag, size, into.writableBytes()));
+        fail(new MessageTruncatedException(msgTag, size, into.writableBytes()));
     }
 
     /**
@@ -132,18 +146,13 @@ public final class TagReceive {
     /** The message was written into the slice {@link #target} gave ({@code data}): advance the user's buffer. */
     public void completeInPlace(long msgTag, ByteBuf data) {
         into.writerIndex(into.writerIndex() + data.writerIndex());
-        complete(new TagMessage(msgTag, data));
+        complete(msgTag, data);
     }
 
     /** Completes with {@code data}, copied into the user's buffer if there is one. Owns {@code data}. */
     public void deliver(long msgTag, ByteBuf data) {
-        if (handler != null) {
-            posted = false; // before the call: the handler may post it again
-            handler.received(msgTag, data);
-            return;
-        }
         if (into == null) {
-            complete(new TagMessage(msgTag, data));
+            complete(msgTag, data);
             return;
         }
         try {
@@ -157,13 +166,24 @@ public final class TagReceive {
             }
             int start = into.writerIndex();
             into.writeBytes(data, data.readerIndex(), n);
-            complete(new TagMessage(msgTag, into.retainedSlice(start, n)));
-        } finally {
+            ByteBuf written = into.retainedSlice(start, n);
             data.release();
+            data = null;
+            complete(msgTag, written);
+        } finally {
+            if (data != null) {
+                data.release();
+            }
         }
     }
 
-    private void complete(TagMessage m) {
+    private void complete(long msgTag, ByteBuf data) {
+        if (handler != null) {
+            posted = false; // before the call: the handler may post it again
+            handler.received(msgTag, data);
+            return;
+        }
+        TagMessage m = new TagMessage(msgTag, data);
         if (!promise.trySuccess(m)) {
             m.release(); // cancelled meanwhile
         }
