@@ -53,6 +53,17 @@ public interface ProtocolCodec extends ChannelHandler {
     }
 
     /**
+     * Where the {@code length}-byte payload of a frame of {@code amId} with {@code header} (read only) belongs, asked
+     * by a lane that can read it straight there before it arrives ({@code PayloadPlacement}): a buffer of exactly
+     * {@code length} writable bytes the caller then owns, whose bytes become the frame's payload when it arrives as
+     * usual; or null (the default) for the ordinary way. Only a place the frame would be copied into anyway, and only
+     * as far as the codec's state is sure of it now: the frame itself still goes through every check on arrival.
+     */
+    default ByteBuf placePayload(int amId, ByteBuf header, int length) {
+        return null;
+    }
+
+    /**
      * A frame of one of its family's AM ids arrived, handed straight to the codec by its endpoint rather than walked up
      * the pipeline past the other families' codecs. Returns false, having done nothing, if it must come through the
      * pipeline ({@code channelRead}) after all. Owns {@code frame} when it returns true; an exception it throws closes

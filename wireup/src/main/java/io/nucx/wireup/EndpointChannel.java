@@ -326,6 +326,19 @@ final class EndpointChannel extends AbstractChannel implements Endpoint, Endpoin
         return true;
     }
 
+    /**
+     * Where a frame's large payload goes before it arrives, from a lane that can read it there: the codec of its id
+     * says, while the endpoint is open. Not in error mode failover, whose lanes may bring a frame again after a
+     * failover: what a codec finds in place must be what arrived once.
+     */
+    ByteBuf placePayload(int amId, ByteBuf header, int length) {
+        ProtocolCodec owner = frameOwners[amId];
+        if (owner == null || !isOpen() || lifecycle.ended() || errorMode() == ErrorMode.FAILOVER) {
+            return null;
+        }
+        return owner.placePayload(amId, header, length);
+    }
+
     /** A read batch ended on a lane: confirm what arrived (failover), and let the handlers flush what they answered. */
     void readBatchEnded(Lane lane, Channel ch) {
         if (lifecycle.ended()) {

@@ -11,6 +11,7 @@ import io.nucx.Worker;
 import io.nucx.protocol.AmIds;
 import io.nucx.protocol.ProtocolException;
 import io.nucx.transport.AmFrame;
+import io.nucx.transport.PayloadPlacement;
 import io.nucx.transport.ShortFrameHandler;
 
 import io.netty.util.concurrent.ScheduledFuture;
@@ -30,7 +31,7 @@ import java.util.concurrent.TimeUnit;
  * endpoint) or a LANE_ATTACH (it joins one). Any other frame first, an unknown wireup type or a malformed payload is a
  * {@link ProtocolException}: this lane closes, nothing else is hurt.
  */
-final class LaneInboundHandler extends ChannelInboundHandlerAdapter implements ShortFrameHandler {
+final class LaneInboundHandler extends ChannelInboundHandlerAdapter implements ShortFrameHandler, PayloadPlacement {
 
     private static final InternalLogger LOG = InternalLoggerFactory.getInstance(LaneInboundHandler.class);
 
@@ -156,6 +157,19 @@ final class LaneInboundHandler extends ChannelInboundHandlerAdapter implements S
         }
         handledThisTurn++;
         return true;
+    }
+
+    /**
+     * Where a large payload goes before it arrives ({@link PayloadPlacement}): asked of the endpoint's codec when the
+     * frame would go straight to it ({@link #dispatch}); not while frames wait in the backlog (the codec has not seen
+     * them yet) nor before the lane is an endpoint's.
+     */
+    @Override
+    public ByteBuf placePayload(int amId, ByteBuf header, int length) {
+        if (role != Role.ENDPOINT || backlog != null || endpoint == null || amId == AmIds.WIREUP) {
+            return null;
+        }
+        return endpoint.placePayload(amId, header, length);
     }
 
     private void dispatch(ChannelHandlerContext ctx, AmFrame frame) {

@@ -99,6 +99,11 @@ public final class EagerCodec extends ChannelDuplexHandler implements ProtocolCo
     }
 
     @Override
+    public ByteBuf placePayload(int amId, ByteBuf header, int length) {
+        return receiver == null ? null : receiver.placePayload(amId, header, length);
+    }
+
+    @Override
     public boolean frameArrived(AmFrame frame) {
         if (receiver == null) {
             return false;

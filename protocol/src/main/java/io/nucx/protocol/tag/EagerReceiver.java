@@ -131,6 +131,22 @@ final class EagerReceiver {
         this.sender = sender;
     }
 
+    /**
+     * Where an EAGER_MIDDLE's payload goes, before it arrives ({@link io.nucx.protocol.ProtocolCodec#placePayload}):
+     * into a posted receive's own buffer, when its message is being written there; else null.
+     */
+    ByteBuf placePayload(int amId, ByteBuf header, int length) {
+        if (amId != AmIds.EAGER_MIDDLE || header.readableBytes() != EagerHeaders.MIDDLE_LENGTH) {
+            return null;
+        }
+        int at = header.readerIndex();
+        Reassembly ra = reassemblies.get(header.getLongLE(at + EagerHeaders.MIDDLE_MSG_ID_OFFSET));
+        if (ra == null || !(ra.target instanceof TagReceive) || ra.parts == null) {
+            return null;
+        }
+        return ra.parts.placeFor(header.getLongLE(at + EagerHeaders.MIDDLE_OFFSET_OFFSET), length);
+    }
+
     /** Handles one eager frame; releases it. */
     void onFrame(AmFrame frame) {
         try {

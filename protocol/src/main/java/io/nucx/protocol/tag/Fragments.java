@@ -81,19 +81,21 @@ final class Fragments {
         }
         int start = (int) offset;
         int end = start + n;
-        Map.Entry<Integer, Integer> before = ranges.floorEntry(start);
-        Map.Entry<Integer, Integer> after = ranges.ceilingEntry(start);
-        if ((before != null && before.getValue() > start) || (after != null && after.getKey() < end)) {
+        if (overlaps(start, end)) {
             throw new ProtocolException("fragment [" + start + ", +" + n + ") of " + what + " overlaps bytes "
                     + "received already");
         }
         if (target != null) {
-            target.setBytes(start, payload, payload.readerIndex(), n);
+            if (!placedThere(payload, start)) {
+                target.setBytes(start, payload, payload.readerIndex(), n);
+            }
         } else if (copies != null) {
             ByteBuf copy = alloc.buffer(n, n);
             copy.writeBytes(payload, payload.readerIndex(), n);
             copies.put(start, copy);
         }
+        Map.Entry<Integer, Integer> before = ranges.floorEntry(start);
+        Map.Entry<Integer, Integer> after = ranges.ceilingEntry(start);
         int mergedStart = start;
         int mergedEnd = end;
         if (before != null && before.getValue() == start) {
@@ -105,6 +107,33 @@ final class Fragments {
         ranges.put(mergedStart, mergedEnd);
         received += n;
         return n;
+    }
+
+    /**
+     * A slice of the receiver's buffer ({@link #inPlace}) for the {@code n} bytes at {@code offset}, writer index 0,
+     * for a transport to write a fragment into before it arrives; null when the fragments are not in place or the
+     * range lies outside the message or overlaps bytes received (the fragment then arrives the ordinary way and fails
+     * in {@link #add}). The fragment still goes through {@link #add}, which then finds its bytes in place.
+     */
+    ByteBuf placeFor(long offset, int n) {
+        if (target == null || n <= 0 || offset < 0 || offset > total - n) {
+            return null;
+        }
+        int start = (int) offset;
+        return overlaps(start, start + n) ? null : target.retainedSlice(start, n).clear();
+    }
+
+    /** Whether [start, end) overlaps bytes received already. */
+    private boolean overlaps(int start, int end) {
+        Map.Entry<Integer, Integer> before = ranges.floorEntry(start);
+        Map.Entry<Integer, Integer> after = ranges.ceilingEntry(start);
+        return (before != null && before.getValue() > start) || (after != null && after.getKey() < end);
+    }
+
+    /** Whether {@code payload}'s bytes are the target's at {@code index} already (written there by the transport). */
+    private boolean placedThere(ByteBuf payload, int index) {
+        return payload.hasMemoryAddress() && target.hasMemoryAddress()
+                && payload.memoryAddress() + payload.readerIndex() == target.memoryAddress() + index;
     }
 
     /**

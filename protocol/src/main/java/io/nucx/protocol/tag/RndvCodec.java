@@ -61,6 +61,11 @@ public final class RndvCodec extends ChannelDuplexHandler implements ProtocolCod
     }
 
     @Override
+    public ByteBuf placePayload(int amId, ByteBuf header, int length) {
+        return amId == AmIds.RNDV_DATA && receiver != null ? receiver.placePayload(header, length) : null;
+    }
+
+    @Override
     public void channelRead(ChannelHandlerContext ctx, Object msg) {
         if (!(msg instanceof AmFrame frame) || !owns(frame.amId())) {
             ctx.fireChannelRead(msg);

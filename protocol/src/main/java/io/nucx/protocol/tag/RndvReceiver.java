@@ -445,6 +445,22 @@ final class RndvReceiver {
         }
     }
 
+    /**
+     * Where an RNDV_DATA fragment's payload goes, before it arrives ({@link io.nucx.protocol.ProtocolCodec#placePayload}):
+     * into the receive's buffer when the fragments are being written there; else null.
+     */
+    ByteBuf placePayload(ByteBuf header, int length) {
+        if (header.readableBytes() != RndvHeaders.DATA_LENGTH) {
+            return null;
+        }
+        int at = header.readerIndex();
+        Receive rv = receives.get(header.getLongLE(at));
+        if (rv == null || rv.stage != Stage.RTR_SENT || rv.parts == null) {
+            return null;
+        }
+        return rv.parts.placeFor(header.getLongLE(at + 8), length);
+    }
+
     /** RNDV_DATA: a fragment at {@code offset}. Owns {@code payload}. */
     void onData(long receiverReqId, long offset, ByteBuf payload) {
         try {

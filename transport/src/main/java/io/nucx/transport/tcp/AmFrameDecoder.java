@@ -1,12 +1,15 @@
 package io.nucx.transport.tcp;
 
 import io.netty.buffer.ByteBuf;
+import io.netty.buffer.ByteBufAllocator;
+import io.netty.channel.ChannelHandler;
 import io.netty.channel.ChannelHandlerContext;
 import io.netty.handler.codec.ByteToMessageDecoder;
 import io.netty.handler.codec.CorruptedFrameException;
 import io.netty.handler.codec.TooLongFrameException;
 import io.nucx.transport.AmFrame;
 import io.nucx.transport.Buffers;
+import io.nucx.transport.PayloadPlacement;
 
 import java.util.List;
 
@@ -20,18 +23,54 @@ import static io.nucx.transport.tcp.AmFrameLayout.PREFIX_LENGTH;
  * Splits a byte stream into {@link AmFrame}s ({@link AmFrameLayout}). The reader index is left alone until a whole
  * frame is there; lengths over the limits raise {@link TooLongFrameException} naming the value and the limit
  * before anything is buffered, and the lane's handler closes only that connection.
+ *
+ * <p>Placed payloads: when a large frame's header has arrived but not its payload, and the lane's handler says where
+ * the payload goes ({@link PayloadPlacement}), the rest of it is read from the socket straight into that memory: the
+ * lane's {@link PlacingRecvAllocator} hands the channel a slice of it as the next read's buffer, and the read after
+ * the payload is a small one, so that the next frame's header comes with little of its payload and that payload can
+ * be placed too. Only where this decoder is the first to see the socket's bytes (not under TLS).
  */
 public final class AmFrameDecoder extends ByteToMessageDecoder {
 
     /** Payloads up to this size are copied out of the cumulation, larger ones sliced ({@link #copy}). */
     static final int COPY_PAYLOAD = 1024;
+    /** Payloads from this size on are worth a read of their own ({@link PayloadPlacement}). */
+    static final int PLACE_FROM = 16 * 1024;
+    /** The read after a placed payload: the next frame's prefix and header, and a little of its payload. */
+    static final int HEADER_READ = 512;
 
     private final int maxHeader;
     private final long maxPayload;
+    /** Payloads may be placed: the channel reads through {@link PlacingRecvAllocator} (NUCX_TCP_PLACE, no TLS). */
+    private final boolean placing;
+    /** The frame whose payload is being read into its place, or null. */
+    private Placed placed;
+    /** The slice of {@code placed.target} the channel's read was given, until that read comes back; or null. */
+    private ByteBuf socketRead;
+    /** A placed payload just ended: the next read is a {@link #HEADER_READ}. */
+    private boolean headerReadNext;
+    /** This read batch fed a placed payload without completing it: nothing went up for what was read. */
+    private boolean placedWithoutFrame;
+    /** Payload bytes the socket wrote straight into their place (the rest of a placed payload was copied). */
+    private long placedBytes;
+
+    /** A frame waiting for its placed payload. */
+    private record Placed(int amId, int flags, ByteBuf header, ByteBuf target) {
+        void release() {
+            header.release();
+            target.release();
+        }
+    }
 
     public AmFrameDecoder(int maxHeader, long maxPayload) {
+        this(maxHeader, maxPayload, false);
+    }
+
+    /** @param placing whether the channel reads through a {@link PlacingRecvAllocator} over this decoder */
+    AmFrameDecoder(int maxHeader, long maxPayload, boolean placing) {
         this.maxHeader = maxHeader;
         this.maxPayload = maxPayload;
+        this.placing = placing;
     }
 
     @Override
@@ -59,6 +98,9 @@ public final class AmFrameDecoder extends ByteToMessageDecoder {
             }
             int frameLength = PREFIX_LENGTH + headerLength + (int) payloadLength;
             if (in.readableBytes() < frameLength) {
+                if (placing && payloadLength >= PLACE_FROM && in.readableBytes() >= PREFIX_LENGTH + headerLength) {
+                    place(ctx, in, amId, flags, headerLength, (int) payloadLength, out);
+                }
                 return;
             }
             ByteBuf header = copy(ctx, in, start + PREFIX_LENGTH, headerLength);
@@ -71,6 +113,150 @@ public final class AmFrameDecoder extends ByteToMessageDecoder {
             if (ctx.isRemoved()) {
                 return;
             }
+        }
+    }
+
+    /**
+     * The frame at {@code in}'s reader index has its header but not its whole payload: if the lane's handler says
+     * where the payload goes, what has come of it is copied there, the frame is taken out of {@code in}, and the rest
+     * will be read into its place. Frames decoded before it go up first (the handler places by what it knows).
+     */
+    private void place(ChannelHandlerContext ctx, ByteBuf in, int amId, int flags, int headerLength, int payloadLength,
+                       List<Object> out) {
+        if (!out.isEmpty()) {
+            return; // decode is called again once they went up
+        }
+        ChannelHandler last = ctx.pipeline().last();
+        if (!(last instanceof PayloadPlacement placement) || ctx.pipeline().first() != this) {
+            return;
+        }
+        int start = in.readerIndex();
+        ByteBuf header = copy(ctx, in, start + PREFIX_LENGTH, headerLength);
+        ByteBuf target;
+        try {
+            target = placement.placePayload(amId, header, payloadLength);
+        } catch (RuntimeException | Error e) {
+            header.release();
+            throw e;
+        }
+        if (target == null) {
+            header.release();
+            return;
+        }
+        if (target.writerIndex() != 0 || target.writableBytes() != payloadLength) {
+            header.release();
+            target.release();
+            throw new IllegalStateException("a placement of " + payloadLength + " bytes gave " + target);
+        }
+        int payloadAt = start + PREFIX_LENGTH + headerLength;
+        target.writeBytes(in, payloadAt, in.writerIndex() - payloadAt);
+        in.readerIndex(in.writerIndex());
+        placed = new Placed(amId, flags, header, target);
+    }
+
+    /**
+     * The buffer for the channel's next read, from its {@link PlacingRecvAllocator}: the rest of a placed payload, a
+     * {@link #HEADER_READ} right after one, or null for the channel's own choice.
+     */
+    ByteBuf nextRead(ByteBufAllocator alloc) {
+        Placed p = placed;
+        if (p != null) {
+            ByteBuf t = p.target;
+            if (!t.hasMemoryAddress()) {
+                return null; // the channel reads into its own buffer; channelRead copies
+            }
+            if (socketRead != null) {
+                socketRead.release(); // a read that never came back with it (Netty released its own reference)
+            }
+            socketRead = t.retainedSlice(t.writerIndex(), t.writableBytes()).clear();
+            return socketRead.retain(); // one reference for the channel's read, one kept to know it again
+        }
+        if (headerReadNext) {
+            headerReadNext = false;
+            return alloc.ioBuffer(HEADER_READ, HEADER_READ);
+        }
+        return null;
+    }
+
+    /** Payload bytes the socket wrote straight into their place so far. */
+    public long placedBytes() {
+        return placedBytes;
+    }
+
+    @Override
+    public void channelRead(ChannelHandlerContext ctx, Object msg) throws Exception {
+        Placed p = placed;
+        if (p == null || !(msg instanceof ByteBuf buf)) {
+            super.channelRead(ctx, msg);
+            return;
+        }
+        ByteBuf target = p.target;
+        if (buf == socketRead) { // the socket wrote into the target's memory: count it in
+            socketRead = null;
+            int n = buf.readableBytes();
+            target.writerIndex(target.writerIndex() + n);
+            placedBytes += n;
+            buf.release(2); // the read's reference and ours
+            buf = null;
+        } else {
+            target.writeBytes(buf, Math.min(buf.readableBytes(), target.writableBytes()));
+        }
+        if (target.isWritable()) {
+            placedWithoutFrame = true;
+            if (buf != null) {
+                buf.release();
+            }
+            return;
+        }
+        placedWithoutFrame = false;
+        placed = null;
+        headerReadNext = true;
+        try {
+            ctx.fireChannelRead(AmFrame.of(p.amId, p.flags, p.header, target));
+        } finally {
+            if (buf != null) {
+                if (buf.isReadable()) {
+                    super.channelRead(ctx, buf); // the next frames: the ordinary way
+                } else {
+                    buf.release();
+                }
+            }
+        }
+    }
+
+    @Override
+    public void channelReadComplete(ChannelHandlerContext ctx) throws Exception {
+        if (placedWithoutFrame) {
+            placedWithoutFrame = false;
+            if (!ctx.channel().config().isAutoRead()) {
+                ctx.read(); // as ByteToMessageDecoder does for bytes that made no frame: whoever reads waits for one
+            }
+        }
+        super.channelReadComplete(ctx);
+    }
+
+    @Override
+    public void channelInactive(ChannelHandlerContext ctx) throws Exception {
+        Placed p = placed;
+        if (p != null) {
+            placed = null;
+            int got = PREFIX_LENGTH + p.header.readableBytes() + p.target.writerIndex();
+            p.release();
+            ctx.fireExceptionCaught(new CorruptedFrameException("connection from " + ctx.channel().remoteAddress()
+                    + " closed in the middle of a frame (" + got + " bytes of it received)"));
+        }
+        super.channelInactive(ctx);
+    }
+
+    @Override
+    protected void handlerRemoved0(ChannelHandlerContext ctx) {
+        if (placed != null) {
+            placed.release();
+            placed = null;
+        }
+        if (socketRead != null) {
+            socketRead.release();
+            socketRead = null;
         }
     }
 

@@ -33,6 +33,10 @@ public final class TcpConfig extends AbstractConfigTable {
     /** Largest active-message frame (header and payload) one tcp lane carries: UCT's seg size. */
     public static final ConfigEntry<Long> SEG_SIZE = ConfigEntry.size("TCP_SEG_SIZE", "64k",
             "Largest payload of one tcp active-message frame (bcopy fragment size)", 8192, 16L << 20);
+    /** Large payloads read from the socket straight into the receiver's buffer ({@link AmFrameDecoder}). */
+    public static final ConfigEntry<Boolean> PLACE = ConfigEntry.bool("TCP_PLACE", "y",
+            "Read a large fragment's payload from the socket straight into the receive buffer it belongs to, where "
+                    + "the receiver knows it, rather than into the lane's buffers and then copying (y/n; not with TLS)");
 
     /** TLS on tcp lanes ({@link TcpTls}). */
     public static final ConfigEntry<Boolean> TLS = ConfigEntry.bool("TCP_TLS", "n",
@@ -58,7 +62,7 @@ public final class TcpConfig extends AbstractConfigTable {
     static final TcpConfig TABLE = new TcpConfig();
 
     public TcpConfig() {
-        super("tcp transport", RANK_TRANSPORT, CONNECT, BIND_ADDR, SEG_SIZE, TLS, TLS_CERT, TLS_KEY, TLS_CA,
+        super("tcp transport", RANK_TRANSPORT, CONNECT, BIND_ADDR, SEG_SIZE, PLACE, TLS, TLS_CERT, TLS_KEY, TLS_CA,
                 TLS_MUTUAL, TLS_PROVIDER);
     }
 

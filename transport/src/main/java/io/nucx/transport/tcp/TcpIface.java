@@ -69,6 +69,8 @@ final class TcpIface extends AbstractIface {
     /** TLS on every lane (NUCX_TCP_TLS), or null. */
     private final TcpTls tls;
     private final boolean p2p;
+    /** Large payloads read straight into their place (NUCX_TCP_PLACE, not under TLS). */
+    private final boolean place;
     /** p2p endpoints waiting to be reached, by token. Loop only. */
     private final java.util.Map<Long, TcpP2pEndpoint> waiting = new java.util.HashMap<>();
     /** p2p endpoint tokens are random: a connection naming one must have been told it, not have counted to it. */
@@ -76,7 +78,7 @@ final class TcpIface extends AbstractIface {
 
     private TcpIface(Transport transport, IfaceParams params, IoEngine mode, Channel server,
                      IfaceAttributes attributes, byte[] deviceAddress, byte[] ifaceAddress, int segSize, boolean p2p,
-                     TcpTls tls) {
+                     TcpTls tls, boolean place) {
         super(transport, params, attributes, deviceAddress, ifaceAddress);
         this.encoder = new AmFrameEncoder(attributes);
         this.mode = mode;
@@ -84,6 +86,7 @@ final class TcpIface extends AbstractIface {
         this.segSize = segSize;
         this.tls = tls;
         this.p2p = p2p;
+        this.place = place;
     }
 
     static TcpIface open(Transport transport, IfaceParams params) throws Exception {
@@ -101,6 +104,7 @@ final class TcpIface extends AbstractIface {
         }
         int segSize = (int) (long) config.get(TcpConfig.SEG_SIZE);
         TcpTls tls = TcpTls.from(config);
+        boolean place = config.get(TcpConfig.PLACE) && tls == null;
         boolean p2p = config.get(TcpConfig.CONNECT) == TcpConfig.Connect.P2P;
         TcpIface[] self = new TcpIface[1]; // accepted lanes look up the iface (its handler, its p2p endpoints)
         InetAddress bind = TcpTransport.bindAddress(config, params.device());
@@ -128,7 +132,7 @@ final class TcpIface extends AbstractIface {
         byte[] ip = advertised.getAddress();
         byte[] dev = packer(9 + ip.length).putLong(HostId.network()).put((byte) ip.length).put(ip).array();
         byte[] iface = packer(2).putShort((short) local.getPort()).array();
-        self[0] = new TcpIface(transport, params, mode, server, attrs, dev, iface, segSize, p2p, tls);
+        self[0] = new TcpIface(transport, params, mode, server, attrs, dev, iface, segSize, p2p, tls, place);
         return self[0];
     }
 
@@ -149,7 +153,12 @@ final class TcpIface extends AbstractIface {
             ch.pipeline().addLast("nucx.tls", connectingTo == null ? tls.accepted(ch) : tls.connected(ch,
                     connectingTo));
         }
-        ch.pipeline().addLast("nucx.frameDecoder", new AmFrameDecoder(MAX_HEADER, segSize));
+        AmFrameDecoder decoder = new AmFrameDecoder(MAX_HEADER, segSize, place);
+        if (place) { // the decoder sees the socket's own bytes: it may say where the next read goes
+            ch.config().setRecvByteBufAllocator(new PlacingRecvAllocator(ch.config().getRecvByteBufAllocator(),
+                    decoder));
+        }
+        ch.pipeline().addLast("nucx.frameDecoder", decoder);
         ch.pipeline().addLast("nucx.frameEncoder", encoder);
         ch.pipeline().addLast(LANE_HANDLER, laneHandler);
     }

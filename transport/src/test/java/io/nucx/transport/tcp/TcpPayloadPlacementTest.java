@@ -1,0 +1,241 @@
+package io.nucx.transport.tcp;
+
+import io.netty.buffer.ByteBuf;
+import io.netty.buffer.PooledByteBufAllocator;
+import io.netty.buffer.Unpooled;
+import io.netty.channel.Channel;
+import io.netty.channel.ChannelFuture;
+import io.netty.channel.ChannelHandlerContext;
+import io.netty.channel.ChannelInboundHandlerAdapter;
+import io.netty.channel.EventLoopGroup;
+import io.netty.channel.MultiThreadIoEventLoopGroup;
+import io.netty.handler.codec.CorruptedFrameException;
+import io.nucx.transport.AmFrame;
+import io.nucx.transport.Iface;
+import io.nucx.transport.IfaceParams;
+import io.nucx.transport.IoEngine;
+import io.nucx.transport.NucxConfig;
+import io.nucx.transport.PayloadPlacement;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.CsvSource;
+import org.junit.jupiter.params.provider.EnumSource;
+
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.BlockingQueue;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.LinkedBlockingQueue;
+import java.util.concurrent.TimeUnit;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertInstanceOf;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.jupiter.api.Assumptions.assumeTrue;
+
+/**
+ * Large payloads read from the socket straight into where the receiving handler says they go
+ * ({@link PayloadPlacement}), on real tcp lanes over every engine: interleaved with small frames and with large ones
+ * it does not place, everything arrives in order and intact, a placed payload is the handler's memory itself, and
+ * most of its bytes came from the socket without a copy; a connection cut in the middle of a placed payload reports
+ * the broken frame and releases the buffer (the leak detector runs at PARANOID).
+ */
+@Timeout(120)
+class TcpPayloadPlacementTest {
+
+    private static final int PLACED = 10;
+    private static final int SMALL = 11;
+    private static final int UNPLACED = 12;
+    private static final int LARGE = 60_000;
+    private static final int ROUNDS = 10;
+    /** Placed frames per round, back to back (a large message's fragments). */
+    private static final int RUN = 4;
+
+    /** The receiving end's handler: places PLACED payloads at the offset their header names in one region. */
+    private static final class PlacingReceiver extends ChannelInboundHandlerAdapter implements PayloadPlacement {
+        final ByteBuf region = PooledByteBufAllocator.DEFAULT.directBuffer(ROUNDS * RUN * LARGE,
+                ROUNDS * RUN * LARGE);
+        final BlockingQueue<AmFrame> frames = new LinkedBlockingQueue<>();
+        final BlockingQueue<Throwable> errors = new LinkedBlockingQueue<>();
+        final CompletableFuture<Channel> channel = new CompletableFuture<>();
+        int placements;
+        /** The offsets placed into (the frames whose payload had not all arrived with their header). */
+        final java.util.Set<Long> placedAt = java.util.concurrent.ConcurrentHashMap.newKeySet();
+
+        @Override
+        public void channelActive(ChannelHandlerContext ctx) {
+            channel.complete(ctx.channel());
+            ctx.fireChannelActive();
+        }
+
+        @Override
+        public ByteBuf placePayload(int amId, ByteBuf header, int length) {
+            if (amId != PLACED) {
+                return null;
+            }
+            placements++;
+            long at = header.getLongLE(header.readerIndex());
+            placedAt.add(at);
+            return region.retainedSlice((int) at, length).clear();
+        }
+
+        @Override
+        public void channelRead(ChannelHandlerContext ctx, Object msg) {
+            frames.add((AmFrame) msg);
+        }
+
+        @Override
+        public void exceptionCaught(ChannelHandlerContext ctx, Throwable cause) {
+            errors.add(cause);
+        }
+    }
+
+    private final List<EventLoopGroup> groups = new ArrayList<>();
+    private final List<Iface> ifaces = new ArrayList<>();
+    private final List<PlacingReceiver> receivers = new ArrayList<>();
+
+    @AfterEach
+    void close() throws Exception {
+        for (Iface i : ifaces) {
+            i.close().await(10, TimeUnit.SECONDS);
+        }
+        for (EventLoopGroup g : groups) {
+            g.shutdownGracefully(0, 1, TimeUnit.SECONDS).await(10, TimeUnit.SECONDS);
+        }
+        for (PlacingReceiver r : receivers) {
+            for (AmFrame f; (f = r.frames.poll()) != null; ) {
+                f.release();
+            }
+            r.region.release();
+        }
+    }
+
+    private Iface open(IoEngine engine, String place, PlacingReceiver accepted) throws Exception {
+        EventLoopGroup g = new MultiThreadIoEventLoopGroup(1, engine.ioHandlerFactory());
+        groups.add(g);
+        TcpTransport t = new TcpTransport();
+        NucxConfig config = NucxConfig.of(Map.of("NUCX_TCP_PLACE", place), Map.of());
+        Iface i = t.openIface(new IfaceParams(g.next(), t.defaultDevice(config),
+                () -> accepted != null ? accepted : new ChannelInboundHandlerAdapter(), config));
+        ifaces.add(i);
+        return i;
+    }
+
+    private PlacingReceiver receiver() {
+        PlacingReceiver r = new PlacingReceiver();
+        receivers.add(r);
+        return r;
+    }
+
+    private static ByteBuf pattern(int seed, int n) {
+        byte[] bytes = new byte[n];
+        for (int i = 0; i < n; i++) {
+            bytes[i] = (byte) (seed * 31 + i * 7);
+        }
+        return Unpooled.directBuffer(n).writeBytes(bytes);
+    }
+
+    private static AmFrame frame(int amId, long header, int seed, int n) {
+        return AmFrame.of(amId, 0, Unpooled.buffer(8).writeLongLE(header), pattern(seed, n));
+    }
+
+    /** One bulk comparison: the leak detector records every access of a buffer under test, byte by byte is slow. */
+    private static void assertPattern(ByteBuf b, int seed, int n, String what) {
+        assertEquals(n, b.readableBytes(), what + ": length");
+        ByteBuf expected = pattern(seed, n);
+        try {
+            assertTrue(io.netty.buffer.ByteBufUtil.equals(expected, 0, b, b.readerIndex(), n), what + ": bytes differ");
+        } finally {
+            expected.release();
+        }
+    }
+
+    @ParameterizedTest(name = "{0}, NUCX_TCP_PLACE={1}")
+    @CsvSource({"IO_URING, y", "EPOLL, y", "NIO, y", "EPOLL, n"})
+    void largePayloadsGoStraightWhereTheReceiverSaysAndEverythingArrivesInOrder(IoEngine engine, String place)
+            throws Exception {
+        assumeTrue(engine.availability().isAvailable(), () -> engine.availability().reason());
+        PlacingReceiver r = receiver();
+        Iface b = open(engine, place, r);
+        Iface a = open(engine, place, null);
+        Channel ch = ((io.nucx.transport.AbstractIface) a).eventLoop().submit(() ->
+                a.connect(b.deviceAddress(), b.ifaceAddress(), new ChannelInboundHandlerAdapter())).get()
+                .sync().channel();
+        Channel accepted = r.channel.get(10, TimeUnit.SECONDS);
+        ChannelFuture last = null;
+        for (int i = 0; i < ROUNDS; i++) {
+            for (int k = 0; k < RUN; k++) {
+                ch.write(frame(PLACED, (long) (i * RUN + k) * LARGE, i * RUN + k, LARGE));
+            }
+            ch.write(frame(SMALL, i, i, 100));
+            last = ch.writeAndFlush(frame(UNPLACED, i, i, LARGE - 1000));
+        }
+        assertTrue(last.await(30, TimeUnit.SECONDS) && last.isSuccess(), () -> "writes: " + ch);
+        for (int i = 0; i < ROUNDS; i++) {
+            for (int k = 0; k < RUN + 2; k++) {
+                int amId = k < RUN ? PLACED : k == RUN ? SMALL : UNPLACED;
+                int seed = amId == PLACED ? i * RUN + k : i;
+                AmFrame f = r.frames.poll(30, TimeUnit.SECONDS);
+                assertNotNull(f, "frame " + k + " of round " + i + " did not arrive");
+                try {
+                    assertEquals(amId, f.amId(), "round " + i + ", frame " + k + ": order");
+                    int n = amId == PLACED ? LARGE : amId == SMALL ? 100 : LARGE - 1000;
+                    assertPattern(f.payload(), seed, n, "am " + amId + " round " + i + " frame " + k);
+                    long at = (long) seed * LARGE;
+                    if (amId == PLACED && r.placedAt.contains(at)) {
+                        assertEquals(r.region.memoryAddress() + at, f.payload().memoryAddress()
+                                + f.payload().readerIndex(), "the placed payload at " + at + " is the receiver's");
+                        assertPattern(r.region.slice((int) at, LARGE), seed, LARGE, "region at " + at);
+                    }
+                } finally {
+                    f.release();
+                }
+            }
+        }
+        AmFrameDecoder decoder = accepted.pipeline().get(AmFrameDecoder.class);
+        long placed = accepted.eventLoop().submit(decoder::placedBytes).get();
+        if (place.equals("y")) {
+            // Each placed frame's first read may bring some of its payload (copied); the rest comes from the socket.
+            // A frame is placed when its header arrives before all of its payload: after a placed one, the lane
+            // reads small, so a run of large frames is placed from its second frame on, mostly from the socket.
+            assertTrue(r.placements >= ROUNDS, () -> r.placements + " placements in " + ROUNDS + " runs of " + RUN);
+            assertTrue(placed > (long) ROUNDS * LARGE, () -> "only " + placed + " bytes of " + r.placements
+                    + " placed payloads came straight from the socket");
+        } else {
+            assertEquals(0, placed, "NUCX_TCP_PLACE=n");
+            assertEquals(0, r.placements, "NUCX_TCP_PLACE=n asks no one");
+        }
+        assertTrue(r.errors.isEmpty(), () -> "errors: " + r.errors);
+    }
+
+    @ParameterizedTest
+    @EnumSource(value = IoEngine.class)
+    void aConnectionCutInThePlacedPayloadReportsTheBrokenFrameAndReleasesItsBuffer(IoEngine engine)
+            throws Exception {
+        assumeTrue(engine.availability().isAvailable(), () -> engine.availability().reason());
+        PlacingReceiver r = receiver();
+        Iface b = open(engine, "y", r);
+        Iface a = open(engine, "y", null);
+        Channel ch = ((io.nucx.transport.AbstractIface) a).eventLoop().submit(() ->
+                a.connect(b.deviceAddress(), b.ifaceAddress(), new ChannelInboundHandlerAdapter())).get()
+                .sync().channel();
+        r.channel.get(10, TimeUnit.SECONDS);
+        // A PLACED frame's prefix, header and half its payload, as raw bytes (the encoder passes a ByteBuf through),
+        // then the sender goes away.
+        ByteBuf raw = Unpooled.directBuffer();
+        raw.writeByte(PLACED).writeByte(0).writeShortLE(8).writeIntLE(LARGE).writeLongLE(0);
+        ByteBuf half = pattern(0, LARGE / 2);
+        raw.writeBytes(half);
+        half.release();
+        assertTrue(ch.writeAndFlush(raw).await(10, TimeUnit.SECONDS));
+        ch.close().sync();
+        Throwable e = r.errors.poll(30, TimeUnit.SECONDS);
+        assertInstanceOf(CorruptedFrameException.class, e);
+        assertTrue(e.getMessage().contains("closed in the middle of a frame"), e.getMessage());
+        assertEquals(1, r.placements, "the frame was placed before the cut");
+        assertTrue(r.frames.isEmpty(), "no frame went up");
+    }
+}

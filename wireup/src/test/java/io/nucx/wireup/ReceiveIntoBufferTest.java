@@ -1,0 +1,122 @@
+package io.nucx.wireup;
+
+import io.netty.buffer.ByteBuf;
+import io.netty.buffer.PooledByteBufAllocator;
+import io.nucx.Endpoint;
+import io.nucx.Worker;
+import io.nucx.protocol.tag.MessageTruncatedException;
+import io.nucx.protocol.tag.TagReceive;
+import io.nucx.transport.tcp.AmFrameDecoder;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.extension.RegisterExtension;
+
+import java.util.concurrent.BlockingQueue;
+import java.util.concurrent.LinkedBlockingQueue;
+import java.util.concurrent.TimeUnit;
+
+import static io.nucx.wireup.TestWorkers.assertPattern;
+import static io.nucx.wireup.TestWorkers.pattern;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertInstanceOf;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/**
+ * A reusable receive with the user's buffer ({@link TagReceive#reusable(long, long, ByteBuf, TagReceive.Handler)}):
+ * every message, eager or rendezvous, lands in that buffer and the handler gets a slice of it; over tcp the fragments
+ * of a large message are read from the socket straight into it; a message longer than the room left fails the
+ * receive with {@link MessageTruncatedException} and the endpoint goes on.
+ */
+@Timeout(120)
+class ReceiveIntoBufferTest {
+
+    @RegisterExtension
+    final TestWorkers workers = new TestWorkers();
+
+    /** What the handler got: a message (tag, data: owned) or a failure. */
+    private record Got(long tag, ByteBuf data, Throwable failure) {
+    }
+
+    private static TagReceive into(ByteBuf into, BlockingQueue<Got> got) {
+        return TagReceive.reusable(0, 0, into, new TagReceive.Handler() {
+            @Override
+            public void received(long tag, ByteBuf data) {
+                got.add(new Got(tag, data, null));
+            }
+
+            @Override
+            public void failed(Throwable cause) {
+                got.add(new Got(-1, null, cause));
+            }
+        });
+    }
+
+    @Test
+    void everyMessageLandsInTheUsersBufferAndLargeFragmentsComeStraightFromTheTcpLane() throws Exception {
+        Worker a = workers.start("a", "TLS", "tcp");
+        Worker b = workers.start("b", "TLS", "tcp");
+        Endpoint ep = TestWorkers.wiredUp(a, b);
+        Endpoint accepted = b.endpoints().iterator().next();
+        int[] sizes = {8, 100_000, 1 << 20, 3, 3 << 20};
+        ByteBuf buffer = PooledByteBufAllocator.DEFAULT.directBuffer(4 << 20, 4 << 20);
+        BlockingQueue<Got> got = new LinkedBlockingQueue<>();
+        TagReceive receive = into(buffer, got);
+        try {
+            for (int i = 0; i < sizes.length; i++) {
+                b.eventLoop().submit(() -> b.tagRecv(receive)).get(10, TimeUnit.SECONDS);
+                assertTrue(ep.tagSend(100 + i, pattern(i, sizes[i])).await(30, TimeUnit.SECONDS));
+                Got g = got.poll(30, TimeUnit.SECONDS);
+                assertNotNull(g, "message " + i + " of " + sizes[i] + " bytes did not arrive");
+                assertEquals(null, g.failure());
+                try {
+                    assertEquals(100 + i, g.tag());
+                    assertPattern(i, sizes[i], g.data());
+                    assertEquals(buffer.memoryAddress(), g.data().memoryAddress() + g.data().readerIndex(),
+                            "message " + i + " is in the user's buffer, from its start");
+                    assertEquals(sizes[i], buffer.writerIndex(), "the buffer's writer index follows the message");
+                } finally {
+                    g.data().release();
+                }
+                buffer.clear();
+            }
+            AmFrameDecoder decoder = TestWorkers.impl(accepted).amLane().pipeline().get(AmFrameDecoder.class);
+            long placed = b.eventLoop().submit(decoder::placedBytes).get(10, TimeUnit.SECONDS);
+            assertTrue(placed > (1 << 20), () -> "only " + placed + " bytes came from the socket straight into the "
+                    + "user's buffer");
+        } finally {
+            buffer.release();
+        }
+    }
+
+    @Test
+    void aMessageLongerThanTheRoomLeftFailsTheReceiveAndTheEndpointGoesOn() throws Exception {
+        Worker a = workers.start("a", "TLS", "tcp");
+        Worker b = workers.start("b", "TLS", "tcp");
+        Endpoint ep = TestWorkers.wiredUp(a, b);
+        ByteBuf buffer = PooledByteBufAllocator.DEFAULT.directBuffer(100, 100);
+        BlockingQueue<Got> got = new LinkedBlockingQueue<>();
+        TagReceive receive = into(buffer, got);
+        try {
+            for (int size : new int[] {1000, 200_000}) {
+                b.eventLoop().submit(() -> b.tagRecv(receive)).get(10, TimeUnit.SECONDS);
+                ep.tagSend(7, pattern(size, size));
+                Got g = got.poll(30, TimeUnit.SECONDS);
+                assertNotNull(g, "no word on the " + size + "-byte message");
+                assertInstanceOf(MessageTruncatedException.class, g.failure());
+                assertEquals(0, buffer.writerIndex(), "nothing of it was kept");
+            }
+            b.eventLoop().submit(() -> b.tagRecv(receive)).get(10, TimeUnit.SECONDS);
+            assertTrue(ep.tagSend(8, pattern(8, 100)).await(30, TimeUnit.SECONDS));
+            Got g = got.poll(30, TimeUnit.SECONDS);
+            assertNotNull(g, "the next message that fits did not arrive");
+            try {
+                assertPattern(8, 100, g.data());
+            } finally {
+                g.data().release();
+            }
+        } finally {
+            buffer.release();
+        }
+    }
+}
