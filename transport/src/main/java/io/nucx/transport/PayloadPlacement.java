@@ -14,6 +14,18 @@ import io.netty.buffer.ByteBuf;
 public interface PayloadPlacement {
 
     /**
+     * Fired into a lane's pipeline before the memory it may be placing into goes back to its owner (an endpoint ending
+     * fails the receives whose buffers those are): the lane moves a payload it is placing into a buffer of its own and
+     * touches the placed memory no more. Synchronous: placing lanes read on their loop, one read at a time.
+     */
+    Object RELINQUISH = new Object() {
+        @Override
+        public String toString() {
+            return "PayloadPlacement.RELINQUISH";
+        }
+    };
+
+    /**
      * A buffer of exactly {@code length} writable bytes (writer index 0) for the payload of the frame {@code amId}
      * with {@code header} (read only, indices left alone), which the transport then owns and hands up as the frame's
      * payload (it releases it if the frame never completes); or null: the frame arrives the ordinary way. A buffer

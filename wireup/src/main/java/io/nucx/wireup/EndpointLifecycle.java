@@ -13,6 +13,7 @@ import io.nucx.EndpointTimeoutException;
 import io.nucx.ErrorMode;
 import io.nucx.protocol.ProtocolCodec;
 import io.nucx.transport.AmFrame;
+import io.nucx.transport.PayloadPlacement;
 
 import java.io.IOException;
 import java.nio.channels.ClosedChannelException;
@@ -367,6 +368,12 @@ final class EndpointLifecycle {
         }
         EndpointLanes lanes = ep.lanes();
         lanes.releaseAll(cause); // first: a codec's last words below must not wait for confirmation
+        for (Lane l : lanes.all()) { // before the receives fail: their buffers go back to the user
+            Channel ch = l.channel();
+            if (ch != null && ch.isRegistered()) {
+                ch.pipeline().fireUserEventTriggered(PayloadPlacement.RELINQUISH);
+            }
+        }
         boolean lingers = false;
         for (ProtocolCodec c : ep.codecs()) {
             c.endpointEnded(cause);

@@ -54,8 +54,9 @@ class ReceiveIntoBufferTest {
 
     @Test
     void everyMessageLandsInTheUsersBufferAndLargeFragmentsComeStraightFromTheTcpLane() throws Exception {
-        Worker a = workers.start("a", "TLS", "tcp");
-        Worker b = workers.start("b", "TLS", "tcp");
+        // epoll: tcp lanes place payloads on epoll and nio, not on io_uring (the default without busy-polling).
+        Worker a = workers.start("a", "TLS", "tcp", "TCP_IO", "epoll");
+        Worker b = workers.start("b", "TLS", "tcp", "TCP_IO", "epoll");
         Endpoint ep = TestWorkers.wiredUp(a, b);
         Endpoint accepted = b.endpoints().iterator().next();
         int[] sizes = {8, 100_000, 1 << 20, 3, 3 << 20};
@@ -87,6 +88,41 @@ class ReceiveIntoBufferTest {
         } finally {
             buffer.release();
         }
+    }
+
+    /**
+     * An endpoint that ends tells its lanes to let go of any receive buffer they are placing into
+     * ({@link io.nucx.transport.PayloadPlacement#RELINQUISH}) before it fails the receives that own those buffers
+     * ({@code EndpointLifecycle.end}): closed by the user, or failed by the peer while its lanes are open.
+     */
+    @org.junit.jupiter.params.ParameterizedTest
+    @org.junit.jupiter.params.provider.ValueSource(booleans = {false, true})
+    void anEndingEndpointMakesItsLanesLetGoOfPlacedBuffers(boolean failed) throws Exception {
+        Worker a = workers.start("a", "TLS", "tcp", "TCP_IO", "epoll");
+        Worker b = workers.start("b", "TLS", "tcp", "TCP_IO", "epoll");
+        TestWorkers.wiredUp(a, b);
+        Endpoint accepted = b.endpoints().iterator().next();
+        java.util.List<Object> seen = new java.util.concurrent.CopyOnWriteArrayList<>();
+        b.eventLoop().submit(() -> TestWorkers.impl(accepted).amLane().pipeline().addLast(
+                new io.netty.channel.ChannelInboundHandlerAdapter() {
+                    @Override
+                    public void userEventTriggered(io.netty.channel.ChannelHandlerContext ctx, Object evt) {
+                        if (evt == io.nucx.transport.PayloadPlacement.RELINQUISH) {
+                            seen.add(evt);
+                        }
+                        ctx.fireUserEventTriggered(evt);
+                    }
+                })).get(10, TimeUnit.SECONDS);
+        if (failed) { // an EP_CHECK for an id the peer never gave out: it answers EP_REMOVED, the endpoint fails
+            b.eventLoop().submit(() -> TestWorkers.impl(accepted).amLane().writeAndFlush(WireupMessage.epCheck(
+                    io.nucx.ErrorMode.PEER, accepted.endpointId(), 999_999).toFrame(
+                    TestWorkers.impl(accepted).amLane().alloc()))).get(10, TimeUnit.SECONDS);
+            assertTrue(accepted.errorFuture().await(30, TimeUnit.SECONDS));
+        } else {
+            assertTrue(accepted.close().await(30, TimeUnit.SECONDS));
+        }
+        assertTrue(accepted.closeFuture().await(30, TimeUnit.SECONDS));
+        assertEquals(java.util.List.of(io.nucx.transport.PayloadPlacement.RELINQUISH), seen, "RELINQUISH, once");
     }
 
     @Test

@@ -224,6 +224,27 @@ public final class AmFrameDecoder extends ByteToMessageDecoder {
         }
     }
 
+    /**
+     * {@link PayloadPlacement#RELINQUISH}: a payload being placed moves into a buffer of this lane's own, what arrived
+     * of it copied over while the memory is still the receiver's; its frame still comes up when whole.
+     */
+    @Override
+    public void userEventTriggered(ChannelHandlerContext ctx, Object evt) throws Exception {
+        Placed p = placed;
+        if (evt == PayloadPlacement.RELINQUISH && p != null) {
+            ByteBuf t = p.target;
+            ByteBuf own = ctx.alloc().directBuffer(t.capacity(), t.capacity());
+            own.writeBytes(t, 0, t.writerIndex());
+            t.release();
+            if (socketRead != null) {
+                socketRead.release();
+                socketRead = null;
+            }
+            placed = new Placed(p.amId, p.flags, p.header, own);
+        }
+        super.userEventTriggered(ctx, evt);
+    }
+
     @Override
     public void channelReadComplete(ChannelHandlerContext ctx) throws Exception {
         if (placedWithoutFrame) {

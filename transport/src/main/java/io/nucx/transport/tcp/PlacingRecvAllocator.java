@@ -8,8 +8,9 @@ import io.netty.util.UncheckedBooleanSupplier;
 
 /**
  * One tcp lane's read buffers: its {@link AmFrameDecoder}'s when the decoder is reading a payload into its place (or
- * wants a small read after one), the channel's usual allocator's otherwise. Every engine (io_uring, epoll, nio) asks
- * its handle for the buffer of each read just before the read, one read at a time, so the decoder's state is current.
+ * wants a small read after one), the channel's usual allocator's otherwise. epoll and nio ask their handle for the
+ * buffer of each read just before the read, on the loop, one read at a time, so the decoder's state is current and a
+ * placed buffer can be taken back between two reads (not so io_uring, whose read waits in the kernel: not used there).
  */
 final class PlacingRecvAllocator implements RecvByteBufAllocator {
 

@@ -104,7 +104,9 @@ final class TcpIface extends AbstractIface {
         }
         int segSize = (int) (long) config.get(TcpConfig.SEG_SIZE);
         TcpTls tls = TcpTls.from(config);
-        boolean place = config.get(TcpConfig.PLACE) && tls == null;
+        // Not on io_uring: its read is submitted ahead and the kernel writes when data come, so a placed buffer could
+        // not be taken back at once (PayloadPlacement.RELINQUISH); epoll and nio read on the loop, one read at a time.
+        boolean place = config.get(TcpConfig.PLACE) && tls == null && mode != IoEngine.IO_URING;
         boolean p2p = config.get(TcpConfig.CONNECT) == TcpConfig.Connect.P2P;
         TcpIface[] self = new TcpIface[1]; // accepted lanes look up the iface (its handler, its p2p endpoints)
         InetAddress bind = TcpTransport.bindAddress(config, params.device());

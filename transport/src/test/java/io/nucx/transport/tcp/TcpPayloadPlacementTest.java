@@ -155,12 +155,14 @@ class TcpPayloadPlacementTest {
 
     @ParameterizedTest(name = "{0}, NUCX_TCP_PLACE={1}")
     @CsvSource({"IO_URING, y", "EPOLL, y", "NIO, y", "EPOLL, n"})
-    void largePayloadsGoStraightWhereTheReceiverSaysAndEverythingArrivesInOrder(IoEngine engine, String place)
+    void largePayloadsGoStraightWhereTheReceiverSaysAndEverythingArrivesInOrder(IoEngine engine, String setting)
             throws Exception {
+        // io_uring's reads wait in the kernel with their buffer: no placing there (PlacingRecvAllocator).
+        String place = engine == IoEngine.IO_URING ? "n" : setting;
         assumeTrue(engine.availability().isAvailable(), () -> engine.availability().reason());
         PlacingReceiver r = receiver();
-        Iface b = open(engine, place, r);
-        Iface a = open(engine, place, null);
+        Iface b = open(engine, setting, r);
+        Iface a = open(engine, setting, null);
         Channel ch = ((io.nucx.transport.AbstractIface) a).eventLoop().submit(() ->
                 a.connect(b.deviceAddress(), b.ifaceAddress(), new ChannelInboundHandlerAdapter())).get()
                 .sync().channel();
@@ -205,32 +207,84 @@ class TcpPayloadPlacementTest {
             assertTrue(placed > (long) ROUNDS * LARGE, () -> "only " + placed + " bytes of " + r.placements
                     + " placed payloads came straight from the socket");
         } else {
-            assertEquals(0, placed, "NUCX_TCP_PLACE=n");
-            assertEquals(0, r.placements, "NUCX_TCP_PLACE=n asks no one");
+            assertEquals(0, placed, "NUCX_TCP_PLACE=" + setting + " on " + engine);
+            assertEquals(0, r.placements, "NUCX_TCP_PLACE=" + setting + " on " + engine + " asks no one");
         }
         assertTrue(r.errors.isEmpty(), () -> "errors: " + r.errors);
     }
 
+    /** A PLACED frame's prefix, header and the first {@code n} bytes of its payload, as raw bytes. */
+    private static ByteBuf placedFrameStart(int n) {
+        ByteBuf raw = Unpooled.directBuffer();
+        raw.writeByte(PLACED).writeByte(0).writeShortLE(8).writeIntLE(LARGE).writeLongLE(0);
+        ByteBuf part = pattern(0, LARGE);
+        raw.writeBytes(part, 0, n);
+        part.release();
+        return raw;
+    }
+
+    private Channel connected(Iface a, Iface b, PlacingReceiver r) throws Exception {
+        Channel ch = ((io.nucx.transport.AbstractIface) a).eventLoop().submit(() ->
+                a.connect(b.deviceAddress(), b.ifaceAddress(), new ChannelInboundHandlerAdapter())).get()
+                .sync().channel();
+        r.channel.get(10, TimeUnit.SECONDS);
+        return ch;
+    }
+
+    /**
+     * {@link PayloadPlacement#RELINQUISH} in the middle of a placed payload (an endpoint failing the receive that owns
+     * the memory): not a byte more goes into that memory, and the frame still arrives whole, from a buffer of the
+     * lane's own.
+     */
     @ParameterizedTest
-    @EnumSource(value = IoEngine.class)
+    @EnumSource(value = IoEngine.class, names = {"EPOLL", "NIO"})
+    void aRelinquishedPlacementTouchesTheMemoryNoMoreAndTheFrameStillArrivesWhole(IoEngine engine) throws Exception {
+        assumeTrue(engine.availability().isAvailable(), () -> engine.availability().reason());
+        PlacingReceiver r = receiver();
+        Iface b = open(engine, "y", r);
+        Iface a = open(engine, "y", null);
+        Channel ch = connected(a, b, r);
+        Channel accepted = r.channel.get();
+        int first = LARGE / 3;
+        assertTrue(ch.writeAndFlush(placedFrameStart(first)).await(10, TimeUnit.SECONDS));
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(20);
+        while (accepted.eventLoop().submit(() -> r.placements == 1 && r.region.getByte(first - 1)
+                == (byte) ((first - 1) * 7)).get() != Boolean.TRUE) {
+            assertTrue(System.nanoTime() < deadline, "the first part was never placed");
+            Thread.sleep(5);
+        }
+        accepted.eventLoop().submit(() -> {
+            accepted.pipeline().fireUserEventTriggered(PayloadPlacement.RELINQUISH);
+            r.region.setZero(0, r.region.capacity()); // the owner has its memory back and reuses it
+        }).get();
+        ByteBuf rest = pattern(0, LARGE);
+        assertTrue(ch.writeAndFlush(rest.retainedSlice(first, LARGE - first)).await(10, TimeUnit.SECONDS));
+        rest.release();
+        AmFrame f = r.frames.poll(30, TimeUnit.SECONDS);
+        assertNotNull(f, "the frame did not arrive");
+        try {
+            assertPattern(f.payload(), 0, LARGE, "the relinquished frame");
+            assertTrue(f.payload().memoryAddress() != r.region.memoryAddress(), "its payload is the lane's own");
+        } finally {
+            f.release();
+        }
+        byte[] region = new byte[LARGE];
+        r.region.getBytes(0, region);
+        assertEquals(-1, java.util.Arrays.mismatch(region, new byte[LARGE]), "nothing was written after RELINQUISH");
+        assertTrue(r.errors.isEmpty(), () -> "errors: " + r.errors);
+    }
+
+    @ParameterizedTest
+    @EnumSource(value = IoEngine.class, names = {"EPOLL", "NIO"})
     void aConnectionCutInThePlacedPayloadReportsTheBrokenFrameAndReleasesItsBuffer(IoEngine engine)
             throws Exception {
         assumeTrue(engine.availability().isAvailable(), () -> engine.availability().reason());
         PlacingReceiver r = receiver();
         Iface b = open(engine, "y", r);
         Iface a = open(engine, "y", null);
-        Channel ch = ((io.nucx.transport.AbstractIface) a).eventLoop().submit(() ->
-                a.connect(b.deviceAddress(), b.ifaceAddress(), new ChannelInboundHandlerAdapter())).get()
-                .sync().channel();
-        r.channel.get(10, TimeUnit.SECONDS);
-        // A PLACED frame's prefix, header and half its payload, as raw bytes (the encoder passes a ByteBuf through),
-        // then the sender goes away.
-        ByteBuf raw = Unpooled.directBuffer();
-        raw.writeByte(PLACED).writeByte(0).writeShortLE(8).writeIntLE(LARGE).writeLongLE(0);
-        ByteBuf half = pattern(0, LARGE / 2);
-        raw.writeBytes(half);
-        half.release();
-        assertTrue(ch.writeAndFlush(raw).await(10, TimeUnit.SECONDS));
+        Channel ch = connected(a, b, r);
+        // Half a PLACED frame, as raw bytes (the encoder passes a ByteBuf through), then the sender goes away.
+        assertTrue(ch.writeAndFlush(placedFrameStart(LARGE / 2)).await(10, TimeUnit.SECONDS));
         ch.close().sync();
         Throwable e = r.errors.poll(30, TimeUnit.SECONDS);
         assertInstanceOf(CorruptedFrameException.class, e);
