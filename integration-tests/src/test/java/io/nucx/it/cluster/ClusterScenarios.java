@@ -266,18 +266,21 @@ abstract class ClusterScenarios {
         ClusterNode n1 = c.node(0);
         ClusterNode victim = c.node(1);
         ClusterNode n3 = c.node(2);
-        String first = "tcp/" + n1.device(0);
-        String second = "tcp/" + n1.device(1);
-        for (ClusterNode n : List.of(n1, n3)) { // the AM lane on the first network, the second one beside it
-            awaitLanes(n, "n2", "[tcp/" + n.device(0) + ",");
+        // The AM lane is on whichever network sorts first by address (LaneSelector's tie-break), and the container
+        // backend's networks get whatever subnets are free: the network cut is the one that carries the AM lane.
+        int amNet = amLaneNetwork(n1, "n2");
+        String first = "tcp/" + n1.device(amNet);
+        String second = "tcp/" + n1.device(1 - amNet);
+        for (ClusterNode n : List.of(n1, n3)) { // the AM lane on that network, the other one beside it
+            awaitLanes(n, "n2", "[tcp/" + n.device(amNet) + ",");
         }
         Map<String, Long> before = totals(c.nodes());
         List<Flow> flows = allPairs(c.nodes(), 300, MIXED);
         Flow intoVictim = flows.stream().filter(f -> f.src() == n1 && f.dst() == victim).findFirst().orElseThrow();
         int atCut = awaitProgress(intoVictim, 60);
-        victim.disconnect(0); // its first network goes away without a word: no FIN, no RST, packets vanish
+        victim.disconnect(amNet); // that network goes away without a word: no FIN, no RST, packets vanish
         assertTrue(atCut < intoVictim.count(), "the cut fell mid-stream: " + atCut + " of " + intoVictim.count());
-        System.out.println("cluster: " + victim.name() + " left network 0 with " + atCut + " of "
+        System.out.println("cluster: " + victim.name() + " left network " + amNet + " with " + atCut + " of "
                 + intoVictim.count() + " messages of " + n1.name() + "'s stream received");
         assertDelivered(flows); // each message once, in order, byte for byte
         for (ClusterNode a : c.nodes()) {
@@ -329,6 +332,30 @@ abstract class ClusterScenarios {
             Thread.sleep(5);
             lanes = n.control().call("lanes " + peer);
         }
+    }
+
+    /**
+     * The network (0 or 1) of {@code n}'s AM lane to {@code peer}, once the endpoint lists both of its lanes (the
+     * second is announced a moment after wireup, {@link #awaitLanes}).
+     */
+    static int amLaneNetwork(ClusterNode n, String peer) throws Exception {
+        awaitLanes(n, peer, "[tcp/");
+        long deadline = System.currentTimeMillis() + 30_000;
+        String lanes = n.control().call("lanes " + peer);
+        while (!lanes.contains(",")) {
+            assertTrue(System.currentTimeMillis() < deadline, n.name() + " -> " + peer + ": " + lanes
+                    + ", expected two lanes");
+            Thread.sleep(5);
+            lanes = n.control().call("lanes " + peer);
+        }
+        String am = lanes.substring(1, lanes.indexOf(','));
+        for (int i = 0; i < 2; i++) {
+            if (am.equals("tcp/" + n.device(i))) {
+                return i;
+            }
+        }
+        throw new AssertionError(n.name() + " -> " + peer + ": AM lane " + am + " is on neither network ("
+                + n.device(0) + ", " + n.device(1) + ")");
     }
 
     /** Every node's counters, summed. */
