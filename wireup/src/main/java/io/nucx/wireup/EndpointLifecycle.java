@@ -333,6 +333,9 @@ final class EndpointLifecycle {
      * The worker's reaper: a connected endpoint none of whose lanes is open any more fails (its lanes' closes should
      * have failed it; this makes sure nothing outlives its lanes, in any error mode).
      */
+    /** The reaper found every lane closed, some not yet deregistered, and gave them a tick. */
+    private boolean reapDeferred;
+
     void reapIfLanesGone() {
         if (state != State.CONNECTED && state != State.DRAINING) {
             return;
@@ -340,12 +343,19 @@ final class EndpointLifecycle {
         if (ep.lanes().holding() || !ep.lanes().liveChannels().isEmpty()) {
             return;
         }
+        boolean inactivePending = false;
         for (Lane l : ep.lanes().all()) {
-            // Still registered: closed, but its channelInactive (which tells this endpoint why, naming the lane) is
-            // still queued on the loop; that is the lane's close to report, not the reaper's.
-            if (l.channel() != null && (l.channel().isOpen() || l.channel().isRegistered())) {
+            if (l.channel() != null && l.channel().isOpen()) {
                 return;
             }
+            inactivePending |= l.channel() != null && l.channel().isRegistered();
+        }
+        // Closed but still registered: the lane's channelInactive, which tells this endpoint why (naming the lane),
+        // may still be queued on the loop. That is the lane's close to report: the reaper waits one tick for it, and
+        // one only (a lane that never deregisters must not keep its endpoint alive).
+        if (inactivePending && !reapDeferred) {
+            reapDeferred = true;
+            return;
         }
         fail(new ConnectionResetException(ep.endpointId(), ep.remoteAddress(), "every lane to the peer is closed",
                 null));
