@@ -45,10 +45,11 @@ public interface ProtocolCodec extends ChannelHandler {
 
     /**
      * A short frame of {@code amId} as its parts (header one little-endian long, no flags), for which
-     * {@link #takesShortFrames} said yes: as {@link #frameArrived} with no header buffer and no frame. Owns
-     * {@code payload}; an exception closes the lane.
+     * {@link #takesShortFrames} said yes: as {@link #frameArrived} with no header buffer and no frame. The payload is
+     * where the transport read it, valid during the call only: copied where it goes, or out; an exception closes the
+     * lane.
      */
-    default void shortFrameArrived(int amId, long header, ByteBuf payload) {
+    default void shortFrameArrived(int amId, long header, io.nucx.transport.ShortPayload payload) {
         throw new UnsupportedOperationException("short frames of " + amId);
     }
 

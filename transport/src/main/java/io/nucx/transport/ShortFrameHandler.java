@@ -1,18 +1,17 @@
 package io.nucx.transport;
 
-import io.netty.buffer.ByteBuf;
-
 /**
  * A lane's inbound handler that takes a short frame as its parts: active message {@code amId}, no flags, a header that
- * is one little-endian long, and the payload. A transport that reads records out of its own memory (shm's ring) hands
+ * is one little-endian long, and the payload where the transport read it ({@link ShortPayload}). A transport that reads records out of its own memory (shm's ring) hands
  * them so, with no header buffer and no {@link AmFrame} (UCT's {@code am_short} on the receive side), when the handler
  * is the lane's only one. Anything it does not take comes up the pipeline as a frame, as always.
  */
 public interface ShortFrameHandler {
 
     /**
-     * Takes the short frame, owning {@code payload}, and returns true; or returns false at once, having done nothing,
-     * and the transport sends the frame up the pipeline. An exception closes the lane, as from {@code channelRead}.
+     * Takes the short frame, copying {@code payload} where it goes before returning (it is valid during the call
+     * only), and returns true; or returns false at once, having done nothing, and the transport sends the frame up
+     * the pipeline. An exception closes the lane, as from {@code channelRead}.
      */
-    boolean shortFrameArrived(int amId, long header, ByteBuf payload);
+    boolean shortFrameArrived(int amId, long header, ShortPayload payload);
 }

@@ -304,11 +304,12 @@ final class EndpointChannel extends AbstractChannel implements Endpoint, Endpoin
     }
 
     /**
-     * A short frame as its parts, from a lane's {@link LaneInboundHandler}: taken, owning {@code payload}, when the
-     * endpoint is open and the id's codec takes short frames (as {@link #frameArrived} would hand it the frame);
+     * A short frame as its parts, from a lane's {@link LaneInboundHandler}: taken (its payload copied where it goes)
+     * when the endpoint is open and the id's codec takes short frames (as {@link #frameArrived} would hand it the frame);
      * false, having done nothing, otherwise.
      */
-    boolean shortFrameArrived(LaneInboundHandler from, Lane lane, int amId, long header, ByteBuf payload) {
+    boolean shortFrameArrived(LaneInboundHandler from, Lane lane, int amId, long header,
+                              io.nucx.transport.ShortPayload payload) {
         ProtocolCodec owner = frameOwners[amId];
         if (!isOpen() || owner == null || !owner.takesShortFrames(amId)) {
             return false;

@@ -13,6 +13,7 @@ import io.nucx.protocol.ProtocolException;
 import io.nucx.transport.AmFrame;
 import io.nucx.transport.PayloadPlacement;
 import io.nucx.transport.ShortFrameHandler;
+import io.nucx.transport.ShortPayload;
 
 import io.netty.util.concurrent.ScheduledFuture;
 import io.nucx.WireupException;
@@ -147,7 +148,7 @@ final class LaneInboundHandler extends ChannelInboundHandlerAdapter implements S
      * turn's share used, a codec that wants the frame) comes as a frame.
      */
     @Override
-    public boolean shortFrameArrived(int amId, long header, ByteBuf payload) {
+    public boolean shortFrameArrived(int amId, long header, ShortPayload payload) {
         if (role != Role.ENDPOINT || backlog != null || handledThisTurn >= worker.settings().laneBatch()
                 || endpoint == null || amId == AmIds.WIREUP) {
             return false;

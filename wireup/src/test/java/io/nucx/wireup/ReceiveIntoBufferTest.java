@@ -125,6 +125,53 @@ class ReceiveIntoBufferTest {
         assertEquals(java.util.List.of(io.nucx.transport.PayloadPlacement.RELINQUISH), seen, "RELINQUISH, once");
     }
 
+    /**
+     * A handler that overrides {@link TagReceive.Handler#receivedInto} is told where each message lies in its buffer
+     * and gets no slice: short messages over shm come straight from the ring, larger ones over shm and tcp as above.
+     */
+    @org.junit.jupiter.params.ParameterizedTest
+    @org.junit.jupiter.params.provider.ValueSource(strings = {"shm", "tcp"})
+    void aHandlerTakingMessagesInPlaceIsToldWhereTheyLie(String tls) throws Exception {
+        Worker a = workers.start("a", "TLS", tls, "TCP_IO", "epoll");
+        Worker b = workers.start("b", "TLS", tls, "TCP_IO", "epoll");
+        Endpoint ep = TestWorkers.wiredUp(a, b);
+        ByteBuf buffer = PooledByteBufAllocator.DEFAULT.directBuffer(1 << 20, 1 << 20);
+        BlockingQueue<long[]> got = new LinkedBlockingQueue<>();
+        TagReceive receive = TagReceive.reusable(0, 0, buffer, new TagReceive.Handler() {
+            @Override
+            public void received(long tag, ByteBuf data) {
+                data.release();
+                got.add(new long[] {-1});
+            }
+
+            @Override
+            public void receivedInto(long tag, ByteBuf into, int index, int length) {
+                got.add(new long[] {tag, index, length, into.writerIndex()});
+            }
+
+            @Override
+            public void failed(Throwable cause) {
+                got.add(new long[] {-2});
+            }
+        });
+        try {
+            int[] sizes = {8, 1000, 200_000, 0};
+            int at = 0;
+            for (int i = 0; i < sizes.length; i++) {
+                b.eventLoop().submit(() -> b.tagRecv(receive)).get(10, TimeUnit.SECONDS);
+                assertTrue(ep.tagSend(50 + i, pattern(i, sizes[i])).await(30, TimeUnit.SECONDS));
+                long[] g = got.poll(30, TimeUnit.SECONDS);
+                assertNotNull(g, "message " + i + " of " + sizes[i] + " bytes did not arrive");
+                assertEquals(java.util.List.of(50L + i, (long) at, (long) sizes[i], (long) at + sizes[i]),
+                        java.util.Arrays.stream(g).boxed().toList(), "tag, index, length, writer index");
+                assertPattern(i, sizes[i], buffer.slice(at, sizes[i]));
+                at += sizes[i]; // not cleared: each message goes after the last
+            }
+        } finally {
+            buffer.release();
+        }
+    }
+
     @Test
     void aMessageLongerThanTheRoomLeftFailsTheReceiveAndTheEndpointGoesOn() throws Exception {
         Worker a = workers.start("a", "TLS", "tcp");

@@ -39,9 +39,12 @@ final class PerfTags {
             @Override
             public void received(long tag, ByteBuf data) {
                 data.release();
-                if (into != null) {
-                    into.clear(); // the next message goes to the start again, as ucx_perftest's receive buffer
-                }
+                onReceived.run();
+            }
+
+            @Override
+            public void receivedInto(long tag, ByteBuf buffer, int index, int length) {
+                buffer.clear(); // the next message goes to the start again, as ucx_perftest's receive buffer
                 onReceived.run();
             }
 

@@ -53,8 +53,13 @@ final class TagPerfServer {
             public void received(long tag, ByteBuf data) {
                 int size = data.readableBytes();
                 data.release();
-                into.clear();
                 onMessage(tag, size);
+            }
+
+            @Override
+            public void receivedInto(long tag, ByteBuf buffer, int index, int length) {
+                buffer.clear(); // the next message goes to the start again, as ucx_perftest's receive buffer
+                onMessage(tag, length);
             }
 
             @Override

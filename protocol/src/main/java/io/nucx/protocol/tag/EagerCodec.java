@@ -94,7 +94,7 @@ public final class EagerCodec extends ChannelDuplexHandler implements ProtocolCo
     }
 
     @Override
-    public void shortFrameArrived(int amId, long header, ByteBuf payload) {
+    public void shortFrameArrived(int amId, long header, io.nucx.transport.ShortPayload payload) {
         receiver.onOnly(header, payload); // EAGER_ONLY's header is the tag alone
     }
 

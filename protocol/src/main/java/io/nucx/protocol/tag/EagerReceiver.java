@@ -12,6 +12,7 @@ import io.nucx.protocol.am.AmHeaders;
 import io.nucx.protocol.am.AmIncoming;
 import io.nucx.protocol.stream.StreamSlot;
 import io.nucx.transport.AmFrame;
+import io.nucx.transport.ShortPayload;
 
 import java.io.IOException;
 import java.util.ArrayList;
@@ -254,14 +255,25 @@ final class EagerReceiver {
         }
     }
 
-    /** An EAGER_ONLY frame as its parts: the tag and the payload (owned). */
-    void onOnly(long tag, ByteBuf payload) {
-        onOnly(tag, -1, payload);
+    /**
+     * An EAGER_ONLY frame as its parts: the tag and the payload where the transport read it, copied straight into a
+     * posted receive's buffer when it has one, else out into a buffer of its own first.
+     */
+    void onOnly(long tag, ShortPayload payload) {
+        TagReceive r = matcher.takeExpected(tag);
+        if (r != null && r.deliverFrom(tag, payload)) {
+            return;
+        }
+        arrived(tag, -1, r, payload.copyOut());
     }
 
     /** A whole message arrived; {@code syncReqId >= 0}: the sender waits for the match. Owns {@code payload}. */
     private void onOnly(long tag, long syncReqId, ByteBuf payload) {
-        TagReceive r = matcher.takeExpected(tag);
+        arrived(tag, syncReqId, matcher.takeExpected(tag), payload);
+    }
+
+    /** A whole message for {@code r}, the posted receive it matched, or null. Owns {@code payload}. */
+    private void arrived(long tag, long syncReqId, TagReceive r, ByteBuf payload) {
         if (r != null) {
             if (syncReqId >= 0) {
                 acknowledgeMatch(syncReqId, r, payload.readableBytes());

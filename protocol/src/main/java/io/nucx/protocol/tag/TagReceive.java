@@ -11,7 +11,8 @@ import io.netty.util.concurrent.Promise;
  *   <li>a {@link Handler} ({@link #reusable}); the receive may be posted again as soon as its handler was called, so
  *       a loop of receives allocates nothing (UCX's requests come from a pool for the same reason). It cannot be
  *       cancelled. With a buffer of the user's, each message goes into it at its writer index (large ones straight
- *       from the transport, as for a promise's receive), and the handler gets a slice of it.</li>
+ *       from the transport, as for a promise's receive), and the handler is told where they are
+ *       ({@link Handler#receivedInto}).</li>
  * </ul>
  */
 public final class TagReceive {
@@ -23,6 +24,17 @@ public final class TagReceive {
          * it may be posted again from here.
          */
         void received(long tag, ByteBuf data);
+
+        /**
+         * A message of {@code tag} was written into the receive's own buffer ({@link #reusable(long, long, ByteBuf,
+         * Handler)}): {@code length} bytes of {@code into} from {@code index}, its writer index already past them. The
+         * receive is no longer posted. By default {@link #received} with a retained slice of those bytes; a handler
+         * that overrides this takes them where they are, with no slice and no reference count touched (UCX's receive
+         * callback gets the length so).
+         */
+        default void receivedInto(long tag, ByteBuf into, int index, int length) {
+            received(tag, into.retainedSlice(index, length));
+        }
 
         /**
          * The receive ended without a message: its worker closed, or (with a buffer of the user's) the message did not
@@ -62,8 +74,8 @@ public final class TagReceive {
 
     /**
      * A {@link #reusable} receive whose messages go into {@code into}, each from its writer index on (its writable
-     * bytes are the limit); the handler gets a slice of it. The user makes room again (say {@code into.clear()})
-     * before posting it again, and owns {@code into} throughout.
+     * bytes are the limit); the handler is told where ({@link Handler#receivedInto}). The user makes room again (say
+     * {@code into.clear()}) before posting it again, and owns {@code into} throughout.
      */
     public static TagReceive reusable(long tag, long mask, ByteBuf into, Handler handler) {
         return new TagReceive(tag, mask, java.util.Objects.requireNonNull(into, "into"), null,
@@ -145,7 +157,14 @@ public final class TagReceive {
 
     /** The message was written into the slice {@link #target} gave ({@code data}): advance the user's buffer. */
     public void completeInPlace(long msgTag, ByteBuf data) {
-        into.writerIndex(into.writerIndex() + data.writerIndex());
+        int start = into.writerIndex();
+        int n = data.writerIndex();
+        into.writerIndex(start + n);
+        if (handler != null) {
+            data.release();
+            completeInto(msgTag, start, n);
+            return;
+        }
         complete(msgTag, data);
     }
 
@@ -166,15 +185,48 @@ public final class TagReceive {
             }
             int start = into.writerIndex();
             into.writeBytes(data, data.readerIndex(), n);
-            ByteBuf written = into.retainedSlice(start, n);
             data.release();
             data = null;
-            complete(msgTag, written);
+            completeInto(msgTag, start, n);
         } finally {
             if (data != null) {
                 data.release();
             }
         }
+    }
+
+    /**
+     * Takes a whole message still where the transport read it ({@link io.nucx.transport.ShortPayload}) straight into
+     * the user's buffer, and returns true; false without a buffer of the user's (the caller copies it out and
+     * {@link #deliver}s it).
+     */
+    public boolean deliverFrom(long msgTag, io.nucx.transport.ShortPayload payload) {
+        if (into == null) {
+            return false;
+        }
+        int n = payload.length();
+        if (n > into.writableBytes()) {
+            truncated(msgTag, n);
+            return true;
+        }
+        if (!claim()) {
+            return true; // cancelled from another thread just now: its buffer is the user's again, leave it alone
+        }
+        int start = into.writerIndex();
+        payload.copyTo(into, start);
+        into.writerIndex(start + n);
+        completeInto(msgTag, start, n);
+        return true;
+    }
+
+    /** The message is the {@code n} bytes of the user's buffer from {@code start}, its writer index past them. */
+    private void completeInto(long msgTag, int start, int n) {
+        if (handler != null) {
+            posted = false; // before the call: the handler may post it again
+            handler.receivedInto(msgTag, into, start, n);
+            return;
+        }
+        complete(msgTag, into.retainedSlice(start, n));
     }
 
     private void complete(long msgTag, ByteBuf data) {

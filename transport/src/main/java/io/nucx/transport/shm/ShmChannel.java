@@ -16,6 +16,7 @@ import io.nucx.transport.AmFrame;
 import io.nucx.transport.IfaceAttributes;
 import io.nucx.transport.PolledIoHandle;
 import io.nucx.transport.ShortFrameHandler;
+import io.nucx.transport.ShortPayload;
 
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
@@ -238,25 +239,89 @@ public final class ShmChannel extends AbstractLaneChannel {
                     + ")"));
             return;
         }
-        ByteBuf payload = length == headerLength ? Unpooled.EMPTY_BUFFER
-                : copyOut(ring, offset + headerLength, length - headerLength);
         delivered++;
         if (flags == 0 && headerLength == Long.BYTES) {
             ChannelPipeline p = pipeline();
             if (p.last() instanceof ShortFrameHandler s && p.first() == s) {
+                recordPayload.at(ring, offset + headerLength, length - headerLength);
                 try {
-                    if (s.shortFrameArrived(amId, ring.get(LONG_LE, offset), payload)) {
-                        return; // the header as a number, the payload in one buffer: no header buffer, no frame
+                    if (s.shortFrameArrived(amId, ring.get(LONG_LE, offset), recordPayload)) {
+                        return; // the header as a number, the payload still in the ring: no buffer, no frame
                     }
                 } catch (Throwable t) {
-                    p.fireExceptionCaught(t); // as a throw from channelRead; the handler owned the payload
+                    p.fireExceptionCaught(t); // as a throw from channelRead
                     return;
+                } finally {
+                    recordPayload.at(null, 0, 0);
                 }
             }
         }
+        ByteBuf payload = length == headerLength ? Unpooled.EMPTY_BUFFER
+                : copyOut(ring, offset + headerLength, length - headerLength);
         // Header and payload each in a pooled buffer of their own: slices of one buffer would be two more objects
         // per message with Netty's default (adaptive) allocator, which does not pool its slices.
         pipeline().fireChannelRead(AmFrame.of(amId, flags, copyOut(ring, offset, headerLength), payload));
+    }
+
+    /**
+     * All of the process's memory as one segment, to copy into a buffer by its address without a segment made per
+     * copy (Netty keeps {@code Unsafe} off on JDK 25; the ring itself is mapped through FFM, native access granted).
+     */
+    private static final MemorySegment ALL_MEMORY = MemorySegment.NULL.reinterpret(Long.MAX_VALUE);
+
+    /** The record a {@link ShortFrameHandler} is handed, where it lies in the ring; one per channel, reused. */
+    private final RecordPayload recordPayload = new RecordPayload();
+
+    private final class RecordPayload implements ShortPayload {
+        private MemorySegment ring;
+        private long offset;
+        private int length;
+
+        void at(MemorySegment ring, long offset, int length) {
+            this.ring = ring;
+            this.offset = offset;
+            this.length = length;
+        }
+
+        @Override
+        public int length() {
+            return length;
+        }
+
+        @Override
+        public void copyTo(ByteBuf dst, int index) {
+            if (length == 0) {
+                return;
+            }
+            if (ring == null) {
+                throw new IllegalStateException("a short payload used after its handler returned");
+            }
+            if (dst.refCnt() == 0) {
+                throw new io.netty.util.IllegalReferenceCountException(0);
+            }
+            if (index < 0 || index > dst.capacity() - length) {
+                throw new IndexOutOfBoundsException("index " + index + " + " + length + " > " + dst.capacity());
+            }
+            if (dst.hasArray()) {
+                MemorySegment.copy(ring, ValueLayout.JAVA_BYTE, offset, dst.array(), dst.arrayOffset() + index, length);
+            } else if (dst.hasMemoryAddress()) {
+                // Native memory, bounds checked above: one copy, no segment or NIO view made for it.
+                MemorySegment.copy(ring, offset, ALL_MEMORY, dst.memoryAddress() + index, length);
+            } else {
+                dst.setBytes(index, ring.asSlice(offset, length).asByteBuffer());
+            }
+        }
+
+        @Override
+        public ByteBuf copyOut() {
+            if (length == 0) {
+                return Unpooled.EMPTY_BUFFER;
+            }
+            if (ring == null) {
+                throw new IllegalStateException("a short payload used after its handler returned");
+            }
+            return ShmChannel.this.copyOut(ring, offset, length);
+        }
     }
 
     /** {@code length} bytes of the ring at {@code offset} in a pooled heap buffer, copied without allocating. */
