@@ -100,8 +100,9 @@ class StreamTest {
         };
     }
 
+    /** The peer's reader, once in its endpoint's pipeline (it is listed a moment before its handlerAdded runs). */
     private Reader awaitReader() throws InterruptedException {
-        await(() -> !readers.isEmpty(), "the peer's endpoint");
+        await(() -> !readers.isEmpty() && readers.values().iterator().next().ctx != null, "the peer's endpoint");
         return readers.values().iterator().next();
     }
 
