@@ -2,8 +2,8 @@ package io.nucx.transport;
 
 /**
  * A lane's inbound handler that takes a short frame as its parts: active message {@code amId}, no flags, a header that
- * is one little-endian long, and the payload where the transport read it ({@link ShortPayload}). A transport that reads records out of its own memory (shm's ring) hands
- * them so, with no header buffer and no {@link AmFrame} (UCT's {@code am_short} on the receive side), when the handler
+ * is one little-endian long, and the payload where the transport read it ({@link ShortPayload}). A transport that
+ * reads records out of its own memory (shm's ring) hands them so, with no header buffer and no {@link AmFrame} (UCT's {@code am_short} on the receive side), when the handler
  * is the lane's only one. Anything it does not take comes up the pipeline as a frame, as always.
  */
 public interface ShortFrameHandler {

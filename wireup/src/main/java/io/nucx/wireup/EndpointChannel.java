@@ -305,8 +305,8 @@ final class EndpointChannel extends AbstractChannel implements Endpoint, Endpoin
 
     /**
      * A short frame as its parts, from a lane's {@link LaneInboundHandler}: taken (its payload copied where it goes)
-     * when the endpoint is open and the id's codec takes short frames (as {@link #frameArrived} would hand it the frame);
-     * false, having done nothing, otherwise.
+     * when the endpoint is open and the id's codec takes short frames (as {@link #frameArrived} would hand it the
+     * frame); false, having done nothing, otherwise.
      */
     boolean shortFrameArrived(LaneInboundHandler from, Lane lane, int amId, long header,
                               io.nucx.transport.ShortPayload payload) {

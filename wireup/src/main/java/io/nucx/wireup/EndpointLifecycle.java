@@ -329,13 +329,13 @@ final class EndpointLifecycle {
         return closed;
     }
 
+    /** The reaper found every lane closed, some not yet deregistered, and gave them a tick. */
+    private boolean reapDeferred;
+
     /**
      * The worker's reaper: a connected endpoint none of whose lanes is open any more fails (its lanes' closes should
      * have failed it; this makes sure nothing outlives its lanes, in any error mode).
      */
-    /** The reaper found every lane closed, some not yet deregistered, and gave them a tick. */
-    private boolean reapDeferred;
-
     void reapIfLanesGone() {
         if (state != State.CONNECTED && state != State.DRAINING) {
             return;

@@ -15,8 +15,9 @@ import io.nucx.protocol.tag.TagReceive;
 
 /**
  * The answering side of a tag test, on the worker's loop: one {@linkplain TagReceive#reusable reusable} receive for
- * any tag into one receive buffer (as ucx_perftest's), posted again after each message, answered by tag ({@link PerfTags}); PONGs are slices of a pooled buffer
- * sent under the endpoint's {@code SEND_TAG}, so a ping-pong allocates nothing here. In am_lat / am_bw PING and DATA
+ * any tag into one receive buffer (as ucx_perftest's), posted again after each message, answered by tag
+ * ({@link PerfTags}); PONGs are slices of a pooled buffer sent under the endpoint's {@code SEND_TAG}, so a ping-pong
+ * allocates nothing here. In am_lat / am_bw PING and DATA
  * come as active messages to its handlers instead (rendezvous ones received into a buffer), PONG goes as one. Completes when FINISH arrives;
  * it counts what its loop thread allocated per message from the client's MEASURE on.
  */

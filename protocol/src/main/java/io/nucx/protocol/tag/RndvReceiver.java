@@ -446,8 +446,9 @@ final class RndvReceiver {
     }
 
     /**
-     * Where an RNDV_DATA fragment's payload goes, before it arrives ({@link io.nucx.protocol.ProtocolCodec#placePayload}):
-     * into the receive's buffer when the fragments are being written there; else null.
+     * Where an RNDV_DATA fragment's payload goes, before it arrives
+     * ({@link io.nucx.protocol.ProtocolCodec#placePayload}): into the receive's buffer when the fragments are being
+     * written there; else null.
      */
     ByteBuf placePayload(ByteBuf header, int length) {
         if (header.readableBytes() != RndvHeaders.DATA_LENGTH) {

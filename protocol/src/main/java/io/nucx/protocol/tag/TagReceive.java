@@ -174,8 +174,9 @@ public final class TagReceive {
             complete(msgTag, data);
             return;
         }
+        int n = data.readableBytes();
+        int start = into.writerIndex();
         try {
-            int n = data.readableBytes();
             if (n > into.writableBytes()) {
                 truncated(msgTag, n);
                 return;
@@ -183,16 +184,11 @@ public final class TagReceive {
             if (!claim()) {
                 return; // cancelled from another thread just now: its buffer is the user's again, leave it alone
             }
-            int start = into.writerIndex();
             into.writeBytes(data, data.readerIndex(), n);
-            data.release();
-            data = null;
-            completeInto(msgTag, start, n);
         } finally {
-            if (data != null) {
-                data.release();
-            }
+            data.release();
         }
+        completeInto(msgTag, start, n);
     }
 
     /**

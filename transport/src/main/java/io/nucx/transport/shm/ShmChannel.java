@@ -293,9 +293,7 @@ public final class ShmChannel extends AbstractLaneChannel {
             if (length == 0) {
                 return;
             }
-            if (ring == null) {
-                throw new IllegalStateException("a short payload used after its handler returned");
-            }
+            checkLive();
             if (dst.refCnt() == 0) {
                 throw new io.netty.util.IllegalReferenceCountException(0);
             }
@@ -317,10 +315,14 @@ public final class ShmChannel extends AbstractLaneChannel {
             if (length == 0) {
                 return Unpooled.EMPTY_BUFFER;
             }
+            checkLive();
+            return ShmChannel.this.copyOut(ring, offset, length);
+        }
+
+        private void checkLive() {
             if (ring == null) {
                 throw new IllegalStateException("a short payload used after its handler returned");
             }
-            return ShmChannel.this.copyOut(ring, offset, length);
         }
     }
 

@@ -36,8 +36,8 @@ public final class TcpConfig extends AbstractConfigTable {
     /** Large payloads read from the socket straight into the receiver's buffer ({@link AmFrameDecoder}). */
     public static final ConfigEntry<Boolean> PLACE = ConfigEntry.bool("TCP_PLACE", "y",
             "Read a large fragment's payload from the socket straight into the receive buffer it belongs to, where "
-                    + "the receiver knows it, rather than into the lane's buffers and then copying (y/n; not with TLS, not on "
-                    + "io_uring)");
+                    + "the receiver knows it, rather than into the lane's buffers and then copying (y/n; not with TLS, "
+                    + "not on io_uring)");
 
     /** TLS on tcp lanes ({@link TcpTls}). */
     public static final ConfigEntry<Boolean> TLS = ConfigEntry.bool("TCP_TLS", "n",
