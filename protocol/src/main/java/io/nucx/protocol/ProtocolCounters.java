@@ -70,9 +70,18 @@ public final class ProtocolCounters {
     }
 
     private final Map<String, LongAdder> counters = new ConcurrentHashMap<>();
+    /** {@link RmaTransfer#RAIL_BYTES_COUNTER} counters by rail name: no name is built per transfer. */
+    private final Map<String, LongAdder> railBytes = new ConcurrentHashMap<>();
     private final Map<Key, Traffic> traffic = new ConcurrentHashMap<>();
     private final java.util.List<java.util.function.Consumer<Traffic>> listeners =
             new java.util.concurrent.CopyOnWriteArrayList<>();
+
+    /** The bytes moved over the RMA rail {@code railName} ({@link RmaTransfer#RAIL_BYTES_COUNTER} + the name). */
+    public LongAdder railBytes(String railName) {
+        LongAdder a = railBytes.get(railName);
+        return a != null ? a : railBytes.computeIfAbsent(railName,
+                n -> counter(RmaTransfer.RAIL_BYTES_COUNTER + n));
+    }
 
     /** The counter of one event or protocol by name (e.g. "rndv/put/zcopy(fallback)"). Callers keep the adder. */
     public LongAdder counter(String name) {

@@ -133,7 +133,7 @@ public abstract class RmaTransfer {
 
     private void partDone(Part p) {
         if (counters != null && p.length > 0) {
-            counters.counter(RAIL_BYTES_COUNTER + p.rk.rail().name()).add(p.length);
+            counters.railBytes(p.rk.rail().name()).add(p.length);
         }
         if (--partsLeft == 0 && !over) {
             over = true;
