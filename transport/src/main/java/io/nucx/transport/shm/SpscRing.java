@@ -25,11 +25,19 @@ import static io.nucx.transport.shm.RecordDescriptor.aligned;
  * A single-producer single-consumer ring of records in a file mapped into two processes ({@link RingDescriptor},
  * {@link RecordDescriptor}); Agrona's {@code OneToOneRingBuffer} design over an FFM {@link MemorySegment}.
  *
- * <p>Memory ordering: the producer writes a record's type, payload and length with plain stores, then the tail with
- * a release store (after each record, or after a batch of them: {@link #append} then {@link #publish}); the consumer reads the tail with an acquire load, so every record before it is visible, and reads
- * no further (unlike Agrona's ring, which finds the end by a zero length and must zero what it consumed: that was a
- * third pass over every byte). It publishes the head with a release store; the producer reads the head with an
- * acquire load only when its cached head says the ring looks full.
+ * <p>Memory ordering: the producer writes a record's type, payload and length with plain stores and zeroes the header
+ * word that follows it; the first record of a batch keeps its length back until {@link #publish}, which stores it with
+ * release semantics, so the whole batch (every byte written before that store) becomes visible at once, after the
+ * flush, as Netty's writes do. The consumer polls the length word at its head with an acquire load, as Aeron's
+ * subscribers poll a frame's length and UCX's mm FIFO an element's owner bit: a message costs the consumer one
+ * cache line from the producer (header and a short payload share it), where polling a tail counter cost two, the
+ * counter's line and then the record's. The zeroed word after each record is what tells the consumer where the
+ * published records end, so consumed bytes need no zeroing (Agrona's ring zeroes all it consumed: a third pass over
+ * every byte), and a later lap's record may start inside an old payload: the producer zeroed that word before the
+ * record before it was published. The producer therefore keeps one header word free beyond what it writes. The tail
+ * counter is still published (release) for {@link #size}; nothing on the consumer's path reads it. The consumer
+ * publishes the head with a release store; the producer reads the head with an acquire load only when its cached
+ * head says the ring looks full.
  *
  * <p>Backpressure is a return value: {@link #write} returns false when the ring is full.
  */
@@ -78,6 +86,12 @@ public final class SpscRing implements AutoCloseable {
     private long publishedTail;
     /** Producer side: the tail a claimed record publishes on commit. */
     private long pendingTail;
+    /**
+     * Producer side: the header of the batch's first record (or -1: nothing appended since the last publish) and the
+     * length it gets at {@link #publish}. Until then its length word reads zero and the consumer sees none of the batch.
+     */
+    private long batchFirstAt = -1;
+    private int batchFirstLength;
 
     private SpscRing(Path file, Arena arena, MemorySegment segment, int capacity) {
         this.file = file;
@@ -327,38 +341,54 @@ public final class SpscRing implements AutoCloseable {
         int toEnd = capacity - index;
         int padding = recordLength > toEnd ? toEnd : 0;
         long needed = (long) padding + recordLength;
-        if (needed > capacity - (tail - headCache)) {
+        // One header word beyond the record stays free: commit zeroes it, and it must not be a record unread yet.
+        if (needed + HEADER_LENGTH > capacity - (tail - headCache)) {
             headCache = (long) LONG.getAcquire(segment, headAt);
-            if (needed > capacity - (tail - headCache)) {
+            if (needed + HEADER_LENGTH > capacity - (tail - headCache)) {
                 return -1;
             }
         }
         if (padding > 0) {
             INT.set(segment, data + index + TYPE_OFFSET, PADDING_TYPE);
-            INT.setRelease(segment, data + index + LENGTH_OFFSET, padding);
+            setLength(data + index, padding);
             index = 0;
         }
         pendingTail = tail + needed;
         return data + index;
     }
 
-    /** Completes the claimed record: type, then length (release); {@link #publish} moves the tail past it. */
+    /**
+     * Completes the claimed record: type, length ({@link #setLength}) and a zero header word after it, where the
+     * consumer will look next; {@link #publish} makes it visible.
+     */
     private void commit(long at, int type, long payloadLength) {
         INT.set(segment, at + TYPE_OFFSET, type);
-        INT.setRelease(segment, at + LENGTH_OFFSET, (int) (payloadLength + HEADER_LENGTH));
+        setLength(at, (int) (payloadLength + HEADER_LENGTH));
         tail = pendingTail;
+        LONG.set(segment, data + (tail & mask), 0L);
+    }
+
+    /** A record's length: held back if it is the batch's first (publish stores it), else a plain store. */
+    private void setLength(long at, int length) {
+        if (batchFirstAt < 0) {
+            batchFirstAt = at;
+            batchFirstLength = length;
+        } else {
+            INT.set(segment, at + LENGTH_OFFSET, length);
+        }
     }
 
     /**
-     * Makes every appended record visible to the consumer (a release store of the tail, so their bytes are visible
-     * before it); true if there was any. One store per batch instead of one per record: a consumer polling the tail
-     * pulls its cache line away from the producer each time it reads a new value.
+     * Makes every appended record visible to the consumer: a release store of the batch's first length, so every byte
+     * of the batch is visible before it; true if there was any. One ordered store per batch, not one per record.
      */
     public boolean publish() {
         long t = tail;
         if (t == publishedTail) {
             return false;
         }
+        INT.setRelease(segment, batchFirstAt + LENGTH_OFFSET, batchFirstLength);
+        batchFirstAt = -1;
         publishedTail = t;
         LONG.setRelease(segment, tailAt, t);
         return true;
@@ -371,7 +401,7 @@ public final class SpscRing implements AutoCloseable {
         int recordLength = aligned(payloadLength + HEADER_LENGTH);
         int toEnd = capacity - (int) (tail & mask);
         long needed = recordLength > toEnd ? (long) toEnd + recordLength : recordLength;
-        return needed <= capacity - (tail - headCache);
+        return needed + HEADER_LENGTH <= capacity - (tail - headCache);
     }
 
     // ---------------------------------------------------------------- sleep and wake handshake
@@ -440,25 +470,21 @@ public final class SpscRing implements AutoCloseable {
                 && INT.compareAndSet(segment, writerWaitingAt, 1, 0);
     }
 
-    /** Consumer: whether the next record is not yet written. */
+    /** Consumer: whether the next record is not yet published (its length word still reads zero). */
     public boolean isEmpty() {
-        return (long) LONG.getAcquire(segment, tailAt) == (long) LONG.get(segment, headAt);
+        long head = (long) LONG.get(segment, headAt);
+        return (int) INT.getAcquire(segment, data + (head & mask) + LENGTH_OFFSET) == 0;
     }
 
     // ---------------------------------------------------------------- consumer
 
     /**
-     * Hands up to {@code limit} records to {@code handler}, in order; returns how many (padding not counted). Reads
-     * what the tail (acquired once) says is published, so consumed bytes need no zeroing: a later lap's record may
-     * start inside an old payload, but never beyond the tail.
+     * Hands up to {@code limit} records to {@code handler}, in order; returns how many (padding not counted). A record
+     * is there when the length word at the head reads non-zero (acquire); the zero word the producer left after the
+     * last published record ends the pass.
      */
     public int read(RecordHandler handler, int limit) {
         long head = (long) LONG.get(segment, headAt); // only we write it (but the file is the other process's too)
-        long tail = (long) LONG.getAcquire(segment, tailAt);
-        if (tail - head < 0 || tail - head > capacity) {
-            throw new RingCorruptedException(file + ": tail " + tail + " and head " + head + " are not " + capacity
-                    + " bytes apart or less");
-        }
         if ((head & (RecordDescriptor.ALIGNMENT - 1)) != 0) {
             // Records start aligned: a head that is not was written by someone else (found by fuzzing: the reads
             // below would throw IllegalArgumentException on an unaligned word).
@@ -468,18 +494,21 @@ public final class SpscRing implements AutoCloseable {
         long start = head;
         int count = 0;
         try {
-            while (count < limit && head < tail) {
-                long at = data + (head & mask);
-                int length = (int) INT.get(segment, at + LENGTH_OFFSET);
+            while (count < limit) {
+                int index = (int) (head & mask);
+                long at = data + index;
+                int length = (int) INT.getAcquire(segment, at + LENGTH_OFFSET);
+                if (length == 0) {
+                    break;
+                }
                 int type = (int) INT.get(segment, at + TYPE_OFFSET);
                 int recordLength = type == PADDING_TYPE ? length : aligned(length);
                 // The other process writes these words: check them before trusting them with an offset.
                 if ((type == PADDING_TYPE ? length <= 0 || (length & (RecordDescriptor.ALIGNMENT - 1)) != 0
                         : length < HEADER_LENGTH || length > maxRecord)
-                        || recordLength > capacity - (int) (head & mask) || recordLength > tail - head) {
+                        || recordLength > capacity - index) {
                     throw new RingCorruptedException(file + ": record at position " + head + " has length " + length
-                            + " (type " + type + "), not possible in a ring of " + capacity + " bytes with "
-                            + (tail - head) + " published");
+                            + " (type " + type + "), not possible in a ring of " + capacity + " bytes");
                 }
                 if (type != PADDING_TYPE) {
                     count++;

@@ -32,7 +32,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * largest payload, half of them chosen to end exactly at the wrap, just before or just after it), as one segment or
  * as two buffers, heap or direct; a consumer mapping of the same file reads with random limits. Every record comes
  * back intact, with its type, in order and in one piece inside the record area; head and tail stay 8-byte aligned and
- * at most a capacity apart; a write is refused exactly when the record and the wrap's padding do not fit, as
+ * at most a capacity apart; a write is refused exactly when the record, the wrap's padding and the header word after them do not fit, as
  * {@link SpscRing#hasRoomFor} said beforehand, and a refusal changes nothing.
  */
 class SpscRingPropertyTest {
@@ -110,7 +110,8 @@ class SpscRingPropertyTest {
                         int recordLength = aligned(rec.payload().length + HEADER_LENGTH);
                         int toEnd = capacity - (int) (tail & (capacity - 1));
                         long needed = recordLength + (recordLength > toEnd ? toEnd : 0);
-                        boolean fits = needed <= capacity - (tail - head);
+                        // the producer keeps one header word free beyond the record (the zero the consumer stops at)
+                        boolean fits = needed + HEADER_LENGTH <= capacity - (tail - head);
                         boolean room = producer.hasRoomFor(rec.payload().length);
                         boolean took = write(producer, rec, r, buffers);
                         log.add(() -> "write type " + rec.type() + ", " + rec.payload().length + " bytes at tail "

@@ -173,6 +173,37 @@ class SpscRingTest {
         }
     }
 
+    /**
+     * The consumer polls the length word at its head: appended records stay out of its sight until {@link
+     * SpscRing#publish} (the batch's first length is held back), then the whole batch is there at once; a batch that
+     * begins with the wrap's padding as well; and the word after the last record reads zero, so a later lap's stale
+     * bytes are never taken for a record.
+     */
+    @Test
+    void appendedRecordsAreSeenOnlyOncePublishedAndTheWholeBatchAtOnce() throws Exception {
+        Path p = dir.resolve("batches");
+        try (SpscRing producer = SpscRing.create(p, 1024); SpscRing consumer = SpscRing.open(p)) {
+            io.netty.buffer.ByteBuf payload = io.netty.buffer.Unpooled.wrappedBuffer(new byte[100]);
+            List<Integer> seen = new ArrayList<>();
+            SpscRing.RecordHandler collect = (type, seg, offset, length) -> seen.add(type);
+            for (int lap = 0; lap < 20; lap++) { // 3 x 120 bytes a lap: every lap wraps somewhere else
+                for (int i = 1; i <= 3; i++) {
+                    payload.setByte(0, lap * 3 + i); // old payload bytes differ from lap to lap
+                    assertTrue(producer.append(lap * 3 + i, 0L, payload), "lap " + lap + " record " + i);
+                    assertTrue(consumer.isEmpty(), "lap " + lap + ": record " + i + " visible before publish");
+                    assertEquals(0, consumer.read(collect, 10), "lap " + lap + ": read before publish");
+                }
+                assertTrue(producer.publish());
+                assertFalse(consumer.isEmpty());
+                assertEquals(3, consumer.read(collect, 10), "lap " + lap);
+                assertEquals(List.of(lap * 3 + 1, lap * 3 + 2, lap * 3 + 3), seen, "lap " + lap);
+                seen.clear();
+                assertTrue(consumer.isEmpty(), "lap " + lap + ": the word after the batch reads zero");
+                assertEquals(0, consumer.read(collect, 10));
+            }
+        }
+    }
+
     @Test
     void theSleepAndWaitFlagsAreTakenOnce() throws Exception {
         try (SpscRing ring = SpscRing.create(dir.resolve("flags"), 4096)) {
