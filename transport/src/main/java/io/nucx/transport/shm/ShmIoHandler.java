@@ -65,13 +65,38 @@ public final class ShmIoHandler implements IoHandler {
     private boolean jitBusy;
     /** Replaced, never mutated, so a poll pass may iterate it while a handle deregisters. Loop thread only. */
     private PolledIoHandle[] handles = NONE;
-    /** Ring polls between two non-blocking passes of the wrapped engine while it finds nothing. */
-    static final int DELEGATE_EVERY = 32;
-    private int passesSinceDelegate;
+    /**
+     * Ring polls between two non-blocking passes of the wrapped engine while it finds nothing: a pass of the loop
+     * counts {@link #LOOP_PASS_POLLS} (it costs about that many polls), a poll of {@link #spinOnRings} one.
+     */
+    static final int DELEGATE_EVERY = 256;
+    static final int LOOP_PASS_POLLS = 8;
+    private int pollsSinceDelegate;
     private boolean delegateBusy;
     /** When the polls began finding nothing; 0 while active. */
     private long idleSince;
     private final NonBlocking nonBlocking = new NonBlocking();
+    /**
+     * Busy-poll: ring polls an idle pass makes before it goes back around the event loop. Each trip around Netty's
+     * loop reads the clock three or four times (scheduled tasks, {@code canBlock}) and looks at two task queues: with
+     * nothing to do it cost more than the polls themselves, and a message arriving meanwhile waited for it.
+     */
+    static final int BUSY_SPIN_POLLS = 256;
+    /**
+     * Set by {@link #wakeup} (a task was added, on any thread) with a release store: a busy-poll spin goes back to the
+     * loop to run it. A volatile store there would be a locked instruction on every task a loop gives itself.
+     */
+    private volatile boolean wakeRequested;
+    private static final java.lang.invoke.VarHandle WAKE_REQUESTED;
+
+    static {
+        try {
+            WAKE_REQUESTED = java.lang.invoke.MethodHandles.lookup().findVarHandle(ShmIoHandler.class,
+                    "wakeRequested", boolean.class);
+        } catch (ReflectiveOperationException e) {
+            throw new ExceptionInInitializerError(e);
+        }
+    }
 
     private ShmIoHandler(IoHandler delegate, long spinNanos, int spinPasses, Backoff backoff) {
         this.delegate = delegate;
@@ -137,6 +162,9 @@ public final class ShmIoHandler implements IoHandler {
         for (PolledIoHandle h : hs) {
             work += h.poll();
         }
+        if (work == 0 && spinNanos == Long.MAX_VALUE) {
+            work = spinOnRings(hs, context);
+        }
         if (work > 0) {
             idleSince = 0;
             idlePasses = 0;
@@ -163,6 +191,43 @@ public final class ShmIoHandler implements IoHandler {
             idleSince = 0;
             idlePasses = 0;
         }
+    }
+
+    /**
+     * Busy-poll with the rings idle: polls them (and now and then the wrapped engine) up to {@link #BUSY_SPIN_POLLS}
+     * times without leaving, until one has work or a task arrives ({@link #wakeup}; timers wait at most the spin,
+     * microseconds). Not while the back-off would give the core away (the JIT is at work), nor with tasks waiting.
+     */
+    private int spinOnRings(PolledIoHandle[] hs, IoHandlerContext context) {
+        if (idlePasses >= spinPasses && (backoff == Backoff.ALWAYS || backoff == Backoff.JIT && jitBusy())) {
+            return 0;
+        }
+        // Cleared before the look at the task queue (a volatile store orders the two): a task added after the look
+        // finds the flag cleared and sets it.
+        wakeRequested = false;
+        if (!context.canBlock()) {
+            return 0;
+        }
+        for (int spin = 0; spin < BUSY_SPIN_POLLS; spin++) {
+            int work = 0;
+            for (PolledIoHandle h : hs) {
+                work += h.poll();
+            }
+            if (work > 0) {
+                return work;
+            }
+            if (++pollsSinceDelegate >= DELEGATE_EVERY) {
+                int engine = pollDelegate(context, 0);
+                if (engine > 0) {
+                    return engine;
+                }
+            }
+            if ((boolean) WAKE_REQUESTED.getOpaque(this)) {
+                return 0; // tasks run after this pass
+            }
+            Thread.onSpinWait();
+        }
+        return 0;
     }
 
     /**
@@ -203,13 +268,18 @@ public final class ShmIoHandler implements IoHandler {
     /**
      * A non-blocking pass of the wrapped engine, but not on every ring poll: each is a system call (epoll_wait,
      * io_uring_enter or select with no wait), and paying one per pass made the spinning loop spend 40% of its time
-     * in the kernel. While the engine keeps finding work it is polled every pass; otherwise every
-     * {@link #DELEGATE_EVERY} passes (a few microseconds), which bounds the extra delay of a socket event while
+     * in the kernel. While the engine keeps finding work it is polled every pass; otherwise after
+     * {@link #DELEGATE_EVERY} ring polls (a few microseconds), which bounds the extra delay of a socket event while
      * the rings are busy. Tasks are not delayed: the event loop runs them after every pass.
      */
     private int pollDelegate(IoHandlerContext context) {
-        if (delegateBusy || ++passesSinceDelegate >= DELEGATE_EVERY) {
-            passesSinceDelegate = 0;
+        return pollDelegate(context, LOOP_PASS_POLLS);
+    }
+
+    /** As {@link #pollDelegate(IoHandlerContext)}, counting {@code polls} ring polls since the last call. */
+    private int pollDelegate(IoHandlerContext context, int polls) {
+        if (delegateBusy || (pollsSinceDelegate += polls) >= DELEGATE_EVERY) {
+            pollsSinceDelegate = 0;
             int n = delegate.run(nonBlocking.wrap(context));
             delegateBusy = n > 0;
             return n;
@@ -249,6 +319,7 @@ public final class ShmIoHandler implements IoHandler {
 
     @Override
     public void wakeup() {
+        WAKE_REQUESTED.setRelease(this, true);
         delegate.wakeup();
     }
 

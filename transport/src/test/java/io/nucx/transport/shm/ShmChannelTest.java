@@ -106,6 +106,48 @@ class ShmChannelTest {
     }
 
     /**
+     * A busy-polling loop whose rings are idle spins on them without going around the event loop for a while
+     * ({@code ShmIoHandler.spinOnRings}); tasks from other threads, timers and socket events must still get through:
+     * every task and timer runs, the lane's frames keep flowing, and the loops shut down.
+     */
+    @Test
+    void aBusyPollingLoopWithIdleRingsStillRunsTasksTimersAndFrames() throws Exception {
+        List<Recorder> accepted = new CopyOnWriteArrayList<>();
+        Iface server = ifaces.open(() -> {
+            Recorder r = recorder();
+            accepted.add(r);
+            return r;
+        }, java.util.Map.of(), Long.MAX_VALUE);
+        Iface client = ifaces.open(this::recorder, java.util.Map.of(), Long.MAX_VALUE);
+        Recorder mine = recorder();
+        Channel ch = client.connect(server.deviceAddress(), server.ifaceAddress(), mine).sync().channel();
+        ch.writeAndFlush(Frames.numbered(0)).sync();
+        await(() -> accepted.size() == 1, "no lane accepted");
+        accepted.get(0).expect(0, 1);
+        io.netty.channel.EventLoop loop = accepted.get(0).channel().eventLoop();
+        int tasks = 20_000;
+        int timers = 50;
+        java.util.concurrent.CountDownLatch ran = new java.util.concurrent.CountDownLatch(tasks + timers);
+        for (int i = 0; i < tasks; i++) {
+            loop.execute(ran::countDown);
+            if (i % 1000 == 0) {
+                Thread.sleep(1); // let the loop go idle between bursts, so tasks also arrive while it spins
+            }
+        }
+        for (int i = 0; i < timers; i++) {
+            loop.schedule(ran::countDown, 1 + i % 5, TimeUnit.MILLISECONDS);
+        }
+        assertTrue(ran.await(30, TimeUnit.SECONDS), ran.getCount() + " of " + (tasks + timers)
+                + " tasks and timers never ran on the busy-polling loop");
+        for (int n = 1; n <= 100; n++) {
+            ch.writeAndFlush(Frames.numbered(n));
+        }
+        accepted.get(0).expect(1, 100);
+        ch.close().sync();
+        accepted.get(0).awaitInactive();
+    }
+
+    /**
      * A record with no flags and an 8-byte header goes to a lane's only handler as its parts when it is a
      * {@link ShortFrameHandler} that takes it (no header buffer, no frame); one it refuses, and every other record,
      * comes up the pipeline as a frame. Order holds across both ways.

@@ -30,8 +30,13 @@ final class ShmIfaces implements AutoCloseable {
 
     /** Opens an iface with the settings {@code overrides} (NUCX_ names) whose accepted lanes get {@code accepted}. */
     Iface open(Supplier<ChannelHandler> accepted, Map<String, String> overrides) throws Exception {
+        return open(accepted, overrides, 20_000);
+    }
+
+    /** As {@link #open(Supplier, Map)}, on a loop that spins {@code spinNanos} before it parks (MAX_VALUE: never). */
+    Iface open(Supplier<ChannelHandler> accepted, Map<String, String> overrides, long spinNanos) throws Exception {
         EventLoopGroup g = new MultiThreadIoEventLoopGroup(1, ShmIoHandler.newFactory(NioIoHandler.newFactory(),
-                20_000));
+                spinNanos));
         groups.add(g);
         Iface i = new ShmTransport().openIface(new IfaceParams(g.next(), ShmTransport.MEMORY, accepted,
                 NucxConfig.of(overrides, Map.of())));
