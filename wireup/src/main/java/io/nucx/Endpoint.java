@@ -104,6 +104,18 @@ public interface Endpoint extends Channel {
     ChannelFuture tagSend(long tag, ByteBuf data);
 
     /**
+     * Sends {@code data}'s readable bytes with {@code tag} now if they go as an eager short message the transport takes
+     * at once (UCT's {@code am_short}; UCX's {@code ucp_tag_send_nbx} completing inline, with no request): true, the
+     * bytes copied into the transport, and {@code data} is still the caller's, its indices and reference count
+     * untouched, so one buffer can be sent again and again with no per-message object or atomic reference count. False
+     * when they cannot go that way now (over the short protocol's size, a transport that would queue or is full,
+     * writes queued ahead, a handler of the user's in the pipeline, not wired up yet, ended, or not on the endpoint's
+     * event loop): nothing was sent, and an ordinary {@link #tagSend} or write sends it. The peer sees it after the
+     * endpoint's next flush, in order with the endpoint's other writes.
+     */
+    boolean trySendShort(long tag, ByteBuf data);
+
+    /**
      * Sends a tagged message whose future completes only once the receiver has matched it (UCX's
      * {@code ucp_tag_send_sync_nbx}): eager with an acknowledgement or rendezvous, as the protocol table says.
      */

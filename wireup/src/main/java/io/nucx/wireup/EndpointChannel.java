@@ -553,6 +553,12 @@ final class EndpointChannel extends AbstractChannel implements Endpoint, Endpoin
         return write(msg, newPromise());
     }
 
+    @Override
+    public boolean trySendShort(long tag, ByteBuf data) {
+        return isOpen() && walkNotNeeded()
+                && ((io.nucx.protocol.tag.EagerCodec) eagerContext.handler()).sendShortNow(eagerContext, tag, data);
+    }
+
     /**
      * A short message sent at once by the endpoint's fast route, before any promise exists ({@link
      * io.nucx.protocol.tag.EagerCodec#writeShortNow}): then the caller gets {@link #sentNow}, one succeeded future

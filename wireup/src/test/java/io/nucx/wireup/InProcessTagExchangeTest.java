@@ -1,5 +1,6 @@
 package io.nucx.wireup;
 
+import io.netty.buffer.ByteBuf;
 import io.netty.channel.ChannelFuture;
 import io.netty.util.concurrent.Future;
 import io.nucx.Endpoint;
@@ -30,6 +31,87 @@ class InProcessTagExchangeTest {
 
 
 
+
+    /**
+     * {@link Endpoint#trySendShort} sends one buffer again and again without taking it: on shm, on the loop, each
+     * call copies the bytes into the ring (true) and leaves the buffer's indices and reference count alone, and the
+     * messages arrive in order among ordinary sends, heap or direct. It says false, and sends nothing, for a message
+     * over the short protocol's size, off the loop, with a user's handler in the pipeline, on a transport without
+     * {@code am_short} (tcp) and after the endpoint closed.
+     */
+    @ParameterizedTest
+    @ValueSource(strings = {"shm", "tcp"})
+    void trySendShortSendsTheCallersBufferWithoutTakingIt(String tls) throws Exception {
+        DefaultWorker a = workers.start("a", "TLS", tls);
+        DefaultWorker b = workers.start("b", "TLS", tls);
+        Endpoint ep = a.connect(b.address());
+        ep.wireupFuture().get(10, TimeUnit.SECONDS);
+        boolean shortRing = tls.equals("shm");
+        ByteBuf heap = pattern(7, 8);
+        ByteBuf direct = TestWorkers.directPattern(7, 8);
+        ByteBuf large = pattern(8, 100_000);
+        try {
+            int n = 200;
+            List<Future<TagMessage>> got = new ArrayList<>();
+            for (int i = 0; i < n; i++) {
+                got.add(b.tagRecv(i, -1L));
+            }
+            List<Boolean> taken = ep.eventLoop().submit(() -> {
+                List<Boolean> t = new ArrayList<>();
+                for (int i = 0; i < n; i++) {
+                    ByteBuf buf = i % 2 == 0 ? heap : direct;
+                    if (i % 50 == 25) { // an ordinary send among them keeps its place
+                        ep.tagSend(i, pattern(7, 8));
+                        t.add(true);
+                        continue;
+                    }
+                    boolean now = ep.trySendShort(i, buf);
+                    t.add(now);
+                    if (!now) {
+                        ep.tagSend(i, buf.retainedDuplicate()); // the caller's fallback
+                    }
+                }
+                t.add(ep.trySendShort(n, large));
+                ep.flush();
+                return t;
+            }).get(10, TimeUnit.SECONDS);
+            for (int i = 0; i < n; i++) {
+                if (i % 50 != 25) {
+                    assertEquals(shortRing, taken.get(i), "message " + i + " over " + tls);
+                }
+            }
+            assertEquals(false, taken.get(n), "a 100,000-byte message is not short");
+            for (int i = 0; i < n; i++) {
+                TagMessage m = got.get(i).get(30, TimeUnit.SECONDS);
+                try {
+                    assertEquals(i, m.tag());
+                    assertPattern(7, 8, m.content());
+                } finally {
+                    m.release();
+                }
+            }
+            for (ByteBuf buf : List.of(heap, direct)) {
+                assertEquals(1, buf.refCnt(), "the caller's buffer keeps its one reference");
+                assertEquals(0, buf.readerIndex());
+                assertEquals(8, buf.writerIndex());
+            }
+            assertEquals(false, ep.trySendShort(n + 1, heap), "off the endpoint's loop");
+            ep.pipeline().addLast(new io.netty.channel.ChannelOutboundHandlerAdapter());
+            assertEquals(false, ep.eventLoop().submit(() -> ep.trySendShort(n + 2, heap)).get(10, TimeUnit.SECONDS),
+                    "a user's handler in the pipeline must see every write");
+            ep.close().sync();
+            assertEquals(false, ep.eventLoop().submit(() -> ep.trySendShort(n + 3, heap)).get(10, TimeUnit.SECONDS),
+                    "after close");
+            Future<TagMessage> none = b.tagRecv(n, -1L);
+            Thread.sleep(200);
+            assertTrue(!none.isDone(), "nothing was sent for a false");
+            none.cancel(false);
+        } finally {
+            heap.release();
+            direct.release();
+            large.release();
+        }
+    }
 
     /** shm takes a short message as its parts (UCT's am_short), so such a send needs no promise at all. */
     @org.junit.jupiter.api.Test

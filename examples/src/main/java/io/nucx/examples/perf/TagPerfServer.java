@@ -141,6 +141,8 @@ final class TagPerfServer {
         if (tag == PerfTags.PING) {
             if (sync) {
                 ep.writeAndFlush(new TagMessage(PerfTags.PONG, reply.retainedSlice(0, size), true), ep.voidPromise());
+            } else if (ep.trySendShort(PerfTags.PONG, reply.setIndex(0, size))) {
+                ep.flush(); // copied into the transport, the reply buffer still ours
             } else {
                 ep.writeAndFlush(reply.retainedSlice(0, size), ep.voidPromise());
             }

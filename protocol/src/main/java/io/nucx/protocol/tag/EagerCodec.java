@@ -70,6 +70,14 @@ public final class EagerCodec extends ChannelDuplexHandler implements ProtocolCo
         return sender.writeShortNow(ctx, msg);
     }
 
+    /**
+     * {@code data}'s readable bytes sent at once with {@code tag} when they are an eager short message the AM lane's
+     * transport takes now: true. {@code data} stays the caller's either way, untouched (UCT's {@code am_short} copies).
+     */
+    public boolean sendShortNow(ChannelHandlerContext ctx, long tag, ByteBuf data) {
+        return sender.sendShortNow(ctx, tag, data);
+    }
+
     @Override
     public void write(ChannelHandlerContext ctx, Object msg, ChannelPromise promise) {
         if (msg instanceof TagMessage || msg instanceof ByteBuf || msg instanceof StreamData || msg instanceof AmData) {

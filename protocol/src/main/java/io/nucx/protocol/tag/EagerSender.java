@@ -148,6 +148,19 @@ final class EagerSender {
         } else {
             return false;
         }
+        if (!sendShortNow(ctx, tag, content)) {
+            return false;
+        }
+        ReferenceCountUtil.release(msg);
+        return true;
+    }
+
+    /**
+     * {@code content}'s readable bytes sent at once with {@code tag} if the engine picks eager short for them and the
+     * AM lane's transport takes them now: then true. Either way {@code content} is untouched (indices and reference
+     * count): the transport copied what it took.
+     */
+    boolean sendShortNow(ChannelHandlerContext ctx, long tag, ByteBuf content) {
         int length = content.readableBytes();
         ProtoCandidate chosen = protocols.table(keys[keyIndex(content, false, MessageKind.TAG)]).lookup(length);
         if (chosen == null || chosen.protocol() != EagerProtocols.SHORT
@@ -155,7 +168,6 @@ final class EagerSender {
             return false;
         }
         shortCount.sent(length);
-        ReferenceCountUtil.release(msg);
         return true;
     }
 

@@ -263,12 +263,6 @@ public final class ShmChannel extends AbstractLaneChannel {
         pipeline().fireChannelRead(AmFrame.of(amId, flags, copyOut(ring, offset, headerLength), payload));
     }
 
-    /**
-     * All of the process's memory as one segment, to copy into a buffer by its address without a segment made per
-     * copy (Netty keeps {@code Unsafe} off on JDK 25; the ring itself is mapped through FFM, native access granted).
-     */
-    private static final MemorySegment ALL_MEMORY = MemorySegment.NULL.reinterpret(Long.MAX_VALUE);
-
     /** The record a {@link ShortFrameHandler} is handed, where it lies in the ring; one per channel, reused. */
     private final RecordPayload recordPayload = new RecordPayload();
 
@@ -304,7 +298,7 @@ public final class ShmChannel extends AbstractLaneChannel {
                 MemorySegment.copy(ring, ValueLayout.JAVA_BYTE, offset, dst.array(), dst.arrayOffset() + index, length);
             } else if (dst.hasMemoryAddress()) {
                 // Native memory, bounds checked above: one copy, no segment or NIO view made for it.
-                MemorySegment.copy(ring, offset, ALL_MEMORY, dst.memoryAddress() + index, length);
+                MemorySegment.copy(ring, offset, SpscRing.ALL_MEMORY, dst.memoryAddress() + index, length);
             } else {
                 dst.setBytes(index, ring.asSlice(offset, length).asByteBuffer());
             }

@@ -58,6 +58,12 @@ public final class SpscRing implements AutoCloseable {
     /** Little-endian longs at any offset, for copying small payloads eight bytes at a time. */
     private static final ValueLayout.OfLong LONG_LE = ValueLayout.JAVA_LONG_UNALIGNED
             .withOrder(java.nio.ByteOrder.LITTLE_ENDIAN);
+    /**
+     * All of this process's memory as one segment, for a direct buffer's bytes at its {@code memoryAddress} with no
+     * segment made per copy: Netty without {@code sun.misc.Unsafe} (its default on JDK 25) still reports the address
+     * of its direct buffers (the ring itself is mapped through FFM, native access granted).
+     */
+    static final MemorySegment ALL_MEMORY = MemorySegment.NULL.reinterpret(Long.MAX_VALUE);
     /** Payloads up to this length are copied by longs, without the ByteBuffer views a bulk copy would need. */
     private static final int SMALL_COPY = 256;
 
@@ -306,6 +312,22 @@ public final class SpscRing implements AutoCloseable {
         if (src.hasArray()) {
             MemorySegment.copy(src.array(), src.arrayOffset() + from, segment, ValueLayout.JAVA_BYTE,
                     at, length);
+            return;
+        }
+        if (length <= SMALL_COPY && src.hasMemoryAddress()) {
+            // Straight from the buffer's memory: ByteBuf.getLongLE checks the index and the reference count on every
+            // word, a third of this copy's time. One check here that the buffer is live, which getLongLE made.
+            if (src.refCnt() == 0) {
+                throw new io.netty.util.IllegalReferenceCountException(0);
+            }
+            long address = src.memoryAddress() + from;
+            int i = 0;
+            for (; i + Long.BYTES <= length; i += Long.BYTES) {
+                segment.set(LONG_LE, at + i, ALL_MEMORY.get(LONG_LE, address + i));
+            }
+            for (; i < length; i++) {
+                segment.set(ValueLayout.JAVA_BYTE, at + i, ALL_MEMORY.get(ValueLayout.JAVA_BYTE, address + i));
+            }
             return;
         }
         if (length <= SMALL_COPY) {
