@@ -525,12 +525,17 @@ public final class SpscRing implements AutoCloseable {
                 }
                 int type = (int) INT.get(segment, at + TYPE_OFFSET);
                 int recordLength = type == PADDING_TYPE ? length : aligned(length);
-                // The other process writes these words: check them before trusting them with an offset.
-                if ((type == PADDING_TYPE ? length <= 0 || (length & (RecordDescriptor.ALIGNMENT - 1)) != 0
-                        : length < HEADER_LENGTH || length > maxRecord)
-                        || recordLength > capacity - index) {
+                // The other process writes these words: check them before trusting them with an offset. Padding
+                // fills exactly the rest of the record area; and one pass cannot read more than the ring holds (the
+                // producer reuses nothing before the head moves, at the pass's end): a ring scribbled full of
+                // records would otherwise be read round and round (found by fuzzing: paddings, which the limit
+                // does not count, kept a pass going for ever).
+                if ((type == PADDING_TYPE ? length != capacity - index
+                        : length < HEADER_LENGTH || length > maxRecord || recordLength > capacity - index)
+                        || head + recordLength - start > capacity) {
                     throw new RingCorruptedException(file + ": record at position " + head + " has length " + length
-                            + " (type " + type + "), not possible in a ring of " + capacity + " bytes");
+                            + " (type " + type + "), not possible in a ring of " + capacity + " bytes with "
+                            + (head - start) + " read in this pass");
                 }
                 if (type != PADDING_TYPE) {
                     count++;

@@ -9,6 +9,7 @@ import java.io.IOException;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
+import java.nio.ByteBuffer;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.attribute.PosixFilePermissions;
@@ -201,6 +202,42 @@ class SpscRingTest {
                 assertTrue(consumer.isEmpty(), "lap " + lap + ": the word after the batch reads zero");
                 assertEquals(0, consumer.read(collect, 10));
             }
+        }
+    }
+
+    /**
+     * Found by fuzzing the header-polling ring: a record area another process filled with records that never end (a
+     * padding as long as the ring, or small records all round) was read round and round in one pass, paddings not
+     * counting towards the limit. A pass reads at most what the ring holds, and padding fills exactly the rest of
+     * the area, or the ring is reported corrupt.
+     */
+    @Test
+    void aRecordAreaScribbledFullOfRecordsIsReportedNotReadRoundAndRound() throws Exception {
+        Path p = dir.resolve("round");
+        int capacity = 4096;
+        try (SpscRing ring = SpscRing.create(p, capacity)) {
+            ByteBuffer words = ByteBuffer.allocate(capacity).order(java.nio.ByteOrder.LITTLE_ENDIAN);
+            words.putInt(0, capacity).putInt(4, RecordDescriptor.PADDING_TYPE); // padding over the whole area
+            write(p, words, RingDescriptor.HEADER_LENGTH);
+            RingCorruptedException e = assertThrows(RingCorruptedException.class,
+                    () -> ring.read((type, seg, offset, length) -> { }, Integer.MAX_VALUE));
+            assertTrue(e.getMessage().contains("read in this pass"), e.getMessage());
+            for (int at = 0; at < capacity; at += 16) { // 16-byte records of type 1, all round
+                words.putInt(at, 16).putInt(at + 4, 1);
+            }
+            write(p, words, RingDescriptor.HEADER_LENGTH);
+            int[] handed = {0};
+            e = assertThrows(RingCorruptedException.class,
+                    () -> ring.read((type, seg, offset, length) -> handed[0]++, Integer.MAX_VALUE));
+            assertTrue(e.getMessage().contains("read in this pass"), e.getMessage());
+            assertEquals(capacity / 16, handed[0], "records handed out before the pass went round");
+        }
+    }
+
+    private static void write(Path p, ByteBuffer words, long at) throws IOException {
+        try (java.nio.channels.FileChannel ch = java.nio.channels.FileChannel.open(p,
+                java.nio.file.StandardOpenOption.WRITE)) {
+            ch.write(words.duplicate().clear(), at);
         }
     }
 
