@@ -158,10 +158,7 @@ public final class ShmIoHandler implements IoHandler {
             // Busy-polling spins here too, in non-blocking passes, so tasks from other threads and timers run.
             return idleUnlessWork(context, delegate.run(nonBlocking.wrap(context)));
         }
-        int work = 0;
-        for (PolledIoHandle h : hs) {
-            work += h.poll();
-        }
+        int work = pollAll(hs);
         if (work == 0 && spinNanos == Long.MAX_VALUE) {
             work = spinOnRings(hs, context);
         }
@@ -193,6 +190,15 @@ public final class ShmIoHandler implements IoHandler {
         }
     }
 
+    /** One poll of every ring handle; the work they found. */
+    private static int pollAll(PolledIoHandle[] hs) {
+        int work = 0;
+        for (PolledIoHandle h : hs) {
+            work += h.poll();
+        }
+        return work;
+    }
+
     /**
      * Busy-poll with the rings idle: polls them (and now and then the wrapped engine) up to {@link #BUSY_SPIN_POLLS}
      * times without leaving, until one has work or a task arrives ({@link #wakeup}; timers wait at most the spin,
@@ -209,10 +215,7 @@ public final class ShmIoHandler implements IoHandler {
             return 0;
         }
         for (int spin = 0; spin < BUSY_SPIN_POLLS; spin++) {
-            int work = 0;
-            for (PolledIoHandle h : hs) {
-                work += h.poll();
-            }
+            int work = pollAll(hs);
             if (work > 0) {
                 return work;
             }
