@@ -4,7 +4,8 @@
 # ucx_perftest the same way; one line per run (the Final line, and nucx's tail percentiles). The machine here
 # switches between a fast and a slow mode from run to run (UCX shm tag_lat 8 B: 0.10 or 0.48 us), so compare
 # within a round. Usage: bench/alternate.sh TEST SIZE ITERS ROUNDS TREE...
-# NUCX_TLS (default shm) and UCX_TLS (default posix,self,cma) choose the transports; WARMUP_SECONDS (default 10).
+# NUCX_TLS (default shm) and UCX_TLS (default posix,self,cma) choose the transports; WARMUP_SECONDS (default 10)
+# is nucx's warm-up, UCX_WARMUP (default 1000000) ucx_perftest's warm-up iterations (fewer for large messages).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 test=$1 size=$2 iters=$3 rounds=$4
@@ -12,6 +13,7 @@ shift 4
 tls=${NUCX_TLS:-shm}
 ucx_tls=${UCX_TLS:-posix,self,cma}
 warm=${WARMUP_SECONDS:-10}
+ucx_warm=${UCX_WARMUP:-1000000}
 command -v ucx_perftest >/dev/null || { echo "ucx_perftest missing: apt-get install -y ucx-utils" >&2; exit 1; }
 port=${BENCH_BASE_PORT:-17500}
 
@@ -34,6 +36,6 @@ for r in $(seq 1 "$rounds"); do
         run "$(basename "$tree")" "NUCX_TLS=$tls $tree/bin/nucx perftest" env NUCX_TLS="$tls" "$tree/bin/nucx" \
             perftest --tail -w 1000000000 --warmup-time "$warm" -t "$test" -s "$size" -n "$iters"
     done
-    run ucx "UCX_TLS=$ucx_tls ucx_perftest" env UCX_TLS="$ucx_tls" ucx_perftest -w 1000000 -t "$test" -s "$size" \
+    run ucx "UCX_TLS=$ucx_tls ucx_perftest" env UCX_TLS="$ucx_tls" ucx_perftest -w "$ucx_warm" -t "$test" -s "$size" \
         -n "$iters"
 done

@@ -18,7 +18,7 @@ import java.util.Set;
  * lane selection on the packed values (floats included), so both compute the same lanes.
  *
  * <pre>
- * version 1, little-endian:
+ * version 2, little-endian:
  *  +---------+---------+-----------------+----------+------------+----------+
  *  | version |  flags  |   worker uuid   | name len |    name    | tl count |
  *  |   u8    |   u8    |       u64       |    u8    |  (utf-8)   |    u8    |
@@ -36,8 +36,11 @@ import java.util.Set;
  */
 public record WorkerAddress(long uuid, String name, List<Entry> entries) {
 
-    /** The only version this code writes and reads. */
-    public static final int VERSION = 1;
+    /**
+     * The only version this code writes and reads: of this layout and of the protocols' headers behind it, so that
+     * workers that would not understand each other's frames do not connect (2: RNDV_RTR carries the placed fragment).
+     */
+    public static final int VERSION = 2;
     /** The largest blob accepted. */
     public static final int MAX_LENGTH = 4096;
 

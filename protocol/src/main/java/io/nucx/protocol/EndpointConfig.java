@@ -103,6 +103,19 @@ public record EndpointConfig(String amLane, IfaceAttributes amLaneAttrs, String 
         return b.toString();
     }
 
+    /**
+     * The largest frame (header included) every message lane carries when its receiver places the payload straight
+     * into its destination ({@code AmFrame.FLAG_PLACED}, {@link IfaceAttributes#maxPlaced}); 0 when one of them does
+     * not place. A receiver offers rendezvous fragments that large only then, and a sender sends them only then.
+     */
+    public int minMaxPlaced() {
+        int min = amLaneAttrs.maxPlaced();
+        for (BwLane l : bwLanes) {
+            min = Math.min(min, l.attrs().maxPlaced());
+        }
+        return min;
+    }
+
     /** The largest frame (header included) every message lane can carry: rendezvous fragments fit all of them. */
     public int minMaxBcopy() {
         int min = amLaneAttrs.maxBcopy();

@@ -15,6 +15,13 @@ import io.netty.util.Recycler;
  */
 public final class AmFrame extends AbstractReferenceCounted {
 
+    /**
+     * The frame is larger than the lane's {@code maxBcopy} because its receiver asked for it so: it places the payload
+     * straight into its destination as it arrives ({@link PayloadPlacement}), so the frame's size costs it no buffer.
+     * Only a lane with {@link IfaceAttributes#maxPlaced} sends one, and a receiver that did not place it refuses it.
+     */
+    public static final int FLAG_PLACED = 0x80;
+
     private static final Recycler<AmFrame> POOL = new Recycler<>() {
         @Override
         protected AmFrame newObject(Handle<AmFrame> handle) {

@@ -32,11 +32,25 @@ import java.util.Set;
  * @param regCostSeconds  memory registration cost constant {@code c} of {@code c + m * size} (UCT's md
  *                        {@code reg_cost}), seconds: what exposing a buffer for a peer's zero-copy GET or PUT costs
  * @param regCostPerByte  memory registration growth {@code m}, seconds per byte
+ * @param maxPlaced       largest frame (header included) the iface carries, both ways, when its receiver places the
+ *                        payload into its destination as it arrives ({@link AmFrame#FLAG_PLACED}; tcp reading straight
+ *                        into the receive buffer: UCT tcp's PUT_ZCOPY of a whole rendezvous); 0 when it does not
  */
 public record IfaceAttributes(Set<Capability> capabilities, int maxShort, int maxBcopy, int maxHeader,
                               double latencySeconds, double latencyPerEp, double bandwidthDedicated,
                               double bandwidthShared, double overheadSeconds, int priority, long maxZcopy,
-                              int amCopyMax, long rmaSegment, double regCostSeconds, double regCostPerByte) {
+                              int amCopyMax, long rmaSegment, double regCostSeconds, double regCostPerByte,
+                              int maxPlaced) {
+
+    /** Attributes of an iface that does not place payloads (no frame over {@code maxBcopy}). */
+    public IfaceAttributes(Set<Capability> capabilities, int maxShort, int maxBcopy, int maxHeader,
+                           double latencySeconds, double latencyPerEp, double bandwidthDedicated,
+                           double bandwidthShared, double overheadSeconds, int priority, long maxZcopy,
+                           int amCopyMax, long rmaSegment, double regCostSeconds, double regCostPerByte) {
+        this(capabilities, maxShort, maxBcopy, maxHeader, latencySeconds, latencyPerEp, bandwidthDedicated,
+                bandwidthShared, overheadSeconds, priority, maxZcopy, amCopyMax, rmaSegment, regCostSeconds,
+                regCostPerByte, 0);
+    }
 
     /** Attributes whose memory registration costs nothing (tcp, shm and self register nothing; cma only packs a key). */
     public IfaceAttributes(Set<Capability> capabilities, int maxShort, int maxBcopy, int maxHeader,
@@ -79,6 +93,9 @@ public record IfaceAttributes(Set<Capability> capabilities, int maxShort, int ma
         if (rmaSegment < 0 || (maxZcopy > 0 && rmaSegment == 0)) {
             throw new IllegalArgumentException("rmaSegment must be > 0 with zero-copy RMA, got " + rmaSegment);
         }
+        if (maxPlaced < 0) {
+            throw new IllegalArgumentException("maxPlaced must be >= 0, got " + maxPlaced);
+        }
         if (!(regCostSeconds >= 0) || !(regCostPerByte >= 0)) {
             throw new IllegalArgumentException("registration cost must be >= 0, got " + regCostSeconds + " s + "
                     + regCostPerByte + " s/B");
@@ -94,7 +111,14 @@ public record IfaceAttributes(Set<Capability> capabilities, int maxShort, int ma
     public IfaceAttributes withAmLimits(int maxShort, int maxBcopy) {
         return new IfaceAttributes(capabilities, maxShort, maxBcopy, maxHeader, latencySeconds, latencyPerEp,
                 bandwidthDedicated, bandwidthShared, overheadSeconds, priority, maxZcopy, amCopyMax, rmaSegment,
-                regCostSeconds, regCostPerByte);
+                regCostSeconds, regCostPerByte, maxPlaced);
+    }
+
+    /** The same attributes, placing frames up to {@code maxPlaced} bytes (0: none). */
+    public IfaceAttributes withMaxPlaced(int maxPlaced) {
+        return new IfaceAttributes(capabilities, maxShort, maxBcopy, maxHeader, latencySeconds, latencyPerEp,
+                bandwidthDedicated, bandwidthShared, overheadSeconds, priority, maxZcopy, amCopyMax, rmaSegment,
+                regCostSeconds, regCostPerByte, maxPlaced);
     }
 
     /**
@@ -110,7 +134,7 @@ public record IfaceAttributes(Set<Capability> capabilities, int maxShort, int ma
         }
         return new IfaceAttributes(capabilities, maxShort, maxBcopy, maxHeader, latencySeconds, latencyPerEp,
                 bandwidth, 0, overheadSeconds, priority, maxZcopy, amCopyMax, rmaSegment, regCostSeconds,
-                regCostPerByte);
+                regCostPerByte, maxPlaced);
     }
 
     /**
@@ -132,17 +156,20 @@ public record IfaceAttributes(Set<Capability> capabilities, int maxShort, int ma
     /**
      * Checks that {@code frame} fits this iface: its header at most {@code maxHeader}, header and payload at most
      * {@code maxBcopy} (what protocols fragment to). Lanes check on the sender's side, so a frame too large fails its
-     * own write, with this message, and the lane goes on.
+     * own write, with this message, and the lane goes on. A {@link AmFrame#FLAG_PLACED} frame may be up to
+     * {@code maxPlaced} instead.
      *
      * @param lane names the lane in the error
      * @throws TooLongFrameException naming the frame's sizes and the limits
      */
     public void checkFrame(AmFrame frame, Object lane) {
         int header = frame.header().readableBytes();
-        if (!fits(header, frame.length())) {
+        boolean placed = (frame.flags() & AmFrame.FLAG_PLACED) != 0;
+        int max = placed ? Math.max(maxBcopy, maxPlaced) : maxBcopy;
+        if (header > maxHeader || frame.length() > max) {
             throw new TooLongFrameException("frame of " + frame.length() + " bytes (header " + header + ", am id "
-                    + frame.amId() + ") exceeds the limits of " + lane + ": header <= " + maxHeader
-                    + ", header + payload <= " + maxBcopy + " bytes");
+                    + frame.amId() + (placed ? ", placed" : "") + ") exceeds the limits of " + lane + ": header <= "
+                    + maxHeader + ", header + payload <= " + max + " bytes");
         }
     }
 

@@ -2,16 +2,23 @@ package io.nucx.wireup;
 
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.PooledByteBufAllocator;
+import io.netty.channel.Channel;
+import io.netty.channel.ChannelHandlerContext;
+import io.netty.channel.ChannelInboundHandlerAdapter;
 import io.nucx.Endpoint;
 import io.nucx.Worker;
+import io.nucx.protocol.AmIds;
 import io.nucx.protocol.tag.MessageTruncatedException;
 import io.nucx.protocol.tag.TagReceive;
+import io.nucx.transport.AmFrame;
 import io.nucx.transport.tcp.AmFrameDecoder;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.extension.RegisterExtension;
 
+import java.util.List;
 import java.util.concurrent.BlockingQueue;
+import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.TimeUnit;
 
@@ -52,6 +59,33 @@ class ReceiveIntoBufferTest {
         });
     }
 
+    /**
+     * Sends messages of {@code sizes} (tags from {@code firstTag}) from {@code ep} into a reusable receive of
+     * {@code b}'s with {@code buffer}, one at a time: each must land whole in the buffer, from its start.
+     */
+    private static void sendEachInto(Endpoint ep, Worker b, ByteBuf buffer, int firstTag, int... sizes)
+            throws Exception {
+        BlockingQueue<Got> got = new LinkedBlockingQueue<>();
+        TagReceive receive = into(buffer, got);
+        for (int i = 0; i < sizes.length; i++) {
+            b.eventLoop().submit(() -> b.tagRecv(receive)).get(10, TimeUnit.SECONDS);
+            assertTrue(ep.tagSend(firstTag + i, pattern(i, sizes[i])).await(30, TimeUnit.SECONDS));
+            Got g = got.poll(30, TimeUnit.SECONDS);
+            assertNotNull(g, "message " + i + " of " + sizes[i] + " bytes did not arrive");
+            assertEquals(null, g.failure());
+            try {
+                assertEquals(firstTag + i, g.tag());
+                assertPattern(i, sizes[i], g.data());
+                assertEquals(buffer.memoryAddress(), g.data().memoryAddress() + g.data().readerIndex(),
+                        "message " + i + " is in the user's buffer, from its start");
+                assertEquals(sizes[i], buffer.writerIndex(), "the buffer's writer index follows the message");
+            } finally {
+                g.data().release();
+            }
+            buffer.clear();
+        }
+    }
+
     @Test
     void everyMessageLandsInTheUsersBufferAndLargeFragmentsComeStraightFromTheTcpLane() throws Exception {
         // epoll: tcp lanes place payloads on epoll and nio, not on io_uring (the default without busy-polling).
@@ -59,34 +93,62 @@ class ReceiveIntoBufferTest {
         Worker b = workers.start("b", "TLS", "tcp", "TCP_IO", "epoll");
         Endpoint ep = TestWorkers.wiredUp(a, b);
         Endpoint accepted = b.endpoints().iterator().next();
-        int[] sizes = {8, 100_000, 1 << 20, 3, 3 << 20};
         ByteBuf buffer = PooledByteBufAllocator.DEFAULT.directBuffer(4 << 20, 4 << 20);
-        BlockingQueue<Got> got = new LinkedBlockingQueue<>();
-        TagReceive receive = into(buffer, got);
         try {
-            for (int i = 0; i < sizes.length; i++) {
-                b.eventLoop().submit(() -> b.tagRecv(receive)).get(10, TimeUnit.SECONDS);
-                assertTrue(ep.tagSend(100 + i, pattern(i, sizes[i])).await(30, TimeUnit.SECONDS));
-                Got g = got.poll(30, TimeUnit.SECONDS);
-                assertNotNull(g, "message " + i + " of " + sizes[i] + " bytes did not arrive");
-                assertEquals(null, g.failure());
-                try {
-                    assertEquals(100 + i, g.tag());
-                    assertPattern(i, sizes[i], g.data());
-                    assertEquals(buffer.memoryAddress(), g.data().memoryAddress() + g.data().readerIndex(),
-                            "message " + i + " is in the user's buffer, from its start");
-                    assertEquals(sizes[i], buffer.writerIndex(), "the buffer's writer index follows the message");
-                } finally {
-                    g.data().release();
-                }
-                buffer.clear();
-            }
+            sendEachInto(ep, b, buffer, 100, 8, 100_000, 1 << 20, 3, 3 << 20);
             AmFrameDecoder decoder = TestWorkers.impl(accepted).amLane().pipeline().get(AmFrameDecoder.class);
             long placed = b.eventLoop().submit(decoder::placedBytes).get(10, TimeUnit.SECONDS);
             assertTrue(placed > (1 << 20), () -> "only " + placed + " bytes came from the socket straight into the "
                     + "user's buffer");
         } finally {
             buffer.release();
+        }
+    }
+
+    /**
+     * A rendezvous into the user's buffer over tcp lanes that place payloads comes in frames as large as the lane
+     * sends placed: the receiver offers the whole message in its RTR, the sender sends frames flagged as placed, up to
+     * its lanes' limit, and the socket reads them straight into the buffer. With NUCX_TCP_PLACE=n the data come as
+     * 64 KiB fragments, as before.
+     */
+    @org.junit.jupiter.params.ParameterizedTest
+    @org.junit.jupiter.params.provider.ValueSource(strings = {"y", "n"})
+    void aRendezvousIntoTheUsersBufferComesInLargePlacedFrames(String place) throws Exception {
+        String[] settings = {"TLS", "tcp", "TCP_IO", "epoll", "RNDV_THRESH", "64k", "TCP_PLACE", place};
+        Worker a = workers.start("a", settings);
+        Worker b = workers.start("b", settings);
+        Endpoint ep = TestWorkers.wiredUp(a, b);
+        Endpoint accepted = b.endpoints().iterator().next();
+        // What comes up b's lane as rendezvous data: each frame's payload size, and whether it was a placed one.
+        List<String> data = new CopyOnWriteArrayList<>();
+        Channel lane = TestWorkers.impl(accepted).amLane();
+        lane.eventLoop().submit(() -> lane.pipeline().addAfter("nucx.frameDecoder", "test.rndvData",
+                new ChannelInboundHandlerAdapter() {
+                    @Override
+                    public void channelRead(ChannelHandlerContext ctx, Object msg) {
+                        if (msg instanceof AmFrame f && f.amId() == AmIds.RNDV_DATA) {
+                            data.add(f.payload().readableBytes()
+                                    + ((f.flags() & AmFrame.FLAG_PLACED) != 0 ? " placed" : ""));
+                        }
+                        ctx.fireChannelRead(msg);
+                    }
+                })).get(10, TimeUnit.SECONDS);
+        ByteBuf buffer = PooledByteBufAllocator.DEFAULT.directBuffer(4 << 20, 4 << 20);
+        try {
+            sendEachInto(ep, b, buffer, 200, 3 << 20, 100_000, 1 << 20);
+        } finally {
+            buffer.release();
+        }
+        if (place.equals("y")) {
+            // Frames up to the tcp lane's largest placed frame (256 KiB with the header, at the default segment
+            // size), as few as fit, of even size: 13 for 3 MiB, 1 for 100,000 bytes, 5 for 1 MiB.
+            assertEquals(13 + 1 + 5, data.size(), () -> "placed frames: " + data);
+            assertTrue(data.stream().allMatch(d -> d.endsWith(" placed")
+                    && Integer.parseInt(d.split(" ")[0]) <= 256 * 1024 - 16), () -> data.toString());
+            assertTrue(data.contains("100000 placed"), () -> data.toString());
+        } else {
+            assertEquals(49 + 2 + 17, data.size(), () -> "64 KiB fragments, none placed: " + data);
+            assertTrue(data.stream().noneMatch(d -> d.endsWith("placed")), () -> data.toString());
         }
     }
 

@@ -84,7 +84,8 @@ public final class RndvCodec extends ChannelDuplexHandler implements ProtocolCod
                 }
                 case AmIds.RNDV_RTR -> {
                     ByteBuf key = RndvHeaders.readRtrKey(h);
-                    sender.onRtr(h.getLongLE(at), h.getLongLE(at + 8), h.getLongLE(at + 16), key);
+                    sender.onRtr(h.getLongLE(at), h.getLongLE(at + 8), h.getLongLE(at + 16),
+                            RndvHeaders.readRtrPlacedFragment(h), key);
                 }
                 case AmIds.RNDV_DATA -> {
                     check(frame, RndvHeaders.DATA_LENGTH);

@@ -15,9 +15,12 @@ import io.nucx.protocol.ProtocolException;
  *            | key length:u16  | a KeyBundle: the RMA transports' own keys, one |   (cma: 28, host id, pid,
  *            |                 | per device of the sender's RMA lanes           |    address, length)
  *            +-----------------+------------------------------------------------+
- * RNDV_RTR   +--------------------+----------------------+----------------+
- *            | sender req id:u64  | receiver req id:u64  |   size:u64     |     24 bytes: send RNDV_DATA
- *            +--------------------+----------------------+----------------+
+ * RNDV_RTR   +--------------------+----------------------+----------------+-----------------+
+ *            | sender req id:u64  | receiver req id:u64  |   size:u64     | placed frag:u32 |  28 bytes: send RNDV_DATA
+ *            +--------------------+----------------------+----------------+-----------------+
+ *   placed frag: the largest RNDV_DATA payload the receiver places straight into the receive buffer as it arrives,
+ *   beyond the lanes' fragment size (tcp reading into the user's buffer: the whole message as one frame, as UCT tcp's
+ *   PUT_ZCOPY); 0 for the sender's own fragments.
  *   rndv/put/zcopy appends the receive buffer's packed remote key, the same way: write the message there
  *   (offset 0, all {@code size} bytes), then send RNDV_ATP.
  * RNDV_DATA  +----------------------+----------------+
@@ -39,7 +42,7 @@ import io.nucx.protocol.ProtocolException;
  */
 public final class RndvHeaders {
     public static final int RTS_LENGTH = 24;
-    public static final int RTR_LENGTH = 24;
+    public static final int RTR_LENGTH = 28;
     public static final int DATA_LENGTH = 16;
     public static final int ATS_LENGTH = 9;
     public static final int ATP_LENGTH = 17;
@@ -80,8 +83,35 @@ public final class RndvHeaders {
 
     /** Writes an RTR header; with {@code packedKey} non-null, the receive buffer the sender may PUT the data into. */
     public static ByteBuf writeRtr(ByteBuf out, long senderReqId, long receiverReqId, long size, byte[] packedKey) {
-        out.writeLongLE(senderReqId).writeLongLE(receiverReqId).writeLongLE(size);
+        return writeRtr(out, senderReqId, receiverReqId, size, 0, packedKey);
+    }
+
+    /**
+     * Writes an RTR header offering RNDV_DATA fragments of up to {@code placedFragment} payload bytes (0: the sender's
+     * own); with {@code packedKey} non-null, the receive buffer the sender may PUT the data into.
+     */
+    public static ByteBuf writeRtr(ByteBuf out, long senderReqId, long receiverReqId, long size, int placedFragment,
+                                   byte[] packedKey) {
+        if (placedFragment < 0) {
+            throw new IllegalArgumentException("placed fragment " + placedFragment + " < 0");
+        }
+        out.writeLongLE(senderReqId).writeLongLE(receiverReqId).writeLongLE(size).writeIntLE(placedFragment);
         return writeKey(out, packedKey);
+    }
+
+    /**
+     * The largest fragment an RTR header (reader index at its start, its length checked by {@link #readRtrKey})
+     * offers to place; 0 for the sender's own fragments.
+     *
+     * @throws ProtocolException for a value over {@link Integer#MAX_VALUE}
+     */
+    public static int readRtrPlacedFragment(ByteBuf h) {
+        long v = h.getUnsignedIntLE(h.readerIndex() + 24);
+        if (v > Integer.MAX_VALUE) {
+            throw new ProtocolException("RNDV_RTR placed fragment is " + v + " bytes, expected at most "
+                    + Integer.MAX_VALUE);
+        }
+        return (int) v;
     }
 
     /** Writes an ATP header. */

@@ -8,6 +8,7 @@ import io.netty.util.concurrent.Promise;
 import io.netty.util.internal.logging.InternalLogger;
 import io.netty.util.internal.logging.InternalLoggerFactory;
 import io.nucx.protocol.AmIds;
+import io.nucx.protocol.EndpointConfig;
 import io.nucx.protocol.EndpointServices;
 import io.nucx.protocol.MemoryBudget;
 import io.nucx.protocol.PendingRequests;
@@ -384,11 +385,32 @@ final class RndvReceiver {
     private void askForData(Receive rv) {
         rv.stage = Stage.RTR_SENT;
         if (rv.parts == null) {
+            if (rv.buffer == null && rv.target instanceof TagReceive && placesLargeFrames()) {
+                // The message needs this one buffer at the end anyway; given now, the lanes read it straight in and
+                // nothing is composed from fragment copies.
+                wholeBuffer(rv);
+            }
             rv.parts = fragments(rv);
         }
         ByteBuf h = RndvHeaders.writeRtr(ctx.alloc().buffer(RndvHeaders.RTR_LENGTH), rv.senderReqId, rv.id, rv.total,
-                null);
+                placedFragment(rv), null);
         reply(AmFrame.of(AmIds.RNDV_RTR, h));
+    }
+
+    /**
+     * The fragment size {@code rv}'s RTR offers: the whole message when its fragments are written into one buffer
+     * and every message lane places payloads there as they arrive (tcp reading straight into it,
+     * {@link EndpointConfig#minMaxPlaced}), so a frame's size costs this side no memory of its own; else 0, the
+     * sender's own fragments. The sender sends frames no larger than its lanes carry, one per lane at least.
+     */
+    private int placedFragment(Receive rv) {
+        return rv.parts.isInPlace() && placesLargeFrames() ? rv.total : 0;
+    }
+
+    /** Whether every message lane places payloads in frames larger than their segments. */
+    private boolean placesLargeFrames() {
+        EndpointConfig lanes = endpoint.endpointConfig();
+        return lanes.minMaxPlaced() > lanes.minMaxBcopy();
     }
 
     /**

@@ -7,6 +7,7 @@ import io.netty.channel.ChannelHandlerContext;
 import io.netty.channel.ChannelPromise;
 import io.netty.util.concurrent.Future;
 import io.nucx.protocol.AmIds;
+import io.nucx.protocol.EndpointConfig;
 import io.nucx.protocol.EndpointServices;
 import io.nucx.protocol.MemoryDomain;
 import io.nucx.protocol.PendingRequests;
@@ -142,7 +143,7 @@ final class RndvSender {
      *
      * @throws ProtocolException for an unknown or busy send, or a key the RMA lane refuses (another process's memory)
      */
-    void onRtr(long senderReqId, long receiverReqId, long size, ByteBuf packedKey) {
+    void onRtr(long senderReqId, long receiverReqId, long size, int placedFragment, ByteBuf packedKey) {
         Send s = find(senderReqId, "RTR");
         if (size != s.content.readableBytes()) {
             sends.remove(senderReqId);
@@ -167,27 +168,53 @@ final class RndvSender {
             putFallbackCount.increment(); // no permitted RMA lane on this side: the data go as fragments
         }
         sends.remove(senderReqId);
-        sendData(s, receiverReqId);
+        sendData(s, receiverReqId, placedFragment);
     }
 
-    /** The data as RNDV_DATA fragments from offset 0, the last carrying the user's promise; releases the send. */
-    private void sendData(Send s, long receiverReqId) {
+    /**
+     * The data as RNDV_DATA fragments from offset 0, the last carrying the user's promise; releases the send.
+     *
+     * @param placedFragment the largest fragment the receiver places as it arrives (its RTR; 0: ours)
+     */
+    private void sendData(Send s, long receiverReqId, int placedFragment) {
         ByteBuf content = s.content;
         try {
             int start = content.readerIndex();
             int length = content.readableBytes();
-            for (int offset = 0; offset < length; offset += fragment) {
-                int n = Math.min(fragment, length - offset);
+            int step = fragmentSize(length, placedFragment);
+            int flags = step > fragment ? AmFrame.FLAG_PLACED : 0;
+            for (int offset = 0; offset < length; offset += step) {
+                int n = Math.min(step, length - offset);
                 ByteBuf header = ctx.alloc().buffer(RndvHeaders.DATA_LENGTH).writeLongLE(receiverReqId)
                         .writeLongLE(offset);
                 boolean last = offset + n == length;
-                ctx.write(AmFrame.of(AmIds.RNDV_DATA, 0, header, content.retainedSlice(start + offset, n)),
+                ctx.write(AmFrame.of(AmIds.RNDV_DATA, flags, header, content.retainedSlice(start + offset, n)),
                         last ? s.promise : ProtocolCodec.quietPromise(ctx));
             }
             ctx.flush();
         } finally {
             s.release();
         }
+    }
+
+    /**
+     * Our fragments, or larger ones when the receiver places them (its RTR) and every message lane of ours carries
+     * placed frames that large: fewer frames, each read by the receiver's socket straight into its buffer (UCT tcp sends
+     * a whole rendezvous as one PUT_ZCOPY so). Still one per message lane at least, so that several lanes share it, and
+     * of even size.
+     */
+    private int fragmentSize(int length, int placedFragment) {
+        if (placedFragment <= fragment) {
+            return fragment;
+        }
+        EndpointConfig lanes = endpoint.endpointConfig();
+        int offered = Math.min(placedFragment, lanes.minMaxPlaced() - RndvHeaders.DATA_LENGTH);
+        if (offered <= fragment) {
+            return fragment;
+        }
+        // As few frames as fit, at least one per lane, of even size (no small tail).
+        long frames = Math.max((length + (long) offered - 1) / offered, 1 + lanes.bwLanes().size());
+        return (int) Math.max(fragment, (length + frames - 1) / frames);
     }
 
     private ChannelFuture writeAtp(long receiverReqId, int status, long size, ChannelPromise promise) {
@@ -218,7 +245,7 @@ final class RndvSender {
             sends.remove(s.id);
             putFallbackCount.increment();
             endpoint.rmaFailed("rndv/put/zcopy fell back to RNDV_DATA", cause);
-            sendData(s, receiverReqId);
+            sendData(s, receiverReqId, 0);
         }
 
         @Override

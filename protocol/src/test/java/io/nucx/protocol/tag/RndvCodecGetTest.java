@@ -7,6 +7,7 @@ import io.netty.channel.embedded.EmbeddedChannel;
 import io.netty.util.concurrent.Promise;
 import io.nucx.protocol.AmIds;
 import io.nucx.protocol.ProtocolException;
+import io.nucx.protocol.EndpointConfig;
 import io.nucx.protocol.ProtocolRegistry;
 import io.nucx.protocol.TestEndpoint;
 import io.nucx.protocol.WorkerProtocols;
@@ -266,6 +267,51 @@ class RndvCodecGetTest {
         c.endpointEnded(new ClosedChannelException());
         assertInstanceOf(IOException.class, p.cause());
         rs.close();
+        assertFalse(am.finishAndReleaseAll());
+    }
+
+    /**
+     * A receive on an endpoint whose message lanes all place payloads as they arrive gets its whole buffer at once (the
+     * user's, or one of the library's) and offers the whole message as one fragment in its RTR; on lanes that do not,
+     * it offers none.
+     */
+    @org.junit.jupiter.params.ParameterizedTest
+    @org.junit.jupiter.params.provider.ValueSource(booleans = {true, false})
+    void anRtrOffersTheWholeMessageAsOneFragmentWhenEveryMessageLanePlaces(boolean placing) {
+        EmbeddedChannel am = new EmbeddedChannel();
+        WorkerProtocols w = TestEndpoint.worker(am, TestEndpoint.settings(1 << 30, RndvScheme.AUTO,
+                ProtocolRegistry.DEFAULT.protocols()));
+        EndpointConfig lanes = RndvEndpoint.defaultLane();
+        if (placing) {
+            lanes = new EndpointConfig(lanes.amLane(), lanes.amLaneAttrs().withMaxPlaced(1 << 30));
+        }
+        RndvCodec c = new RndvCodec(new TestEndpoint(am, lanes), w);
+        am.pipeline().addLast(c);
+        PostedReceives rs = new PostedReceives(w.matcher(), am.eventLoop());
+        ByteBuf into = Unpooled.directBuffer(3_000_000);
+        Promise<TagMessage> p = rs.post(12, -1L, into);
+        Promise<TagMessage> own = rs.post(13, -1L); // no buffer given: one of the library's, placed in the same way
+        am.writeInbound(rts(12, 85, 3_000_000, null));
+        am.writeInbound(rts(13, 86, 3_000_000, null));
+        AmFrame rtr = am.readOutbound();
+        AmFrame rtr2 = am.readOutbound();
+        try {
+            assertEquals(AmIds.RNDV_RTR, rtr.amId());
+            assertEquals(85, rtr.header().getLongLE(0));
+            assertEquals(placing ? 3_000_000 : 0, RndvHeaders.readRtrPlacedFragment(rtr.header()),
+                    "into the user's buffer");
+            assertEquals(86, rtr2.header().getLongLE(0));
+            assertEquals(placing ? 3_000_000 : 0, RndvHeaders.readRtrPlacedFragment(rtr2.header()),
+                    "into a buffer of the library's");
+        } finally {
+            rtr.release();
+            rtr2.release();
+        }
+        c.endpointEnded(new ClosedChannelException());
+        assertInstanceOf(IOException.class, p.cause());
+        assertInstanceOf(IOException.class, own.cause());
+        rs.close();
+        into.release();
         assertFalse(am.finishAndReleaseAll());
     }
 

@@ -117,6 +117,85 @@ class RndvCodecSendTest {
         assertFalse(ep.codec.lingers());
     }
 
+    /** The frames after an RTR: payload sizes, flags and bytes, in order from offset 0. */
+    private static List<Integer> placedFrames(EmbeddedChannel ch, long receiverReq, byte[] expected, int flags) {
+        List<Integer> sizes = new ArrayList<>();
+        byte[] got = new byte[expected.length];
+        int seen = 0;
+        for (AmFrame f; seen < expected.length && (f = ch.readOutbound()) != null; ) {
+            try {
+                assertEquals(AmIds.RNDV_DATA, f.amId());
+                assertEquals(receiverReq, f.header().getLongLE(0));
+                assertEquals(seen, f.header().getLongLE(8), "in order from offset 0");
+                assertEquals(flags, f.flags(), "flags of the fragment at " + seen);
+                int len = f.payload().readableBytes();
+                f.payload().getBytes(f.payload().readerIndex(), got, seen, len);
+                seen += len;
+                sizes.add(len);
+            } finally {
+                f.release();
+            }
+        }
+        assertArrayEquals(expected, got);
+        return sizes;
+    }
+
+    /**
+     * A receiver that places the data as they arrive offers larger fragments in its RTR (tcp reading into the receive
+     * buffer): when every message lane of the sender's carries placed frames, the data go as one frame per lane,
+     * flagged {@link AmFrame#FLAG_PLACED}; else, or when the offer is no larger than its own, as its own fragments.
+     */
+    @Test
+    void placedFragmentsAreAsLargeAsTheReceiverOffersWhenEveryMessageLaneCarriesThem() {
+        IfaceAttributes placing = TestEndpoint.amLane(8192, MAX_BCOPY).amLaneAttrs().withMaxPlaced(1 << 30);
+        byte[] data = pattern(5, 1 << 20);
+        ChannelFuture[] f = new ChannelFuture[1];
+
+        EmbeddedChannel ch = channel(new EndpointConfig("test/lo", placing), false);
+        long id = senderReqId(send(ch, new RndvSendRequest(1, Unpooled.wrappedBuffer(data)), f));
+        ch.writeInbound(placedRtr(id, 910, data.length, data.length));
+        assertEquals(List.of(data.length), placedFrames(ch, 910, data, AmFrame.FLAG_PLACED), "one frame");
+        assertTrue(f[0].isSuccess());
+
+        ch = channel(new EndpointConfig("test/lo", placing), false);
+        id = senderReqId(send(ch, new RndvSendRequest(1, Unpooled.wrappedBuffer(data)), f));
+        ch.writeInbound(placedRtr(id, 911, data.length, 300_000));
+        assertEquals(List.of(262_144, 262_144, 262_144, 262_144), placedFrames(ch, 911, data, AmFrame.FLAG_PLACED),
+                "no larger than offered, as few as fit, of even size");
+
+        ch = channel(new EndpointConfig("test/lo", placing, null, null,
+                List.of(new EndpointConfig.BwLane("test/lo2", placing))), false);
+        id = senderReqId(send(ch, new RndvSendRequest(1, Unpooled.wrappedBuffer(data)), f));
+        ch.writeInbound(placedRtr(id, 912, data.length, data.length));
+        assertEquals(List.of(data.length / 2, data.length / 2), placedFrames(ch, 912, data, AmFrame.FLAG_PLACED),
+                "one per message lane, so that both carry it");
+
+        ch = channel(new EndpointConfig("test/lo", placing, null, null,
+                List.of(new EndpointConfig.BwLane("shm/memory", TestEndpoint.amLane(8192, MAX_BCOPY)
+                        .amLaneAttrs()))), false);
+        id = senderReqId(send(ch, new RndvSendRequest(1, Unpooled.wrappedBuffer(data)), f));
+        ch.writeInbound(placedRtr(id, 913, data.length, data.length));
+        assertEquals(17, placedFrames(ch, 913, data, 0).size(), "a lane that does not place: our own fragments");
+
+        ch = channel(new EndpointConfig("test/lo", placing.withMaxPlaced(200_016)), false);
+        id = senderReqId(send(ch, new RndvSendRequest(1, Unpooled.wrappedBuffer(data)), f));
+        ch.writeInbound(placedRtr(id, 915, data.length, data.length));
+        List<Integer> sizes = placedFrames(ch, 915, data, AmFrame.FLAG_PLACED);
+        assertEquals(6, sizes.size(), "no larger than the lanes carry: " + sizes);
+        assertTrue(sizes.stream().allMatch(n -> n <= 200_000), sizes::toString);
+
+        ch = channel(new EndpointConfig("test/lo", placing), false);
+        id = senderReqId(send(ch, new RndvSendRequest(1, Unpooled.wrappedBuffer(data)), f));
+        ch.writeInbound(placedRtr(id, 914, data.length, 1000));
+        assertEquals(17, placedFrames(ch, 914, data, 0).size(), "an offer below our fragment: ours");
+        assertTrue(f[0].isSuccess());
+    }
+
+    private static AmFrame placedRtr(long senderReq, long receiverReq, long size, int placedFragment) {
+        return AmFrame.of(AmIds.RNDV_RTR, RndvHeaders.writeRtr(Unpooled.buffer(), senderReq, receiverReq, size,
+                placedFragment, null));
+    }
+
     @Test
     void fragmentsFitTheSmallestOfTheMessageLanes() {
         IfaceAttributes narrow = new IfaceAttributes(EnumSet.of(Capability.AM_SHORT, Capability.AM_BCOPY), 256,
@@ -148,13 +227,13 @@ class RndvCodecSendTest {
         assertTrue(e.getMessage().contains("RNDV_ATS header is 8 bytes, expected 9"), e.getMessage());
         assertEquals(0, shortAts.refCnt());
         AmFrame badKey = AmFrame.of(AmIds.RNDV_RTR, RndvHeaders.writeRtr(Unpooled.buffer(), id, 1, 5000,
-                new byte[28]).writerIndex(40));
+                new byte[28]).writerIndex(44));
         e = assertThrows(ProtocolException.class, () -> ch.writeInbound(badKey));
         assertTrue(e.getMessage().contains("RNDV_RTR remote key length is 28, but the header has 14 bytes after it"),
                 e.getMessage());
         AmFrame shortRtr = AmFrame.of(AmIds.RNDV_RTR, Unpooled.buffer(16).writeLongLE(id).writeLongLE(1));
         e = assertThrows(ProtocolException.class, () -> ch.writeInbound(shortRtr));
-        assertTrue(e.getMessage().contains("RNDV_RTR header is 16 bytes, expected 24"), e.getMessage());
+        assertTrue(e.getMessage().contains("RNDV_RTR header is 16 bytes, expected 28"), e.getMessage());
         assertEquals(0, shortRtr.refCnt());
         assertFalse(f[0].isDone(), "none of these touched the send");
         ch.writeInbound(rtr(id, 902, 4000, null));

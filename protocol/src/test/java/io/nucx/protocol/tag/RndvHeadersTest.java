@@ -20,12 +20,12 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 class RndvHeadersTest {
 
     /** Behind the 24-byte RTS or RTR: the key's length, then the packed cma key of host 0x1122334455667788, pid 4242. */
-    private static void assertCmaKeyAfterHeader(ByteBuf h, long address, long length) {
-        assertEquals(28, h.getUnsignedShortLE(24), "key length");
-        assertEquals(0x1122334455667788L, h.getLongLE(26), "host id");
-        assertEquals(4242, h.getIntLE(34), "pid");
-        assertEquals(address, h.getLongLE(38), "address");
-        assertEquals(length, h.getLongLE(46), "length");
+    private static void assertCmaKeyAfterHeader(ByteBuf h, int at, long address, long length) {
+        assertEquals(28, h.getUnsignedShortLE(at), "key length");
+        assertEquals(0x1122334455667788L, h.getLongLE(at + 2), "host id");
+        assertEquals(4242, h.getIntLE(at + 10), "pid");
+        assertEquals(address, h.getLongLE(at + 14), "address");
+        assertEquals(length, h.getLongLE(at + 22), "length");
     }
 
     @Test
@@ -38,7 +38,7 @@ class RndvHeadersTest {
             assertEquals(9, h.getLongLE(0), "tag");
             assertEquals(17, h.getLongLE(8), "sender request id");
             assertEquals(5000, h.getLongLE(16), "size");
-            assertCmaKeyAfterHeader(h, 0x7f00_0000_1000L, 5000);
+            assertCmaKeyAfterHeader(h, 24, 0x7f00_0000_1000L, 5000);
             assertArrayEquals(key.pack(), bytes(RndvHeaders.readRtsKey(h)));
             assertEquals(0, h.readerIndex(), "the header is left as it was");
         } finally {
@@ -59,11 +59,13 @@ class RndvHeadersTest {
         ByteBuf h = RndvHeaders.writeRtr(Unpooled.buffer(), 17, 33, 6000, key.pack());
         try {
             assertEquals(RndvHeaders.rtrLength(key.pack()), h.readableBytes());
-            assertEquals(54, h.readableBytes(), "24 + 2 + 28");
+            assertEquals(58, h.readableBytes(), "28 + 2 + 28");
             assertEquals(17, h.getLongLE(0), "sender request id");
             assertEquals(33, h.getLongLE(8), "receiver request id");
             assertEquals(6000, h.getLongLE(16), "size");
-            assertCmaKeyAfterHeader(h, 0x7f00_0000_2000L, 6000);
+            assertEquals(0, h.getIntLE(24), "placed fragment: none offered with a key");
+            assertEquals(0, RndvHeaders.readRtrPlacedFragment(h));
+            assertCmaKeyAfterHeader(h, 28, 0x7f00_0000_2000L, 6000);
             assertArrayEquals(key.pack(), bytes(RndvHeaders.readRtrKey(h)));
         } finally {
             h.release();
@@ -71,9 +73,31 @@ class RndvHeadersTest {
         ByteBuf plain = RndvHeaders.writeRtr(Unpooled.buffer(), 17, 33, 6000, null);
         try {
             assertEquals(RndvHeaders.RTR_LENGTH, plain.readableBytes());
+            assertEquals(28, plain.readableBytes(), "ids, size, placed fragment");
             assertNull(RndvHeaders.readRtrKey(plain));
+            assertEquals(0, RndvHeaders.readRtrPlacedFragment(plain));
         } finally {
             plain.release();
+        }
+        ByteBuf placed = RndvHeaders.writeRtr(Unpooled.buffer(), 17, 33, 6000, 6000, null);
+        try {
+            assertEquals(RndvHeaders.RTR_LENGTH, placed.readableBytes());
+            assertEquals(6000, placed.getIntLE(24), "placed fragment, after the size");
+            assertEquals(6000, RndvHeaders.readRtrPlacedFragment(placed));
+            assertNull(RndvHeaders.readRtrKey(placed));
+            placed.setIntLE(24, -1); // 4 GiB - 1: no Java buffer is that large
+            ProtocolException e = assertThrows(ProtocolException.class,
+                    () -> RndvHeaders.readRtrPlacedFragment(placed));
+            assertTrue(e.getMessage().contains("RNDV_RTR placed fragment is 4294967295 bytes"), e.getMessage());
+        } finally {
+            placed.release();
+        }
+        ByteBuf out = Unpooled.buffer();
+        try {
+            assertThrows(IllegalArgumentException.class, () -> RndvHeaders.writeRtr(out, 1, 2, 3, -1, null));
+            assertEquals(0, out.writerIndex(), "nothing written");
+        } finally {
+            out.release();
         }
         ByteBuf atp = RndvHeaders.writeAtp(Unpooled.buffer(), 33, RndvHeaders.STATUS_CANCELED, 6000);
         try {
@@ -112,15 +136,15 @@ class RndvHeadersTest {
     @Test
     void malformedRtrHeadersAreProtocolErrorsNamingWhatIsWrong() {
         Function<CmaKey, ByteBuf> rtr = k -> RndvHeaders.writeRtr(Unpooled.buffer(), 1, 2, 6000, k.pack());
-        assertMalformed(rtr, RndvHeaders::readRtrKey, "RNDV_RTR", h -> h.setShortLE(24, 27),
+        assertMalformed(rtr, RndvHeaders::readRtrKey, "RNDV_RTR", h -> h.setShortLE(28, 27),
                 "remote key length is 27, but the header has 28 bytes after it");
-        assertMalformed(rtr, RndvHeaders::readRtrKey, "RNDV_RTR", h -> h.setShortLE(24, 0xffff),
+        assertMalformed(rtr, RndvHeaders::readRtrKey, "RNDV_RTR", h -> h.setShortLE(28, 0xffff),
                 "remote key length is 65535, expected 1 to 1024");
         assertMalformed(rtr, RndvHeaders::readRtrKey, "RNDV_RTR", h -> h.writeByte(0),
-                "the header has 29 bytes after it (55 in all)");
+                "the header has 29 bytes after it (59 in all)");
         assertMalformed(rtr, RndvHeaders::readRtrKey, "RNDV_RTR", h -> h.writerIndex(25),
-                "header is 25 bytes, expected 24 or more than 26");
-        assertMalformed(rtr, RndvHeaders::readRtrKey, "RNDV_RTR", h -> h.writerIndex(40),
+                "header is 25 bytes, expected 28 or more than 30");
+        assertMalformed(rtr, RndvHeaders::readRtrKey, "RNDV_RTR", h -> h.writerIndex(44),
                 "remote key length is 28, but the header has 14 bytes after it");
     }
 

@@ -94,4 +94,33 @@ class RndvMultiLaneProbeTest {
             assertTrue(rndvStart(two) < rndvStart(one), "more bandwidth, earlier rendezvous");
         }
     }
+
+    /**
+     * On lanes that place payloads (tcp reading into the receive buffer, {@link IfaceAttributes#maxPlaced}), the
+     * rendezvous data go in frames as large as the lanes send placed: its line loses most fragment overheads and
+     * crosses eager's lower, where the closed form says.
+     */
+    @ParameterizedTest(name = "{0} B/s, latency {1} s, overhead {2} s")
+    @CsvSource({
+            // calibrated tcp/lo on this machine (BENCHMARKS.md), tcp's static estimates
+            "1134e6, 4.05e-6, 2.91e-6",
+            "2200e6, 5.2e-6, 50e-6"})
+    void lanesThatPlaceTheDataLowerTheCrossoverToItsClosedForm(double bw, double lat, double ovh) {
+        IfaceAttributes plain = lane(lat, ovh, bw, 65536);
+        IfaceAttributes placing = plain.withMaxPlaced(256 * 1024);
+        double d = RndvProtocols.PERF_DIFF_FACTOR;
+        double eFrag = 65536 - EagerHeaders.MIDDLE_LENGTH;
+        double pFrag = 256 * 1024 - RndvHeaders.DATA_LENGTH;
+        LinearFunc eager = new LinearFunc(2 * ovh + EagerProtocols.REQUEST_OVERHEAD + EagerProtocols.MULTI_OVERHEAD
+                + lat, 2 / COPY_BW + (2 * ovh + EagerProtocols.MULTI_OVERHEAD) / eFrag + 1 / bw);
+        LinearFunc rndv = new LinearFunc(d * (6 * ovh + RndvProtocols.RTS_OVERHEAD + RndvProtocols.RTR_OVERHEAD
+                + EagerProtocols.MULTI_OVERHEAD + 3 * lat),
+                d * (2 / COPY_BW + (2 * ovh + EagerProtocols.MULTI_OVERHEAD) / pFrag + 1 / bw));
+        double closed = (rndv.c() - eager.c()) / (eager.m() - rndv.m());
+        long before = rndvStart(new EndpointConfig("tcp/lo", plain));
+        long after = rndvStart(new EndpointConfig("tcp/lo", placing));
+        assertEquals((long) Math.floor(closed - 0.5) + 1, after, "placing lanes, closed form " + closed + " (" + before
+                + " without)");
+        assertTrue(after < before, after + " < " + before);
+    }
 }

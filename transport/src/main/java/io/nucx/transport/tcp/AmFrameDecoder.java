@@ -29,6 +29,10 @@ import static io.nucx.transport.tcp.AmFrameLayout.PREFIX_LENGTH;
  * lane's {@link PlacingRecvAllocator} hands the channel a slice of it as the next read's buffer, and the read after
  * the payload is a small one, so that the next frame's header comes with little of its payload and that payload can
  * be placed too. Only where this decoder is the first to see the socket's bytes (not under TLS).
+ *
+ * <p>A frame flagged {@link AmFrame#FLAG_PLACED} may exceed the payload limit, which bounds what this lane buffers:
+ * its receiver asked for it so, and it is read into that receiver's memory. One that nothing here places is refused
+ * as any frame over the limit (unless it is wholly read already, and costs nothing more to hand up).
  */
 public final class AmFrameDecoder extends ByteToMessageDecoder {
 
@@ -38,6 +42,17 @@ public final class AmFrameDecoder extends ByteToMessageDecoder {
     static final int PLACE_FROM = 16 * 1024;
     /** The read after a placed payload: the next frame's prefix and header, and a little of its payload. */
     static final int HEADER_READ = 512;
+
+    /**
+     * The largest payload and header of a placed frame ({@link AmFrame#FLAG_PLACED}) this side takes: one Java buffer
+     * with the prefix. What a sender sends is smaller ({@link TcpIface#maxPlacedFrame}); what bounds it here is that
+     * the receiver gave the memory.
+     */
+    static final long MAX_PLACED_PAYLOAD = Integer.MAX_VALUE - PREFIX_LENGTH;
+    /** {@link #place}'s answers: the payload is being placed; ask again once the frames before it went up; not here. */
+    private static final int PLACED = 1;
+    private static final int LATER = 0;
+    private static final int REFUSED = -1;
 
     private final int maxHeader;
     private final long maxPayload;
@@ -91,15 +106,26 @@ public final class AmFrameDecoder extends ByteToMessageDecoder {
                 throw new TooLongFrameException("frame header length " + headerLength + " exceeds limit "
                         + maxHeader + " (am id " + amId + ") from " + ctx.channel().remoteAddress());
             }
-            if (payloadLength > maxPayload) {
+            // Over the limit only as a placed frame: its payload goes into memory its receiver gave, not ours.
+            boolean overLimit = payloadLength > maxPayload;
+            if (overLimit && !(placing && (flags & AmFrame.FLAG_PLACED) != 0
+                    && payloadLength <= MAX_PLACED_PAYLOAD - headerLength)) {
                 in.skipBytes(in.readableBytes()); // the stream is lost: do not report it again on close
                 throw new TooLongFrameException("frame payload length " + payloadLength + " exceeds limit "
-                        + maxPayload + " (am id " + amId + ") from " + ctx.channel().remoteAddress());
+                        + maxPayload + " (am id " + amId + ((flags & AmFrame.FLAG_PLACED) != 0
+                        ? ", placed, but this lane does not place payloads" : "") + ") from "
+                        + ctx.channel().remoteAddress());
             }
             int frameLength = PREFIX_LENGTH + headerLength + (int) payloadLength;
             if (in.readableBytes() < frameLength) {
-                if (placing && payloadLength >= PLACE_FROM && in.readableBytes() >= PREFIX_LENGTH + headerLength) {
-                    place(ctx, in, amId, flags, headerLength, (int) payloadLength, out);
+                if (placing && (payloadLength >= PLACE_FROM || overLimit)
+                        && in.readableBytes() >= PREFIX_LENGTH + headerLength
+                        && place(ctx, in, amId, flags, headerLength, (int) payloadLength, out) == REFUSED
+                        && overLimit) {
+                    in.skipBytes(in.readableBytes()); // the stream is lost: do not report it again on close
+                    throw new TooLongFrameException("placed frame payload length " + payloadLength
+                            + " exceeds limit " + maxPayload + " and nothing here asked for it (am id " + amId
+                            + ") from " + ctx.channel().remoteAddress());
                 }
                 return;
             }
@@ -120,15 +146,17 @@ public final class AmFrameDecoder extends ByteToMessageDecoder {
      * The frame at {@code in}'s reader index has its header but not its whole payload: if the lane's handler says
      * where the payload goes, what has come of it is copied there, the frame is taken out of {@code in}, and the rest
      * will be read into its place. Frames decoded before it go up first (the handler places by what it knows).
+     *
+     * @return {@link #PLACED}, {@link #LATER} (frames before it go up first) or {@link #REFUSED}
      */
-    private void place(ChannelHandlerContext ctx, ByteBuf in, int amId, int flags, int headerLength, int payloadLength,
-                       List<Object> out) {
+    private int place(ChannelHandlerContext ctx, ByteBuf in, int amId, int flags, int headerLength, int payloadLength,
+                      List<Object> out) {
         if (!out.isEmpty()) {
-            return; // decode is called again once they went up
+            return LATER; // decode is called again once they went up
         }
         ChannelHandler last = ctx.pipeline().last();
         if (!(last instanceof PayloadPlacement placement) || ctx.pipeline().first() != this) {
-            return;
+            return REFUSED;
         }
         int start = in.readerIndex();
         ByteBuf header = copy(ctx, in, start + PREFIX_LENGTH, headerLength);
@@ -141,7 +169,7 @@ public final class AmFrameDecoder extends ByteToMessageDecoder {
         }
         if (target == null) {
             header.release();
-            return;
+            return REFUSED;
         }
         if (target.writerIndex() != 0 || target.writableBytes() != payloadLength) {
             header.release();
@@ -152,6 +180,7 @@ public final class AmFrameDecoder extends ByteToMessageDecoder {
         target.writeBytes(in, payloadAt, in.writerIndex() - payloadAt);
         in.readerIndex(in.writerIndex());
         placed = new Placed(amId, flags, header, target);
+        return PLACED;
     }
 
     /**

@@ -223,6 +223,18 @@ class TcpPayloadPlacementTest {
         return raw;
     }
 
+    /** A placing receiver's iface and a placing sender's lane to it, on {@code engine}. */
+    private record PlacingPair(Iface from, Channel sender, PlacingReceiver receiver) {
+    }
+
+    private PlacingPair placingPair(IoEngine engine) throws Exception {
+        assumeTrue(engine.availability().isAvailable(), () -> engine.availability().reason());
+        PlacingReceiver r = receiver();
+        Iface b = open(engine, "y", r);
+        Iface a = open(engine, "y", null);
+        return new PlacingPair(a, connected(a, b, r), r);
+    }
+
     private Channel connected(Iface a, Iface b, PlacingReceiver r) throws Exception {
         Channel ch = ((io.nucx.transport.AbstractIface) a).eventLoop().submit(() ->
                 a.connect(b.deviceAddress(), b.ifaceAddress(), new ChannelInboundHandlerAdapter())).get()
@@ -239,11 +251,9 @@ class TcpPayloadPlacementTest {
     @ParameterizedTest
     @EnumSource(value = IoEngine.class, names = {"EPOLL", "NIO"})
     void aRelinquishedPlacementTouchesTheMemoryNoMoreAndTheFrameStillArrivesWhole(IoEngine engine) throws Exception {
-        assumeTrue(engine.availability().isAvailable(), () -> engine.availability().reason());
-        PlacingReceiver r = receiver();
-        Iface b = open(engine, "y", r);
-        Iface a = open(engine, "y", null);
-        Channel ch = connected(a, b, r);
+        PlacingPair p = placingPair(engine);
+        PlacingReceiver r = p.receiver();
+        Channel ch = p.sender();
         Channel accepted = r.channel.get();
         int first = LARGE / 3;
         assertTrue(ch.writeAndFlush(placedFrameStart(first)).await(10, TimeUnit.SECONDS));
@@ -278,11 +288,9 @@ class TcpPayloadPlacementTest {
     @EnumSource(value = IoEngine.class, names = {"EPOLL", "NIO"})
     void aConnectionCutInThePlacedPayloadReportsTheBrokenFrameAndReleasesItsBuffer(IoEngine engine)
             throws Exception {
-        assumeTrue(engine.availability().isAvailable(), () -> engine.availability().reason());
-        PlacingReceiver r = receiver();
-        Iface b = open(engine, "y", r);
-        Iface a = open(engine, "y", null);
-        Channel ch = connected(a, b, r);
+        PlacingPair p = placingPair(engine);
+        PlacingReceiver r = p.receiver();
+        Channel ch = p.sender();
         // Half a PLACED frame, as raw bytes (the encoder passes a ByteBuf through), then the sender goes away.
         assertTrue(ch.writeAndFlush(placedFrameStart(LARGE / 2)).await(10, TimeUnit.SECONDS));
         ch.close().sync();
@@ -290,6 +298,68 @@ class TcpPayloadPlacementTest {
         assertInstanceOf(CorruptedFrameException.class, e);
         assertTrue(e.getMessage().contains("closed in the middle of a frame"), e.getMessage());
         assertEquals(1, r.placements, "the frame was placed before the cut");
+        assertTrue(r.frames.isEmpty(), "no frame went up");
+    }
+
+    /**
+     * A frame flagged {@link AmFrame#FLAG_PLACED} may be far over the lane's payload limit (a whole rendezvous as one
+     * frame, as UCT tcp's PUT_ZCOPY): it goes straight into the memory the receiver gives, from the socket. Over the
+     * limit it is refused unless it is placed: unflagged, the sender's own lane fails the write; flagged from a lane
+     * that does not place, likewise; flagged and nothing here asks for it, the receiver reports an error naming it
+     * and hands nothing up.
+     */
+    @ParameterizedTest
+    @EnumSource(value = IoEngine.class, names = {"EPOLL", "NIO"})
+    void aPlacedFrameMayExceedThePayloadLimitAndOneNobodyPlacesIsRefused(IoEngine engine) throws Exception {
+        PlacingPair p = placingPair(engine);
+        PlacingReceiver r = p.receiver();
+        Channel ch = p.sender();
+        Channel accepted = r.channel.get();
+        int big = p.from().attributes().maxPlaced() - 8; // the largest placed frame a lane sends: 4 times the payload limit
+        assertTrue(big > p.from().attributes().maxBcopy() * 3L, "the test's frame is far over the limit");
+        assertTrue(big <= r.region.capacity());
+
+        ChannelFuture unflagged = ch.writeAndFlush(frame(PLACED, 0, 1, big)).await();
+        assertInstanceOf(io.netty.handler.codec.TooLongFrameException.class, unflagged.cause(),
+                "an unflagged frame over the limit fails its write at the sender");
+        ChannelFuture tooBig = ch.writeAndFlush(AmFrame.of(PLACED, AmFrame.FLAG_PLACED,
+                Unpooled.buffer(8).writeLongLE(0), pattern(1, big + 1))).await();
+        assertInstanceOf(io.netty.handler.codec.TooLongFrameException.class, tooBig.cause(),
+                "a placed frame over maxPlaced fails its write at the sender");
+
+        ChannelFuture sent = ch.writeAndFlush(AmFrame.of(PLACED, AmFrame.FLAG_PLACED,
+                Unpooled.buffer(8).writeLongLE(0), pattern(2, big)));
+        AmFrame f = r.frames.poll(30, TimeUnit.SECONDS);
+        assertNotNull(f, "the placed frame did not arrive");
+        assertTrue(sent.isSuccess(), () -> "write: " + sent.cause());
+        try {
+            assertEquals(AmFrame.FLAG_PLACED, f.flags());
+            assertPattern(f.payload(), 2, big, "the placed frame");
+            assertEquals(r.region.memoryAddress(), f.payload().memoryAddress() + f.payload().readerIndex(),
+                    "its payload is the receiver's memory");
+        } finally {
+            f.release();
+        }
+        long placed = accepted.eventLoop().submit(accepted.pipeline().get(AmFrameDecoder.class)::placedBytes).get();
+        // The read that brought the header may have brought some payload too (copied); the rest came from the socket.
+        assertTrue(placed >= big - 65536, () -> "only " + placed + " of " + big + " bytes came straight from the socket");
+
+        // A lane that does not place sends no placed frame over its limit.
+        Iface plain = open(engine, "n", null);
+        PlacingReceiver other = receiver();
+        Channel fromPlain = connected(plain, open(engine, "y", other), other);
+        ChannelFuture refusedAtSender = fromPlain.writeAndFlush(AmFrame.of(PLACED, AmFrame.FLAG_PLACED,
+                Unpooled.buffer(8).writeLongLE(0), pattern(3, big))).await();
+        assertInstanceOf(io.netty.handler.codec.TooLongFrameException.class, refusedAtSender.cause(),
+                "NUCX_TCP_PLACE=n: no placed frames over the limit");
+
+        // Flagged, but nothing asks for it: refused with the reason (the lane's handler closes that connection).
+        ch.writeAndFlush(AmFrame.of(UNPLACED, AmFrame.FLAG_PLACED, Unpooled.buffer(8).writeLongLE(0),
+                pattern(4, big)));
+        Throwable e = r.errors.poll(30, TimeUnit.SECONDS);
+        assertInstanceOf(io.netty.handler.codec.TooLongFrameException.class, e);
+        assertTrue(e.getMessage().contains("placed frame payload length " + big + " exceeds limit")
+                && e.getMessage().contains("nothing here asked for it (am id " + UNPLACED + ")"), e.getMessage());
         assertTrue(r.frames.isEmpty(), "no frame went up");
     }
 }
