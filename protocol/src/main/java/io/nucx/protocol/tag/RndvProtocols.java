@@ -68,20 +68,22 @@ public final class RndvProtocols {
                     && !lane.copiesAmPayload((int) frag, SelectionKey.memoryType(key) == SelectionKey.MemoryType.HEAP);
             double copyIn = zeroCopyData ? 0 : copy;
             // Lanes that place: the data come in frames as large as the lanes send placed (RndvReceiver offers them
-            // for every receive there), so fewer of them. The receipt still counts a copy, as eager's does: a posted
-            // receive gets eager fragments placed too, and the socket's read is a copy either way. (Measured on tcp
-            // loopback, 128 KiB-512 KiB: the crossover lies between 256 and 512 KiB, where this puts it with the
-            // calibrated figures; without the copy it would fall below 256 KiB, where eager is 20-30 % faster.)
+            // for every receive there), so the receiver handles fewer of them (each placed frame costs it a read of
+            // its own and a header read after it). The sender's frames leave in one gathering write as eager's do, so
+            // its side is counted as eager's; so is the receipt's copy (a posted receive gets eager's fragments placed
+            // too, and the socket's read is a copy either way). Measured on tcp loopback, 128-512 KiB: eager is
+            // faster at 256 KiB and the rendezvous at 512 KiB; counting fewer fragments on both sides, or dropping
+            // the copy, put the threshold below 256 KiB.
             int placed = params.endpoint().minMaxPlaced() - RndvHeaders.DATA_LENGTH;
-            double dataFrag = Math.max(placed, frag);
+            double receivedFrag = Math.max(placed, frag);
             long max = ProtoPerf.MAX_SIZE;
             ProtoPerf perf = new ProtoPerf()
                     // RTS out, RTR in, data out
                     .add(0, max, PerfFactor.LOCAL_CPU, new LinearFunc(ovh + RTS_OVERHEAD + ovh + ovh
-                            + EagerProtocols.MULTI_OVERHEAD, copyIn + (ovh + EagerProtocols.MULTI_OVERHEAD) / dataFrag))
+                            + EagerProtocols.MULTI_OVERHEAD, copyIn + (ovh + EagerProtocols.MULTI_OVERHEAD) / frag))
                     // RTS in, RTR out (plus its protocol overhead), data in
                     .add(0, max, PerfFactor.REMOTE_CPU, new LinearFunc(ovh + ovh + RTR_OVERHEAD + ovh,
-                            copy + ovh / dataFrag))
+                            copy + ovh / receivedFrag))
                     // multi-lane: the fragments are spread over the AM and AM_BW lanes by bandwidth (the seed's sum)
                     .add(0, max, PerfFactor.LOCAL_TL, LinearFunc.slope(1 / params.endpoint().messageBandwidth()))
                     .add(0, max, PerfFactor.LATENCY, LinearFunc.constant(3 * lat))

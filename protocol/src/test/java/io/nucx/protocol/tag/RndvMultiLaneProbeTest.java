@@ -97,8 +97,8 @@ class RndvMultiLaneProbeTest {
 
     /**
      * On lanes that place payloads (tcp reading into the receive buffer, {@link IfaceAttributes#maxPlaced}), the
-     * rendezvous data go in frames as large as the lanes send placed: its line loses most fragment overheads and
-     * crosses eager's lower, where the closed form says.
+     * rendezvous data go in frames as large as the lanes send placed: its line loses most of the receiver's fragment
+     * overheads and crosses eager's lower, where the closed form says.
      */
     @ParameterizedTest(name = "{0} B/s, latency {1} s, overhead {2} s")
     @CsvSource({
@@ -111,11 +111,12 @@ class RndvMultiLaneProbeTest {
         double d = RndvProtocols.PERF_DIFF_FACTOR;
         double eFrag = 65536 - EagerHeaders.MIDDLE_LENGTH;
         double pFrag = 256 * 1024 - RndvHeaders.DATA_LENGTH;
+        double eFragRndv = 65536 - RndvHeaders.DATA_LENGTH; // the sender's side counts its own fragments
         LinearFunc eager = new LinearFunc(2 * ovh + EagerProtocols.REQUEST_OVERHEAD + EagerProtocols.MULTI_OVERHEAD
                 + lat, 2 / COPY_BW + (2 * ovh + EagerProtocols.MULTI_OVERHEAD) / eFrag + 1 / bw);
         LinearFunc rndv = new LinearFunc(d * (6 * ovh + RndvProtocols.RTS_OVERHEAD + RndvProtocols.RTR_OVERHEAD
                 + EagerProtocols.MULTI_OVERHEAD + 3 * lat),
-                d * (2 / COPY_BW + (2 * ovh + EagerProtocols.MULTI_OVERHEAD) / pFrag + 1 / bw));
+                d * (2 / COPY_BW + (ovh + EagerProtocols.MULTI_OVERHEAD) / eFragRndv + ovh / pFrag + 1 / bw));
         double closed = (rndv.c() - eager.c()) / (eager.m() - rndv.m());
         long before = rndvStart(new EndpointConfig("tcp/lo", plain));
         long after = rndvStart(new EndpointConfig("tcp/lo", placing));
