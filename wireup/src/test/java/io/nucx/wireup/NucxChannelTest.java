@@ -139,7 +139,8 @@ class NucxChannelTest {
         assertEquals(address, ((SocketChannel) client).remoteAddress());
         assertTrue(c.isActive() && client.isActive());
         client.close().sync();
-        assertTrue(c.closeFuture().await(30, TimeUnit.SECONDS), "the peer's close did not close the child");
+        assertTrue(c.closeFuture().await(30, TimeUnit.SECONDS), () -> "the peer's close did not close the child: "
+                + state(c) + "; client: " + state(client) + "; lifecycle " + lifecycle(c));
     }
 
     @Test
@@ -257,6 +258,20 @@ class NucxChannelTest {
                 return ch + " active " + ch.isActive() + " autoRead " + ch.config().isAutoRead() + "; " + ep
                         + " active " + ep.isActive() + " autoRead " + ep.config().isAutoRead() + " " + out;
             }).get(5, TimeUnit.SECONDS);
+        } catch (Exception e) {
+            return e.toString();
+        }
+    }
+
+    /** The child's endpoint's lifecycle state and lanes, for a close that did not come. */
+    private static String lifecycle(Channel ch) {
+        if (!(ch instanceof NucxChannel nc) || nc.endpoint() == null) {
+            return "-";
+        }
+        EndpointChannel ep = TestWorkers.impl(nc.endpoint());
+        try {
+            return ep.eventLoop().submit(() -> ep.lifecycle().state() + ", lanes " + ep.lanes().liveChannels())
+                    .get(5, TimeUnit.SECONDS);
         } catch (Exception e) {
             return e.toString();
         }
