@@ -204,9 +204,6 @@ final class RndvSender {
      * of even size.
      */
     private int fragmentSize(int length, int placedFragment) {
-        if (placedFragment <= fragment) {
-            return fragment;
-        }
         EndpointConfig lanes = endpoint.endpointConfig();
         int offered = Math.min(placedFragment, lanes.minMaxPlaced() - RndvHeaders.DATA_LENGTH);
         if (offered <= fragment) {

@@ -166,23 +166,19 @@ final class TcpIface extends AbstractIface {
     }
 
     private static WriteBufferWaterMark waterMark(int segSize) {
-        // At least two fragments in flight before the lane reports itself unwritable.
-        int high = highWaterMark(segSize);
+        int high = maxPlacedFrame(segSize);
         return new WriteBufferWaterMark(high / 2, high);
     }
 
-    private static int highWaterMark(int segSize) {
-        return Math.max(256 * 1024, 2 * segSize);
-    }
-
     /**
-     * The largest placed frame a lane sends ({@link IfaceAttributes#maxPlaced}): its write-buffer high water mark
-     * (256 KiB at the default segment size). Measured on loopback, tag_bw 1 MiB by rendezvous: frames of 128–512 KiB
-     * reach 6.0–6.3 GB/s, the whole 1 MiB as one frame 4.1 GB/s in most runs (one over the water mark leaves the lane
-     * unwritable for nearly all of its length), and as fast as the others once the water mark is 1 MiB.
+     * A lane's write-buffer high water mark, at least two fragments in flight before it reports itself unwritable; and
+     * the largest placed frame it sends ({@link IfaceAttributes#maxPlaced}), 256 KiB at the default segment size.
+     * Measured on loopback, tag_bw 1 MiB by rendezvous: frames of 128–512 KiB reach 6.0–6.3 GB/s, the whole 1 MiB as
+     * one frame 4.1 GB/s in most runs (one over the water mark leaves the lane unwritable for nearly all of its
+     * length), and as fast as the others once the water mark is 1 MiB.
      */
     static int maxPlacedFrame(int segSize) {
-        return highWaterMark(segSize);
+        return Math.max(256 * 1024, 2 * segSize);
     }
 
     private static InetAddress advertisedAddress() throws Exception {
@@ -197,10 +193,6 @@ final class TcpIface extends AbstractIface {
             }
         }
         return InetAddress.getLoopbackAddress();
-    }
-
-    static IfaceAttributes attributes(Device device, int segSize, boolean p2p) {
-        return attributes(device, segSize, p2p, false);
     }
 
     /**

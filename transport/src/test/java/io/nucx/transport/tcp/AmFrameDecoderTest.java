@@ -88,7 +88,7 @@ class AmFrameDecoderTest {
 
     /** An encoder with a tcp iface's limits for {@link #MAX_PAYLOAD}-byte segments. */
     private static AmFrameEncoder encoder() {
-        return new AmFrameEncoder(TcpIface.attributes(new Device("lo", "network"), (int) MAX_PAYLOAD, false));
+        return new AmFrameEncoder(TcpIface.attributes(new Device("lo", "network"), (int) MAX_PAYLOAD, false, false));
     }
 
     @Test

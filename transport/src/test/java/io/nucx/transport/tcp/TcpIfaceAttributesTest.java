@@ -13,7 +13,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 class TcpIfaceAttributesTest {
 
     private static IfaceAttributes lo(boolean p2p) {
-        return TcpIface.attributes(new Device("lo", "network"), 64 << 10, p2p);
+        return TcpIface.attributes(new Device("lo", "network"), 64 << 10, p2p, false);
     }
 
     @Test
