@@ -262,4 +262,28 @@ class EndpointFailureTest {
         assertEquals(1, bEvents.count(peer));
         assertTrue(a.endpoints().isEmpty() && b.endpoints().isEmpty());
     }
+
+    /**
+     * A Netty app's writes come with void promises (a {@code NucxChannel}'s stream writes do): a close right behind a
+     * rendezvous or synchronous send so written still waits for the receiver, then says goodbye at once, not at the
+     * bound (NUCX_KEEPALIVE_TIMEOUT, 20 s here), and the peer's endpoint closes with it.
+     */
+    @ParameterizedTest(name = "{0}")
+    @ValueSource(strings = {"rendezvous", "sync"})
+    void aCloseWaitsForSendsWrittenWithAVoidPromise(String kind) throws Exception {
+        Worker a = start("a", new ErrorEvents(), "KEEPALIVE_TIMEOUT", "20s");
+        Worker b = start("b", new ErrorEvents(), "KEEPALIVE_TIMEOUT", "20s");
+        Endpoint ep = TestWorkers.wiredUp(a, b);
+        Endpoint peer = awaitAccepted(b);
+        boolean sync = kind.equals("sync");
+        int length = sync ? 100 : 200_000;
+        ep.writeAndFlush(new TagMessage(5, pattern(5, length), sync), ep.voidPromise());
+        Future<Void> closed = ep.close();
+        // Asked on a's loop after the close was: the send waits for b's receive, posted only below.
+        assertFalse(a.eventLoop().submit(closed::isDone).get(), "close waits for the " + kind + " send");
+        assertReceived(b.tagRecv(5, -1L), 5, length, 10);
+        assertTrue(closed.await(10, TimeUnit.SECONDS) && closed.isSuccess(), () -> "close: " + closed.cause());
+        assertTrue(peer.closeFuture().await(10, TimeUnit.SECONDS), "the peer's endpoint closes with a's goodbye");
+        assertTrue(failureOf(peer.errorFuture()).getMessage().contains("closed by its owner"));
+    }
 }

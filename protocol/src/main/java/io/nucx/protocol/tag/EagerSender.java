@@ -263,7 +263,8 @@ final class EagerSender {
      */
     private void writeSync(ChannelHandlerContext ctx, long tag, ByteBuf content, int length, boolean multi,
                            ChannelPromise promise) {
-        long id = syncSends.add(new SyncSend(tag, length, promise));
+        // Waited for by a graceful close, so never void (see writeZcopy)
+        long id = syncSends.add(new SyncSend(tag, length, promise.isVoid() ? promise.unvoid() : promise));
         ChannelPromise written = ctx.newPromise();
         written.addListener(f -> {
             SyncSend s;

@@ -103,7 +103,9 @@ final class RndvSender {
     /** Sends the RTS of {@code req} and keeps it until the receiver answers. Owns the request's reference. */
     void write(RndvSendRequest req, ChannelPromise promise) {
         ByteBuf content = req.content();
-        Send s = new Send(req.tag(), content, promise);
+        // A void promise cannot be waited for (a graceful close waits for every send): a real one that still reports a
+        // failure to the pipeline as the void promise would.
+        Send s = new Send(req.tag(), content, promise.isVoid() ? promise.unvoid() : promise);
         s.id = sends.add(s);
         byte[] key = null;
         if (req.offerGet()) {
