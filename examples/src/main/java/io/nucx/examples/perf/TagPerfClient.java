@@ -40,7 +40,18 @@ import org.HdrHistogram.Histogram;
  */
 final class TagPerfClient {
 
-    private enum Phase { WARMUP, MEASURE, DONE }
+    /**
+     * WARMUP, then SETTLE: the phase boundary's own messages (SYNC, its ack, MEASURE: empty messages the warm-up's
+     * sizes never took) make the JIT compiler throw away code compiled for the warm-up's branches alone and compile it
+     * again. SETTLE runs the test on until that is done, so the recompiling (on the same CPU as the loop) happens
+     * before the measured run, not in it; then the boundary comes again, this time with nothing new in it.
+     */
+    private enum Phase { WARMUP, SETTLE, MEASURE, DONE }
+
+    /** SETTLE's length: at least this, and until the JIT compiler has been quiet for {@code QUIET_JIT_NANOS}... */
+    private static final long SETTLE_MIN_NANOS = 1_000_000_000L;
+    /** ...but at most this. */
+    private static final long SETTLE_MAX_NANOS = 5_000_000_000L;
 
     private final Worker worker;
     private final Endpoint ep;
@@ -92,6 +103,8 @@ final class TagPerfClient {
     private boolean steady;
     private long jitMillis = -1;
     private long jitChanged;
+    /** When SETTLE last read the JIT compiler's total time (a JMX call: not on every message). */
+    private long jitChecked;
 
     private final GenericFutureListener<Future<TagMessage>> onSyncPong = this::onSyncPong;
     private final GenericFutureListener<Future<Void>> onSent = this::onSent;
@@ -165,7 +178,7 @@ final class TagPerfClient {
     }
 
     private void beginPhase(Phase p) {
-        if (p == Phase.MEASURE) {
+        if (p == Phase.MEASURE || p == Phase.SETTLE) {
             // The server counts from here: this arrives before the first measured message (one lane keeps order).
             ep.writeAndFlush(new TagMessage(PerfTags.MEASURE, Unpooled.EMPTY_BUFFER), ep.voidPromise());
         }
@@ -186,6 +199,10 @@ final class TagPerfClient {
             windowStart = phaseStart;
             steadyStart = phaseStart;
         }
+        if (p == Phase.SETTLE) {
+            target = params.warmup();
+            jitMillis = -1;
+        }
         allocStart = PerfAllocation.current();
         if (target == 0) {
             endPhase();
@@ -199,7 +216,28 @@ final class TagPerfClient {
     }
 
     private boolean warmupOver(long now) {
+        if (phase == Phase.SETTLE) {
+            return settled(now);
+        }
         return phase == Phase.WARMUP && (steady || now - phaseStart > params.warmupNanos());
+    }
+
+    /** SETTLE is over: the JIT compiler quiet for QUIET_JIT_NANOS after the first second, or its upper bound. */
+    private boolean settled(long now) {
+        long in = now - phaseStart;
+        if (in > SETTLE_MAX_NANOS) {
+            return true;
+        }
+        if (now - jitChecked < 10_000_000L) {
+            return false;
+        }
+        jitChecked = now;
+        long jit = java.lang.management.ManagementFactory.getCompilationMXBean().getTotalCompilationTime();
+        if (jit != jitMillis) {
+            jitMillis = jit;
+            jitChanged = now;
+        }
+        return in >= SETTLE_MIN_NANOS && now - jitChanged >= PerfParams.QUIET_JIT_NANOS;
     }
 
     /** Steady warm-up: one more iteration; at each window's end, whether the run is steady yet. */
@@ -458,6 +496,11 @@ final class TagPerfClient {
         long now = System.nanoTime();
         if (phase == Phase.WARMUP) {
             reporter.warmupDone(params, iter, now - phaseStart, steady);
+            // No warm-up, no settling: a cold run measures the first messages, boundary and all
+            beginPhase(iter == 0 ? Phase.MEASURE : Phase.SETTLE);
+            return;
+        }
+        if (phase == Phase.SETTLE) {
             beginPhase(Phase.MEASURE);
             return;
         }
