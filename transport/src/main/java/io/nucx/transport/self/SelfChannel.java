@@ -12,6 +12,7 @@ import io.nucx.transport.AbstractLaneChannel;
 import io.nucx.transport.AmFrame;
 import io.nucx.transport.IfaceAttributes;
 import io.nucx.transport.PolledIoHandle;
+import io.nucx.transport.ShortFrameHandler;
 
 import java.lang.invoke.VarHandle;
 
@@ -45,8 +46,12 @@ public final class SelfChannel extends AbstractLaneChannel {
     private static final int WRITE_BATCH = 256;
     /** At most this many messages wait in a receiver's queue, whatever their bytes. */
     static final int MAX_SLOTS = 4096;
+    /** Room for the short frames written in place; one that does not fit now goes as a frame (allocating). */
+    static final int SHORT_RING_BYTES = 64 * 1024;
 
     private final SpscQueue<Object> inbound;
+    /** The bytes of the short frames the peer wrote in place; their places in {@link #inbound} are marks. */
+    private final ShortRecords shorts;
     private final AtomicLong queuedBytes = new AtomicLong();
     private final AtomicBoolean readScheduled = new AtomicBoolean();
     private final AtomicBoolean writerWaiting = new AtomicBoolean();
@@ -66,6 +71,7 @@ public final class SelfChannel extends AbstractLaneChannel {
         super(localAddress, remoteAddress, State.OPEN, limits);
         this.capacity = capacity;
         this.inbound = new SpscQueue<>((int) Math.min(MAX_SLOTS, capacity / MESSAGE_OVERHEAD + 2));
+        this.shorts = new ShortRecords((int) Math.min(capacity, SHORT_RING_BYTES));
     }
 
     /** Links two ends; both are connected from then on. */
@@ -140,8 +146,7 @@ public final class SelfChannel extends AbstractLaneChannel {
         if (isRegistered() && !inbound.isEmpty()) {
             ChannelPipeline pipeline = pipeline();
             for (Object m; isOpen() && (m = inbound.poll()) != null; ) {
-                queuedBytes.addAndGet(-sizeOf(m));
-                pipeline.fireChannelRead(m);
+                queuedBytes.addAndGet(-deliver(pipeline, m));
             }
             pipeline.fireChannelReadComplete();
         }
@@ -151,8 +156,14 @@ public final class SelfChannel extends AbstractLaneChannel {
     /** This channel's loop only (the queue's one consumer). */
     private void releaseInbound() {
         for (Object m; (m = inbound.poll()) != null; ) {
-            queuedBytes.addAndGet(-sizeOf(m));
-            ReferenceCountUtil.release(m);
+            if (m == ShortRecords.MARK) {
+                shorts.next(alloc());
+                queuedBytes.addAndGet(-shortSize(shorts.length()));
+                shorts.done();
+            } else {
+                queuedBytes.addAndGet(-sizeOf(m));
+                ReferenceCountUtil.release(m);
+            }
         }
     }
 
@@ -212,6 +223,19 @@ public final class SelfChannel extends AbstractLaneChannel {
         return true;
     }
 
+    /** UCT self's {@code am_short}: the record copied into the peer's {@link ShortRecords}, a mark in its queue. */
+    @Override
+    protected boolean writeShortNow0(int amId, long header, ByteBuf payload) {
+        SelfChannel p = peer;
+        long size = shortSize(payload.readableBytes());
+        if (p == null || !p.isOpen() || !p.hasRoomFor(size) || !p.shorts.append(amId, header, payload)) {
+            return false; // the ordinary write fails it, or waits for room
+        }
+        p.enqueue(ShortRecords.MARK, size);
+        p.scheduleRead();
+        return true;
+    }
+
     private boolean hasRoomFor(long size) {
         if (inbound.size() >= inbound.capacity()) {
             return false;
@@ -261,8 +285,7 @@ public final class SelfChannel extends AbstractLaneChannel {
         long drained = 0;
         int n = 0;
         for (Object m; n < READ_BATCH && (m = inbound.poll()) != null; n++) {
-            drained += sizeOf(m);
-            pipeline.fireChannelRead(m);
+            drained += deliver(pipeline, m);
         }
         long left = queuedBytes.addAndGet(-drained);
         if (n > 0) {
@@ -306,6 +329,42 @@ public final class SelfChannel extends AbstractLaneChannel {
         public void close() {
             close(voidPromise());
         }
+    }
+
+    /** Delivers one message of the queue (a short frame's mark: its record); the bytes it counted. */
+    private long deliver(ChannelPipeline pipeline, Object m) {
+        if (m != ShortRecords.MARK) {
+            long size = sizeOf(m);
+            pipeline.fireChannelRead(m);
+            return size;
+        }
+        ShortRecords r = shorts;
+        int amId = r.next(alloc());
+        long size = shortSize(r.length());
+        AmFrame frame;
+        try {
+            if (pipeline.last() instanceof ShortFrameHandler s && pipeline.first() == s) {
+                try {
+                    if (s.shortFrameArrived(amId, r.header(), r)) {
+                        return size; // the header as a number, the payload still in the ring: no buffer, no frame
+                    }
+                } catch (Throwable t) {
+                    pipeline.fireExceptionCaught(t); // as a throw from channelRead
+                    return size;
+                }
+            }
+            frame = AmFrame.of(amId, 0, alloc().buffer(Long.BYTES, Long.BYTES).writeLongLE(r.header()),
+                    r.copyOut());
+        } finally {
+            r.done();
+        }
+        pipeline.fireChannelRead(frame);
+        return size;
+    }
+
+    /** What a short frame of {@code payloadLength} bytes counts in the queue: as the frame it stands for. */
+    private static long shortSize(int payloadLength) {
+        return Long.BYTES + (long) payloadLength + MESSAGE_OVERHEAD;
     }
 
     private static long sizeOf(Object msg) {
