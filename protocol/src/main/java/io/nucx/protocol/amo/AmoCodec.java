@@ -195,13 +195,15 @@ public final class AmoCodec extends ChannelDuplexHandler implements ProtocolCode
         ByteBuf header = ctx.alloc().buffer(AmoHeaders.REQ_LENGTH).writeLongLE(id).writeLongLE(r.address())
                 .writeLongLE(r.value()).writeLongLE(r.compare()).writeIntLE(r.key().region())
                 .writeByte(r.op().wire()).writeZero(3).writeLongLE(r.key().secret());
-        promise.addListener((ChannelFutureListener) f -> {
+        // A void promise cannot be listened to: a real one that still reports a failure to the pipeline as it would
+        ChannelPromise written = promise.isVoid() ? promise.unvoid() : promise;
+        written.addListener((ChannelFutureListener) f -> {
             AtomicRequest failed;
             if (!f.isSuccess() && (failed = requests.remove(id)) != null) {
                 failed.result().tryFailure(f.cause());
             }
         });
-        ctx.write(AmFrame.of(AmIds.ATOMIC_REQ, header), promise);
+        ctx.write(AmFrame.of(AmIds.ATOMIC_REQ, header), written);
     }
 
     /**

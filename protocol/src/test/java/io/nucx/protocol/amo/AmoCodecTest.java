@@ -22,6 +22,7 @@ import java.util.List;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertInstanceOf;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertSame;
@@ -204,6 +205,27 @@ class AmoCodecTest {
         requesterCodec.collectOutstanding(waiting);
         assertEquals(List.of(), waiting);
         assertFalse(requester.finishAndReleaseAll(), "nothing was sent");
+    }
+
+    /**
+     * An atomic written with a void promise (as a Netty app writes what it does not wait for) goes out and completes
+     * its result like any other: the codec listens to the write on a promise of its own.
+     */
+    @Test
+    void anAtomicWrittenWithAVoidPromiseGoesOutAndCompletes() {
+        RemoteMemoryKey key = memory.register(words);
+        words.set(ValueLayout.JAVA_LONG, 8, 40);
+        EmbeddedChannel requester = new EmbeddedChannel(requesterCodec);
+        Promise<Long> result = requester.eventLoop().newPromise();
+        requester.writeAndFlush(new AtomicRequest(AtomicOp.ADD, key, key.base() + 8, 2, 0, result),
+                requester.voidPromise());
+        AmFrame req = requester.readOutbound();
+        assertNotNull(req, "the request went out");
+        target.writeInbound(req);
+        requester.writeInbound(target.<Object>readOutbound());
+        assertEquals(40, result.getNow());
+        assertEquals(42, words.get(ValueLayout.JAVA_LONG, 8));
+        assertFalse(requester.finishAndReleaseAll());
     }
 
     /** The requester's ATOMIC_REQ, applied by the target; its ATOMIC_REP completes the atomic with the old word. */
