@@ -40,19 +40,37 @@ public class TagPingPongBenchmark {
     @Param({"self", "shm", "tcp"})
     String transport;
 
-    @Param({"future", "reused"})
+    @Param({"future", "reused", "short"})
     String api;
 
+    /**
+     * "two": each worker on a loop of its own, as perftest runs them. "one": both on one busy-polling loop, so a round
+     * trip is the two sides' send and receive work on one thread: CPU cost per message, free of the core-to-core
+     * latency (and of this machine's two speeds of it), which times two loops cannot separate from it.
+     */
+    @Param({"two"})
+    String loops;
+
     private InProcessPingPong pingPong;
+    private io.netty.channel.EventLoopGroup shared;
 
     @Setup(Level.Trial)
     public void setUp() throws Exception {
-        pingPong = InProcessPingPong.start(transport, 8, InProcessPingPong.Api.of(api));
+        if (loops.equals("one")) {
+            shared = new io.netty.channel.MultiThreadIoEventLoopGroup(1, io.nucx.transport.shm.ShmIoHandler.newFactory(
+                    io.netty.channel.nio.NioIoHandler.newFactory(), Long.MAX_VALUE));
+        } else if (!loops.equals("two")) {
+            throw new IllegalArgumentException("loops: one or two, not " + loops);
+        }
+        pingPong = InProcessPingPong.start(transport, 8, InProcessPingPong.Api.of(api), true, shared);
     }
 
     @TearDown(Level.Trial)
     public void tearDown() throws Exception {
         pingPong.close();
+        if (shared != null) {
+            shared.shutdownGracefully(0, 1, TimeUnit.SECONDS).sync();
+        }
     }
 
     @Benchmark

@@ -37,7 +37,12 @@ public final class InProcessPingPong implements AutoCloseable {
          */
         REUSED,
         /** As {@link #REUSED}, each receive writing into a buffer of its own, as ucx_perftest's receive buffer. */
-        INTO;
+        INTO,
+        /**
+         * As {@link #INTO}, sent with {@link Endpoint#trySendShort} (copied into the transport at once, the buffer kept:
+         * no duplicate, no reference count), as perftest's tag_lat and ucx_perftest send.
+         */
+        SHORT;
 
         public static Api of(String name) {
             return valueOf(name.toUpperCase(Locale.ROOT));
@@ -73,8 +78,9 @@ public final class InProcessPingPong implements AutoCloseable {
         // Pooled: their retained duplicates are recycled objects, so a send allocates nothing on the user's side.
         this.ping = PooledByteBufAllocator.DEFAULT.directBuffer(size).writeZero(size);
         this.pong = PooledByteBufAllocator.DEFAULT.directBuffer(size).writeZero(size);
-        this.pingInto = api == Api.INTO ? PooledByteBufAllocator.DEFAULT.directBuffer(size, size) : null;
-        this.pongInto = api == Api.INTO ? PooledByteBufAllocator.DEFAULT.directBuffer(size, size) : null;
+        boolean into = api == Api.INTO || api == Api.SHORT;
+        this.pingInto = into ? PooledByteBufAllocator.DEFAULT.directBuffer(size, size) : null;
+        this.pongInto = into ? PooledByteBufAllocator.DEFAULT.directBuffer(size, size) : null;
         this.pingReceive = PerfTags.discarding(PING, pingInto, this::onPing, cause -> {
             // the worker closes
         });
@@ -90,10 +96,22 @@ public final class InProcessPingPong implements AutoCloseable {
 
     /** As {@link #start(String, int, Api)}; {@code busyPoll} false: loops that block when idle (the default). */
     public static InProcessPingPong start(String tls, int size, Api api, boolean busyPoll) throws Exception {
-        Worker server = new NucxBootstrap().name("pp-server").busyPoll(busyPoll).config("TLS", tls).start();
+        return start(tls, size, api, busyPoll, null);
+    }
+
+    /**
+     * As {@link #start(String, int, Api, boolean)}, both workers on {@code group}'s loops when it is not null: with a
+     * group of one loop, a round trip is the send and receive paths' CPU work on one thread, with no core-to-core
+     * transfer and no spinning wait in it.
+     */
+    public static InProcessPingPong start(String tls, int size, Api api, boolean busyPoll,
+                                          io.netty.channel.EventLoopGroup group) throws Exception {
+        Worker server = new NucxBootstrap().name("pp-server").busyPoll(busyPoll).group(group).config("TLS", tls)
+                .start();
         Worker client = null;
         try {
-            client = new NucxBootstrap().name("pp-client").busyPoll(busyPoll).config("TLS", tls).start();
+            client = new NucxBootstrap().name("pp-client").busyPoll(busyPoll).group(group).config("TLS", tls)
+                    .start();
             Endpoint toServer = client.connect(server.address());
             toServer.wireupFuture().get(30, TimeUnit.SECONDS);
             Endpoint toClient = server.endpoints().iterator().next();
@@ -138,6 +156,11 @@ public final class InProcessPingPong implements AutoCloseable {
     // ------------------------------------------------------------ client loop
 
     private void sendPing() {
+        if (api == Api.SHORT && toServer.trySendShort(PING, ping)) {
+            toServer.flush();
+            client.tagRecv(pongReceive);
+            return;
+        }
         if (api != Api.FUTURE) {
             client.tagRecv(pongReceive);
             toServer.writeAndFlush(ping.retainedDuplicate(), toServer.voidPromise());
@@ -185,7 +208,9 @@ public final class InProcessPingPong implements AutoCloseable {
 
     private void onPing() {
         postPing();
-        if (api != Api.FUTURE) {
+        if (api == Api.SHORT && toClient.trySendShort(PONG, pong)) {
+            toClient.flush();
+        } else if (api != Api.FUTURE) {
             toClient.writeAndFlush(pong.retainedDuplicate(), toClient.voidPromise());
         } else {
             toClient.writeAndFlush(new TagMessage(PONG, pong.retainedDuplicate()), toClient.voidPromise());

@@ -49,6 +49,9 @@ class ZeroAllocationTest {
         assertTrue(alloc.get("INTO") < ZERO, () -> tls + ": " + alloc.get("INTO")
                 + " bytes allocated per round trip with reusable receives into the user's buffers (both loops), in "
                 + "the least of three windows");
+        assertTrue(alloc.get("SHORT") < ZERO, () -> tls + ": " + alloc.get("SHORT")
+                + " bytes allocated per round trip with trySendShort and receives into the user's buffers (both loops), "
+                + "in the least of three windows");
         assertTrue(alloc.get("FUTURE") > 100, () -> tls + ": the future API's " + alloc.get("FUTURE")
                 + " bytes per round trip: it allocates a promise, a receive and two messages, so the count is wrong");
     }

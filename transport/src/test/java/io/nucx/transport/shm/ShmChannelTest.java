@@ -105,6 +105,95 @@ class ShmChannelTest {
         accepted.get(0).awaitInactive();
     }
 
+    /** Each socket's bytes, as text, into one queue (one instance for every accepted socket). */
+    @ChannelHandler.Sharable
+    private static final class LineCollector extends ChannelInboundHandlerAdapter {
+        private final LinkedBlockingQueue<String> lines;
+
+        LineCollector(LinkedBlockingQueue<String> lines) {
+            this.lines = lines;
+        }
+
+        @Override
+        public void channelRead(ChannelHandlerContext ctx, Object msg) {
+            io.netty.buffer.ByteBuf b = (io.netty.buffer.ByteBuf) msg;
+            lines.add(b.toString(StandardCharsets.US_ASCII));
+            b.release();
+        }
+    }
+
+    /**
+     * A busy-polling loop whose sockets have been quiet a while polls them less often ({@code QUIET_DELEGATE_NANOS})
+     * while its rings are busy: a socket of a plain Netty channel on that loop still gets its bytes and its connects
+     * through after each quiet spell, with an shm lane streaming the whole time.
+     */
+    @Test
+    void socketsOnABusyRingLoopAreServedAfterQuietSpells() throws Exception {
+        AtomicLong frames = new AtomicLong();
+        CompletableFuture<Channel> acceptedLane = new CompletableFuture<>();
+        Iface server = ifaces.open(() -> new ChannelInboundHandlerAdapter() {
+            @Override
+            public void channelActive(ChannelHandlerContext ctx) {
+                acceptedLane.complete(ctx.channel());
+            }
+
+            @Override
+            public void channelRead(ChannelHandlerContext ctx, Object msg) {
+                frames.incrementAndGet();
+                ((AmFrame) msg).release();
+            }
+        }, java.util.Map.of(), Long.MAX_VALUE);
+        Iface client = ifaces.open(this::recorder, java.util.Map.of(), Long.MAX_VALUE);
+        Channel lane = client.connect(server.deviceAddress(), server.ifaceAddress(), recorder()).sync().channel();
+        Channel accepted = acceptedLane.get(Recorder.DEADLINE_SECONDS, TimeUnit.SECONDS);
+        io.netty.channel.EventLoop loop = accepted.eventLoop();
+        LinkedBlockingQueue<String> lines = new LinkedBlockingQueue<>();
+        Channel listener = new io.netty.bootstrap.ServerBootstrap().group(loop)
+                .channel(io.netty.channel.socket.nio.NioServerSocketChannel.class)
+                .childHandler(new LineCollector(lines)).bind("127.0.0.1", 0).sync().channel();
+        io.netty.channel.EventLoopGroup other = new io.netty.channel.MultiThreadIoEventLoopGroup(1,
+                io.netty.channel.nio.NioIoHandler.newFactory());
+        AtomicBoolean streaming = new AtomicBoolean(true);
+        try {
+            // The lane streams from the client's loop the whole time, so the server's rings are busy
+            Runnable stream = new Runnable() {
+                long n;
+
+                @Override
+                public void run() {
+                    if (!streaming.get() || !lane.isActive()) {
+                        return;
+                    }
+                    for (int i = 0; i < 64 && lane.isWritable(); i++) {
+                        lane.write(Frames.numbered(n++));
+                    }
+                    lane.flush();
+                    lane.eventLoop().execute(this);
+                }
+            };
+            lane.eventLoop().execute(stream);
+            for (int round = 0; round < 3; round++) {
+                Thread.sleep(20); // a quiet spell for the server's sockets: well past QUIET_DELEGATE_PASSES
+                Channel socket = new io.netty.bootstrap.Bootstrap().group(other)
+                        .channel(io.netty.channel.socket.nio.NioSocketChannel.class)
+                        .handler(new ChannelInboundHandlerAdapter())
+                        .connect(listener.localAddress()).sync().channel();
+                Thread.sleep(20);
+                socket.writeAndFlush(Unpooled.copiedBuffer("round " + round, StandardCharsets.US_ASCII)).sync();
+                assertEquals("round " + round, lines.poll(Recorder.DEADLINE_SECONDS, TimeUnit.SECONDS),
+                        "the socket's bytes after a quiet spell");
+                socket.close().sync();
+            }
+            assertTrue(frames.get() > 1000, "the lane streamed " + frames.get() + " frames meanwhile");
+        } finally {
+            streaming.set(false);
+            listener.close().sync();
+            other.shutdownGracefully(0, 1, TimeUnit.SECONDS).sync();
+        }
+        lane.close().sync();
+        assertTrue(accepted.closeFuture().await(Recorder.DEADLINE_SECONDS, TimeUnit.SECONDS));
+    }
+
     /**
      * A busy-polling loop whose rings are idle spins on them without going around the event loop for a while
      * ({@code ShmIoHandler.spinOnRings}); tasks from other threads, timers and socket events must still get through:
