@@ -8,17 +8,12 @@ import io.netty.channel.ChannelHandler;
 import io.netty.channel.ChannelHandlerContext;
 import io.netty.channel.ChannelInboundHandlerAdapter;
 import io.netty.channel.EventLoopGroup;
-import io.netty.channel.MultiThreadIoEventLoopGroup;
-import io.netty.channel.nio.NioIoHandler;
 import io.netty.util.ReferenceCountUtil;
 import io.nucx.transport.AmFrame;
 import io.nucx.transport.Iface;
-import io.nucx.transport.IfaceParams;
-import io.nucx.transport.NucxConfig;
-import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.extension.RegisterExtension;
 
 import java.util.ArrayList;
 import java.util.List;
@@ -43,9 +38,8 @@ class SelfChannelBackpressureTest {
     private static final int PAYLOAD = 1024;
     private static final int MAX_WRITES = 10_000;
 
-    private EventLoopGroup loopA;
-    private EventLoopGroup loopB;
-    private final List<Iface> ifaces = new ArrayList<>();
+    @RegisterExtension
+    final SelfLoops loops = new SelfLoops();
 
     /** The accepting side: starts with auto-read off and records the sequence numbers it reads. */
     private static final class Reader extends ChannelInboundHandlerAdapter {
@@ -80,26 +74,8 @@ class SelfChannelBackpressureTest {
         }
     }
 
-    @BeforeEach
-    void startLoops() {
-        loopA = new MultiThreadIoEventLoopGroup(1, NioIoHandler.newFactory());
-        loopB = new MultiThreadIoEventLoopGroup(1, NioIoHandler.newFactory());
-    }
-
-    @AfterEach
-    void stopLoops() throws Exception {
-        for (Iface i : ifaces) {
-            i.close().sync();
-        }
-        loopA.shutdownGracefully(0, 1, TimeUnit.SECONDS).sync();
-        loopB.shutdownGracefully(0, 1, TimeUnit.SECONDS).sync();
-    }
-
     private Iface open(EventLoopGroup group, ChannelHandler accepted) {
-        Iface iface = new SelfTransport().openIface(new IfaceParams(group.next(), SelfTransport.MEMORY, () -> accepted,
-                NucxConfig.of(Map.of("SELF_QUEUE_BYTES", "8k"), Map.of())));
-        ifaces.add(iface);
-        return iface;
+        return loops.open(group, () -> accepted, Map.of("SELF_QUEUE_BYTES", "8k"));
     }
 
     private static AmFrame frame(long seq) {
@@ -120,8 +96,8 @@ class SelfChannelBackpressureTest {
 
     private Pair connect() throws Exception {
         Reader reader = new Reader();
-        Iface a = open(loopA, new ChannelInboundHandlerAdapter());
-        Iface b = open(loopB, reader);
+        Iface a = open(loops.loopA, new ChannelInboundHandlerAdapter());
+        Iface b = open(loops.loopB, reader);
         ChannelFuture connected = a.connect(b.deviceAddress(), b.ifaceAddress(), new ChannelInboundHandlerAdapter());
         Channel writer = connected.sync().channel();
         Channel readerChannel = reader.channel.get(10, TimeUnit.SECONDS);

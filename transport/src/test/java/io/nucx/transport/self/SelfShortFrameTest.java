@@ -6,20 +6,14 @@ import io.netty.channel.Channel;
 import io.netty.channel.ChannelFuture;
 import io.netty.channel.ChannelHandlerContext;
 import io.netty.channel.ChannelInboundHandlerAdapter;
-import io.netty.channel.EventLoopGroup;
-import io.netty.channel.MultiThreadIoEventLoopGroup;
-import io.netty.channel.nio.NioIoHandler;
 import io.nucx.transport.AbstractLaneChannel;
 import io.nucx.transport.AmFrame;
 import io.nucx.transport.Iface;
-import io.nucx.transport.IfaceParams;
-import io.nucx.transport.NucxConfig;
 import io.nucx.transport.ShortFrameHandler;
 import io.nucx.transport.ShortPayload;
-import org.junit.jupiter.api.AfterEach;
-import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.extension.RegisterExtension;
 
 import java.util.ArrayList;
 import java.util.List;
@@ -47,24 +41,8 @@ class SelfShortFrameTest {
     /** Sizes every 8-byte alignment case and self's largest short payload (maxShort 8192) run through. */
     private static final int[] SIZES = {0, 1, 7, 8, 9, 100, 1000, 8192 - Long.BYTES, 3};
 
-    private EventLoopGroup loopA;
-    private EventLoopGroup loopB;
-    private final List<Iface> ifaces = new ArrayList<>();
-
-    @BeforeEach
-    void startLoops() {
-        loopA = new MultiThreadIoEventLoopGroup(1, NioIoHandler.newFactory());
-        loopB = new MultiThreadIoEventLoopGroup(1, NioIoHandler.newFactory());
-    }
-
-    @AfterEach
-    void stopLoops() throws Exception {
-        for (Iface i : ifaces) {
-            i.close().sync();
-        }
-        loopA.shutdownGracefully(0, 1, TimeUnit.SECONDS).sync();
-        loopB.shutdownGracefully(0, 1, TimeUnit.SECONDS).sync();
-    }
+    @RegisterExtension
+    final SelfLoops loops = new SelfLoops();
 
     /** What the reader saw: each message as "short|frame header length+checksum", in order. */
     private static final class Reader extends ChannelInboundHandlerAdapter implements ShortFrameHandler {
@@ -140,18 +118,17 @@ class SelfShortFrameTest {
     private record Pair(AbstractLaneChannel writer, Reader reader, Channel readerChannel) {
     }
 
-    private Pair connect(Reader reader, String queueBytes) throws Exception {
-        NucxConfig config = NucxConfig.of(Map.of("SELF_QUEUE_BYTES", queueBytes), Map.of());
-        Iface a = new SelfTransport().openIface(new IfaceParams(loopA.next(), SelfTransport.MEMORY,
-                ChannelInboundHandlerAdapter::new, config));
-        Iface b = new SelfTransport().openIface(new IfaceParams(loopB.next(), SelfTransport.MEMORY, () -> reader,
-                config));
-        ifaces.add(a);
-        ifaces.add(b);
-        Channel writer = a.connect(b.deviceAddress(), b.ifaceAddress(), new ChannelInboundHandlerAdapter()).sync()
-                .channel();
-        Channel readerChannel = reader.channel.get(10, TimeUnit.SECONDS);
-        return new Pair((AbstractLaneChannel) writer, reader, readerChannel);
+    private Pair connect(Reader reader) throws Exception {
+        AbstractLaneChannel writer = connectTo(reader);
+        return new Pair(writer, reader, reader.channel.get(10, TimeUnit.SECONDS));
+    }
+
+    /** A writer on loop A whose peer on loop B gets {@code accepted}. */
+    private AbstractLaneChannel connectTo(io.netty.channel.ChannelHandler accepted) throws Exception {
+        Iface a = loops.open(loops.loopA, ChannelInboundHandlerAdapter::new, Map.of());
+        Iface b = loops.open(loops.loopB, () -> accepted, Map.of());
+        return (AbstractLaneChannel) a.connect(b.deviceAddress(), b.ifaceAddress(), new ChannelInboundHandlerAdapter())
+                .sync().channel();
     }
 
     /**
@@ -162,7 +139,7 @@ class SelfShortFrameTest {
     @Test
     void shortFramesKeepTheLanesOrderWithFramesAndTheirBytesThroughTheWrappingRing() throws Exception {
         Reader reader = new Reader();
-        Pair p = connect(reader, "1m");
+        Pair p = connect(reader);
         int n = 20_000;
         reader.expected = new CountDownLatch(n);
         List<String> sent = new ArrayList<>();
@@ -212,7 +189,7 @@ class SelfShortFrameTest {
     void aFullRingRefusesAndTheMessageGoesTheOrdinaryWayInOrder() throws Exception {
         Reader reader = new Reader();
         reader.autoRead = false;
-        Pair p = connect(reader, "1m");
+        Pair p = connect(reader);
         List<String> sent = new ArrayList<>();
         int[] refusedAt = {-1};
         p.writer().eventLoop().submit(() -> {
@@ -270,15 +247,7 @@ class SelfShortFrameTest {
                 got.countDown();
             }
         };
-        NucxConfig config = NucxConfig.of(Map.of(), Map.of());
-        Iface a = new SelfTransport().openIface(new IfaceParams(loopA.next(), SelfTransport.MEMORY,
-                ChannelInboundHandlerAdapter::new, config));
-        Iface b = new SelfTransport().openIface(new IfaceParams(loopB.next(), SelfTransport.MEMORY, () -> plain,
-                config));
-        ifaces.add(a);
-        ifaces.add(b);
-        AbstractLaneChannel w = (AbstractLaneChannel) a.connect(b.deviceAddress(), b.ifaceAddress(),
-                new ChannelInboundHandlerAdapter()).sync().channel();
+        AbstractLaneChannel w = connectTo(plain);
         readerChannel.get(10, TimeUnit.SECONDS);
         boolean all = w.eventLoop().submit(() -> {
             boolean ok = true;
