@@ -87,6 +87,10 @@ final class ShortRecords implements ShortPayload {
      * when the ring has no room for it now. The caller then queues {@link #MARK}.
      */
     boolean append(int amId, long header, ByteBuf payload) {
+        if (amId <= 0 || amId > 0xff) {
+            // 0 marks a skip in the ring; AM ids are 1..255 (AmFrame's one byte)
+            throw new IllegalArgumentException("active message id " + amId + " is not in 1..255");
+        }
         int length = payload.readableBytes();
         int size = recordSize(length);
         long t = tail;

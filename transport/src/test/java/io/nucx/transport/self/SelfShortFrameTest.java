@@ -260,6 +260,9 @@ class SelfShortFrameTest {
             return ok;
         }).get(10, TimeUnit.SECONDS);
         assertTrue(all, "the lane took the short frames");
+        IllegalArgumentException bad = w.eventLoop().submit(() -> org.junit.jupiter.api.Assertions.assertThrows(
+                IllegalArgumentException.class, () -> w.writeShortNow(0, 1, Unpooled.EMPTY_BUFFER))).get();
+        assertTrue(bad.getMessage().contains("active message id 0"), bad.getMessage());
         assertTrue(got.await(10, TimeUnit.SECONDS));
         assertEquals(List.of(100L, 101L, 102L), headers);
         for (int i = 0; i < 3; i++) {
