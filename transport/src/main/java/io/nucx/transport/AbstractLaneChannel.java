@@ -147,6 +147,24 @@ public abstract class AbstractLaneChannel extends AbstractChannel {
         return false;
     }
 
+    /**
+     * A short frame that arrived as its parts (shm's ring record, self's in-place record), offered to the lane's only
+     * handler when it is a {@link ShortFrameHandler}: true when it was taken (a throw is reported as one from
+     * {@code channelRead}, and the frame is gone); false, and the transport sends it up the pipeline as a frame.
+     */
+    protected final boolean shortFrameTaken(int amId, long header, ShortPayload payload) {
+        ChannelPipeline p = pipeline();
+        if (!(p.last() instanceof ShortFrameHandler s) || p.first() != s) {
+            return false;
+        }
+        try {
+            return s.shortFrameArrived(amId, header, payload);
+        } catch (Throwable t) {
+            p.fireExceptionCaught(t); // as a throw from channelRead
+            return true;
+        }
+    }
+
     /** Nothing queued, and no outbound handler that could hold anything. Loop only. */
     private boolean nothingQueued() {
         ChannelOutboundBuffer queued = unsafe().outboundBuffer();

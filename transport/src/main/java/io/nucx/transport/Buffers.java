@@ -1,6 +1,10 @@
 package io.nucx.transport;
 
 import io.netty.buffer.ByteBuf;
+import io.netty.buffer.ByteBufAllocator;
+
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
 
 /**
  * Copies between buffers on the per-message path without the NIO views Netty makes when it may not use
@@ -12,6 +16,12 @@ public final class Buffers {
 
     /** Copies up to this many bytes by longs (a header, a short message). */
     public static final int SMALL = 64;
+    /**
+     * All of this process's memory as one segment, for a direct buffer's bytes at its {@code memoryAddress} with no
+     * segment made per copy: Netty without {@code sun.misc.Unsafe} (its default on JDK 25) still reports the address
+     * of its direct buffers (native access granted).
+     */
+    public static final MemorySegment ALL_MEMORY = MemorySegment.NULL.reinterpret(Long.MAX_VALUE);
 
     private Buffers() {
     }
@@ -31,6 +41,39 @@ public final class Buffers {
         } else {
             dst.setBytes(dstIndex, src, srcIndex, length);
         }
+    }
+
+    /**
+     * Copies {@code length} bytes of {@code src} at {@code offset} into {@code dst} at {@code index} (its indices left
+     * alone), after checking that {@code dst} is live and has the room: one copy, with no segment or NIO view made for
+     * a heap buffer or a direct one whose address Netty gives.
+     */
+    public static void copy(MemorySegment src, long offset, ByteBuf dst, int index, int length) {
+        if (dst.refCnt() == 0) {
+            throw new io.netty.util.IllegalReferenceCountException(0);
+        }
+        if (index < 0 || index > dst.capacity() - length) {
+            throw new IndexOutOfBoundsException("index " + index + " + " + length + " > " + dst.capacity());
+        }
+        if (dst.hasArray()) {
+            MemorySegment.copy(src, ValueLayout.JAVA_BYTE, offset, dst.array(), dst.arrayOffset() + index, length);
+        } else if (dst.hasMemoryAddress()) {
+            MemorySegment.copy(src, offset, ALL_MEMORY, dst.memoryAddress() + index, length);
+        } else {
+            dst.setBytes(index, src.asSlice(offset, length).asByteBuffer());
+        }
+    }
+
+    /** {@code length} bytes of {@code src} at {@code offset} in a pooled heap buffer of {@code alloc}. */
+    public static ByteBuf copyOut(MemorySegment src, long offset, int length, ByteBufAllocator alloc) {
+        ByteBuf buf = alloc.heapBuffer(length, length);
+        if (buf.hasArray()) {
+            MemorySegment.copy(src, ValueLayout.JAVA_BYTE, offset, buf.array(), buf.arrayOffset(), length);
+            buf.writerIndex(length);
+        } else {
+            buf.writeBytes(src.asSlice(offset, length).asByteBuffer());
+        }
+        return buf;
     }
 
     /** Appends {@code length} bytes of {@code src} at {@code srcIndex} to {@code dst} (its writer index moves). */

@@ -232,12 +232,17 @@ final class TagPerfClient {
             return false;
         }
         jitChecked = now;
+        lookAtJit(now);
+        return in >= SETTLE_MIN_NANOS && now - jitChanged >= PerfParams.QUIET_JIT_NANOS;
+    }
+
+    /** Reads the JIT compiler's total time (a JMX call); {@link #jitChanged} is when it last grew. */
+    private void lookAtJit(long now) {
         long jit = java.lang.management.ManagementFactory.getCompilationMXBean().getTotalCompilationTime();
         if (jit != jitMillis) {
             jitMillis = jit;
             jitChanged = now;
         }
-        return in >= SETTLE_MIN_NANOS && now - jitChanged >= PerfParams.QUIET_JIT_NANOS;
     }
 
     /** Steady warm-up: one more iteration; at each window's end, whether the run is steady yet. */
@@ -251,11 +256,7 @@ final class TagPerfClient {
         steadyCount = 0;
         steadyBest = Math.min(steadyBest, avg);
         calmWindows = avg <= steadyBest * 1.1 ? calmWindows + 1 : 0;
-        long jit = java.lang.management.ManagementFactory.getCompilationMXBean().getTotalCompilationTime();
-        if (jit != jitMillis) {
-            jitMillis = jit;
-            jitChanged = now;
-        }
+        lookAtJit(now);
         steady = calmWindows >= 3 && now - jitChanged >= PerfParams.QUIET_JIT_NANOS;
     }
 

@@ -12,7 +12,6 @@ import io.nucx.transport.AbstractLaneChannel;
 import io.nucx.transport.AmFrame;
 import io.nucx.transport.IfaceAttributes;
 import io.nucx.transport.PolledIoHandle;
-import io.nucx.transport.ShortFrameHandler;
 
 import java.lang.invoke.VarHandle;
 
@@ -343,15 +342,8 @@ public final class SelfChannel extends AbstractLaneChannel {
         long size = shortSize(r.length());
         AmFrame frame;
         try {
-            if (pipeline.last() instanceof ShortFrameHandler s && pipeline.first() == s) {
-                try {
-                    if (s.shortFrameArrived(amId, r.header(), r)) {
-                        return size; // the header as a number, the payload still in the ring: no buffer, no frame
-                    }
-                } catch (Throwable t) {
-                    pipeline.fireExceptionCaught(t); // as a throw from channelRead
-                    return size;
-                }
+            if (shortFrameTaken(amId, r.header(), r)) {
+                return size; // the header as a number, the payload still in the ring: no buffer, no frame
             }
             frame = AmFrame.of(amId, 0, alloc().buffer(Long.BYTES, Long.BYTES).writeLongLE(r.header()),
                     r.copyOut());

@@ -3,6 +3,7 @@ package io.nucx.transport.self;
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.ByteBufAllocator;
 import io.netty.buffer.Unpooled;
+import io.nucx.transport.Buffers;
 import io.nucx.transport.ShortPayload;
 
 import java.lang.foreign.MemorySegment;
@@ -41,7 +42,6 @@ final class ShortRecords implements ShortPayload {
             java.nio.ByteOrder.LITTLE_ENDIAN);
     private static final ValueLayout.OfLong LONG_LE = ValueLayout.JAVA_LONG_UNALIGNED.withOrder(
             java.nio.ByteOrder.LITTLE_ENDIAN);
-    private static final MemorySegment ALL_MEMORY = MemorySegment.NULL.reinterpret(Long.MAX_VALUE);
     private static final VarHandle HEAD;
 
     static {
@@ -126,7 +126,8 @@ final class ShortRecords implements ShortPayload {
             if (src.refCnt() == 0) {
                 throw new io.netty.util.IllegalReferenceCountException(0);
             }
-            MemorySegment.copy(ALL_MEMORY, ValueLayout.JAVA_BYTE, src.memoryAddress() + from, bytes, at, length);
+            MemorySegment.copy(Buffers.ALL_MEMORY, ValueLayout.JAVA_BYTE, src.memoryAddress() + from, bytes, at,
+                    length);
         } else {
             src.getBytes(from, bytes, at, length);
         }
@@ -173,23 +174,8 @@ final class ShortRecords implements ShortPayload {
     @Override
     public void copyTo(ByteBuf dst, int index) {
         checkLive();
-        int length = payloadLength;
-        if (length == 0) {
-            return;
-        }
-        if (dst.refCnt() == 0) {
-            throw new io.netty.util.IllegalReferenceCountException(0);
-        }
-        if (index < 0 || index > dst.capacity() - length) {
-            throw new IndexOutOfBoundsException("index " + index + " + " + length + " > " + dst.capacity());
-        }
-        if (dst.hasArray()) {
-            System.arraycopy(bytes, payloadAt, dst.array(), dst.arrayOffset() + index, length);
-        } else if (dst.hasMemoryAddress()) {
-            MemorySegment.copy(bytes, payloadAt, ALL_MEMORY, ValueLayout.JAVA_BYTE, dst.memoryAddress() + index,
-                    length);
-        } else {
-            dst.setBytes(index, bytes, payloadAt, length);
+        if (payloadLength > 0) {
+            Buffers.copy(ring, payloadAt, dst, index, payloadLength);
         }
     }
 
@@ -199,7 +185,7 @@ final class ShortRecords implements ShortPayload {
         if (payloadLength == 0) {
             return Unpooled.EMPTY_BUFFER;
         }
-        return alloc.heapBuffer(payloadLength, payloadLength).writeBytes(bytes, payloadAt, payloadLength);
+        return Buffers.copyOut(ring, payloadAt, payloadLength, alloc);
     }
 
     private void checkLive() {

@@ -4,7 +4,6 @@ import io.netty.buffer.ByteBuf;
 import io.netty.buffer.Unpooled;
 import io.netty.channel.Channel;
 import io.netty.channel.ChannelOutboundBuffer;
-import io.netty.channel.ChannelPipeline;
 import io.netty.channel.ChannelPromise;
 import io.netty.channel.EventLoop;
 import io.netty.channel.IoEvent;
@@ -13,6 +12,7 @@ import io.netty.channel.IoRegistration;
 import io.netty.handler.codec.CorruptedFrameException;
 import io.nucx.transport.AbstractLaneChannel;
 import io.nucx.transport.AmFrame;
+import io.nucx.transport.Buffers;
 import io.nucx.transport.IfaceAttributes;
 import io.nucx.transport.PolledIoHandle;
 import io.nucx.transport.ShortFrameHandler;
@@ -241,26 +241,21 @@ public final class ShmChannel extends AbstractLaneChannel {
         }
         delivered++;
         if (flags == 0 && headerLength == Long.BYTES) {
-            ChannelPipeline p = pipeline();
-            if (p.last() instanceof ShortFrameHandler s && p.first() == s) {
-                recordPayload.at(ring, offset + headerLength, length - headerLength);
-                try {
-                    if (s.shortFrameArrived(amId, ring.get(LONG_LE, offset), recordPayload)) {
-                        return; // the header as a number, the payload still in the ring: no buffer, no frame
-                    }
-                } catch (Throwable t) {
-                    p.fireExceptionCaught(t); // as a throw from channelRead
-                    return;
-                } finally {
-                    recordPayload.at(null, 0, 0);
+            recordPayload.at(ring, offset + headerLength, length - headerLength);
+            try {
+                if (shortFrameTaken(amId, ring.get(LONG_LE, offset), recordPayload)) {
+                    return; // the header as a number, the payload still in the ring: no buffer, no frame
                 }
+            } finally {
+                recordPayload.at(null, 0, 0);
             }
         }
         ByteBuf payload = length == headerLength ? Unpooled.EMPTY_BUFFER
-                : copyOut(ring, offset + headerLength, length - headerLength);
+                : Buffers.copyOut(ring, offset + headerLength, length - headerLength, alloc());
         // Header and payload each in a pooled buffer of their own: slices of one buffer would be two more objects
         // per message with Netty's default (adaptive) allocator, which does not pool its slices.
-        pipeline().fireChannelRead(AmFrame.of(amId, flags, copyOut(ring, offset, headerLength), payload));
+        pipeline().fireChannelRead(AmFrame.of(amId, flags, Buffers.copyOut(ring, offset, headerLength, alloc()),
+                payload));
     }
 
     /** The record a {@link ShortFrameHandler} is handed, where it lies in the ring; one per channel, reused. */
@@ -288,20 +283,7 @@ public final class ShmChannel extends AbstractLaneChannel {
                 return;
             }
             checkLive();
-            if (dst.refCnt() == 0) {
-                throw new io.netty.util.IllegalReferenceCountException(0);
-            }
-            if (index < 0 || index > dst.capacity() - length) {
-                throw new IndexOutOfBoundsException("index " + index + " + " + length + " > " + dst.capacity());
-            }
-            if (dst.hasArray()) {
-                MemorySegment.copy(ring, ValueLayout.JAVA_BYTE, offset, dst.array(), dst.arrayOffset() + index, length);
-            } else if (dst.hasMemoryAddress()) {
-                // Native memory, bounds checked above: one copy, no segment or NIO view made for it.
-                MemorySegment.copy(ring, offset, SpscRing.ALL_MEMORY, dst.memoryAddress() + index, length);
-            } else {
-                dst.setBytes(index, ring.asSlice(offset, length).asByteBuffer());
-            }
+            Buffers.copy(ring, offset, dst, index, length);
         }
 
         @Override
@@ -310,7 +292,7 @@ public final class ShmChannel extends AbstractLaneChannel {
                 return Unpooled.EMPTY_BUFFER;
             }
             checkLive();
-            return ShmChannel.this.copyOut(ring, offset, length);
+            return Buffers.copyOut(ring, offset, length, alloc());
         }
 
         private void checkLive() {
@@ -318,18 +300,6 @@ public final class ShmChannel extends AbstractLaneChannel {
                 throw new IllegalStateException("a short payload used after its handler returned");
             }
         }
-    }
-
-    /** {@code length} bytes of the ring at {@code offset} in a pooled heap buffer, copied without allocating. */
-    private ByteBuf copyOut(MemorySegment ring, long offset, int length) {
-        ByteBuf buf = alloc().heapBuffer(length, length);
-        if (buf.hasArray()) {
-            MemorySegment.copy(ring, ValueLayout.JAVA_BYTE, offset, buf.array(), buf.arrayOffset(), length);
-            buf.writerIndex(length);
-        } else {
-            buf.writeBytes(ring.asSlice(offset, length).asByteBuffer());
-        }
-        return buf;
     }
 
     /** Closes with {@code cause} reported down the pipeline first (a corrupt ring, a vanished peer). */

@@ -77,11 +77,12 @@ public final class ShmIoHandler implements IoHandler {
     static final int DELEGATE_EVERY = 256;
     static final int QUIET_DELEGATE_PASSES = 64;
     static final long QUIET_DELEGATE_NANOS = 50_000;
-    private int quietDelegatePasses;
-    private long lastDelegatePass;
     static final int LOOP_PASS_POLLS = 8;
     private int pollsSinceDelegate;
     private boolean delegateBusy;
+    /** Passes of the wrapped engine in a row that found nothing, and when the last one ran while quiet. */
+    private int quietDelegatePasses;
+    private long lastDelegatePass;
     /** When the polls began finding nothing; 0 while active. */
     private long idleSince;
     private final NonBlocking nonBlocking = new NonBlocking();

@@ -58,12 +58,8 @@ public final class SpscRing implements AutoCloseable {
     /** Little-endian longs at any offset, for copying small payloads eight bytes at a time. */
     private static final ValueLayout.OfLong LONG_LE = ValueLayout.JAVA_LONG_UNALIGNED
             .withOrder(java.nio.ByteOrder.LITTLE_ENDIAN);
-    /**
-     * All of this process's memory as one segment, for a direct buffer's bytes at its {@code memoryAddress} with no
-     * segment made per copy: Netty without {@code sun.misc.Unsafe} (its default on JDK 25) still reports the address
-     * of its direct buffers (the ring itself is mapped through FFM, native access granted).
-     */
-    static final MemorySegment ALL_MEMORY = MemorySegment.NULL.reinterpret(Long.MAX_VALUE);
+    /** A direct buffer's bytes at its address (the ring itself is mapped through FFM, native access granted). */
+    private static final MemorySegment ALL_MEMORY = io.nucx.transport.Buffers.ALL_MEMORY;
     /** Payloads up to this length are copied by longs, without the ByteBuffer views a bulk copy would need. */
     private static final int SMALL_COPY = 256;
 
