@@ -15,6 +15,8 @@ import io.nucx.transport.tcp.AmFrameDecoder;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.extension.RegisterExtension;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
 
 import java.util.List;
 import java.util.concurrent.BlockingQueue;
@@ -106,13 +108,40 @@ class ReceiveIntoBufferTest {
     }
 
     /**
+     * Over shm, eager fragments (and a rendezvous's data, forced from 64 KiB) of a message received into the user's
+     * buffer go from the ring straight into it: one copy on the receiver, none through a buffer of the lane's.
+     */
+    @ParameterizedTest
+    @ValueSource(strings = {"eager", "rndv"})
+    void overShmLargeFragmentsGoFromTheRingStraightIntoTheUsersBuffer(String protocol) throws Exception {
+        String thresh = protocol.equals("rndv") ? "64k" : "1g";
+        Worker a = workers.start("a", "TLS", "shm", "RNDV_THRESH", thresh);
+        Worker b = workers.start("b", "TLS", "shm", "RNDV_THRESH", thresh);
+        Endpoint ep = TestWorkers.wiredUp(a, b);
+        Endpoint accepted = b.endpoints().iterator().next();
+        ByteBuf buffer = PooledByteBufAllocator.DEFAULT.directBuffer(4 << 20, 4 << 20);
+        try {
+            sendEachInto(ep, b, buffer, 100, 8, 2_000, 100_000, 1 << 20, 3, 3 << 20);
+            io.nucx.transport.shm.ShmChannel lane = (io.nucx.transport.shm.ShmChannel) TestWorkers.impl(accepted)
+                    .amLane();
+            long placed = b.eventLoop().submit(lane::placedBytes).get(10, TimeUnit.SECONDS);
+            // Of 4,296,704 bytes in messages over 64 KiB, all but each eager message's first fragment (the receive
+            // is matched by it) come placed.
+            assertTrue(placed > 3 << 20, () -> "only " + placed + " bytes came from the ring straight into the "
+                    + "user's buffer");
+        } finally {
+            buffer.release();
+        }
+    }
+
+    /**
      * A rendezvous into the user's buffer over tcp lanes that place payloads comes in frames as large as the lane
      * sends placed: the receiver offers the whole message in its RTR, the sender sends frames flagged as placed, up to
      * its lanes' limit, and the socket reads them straight into the buffer. With NUCX_TCP_PLACE=n the data come as
      * 64 KiB fragments, as before.
      */
-    @org.junit.jupiter.params.ParameterizedTest
-    @org.junit.jupiter.params.provider.ValueSource(strings = {"y", "n"})
+    @ParameterizedTest
+    @ValueSource(strings = {"y", "n"})
     void aRendezvousIntoTheUsersBufferComesInLargePlacedFrames(String place) throws Exception {
         String[] settings = {"TLS", "tcp", "TCP_IO", "epoll", "RNDV_THRESH", "64k", "TCP_PLACE", place};
         Worker a = workers.start("a", settings);
@@ -157,8 +186,8 @@ class ReceiveIntoBufferTest {
      * ({@link io.nucx.transport.PayloadPlacement#RELINQUISH}) before it fails the receives that own those buffers
      * ({@code EndpointLifecycle.end}): closed by the user, or failed by the peer while its lanes are open.
      */
-    @org.junit.jupiter.params.ParameterizedTest
-    @org.junit.jupiter.params.provider.ValueSource(booleans = {false, true})
+    @ParameterizedTest
+    @ValueSource(booleans = {false, true})
     void anEndingEndpointMakesItsLanesLetGoOfPlacedBuffers(boolean failed) throws Exception {
         Worker a = workers.start("a", "TLS", "tcp", "TCP_IO", "epoll");
         Worker b = workers.start("b", "TLS", "tcp", "TCP_IO", "epoll");
@@ -191,8 +220,8 @@ class ReceiveIntoBufferTest {
      * A handler that overrides {@link TagReceive.Handler#receivedInto} is told where each message lies in its buffer
      * and gets no slice: short messages over shm come straight from the ring, larger ones over shm and tcp as above.
      */
-    @org.junit.jupiter.params.ParameterizedTest
-    @org.junit.jupiter.params.provider.ValueSource(strings = {"shm", "tcp"})
+    @ParameterizedTest
+    @ValueSource(strings = {"shm", "tcp"})
     void aHandlerTakingMessagesInPlaceIsToldWhereTheyLie(String tls) throws Exception {
         Worker a = workers.start("a", "TLS", tls, "TCP_IO", "epoll");
         Worker b = workers.start("b", "TLS", tls, "TCP_IO", "epoll");

@@ -4,6 +4,7 @@ import io.netty.buffer.ByteBuf;
 import io.netty.buffer.Unpooled;
 import io.netty.channel.Channel;
 import io.netty.channel.ChannelOutboundBuffer;
+import io.netty.channel.ChannelPipeline;
 import io.netty.channel.ChannelPromise;
 import io.netty.channel.EventLoop;
 import io.netty.channel.IoEvent;
@@ -14,6 +15,7 @@ import io.nucx.transport.AbstractLaneChannel;
 import io.nucx.transport.AmFrame;
 import io.nucx.transport.Buffers;
 import io.nucx.transport.IfaceAttributes;
+import io.nucx.transport.PayloadPlacement;
 import io.nucx.transport.PolledIoHandle;
 import io.nucx.transport.ShortFrameHandler;
 import io.nucx.transport.ShortPayload;
@@ -36,6 +38,15 @@ import java.util.concurrent.TimeUnit;
 public final class ShmChannel extends AbstractLaneChannel {
 
     private static final int READ_BATCH = 64;
+    /**
+     * Payloads from this size on are offered to the lane's {@link PayloadPlacement} before they are copied out of the
+     * ring: below it the copy into a buffer of ours costs less than asking where the payload goes.
+     */
+    static final int PLACE_FROM = 1024;
+    /** Appended bytes from which {@link #publishIfLarge} publishes before the flush. */
+    static final int PUBLISH_EARLY_BYTES = 16 * 1024;
+    /** {@link #placed}'s answer when asking threw. */
+    private static final ByteBuf PLACEMENT_FAILED = Unpooled.unreleasableBuffer(Unpooled.EMPTY_BUFFER.duplicate());
     private static final int WRITE_BATCH = 256;
     private static final ValueLayout.OfLong LONG_LE = ValueLayout.JAVA_LONG_UNALIGNED
             .withOrder(java.nio.ByteOrder.LITTLE_ENDIAN);
@@ -156,6 +167,7 @@ public final class ShmChannel extends AbstractLaneChannel {
             }
             buffer.remove();
             wrote = true;
+            publishIfLarge();
         }
         if (buffer.current() == null) {
             writeBlocked = false;
@@ -173,7 +185,23 @@ public final class ShmChannel extends AbstractLaneChannel {
     /** In the ring, published by the flush that follows (as a written message waits for its flush in Netty). */
     @Override
     protected boolean writeNow0(AmFrame f) {
-        return !writeBlocked && out.append(recordType(f), f.header(), f.payload());
+        if (writeBlocked || !out.append(recordType(f), f.header(), f.payload())) {
+            return false;
+        }
+        publishIfLarge();
+        return true;
+    }
+
+    /**
+     * Publishes at once, before the flush, once the records appended since the last publish hold {@link
+     * #PUBLISH_EARLY_BYTES}: the reader then copies one fragment of a large message out while this side copies the
+     * next in, as UCX's mm FIFO makes each element visible as it is written. Held for the flush, a message's 16
+     * fragments were copied in, then out, one side idle all the while.
+     */
+    private void publishIfLarge() {
+        if (out.unpublishedBytes() >= PUBLISH_EARLY_BYTES) {
+            publishNow();
+        }
     }
 
     @Override
@@ -250,12 +278,65 @@ public final class ShmChannel extends AbstractLaneChannel {
                 recordPayload.at(null, 0, 0);
             }
         }
-        ByteBuf payload = length == headerLength ? Unpooled.EMPTY_BUFFER
-                : Buffers.copyOut(ring, offset + headerLength, length - headerLength, alloc());
         // Header and payload each in a pooled buffer of their own: slices of one buffer would be two more objects
         // per message with Netty's default (adaptive) allocator, which does not pool its slices.
-        pipeline().fireChannelRead(AmFrame.of(amId, flags, Buffers.copyOut(ring, offset, headerLength, alloc()),
-                payload));
+        ByteBuf header = Buffers.copyOut(ring, offset, headerLength, alloc());
+        int payloadLength = length - headerLength;
+        ByteBuf payload;
+        if (payloadLength >= PLACE_FROM) {
+            payload = placed(amId, header, ring, offset + headerLength, payloadLength);
+            if (payload == PLACEMENT_FAILED) {
+                return; // reported as a throw from channelRead; the frame is gone
+            }
+            if (payload == null) {
+                payload = Buffers.copyOut(ring, offset + headerLength, payloadLength, alloc());
+            }
+        } else {
+            payload = payloadLength == 0 ? Unpooled.EMPTY_BUFFER
+                    : Buffers.copyOut(ring, offset + headerLength, payloadLength, alloc());
+        }
+        pipeline().fireChannelRead(AmFrame.of(amId, flags, header, payload));
+    }
+
+    /**
+     * The payload at {@code at} copied straight from the ring to where the lane's handler says it belongs ({@link
+     * PayloadPlacement}: a posted receive's own buffer), so it is copied once instead of into a buffer of ours and
+     * again from there; null when the handler has no place for it (or is no {@link PayloadPlacement}), or {@link
+     * #PLACEMENT_FAILED} when asking threw (reported as a throw from {@code channelRead}; {@code header} released).
+     */
+    private ByteBuf placed(int amId, ByteBuf header, MemorySegment ring, long at, int length) {
+        ChannelPipeline p = pipeline();
+        if (!(p.last() instanceof PayloadPlacement placement) || p.first() != placement) {
+            return null;
+        }
+        ByteBuf target = null;
+        try {
+            target = placement.placePayload(amId, header, length);
+            if (target == null) {
+                return null;
+            }
+            if (target.writerIndex() != 0 || target.writableBytes() != length) {
+                throw new IllegalStateException("a placement of " + length + " bytes gave " + target);
+            }
+            Buffers.copy(ring, at, target, 0, length);
+            placedBytes += length;
+            return target.writerIndex(length);
+        } catch (Throwable t) {
+            header.release();
+            if (target != null) {
+                target.release();
+            }
+            p.fireExceptionCaught(t);
+            return PLACEMENT_FAILED;
+        }
+    }
+
+    /** Payload bytes {@link #placed} so far: the loop writes it, anyone may read it (a plain field, as a counter). */
+    private long placedBytes;
+
+    /** How many payload bytes went from the ring straight into a {@link PayloadPlacement}'s buffers. Loop only. */
+    public long placedBytes() {
+        return placedBytes;
     }
 
     /** The record a {@link ShortFrameHandler} is handed, where it lies in the ring; one per channel, reused. */

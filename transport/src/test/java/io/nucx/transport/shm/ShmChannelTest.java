@@ -8,6 +8,7 @@ import io.netty.channel.ChannelInboundHandlerAdapter;
 import io.netty.handler.codec.CorruptedFrameException;
 import io.nucx.transport.AmFrame;
 import io.nucx.transport.Iface;
+import io.nucx.transport.PayloadPlacement;
 import io.nucx.transport.ShortFrameHandler;
 import io.nucx.transport.testsuite.Frames;
 import io.nucx.transport.testsuite.Recorder;
@@ -284,6 +285,99 @@ class ShmChannelTest {
                 "frame 9 flags 1 header 8 flagged", "frame 9 flags 0 header 16 ", "short 9 6  ");
         for (String e : expected) {
             assertEquals(e, seen.poll(Recorder.DEADLINE_SECONDS, TimeUnit.SECONDS));
+        }
+        ch.close().sync();
+    }
+
+    /**
+     * A record's payload of {@link ShmChannel#PLACE_FROM} bytes or more is offered to the lane's {@link
+     * PayloadPlacement} and copied from the ring straight into the buffer it gives, which comes up as the frame's
+     * payload (no buffer of the lane's in between); a payload it has no place for comes as before, a smaller one is
+     * not offered, and a placement that throws is reported as a throw from {@code channelRead}: that frame is gone,
+     * the lane and the frames after it are not.
+     */
+    @Test
+    void aLargePayloadIsCopiedFromTheRingStraightToWhereThePlacementSays() throws Exception {
+        int large = ShmChannel.PLACE_FROM * 4;
+        io.netty.buffer.ByteBuf receive = Unpooled.directBuffer(large, large);
+        LinkedBlockingQueue<String> seen = new LinkedBlockingQueue<>();
+        List<Integer> offered = new CopyOnWriteArrayList<>();
+        final class Placing extends ChannelInboundHandlerAdapter implements PayloadPlacement {
+            @Override
+            public io.netty.buffer.ByteBuf placePayload(int amId, io.netty.buffer.ByteBuf header, int length) {
+                long h = header.getLongLE(header.readerIndex());
+                offered.add((int) h);
+                if (h == 3) {
+                    throw new IllegalStateException("no place for frame 3");
+                }
+                return h % 2 == 0 ? receive.retainedSlice(0, length).clear() : null;
+            }
+
+            @Override
+            public void channelRead(ChannelHandlerContext ctx, Object msg) {
+                AmFrame f = (AmFrame) msg;
+                io.netty.buffer.ByteBuf p = f.payload();
+                boolean inPlace = p.hasMemoryAddress() && p.memoryAddress() + p.readerIndex() == receive.memoryAddress();
+                seen.add("frame " + f.header().getLongLE(0) + " " + p.readableBytes() + (inPlace ? " in place" : "")
+                        + " " + p.getByte(p.readerIndex() + p.readableBytes() - 1));
+                f.release();
+            }
+
+            @Override
+            public void exceptionCaught(ChannelHandlerContext ctx, Throwable cause) {
+                seen.add("caught " + cause.getMessage());
+            }
+        }
+        Iface server = iface(Placing::new);
+        Iface client = iface(this::recorder);
+        Channel ch = client.connect(server.deviceAddress(), server.ifaceAddress(), recorder()).sync().channel();
+        for (long h = 0; h < 4; h++) {
+            byte[] bytes = new byte[large - (int) h];
+            bytes[bytes.length - 1] = (byte) (10 + h);
+            ch.write(AmFrame.of(9, 1, Unpooled.buffer(8).writeLongLE(h), Unpooled.wrappedBuffer(bytes)));
+        }
+        ch.writeAndFlush(AmFrame.of(9, 1, Unpooled.buffer(8).writeLongLE(4), Unpooled.wrappedBuffer(
+                new byte[ShmChannel.PLACE_FROM - 1]))).sync();
+        List<String> expected = List.of("frame 0 " + large + " in place 10", "frame 1 " + (large - 1) + " 11",
+                "frame 2 " + (large - 2) + " in place 12", "caught no place for frame 3",
+                "frame 4 " + (ShmChannel.PLACE_FROM - 1) + " 0");
+        for (String e : expected) {
+            assertEquals(e, seen.poll(Recorder.DEADLINE_SECONDS, TimeUnit.SECONDS));
+        }
+        assertEquals(List.of(0, 1, 2, 3), offered, "payloads below PLACE_FROM are not offered");
+        assertEquals(12, receive.getByte(large - 3), "frame 2's bytes are in the receive buffer");
+        assertTrue(ch.isActive(), "a placement that threw closes nothing");
+        assertEquals(1, receive.refCnt(), "every placed slice was released with its frame or by the lane");
+        receive.release();
+        ch.close().sync();
+    }
+
+    /**
+     * A large record goes to the reader as soon as it is in the ring, without waiting for the flush, so the reader
+     * copies one fragment out while the writer copies the next in; small ones still wait for the flush, one
+     * publication per batch.
+     */
+    @Test
+    void aLargeRecordIsPublishedWithoutWaitingForTheFlushAndASmallOneWaitsForIt() throws Exception {
+        List<Recorder> accepted = new CopyOnWriteArrayList<>();
+        Iface server = recordingIface(accepted);
+        Iface client = iface(this::recorder);
+        Channel ch = client.connect(server.deviceAddress(), server.ifaceAddress(), recorder()).sync().channel();
+        io.nucx.transport.AbstractLaneChannel lane = (io.nucx.transport.AbstractLaneChannel) ch;
+        await(() -> accepted.size() == 1, "the server's lane");
+        Recorder reader = accepted.get(0);
+        int large = ShmChannel.PUBLISH_EARLY_BYTES;
+        assertTrue(ch.eventLoop().submit(() -> lane.writeNow(Frames.sized(1, 8, 8, false))).get());
+        assertNull(reader.poll(200, TimeUnit.MILLISECONDS), "a small record waits for the flush");
+        assertTrue(ch.eventLoop().submit(() -> lane.writeNow(Frames.sized(2, 8, large, true))).get());
+        AmFrame first = reader.poll();
+        AmFrame second = reader.poll();
+        try {
+            assertNull(Frames.checkSized(first, 1, 8, 8), "the small record goes with the large one, in order");
+            assertNull(Frames.checkSized(second, 2, 8, large));
+        } finally {
+            first.release();
+            second.release();
         }
         ch.close().sync();
     }

@@ -98,6 +98,11 @@ public final class Recorder extends ChannelInboundHandlerAdapter {
         return frames.poll(DEADLINE_SECONDS, TimeUnit.SECONDS);
     }
 
+    /** The next frame within {@code timeout}, or null. */
+    public AmFrame poll(long timeout, TimeUnit unit) throws InterruptedException {
+        return frames.poll(timeout, unit);
+    }
+
     /** Takes frames {@code from .. from + count - 1} of {@link Frames#numbered} in order, checking each. */
     public void expect(long from, long count) throws InterruptedException {
         for (long s = from; s < from + count; s++) {
