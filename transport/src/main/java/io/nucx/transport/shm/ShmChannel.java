@@ -43,7 +43,7 @@ public final class ShmChannel extends AbstractLaneChannel {
      * ring: below it the copy into a buffer of ours costs less than asking where the payload goes.
      */
     static final int PLACE_FROM = 1024;
-    /** Appended bytes from which {@link #publishIfLarge} publishes before the flush. */
+    /** A record's size (header and payload) from which {@link #publishIfLarge} publishes it before the flush. */
     static final int PUBLISH_EARLY_BYTES = 16 * 1024;
     /** {@link #placed}'s answer when asking threw. */
     private static final ByteBuf PLACEMENT_FAILED = Unpooled.unreleasableBuffer(Unpooled.EMPTY_BUFFER.duplicate());
@@ -165,9 +165,10 @@ public final class ShmChannel extends AbstractLaneChannel {
                 writeBlocked = true;
                 break;
             }
+            int length = f.length();
             buffer.remove();
             wrote = true;
-            publishIfLarge();
+            publishIfLarge(length);
         }
         if (buffer.current() == null) {
             writeBlocked = false;
@@ -188,18 +189,19 @@ public final class ShmChannel extends AbstractLaneChannel {
         if (writeBlocked || !out.append(recordType(f), f.header(), f.payload())) {
             return false;
         }
-        publishIfLarge();
+        publishIfLarge(f.length());
         return true;
     }
 
     /**
-     * Publishes at once, before the flush, once the records appended since the last publish hold {@link
-     * #PUBLISH_EARLY_BYTES}: the reader then copies one fragment of a large message out while this side copies the
-     * next in, as UCX's mm FIFO makes each element visible as it is written. Held for the flush, a message's 16
-     * fragments were copied in, then out, one side idle all the while.
+     * Publishes a record of {@link #PUBLISH_EARLY_BYTES} or more ({@code length}: header and payload) at once, with
+     * whatever was appended before it, instead of at the flush: the reader then copies one fragment of a large message
+     * out while this side copies the next in, as UCX's mm FIFO makes each element visible as it is written. Held for
+     * the flush, a message's 16 fragments were copied in, then out, one side idle all the while. Small records still
+     * go one publication per flush (a batch read at once is what makes small messages cheap).
      */
-    private void publishIfLarge() {
-        if (out.unpublishedBytes() >= PUBLISH_EARLY_BYTES) {
+    private void publishIfLarge(int length) {
+        if (length >= PUBLISH_EARLY_BYTES) {
             publishNow();
         }
     }
@@ -278,10 +280,18 @@ public final class ShmChannel extends AbstractLaneChannel {
                 recordPayload.at(null, 0, 0);
             }
         }
+        fireFrame(amId, flags, ring, offset, headerLength, length - headerLength);
+    }
+
+    /**
+     * The record as a frame up the pipeline. Apart from {@link #onRecord}, which the ring's read loop inlines: the
+     * short path stays small.
+     */
+    private void fireFrame(int amId, int flags, MemorySegment ring, long offset, int headerLength,
+                           int payloadLength) {
         // Header and payload each in a pooled buffer of their own: slices of one buffer would be two more objects
         // per message with Netty's default (adaptive) allocator, which does not pool its slices.
         ByteBuf header = Buffers.copyOut(ring, offset, headerLength, alloc());
-        int payloadLength = length - headerLength;
         ByteBuf payload;
         if (payloadLength >= PLACE_FROM) {
             payload = placed(amId, header, ring, offset + headerLength, payloadLength);

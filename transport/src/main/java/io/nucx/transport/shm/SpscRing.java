@@ -412,11 +412,6 @@ public final class SpscRing implements AutoCloseable {
         return true;
     }
 
-    /** Producer: the bytes appended (records and padding) that {@link #publish} has not made visible yet. */
-    public long unpublishedBytes() {
-        return tail - publishedTail;
-    }
-
     /** Producer: whether a record of {@code payloadLength} bytes fits now (reads the consumer's head). */
     public boolean hasRoomFor(int payloadLength) {
         long tail = this.tail;
