@@ -80,8 +80,8 @@ public abstract class AbstractLaneChannel extends AbstractChannel {
      * on the loop, connected, nothing queued ahead of it (order), no outbound handler in this lane's pipeline to see
      * it, and within the iface's limits. A small message then costs no pipeline pass and no outbound-buffer entry
      * (UCT's {@code am_short}: the send is done when it returns, its buffer free). As with any write, the peer sees it
-     * after the next flush ({@link #flushNow}, or the channel's): shm publishes its ring's tail once per flush (or once
-     * the records since the last publication are large: a reader need not wait for a big message's last fragment). False,
+     * after the next flush ({@link #flushNow}, or the channel's): shm publishes its ring's tail once per flush (and a
+     * large record at once: a reader need not wait for a big message's last fragment). False,
      * {@code frame} untouched, when it cannot (including a full transport): the caller writes it the ordinary way.
      * Takes {@code frame} when true.
      */

@@ -45,8 +45,6 @@ public final class ShmChannel extends AbstractLaneChannel {
     static final int PLACE_FROM = 1024;
     /** A record's size (header and payload) from which {@link #publishIfLarge} publishes it before the flush. */
     static final int PUBLISH_EARLY_BYTES = 16 * 1024;
-    /** {@link #placed}'s answer when asking threw. */
-    private static final ByteBuf PLACEMENT_FAILED = Unpooled.unreleasableBuffer(Unpooled.EMPTY_BUFFER.duplicate());
     private static final int WRITE_BATCH = 256;
     private static final ValueLayout.OfLong LONG_LE = ValueLayout.JAVA_LONG_UNALIGNED
             .withOrder(java.nio.ByteOrder.LITTLE_ENDIAN);
@@ -292,16 +290,17 @@ public final class ShmChannel extends AbstractLaneChannel {
         // Header and payload each in a pooled buffer of their own: slices of one buffer would be two more objects
         // per message with Netty's default (adaptive) allocator, which does not pool its slices.
         ByteBuf header = Buffers.copyOut(ring, offset, headerLength, alloc());
-        ByteBuf payload;
+        ByteBuf payload = null;
         if (payloadLength >= PLACE_FROM) {
-            payload = placed(amId, header, ring, offset + headerLength, payloadLength);
-            if (payload == PLACEMENT_FAILED) {
-                return; // reported as a throw from channelRead; the frame is gone
+            try {
+                payload = placed(amId, header, ring, offset + headerLength, payloadLength);
+            } catch (Throwable t) {
+                header.release();
+                pipeline().fireExceptionCaught(t); // as a throw from channelRead: the frame is gone, the lane is not
+                return;
             }
-            if (payload == null) {
-                payload = Buffers.copyOut(ring, offset + headerLength, payloadLength, alloc());
-            }
-        } else {
+        }
+        if (payload == null) {
             payload = payloadLength == 0 ? Unpooled.EMPTY_BUFFER
                     : Buffers.copyOut(ring, offset + headerLength, payloadLength, alloc());
         }
@@ -311,43 +310,38 @@ public final class ShmChannel extends AbstractLaneChannel {
     /**
      * The payload at {@code at} copied straight from the ring to where the lane's handler says it belongs ({@link
      * PayloadPlacement}: a posted receive's own buffer), so it is copied once instead of into a buffer of ours and
-     * again from there; null when the handler has no place for it (or is no {@link PayloadPlacement}), or {@link
-     * #PLACEMENT_FAILED} when asking threw (reported as a throw from {@code channelRead}; {@code header} released).
+     * again from there; null when the handler has no place for it (or is no {@link PayloadPlacement}). Throws what
+     * asking threw, the buffer it gave released.
      */
     private ByteBuf placed(int amId, ByteBuf header, MemorySegment ring, long at, int length) {
         ChannelPipeline p = pipeline();
         if (!(p.last() instanceof PayloadPlacement placement) || p.first() != placement) {
             return null;
         }
-        ByteBuf target = null;
+        ByteBuf target = placement.placePayload(amId, header, length);
+        if (target == null) {
+            return null;
+        }
         try {
-            target = placement.placePayload(amId, header, length);
-            if (target == null) {
-                return null;
-            }
             if (target.writerIndex() != 0 || target.writableBytes() != length) {
                 throw new IllegalStateException("a placement of " + length + " bytes gave " + target);
             }
             Buffers.copy(ring, at, target, 0, length);
-            placedBytes += length;
-            return target.writerIndex(length);
-        } catch (Throwable t) {
-            header.release();
-            if (target != null) {
-                target.release();
-            }
-            p.fireExceptionCaught(t);
-            return PLACEMENT_FAILED;
+        } catch (RuntimeException | Error e) {
+            target.release();
+            throw e;
         }
+        placedBytes += length;
+        return target.writerIndex(length);
     }
-
-    /** Payload bytes {@link #placed} so far: the loop writes it, anyone may read it (a plain field, as a counter). */
-    private long placedBytes;
 
     /** How many payload bytes went from the ring straight into a {@link PayloadPlacement}'s buffers. Loop only. */
     public long placedBytes() {
         return placedBytes;
     }
+
+    /** Payload bytes {@link #placed} so far; written and read on the loop. */
+    private long placedBytes;
 
     /** The record a {@link ShortFrameHandler} is handed, where it lies in the ring; one per channel, reused. */
     private final RecordPayload recordPayload = new RecordPayload();
