@@ -59,6 +59,7 @@ final class AotTrainCommand implements Callable<Integer> {
 
     private PerfParams params(PerfTestType test, int size, long iterations) {
         long n = Math.max(1, (long) (iterations * scale));
-        return new PerfParams(test, size, n, Math.min(n, 1_000), PerfParams.DEFAULT_WINDOW, 50.0, false);
+        // Not settled until the compilers are quiet: the training records profiles, it measures nothing.
+        return new PerfParams(test, size, n, Math.min(n, 1_000), PerfParams.DEFAULT_WINDOW, 50.0, false).withSettle(0);
     }
 }

@@ -70,6 +70,12 @@ final class PerftestCommand implements Callable<Integer> {
             defaultValue = "0.1")
     double warmupSeconds;
 
+    @Option(names = "--settle-time", paramLabel = "SECONDS", description = "After the warm-up, run on until both "
+            + "sides' JIT compilers are quiet (under 1 %% of 200 ms), so no compilation the warm-up set off lands in "
+            + "the measured run; at most this long. 0: one warm-up's worth of iterations, compilers not waited for "
+            + "(default: ${DEFAULT-VALUE}).", defaultValue = "5")
+    double settleSeconds;
+
     @Option(names = "--steady-warmup", paramLabel = "WINDOW", description = "End the warm-up as soon as the run "
             + "is steady: three windows of WINDOW iterations in a row within 10 %% of the best, the JIT compiler quiet "
             + "for 0.5 s (still at most -w iterations and --warmup-time); prints how long it took. 0: off (default: "
@@ -97,10 +103,11 @@ final class PerftestCommand implements Callable<Integer> {
     @Option(names = "-f", description = "Print only the final result.")
     boolean finalOnly;
 
-    @Option(names = "--windows", paramLabel = "ITERS", description = "Print a Window line every ITERS iterations, "
-            + "warm-up included (iterations so far, ms since the process started, the window's average), then when "
-            + "the run reached its steady state (three windows in a row within 10 %% of the final average); 0: off "
-            + "(default: ${DEFAULT-VALUE}).", defaultValue = "0")
+    @Option(names = "--windows", paramLabel = "ITERS", description = "After the run, a Window line for every ITERS "
+            + "iterations, warm-up and settling included (iterations so far, ms since the process started, the "
+            + "window's average), how long the settling took, and when the run reached its steady state (three "
+            + "windows in a row within 10 %% of the final average); 0: off (default: ${DEFAULT-VALUE}).",
+            defaultValue = "0")
     int windows;
 
     @Option(names = "--in-process", description = "Run the server on a thread of this process (HOST is then "
@@ -201,8 +208,13 @@ final class PerftestCommand implements Callable<Integer> {
             throw new CommandLine.ParameterException(spec.commandLine(), "--steady-warmup must be >= 0, got "
                     + steadyWarmup);
         }
+        if (!(settleSeconds >= 0 && settleSeconds <= 3600)) {
+            throw new CommandLine.ParameterException(spec.commandLine(), "--settle-time must be between 0 and 3600 "
+                    + "seconds, got " + settleSeconds);
+        }
         PerfParams params = new PerfParams(PerfTestType.of(test), size, iterations, warmup, window, percentile,
-                sendDatatype, (long) (warmupSeconds * 1e9), errorMode, steadyWarmup).withJitWarmup(runJitWarmup());
+                sendDatatype, (long) (warmupSeconds * 1e9), errorMode, steadyWarmup).withJitWarmup(runJitWarmup())
+                .withSettle((long) (settleSeconds * 1e9));
         if (windows < 0) {
             throw new CommandLine.ParameterException(spec.commandLine(), "--windows must be >= 0, got " + windows);
         }

@@ -239,7 +239,7 @@ public final class Calibration {
 
     private static PerfParams params(PerfTestType test, long size, long iterations, double percentile) {
         return new PerfParams(test, (int) size, iterations, Math.max(Sweep.MIN_ITERATIONS, iterations / 10),
-                PerfParams.DEFAULT_WINDOW, percentile, PerfDatatype.CONTIG);
+                PerfParams.DEFAULT_WINDOW, percentile, PerfDatatype.CONTIG).withSettle(0); // as the sweep's
     }
 
     /**

@@ -8,7 +8,20 @@ package io.nucx.examples.perf;
  */
 public record PerfParams(PerfTestType test, int messageSize, long iterations, long warmup, int window,
                          double percentile, PerfDatatype datatype, long warmupNanos, String errorMode,
-                         int steadyWindow, String jitWarmup) {
+                         int steadyWindow, String jitWarmup, long settleNanos) {
+
+    /**
+     * How long a run may settle after its warm-up by default: it runs on until both sides' JIT compilers are quiet,
+     * which on 2 busy-polling cores took 1-2 s (BENCHMARKS).
+     */
+    public static final long DEFAULT_SETTLE_NANOS = 5_000_000_000L;
+
+    /** With {@link #DEFAULT_SETTLE_NANOS} of settling at most. */
+    public PerfParams(PerfTestType test, int messageSize, long iterations, long warmup, int window, double percentile,
+                      PerfDatatype datatype, long warmupNanos, String errorMode, int steadyWindow, String jitWarmup) {
+        this(test, messageSize, iterations, warmup, window, percentile, datatype, warmupNanos, errorMode, steadyWindow,
+                jitWarmup, DEFAULT_SETTLE_NANOS);
+    }
 
     /** The error modes {@code -e} takes (ucx_perftest's). */
     public static final java.util.List<String> ERROR_MODES = java.util.List.of("none", "peer", "failover");
@@ -32,7 +45,16 @@ public record PerfParams(PerfTestType test, int messageSize, long iterations, lo
      */
     public PerfParams withJitWarmup(String duration) {
         return new PerfParams(test, messageSize, iterations, warmup, window, percentile, datatype, warmupNanos,
-                errorMode, steadyWindow, duration);
+                errorMode, steadyWindow, duration, settleNanos);
+    }
+
+    /**
+     * The same run settling at most {@code nanos} after its warm-up (0: one chunk of the warm-up's iterations, the
+     * compilers not waited for). The client's alone: the server only answers.
+     */
+    public PerfParams withSettle(long nanos) {
+        return new PerfParams(test, messageSize, iterations, warmup, window, percentile, datatype, warmupNanos,
+                errorMode, steadyWindow, jitWarmup, nanos);
     }
 
     /**
@@ -42,7 +64,7 @@ public record PerfParams(PerfTestType test, int messageSize, long iterations, lo
      */
     public PerfParams withSteadyWarmup(int iterations) {
         return new PerfParams(test, messageSize, this.iterations, warmup, window, percentile, datatype, warmupNanos,
-                errorMode, iterations, jitWarmup);
+                errorMode, iterations, jitWarmup, settleNanos);
     }
 
     /** How long the JIT compiler must have made no progress for a steady warm-up to end. */
@@ -83,6 +105,9 @@ public record PerfParams(PerfTestType test, int messageSize, long iterations, lo
         }
         if (steadyWindow < 0) {
             throw new IllegalArgumentException("steady warm-up window must be >= 0 iterations, got " + steadyWindow);
+        }
+        if (settleNanos < 0) {
+            throw new IllegalArgumentException("settle time must be >= 0, got " + settleNanos + " ns");
         }
         if (warmupNanos < 0) {
             throw new IllegalArgumentException("warm-up time must be >= 0, got " + warmupNanos + " ns");

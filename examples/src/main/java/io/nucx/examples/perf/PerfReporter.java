@@ -17,6 +17,10 @@ public final class PerfReporter {
     private final boolean progress;
     private int windowIterations;
     private final java.util.List<double[]> windows = new java.util.ArrayList<>();
+    private final java.util.List<String> windowPhases = new java.util.ArrayList<>();
+    /** How long the run settled after its warm-up (-1: it did not), and whether until both compilers were quiet. */
+    private long settleNanos = -1;
+    private boolean settleQuiet;
 
     /**
      * @param progress print a row every second (ucx_perftest does; nucx does so only on a terminal)
@@ -93,12 +97,23 @@ public final class PerfReporter {
         out.flush();
     }
 
-    /** One window ended: {@code totalIterations} since the start of the run, its average per iteration in usec. */
+    /**
+     * The settling after the warm-up ended, {@code nanos} after it began: with both sides' JIT compilers quiet, or at
+     * its limit. Said with the windows ({@link #steadyState}), so the default output stays ucx_perftest's.
+     */
+    public void settled(long nanos, boolean quiet) {
+        settleNanos = nanos;
+        settleQuiet = quiet;
+    }
+
+    /**
+     * One window ended: {@code totalIterations} since the start of the run, its average per iteration in usec. Kept,
+     * and printed with the steady state ({@link #steadyState}): formatting and printing it now would be code for the
+     * JIT compiler to compile in the middle of the run it describes.
+     */
     public void window(String phase, long totalIterations, long millisSinceProcessStart, double averageUs) {
         windows.add(new double[] {totalIterations, millisSinceProcessStart, averageUs});
-        out.println(String.format(Locale.ROOT, "Window: %-7s %12d iterations %9d ms %10.3f usec", phase,
-                totalIterations, millisSinceProcessStart, averageUs));
-        out.flush();
+        windowPhases.add(phase);
     }
 
     /**
@@ -108,6 +123,17 @@ public final class PerfReporter {
      */
     public long steadyState() {
         int n = windows.size();
+        for (int i = 0; i < n; i++) {
+            double[] w = windows.get(i);
+            out.println(String.format(Locale.ROOT, "Window: %-7s %12d iterations %9d ms %10.3f usec",
+                    windowPhases.get(i), (long) w[0], (long) w[1], w[2]));
+        }
+        if (settleNanos >= 0) {
+            out.println(String.format(Locale.ROOT, "Settle: %d ms, %s", settleNanos / 1_000_000, settleQuiet
+                    ? "until both sides' JIT compilers had run under " + Math.round(TagPerfClient.SETTLE_QUIET_SHARE
+                    * 100) + " % of " + TagPerfClient.SETTLE_QUIET_NANOS / 1_000_000 + " ms"
+                    : "stopped at its limit with a JIT compiler still at work"));
+        }
         if (n < 4) {
             return -1;
         }

@@ -14,6 +14,7 @@ final class PerfTags {
     static final long DATA = 3;
     /** Client to server: answer {@link #SYNC_ACK} (after every DATA before it, since one lane keeps order). */
     static final long SYNC = 4;
+    /** Server to client: 8 bytes, the server's {@link JitActivity#compilerNanos} when it answered. */
     static final long SYNC_ACK = 5;
     /** Client to server: the run is over. */
     static final long FINISH = 6;

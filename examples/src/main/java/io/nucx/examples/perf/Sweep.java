@@ -246,8 +246,9 @@ public final class Sweep {
     }
 
     private PerfParams params(long size, long iterations) {
+        // Not settled: the sweep's unrecorded runs first warm the compiler up, and its figures stay comparable.
         return new PerfParams(options.test(), (int) size, iterations, Math.max(MIN_ITERATIONS, iterations / 10),
-                options.window(), options.percentile(), PerfDatatype.CONTIG);
+                options.window(), options.percentile(), PerfDatatype.CONTIG).withSettle(0);
     }
 
     /** The table's protocol that sent the most messages, or "-" when none did. */

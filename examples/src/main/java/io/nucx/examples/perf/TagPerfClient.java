@@ -43,15 +43,24 @@ final class TagPerfClient {
     /**
      * WARMUP, then SETTLE: the phase boundary's own messages (SYNC, its ack, MEASURE: empty messages the warm-up's
      * sizes never took) make the JIT compiler throw away code compiled for the warm-up's branches alone and compile it
-     * again. SETTLE runs the test on until that is done, so the recompiling (on the same CPU as the loop) happens
-     * before the measured run, not in it; then the boundary comes again, this time with nothing new in it.
+     * again; and compilations the warm-up set off are still running when it ends (a C2 compilation of the server's
+     * reply handler ran 250 ms and more, on a 2-core machine where both loops busy-poll). SETTLE runs the test on, in
+     * chunks of the warm-up's iterations, each ending with a SYNC whose ack carries the server's
+     * {@link JitActivity#compilerNanos}, until the two compilers together have run for at most 1 % of the last
+     * {@link #SETTLE_QUIET_NANOS} (or {@link PerfParams#settleNanos} is up); so the compiling (on the CPUs the loops
+     * need) happens before the measured run, not in it, and the boundary comes again with nothing new in it.
      */
     private enum Phase { WARMUP, SETTLE, MEASURE, DONE }
 
-    /** SETTLE's length: at least this, and until the JIT compiler has been quiet for {@code QUIET_JIT_NANOS}... */
-    private static final long SETTLE_MIN_NANOS = 1_000_000_000L;
-    /** ...but at most this. */
-    private static final long SETTLE_MAX_NANOS = 5_000_000_000L;
+    /** SETTLE ends once neither side's JIT compiler has run more than {@link #SETTLE_QUIET_SHARE} of this long. */
+    static final long SETTLE_QUIET_NANOS = 200_000_000L;
+    /** ...that is, 2 ms of compiling in 200 ms, a compilation or two of a small method. */
+    static final double SETTLE_QUIET_SHARE = 0.01;
+    /**
+     * A SETTLE chunk's length: the SYNC and the readings between chunks are code too, and run often they would be
+     * compiled in turn.
+     */
+    private static final long SETTLE_CHUNK_NANOS = 25_000_000L;
 
     private final Worker worker;
     private final Endpoint ep;
@@ -103,8 +112,18 @@ final class TagPerfClient {
     private boolean steady;
     private long jitMillis = -1;
     private long jitChanged;
-    /** When SETTLE last read the JIT compiler's total time (a JMX call: not on every message). */
-    private long jitChecked;
+    /** When the phase ends whatever its iterations ({@link #timeUp}). */
+    private long deadline;
+    /** A deadline no run reaches (and {@code now - deadline} cannot overflow). */
+    private static final long NO_DEADLINE = 1L << 62;
+    // SETTLE as a whole (its chunks each begin the phase again)
+    private long settleStart;
+    /** Both sides' {@link JitActivity#compilerNanos} when the interval being judged began, and when that was. */
+    private long clientCompiler = -1;
+    private long serverCompiler = -1;
+    private long compilersQuietSince;
+    /** The server's reading in the last SYNC_ACK (0 for an RMA test: its server has no handler to compile). */
+    private long serverCompilerAcked;
 
     private final GenericFutureListener<Future<TagMessage>> onSyncPong = this::onSyncPong;
     private final GenericFutureListener<Future<Void>> onSent = this::onSent;
@@ -190,6 +209,7 @@ final class TagPerfClient {
         lastReport = phaseStart;
         lastReportIter = 0;
         target = p == Phase.WARMUP ? params.warmup() : params.iterations();
+        deadline = p == Phase.WARMUP ? phaseStart + params.warmupNanos() : phaseStart + NO_DEADLINE;
         sent = 0;
         outstanding = 0;
         sendsFinished = false;
@@ -200,8 +220,13 @@ final class TagPerfClient {
             steadyStart = phaseStart;
         }
         if (p == Phase.SETTLE) {
-            target = params.warmup();
-            jitMillis = -1;
+            if (params.settleNanos() > 0) { // chunks of a time
+                target = Long.MAX_VALUE;
+                deadline = phaseStart + SETTLE_CHUNK_NANOS;
+            } else { // one chunk as long as the warm-up
+                target = params.warmup();
+                deadline = phaseStart + params.warmupNanos();
+            }
         }
         allocStart = PerfAllocation.current();
         if (target == 0) {
@@ -215,25 +240,39 @@ final class TagPerfClient {
         }
     }
 
-    private boolean warmupOver(long now) {
-        if (phase == Phase.SETTLE) {
-            return settled(now);
-        }
-        return phase == Phase.WARMUP && (steady || now - phaseStart > params.warmupNanos());
+    /**
+     * The phase's time is up. One comparison whatever the phase, so the code the JIT compiler makes of it while SETTLE
+     * runs (a test on the phase, taken one way only) is not thrown away at the measured run's first message.
+     */
+    private boolean timeUp(long now) {
+        return now - deadline >= 0;
     }
 
-    /** SETTLE is over: the JIT compiler quiet for QUIET_JIT_NANOS after the first second, or its upper bound. */
-    private boolean settled(long now) {
-        long in = now - phaseStart;
-        if (in > SETTLE_MAX_NANOS) {
-            return true;
-        }
-        if (now - jitChecked < 10_000_000L) {
+    /**
+     * A SETTLE chunk ended: whether both sides' JIT compilers together ran at most {@link #SETTLE_QUIET_SHARE} of the
+     * last {@link #SETTLE_QUIET_NANOS} or more. Not none at all: the chunks' own ends (the SYNC, the readings) are code
+     * that runs only here, and its small compilations would keep a stricter rule waiting to its limit.
+     */
+    private boolean compilersQuiet(long now) {
+        long client = JitActivity.compilerNanos();
+        long server = serverCompilerAcked;
+        if (clientCompiler < 0) { // the first reading begins the first interval
+            restartQuietInterval(now, client, server);
             return false;
         }
-        jitChecked = now;
-        lookAtJit(now);
-        return in >= SETTLE_MIN_NANOS && now - jitChanged >= PerfParams.QUIET_JIT_NANOS;
+        long interval = now - compilersQuietSince;
+        long ran = Math.abs(client - clientCompiler) + Math.abs(server - serverCompiler);
+        if (ran > SETTLE_QUIET_SHARE * interval) { // busy: judge again from here
+            restartQuietInterval(now, client, server);
+            return false;
+        }
+        return interval >= SETTLE_QUIET_NANOS;
+    }
+
+    private void restartQuietInterval(long now, long client, long server) {
+        clientCompiler = client;
+        serverCompiler = server;
+        compilersQuietSince = now;
     }
 
     /** Reads the JIT compiler's total time (a JMX call); {@link #jitChanged} is when it last grew. */
@@ -258,6 +297,9 @@ final class TagPerfClient {
         calmWindows = avg <= steadyBest * 1.1 ? calmWindows + 1 : 0;
         lookAtJit(now);
         steady = calmWindows >= 3 && now - jitChanged >= PerfParams.QUIET_JIT_NANOS;
+        if (steady) {
+            deadline = now; // the warm-up ends at the next iteration
+        }
     }
 
     // ---------------------------------------------------------------- tag_lat
@@ -313,7 +355,7 @@ final class TagPerfClient {
      * same (from before the first PING to after the last PONG); the warm-up's time limit looks at the last reading.
      */
     private void onPong() {
-        if (++iter >= target || warmupOver(lastClock)) {
+        if (++iter >= target || timeUp(lastClock)) {
             record(System.nanoTime(), 1);
             endPhase();
         } else {
@@ -376,7 +418,7 @@ final class TagPerfClient {
             long now = System.nanoTime();
             record(now, unclocked);
             unclocked = 0;
-            if (warmupOver(now)) {
+            if (timeUp(now)) {
                 target = sent; // stop issuing; finish what is in flight
             }
         }
@@ -428,7 +470,7 @@ final class TagPerfClient {
         long now = System.nanoTime();
         record(now, 1);
         iter++;
-        if (warmupOver(now)) {
+        if (timeUp(now)) {
             target = sent; // stop issuing; finish what is in flight
         }
     }
@@ -451,7 +493,11 @@ final class TagPerfClient {
         }
         worker.tagRecv(PerfTags.SYNC_ACK, -1L).addListener((Future<TagMessage> ack) -> {
             if (ack.isSuccess()) {
-                ack.getNow().release();
+                TagMessage m = ack.getNow();
+                if (m.content().readableBytes() >= Long.BYTES) {
+                    serverCompilerAcked = m.content().getLong(m.content().readerIndex());
+                }
+                m.release();
                 endPhase();
             } else {
                 fail(ack.cause());
@@ -473,17 +519,21 @@ final class TagPerfClient {
             double perIteration = (now - windowStart) / 1000.0 / windowIterations
                     / (params.test().pingPong() ? 2.0 : 1.0);
             windowStart = now;
-            reporter.window(phase == Phase.WARMUP ? "warmup" : "measure", runIterations,
+            reporter.window(phase.name().toLowerCase(java.util.Locale.ROOT), runIterations,
                     System.currentTimeMillis() - processStartMillis, perIteration);
         }
-        if (phase != Phase.MEASURE) {
+        if (phase == Phase.WARMUP) {
             return;
         }
+        // SETTLE records as MEASURE does (each phase begins with the histogram reset), so the measured run's first
+        // recording is not code the JIT compiler has yet to compile.
         long dt = now - lastStamp;
         lastStamp = now;
         // A batch's iterations share its time evenly (one clock reading per batch of inline sends).
         overall.recordValueWithCount(Math.max(dt / iterations, 1), iterations);
-        if (reporter.wantsProgress() && now - lastReport >= 1_000_000_000L) {
+        // The same test in both phases (only what it leads to differs): a test on the phase first would be one the
+        // JIT compiler saw go one way all through SETTLE, and the measured run's first message would recompile it.
+        if (reporter.wantsProgress() && now - lastReport >= 1_000_000_000L && phase == Phase.MEASURE) {
             reporter.progress(PerfResult.of(params.test().pingPong(), params.messageSize(), iter + 1,
                     iter + 1 - lastReportIter, now - lastReport, now - phaseStart,
                     sinceLastReport().getValueAtPercentile(params.percentile())));
@@ -498,10 +548,23 @@ final class TagPerfClient {
         if (phase == Phase.WARMUP) {
             reporter.warmupDone(params, iter, now - phaseStart, steady);
             // No warm-up, no settling: a cold run measures the first messages, boundary and all
+            settleStart = now;
             beginPhase(iter == 0 ? Phase.MEASURE : Phase.SETTLE);
             return;
         }
         if (phase == Phase.SETTLE) {
+            if (key == null && !sendsFinished) {
+                finishSends(); // a ping-pong chunk: the server's reading first (SYNC, its ack), then here again
+                return;
+            }
+            boolean quiet = compilersQuiet(now);
+            if (!quiet && now - settleStart < params.settleNanos()) {
+                beginPhase(Phase.SETTLE); // another chunk
+                return;
+            }
+            if (params.settleNanos() > 0) {
+                reporter.settled(now - settleStart, quiet);
+            }
             beginPhase(Phase.MEASURE);
             return;
         }

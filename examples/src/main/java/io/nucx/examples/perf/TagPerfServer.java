@@ -149,7 +149,9 @@ final class TagPerfServer {
         } else if (tag == PerfTags.DATA) {
             received++;
         } else if (tag == PerfTags.SYNC) {
-            ep.writeAndFlush(new TagMessage(PerfTags.SYNC_ACK, Unpooled.EMPTY_BUFFER), ep.voidPromise());
+            // The ack carries how long this process's JIT compiler has run: the client settles until it stays put.
+            ep.writeAndFlush(new TagMessage(PerfTags.SYNC_ACK, Unpooled.buffer(Long.BYTES, Long.BYTES)
+                    .writeLong(JitActivity.compilerNanos())), ep.voidPromise());
         } else if (tag == PerfTags.MEASURE) {
             measured = 0;
             allocStart = PerfAllocation.current();

@@ -63,6 +63,47 @@ class PerftestTest {
     }
 
     /**
+     * After its warm-up a run settles, in chunks that each end with a SYNC whose ack carries the server's compiler
+     * reading, until both sides' compilers are quiet (which takes the 200 ms it judges over at least) or its limit;
+     * the windows show the settling and a line says how long it took. With no settle time: one chunk of the warm-up's
+     * length, no such line.
+     */
+    @Test
+    void aRunSettlesAfterItsWarmupUntilBothCompilersAreQuietOrItsLimit() throws Exception {
+        long limit = 3_000_000_000L;
+        for (long settle : new long[] {limit, 0}) {
+            Server server = Server.start(Map.of("TLS", "tcp"));
+            ByteArrayOutputStream clientOut = new ByteArrayOutputStream();
+            PerfParams params = new PerfParams(PerfTestType.TAG_LAT, 8, 2_000, 1_000, 8, 50.0, false)
+                    .withSettle(settle);
+            PerfReporter reporter = new PerfReporter(new PrintStream(clientOut, true, StandardCharsets.UTF_8), true,
+                    false).windows(100);
+            PerfResult r = Perftest.run("127.0.0.1", server.port(), params, Map.of("TLS", "tcp"), false, reporter);
+            server.await();
+            reporter.steadyState();
+            String out = clientOut.toString(StandardCharsets.UTF_8);
+
+            assertEquals(2_000, r.iterations(), out);
+            java.util.regex.Matcher m = java.util.regex.Pattern.compile("Settle: (\\d+) ms, (until both sides' JIT "
+                    + "compilers had run under 1 % of 200 ms|stopped at its limit with a JIT compiler still at work)")
+                    .matcher(out);
+            if (settle == 0) {
+                assertTrue(!out.contains("Settle:"), out);
+                continue;
+            }
+            assertTrue(m.find(), out);
+            // 200 ms at least, at most a few hundred us an iteration here: windows of 100 iterations see it
+            assertTrue(out.lines().anyMatch(l -> l.startsWith("Window: settle ")), out);
+            long ms = Long.parseLong(m.group(1));
+            if (m.group(2).startsWith("until")) {
+                assertTrue(ms >= 200 && ms < limit / 1_000_000, out);
+            } else {
+                assertTrue(ms >= limit / 1_000_000, out);
+            }
+        }
+    }
+
+    /**
      * {@code -D zcopy} forces the eager zero-copy protocols and {@code -D bcopy} forbids them, on both sides of the
      * run: 100,000 bytes over tcp (by cost alone they would go by copy), counted by the client's worker; the server
      * (pongs of tag_lat) runs with the same setting. 8 bytes with {@code -D zcopy}: nothing that small is offered
