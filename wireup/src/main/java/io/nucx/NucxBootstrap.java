@@ -55,6 +55,10 @@ public final class NucxBootstrap {
     public static final String WARMUP_MESSAGES = "warmup.messages";
     /** Counter: how long the warm-up took, nanoseconds (its two workers' start and close included). */
     public static final String WARMUP_NANOS = "warmup.nanos";
+    /** Counter: of the warm-up's messages, those {@link Endpoint#trySendShort} copied into the transport at once. */
+    public static final String WARMUP_SHORT_SENDS = "warmup.shortSends";
+    /** Counter: of the warm-up's messages, those received into a receive's own buffer. */
+    public static final String WARMUP_RECEIVED_INTO = "warmup.receivedInto";
 
     /** One of {@link WorkerWarmup}'s own workers: it does not warm up in turn. */
     private boolean warmingUp;

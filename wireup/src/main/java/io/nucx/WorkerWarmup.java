@@ -23,9 +23,11 @@ import java.util.concurrent.TimeoutException;
  * message of another kind would undo (a deoptimisation, and the method back to the profiling tier): 8-byte messages
  * (eager short) with a 1 KiB one (eager bcopy) every {@value #MEDIUM_EVERY}th; payloads that are pooled direct slices
  * and duplicates, unpooled heap arrays and pooled heap buffers; sent as a {@code ByteBuf} under the endpoint's
- * {@code SEND_TAG}, as a {@link TagMessage} with the void promise and through {@link Endpoint#tagSend}; received by
- * reusable receives of three classes (so the call to a receive's handler compiles as a virtual call, not as a
- * guess at one or two classes) and by future receives, {@value #IN_FLIGHT} messages in flight; and every
+ * {@code SEND_TAG}, as a {@link TagMessage} with the void promise, through {@link Endpoint#tagSend} and through
+ * {@link Endpoint#trySendShort} (the copy into the transport with no object per message); received by reusable
+ * receives of three classes (so the call to a receive's handler compiles as a virtual call, not as a guess at one or
+ * two classes), one of them into a buffer of its own ({@link TagReceive.Handler#receivedInto}, the payload copied
+ * from the transport straight there), and by future receives, {@value #IN_FLIGHT} messages in flight; and every
  * {@value #ROUND_MILLIS} ms the two endpoints close and new ones wire up. The started worker's receives are future
  * ones, so a warm-up that fails leaves none posted: the worker is handed over with no endpoint, receive or message
  * of the warm-up's. Its traffic counters do include the warm-up's messages ({@code warmup.messages} says how many).
@@ -48,13 +50,15 @@ final class WorkerWarmup {
     private static final long PONG = 0x6e75_6378_706f_6e67L;
     /** Kinds of payload ({@link #payload}) and of send call ({@link #send}) the messages rotate through. */
     private static final int PAYLOAD_KINDS = 4;
-    private static final int SEND_KINDS = 3;
+    private static final int SEND_KINDS = 4;
 
     private final Worker pinger;
     private final Worker ponger;
     private final ByteBuf small = PooledByteBufAllocator.DEFAULT.directBuffer(SMALL, SMALL).writeZero(SMALL);
     private final ByteBuf medium = PooledByteBufAllocator.DEFAULT.directBuffer(MEDIUM, MEDIUM).writeZero(MEDIUM);
     private final byte[] heap = new byte[MEDIUM];
+    /** Where {@link #pingsB} receives (the ponger's loop alone touches it). */
+    private final ByteBuf pingsInto = PooledByteBufAllocator.DEFAULT.directBuffer(MEDIUM, MEDIUM);
     /** The round in progress: its end, its endpoints, its outcome, the pinger's receive waiting for a pong. */
     private volatile long roundEnd;
     private volatile Endpoint toPonger;
@@ -67,6 +71,9 @@ final class WorkerWarmup {
     private long exchanged;
     private int inFlight;
     private long answered;
+    /** Sends trySendShort took (both loops), pings received into {@link #pingsInto} (the ponger's loop). */
+    private final java.util.concurrent.atomic.LongAdder shortSends = new java.util.concurrent.atomic.LongAdder();
+    private final java.util.concurrent.atomic.LongAdder receivedInto = new java.util.concurrent.atomic.LongAdder();
 
     private WorkerWarmup(Worker pinger, Worker ponger) {
         this.pinger = pinger;
@@ -94,6 +101,8 @@ final class WorkerWarmup {
             do {
                 w.round(Math.min(deadline, System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(ROUND_MILLIS)));
             } while (System.nanoTime() - deadline < 0);
+            started.counters().counter(NucxBootstrap.WARMUP_SHORT_SENDS).add(w.shortSends.sum());
+            started.counters().counter(NucxBootstrap.WARMUP_RECEIVED_INTO).add(w.receivedInto.sum());
             return 2 * w.exchanged;
         } finally {
             if (ponger != null) {
@@ -102,6 +111,7 @@ final class WorkerWarmup {
             if (w != null) {
                 w.small.release();
                 w.medium.release();
+                w.pingsInto.release();
             }
         }
     }
@@ -158,9 +168,12 @@ final class WorkerWarmup {
         send(toPonger, PING, exchanged % MEDIUM_EVERY == 0 ? MEDIUM : SMALL, exchanged);
     }
 
-    /** The ponger answers each ping with as many bytes; three receives of three classes take the pings in turn. */
+    /**
+     * The ponger answers each ping with as many bytes; three receives of three classes take the pings in turn, the
+     * second into a buffer.
+     */
     private final TagReceive pingsA = TagReceive.reusable(PING, -1L, new PingsA());
-    private final TagReceive pingsB = TagReceive.reusable(PING, -1L, new PingsB());
+    private final TagReceive pingsB = TagReceive.reusable(PING, -1L, pingsInto, new PingsB());
     private final TagReceive pingsC = TagReceive.reusable(PING, -1L, new PingsC());
 
     /** The ponger's handlers: one behaviour, three classes on purpose (see the class comment). */
@@ -183,6 +196,13 @@ final class WorkerWarmup {
         public void received(long tag, ByteBuf data) {
             pong(data, pingsC);
         }
+
+        @Override
+        public void receivedInto(long tag, ByteBuf into, int index, int length) {
+            into.clear(); // room again for the next ping
+            receivedInto.increment();
+            pong(length, pingsC);
+        }
     }
 
     private final class PingsC extends PingHandler {
@@ -195,6 +215,10 @@ final class WorkerWarmup {
     private void pong(ByteBuf ping, TagReceive next) {
         int size = ping.readableBytes();
         ping.release();
+        pong(size, next);
+    }
+
+    private void pong(int size, TagReceive next) {
         if (!round.isDone()) {
             ponger.tagRecv(next);
             send(toPinger, PONG, size, answered++);
@@ -207,6 +231,15 @@ final class WorkerWarmup {
         switch ((int) (n / PAYLOAD_KINDS % SEND_KINDS)) {
             case 0 -> ep.writeAndFlush(data, ep.voidPromise());
             case 1 -> ep.writeAndFlush(new TagMessage(tag, data), ep.voidPromise());
+            case 2 -> {
+                if (ep.trySendShort(tag, data)) { // copied: the payload is still ours
+                    shortSends.increment();
+                    data.release();
+                    ep.flush();
+                } else {
+                    ep.writeAndFlush(data, ep.voidPromise());
+                }
+            }
             default -> ep.tagSend(tag, data).addListener(f -> {
                 if (!f.isSuccess()) {
                     round.tryFailure(f.cause());

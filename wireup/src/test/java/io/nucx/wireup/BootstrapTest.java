@@ -192,6 +192,13 @@ class BootstrapTest {
             long messages = warm.counters().count(NucxBootstrap.WARMUP_MESSAGES);
             long nanos = warm.counters().count(NucxBootstrap.WARMUP_NANOS);
             assertTrue(messages >= 1024, "warm-up messages: " + messages);
+            // the zero-allocation calls are on its path too: a short send copied at once, a receive into a buffer
+            long shortSends = warm.counters().count(NucxBootstrap.WARMUP_SHORT_SENDS);
+            long receivedInto = warm.counters().count(NucxBootstrap.WARMUP_RECEIVED_INTO);
+            assertTrue(shortSends >= messages / 32 && shortSends < messages / 2, "short sends: " + shortSends
+                    + " of " + messages);
+            assertTrue(receivedInto >= messages / 16 && receivedInto < messages / 2, "received into a buffer: "
+                    + receivedInto + " of " + messages);
             assertTrue(nanos >= TimeUnit.MILLISECONDS.toNanos(300) && took >= nanos,
                     "warm-up took " + nanos + " ns of a start of " + took + " ns");
             // the started worker took part (its counters say so), and is handed over with nothing of the warm-up's
