@@ -6,6 +6,8 @@
 # client's allocation per iteration, and the 1-minute load average when it started.
 # Usage: bench/cold-start.sh [ROUNDS (3)] [SHM_ITERS (50000)] [TCP_ITERS (20000)]
 # VARIANTS overrides the nucx variants: ';'-separated, each "name:ENV=VALUE ENV=VALUE ..." for both processes.
+# CLIENT_ARGS adds perftest options to every nucx client, e.g. "--settle-time 0" to measure without waiting for the
+# JIT compilers to be quiet after the warm-up (as before 2026-11-27).
 # Needs bin/build (or a reactor build plus examples/target/nucx.aot for the AOT variants); ucx_perftest is optional.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -26,8 +28,9 @@ nucx_run() { # name tls iters env...
     local spid=$!
     sleep 1
     local out
+    # shellcheck disable=SC2086
     out=$(env "$@" NUCX_TLS="$tls" timeout 600 bin/nucx perftest 127.0.0.1 -p $port -t tag_lat -s 8 -n "$n" \
-        --windows 10000 2>&1 || true)
+        --windows 10000 ${CLIENT_ARGS:-} 2>&1 || true)
     wait $spid || true
     local fin steady alloc
     fin=$(echo "$out" | awk '/^Final:/ {print $3, $4, $5}')
