@@ -214,7 +214,7 @@ final class PerftestCommand implements Callable<Integer> {
         }
         PerfParams params = new PerfParams(PerfTestType.of(test), size, iterations, warmup, window, percentile,
                 sendDatatype, (long) (warmupSeconds * 1e9), errorMode, steadyWarmup).withJitWarmup(runJitWarmup())
-                .withSettle((long) (settleSeconds * 1e9));
+                .withSettle((long) Math.ceil(settleSeconds * 1e9));
         if (windows < 0) {
             throw new CommandLine.ParameterException(spec.commandLine(), "--windows must be >= 0, got " + windows);
         }

@@ -19,10 +19,12 @@ import java.util.Map;
  * a C2 compilation of a handler that inlines the whole send path ran for 250 ms and more on a 2-core machine where
  * two loops busy-poll: invisible to it until the end, and all that time it takes CPU from the loops. So this reads
  * the compiler threads' CPU time from Linux ({@code /proc/self/task/T/sched}, nanoseconds, else {@code stat}, clock
- * ticks), which grows while they compile; elsewhere it falls back on the JVM's figure.
+ * ticks), which grows while they compile, and adds up each thread's growth (a thread the JVM retires takes nothing
+ * back, one it starts counts from its start); elsewhere it falls back on the JVM's figure.
  *
  * <p>Reading it must not keep the compiler busy itself: the bytes are parsed by hand (no decoder, no split, no
- * floating point), a thread's name is read once, and a reading is reused for {@value #REUSE_NANOS} ns.
+ * floating point), a thread's name is read once, the threads are listed again every {@value #RELIST_NANOS} ns, and a
+ * reading is reused for {@value #REUSE_NANOS} ns.
  */
 public final class JitActivity {
 
@@ -34,51 +36,68 @@ public final class JitActivity {
     private static final long NANOS_PER_TICK = 10_000_000L;
     /** A reading younger than this is answered again rather than read anew. */
     static final long REUSE_NANOS = 10_000_000L;
-
     /**
-     * The compiler threads are looked for again this often: the JVM starts more when its queue grows and retires
-     * them when idle, and a new one starts while the others are busy, so a reading in between still moves.
+     * The compiler threads are looked for again this often, half the interval the settling judges: the JVM starts more
+     * when its queue grows (while the others are busy, so a reading in between moves anyway) and retires idle ones.
      */
-    static final long RELIST_NANOS = 500_000_000L;
+    static final long RELIST_NANOS = 100_000_000L;
 
-    /** Thread directory name to whether it is a compiler thread (a thread's name is read once). */
-    private static final Map<String, Boolean> COMPILER_TASKS = new HashMap<>();
-    /** The compiler threads found at the last listing. */
+    /** Thread directory name to whether it is a compiler thread (a thread's name is read once while it lives). */
+    private static Map<String, Boolean> compilerTasks = new HashMap<>();
+    /** The compiler threads found at the last listing, and each one's CPU time at the last reading. */
     private static List<Path> compilerThreads = List.of();
+    private static final Map<Path, Long> LAST_CPU = new HashMap<>();
     private static long listedAt;
-    private static long lastReading = -1;
+    private static boolean listed;
+    /** The compiler threads' growth added up: only ever grows. */
+    private static long accumulated;
+    private static long lastReading;
     private static long lastReadAt;
+    private static boolean read;
 
     private JitActivity() {
     }
 
     /**
-     * A figure that changes while the JIT compiler works and stays put while it is idle: the CPU time of the compiler
-     * threads that exist now (nanoseconds), or the JVM's total compilation time where {@code /proc} cannot tell.
-     * Compare two readings for equality only: a compiler thread the JVM retires takes its time with it.
+     * A figure that grows while the JIT compiler works and stays put while it is idle: the CPU time the compiler threads
+     * have used since the first reading and before it (nanoseconds), or the JVM's total compilation time where
+     * {@code /proc} cannot tell.
      */
     public static synchronized long compilerNanos() {
         long now = System.nanoTime();
-        if (lastReading >= 0 && now - lastReadAt < REUSE_NANOS) {
+        if (read && now - lastReadAt < REUSE_NANOS) {
             return lastReading;
         }
         lastReading = read(now);
         lastReadAt = now;
+        read = true;
         return lastReading;
+    }
+
+    /** How many compiler threads the last listing found in {@code /proc} (0 where there is none to read). */
+    static synchronized int compilerThreadCount() {
+        compilerNanos();
+        return compilerThreads.size();
     }
 
     private static long read(long now) {
         try {
-            if (lastReading < 0 || now - listedAt >= RELIST_NANOS) {
+            if (!listed || now - listedAt >= RELIST_NANOS) {
                 compilerThreads = listCompilerThreads();
+                LAST_CPU.keySet().retainAll(compilerThreads);
                 listedAt = now;
+                listed = true;
             }
             if (!compilerThreads.isEmpty()) {
-                long sum = 0;
                 for (Path task : compilerThreads) {
-                    sum += cpuNanos(task);
+                    long cpu = cpuNanos(task);
+                    Long before = LAST_CPU.put(task, cpu);
+                    long grew = cpu - (before == null ? 0 : before);
+                    if (grew > 0) {
+                        accumulated += grew;
+                    }
                 }
-                return sum;
+                return accumulated;
             }
         } catch (IOException | RuntimeException e) {
             // not readable here (a restricted /proc): the JVM's figure below
@@ -92,42 +111,50 @@ public final class JitActivity {
             return List.of();
         }
         List<Path> found = new ArrayList<>();
+        Map<String, Boolean> names = new HashMap<>();
         try (DirectoryStream<Path> tasks = Files.newDirectoryStream(TASKS)) {
             for (Path task : tasks) {
                 String name = task.getFileName().toString();
-                Boolean compiler = COMPILER_TASKS.get(name);
+                Boolean compiler = compilerTasks.get(name);
                 if (compiler == null) {
                     compiler = isCompilerThread(task);
-                    COMPILER_TASKS.put(name, compiler);
                 }
+                names.put(name, compiler); // the threads alive now only: an id the kernel reuses is read anew
                 if (compiler) {
                     found.add(task);
                 }
             }
         }
+        compilerTasks = names;
         return found;
     }
 
     private static boolean isCompilerThread(Path task) throws IOException {
         try {
             return indexOf(Files.readAllBytes(task.resolve("comm")), COMPILER_THREAD, 0) >= 0;
-        } catch (NoSuchFileException ended) {
-            return false;
+        } catch (IOException e) {
+            if (ended(e)) {
+                return false;
+            }
+            throw e;
         }
     }
 
-    /** The thread's CPU time: {@code sched}'s "se.sum_exec_runtime : 1234.567890" (ms, 6 decimals), else stat's. */
+    /**
+     * The thread's CPU time: {@code sched}'s "se.sum_exec_runtime : 1234.567890" (ms, 6 decimals), else stat's; 0 for a
+     * thread that has ended.
+     */
     static long cpuNanos(Path task) throws IOException {
         try {
-            byte[] sched = Files.readAllBytes(task.resolve("sched"));
-            int at = indexOf(sched, SUM_EXEC_RUNTIME, 0);
-            if (at >= 0) {
-                return digits(sched, at + SUM_EXEC_RUNTIME.length); // ms with 6 decimals: its digits are ns
+            try {
+                byte[] sched = Files.readAllBytes(task.resolve("sched"));
+                int at = indexOf(sched, SUM_EXEC_RUNTIME, 0);
+                if (at >= 0) {
+                    return digits(sched, at + SUM_EXEC_RUNTIME.length); // ms with 6 decimals: its digits are ns
+                }
+            } catch (NoSuchFileException | java.nio.file.AccessDeniedException noSched) {
+                // a kernel without CONFIG_SCHED_DEBUG (or the thread ended: stat says which)
             }
-        } catch (NoSuchFileException | java.nio.file.AccessDeniedException noSched) {
-            // a kernel without CONFIG_SCHED_DEBUG: stat's clock ticks
-        }
-        try {
             // "pid (comm) state ppid ... utime stime": utime and stime are the 12th and 13th fields after the ')'
             byte[] stat = Files.readAllBytes(task.resolve("stat"));
             int i = stat.length - 1;
@@ -139,9 +166,17 @@ public final class JitActivity {
             }
             long utime = digits(stat, i);
             return (utime + digits(stat, next(stat, i + 1))) * NANOS_PER_TICK;
-        } catch (NoSuchFileException ended) {
-            return 0;
+        } catch (IOException e) {
+            if (ended(e)) {
+                return 0;
+            }
+            throw e;
         }
+    }
+
+    /** A thread that ended between the listing and the reading: its files are gone, or reading them says ESRCH. */
+    private static boolean ended(IOException e) {
+        return e instanceof NoSuchFileException || String.valueOf(e.getMessage()).contains("No such process");
     }
 
     /** The index of the space-separated field after the one at {@code from}. */

@@ -128,6 +128,7 @@ public final class PerfReporter {
             out.println(String.format(Locale.ROOT, "Window: %-7s %12d iterations %9d ms %10.3f usec",
                     windowPhases.get(i), (long) w[0], (long) w[1], w[2]));
         }
+        out.flush();
         if (settleNanos >= 0) {
             out.println(String.format(Locale.ROOT, "Settle: %d ms, %s", settleNanos / 1_000_000, settleQuiet
                     ? "until both sides' JIT compilers had run under " + Math.round(TagPerfClient.SETTLE_QUIET_SHARE

@@ -12,9 +12,11 @@ final class PerfTags {
     static final long PONG = 2;
     /** Client to server: count and drop. */
     static final long DATA = 3;
-    /** Client to server: answer {@link #SYNC_ACK} (after every DATA before it, since one lane keeps order). */
+    /**
+     * Client to server: answer {@link #SYNC_ACK} (after every DATA before it, since one lane keeps order); with a
+     * payload, the ack carries the server's {@link JitActivity#compilerNanos} (8 bytes).
+     */
     static final long SYNC = 4;
-    /** Server to client: 8 bytes, the server's {@link JitActivity#compilerNanos} when it answered. */
     static final long SYNC_ACK = 5;
     /** Client to server: the run is over. */
     static final long FINISH = 6;

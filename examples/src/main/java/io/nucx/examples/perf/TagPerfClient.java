@@ -118,12 +118,12 @@ final class TagPerfClient {
     private static final long NO_DEADLINE = 1L << 62;
     // SETTLE as a whole (its chunks each begin the phase again)
     private long settleStart;
-    /** Both sides' {@link JitActivity#compilerNanos} when the interval being judged began, and when that was. */
-    private long clientCompiler = -1;
-    private long serverCompiler = -1;
-    private long compilersQuietSince;
-    /** The server's reading in the last SYNC_ACK (0 for an RMA test: its server has no handler to compile). */
+    /** Judges both sides' {@link JitActivity#compilerNanos} readings at each SETTLE chunk's end. */
+    private final QuietCompilers quietCompilers = new QuietCompilers(SETTLE_QUIET_NANOS, SETTLE_QUIET_SHARE);
+    /** The server's reading in the last SYNC_ACK that carried one (0 for an RMA test: no handler to compile there). */
     private long serverCompilerAcked;
+    /** The window reports' names of the phases ({@link Phase#ordinal}): none made per window. */
+    private static final String[] PHASE_LABELS = {"warmup", "settle", "measure", "done"};
 
     private final GenericFutureListener<Future<TagMessage>> onSyncPong = this::onSyncPong;
     private final GenericFutureListener<Future<Void>> onSent = this::onSent;
@@ -248,32 +248,6 @@ final class TagPerfClient {
         return now - deadline >= 0;
     }
 
-    /**
-     * A SETTLE chunk ended: whether both sides' JIT compilers together ran at most {@link #SETTLE_QUIET_SHARE} of the
-     * last {@link #SETTLE_QUIET_NANOS} or more. Not none at all: the chunks' own ends (the SYNC, the readings) are code
-     * that runs only here, and its small compilations would keep a stricter rule waiting to its limit.
-     */
-    private boolean compilersQuiet(long now) {
-        long client = JitActivity.compilerNanos();
-        long server = serverCompilerAcked;
-        if (clientCompiler < 0) { // the first reading begins the first interval
-            restartQuietInterval(now, client, server);
-            return false;
-        }
-        long interval = now - compilersQuietSince;
-        long ran = Math.abs(client - clientCompiler) + Math.abs(server - serverCompiler);
-        if (ran > SETTLE_QUIET_SHARE * interval) { // busy: judge again from here
-            restartQuietInterval(now, client, server);
-            return false;
-        }
-        return interval >= SETTLE_QUIET_NANOS;
-    }
-
-    private void restartQuietInterval(long now, long client, long server) {
-        clientCompiler = client;
-        serverCompiler = server;
-        compilersQuietSince = now;
-    }
 
     /** Reads the JIT compiler's total time (a JMX call); {@link #jitChanged} is when it last grew. */
     private void lookAtJit(long now) {
@@ -503,8 +477,15 @@ final class TagPerfClient {
                 fail(ack.cause());
             }
         });
-        ep.writeAndFlush(new TagMessage(PerfTags.SYNC, Unpooled.EMPTY_BUFFER), ep.voidPromise());
+        // A settling chunk asks for the server's compiler reading (a byte); the measured run's end does not, so the
+        // server reads no /proc inside the measured time.
+        boolean ask = phase == Phase.SETTLE && params.settleNanos() > 0;
+        ep.writeAndFlush(new TagMessage(PerfTags.SYNC, ask ? Unpooled.wrappedBuffer(JIT_READING_PLEASE)
+                : Unpooled.EMPTY_BUFFER), ep.voidPromise());
     }
+
+    /** The SYNC payload that asks for the server's {@link JitActivity#compilerNanos} in the ack. */
+    private static final byte[] JIT_READING_PLEASE = {1};
 
     // ---------------------------------------------------------------- accounting
 
@@ -519,7 +500,7 @@ final class TagPerfClient {
             double perIteration = (now - windowStart) / 1000.0 / windowIterations
                     / (params.test().pingPong() ? 2.0 : 1.0);
             windowStart = now;
-            reporter.window(phase.name().toLowerCase(java.util.Locale.ROOT), runIterations,
+            reporter.window(PHASE_LABELS[phase.ordinal()], runIterations,
                     System.currentTimeMillis() - processStartMillis, perIteration);
         }
         if (phase == Phase.WARMUP) {
@@ -557,12 +538,12 @@ final class TagPerfClient {
                 finishSends(); // a ping-pong chunk: the server's reading first (SYNC, its ack), then here again
                 return;
             }
-            boolean quiet = compilersQuiet(now);
-            if (!quiet && now - settleStart < params.settleNanos()) {
-                beginPhase(Phase.SETTLE); // another chunk
-                return;
-            }
             if (params.settleNanos() > 0) {
+                boolean quiet = quietCompilers.quiet(now, JitActivity.compilerNanos(), serverCompilerAcked);
+                if (!quiet && now - settleStart < params.settleNanos()) {
+                    beginPhase(Phase.SETTLE); // another chunk
+                    return;
+                }
                 reporter.settled(now - settleStart, quiet);
             }
             beginPhase(Phase.MEASURE);

@@ -149,9 +149,10 @@ final class TagPerfServer {
         } else if (tag == PerfTags.DATA) {
             received++;
         } else if (tag == PerfTags.SYNC) {
-            // The ack carries how long this process's JIT compiler has run: the client settles until it stays put.
-            ep.writeAndFlush(new TagMessage(PerfTags.SYNC_ACK, Unpooled.buffer(Long.BYTES, Long.BYTES)
-                    .writeLong(JitActivity.compilerNanos())), ep.voidPromise());
+            // Asked (a SYNC with a byte: a settling client's), the ack carries how long this process's JIT compiler has
+            // run, and the client settles until it stays put; not asked (a measured run's end), no /proc is read.
+            ep.writeAndFlush(new TagMessage(PerfTags.SYNC_ACK, size == 0 ? Unpooled.EMPTY_BUFFER
+                    : Unpooled.buffer(Long.BYTES, Long.BYTES).writeLong(JitActivity.compilerNanos())), ep.voidPromise());
         } else if (tag == PerfTags.MEASURE) {
             measured = 0;
             allocStart = PerfAllocation.current();

@@ -79,8 +79,7 @@ class PerftestTest {
             PerfReporter reporter = new PerfReporter(new PrintStream(clientOut, true, StandardCharsets.UTF_8), true,
                     false).windows(100);
             PerfResult r = Perftest.run("127.0.0.1", server.port(), params, Map.of("TLS", "tcp"), false, reporter);
-            server.await();
-            reporter.steadyState();
+            server.await(); // the run printed its windows and settling (windows on)
             String out = clientOut.toString(StandardCharsets.UTF_8);
 
             assertEquals(2_000, r.iterations(), out);
@@ -96,7 +95,8 @@ class PerftestTest {
             assertTrue(out.lines().anyMatch(l -> l.startsWith("Window: settle ")), out);
             long ms = Long.parseLong(m.group(1));
             if (m.group(2).startsWith("until")) {
-                assertTrue(ms >= 200 && ms < limit / 1_000_000, out);
+                // found quiet at a chunk's end, which may be the one that crosses the limit
+                assertTrue(ms >= 200 && ms < limit / 1_000_000 + 1_000, out);
             } else {
                 assertTrue(ms >= limit / 1_000_000, out);
             }
