@@ -8,7 +8,6 @@ import io.netty.channel.EventLoopGroup;
 import io.netty.util.concurrent.Future;
 import io.netty.util.concurrent.Promise;
 import io.netty.util.concurrent.PromiseCombiner;
-import io.netty.util.concurrent.ScheduledFuture;
 import io.nucx.AmHandler;
 import io.nucx.Endpoint;
 import io.nucx.ErrorMode;
@@ -79,8 +78,8 @@ public final class DefaultWorker implements Worker {
     /** How many message lanes an endpoint may use (NUCX_MAX_RNDV_LANES, NUCX_MULTI_LANE_MAX_RATIO). */
     private final LaneSelector.BwLimits bwLimits;
     private final Keepalive keepalive;
-    private final ScheduledFuture<?> keepaliveTask;
-    private final ScheduledFuture<?> reaperTask;
+    private final LoopTimer.Periodic keepaliveTask;
+    private final LoopTimer.Periodic reaperTask;
     private final WireupSettings settings;
     /** The wireup key (NUCX_AUTH_TOKEN / NUCX_AUTH_KEY_FILE), or null when wireup is not authenticated. */
     private final WireupAuth auth;
@@ -161,11 +160,12 @@ public final class DefaultWorker implements Worker {
         protocols.memory().domains(domains);
         // One timer per worker, not per endpoint: a tick walks every endpoint (UCX's keepalive progress does too).
         // Fixed delay, not fixed rate: after the loop stalls, a fixed rate fires the missed ticks back to back, each
-        // counting an interval of silence while the peer's frames still wait unread in the lane.
-        this.keepaliveTask = !keepalive.enabled() ? null : loop.scheduleWithFixedDelay(this::keepaliveTick,
-                keepalive.intervalNanos(), keepalive.intervalNanos(), TimeUnit.NANOSECONDS);
+        // counting an interval of silence while the peer's frames still wait unread in the lane. Timed off the loop
+        // (LoopTimer): a task waiting in the loop's scheduled queue costs two clock reads on every pass around it.
+        this.keepaliveTask = !keepalive.enabled() ? null
+                : LoopTimer.everyAfter(loop, keepalive.intervalNanos(), this::keepaliveTick);
         long reapEvery = Math.min(TimeUnit.SECONDS.toNanos(1), settings.wireupTimeoutNanos());
-        this.reaperTask = loop.scheduleAtFixedRate(this::reap, reapEvery, reapEvery, TimeUnit.NANOSECONDS);
+        this.reaperTask = LoopTimer.everyAfter(loop, reapEvery, this::reap);
     }
 
     /**
@@ -529,7 +529,7 @@ public final class DefaultWorker implements Worker {
      * what they hold is parked.
      */
     private void close0() {
-        reaperTask.cancel(false); // keepalive runs on until the endpoints are closed (below)
+        reaperTask.cancel(); // keepalive runs on until the endpoints are closed (below)
         PromiseCombiner all = new PromiseCombiner(loop);
         for (EndpointChannel ep : endpoints.values()) {
             all.add(ep.close());
@@ -543,7 +543,7 @@ public final class DefaultWorker implements Worker {
             // Keepalive ran on until here: an endpoint waiting for its peer's goodbye over a lane that notices a gone
             // peer only when it sends (rdma's queue pairs) learns of it from its next EP_CHECK.
             if (keepaliveTask != null) {
-                keepaliveTask.cancel(false);
+                keepaliveTask.cancel();
             }
             protocols.matcher().close(closedError());
             Promise<Void> lingered = loop.newPromise();
