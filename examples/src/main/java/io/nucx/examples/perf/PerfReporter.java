@@ -16,8 +16,11 @@ public final class PerfReporter {
     private final boolean finalOnly;
     private final boolean progress;
     private int windowIterations;
-    private final java.util.List<double[]> windows = new java.util.ArrayList<>();
-    private final java.util.List<String> windowPhases = new java.util.ArrayList<>();
+    private final java.util.List<Window> windows = new java.util.ArrayList<>();
+
+    /** One window's report: its phase, the run's iterations at its end, ms since process start, usec per iteration. */
+    private record Window(String phase, long iterations, long millis, double averageUs) {
+    }
     /** How long the run settled after its warm-up (-1: it did not), and whether until both compilers were quiet. */
     private long settleNanos = -1;
     private boolean settleQuiet;
@@ -112,8 +115,7 @@ public final class PerfReporter {
      * JIT compiler to compile in the middle of the run it describes.
      */
     public void window(String phase, long totalIterations, long millisSinceProcessStart, double averageUs) {
-        windows.add(new double[] {totalIterations, millisSinceProcessStart, averageUs});
-        windowPhases.add(phase);
+        windows.add(new Window(phase, totalIterations, millisSinceProcessStart, averageUs));
     }
 
     /**
@@ -124,9 +126,9 @@ public final class PerfReporter {
     public long steadyState() {
         int n = windows.size();
         for (int i = 0; i < n; i++) {
-            double[] w = windows.get(i);
-            out.println(String.format(Locale.ROOT, "Window: %-7s %12d iterations %9d ms %10.3f usec",
-                    windowPhases.get(i), (long) w[0], (long) w[1], w[2]));
+            Window w = windows.get(i);
+            out.println(String.format(Locale.ROOT, "Window: %-7s %12d iterations %9d ms %10.3f usec", w.phase(),
+                    w.iterations(), w.millis(), w.averageUs()));
         }
         out.flush();
         if (settleNanos >= 0) {
@@ -141,20 +143,20 @@ public final class PerfReporter {
         int tail = Math.max(1, n / 10);
         double fin = 0;
         for (int i = n - tail; i < n; i++) {
-            fin += windows.get(i)[2];
+            fin += windows.get(i).averageUs();
         }
         fin /= tail;
         for (int w = 0; w + 2 < n; w++) {
             boolean steady = true;
             for (int k = w; k <= w + 2 && steady; k++) {
-                steady = Math.abs(windows.get(k)[2] - fin) <= 0.1 * fin;
+                steady = Math.abs(windows.get(k).averageUs() - fin) <= 0.1 * fin;
             }
             if (steady) {
                 out.println(String.format(Locale.ROOT, "Steady state: %d ms after process start (window ending at "
-                        + "iteration %.0f within 10%% of the final %.3f usec, and the next two)", (long) windows.get(w)[1],
-                        windows.get(w)[0], fin));
+                        + "iteration %d within 10%% of the final %.3f usec, and the next two)", windows.get(w).millis(),
+                        windows.get(w).iterations(), fin));
                 out.flush();
-                return (long) windows.get(w)[1];
+                return windows.get(w).millis();
             }
         }
         out.println(String.format(Locale.ROOT, "Steady state: not reached (final %.3f usec)", fin));

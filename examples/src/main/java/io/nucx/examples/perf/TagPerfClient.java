@@ -45,7 +45,7 @@ final class TagPerfClient {
      * sizes never took) make the JIT compiler throw away code compiled for the warm-up's branches alone and compile it
      * again; and compilations the warm-up set off are still running when it ends (a C2 compilation of the server's
      * reply handler ran 250 ms and more, on a 2-core machine where both loops busy-poll). SETTLE runs the test on, in
-     * chunks of the warm-up's iterations, each ending with a SYNC whose ack carries the server's
+     * chunks of {@link #SETTLE_CHUNK_NANOS}, each ending with a SYNC whose ack carries the server's
      * {@link JitActivity#compilerNanos}, until the two compilers together have run for at most 1 % of the last
      * {@link #SETTLE_QUIET_NANOS} (or {@link PerfParams#settleNanos} is up); so the compiling (on the CPUs the loops
      * need) happens before the measured run, not in it, and the boundary comes again with nothing new in it.
@@ -208,8 +208,20 @@ final class TagPerfClient {
         lastClock = phaseStart;
         lastReport = phaseStart;
         lastReportIter = 0;
-        target = p == Phase.WARMUP ? params.warmup() : params.iterations();
-        deadline = p == Phase.WARMUP ? phaseStart + params.warmupNanos() : phaseStart + NO_DEADLINE;
+        switch (p) {
+            case WARMUP -> {
+                target = params.warmup();
+                deadline = phaseStart + params.warmupNanos();
+            }
+            case SETTLE -> { // chunks of a time; without settling, one chunk as long as the warm-up
+                target = params.settleNanos() > 0 ? Long.MAX_VALUE : params.warmup();
+                deadline = phaseStart + (params.settleNanos() > 0 ? SETTLE_CHUNK_NANOS : params.warmupNanos());
+            }
+            default -> {
+                target = params.iterations();
+                deadline = phaseStart + NO_DEADLINE;
+            }
+        }
         sent = 0;
         outstanding = 0;
         sendsFinished = false;
@@ -218,15 +230,6 @@ final class TagPerfClient {
         if (p == Phase.WARMUP) {
             windowStart = phaseStart;
             steadyStart = phaseStart;
-        }
-        if (p == Phase.SETTLE) {
-            if (params.settleNanos() > 0) { // chunks of a time
-                target = Long.MAX_VALUE;
-                deadline = phaseStart + SETTLE_CHUNK_NANOS;
-            } else { // one chunk as long as the warm-up
-                target = params.warmup();
-                deadline = phaseStart + params.warmupNanos();
-            }
         }
         allocStart = PerfAllocation.current();
         if (target == 0) {
@@ -247,7 +250,6 @@ final class TagPerfClient {
     private boolean timeUp(long now) {
         return now - deadline >= 0;
     }
-
 
     /** Reads the JIT compiler's total time (a JMX call); {@link #jitChanged} is when it last grew. */
     private void lookAtJit(long now) {
