@@ -102,7 +102,10 @@ class TwoProcessTagTest {
                 assertTrue(ep.wireupFuture().isSuccess(), () -> "wireup: " + ep.wireupFuture().cause());
                 for (String protocol : new String[] {EagerProtocols.SHORT.name(),
                         EagerProtocols.SINGLE_BCOPY.name(), EagerProtocols.MULTI_BCOPY.name()}) {
-                    assertTrue(worker.counters().count(protocol) > 0, protocol + " carried none of the sizes");
+                    // shm's short records go up to its segment: single bcopy has no size of its own there.
+                    boolean carries = !(tls.equals("shm") && protocol.equals(EagerProtocols.SINGLE_BCOPY.name()));
+                    assertEquals(carries, worker.counters().count(protocol) > 0, protocol + " carried "
+                            + worker.counters().count(protocol) + " of the messages");
                 }
             } finally {
                 worker.close().get(10, TimeUnit.SECONDS);

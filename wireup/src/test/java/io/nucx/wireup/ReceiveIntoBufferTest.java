@@ -8,6 +8,7 @@ import io.netty.channel.ChannelInboundHandlerAdapter;
 import io.nucx.Endpoint;
 import io.nucx.Worker;
 import io.nucx.protocol.AmIds;
+import io.nucx.protocol.ProtocolCounters;
 import io.nucx.protocol.tag.MessageTruncatedException;
 import io.nucx.protocol.tag.TagReceive;
 import io.nucx.transport.AmFrame;
@@ -108,8 +109,10 @@ class ReceiveIntoBufferTest {
     }
 
     /**
-     * Over shm, eager fragments (and a rendezvous's data, forced from 64 KiB) of a message received into the user's
-     * buffer go from the ring straight into it: one copy on the receiver, none through a buffer of the lane's.
+     * Over shm, every fragment of an eager message (the first one too: the receive is matched by its header, before
+     * its payload is copied) and a rendezvous's data (forced from 64 KiB) of a message received into the user's
+     * buffer go from the ring straight into it: one copy on the receiver, none through a buffer of the lane's. A
+     * message one ring record holds (up to the 64 KiB segment, less the tag) goes as an eager short record.
      */
     @ParameterizedTest
     @ValueSource(strings = {"eager", "rndv"})
@@ -121,14 +124,19 @@ class ReceiveIntoBufferTest {
         Endpoint accepted = b.endpoints().iterator().next();
         ByteBuf buffer = PooledByteBufAllocator.DEFAULT.directBuffer(4 << 20, 4 << 20);
         try {
-            sendEachInto(ep, b, buffer, 100, 8, 2_000, 100_000, 1 << 20, 3, 3 << 20);
+            sendEachInto(ep, b, buffer, 100, 8, 2_000, 65_528, 100_000, 1 << 20, 3, 3 << 20);
             io.nucx.transport.shm.ShmChannel lane = (io.nucx.transport.shm.ShmChannel) TestWorkers.impl(accepted)
                     .amLane();
             long placed = b.eventLoop().submit(lane::placedBytes).get(10, TimeUnit.SECONDS);
-            // Of the 4,294,304 bytes in the three messages over 64 KiB, all but each eager message's first fragment
-            // (the receive is matched by it) come placed.
-            assertTrue(placed > 3 << 20, () -> "only " + placed + " bytes came from the ring straight into the "
-                    + "user's buffer");
+            // Every byte of the three messages over 64 KiB but a last fragment under the 1 KiB the ring places
+            // from (each first fragment too: 196,536 bytes that were copied twice before), and nothing of the
+            // smaller ones, which went as short records.
+            long large = 100_000 + (1 << 20) + (3 << 20);
+            assertTrue(placed <= large && placed > large - 3 * 1024, () -> placed + " bytes copied from the ring "
+                    + "straight into the user's buffer, of " + large);
+            ProtocolCounters.Traffic shortSent = a.counters().traffic("egr/short", "shm");
+            assertEquals(4, shortSent.messages(), "8, 2,000, 65,528 and 3 bytes");
+            assertEquals(8 + 2_000 + 65_528 + 3, shortSent.bytes());
         } finally {
             buffer.release();
         }

@@ -50,6 +50,11 @@ final class EagerReceiver {
         long charged;
         /** A zero-copy message's sender request id, acknowledged once every byte has arrived; -1 otherwise. */
         final long zcopyReqId;
+        /**
+         * Matched when its first fragment's header came ({@link #placeFirst}), its payload being written into the
+         * receive's buffer by the transport: the fragment itself is still to arrive.
+         */
+        boolean firstPlaced;
 
         Reassembly(long msgId, long tag, int total, long zcopyReqId) {
             this.msgId = msgId;
@@ -137,6 +142,12 @@ final class EagerReceiver {
      * into a posted receive's own buffer, when its message is being written there; else null.
      */
     ByteBuf placePayload(int amId, ByteBuf header, int length) {
+        if (amId == AmIds.EAGER_FIRST && header.readableBytes() == EagerHeaders.FIRST_LENGTH) {
+            return placeFirst(header, -1, length);
+        }
+        if (amId == AmIds.EAGER_ZCOPY_FIRST && header.readableBytes() == EagerHeaders.ZCOPY_FIRST_LENGTH) {
+            return placeFirst(header, header.getLongLE(header.readerIndex() + EagerHeaders.FIRST_LENGTH), length);
+        }
         if (amId != AmIds.EAGER_MIDDLE || header.readableBytes() != EagerHeaders.MIDDLE_LENGTH) {
             return null;
         }
@@ -146,6 +157,34 @@ final class EagerReceiver {
             return null;
         }
         return ra.parts.placeFor(header.getLongLE(at + EagerHeaders.MIDDLE_OFFSET_OFFSET), length);
+    }
+
+    /**
+     * Where an EAGER_FIRST's (or EAGER_ZCOPY_FIRST's) payload goes, before it arrives: the message is matched now,
+     * and when a posted receive with a buffer of the user's takes it, the first fragment is written there by the
+     * transport, as the middle ones are (before, it was copied into a buffer of the lane's, then into the user's: a
+     * 64 KiB copy more per message). Only a posted receive is taken here; an unexpected message or one for the
+     * pipeline is started when its fragment arrives (nothing of the user's runs before the frame). A header that
+     * would fail ({@link #onFirst}) is left for the frame's arrival to report. The frame follows on the same lane
+     * with nothing of this endpoint's in between (the lane reads in order), and {@link #onFirst} finds it started.
+     */
+    private ByteBuf placeFirst(ByteBuf h, long zcopyReqId, int length) {
+        int at = h.readerIndex();
+        long tag = h.getLongLE(at + EagerHeaders.TAG_OFFSET);
+        long total = h.getLongLE(at + EagerHeaders.FIRST_TOTAL_OFFSET);
+        long msgId = h.getLongLE(at + EagerHeaders.FIRST_MSG_ID_OFFSET);
+        if (total > maxMessageSize || total < length || reassemblies.containsKey(msgId)) {
+            return null;
+        }
+        TagReceive r = matcher.takeExpected(tag);
+        if (r == null) {
+            return null;
+        }
+        Reassembly ra = new Reassembly(msgId, tag, (int) total, zcopyReqId);
+        bind(ra, r, tag, total, -1);
+        ra.firstPlaced = true;
+        reassemblies.put(msgId, ra);
+        return ra.parts.placeFor(0, length);
     }
 
     /** Handles one eager frame; releases it. */
@@ -319,7 +358,14 @@ final class EagerReceiver {
                 throw new ProtocolException("first fragment of message " + Long.toHexString(msgId) + " carries "
                         + payload.readableBytes() + " bytes of a " + total + "-byte message");
             }
-            if (reassemblies.containsKey(msgId)) {
+            Reassembly started = reassemblies.get(msgId);
+            if (started != null && started.firstPlaced && kind == MessageKind.TAG && started.tag == tag
+                    && started.total == total && started.zcopyReqId == zcopyReqId && syncReqId < 0) {
+                started.firstPlaced = false; // matched by placeFirst; its bytes are in the receive's buffer
+                append(started, 0, payload);
+                return;
+            }
+            if (started != null) {
                 throw new ProtocolException("message id " + Long.toHexString(msgId) + " started twice");
             }
             Reassembly ra = new Reassembly(msgId, tag, (int) total, zcopyReqId);
@@ -340,17 +386,7 @@ final class EagerReceiver {
                 ra.parts = Fragments.copied(alloc, (int) total);
                 ctx.fireChannelRead(slot);
             } else if (r != null) {
-                if (syncReqId >= 0) {
-                    acknowledgeMatch(syncReqId, r, total);
-                }
-                if (!r.fits(total)) {
-                    r.truncated(tag, total); // the rest is dropped
-                } else if (r.claim()) { // its buffer takes the fragments still to come: no taking it back
-                    ra.target = r;
-                    ByteBuf own = r.target((int) total);
-                    ra.parts = own != null ? Fragments.inPlace(own, (int) total)
-                            : Fragments.copied(alloc, (int) total);
-                }
+                bind(ra, r, tag, total, syncReqId);
             } else if (toPipeline.test(tag)) {
                 charge(ra, MemoryBudget.ENTRY_COST, "message " + Long.toHexString(msgId) + " arriving for the "
                         + "pipeline");
@@ -399,6 +435,23 @@ final class EagerReceiver {
             append(ra, offset, payload);
         } finally {
             payload.release();
+        }
+    }
+
+    /** A multi-fragment message goes to posted receive {@code r}: into its buffer, or dropped if it does not fit. */
+    private void bind(Reassembly ra, TagReceive r, long tag, long total, long syncReqId) {
+        if (syncReqId >= 0) {
+            acknowledgeMatch(syncReqId, r, total);
+        }
+        if (!r.fits(total)) {
+            r.truncated(tag, total); // the rest is dropped
+        } else if (r.claim()) { // its buffer takes the fragments still to come: no taking it back
+            ra.target = r;
+            ByteBuf own = r.target((int) total);
+            ra.parts = own != null ? Fragments.inPlace(own, (int) total) : Fragments.copied(alloc, (int) total);
+        }
+        if (ra.parts == null) {
+            ra.parts = Fragments.counted((int) total); // nobody will receive it: the rest is dropped
         }
     }
 

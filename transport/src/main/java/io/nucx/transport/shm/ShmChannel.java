@@ -206,7 +206,11 @@ public final class ShmChannel extends AbstractLaneChannel {
 
     @Override
     protected boolean writeShortNow0(int amId, long header, ByteBuf payload) {
-        return !writeBlocked && out.append(amId | Long.BYTES << 16, header, payload);
+        if (writeBlocked || !out.append(amId | Long.BYTES << 16, header, payload)) {
+            return false;
+        }
+        publishIfLarge(Long.BYTES + payload.readableBytes());
+        return true;
     }
 
     /** Publishes what was appended; a reader that went to sleep is woken. */

@@ -41,7 +41,6 @@ final class ShmIface extends AbstractIface {
     static final double LATENCY = 80e-9;
     static final double OVERHEAD = 10e-9;
     static final double BANDWIDTH = 12179e6;
-    static final int MAX_SHORT = 100;
     static final int MAX_HEADER = 256;
 
     private final IoEngine engine;
@@ -69,7 +68,7 @@ final class ShmIface extends AbstractIface {
         super(transport, params, new IfaceAttributes(
                 EnumSet.of(Capability.AM_SHORT, Capability.AM_BCOPY, Capability.PENDING, Capability.CONNECT_TO_IFACE,
                         Capability.CB_SYNC, Capability.ERRHANDLE_PEER_FAILURE),
-                MAX_SHORT, segSize, MAX_HEADER, LATENCY, 0, BANDWIDTH, 0, OVERHEAD, 0, 0, Integer.MAX_VALUE),
+                segSize, segSize, MAX_HEADER, LATENCY, 0, BANDWIDTH, 0, OVERHEAD, 0, 0, Integer.MAX_VALUE),
                 packer(8).putLong(HostId.get()).array(),
                 packer(8).putInt((int) local.pid()).putInt((int) local.ifaceId()).array());
         this.engine = engine;
