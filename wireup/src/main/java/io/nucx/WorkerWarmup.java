@@ -21,7 +21,8 @@ import java.util.concurrent.TimeoutException;
  * <p>What it does is varied on purpose, as applications vary, so that the compiler compiles the type checks and
  * branches on those paths for what comes later rather than speculating on one kind of message, which the first real
  * message of another kind would undo (a deoptimisation, and the method back to the profiling tier): 8-byte messages
- * (eager short) with a 1 KiB one (eager bcopy) every {@value #MEDIUM_EVERY}th; payloads that are pooled direct slices
+ * (eager short) with a 1 KiB one every {@value #MEDIUM_EVERY}th (a longer copy; still eager short on shm and tcp,
+ * whose short limits are the segment and 8 KiB, eager bcopy on a transport with a smaller one); payloads that are pooled direct slices
  * and duplicates, unpooled heap arrays and pooled heap buffers; sent as a {@code ByteBuf} under the endpoint's
  * {@code SEND_TAG}, as a {@link TagMessage} with the void promise, through {@link Endpoint#tagSend} and through
  * {@link Endpoint#trySendShort} (the copy into the transport with no object per message); received by reusable
@@ -34,7 +35,7 @@ import java.util.concurrent.TimeoutException;
  */
 final class WorkerWarmup {
 
-    /** Every this many messages one is {@link #MEDIUM} bytes, so the eager bcopy path compiles too. */
+    /** Every this many messages one is {@link #MEDIUM} bytes, so the copies compile for more than one size. */
     static final int MEDIUM_EVERY = 8;
     static final int SMALL = 8;
     static final int MEDIUM = 1024;

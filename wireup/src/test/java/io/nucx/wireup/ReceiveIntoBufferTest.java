@@ -109,6 +109,50 @@ class ReceiveIntoBufferTest {
     }
 
     /**
+     * Receives of one tag posted ahead take that tag's messages in the order they were sent, each into its own buffer,
+     * over a tcp lane that places payloads: a large message is matched when its first fragment's header has come
+     * ({@code EagerReceiver.placeFirst}), possibly long before its payload, and the next one only after it.
+     */
+    @Test
+    void receivesOfOneTagTakeLargeMessagesInTheirOrderWhenTheFirstFragmentIsPlaced() throws Exception {
+        Worker a = workers.start("a", "TLS", "tcp", "TCP_IO", "epoll", "RNDV_THRESH", "1g");
+        Worker b = workers.start("b", "TLS", "tcp", "TCP_IO", "epoll", "RNDV_THRESH", "1g");
+        Endpoint ep = TestWorkers.wiredUp(a, b);
+        Endpoint accepted = b.endpoints().iterator().next();
+        int n = 6;
+        int size = 300_000;
+        List<ByteBuf> buffers = new java.util.ArrayList<>();
+        List<io.netty.util.concurrent.Future<io.nucx.protocol.tag.TagMessage>> received = new java.util.ArrayList<>();
+        try {
+            for (int i = 0; i < n; i++) {
+                ByteBuf buffer = PooledByteBufAllocator.DEFAULT.directBuffer(size, size);
+                buffers.add(buffer);
+                received.add(b.eventLoop().submit(() -> b.tagRecv(7, -1L, buffer)).get(10, TimeUnit.SECONDS));
+            }
+            List<io.netty.channel.ChannelFuture> sent = new java.util.ArrayList<>();
+            for (int i = 0; i < n; i++) {
+                sent.add(ep.tagSend(7, pattern(i, size)));
+            }
+            for (int i = 0; i < n; i++) {
+                assertTrue(sent.get(i).await(30, TimeUnit.SECONDS) && sent.get(i).isSuccess(), "send " + i);
+                io.nucx.protocol.tag.TagMessage m = received.get(i).get(30, TimeUnit.SECONDS);
+                try {
+                    assertPattern(i, size, m.content()); // message i, in receive i's buffer
+                    assertEquals(buffers.get(i).memoryAddress(),
+                            m.content().memoryAddress() + m.content().readerIndex());
+                } finally {
+                    m.release();
+                }
+            }
+            AmFrameDecoder decoder = TestWorkers.impl(accepted).amLane().pipeline().get(AmFrameDecoder.class);
+            long placed = b.eventLoop().submit(decoder::placedBytes).get(10, TimeUnit.SECONDS);
+            assertTrue(placed > 0, "nothing came from the socket straight into a buffer");
+        } finally {
+            buffers.forEach(ByteBuf::release);
+        }
+    }
+
+    /**
      * Over shm, every fragment of an eager message (the first one too: the receive is matched by its header, before
      * its payload is copied) and a rendezvous's data (forced from 64 KiB) of a message received into the user's
      * buffer go from the ring straight into it: one copy on the receiver, none through a buffer of the lane's. A

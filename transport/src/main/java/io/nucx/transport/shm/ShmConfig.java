@@ -17,8 +17,8 @@ public final class ShmConfig extends AbstractConfigTable {
             .require(v -> Long.bitCount(v) == 1, "must be a power of two");
     /** Largest active-message frame one shm record carries; at most an eighth of the ring (checked with it). */
     public static final ConfigEntry<Long> SEG_SIZE = ConfigEntry.size("SHM_SEG_SIZE", "64k",
-            "Largest payload of one shm active-message record (bcopy fragment size); at most ring size / 8", 4096,
-            128L << 20);
+            "Largest payload of one shm active-message record (eager short and bcopy limit, fragment size); "
+                    + "at most ring size / 8", 4096, 128L << 20);
 
     /** A shm handshake (HELLO, REPLY) that has not finished this long is closed and its rings released. */
     public static final ConfigEntry<Long> HANDSHAKE_TIMEOUT = ConfigEntry.duration("SHM_HANDSHAKE_TIMEOUT", "10s",
