@@ -98,7 +98,7 @@ class ReceiveIntoBufferTest {
         Endpoint accepted = b.endpoints().iterator().next();
         ByteBuf buffer = PooledByteBufAllocator.DEFAULT.directBuffer(4 << 20, 4 << 20);
         try {
-            sendEachInto(ep, b, buffer, 100, 8, 100_000, 1 << 20, 3, 3 << 20);
+            sendEachInto(ep, b, buffer, 100, 8, 50_000, 100_000, 1 << 20, 3, 3 << 20);
             AmFrameDecoder decoder = TestWorkers.impl(accepted).amLane().pipeline().get(AmFrameDecoder.class);
             long placed = b.eventLoop().submit(decoder::placedBytes).get(10, TimeUnit.SECONDS);
             assertTrue(placed > (1 << 20), () -> "only " + placed + " bytes came from the socket straight into the "
@@ -110,8 +110,9 @@ class ReceiveIntoBufferTest {
 
     /**
      * Receives of one tag posted ahead take that tag's messages in the order they were sent, each into its own buffer,
-     * over a tcp lane that places payloads: a large message is matched when its first fragment's header has come
-     * ({@code EagerReceiver.placeFirst}), possibly long before its payload, and the next one only after it.
+     * over a tcp lane that places payloads: a message is matched when the header of its only or first frame has come
+     * ({@code EagerReceiver.placeOnly}, {@code placeFirst}), possibly long before its payload, and the next one only
+     * after it. Single-frame (50,000 B) and multi-frame (300,000 B) messages alternate.
      */
     @Test
     void receivesOfOneTagTakeLargeMessagesInTheirOrderWhenTheFirstFragmentIsPlaced() throws Exception {
@@ -131,13 +132,13 @@ class ReceiveIntoBufferTest {
             }
             List<io.netty.channel.ChannelFuture> sent = new java.util.ArrayList<>();
             for (int i = 0; i < n; i++) {
-                sent.add(ep.tagSend(7, pattern(i, size)));
+                sent.add(ep.tagSend(7, pattern(i, i % 2 == 0 ? size : 50_000)));
             }
             for (int i = 0; i < n; i++) {
                 assertTrue(sent.get(i).await(30, TimeUnit.SECONDS) && sent.get(i).isSuccess(), "send " + i);
                 io.nucx.protocol.tag.TagMessage m = received.get(i).get(30, TimeUnit.SECONDS);
                 try {
-                    assertPattern(i, size, m.content()); // message i, in receive i's buffer
+                    assertPattern(i, i % 2 == 0 ? size : 50_000, m.content()); // message i, in receive i's buffer
                     assertEquals(buffers.get(i).memoryAddress(),
                             m.content().memoryAddress() + m.content().readerIndex());
                 } finally {
@@ -266,6 +267,48 @@ class ReceiveIntoBufferTest {
         }
         assertTrue(accepted.closeFuture().await(30, TimeUnit.SECONDS));
         assertEquals(java.util.List.of(io.nucx.transport.PayloadPlacement.RELINQUISH), seen, "RELINQUISH, once");
+    }
+
+    /**
+     * A single-frame message matched when its header came (its payload being read into the receive's buffer) whose
+     * payload never arrives: when the endpoint ends, the receive fails saying so, and the slice of its buffer is let
+     * go (the leak detector would report it otherwise).
+     */
+    @Test
+    void aReceiveMatchedByAHeaderWhosePayloadNeverCameFailsWhenTheEndpointEnds() throws Exception {
+        Worker a = workers.start("a", "TLS", "tcp", "TCP_IO", "epoll");
+        Worker b = workers.start("b", "TLS", "tcp", "TCP_IO", "epoll");
+        Endpoint ep = TestWorkers.wiredUp(a, b);
+        Endpoint accepted = b.endpoints().iterator().next();
+        ByteBuf buffer = PooledByteBufAllocator.DEFAULT.directBuffer(100_000, 100_000);
+        try {
+            var received = b.eventLoop().submit(() -> b.tagRecv(9, -1L, buffer)).get(10, TimeUnit.SECONDS);
+            // An EAGER_ONLY of 50,000 bytes, of which only 10,000 are sent, raw on a's lane: its header and 1,000
+            // bytes first (the receiver matches the message and copies those into the buffer), then 9,000 more (read
+            // by the socket straight into the buffer: what placedBytes counts).
+            Channel lane = TestWorkers.impl(ep).amLane();
+            ByteBuf head = io.netty.buffer.Unpooled.buffer();
+            head.writeByte(AmIds.EAGER_ONLY).writeByte(0).writeShortLE(8).writeIntLE(50_000).writeLongLE(9)
+                    .writeZero(1_000);
+            lane.eventLoop().submit(() -> lane.pipeline().firstContext().writeAndFlush(head))
+                    .get(10, TimeUnit.SECONDS);
+            AmFrameDecoder decoder = TestWorkers.impl(accepted).amLane().pipeline().get(AmFrameDecoder.class);
+            Thread.sleep(200);
+            lane.eventLoop().submit(() -> lane.pipeline().firstContext().writeAndFlush(
+                    io.netty.buffer.Unpooled.buffer(9_000).writeZero(9_000))).get(10, TimeUnit.SECONDS);
+            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+            while (b.eventLoop().submit(decoder::placedBytes).get(10, TimeUnit.SECONDS) == 0) {
+                assertTrue(System.nanoTime() < deadline, "the payload was never placed");
+                Thread.sleep(5);
+            }
+            assertTrue(accepted.close().await(30, TimeUnit.SECONDS));
+            assertTrue(received.await(30, TimeUnit.SECONDS));
+            Throwable cause = received.cause();
+            assertInstanceOf(java.io.IOException.class, cause);
+            assertTrue(cause.getMessage().contains("before the message of tag 9 had arrived"), cause::toString);
+        } finally {
+            buffer.release();
+        }
     }
 
     /**

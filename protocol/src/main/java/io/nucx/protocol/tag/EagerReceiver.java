@@ -118,6 +118,15 @@ final class EagerReceiver {
     private final EagerSender sender;
     private final MemoryBudget budget;
     private final Map<Long, Reassembly> reassemblies = new HashMap<>();
+    /**
+     * An EAGER_ONLY matched when its header came ({@link #placeOnly}), its payload still to arrive: the posted receive
+     * that took it, and the slice of the receive's buffer the transport writes the payload into (null: delivered the
+     * ordinary way, e.g. a receive without a buffer or one the message does not fit). The lane reads in order, so the
+     * next EAGER_ONLY to arrive is that one.
+     */
+    private TagReceive placedOnly;
+    private ByteBuf placedOnlyTarget;
+    private long placedOnlyTag;
     /** This endpoint's arrivals in the worker's unexpected queue. */
     private final Set<Arrival> queued = new LinkedHashSet<>();
 
@@ -142,6 +151,9 @@ final class EagerReceiver {
      * into a posted receive's own buffer, when its message is being written there; else null.
      */
     ByteBuf placePayload(int amId, ByteBuf header, int length) {
+        if (amId == AmIds.EAGER_ONLY && header.readableBytes() == EagerHeaders.ONLY_LENGTH) {
+            return placeOnly(header.getLongLE(header.readerIndex() + EagerHeaders.TAG_OFFSET), length);
+        }
         if (amId == AmIds.EAGER_FIRST && header.readableBytes() == EagerHeaders.FIRST_LENGTH) {
             return placeFirst(header, -1, length);
         }
@@ -157,6 +169,33 @@ final class EagerReceiver {
             return null;
         }
         return ra.parts.placeFor(header.getLongLE(at + EagerHeaders.MIDDLE_OFFSET_OFFSET), length);
+    }
+
+    /**
+     * Where an EAGER_ONLY's payload goes, before it arrives: into the buffer of the posted receive its tag matches now,
+     * as {@link #placeFirst} does for a first fragment. Over tcp a single-frame message then goes from the socket
+     * straight into the user's buffer, not through the lane's cumulation and a copy out of it. Only a posted receive
+     * is taken here; anything else is left for the frame's arrival.
+     */
+    private ByteBuf placeOnly(long tag, int length) {
+        if (placedOnly != null) {
+            return null; // asked again for the same frame (a decoder that had no answer before): decided already
+        }
+        TagReceive r = matcher.takeExpected(tag);
+        if (r == null) {
+            return null;
+        }
+        placedOnly = r;
+        placedOnlyTag = tag;
+        if (!r.fits(length) || !r.claim()) {
+            return null; // its arrival reports the truncation (or finds the receive cancelled), as unplaced
+        }
+        ByteBuf target = r.target(length);
+        if (target == null) {
+            return null;
+        }
+        placedOnlyTarget = target;
+        return target.retainedSlice(0, length).clear();
     }
 
     /**
@@ -308,7 +347,47 @@ final class EagerReceiver {
 
     /** A whole message arrived; {@code syncReqId >= 0}: the sender waits for the match. Owns {@code payload}. */
     private void onOnly(long tag, long syncReqId, ByteBuf payload) {
-        arrived(tag, syncReqId, matcher.takeExpected(tag), payload);
+        TagReceive r = placedOnly;
+        if (r == null) {
+            arrived(tag, syncReqId, matcher.takeExpected(tag), payload);
+            return;
+        }
+        // The frame placeOnly matched (the same header: the lane hands up the frame it asked about).
+        placedOnly = null;
+        ByteBuf target = placedOnlyTarget;
+        placedOnlyTarget = null;
+        if (tag != placedOnlyTag || syncReqId >= 0) {
+            payload.release();
+            if (target != null) {
+                target.release();
+            }
+            ProtocolException e = new ProtocolException("EAGER_ONLY of tag " + Long.toHexString(tag)
+                    + " arrived where one of tag " + Long.toHexString(placedOnlyTag) + " was placed");
+            r.fail(e);
+            throw e;
+        }
+        if (target == null) {
+            arrived(tag, -1, r, payload);
+            return;
+        }
+        try {
+            int n = payload.readableBytes();
+            if (n != target.writableBytes()) {
+                target.release();
+                ProtocolException e = new ProtocolException("EAGER_ONLY of " + n + " bytes arrived where "
+                        + target.writableBytes() + " were placed");
+                r.fail(e);
+                throw e;
+            }
+            if (!(payload.hasMemoryAddress() && target.hasMemoryAddress()
+                    && payload.memoryAddress() + payload.readerIndex() == target.memoryAddress())) {
+                target.setBytes(0, payload, payload.readerIndex(), n); // not written there by the transport
+            }
+            target.writerIndex(n);
+        } finally {
+            payload.release();
+        }
+        r.completeInPlace(tag, target);
     }
 
     /** A whole message for {@code r}, the posted receive it matched, or null. Owns {@code payload}. */
@@ -531,6 +610,16 @@ final class EagerReceiver {
      * queued as unexpected leaves the queue; a place in the pipeline's order is given up.
      */
     void abort(Throwable cause) {
+        TagReceive only = placedOnly;
+        if (only != null) {
+            placedOnly = null;
+            if (placedOnlyTarget != null) {
+                placedOnlyTarget.release();
+                placedOnlyTarget = null;
+            }
+            only.fail(new IOException("sender " + ctx.channel() + " went away before the message of tag "
+                    + Long.toHexString(placedOnlyTag) + " had arrived", cause));
+        }
         List<Reassembly> dead = new ArrayList<>(reassemblies.values());
         reassemblies.clear();
         for (Reassembly ra : dead) {
