@@ -21,17 +21,17 @@ import java.util.concurrent.TimeoutException;
  * <p>What it does is varied on purpose, as applications vary, so that the compiler compiles the type checks and
  * branches on those paths for what comes later rather than speculating on one kind of message, which the first real
  * message of another kind would undo (a deoptimisation, and the method back to the profiling tier): 8-byte messages
- * (eager short) with a 1 KiB one every {@value #MEDIUM_EVERY}th (a longer copy; still eager short on shm and tcp,
- * whose short limits are the segment and 8 KiB, eager bcopy on a transport with a smaller one); payloads that are pooled direct slices
- * and duplicates, unpooled heap arrays and pooled heap buffers; sent as a {@code ByteBuf} under the endpoint's
- * {@code SEND_TAG}, as a {@link TagMessage} with the void promise, through {@link Endpoint#tagSend} and through
- * {@link Endpoint#trySendShort} (the copy into the transport with no object per message); received by reusable
+ * (eager short) with a 1 KiB one every {@value #MEDIUM_EVERY}th (a longer copy; still eager short on shm and tcp, whose
+ * short limits are the segment and 8 KiB, eager bcopy on a transport with a smaller one); payloads that are pooled
+ * direct slices and duplicates, unpooled heap arrays and pooled heap buffers; sent as a {@code ByteBuf} under the
+ * endpoint's {@code SEND_TAG}, as a {@link TagMessage} with the void promise, through {@link Endpoint#tagSend} and
+ * through {@link Endpoint#trySendShort} (the copy into the transport with no object per message); received by reusable
  * receives of three classes (so the call to a receive's handler compiles as a virtual call, not as a guess at one or
- * two classes), one of them into a buffer of its own ({@link TagReceive.Handler#receivedInto}, the payload copied
- * from the transport straight there), and by future receives, {@value #IN_FLIGHT} messages in flight; and every
+ * two classes), one of them into a buffer of its own ({@link TagReceive.Handler#receivedInto}, the payload copied from
+ * the transport straight there), and by future receives, {@value #IN_FLIGHT} messages in flight; and every
  * {@value #ROUND_MILLIS} ms the two endpoints close and new ones wire up. The started worker's receives are future
- * ones, so a warm-up that fails leaves none posted: the worker is handed over with no endpoint, receive or message
- * of the warm-up's. Its traffic counters do include the warm-up's messages ({@code warmup.messages} says how many).
+ * ones, so a warm-up that fails leaves none posted: the worker is handed over with no endpoint, receive or message of
+ * the warm-up's. Its traffic counters do include the warm-up's messages ({@code warmup.messages} says how many).
  */
 final class WorkerWarmup {
 

@@ -379,8 +379,7 @@ final class EagerReceiver {
                 r.fail(e);
                 throw e;
             }
-            if (!(payload.hasMemoryAddress() && target.hasMemoryAddress()
-                    && payload.memoryAddress() + payload.readerIndex() == target.memoryAddress())) {
+            if (!Fragments.placedAt(payload, target, 0)) {
                 target.setBytes(0, payload, payload.readerIndex(), n); // not written there by the transport
             }
             target.writerIndex(n);

@@ -132,6 +132,11 @@ final class Fragments {
 
     /** Whether {@code payload}'s bytes are the target's at {@code index} already (written there by the transport). */
     private boolean placedThere(ByteBuf payload, int index) {
+        return placedAt(payload, target, index);
+    }
+
+    /** Whether {@code payload}'s readable bytes lie in {@code target} at {@code index} (a transport placed them). */
+    static boolean placedAt(ByteBuf payload, ByteBuf target, int index) {
         return payload.hasMemoryAddress() && target.hasMemoryAddress()
                 && payload.memoryAddress() + payload.readerIndex() == target.memoryAddress() + index;
     }

@@ -65,8 +65,9 @@ final class ShmIface extends AbstractIface {
     private ShmIface(Transport transport, IfaceParams params, IoEngine engine, Path dir, ShmAddress local,
                      int ringSize, int segSize, long handshakeTimeoutNanos, int maxHandshakes) {
         // Every payload is copied into the ring as it is written (amCopyMax: all), so no AM zero-copy, as UCX's mm.
-        // AM_SHORT up to a whole record, where UCX's mm stops at its 128-byte FIFO element: a record is variable-length,
-        // and a short one is no frame on either side (256 B to 8 KiB: 29-50 % less time per message than as frames).
+        // AM_SHORT up to a whole record, where UCX's mm stops at its 128-byte FIFO element: a record is
+        // variable-length, and a short one is no frame on either side (256 B to 8 KiB: 29-50 % less time per message
+        // than as frames).
         super(transport, params, new IfaceAttributes(
                 EnumSet.of(Capability.AM_SHORT, Capability.AM_BCOPY, Capability.PENDING, Capability.CONNECT_TO_IFACE,
                         Capability.CB_SYNC, Capability.ERRHANDLE_PEER_FAILURE),
