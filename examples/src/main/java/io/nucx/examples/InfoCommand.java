@@ -170,6 +170,10 @@ final class InfoCommand implements Callable<Integer> {
         out.println("#      capabilities:");
         out.println(String.format(Locale.ROOT, "#            bandwidth: %.2f/ppn + %.2f MB/sec",
                 a.bandwidthShared() / 1e6, a.bandwidthDedicated() / 1e6));
+        if (a.copiesAreTheTransfer()) {
+            out.println(String.format(Locale.ROOT, "#            copy rate: %.2f MB/sec (into and out of the transport's "
+                    + "memory: the cost of moving a payload)", a.copyBandwidth() / 1e6));
+        }
         out.println(String.format(Locale.ROOT, "#              latency: %.0f nsec", a.latencySeconds() * 1e9));
         out.println(String.format(Locale.ROOT, "#             overhead: %.0f nsec", a.overheadSeconds() * 1e9));
         if (a.has(Capability.AM_SHORT)) {

@@ -22,7 +22,7 @@ import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 /**
  * rndv/get/zcopy between two JVMs on this host over tcp + cma: the receiver reads the sender's direct buffers with
- * process_vm_readv. And the kernel's refusal: a receiver running as another, unprivileged user may not read the
+ * process_vm_readv; over shm + cma, only where the ring's copies cost more. And the kernel's refusal: a receiver running as another, unprivileged user may not read the
  * sender (EPERM at lane selection); its endpoint says so and the messages still arrive, by RTR and AM fragments.
  */
 @Timeout(300)
@@ -71,6 +71,40 @@ class TwoProcessCmaTest {
             }
         } finally {
             worker.close().get(10, TimeUnit.SECONDS);
+        }
+    }
+
+    /**
+     * Over shm + cma the ring's copy rate, which each process measures at start, decides whether cma reads large
+     * messages: set on both sides to 100 GB/s the ring's two copies are cheaper than cma's read at every size and the
+     * table has no rndv/get/zcopy; set to 2 GB/s cma reads 1 MiB and 4 MiB messages. Both are real processes; their
+     * counters say which protocol carried the messages, and every byte arrives.
+     */
+    @Test
+    void overShmTheRingsCopyRateDecidesWhetherCmaReadsLargeMessages() throws Exception {
+        int[] sizes = {1 << 20, 4 << 20};
+        for (String rate : new String[] {"100g", "2g"}) {
+            boolean cma = rate.equals("2g");
+            Worker worker = new NucxBootstrap().name("sender").config("TLS", "shm,cma").config("SHM_COPY_BW", rate)
+                    .start();
+            try (PeerProcess peer = PeerProcess.start(TagPeer.class, Map.of("NUCX_TLS", "shm,cma",
+                    "NUCX_SHM_COPY_BW", rate), Integer.toString(sizes.length), join(sizes))) {
+                WorkerAddress peerAddress = WorkerAddress.fromHex(peer.awaitLine("ADDRESS"));
+                ProtoTable table = worker.protocolTable(peerAddress, SelectionKey.MemoryType.DIRECT);
+                boolean offersGet = table.entries().stream()
+                        .anyMatch(e -> e.candidate().protocol() == RndvProtocols.GET_ZCOPY);
+                assertEquals(cma, offersGet, () -> rate + ":\n" + table.format("to peer"));
+                String report = TagPeer.sendAll(worker, peer, peerAddress, sizes);
+                long total = java.util.Arrays.stream(sizes).asLongStream().sum();
+                assertEquals("OK " + sizes.length + " " + total, report, () -> report + "\n" + peer.stderr());
+                assertEquals(cma ? sizes.length : 0, worker.counters().count(RndvProtocols.GET_ZCOPY.name()), rate);
+                String counters = peer.awaitLine("COUNTERS");
+                assertEquals(cma, counters.contains(RndvProtocols.RECV_GET_COUNTER + "=" + sizes.length),
+                        () -> rate + ": " + counters);
+                assertEquals(0, peer.waitFor(60), () -> "peer exit code; stderr:\n" + peer.stderr());
+            } finally {
+                worker.close().get(10, TimeUnit.SECONDS);
+            }
         }
     }
 

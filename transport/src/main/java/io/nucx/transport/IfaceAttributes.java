@@ -35,12 +35,28 @@ import java.util.Set;
  * @param maxPlaced       largest frame (header included) the iface carries, both ways, when its receiver places the
  *                        payload into its destination as it arrives ({@link AmFrame#FLAG_PLACED}; tcp reading straight
  *                        into the receive buffer: UCT tcp's PUT_ZCOPY of a whole rendezvous); 0 when it does not
+ * @param copyBandwidth   bytes/second at which a payload is copied into the transport's memory and out of it, when those
+ *                        two copies are the whole transfer (shm: the sender copies into the ring, the receiver out of
+ *                        it, and no byte moves otherwise), so the cost model charges them at this rate and no wire
+ *                        time besides; 0 when the transport does not say (tcp: the worker's memcpy figure for the
+ *                        copies, and the bandwidth for the kernel's transfer)
  */
 public record IfaceAttributes(Set<Capability> capabilities, int maxShort, int maxBcopy, int maxHeader,
                               double latencySeconds, double latencyPerEp, double bandwidthDedicated,
                               double bandwidthShared, double overheadSeconds, int priority, long maxZcopy,
                               int amCopyMax, long rmaSegment, double regCostSeconds, double regCostPerByte,
-                              int maxPlaced) {
+                              int maxPlaced, double copyBandwidth) {
+
+    /** Attributes that state no copy rate of their own ({@code copyBandwidth} 0). */
+    public IfaceAttributes(Set<Capability> capabilities, int maxShort, int maxBcopy, int maxHeader,
+                           double latencySeconds, double latencyPerEp, double bandwidthDedicated,
+                           double bandwidthShared, double overheadSeconds, int priority, long maxZcopy,
+                           int amCopyMax, long rmaSegment, double regCostSeconds, double regCostPerByte,
+                           int maxPlaced) {
+        this(capabilities, maxShort, maxBcopy, maxHeader, latencySeconds, latencyPerEp, bandwidthDedicated,
+                bandwidthShared, overheadSeconds, priority, maxZcopy, amCopyMax, rmaSegment, regCostSeconds,
+                regCostPerByte, maxPlaced, 0);
+    }
 
     /** Attributes of an iface that does not place payloads (no frame over {@code maxBcopy}). */
     public IfaceAttributes(Set<Capability> capabilities, int maxShort, int maxBcopy, int maxHeader,
@@ -96,6 +112,9 @@ public record IfaceAttributes(Set<Capability> capabilities, int maxShort, int ma
         if (maxPlaced < 0) {
             throw new IllegalArgumentException("maxPlaced must be >= 0, got " + maxPlaced);
         }
+        if (!(copyBandwidth >= 0) || Double.isInfinite(copyBandwidth)) {
+            throw new IllegalArgumentException("copyBandwidth must be >= 0 and finite, got " + copyBandwidth);
+        }
         if (!(regCostSeconds >= 0) || !(regCostPerByte >= 0)) {
             throw new IllegalArgumentException("registration cost must be >= 0, got " + regCostSeconds + " s + "
                     + regCostPerByte + " s/B");
@@ -111,14 +130,26 @@ public record IfaceAttributes(Set<Capability> capabilities, int maxShort, int ma
     public IfaceAttributes withAmLimits(int maxShort, int maxBcopy) {
         return new IfaceAttributes(capabilities, maxShort, maxBcopy, maxHeader, latencySeconds, latencyPerEp,
                 bandwidthDedicated, bandwidthShared, overheadSeconds, priority, maxZcopy, amCopyMax, rmaSegment,
-                regCostSeconds, regCostPerByte, maxPlaced);
+                regCostSeconds, regCostPerByte, maxPlaced, copyBandwidth);
     }
 
     /** The same attributes, placing frames up to {@code maxPlaced} bytes (0: none). */
     public IfaceAttributes withMaxPlaced(int maxPlaced) {
         return new IfaceAttributes(capabilities, maxShort, maxBcopy, maxHeader, latencySeconds, latencyPerEp,
                 bandwidthDedicated, bandwidthShared, overheadSeconds, priority, maxZcopy, amCopyMax, rmaSegment,
-                regCostSeconds, regCostPerByte, maxPlaced);
+                regCostSeconds, regCostPerByte, maxPlaced, copyBandwidth);
+    }
+
+    /** The same attributes, whose payloads move by two copies at {@code copyBandwidth} bytes/s (0: not stated). */
+    public IfaceAttributes withCopyBandwidth(double copyBandwidth) {
+        return new IfaceAttributes(capabilities, maxShort, maxBcopy, maxHeader, latencySeconds, latencyPerEp,
+                bandwidthDedicated, bandwidthShared, overheadSeconds, priority, maxZcopy, amCopyMax, rmaSegment,
+                regCostSeconds, regCostPerByte, maxPlaced, copyBandwidth);
+    }
+
+    /** Whether the transport's payloads move by the two copies alone, at {@link #copyBandwidth}. */
+    public boolean copiesAreTheTransfer() {
+        return copyBandwidth > 0;
     }
 
     /**
@@ -134,7 +165,7 @@ public record IfaceAttributes(Set<Capability> capabilities, int maxShort, int ma
         }
         return new IfaceAttributes(capabilities, maxShort, maxBcopy, maxHeader, latencySeconds, latencyPerEp,
                 bandwidth, 0, overheadSeconds, priority, maxZcopy, amCopyMax, rmaSegment, regCostSeconds,
-                regCostPerByte, maxPlaced);
+                regCostPerByte, maxPlaced, copyBandwidth);
     }
 
     /**

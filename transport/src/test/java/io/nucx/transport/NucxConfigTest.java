@@ -54,7 +54,10 @@ class NucxConfigTest {
                         "power of two"),
                 () -> assertRefused(() -> env("NUCX_SHM_SPIN", "fast").validate(), "NUCX_SHM_SPIN", "'fast'"),
                 () -> assertRefused(() -> env("NUCX_SHM_SEG_SIZE", "1m").validate(), "NUCX_SHM_SEG_SIZE",
-                        "eighth of the ring"));
+                        "eighth of the ring"),
+                () -> assertRefused(() -> env("NUCX_SHM_COPY_BW", "fast").validate(), "NUCX_SHM_COPY_BW", "'fast'"),
+                () -> assertRefused(() -> env("NUCX_SHM_COPY_BW", "1k").validate(), "NUCX_SHM_COPY_BW",
+                        "between " + (100L << 20)));
         NucxConfig c = config(Map.of("NUCX_SHM_SPIN", "2ms"));
         assertEquals(2_000_000, c.nanos(NucxConfig.SHM_SPIN, Long.MAX_VALUE));
         assertEquals(0, config(Map.of("NUCX_SHM_SPIN", "0")).nanos(NucxConfig.SHM_SPIN, 1));

@@ -93,8 +93,8 @@ class AmTest {
         "tcp, -",
         "self, -",
         "shm, -",
-        "'shm,cma', RNDV_SCHEME=get_zcopy",
-        "'shm,cma', RNDV_SCHEME=put_zcopy",
+        "'shm,cma', RNDV_SCHEME=get_zcopy;SHM_COPY_BW=1g",
+        "'shm,cma', RNDV_SCHEME=put_zcopy;SHM_COPY_BW=1g",
     })
     void everySizeReachesItsHandlerInSendOrder(String tls, String setting) throws Exception {
         DefaultWorker a = workers.start("a", TestWorkers.settings(tls, setting));
@@ -135,7 +135,8 @@ class AmTest {
     }
 
     @ParameterizedTest(name = "{0} {1}")
-    @CsvSource({"tcp, -", "shm, -", "'shm,cma', RNDV_SCHEME=get_zcopy", "'shm,cma', RNDV_SCHEME=put_zcopy"})
+    @CsvSource({"tcp, -", "shm, -", "'shm,cma', RNDV_SCHEME=get_zcopy;SHM_COPY_BW=1g",
+        "'shm,cma', RNDV_SCHEME=put_zcopy;SHM_COPY_BW=1g"})
     void dataReceivedAfterTheHandlerReturned(String tls, String setting) throws Exception {
         DefaultWorker a = workers.start("a", TestWorkers.settings(tls, setting));
         DefaultWorker b = workers.start("b", TestWorkers.settings(tls, setting));

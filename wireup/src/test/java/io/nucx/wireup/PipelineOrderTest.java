@@ -60,16 +60,11 @@ class PipelineOrderTest {
         "tcp, TCP_CONNECT=p2p",
         "self, -",
         "shm, -",
-        "'shm,cma', RNDV_SCHEME=get_zcopy",
-        "'shm,cma', RNDV_SCHEME=put_zcopy",
+        "'shm,cma', RNDV_SCHEME=get_zcopy;SHM_COPY_BW=1g",
+        "'shm,cma', RNDV_SCHEME=put_zcopy;SHM_COPY_BW=1g",
     })
     void messagesComeUpThePipelineInWriteOrder(String tls, String setting) throws Exception {
-        List<String> settings = new ArrayList<>(List.of("TLS", tls));
-        if (!setting.equals("-")) {
-            String[] kv = setting.split("=");
-            settings.add(kv[0]);
-            settings.add(kv[1]);
-        }
+        String[] settings = TestWorkers.settings(tls, setting);
         Map<Endpoint, Collector> collectors = new ConcurrentHashMap<>();
         ChannelInitializer<Endpoint> init = new ChannelInitializer<>() {
             @Override
@@ -80,8 +75,8 @@ class PipelineOrderTest {
                 ep.pipeline().addLast(c);
             }
         };
-        DefaultWorker a = workers.start("a", settings.toArray(String[]::new));
-        DefaultWorker b = workers.start("b", init, settings.toArray(String[]::new));
+        DefaultWorker a = workers.start("a", settings);
+        DefaultWorker b = workers.start("b", init, settings);
         List<Integer> sizes = interleaved(boundaries(a, b));
         Endpoint ab = a.connect(b.address());
         List<ChannelFuture> sends = new ArrayList<>();
@@ -114,7 +109,7 @@ class PipelineOrderTest {
         assertTrue(eager > 0 && used.getOrDefault("tag/rndv", 0L) + used.getOrDefault("rndv/get/zcopy", 0L) > 0,
                 used::toString);
         if (setting.startsWith("RNDV_SCHEME")) {
-            String recv = setting.endsWith("get_zcopy") ? "recv:rndv/get/zcopy" : "recv:rndv/put/zcopy";
+            String recv = setting.contains("get_zcopy") ? "recv:rndv/get/zcopy" : "recv:rndv/put/zcopy";
             assertTrue(b.counters().count(recv) > 0, () -> recv + ": " + b.counters().snapshot());
         }
     }

@@ -111,16 +111,13 @@ class StreamTest {
         "tcp, -",
         "self, -",
         "shm, -",
-        "'shm,cma', RNDV_SCHEME=get_zcopy",
-        "'shm,cma', RNDV_SCHEME=put_zcopy",
+        "'shm,cma', RNDV_SCHEME=get_zcopy;SHM_COPY_BW=1g",
+        "'shm,cma', RNDV_SCHEME=put_zcopy;SHM_COPY_BW=1g",
     })
     void writesOfEveryProtocolArriveInOrderAndNeverReachTagMatching(String tls, String setting) throws Exception {
-        List<String> settings = new ArrayList<>(List.of("TLS", tls));
-        if (!setting.equals("-")) {
-            settings.addAll(List.of(setting.split("=")));
-        }
-        DefaultWorker a = workers.start("a", settings.toArray(String[]::new));
-        DefaultWorker b = workers.start("b", reader(true), settings.toArray(String[]::new));
+        String[] settings = TestWorkers.settings(tls, setting);
+        DefaultWorker a = workers.start("a", settings);
+        DefaultWorker b = workers.start("b", reader(true), settings);
         // Posted before anything is written: if stream bytes reached the matcher, this would take them.
         Future<TagMessage> wildcard = b.tagRecv(0, 0);
         Endpoint ab = a.connect(b.address());
@@ -155,7 +152,7 @@ class StreamTest {
         assertTrue(used.entrySet().stream().anyMatch(e -> e.getKey().startsWith("egr/") && e.getValue() > 0)
                 && used.getOrDefault("tag/rndv", 0L) + used.getOrDefault("rndv/get/zcopy", 0L) > 0, used::toString);
         if (setting.startsWith("RNDV_SCHEME")) {
-            String recv = setting.endsWith("get_zcopy") ? "recv:rndv/get/zcopy" : "recv:rndv/put/zcopy";
+            String recv = setting.contains("get_zcopy") ? "recv:rndv/get/zcopy" : "recv:rndv/put/zcopy";
             assertTrue(b.counters().count(recv) > 0, () -> recv + ": " + b.counters().snapshot());
         }
     }

@@ -30,11 +30,13 @@ final class TestWorkers implements AfterEachCallback {
         return start(name, null, settings);
     }
 
-    /** Settings for {@link #start}: NUCX_TLS {@code tls} and, unless "-", one more given as "NAME=value". */
+    /** Settings for {@link #start}: NUCX_TLS {@code tls} and, unless "-", more given as "NAME=value;NAME=value". */
     static String[] settings(String tls, String setting) {
         List<String> settings = new ArrayList<>(List.of("TLS", tls));
         if (!setting.equals("-")) {
-            settings.addAll(List.of(setting.split("=")));
+            for (String pair : setting.split(";")) {
+                settings.addAll(List.of(pair.split("=")));
+            }
         }
         return settings.toArray(String[]::new);
     }

@@ -174,8 +174,15 @@ public final class PerfProfile {
         return transport == null ? Double.NaN : transport[figure.ordinal()];
     }
 
-    /** {@code attrs} of {@code lane} with the figures this profile has for it in place of the static ones. */
+    /**
+     * {@code attrs} of {@code lane} with the figures this profile has for it in place of the static ones. A profile
+     * with a memcpy figure also takes the lane's own copy rate away (shm's, measured at start): calibration fits every
+     * lane's bandwidth as what its copy sends take beyond two copies at that figure, so the model charges them so.
+     */
     public IfaceAttributes apply(String lane, IfaceAttributes attrs) {
+        if (!Double.isNaN(copyBandwidth) && attrs.copiesAreTheTransfer()) {
+            attrs = attrs.withCopyBandwidth(0);
+        }
         double lat = figure(lane, Figure.LATENCY);
         double ovh = figure(lane, Figure.OVERHEAD);
         double bw = figure(lane, Figure.BANDWIDTH);

@@ -1,13 +1,15 @@
 package io.nucx.protocol.select;
 
 import io.nucx.protocol.EndpointConfig;
+import io.nucx.transport.IfaceAttributes;
 
 /**
  * What a probe sees: the endpoint's lanes, the selection key, and the user thresholds.
  *
  * @param bcopyThresh {@code NUCX_BCOPY_THRESH}: {@link ProtoCandidate#AUTO} or a size
  * @param rndvThresh  {@code NUCX_RNDV_THRESH}: {@link ProtoCandidate#AUTO} or a size
- * @param copyBandwidth memcpy bandwidth used for copy costs, bytes/s (UCX_BCOPY_BW, 7000 MB/s by default in v2)
+ * @param copyBandwidth memcpy bandwidth used for copy costs, bytes/s (UCX_BCOPY_BW, 7000 MB/s by default in v2), on
+ *                      lanes that state no copy rate of their own ({@link #copyBandwidth(IfaceAttributes)})
  * @param zcopyThresh {@code NUCX_ZCOPY_THRESH}: {@link ProtoCandidate#AUTO}, a size, or
  *                    {@link ProtoCandidate#DISABLED} ("inf")
  */
@@ -15,6 +17,14 @@ public record ProbeParams(EndpointConfig endpoint, long key, long bcopyThresh, l
                           double copyBandwidth, long zcopyThresh) {
     /** UCX protocols v2's auto memcpy bandwidth. */
     public static final double DEFAULT_COPY_BANDWIDTH = 7000e6;
+
+    /**
+     * The rate copies into and out of {@code lane}'s memory are charged at: the lane's own when it states one (shm: its
+     * payloads move by those two copies), else {@link #copyBandwidth}.
+     */
+    public double copyBandwidth(IfaceAttributes lane) {
+        return lane.copiesAreTheTransfer() ? lane.copyBandwidth() : copyBandwidth;
+    }
 
     /** With no zero-copy threshold of the user's: cost decides. */
     public ProbeParams(EndpointConfig endpoint, long key, long bcopyThresh, long rndvThresh, double copyBandwidth) {

@@ -134,9 +134,10 @@ public final class EagerProtocols {
                 }
                 min = (long) lane.amCopyMax() + 1;
             }
-            double copy = 1 / params.copyBandwidth();
+            double copy = 1 / params.copyBandwidth(lane);
             double copyIn = kind.zcopy() ? 0 : copy;
-            double wire = 1 / lane.bandwidth();
+            // A lane whose payloads move by the two copies alone (shm's ring) has no wire time besides them.
+            double wire = lane.copiesAreTheTransfer() ? 0 : 1 / lane.bandwidth();
             double ovh = lane.overheadSeconds();
             ProtoPerf perf = new ProtoPerf();
             long thresh = kind == Kind.SHORT ? ProtoCandidate.AUTO

@@ -62,11 +62,13 @@ public final class RndvProtocols {
             IfaceAttributes lane = params.endpoint().amLaneAttrs();
             double ovh = lane.overheadSeconds();
             double lat = lane.latencySeconds();
-            double copy = 1 / params.copyBandwidth();
+            double copy = 1 / params.copyBandwidth(lane);
             double frag = params.endpoint().minMaxBcopy() - RndvHeaders.DATA_LENGTH;
             boolean zeroCopyData = lane.has(Capability.AM_ZCOPY)
                     && !lane.copiesAmPayload((int) frag, SelectionKey.memoryType(key) == SelectionKey.MemoryType.HEAP);
             double copyIn = zeroCopyData ? 0 : copy;
+            double wire = lane.copiesAreTheTransfer() && params.endpoint().bwLanes().isEmpty() ? 0
+                    : 1 / params.endpoint().messageBandwidth();
             // Lanes that place: the data come in frames as large as the lanes send placed (RndvReceiver offers them
             // for every receive there), so the receiver handles fewer of them (each placed frame costs it a read of
             // its own and a header read after it). The sender's frames leave in one gathering write as eager's do, so
@@ -84,8 +86,9 @@ public final class RndvProtocols {
                     // RTS in, RTR out (plus its protocol overhead), data in
                     .add(0, max, PerfFactor.REMOTE_CPU, new LinearFunc(ovh + ovh + RTR_OVERHEAD + ovh,
                             copy + ovh / receivedFrag))
-                    // multi-lane: the fragments are spread over the AM and AM_BW lanes by bandwidth (the seed's sum)
-                    .add(0, max, PerfFactor.LOCAL_TL, LinearFunc.slope(1 / params.endpoint().messageBandwidth()))
+                    // multi-lane: the fragments are spread over the AM and AM_BW lanes by bandwidth (the seed's sum);
+                    // none over a lane alone whose copies are the transfer (shm), as eager's
+                    .add(0, max, PerfFactor.LOCAL_TL, LinearFunc.slope(wire))
                     .add(0, max, PerfFactor.LATENCY, LinearFunc.constant(3 * lat))
                     .scale(PERF_DIFF_FACTOR);
             out.accept(new ProtoCandidate(this, params.rndvThresh(), 60, perf, params.endpoint().messageLanes()));

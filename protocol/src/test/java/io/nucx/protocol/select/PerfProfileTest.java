@@ -13,6 +13,7 @@ import java.util.EnumSet;
 import java.util.List;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertSame;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -74,6 +75,24 @@ class PerfProfileTest {
         assertSame(CMA, p.apply("cma/memory", CMA), "nothing for cma: the same attributes");
         assertEquals(7e9, p.copyBandwidth(7e9), "no copy figure: the fallback");
         assertSame(CMA, PerfProfile.NONE.apply("cma/memory", CMA));
+    }
+
+    /**
+     * A shm lane's own copy rate (measured at start) stands without a memcpy figure in the profile, and goes with one:
+     * calibration fitted the lane's bandwidth as what copy sends take beyond two copies at that figure.
+     */
+    @Test
+    void aProfilesMemcpyFigureReplacesALanesOwnCopyRate() {
+        IfaceAttributes shm = new IfaceAttributes(EnumSet.of(Capability.AM_SHORT, Capability.AM_BCOPY), 65536, 65536,
+                256, 80e-9, 0, 12179e6, 0, 10e-9, 0).withCopyBandwidth(60e9);
+        PerfProfile overheadOnly = PerfProfile.builder("t").figure("shm", PerfProfile.Figure.OVERHEAD, 40e-9).build();
+        IfaceAttributes kept = overheadOnly.apply("shm/memory", shm);
+        assertEquals(60e9, kept.copyBandwidth(), "no memcpy figure: the lane's rate stands");
+        assertEquals(40e-9, kept.overheadSeconds());
+        IfaceAttributes calibrated = sample().apply("shm/memory", shm);
+        assertFalse(calibrated.copiesAreTheTransfer(), "the profile's memcpy figure instead");
+        assertEquals(0.45e-6, calibrated.overheadSeconds());
+        assertEquals(shm.bandwidth(), calibrated.bandwidth(), "no bandwidth figure for shm: the static one");
     }
 
     @Test

@@ -176,18 +176,70 @@ class RndvGetZcopyProbeTest {
     void onAFastAmLaneTheThresholdIsTheClosedFormCrossoverOfEagerAndGet() {
         IfaceAttributes self = new IfaceAttributes(EnumSet.of(Capability.AM_SHORT, Capability.AM_BCOPY), 8192,
                 65536, 64, 0, 0, 6.9e9, 0, 10e-9, 0);
-        ProtoTable t = ProtoSelector.select(REGISTRY, new ProbeParams(new EndpointConfig("self/memory", self,
-                "cma/memory", CMA), DIRECT, ProtoCandidate.AUTO, ProtoCandidate.AUTO, COPY_BW));
+        assertShortThenGetFromTheCrossover("self/memory", self, singleLine(self, false));
+    }
+
+    /**
+     * Over {@code am} + cma: eager short, then get/zcopy from where {@code shortLine} crosses get's line, inside eager
+     * short's range (the closed form {@code (Cg - Cs) / (ms - mg)}, decided at size + 0.5).
+     */
+    private static void assertShortThenGetFromTheCrossover(String lane, IfaceAttributes am, LinearFunc shortLine) {
+        ProtoTable t = ProtoSelector.select(REGISTRY, new ProbeParams(new EndpointConfig(lane, am, "cma/memory", CMA),
+                DIRECT, ProtoCandidate.AUTO, ProtoCandidate.AUTO, COPY_BW));
         List<ProtoTable.Entry> e = t.entries();
-        String printed = t.format("self/memory + cma/memory");
+        String printed = t.format(lane + " + cma/memory");
         assertEquals(2, e.size(), printed);
         assertSame(EagerProtocols.SHORT, e.get(0).candidate().protocol(), printed);
         assertSame(RndvProtocols.GET_ZCOPY, e.get(1).candidate().protocol(), printed);
-        LinearFunc get = getLine(self);
-        LinearFunc shortLine = singleLine(self, false);
+        LinearFunc get = getLine(am);
         double closed = (get.c() - shortLine.c()) / (shortLine.m() - get.m());
-        assertTrue(closed < self.maxShort() - EagerHeaders.ONLY_LENGTH, "inside eager short: " + closed);
+        assertTrue(closed < am.maxShort() - EagerHeaders.ONLY_LENGTH, "inside eager short: " + closed);
         assertEquals((long) Math.floor(closed - 0.5) + 1, e.get(1).start(), "closed form " + closed + "\n" + printed);
+    }
+
+    /** A shm-like AM lane (UCX's posix figures, 64 KiB records) whose payloads move by two copies at {@code rate}. */
+    private static IfaceAttributes shm(double rate) {
+        return new IfaceAttributes(EnumSet.of(Capability.AM_SHORT, Capability.AM_BCOPY), 65536, 65536, 256, 80e-9, 0,
+                12179e6, 0, 10e-9, 0, 0, Integer.MAX_VALUE).withCopyBandwidth(rate);
+    }
+
+    /**
+     * Over shm + cma the ring's two copies at the lane's copy rate, and no wire besides them, against cma's one read:
+     * copying at 60 GB/s (a machine measured 50-95 GB/s) the ring is cheaper at every size, as measured there (1 MiB:
+     * 27 us against cma's 76), so get/zcopy is never chosen; the worker's 7 GB/s memcpy figure is not what the ring is
+     * charged at.
+     */
+    @Test
+    void overShmARingThatCopiesFasterThanCmaReadsKeepsEveryMessageOffCma() {
+        IfaceAttributes shm = shm(60e9);
+        EndpointConfig shmCma = new EndpointConfig("shm/memory", shm, "cma/memory", CMA);
+        ProtoTable t = ProtoSelector.select(REGISTRY, new ProbeParams(shmCma, DIRECT, ProtoCandidate.AUTO,
+                ProtoCandidate.AUTO, COPY_BW));
+        String printed = t.format("shm/memory + cma/memory");
+        for (ProtoTable.Entry e : t.entries()) {
+            assertTrue(e.candidate().protocol() != RndvProtocols.GET_ZCOPY, printed);
+        }
+        List<ProtoCandidate> out = new ArrayList<>();
+        EagerProtocols.MULTI_BCOPY.probe(new ProbeParams(shmCma, DIRECT, ProtoCandidate.AUTO, ProtoCandidate.AUTO,
+                COPY_BW), out::add);
+        ProtoPerf.Segment multi = out.get(0).perf().segments().get(0);
+        assertFunc(0, 0, multi.factor(PerfFactor.LOCAL_TL), "no wire beyond the copies");
+        double frag = shm.maxBcopy() - EagerHeaders.MIDDLE_LENGTH;
+        assertEquals(1 / 60e9 + (shm.overheadSeconds() + EagerProtocols.MULTI_OVERHEAD) / frag,
+                multi.factor(PerfFactor.LOCAL_CPU).m(), 1e-24, "the copy in at the lane's rate");
+        assertEquals(1 / 60e9 + shm.overheadSeconds() / frag, multi.factor(PerfFactor.REMOTE_CPU).m(), 1e-24,
+                "the copy out at the lane's rate");
+    }
+
+    /**
+     * The same lanes on a machine copying at 15 GB/s: two copies cost more per byte than cma's one read, and cma
+     * takes over where eager short's line crosses get's (the closed form, decided at size + 0.5).
+     */
+    @Test
+    void overShmARingThatCopiesSlowlyHandsLargeMessagesToCmaWhereTheLinesCross() {
+        IfaceAttributes shm = shm(15e9);
+        assertShortThenGetFromTheCrossover("shm/memory", shm, new LinearFunc(2 * shm.overheadSeconds()
+                + EagerProtocols.SINGLE_OVERHEAD + shm.latencySeconds(), 2 / 15e9));
     }
 
     @Test

@@ -20,6 +20,15 @@ public final class ShmConfig extends AbstractConfigTable {
             "Largest payload of one shm active-message record (eager short and bcopy limit, fragment size); "
                     + "at most ring size / 8", 4096, 128L << 20);
 
+    /**
+     * Bytes/second at which payloads are copied into a ring and out of it, for the cost model; -1 (auto): measured
+     * when the first shm iface of the process opens ({@link ShmCopyRate}).
+     */
+    public static final ConfigEntry<Long> COPY_BW = ConfigEntry.sizeOrAuto("SHM_COPY_BW", "auto",
+            "Bytes per second the cost model charges shm's copies into and out of a ring at: auto (measured when "
+                    + "the first shm iface opens, about 2 ms) or a size per second (e.g. 20g); over shm+cma it decides "
+                    + "where cma's rendezvous starts", 100L << 20, 1L << 40);
+
     /** A shm handshake (HELLO, REPLY) that has not finished this long is closed and its rings released. */
     public static final ConfigEntry<Long> HANDSHAKE_TIMEOUT = ConfigEntry.duration("SHM_HANDSHAKE_TIMEOUT", "10s",
             "A shm handshake not finished this long is closed and its rings released (10ms..1h)", 3_600_000_000_000L)
@@ -32,7 +41,7 @@ public final class ShmConfig extends AbstractConfigTable {
     static final ShmConfig TABLE = new ShmConfig();
 
     public ShmConfig() {
-        super("shm transport", RANK_TRANSPORT, SPIN, RING_SIZE, SEG_SIZE, HANDSHAKE_TIMEOUT, HANDSHAKES);
+        super("shm transport", RANK_TRANSPORT, SPIN, RING_SIZE, SEG_SIZE, COPY_BW, HANDSHAKE_TIMEOUT, HANDSHAKES);
     }
 
     /** The ring size of {@code config}. */
@@ -49,6 +58,12 @@ public final class ShmConfig extends AbstractConfigTable {
                     + config.raw(RING_SIZE) + " (one record takes at most an eighth of the ring)");
         }
         return (int) seg;
+    }
+
+    /** The copy rate of {@code config}, bytes/s: set, or measured. */
+    static double copyBandwidth(NucxConfig config) {
+        long set = config.get(COPY_BW);
+        return set > 0 ? set : ShmCopyRate.measured();
     }
 
     @Override

@@ -37,7 +37,10 @@ import java.util.concurrent.atomic.AtomicLong;
 final class ShmIface extends AbstractIface {
 
     private static final AtomicLong NEXT_ID = new AtomicLong(1);
-    /** UCX's posix transport on this machine kind: 80 ns latency, 10 ns overhead, about 12 GB/s. */
+    /**
+     * UCX's posix transport on this machine kind: 80 ns latency, 10 ns overhead, about 12 GB/s. The bandwidth ranks
+     * lanes; the cost of moving a payload is the two copies at the measured copy rate ({@link ShmCopyRate}).
+     */
     static final double LATENCY = 80e-9;
     static final double OVERHEAD = 10e-9;
     static final double BANDWIDTH = 12179e6;
@@ -63,7 +66,7 @@ final class ShmIface extends AbstractIface {
     private final ArrayDeque<Channel> waiting = new ArrayDeque<>();
 
     private ShmIface(Transport transport, IfaceParams params, IoEngine engine, Path dir, ShmAddress local,
-                     int ringSize, int segSize, long handshakeTimeoutNanos, int maxHandshakes) {
+                     int ringSize, int segSize, double copyBandwidth, long handshakeTimeoutNanos, int maxHandshakes) {
         // Every payload is copied into the ring as it is written (amCopyMax: all), so no AM zero-copy, as UCX's mm.
         // AM_SHORT up to a whole record, where UCX's mm stops at its 128-byte FIFO element: a record is
         // variable-length, and a short one is no frame on either side (256 B to 8 KiB: 29-50 % less time per message
@@ -71,7 +74,8 @@ final class ShmIface extends AbstractIface {
         super(transport, params, new IfaceAttributes(
                 EnumSet.of(Capability.AM_SHORT, Capability.AM_BCOPY, Capability.PENDING, Capability.CONNECT_TO_IFACE,
                         Capability.CB_SYNC, Capability.ERRHANDLE_PEER_FAILURE),
-                segSize, segSize, MAX_HEADER, LATENCY, 0, BANDWIDTH, 0, OVERHEAD, 0, 0, Integer.MAX_VALUE),
+                segSize, segSize, MAX_HEADER, LATENCY, 0, BANDWIDTH, 0, OVERHEAD, 0, 0, Integer.MAX_VALUE)
+                .withCopyBandwidth(copyBandwidth),
                 packer(8).putLong(HostId.get()).array(),
                 packer(8).putInt((int) local.pid()).putInt((int) local.ifaceId()).array());
         this.engine = engine;
@@ -98,8 +102,8 @@ final class ShmIface extends AbstractIface {
         Path socket = ShmFiles.socket(dir, local.pid(), local.ifaceId());
         Files.deleteIfExists(socket); // ours by name: a leftover of an earlier process with our pid
         long handshakeTimeout = config.get(ShmConfig.HANDSHAKE_TIMEOUT);
-        ShmIface iface = new ShmIface(transport, params, engine, dir, local, ringSize, segSize, handshakeTimeout,
-                config.get(ShmConfig.HANDSHAKES));
+        ShmIface iface = new ShmIface(transport, params, engine, dir, local, ringSize, segSize,
+                ShmConfig.copyBandwidth(config), handshakeTimeout, config.get(ShmConfig.HANDSHAKES));
         ServerBootstrap sb = new ServerBootstrap()
                 .group(loop, loop)
                 .channel(engine.serverDomainSocketChannel())
