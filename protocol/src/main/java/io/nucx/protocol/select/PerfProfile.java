@@ -176,11 +176,13 @@ public final class PerfProfile {
 
     /**
      * {@code attrs} of {@code lane} with the figures this profile has for it in place of the static ones. A profile
-     * with a memcpy figure also takes the lane's own copy rate away (shm's, measured at start): calibration fits every
-     * lane's bandwidth as what its copy sends take beyond two copies at that figure, so the model charges them so.
+     * that fitted the lane's bandwidth along with a memcpy figure also takes the lane's own copy rate away (shm's,
+     * measured at start or NUCX_SHM_COPY_BW): calibration fits a lane's bandwidth as what its copy sends take beyond
+     * two copies at that figure, so the model charges them so. Without both, the lane keeps its rate.
      */
     public IfaceAttributes apply(String lane, IfaceAttributes attrs) {
-        if (!Double.isNaN(copyBandwidth) && attrs.copiesAreTheTransfer()) {
+        if (attrs.copiesAreTheTransfer() && !Double.isNaN(copyBandwidth)
+                && !Double.isNaN(figure(lane, Figure.BANDWIDTH))) {
             attrs = attrs.withCopyBandwidth(0);
         }
         double lat = figure(lane, Figure.LATENCY);
@@ -200,12 +202,17 @@ public final class PerfProfile {
         if (isEmpty()) {
             return config;
         }
-        List<EndpointConfig.BwLane> bw = new ArrayList<>();
-        for (EndpointConfig.BwLane l : config.bwLanes()) {
-            bw.add(new EndpointConfig.BwLane(l.name(), apply(l.name(), l.attrs())));
-        }
         return new EndpointConfig(config.amLane(), apply(config.amLane(), config.amLaneAttrs()), config.rmaLane(),
-                config.rmaLane() == null ? null : apply(config.rmaLane(), config.rmaLaneAttrs()), bw);
+                config.rmaLane() == null ? null : apply(config.rmaLane(), config.rmaLaneAttrs()),
+                apply(config.bwLanes()), apply(config.rmaBwLanes()));
+    }
+
+    private List<EndpointConfig.BwLane> apply(List<EndpointConfig.BwLane> lanes) {
+        List<EndpointConfig.BwLane> out = new ArrayList<>(lanes.size());
+        for (EndpointConfig.BwLane l : lanes) {
+            out.add(new EndpointConfig.BwLane(l.name(), apply(l.name(), l.attrs())));
+        }
+        return out;
     }
 
     private static double or(double v, double fallback) {

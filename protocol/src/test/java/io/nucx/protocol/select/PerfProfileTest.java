@@ -78,32 +78,40 @@ class PerfProfileTest {
     }
 
     /**
-     * A shm lane's own copy rate (measured at start) stands without a memcpy figure in the profile, and goes with one:
-     * calibration fitted the lane's bandwidth as what copy sends take beyond two copies at that figure.
+     * A shm lane's own copy rate (measured at start) goes only with a profile that fitted shm's bandwidth against a
+     * memcpy figure (what calibration does); a profile with a memcpy figure and no shm bandwidth (calibrated over tcp
+     * alone) leaves it, as does one without a memcpy figure.
      */
     @Test
-    void aProfilesMemcpyFigureReplacesALanesOwnCopyRate() {
+    void aProfileThatFittedShmsBandwidthReplacesItsOwnCopyRate() {
         IfaceAttributes shm = new IfaceAttributes(EnumSet.of(Capability.AM_SHORT, Capability.AM_BCOPY), 65536, 65536,
                 256, 80e-9, 0, 12179e6, 0, 10e-9, 0).withCopyBandwidth(60e9);
         PerfProfile overheadOnly = PerfProfile.builder("t").figure("shm", PerfProfile.Figure.OVERHEAD, 40e-9).build();
         IfaceAttributes kept = overheadOnly.apply("shm/memory", shm);
         assertEquals(60e9, kept.copyBandwidth(), "no memcpy figure: the lane's rate stands");
         assertEquals(40e-9, kept.overheadSeconds());
-        IfaceAttributes calibrated = sample().apply("shm/memory", shm);
-        assertFalse(calibrated.copiesAreTheTransfer(), "the profile's memcpy figure instead");
-        assertEquals(0.45e-6, calibrated.overheadSeconds());
-        assertEquals(shm.bandwidth(), calibrated.bandwidth(), "no bandwidth figure for shm: the static one");
+        IfaceAttributes tcpOnly = sample().apply("shm/memory", shm);
+        assertEquals(60e9, tcpOnly.copyBandwidth(), "a memcpy figure but no shm bandwidth: the lane's rate stands");
+        assertEquals(0.45e-6, tcpOnly.overheadSeconds());
+        PerfProfile calibrated = PerfProfile.builder("c").copyBandwidth(9.5e10)
+                .figure("shm/memory", PerfProfile.Figure.BANDWIDTH, 7.4e10).build();
+        IfaceAttributes fitted = calibrated.apply("shm/memory", shm);
+        assertFalse(fitted.copiesAreTheTransfer(), "the profile's memcpy figure and fitted bandwidth instead");
+        assertEquals(7.4e10, fitted.bandwidth());
     }
 
     @Test
     void anEndpointConfigurationGetsTheFiguresOnEveryLane() {
         EndpointConfig c = new EndpointConfig("tcp/lo", TCP, "cma/memory", CMA,
-                List.of(new EndpointConfig.BwLane("tcp/eth0", TCP)));
+                List.of(new EndpointConfig.BwLane("tcp/eth0", TCP)),
+                List.of(new EndpointConfig.BwLane("cma/memory", CMA)));
         EndpointConfig applied = sample().apply(c);
         assertEquals(1.9e-6, applied.amLaneAttrs().overheadSeconds());
         assertEquals(2.3e9, applied.amLaneAttrs().bandwidth());
         assertEquals(1.25e-6, applied.rmaLaneAttrs().regCostSeconds());
         assertEquals(TCP.overheadSeconds(), applied.bwLanes().get(0).attrs().overheadSeconds(), "tcp/eth0: static");
+        assertEquals(1, applied.rmaBwLanes().size(), "the second RMA rail is kept (a profile once dropped it)");
+        assertEquals(1.25e-6, applied.rmaBwLanes().get(0).attrs().regCostSeconds(), "and gets its figures");
         assertEquals(c.amLane(), applied.amLane());
         assertEquals(c.rmaLane(), applied.rmaLane());
         assertSame(c, PerfProfile.NONE.apply(c));

@@ -27,7 +27,8 @@ public final class ShmConfig extends AbstractConfigTable {
     public static final ConfigEntry<Long> COPY_BW = ConfigEntry.sizeOrAuto("SHM_COPY_BW", "auto",
             "Bytes per second the cost model charges shm's copies into and out of a ring at: auto (measured when "
                     + "the first shm iface opens, about 2 ms) or a size per second (e.g. 20g); over shm+cma it decides "
-                    + "where cma's rendezvous starts", 100L << 20, 1L << 40);
+                    + "where cma's rendezvous starts. A NUCX_PERF_PROFILE with shm's bandwidth prices shm by its "
+                    + "figures instead", 100L << 20, 1L << 40);
 
     /** A shm handshake (HELLO, REPLY) that has not finished this long is closed and its rings released. */
     public static final ConfigEntry<Long> HANDSHAKE_TIMEOUT = ConfigEntry.duration("SHM_HANDSHAKE_TIMEOUT", "10s",

@@ -39,7 +39,8 @@ final class ShmIface extends AbstractIface {
     private static final AtomicLong NEXT_ID = new AtomicLong(1);
     /**
      * UCX's posix transport on this machine kind: 80 ns latency, 10 ns overhead, about 12 GB/s. The bandwidth ranks
-     * lanes; the cost of moving a payload is the two copies at the measured copy rate ({@link ShmCopyRate}).
+     * lanes and splits a rendezvous over several; over shm alone, the cost of moving a payload is the two copies at the
+     * measured copy rate ({@link ShmCopyRate}).
      */
     static final double LATENCY = 80e-9;
     static final double OVERHEAD = 10e-9;
