@@ -6,6 +6,7 @@ import io.netty.channel.nio.NioIoHandler;
 import io.nucx.protocol.select.ProtoCandidate;
 import io.nucx.protocol.select.ProtoPerf;
 import io.nucx.protocol.select.ProtoTable;
+import io.nucx.transport.CopyRate;
 import io.nucx.transport.cma.CmaChannel;
 import io.nucx.transport.rma.MemoryRegistration;
 
@@ -244,32 +245,11 @@ public final class Calibration {
 
     /**
      * memcpy bandwidth, bytes/s: 64 KiB copies between direct memory (a fragment's size: what the copy protocols move
-     * per call, and cache-resident as at the crossovers where copy cost decides), median of five 100 ms runs.
+     * per call, and cache-resident as at the crossovers where copy cost decides), median of five 100 ms runs after two
+     * unrecorded ones.
      */
     static double copyBandwidth() {
-        int n = 64 * 1024;
-        try (Arena arena = Arena.ofConfined()) {
-            MemorySegment src = arena.allocate(n, 64);
-            MemorySegment dst = arena.allocate(n, 64);
-            src.fill((byte) 7);
-            double[] rates = new double[5];
-            for (int r = -2; r < rates.length; r++) { // two unrecorded rounds let the JIT compile the loop
-                long copies = 0;
-                long start = System.nanoTime();
-                long elapsed;
-                do {
-                    for (int i = 0; i < 64; i++) {
-                        MemorySegment.copy(src, 0, dst, 0, n);
-                    }
-                    copies += 64;
-                    elapsed = System.nanoTime() - start;
-                } while (elapsed < 100_000_000L);
-                if (r >= 0) {
-                    rates[r] = copies * (double) n / (elapsed / 1e9);
-                }
-            }
-            return SweepCsv.median(rates);
-        }
+        return SweepCsv.median(CopyRate.windows(2, 5, 100_000_000L));
     }
 
     /**

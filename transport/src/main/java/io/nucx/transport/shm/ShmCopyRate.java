@@ -1,7 +1,6 @@
 package io.nucx.transport.shm;
 
-import java.lang.foreign.Arena;
-import java.lang.foreign.MemorySegment;
+import io.nucx.transport.CopyRate;
 
 /**
  * The rate at which this machine copies between native buffers, which is what moves shm's bytes: the sender copies a
@@ -12,12 +11,9 @@ import java.lang.foreign.MemorySegment;
  */
 final class ShmCopyRate {
 
-    /** Bytes of one copy: the ring's fragment, which stays in the core's cache as the ring's does. */
-    private static final int BLOCK = 64 * 1024;
-    /** Windows timed; the best counts, since what disturbs a window (another thread, an interrupt) only slows it. */
+    /** Windows timed after three untimed ones; the best counts: what disturbs a window only slows it. */
     private static final int WINDOWS = 20;
     private static final long WINDOW_NANOS = 100_000;
-    private static final int WARM_COPIES = 300;
 
     private ShmCopyRate() {
     }
@@ -32,27 +28,10 @@ final class ShmCopyRate {
     }
 
     static double measure() {
-        try (Arena arena = Arena.ofConfined()) {
-            MemorySegment src = arena.allocate(BLOCK, 64);
-            MemorySegment dst = arena.allocate(BLOCK, 64);
-            src.fill((byte) 1);
-            // Untimed first: the JIT compiles the loop and both blocks come into the cache (well under 1 ms).
-            for (int i = 0; i < WARM_COPIES; i++) {
-                MemorySegment.copy(src, 0, dst, 0, BLOCK);
-            }
-            double best = 0;
-            for (int w = 0; w < WINDOWS; w++) {
-                long copies = 0;
-                long start = System.nanoTime();
-                long elapsed;
-                do {
-                    MemorySegment.copy(src, 0, dst, 0, BLOCK);
-                    copies++;
-                    elapsed = System.nanoTime() - start;
-                } while (elapsed < WINDOW_NANOS);
-                best = Math.max(best, copies * (double) BLOCK / (elapsed / 1e9));
-            }
-            return best;
+        double best = 0;
+        for (double rate : CopyRate.windows(3, WINDOWS, WINDOW_NANOS)) {
+            best = Math.max(best, rate);
         }
+        return best;
     }
 }
