@@ -10,7 +10,7 @@ import java.lang.foreign.ValueLayout;
  * Copies between buffers on the per-message path without the NIO views Netty makes when it may not use
  * {@code sun.misc.Unsafe} (its default on JDK 25): {@code writeBytes} between two direct buffers then creates a
  * {@code ByteBuffer} slice or duplicate per call, an allocation per message. Small copies go eight bytes at a time;
- * larger ones into a heap buffer go through its array.
+ * larger ones go from address to address, or through a heap buffer's array.
  */
 public final class Buffers {
 
@@ -26,9 +26,18 @@ public final class Buffers {
     private Buffers() {
     }
 
-    /** Copies {@code length} bytes from {@code src} at {@code srcIndex} to {@code dst} at {@code dstIndex}. */
+    /**
+     * Copies {@code length} bytes from {@code src} at {@code srcIndex} to {@code dst} at {@code dstIndex} (indices left
+     * alone). Past {@link #SMALL}, between two buffers with memory addresses (Netty's direct buffers), one native copy
+     * after the checks Netty's own would make: both live, both ranges inside.
+     */
     public static void copy(ByteBuf src, int srcIndex, ByteBuf dst, int dstIndex, int length) {
-        if (length <= SMALL) {
+        if (length > SMALL && src.hasMemoryAddress() && dst.hasMemoryAddress()) {
+            checkRange(src, srcIndex, length);
+            checkRange(dst, dstIndex, length);
+            MemorySegment.copy(ALL_MEMORY, src.memoryAddress() + srcIndex, ALL_MEMORY,
+                    dst.memoryAddress() + dstIndex, length);
+        } else if (length <= SMALL) {
             int i = 0;
             for (; i + Long.BYTES <= length; i += Long.BYTES) {
                 dst.setLongLE(dstIndex + i, src.getLongLE(srcIndex + i));
@@ -61,6 +70,15 @@ public final class Buffers {
             MemorySegment.copy(src, offset, ALL_MEMORY, dst.memoryAddress() + index, length);
         } else {
             dst.setBytes(index, src.asSlice(offset, length).asByteBuffer());
+        }
+    }
+
+    private static void checkRange(ByteBuf buf, int index, int length) {
+        if (buf.refCnt() == 0) {
+            throw new io.netty.util.IllegalReferenceCountException(0);
+        }
+        if (length < 0 || index < 0 || index > buf.capacity() - length) {
+            throw new IndexOutOfBoundsException("index " + index + " + " + length + " > " + buf.capacity());
         }
     }
 

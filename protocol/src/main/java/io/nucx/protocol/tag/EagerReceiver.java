@@ -13,13 +13,13 @@ import io.nucx.protocol.am.AmIncoming;
 import io.nucx.protocol.stream.StreamSlot;
 import io.nucx.transport.AmFrame;
 import io.nucx.transport.ShortPayload;
+import io.netty.util.collection.LongObjectHashMap;
 
 import java.io.IOException;
+import java.util.ArrayDeque;
 import java.util.ArrayList;
-import java.util.HashMap;
 import java.util.List;
 import java.util.LinkedHashSet;
-import java.util.Map;
 import java.util.Set;
 import java.util.function.LongPredicate;
 
@@ -37,30 +37,56 @@ import java.util.function.LongPredicate;
  */
 final class EagerReceiver {
 
-    /** A multi-fragment message being put together. */
+    /**
+     * A multi-fragment message being put together. Reused once complete ({@link #recycle}): a message in fragments
+     * allocates nothing of this receiver's.
+     */
     private static final class Reassembly {
-        final long msgId;
-        final long tag;
-        final int total;
+        long msgId;
+        long tag;
+        int total;
         /** A {@link TagReceive}, an {@link Arrival}, a {@link PipelineSlot}, a {@link StreamSlot}, or null. */
         Object target;
-        /** Its bytes so far: in the receive's own buffer, or copies (committed as they arrive). */
+        /** Its bytes so far: in the receive's own buffer, or copies (committed as they arrive); null before bound. */
         Fragments parts;
+        /** The fragments object this reassembly keeps for its next message (parts is it, or null, or a new one). */
+        Fragments spareParts;
         /** Bytes charged to the endpoint's budget while no posted receive owns the message. */
         long charged;
         /** A zero-copy message's sender request id, acknowledged once every byte has arrived; -1 otherwise. */
-        final long zcopyReqId;
+        long zcopyReqId;
         /**
          * Matched when its first fragment's header came ({@link #placeFirst}), its payload being written into the
          * receive's buffer by the transport: the fragment itself is still to arrive.
          */
         boolean firstPlaced;
 
-        Reassembly(long msgId, long tag, int total, long zcopyReqId) {
+        Reassembly init(long msgId, long tag, int total, long zcopyReqId) {
             this.msgId = msgId;
             this.tag = tag;
             this.total = total;
             this.zcopyReqId = zcopyReqId;
+            this.target = null;
+            this.parts = null;
+            this.charged = 0;
+            this.firstPlaced = false;
+            return this;
+        }
+
+        /** Its fragments, reusing the object of a message before. */
+        Fragments fragments(ByteBufAllocator alloc, ByteBuf own, int total) {
+            Fragments f = spareParts;
+            if (f == null) {
+                f = spareParts = own != null ? Fragments.inPlace(own, total) : Fragments.copied(alloc, total);
+                return f;
+            }
+            return f.reset(own != null ? null : alloc, own, total);
+        }
+
+        /** Named in a fragment's error. */
+        @Override
+        public String toString() {
+            return "message " + Long.toHexString(msgId);
         }
     }
 
@@ -97,6 +123,7 @@ final class EagerReceiver {
                 reassembly.target = r;
                 budget.release(reassembly.charged); // a posted receive owns what came and what comes
                 reassembly.charged = 0;
+                reassembly = null; // the receive has it now (and it is reused once complete)
             }
         }
 
@@ -109,6 +136,8 @@ final class EagerReceiver {
 
     /** The target of an active message being put together: it goes up the pipeline once whole. */
     private static final Object AM_TARGET = new Object();
+    /** Completed reassemblies kept for reuse: more than the messages one endpoint has arriving at once is waste. */
+    private static final int MAX_SPARE_REASSEMBLIES = 8;
 
     private final ChannelHandlerContext ctx;
     private final TagMatcher matcher;
@@ -117,7 +146,9 @@ final class EagerReceiver {
     private final LongPredicate toPipeline;
     private final EagerSender sender;
     private final MemoryBudget budget;
-    private final Map<Long, Reassembly> reassemblies = new HashMap<>();
+    private final LongObjectHashMap<Reassembly> reassemblies = new LongObjectHashMap<>();
+    /** Reassemblies of messages completed, for the next ones (loop only; a few: messages in flight at once). */
+    private final ArrayDeque<Reassembly> spareReassemblies = new ArrayDeque<>();
     /**
      * An EAGER_ONLY matched when its header came ({@link #placeOnly}), its payload still to arrive: the posted receive
      * that took it, and the slice of the receive's buffer the transport writes the payload into (null: delivered the
@@ -219,7 +250,7 @@ final class EagerReceiver {
         if (r == null) {
             return null;
         }
-        Reassembly ra = new Reassembly(msgId, tag, (int) total, zcopyReqId);
+        Reassembly ra = reassembly(msgId, tag, (int) total, zcopyReqId);
         bind(ra, r, tag, total, -1);
         ra.firstPlaced = true;
         reassemblies.put(msgId, ra);
@@ -446,7 +477,7 @@ final class EagerReceiver {
             if (started != null) {
                 throw new ProtocolException("message id " + Long.toHexString(msgId) + " started twice");
             }
-            Reassembly ra = new Reassembly(msgId, tag, (int) total, zcopyReqId);
+            Reassembly ra = reassembly(msgId, tag, (int) total, zcopyReqId);
             TagReceive r = kind == MessageKind.TAG ? matcher.takeExpected(tag) : null;
             if (kind == MessageKind.AM) {
                 if (AmHeaders.headerLength(tag) > total) {
@@ -456,12 +487,12 @@ final class EagerReceiver {
                 // Charged like a stream write's until whole: then the handler has it.
                 charge(ra, MemoryBudget.ENTRY_COST, "active message " + Long.toHexString(msgId));
                 ra.target = AM_TARGET;
-                ra.parts = Fragments.copied(alloc, (int) total);
+                ra.parts = ra.fragments(alloc, null, (int) total);
             } else if (kind == MessageKind.STREAM) {
                 charge(ra, MemoryBudget.ENTRY_COST, "stream write " + Long.toHexString(msgId));
                 StreamSlot slot = new StreamSlot();
                 ra.target = slot;
-                ra.parts = Fragments.copied(alloc, (int) total);
+                ra.parts = ra.fragments(alloc, null, (int) total);
                 ctx.fireChannelRead(slot);
             } else if (r != null) {
                 bind(ra, r, tag, total, syncReqId);
@@ -473,7 +504,7 @@ final class EagerReceiver {
                 }
                 PipelineSlot slot = new PipelineSlot();
                 ra.target = slot;
-                ra.parts = Fragments.copied(alloc, (int) total);
+                ra.parts = ra.fragments(alloc, null, (int) total);
                 ctx.fireChannelRead(slot);
             } else {
                 budget.charge(MemoryBudget.ENTRY_COST, "unexpected message " + Long.toHexString(msgId));
@@ -481,7 +512,7 @@ final class EagerReceiver {
                 a.charged = MemoryBudget.ENTRY_COST;
                 a.reassembly = ra;
                 ra.target = a;
-                ra.parts = Fragments.copied(alloc, (int) total);
+                ra.parts = ra.fragments(alloc, null, (int) total);
                 queue(a);
             }
             if (ra.parts == null) {
@@ -525,8 +556,7 @@ final class EagerReceiver {
             r.truncated(tag, total); // the rest is dropped
         } else if (r.claim()) { // its buffer takes the fragments still to come: no taking it back
             ra.target = r;
-            ByteBuf own = r.target((int) total);
-            ra.parts = own != null ? Fragments.inPlace(own, (int) total) : Fragments.copied(alloc, (int) total);
+            ra.parts = ra.fragments(alloc, r.target((int) total), (int) total);
         }
         if (ra.parts == null) {
             ra.parts = Fragments.counted((int) total); // nobody will receive it: the rest is dropped
@@ -539,13 +569,32 @@ final class EagerReceiver {
             charge(ra, n, "message " + Long.toHexString(ra.msgId) + " (" + ra.total + " bytes, "
                     + ra.parts.received() + " arrived)");
         }
-        ra.parts.add(offset, payload, "message " + Long.toHexString(ra.msgId));
+        ra.parts.add(offset, payload, ra);
         if (ra.parts.isComplete()) {
             reassemblies.remove(ra.msgId);
             complete(ra);
             if (ra.zcopyReqId >= 0) {
                 acknowledgeArrival(ra.zcopyReqId); // arrived, wherever it went (even dropped)
             }
+            recycle(ra);
+        }
+    }
+
+    /** A reassembly for a message starting now: one of a completed message, or a new one. */
+    private Reassembly reassembly(long msgId, long tag, int total, long zcopyReqId) {
+        Reassembly ra = spareReassemblies.pollFirst();
+        return (ra != null ? ra : new Reassembly()).init(msgId, tag, total, zcopyReqId);
+    }
+
+    /**
+     * Keeps a completed reassembly for the next message. Nothing refers to it any more: it left the map, its data went
+     * to its target ({@link #complete}), and an arrival it belonged to let go of it there.
+     */
+    private void recycle(Reassembly ra) {
+        ra.target = null;
+        ra.parts = null;
+        if (spareReassemblies.size() < MAX_SPARE_REASSEMBLIES) {
+            spareReassemblies.addFirst(ra);
         }
     }
 

@@ -3,7 +3,9 @@ package io.nucx.protocol.tag;
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.ByteBufAllocator;
 import io.nucx.protocol.ProtocolException;
+import io.nucx.transport.Buffers;
 
+import java.util.ArrayList;
 import java.util.Map;
 import java.util.TreeMap;
 
@@ -14,23 +16,49 @@ import java.util.TreeMap;
  * written straight into the receiver's own buffer ({@link #inPlace}). A fragment outside the message or overlapping
  * one that came before is a {@link ProtocolException}. Loop only.
  *
- * <p>Received ranges are kept merged ({@code start -> end}), so in-order arrival keeps one range whatever the size.
+ * <p>Fragments that arrive in order (each where the last ended, the way one lane delivers them) are tracked in two
+ * ints and a reused list, allocating nothing per fragment; the first that does not moves the bookkeeping to sorted
+ * maps of merged ranges ({@code start -> end}) and copies, where any order costs a logarithm per fragment. An object
+ * can be {@linkplain #reset reset} for the next message, as {@link EagerReceiver} does.
  */
 final class Fragments {
 
-    private final ByteBufAllocator alloc;
+    private ByteBufAllocator alloc;
     /** The receiver's buffer (a slice of exactly {@code total} bytes, writer index 0), or null: copies. */
-    private final ByteBuf target;
-    private final int total;
-    private final TreeMap<Integer, Integer> ranges = new TreeMap<>();
-    private final TreeMap<Integer, ByteBuf> copies;
+    private ByteBuf target;
+    private int total;
+    /** Whether fragments are being copied (else placed in {@link #target}, or only counted). */
+    private boolean copying;
+    /** In order so far: the one received range is {@code [0, inOrderEnd)}, the copies in {@link #inOrderCopies}. */
+    private boolean inOrder = true;
+    private int inOrderEnd;
+    private final ArrayList<ByteBuf> inOrderCopies = new ArrayList<>();
+    /** Out of order: the merged received ranges and the copies by start; null until then. */
+    private TreeMap<Integer, Integer> ranges;
+    private TreeMap<Integer, ByteBuf> copies;
     private int received;
 
     private Fragments(ByteBufAllocator alloc, ByteBuf target, int total) {
+        reset(alloc, target, total);
+    }
+
+    /**
+     * Makes this object track a new message, as the static factories would make one: copies from {@code alloc} (when
+     * not null), else in place in {@code target} (when not null), else only counted. It must hold nothing: taken or
+     * released.
+     */
+    Fragments reset(ByteBufAllocator alloc, ByteBuf target, int total) {
         this.alloc = alloc;
         this.target = target;
         this.total = total;
-        this.copies = alloc != null ? new TreeMap<>() : null;
+        this.copying = alloc != null;
+        this.inOrder = true;
+        this.inOrderEnd = 0;
+        this.inOrderCopies.clear();
+        this.ranges = null;
+        this.copies = null;
+        this.received = 0;
+        return this;
     }
 
     /** Fragments copied into buffers from {@code alloc} as they arrive. */
@@ -66,11 +94,11 @@ final class Fragments {
 
     /**
      * Takes the readable bytes of {@code payload} as the message's bytes from {@code offset} on (indices left alone);
-     * returns how many.
+     * returns how many. {@code what} names the message in an error, by its {@code toString()} (built only then).
      *
      * @throws ProtocolException when they lie outside the message or overlap bytes already received
      */
-    int add(long offset, ByteBuf payload, String what) {
+    int add(long offset, ByteBuf payload, Object what) {
         int n = payload.readableBytes();
         if (offset < 0 || offset > total - n) {
             throw new ProtocolException("fragment [" + offset + ", +" + n + ") lies outside " + what + " of " + total
@@ -85,28 +113,58 @@ final class Fragments {
             throw new ProtocolException("fragment [" + start + ", +" + n + ") of " + what + " overlaps bytes "
                     + "received already");
         }
+        if (inOrder && start != inOrderEnd) {
+            leaveOrder();
+        }
+        ByteBuf copy = null;
         if (target != null) {
             if (!placedThere(payload, start)) {
-                target.setBytes(start, payload, payload.readerIndex(), n);
+                Buffers.copy(payload, payload.readerIndex(), target, start, n);
             }
-        } else if (copies != null) {
-            ByteBuf copy = alloc.buffer(n, n);
-            copy.writeBytes(payload, payload.readerIndex(), n);
-            copies.put(start, copy);
+        } else if (copying) {
+            copy = Buffers.append(payload, payload.readerIndex(), alloc.buffer(n, n), n);
         }
-        Map.Entry<Integer, Integer> before = ranges.floorEntry(start);
-        Map.Entry<Integer, Integer> after = ranges.ceilingEntry(start);
-        int mergedStart = start;
-        int mergedEnd = end;
-        if (before != null && before.getValue() == start) {
-            mergedStart = before.getKey();
+        if (inOrder) {
+            inOrderEnd = end;
+            if (copy != null) {
+                inOrderCopies.add(copy);
+            }
+        } else {
+            if (copy != null) {
+                copies.put(start, copy);
+            }
+            Map.Entry<Integer, Integer> before = ranges.floorEntry(start);
+            Map.Entry<Integer, Integer> after = ranges.ceilingEntry(start);
+            int mergedStart = start;
+            int mergedEnd = end;
+            if (before != null && before.getValue() == start) {
+                mergedStart = before.getKey();
+            }
+            if (after != null && after.getKey() == end) {
+                mergedEnd = ranges.remove(after.getKey());
+            }
+            ranges.put(mergedStart, mergedEnd);
         }
-        if (after != null && after.getKey() == end) {
-            mergedEnd = ranges.remove(after.getKey());
-        }
-        ranges.put(mergedStart, mergedEnd);
         received += n;
         return n;
+    }
+
+    /** The first fragment out of order: what the in-order fields held goes into the maps. */
+    private void leaveOrder() {
+        inOrder = false;
+        ranges = new TreeMap<>();
+        if (inOrderEnd > 0) {
+            ranges.put(0, inOrderEnd);
+        }
+        if (copying) {
+            copies = new TreeMap<>();
+            int at = 0;
+            for (ByteBuf c : inOrderCopies) {
+                copies.put(at, c);
+                at += c.readableBytes();
+            }
+        }
+        inOrderCopies.clear();
     }
 
     /**
@@ -125,6 +183,9 @@ final class Fragments {
 
     /** Whether [start, end) overlaps bytes received already. */
     private boolean overlaps(int start, int end) {
+        if (inOrder) {
+            return start < inOrderEnd;
+        }
         Map.Entry<Integer, Integer> before = ranges.floorEntry(start);
         Map.Entry<Integer, Integer> after = ranges.ceilingEntry(start);
         return (before != null && before.getValue() > start) || (after != null && after.getKey() < end);
@@ -152,14 +213,25 @@ final class Fragments {
         if (target != null) {
             return target.writerIndex(total);
         }
-        if (copies == null) {
+        if (!copying) {
             return null;
         }
-        if (copies.isEmpty()) {
+        if (inOrder) {
+            return compose(inOrderCopies);
+        }
+        ArrayList<ByteBuf> parts = new ArrayList<>(copies.values());
+        copies.clear();
+        return compose(parts);
+    }
+
+    /** The copies, in order, as one buffer; {@code parts} left empty, each part released or returned. */
+    private ByteBuf compose(ArrayList<ByteBuf> parts) {
+        if (parts.isEmpty()) {
             return alloc.buffer(0, 0);
         }
-        if (copies.size() == 1) {
-            ByteBuf only = copies.pollFirstEntry().getValue();
+        if (parts.size() == 1) {
+            ByteBuf only = parts.get(0);
+            parts.clear();
             return only;
         }
         // One buffer, not a composite of every fragment: a 256 MiB message arrives as thousands of fragments, and a
@@ -167,18 +239,24 @@ final class Fragments {
         // getBytes() a user makes of it. Briefly twice the message's memory, as a copy from the sender's would be.
         ByteBuf whole = alloc.buffer(total, total);
         try {
-            for (ByteBuf part : copies.values()) {
+            for (int i = 0; i < parts.size(); i++) {
+                ByteBuf part = parts.get(i);
                 whole.writeBytes(part, part.readerIndex(), part.readableBytes());
             }
         } catch (RuntimeException | Error e) {
             whole.release();
+            releaseAll(parts);
             throw e;
         }
-        for (ByteBuf part : copies.values()) {
-            part.release();
-        }
-        copies.clear();
+        releaseAll(parts);
         return whole;
+    }
+
+    private static void releaseAll(ArrayList<ByteBuf> parts) {
+        for (int i = 0; i < parts.size(); i++) {
+            parts.get(i).release();
+        }
+        parts.clear();
     }
 
     /** Releases what it holds, the receiver's buffer (a retained slice) included; not after {@link #take}. */
@@ -186,6 +264,7 @@ final class Fragments {
         if (target != null) {
             target.release();
         }
+        releaseAll(inOrderCopies);
         if (copies != null) {
             for (ByteBuf b : copies.values()) {
                 b.release();

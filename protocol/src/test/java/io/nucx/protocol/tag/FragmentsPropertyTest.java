@@ -19,8 +19,8 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
  * Properties of {@link Fragments}, the reassembly of a message from fragments, over 60 generated cases each
- * ({@link RandomCases}: a random message length up to 4 KiB, cut at random points, fragments shuffled, held in place
- * or copied): whatever the cut and the arrival order, the message comes out whole and identical and what is held is
+ * ({@link RandomCases}: a random message length up to 4 KiB, cut at random points, fragments in order, shuffled after
+ * an in-order prefix or shuffled throughout, held in place or copied, heap or direct, in a new object or one reset): whatever the cut and the arrival order, the message comes out whole and identical and what is held is
  * what arrived; a fragment that overlaps or leaves the message is refused and changes nothing.
  */
 class FragmentsPropertyTest {
@@ -33,7 +33,8 @@ class FragmentsPropertyTest {
      * A message, its fragments {offset, length} in arrival order, whether it is reassembled in place, and a random
      * stream for what the check itself draws.
      */
-    private record Case(byte[] message, List<int[]> fragments, boolean inPlace, SplittableRandom more) {
+    private record Case(byte[] message, List<int[]> fragments, boolean inPlace, boolean direct, boolean reuse,
+                        SplittableRandom more) {
         static Case of(SplittableRandom r) {
             byte[] m = new byte[r.nextInt(4097)];
             r.nextBytes(m);
@@ -43,19 +44,30 @@ class FragmentsPropertyTest {
                 cuts.add(new int[] {at, n});
                 at += n;
             }
-            for (int i = cuts.size() - 1; i > 0; i--) { // Fisher-Yates: any arrival order
-                int j = r.nextInt(i + 1);
+            // In order (as one lane delivers), in order for a while and then any order, or any order from the start:
+            // the in-order bookkeeping, its hand-over to the sorted one, and the sorted one alone.
+            int inOrder = switch (r.nextInt(3)) {
+                case 0 -> cuts.size();
+                case 1 -> r.nextInt(cuts.size() + 1);
+                default -> 0;
+            };
+            for (int i = cuts.size() - 1; i > inOrder; i--) { // Fisher-Yates over what follows the in-order prefix
+                int j = inOrder + r.nextInt(i - inOrder + 1);
                 cuts.set(i, cuts.set(j, cuts.get(i)));
             }
-            return new Case(m, cuts, r.nextBoolean(), r.split());
+            return new Case(m, cuts, r.nextBoolean(), r.nextBoolean(), r.nextBoolean(), r.split());
         }
 
         @Override
         public String toString() {
-            return message.length + " bytes " + (inPlace ? "in place" : "copied") + ", fragments (offset+length) "
+            return message.length + " bytes " + (inPlace ? "in place" : "copied") + (direct ? ", direct" : ", heap")
+                    + (reuse ? ", reset" : ", new") + ", fragments (offset+length) "
                     + fragments.stream().map(f -> f[0] + "+" + f[1]).collect(Collectors.joining(" "));
         }
     }
+
+    /** One object reset for each case that reuses ({@link Fragments#reset}), as EagerReceiver does. */
+    private static Fragments reused;
 
     @Test
     void anyArrivalOrderGivesTheMessageBack() {
@@ -66,11 +78,27 @@ class FragmentsPropertyTest {
     private static void reassemble(Case c) {
         int total = c.message().length;
         boolean inPlace = c.inPlace();
-        Fragments f = inPlace ? Fragments.inPlace(Unpooled.buffer(total), total) : Fragments.copied(ALLOC, total);
+        ByteBuf target = !inPlace ? null : c.direct() ? Unpooled.directBuffer(total) : Unpooled.buffer(total);
+        Fragments f;
+        if (c.reuse() && reused != null) {
+            f = reused.reset(inPlace ? null : ALLOC, target, total);
+        } else {
+            f = inPlace ? Fragments.inPlace(target, total) : Fragments.copied(ALLOC, total);
+        }
+        if (c.reuse()) {
+            reused = f;
+        }
         int received = 0;
         for (int[] frag : c.fragments()) {
             assertTrue(!f.isComplete());
-            assertEquals(frag[1], f.add(frag[0], Unpooled.wrappedBuffer(c.message(), frag[0], frag[1]), "test"));
+            ByteBuf payload = c.direct()
+                    ? Unpooled.directBuffer(frag[1]).writeBytes(c.message(), frag[0], frag[1])
+                    : Unpooled.wrappedBuffer(c.message(), frag[0], frag[1]);
+            try {
+                assertEquals(frag[1], f.add(frag[0], payload, "test"));
+            } finally {
+                payload.release();
+            }
             received += frag[1];
             assertEquals(received, f.received(), "held is what arrived");
         }

@@ -295,9 +295,9 @@ public final class SpscRing implements AutoCloseable {
     }
 
     /**
-     * Copies {@code src}'s readable bytes to {@code at}. Heap buffers and small payloads are copied without allocating;
-     * a large direct buffer goes through its NIO views (Netty without {@code sun.misc.Unsafe}, its default on JDK 25,
-     * exposes no address), one small allocation per large record.
+     * Copies {@code src}'s readable bytes to {@code at}, without allocating when the buffer is on the heap or has a
+     * memory address (Netty 4.2's direct buffers have one on JDK 25 even without {@code sun.misc.Unsafe}: it allocates
+     * them through FFM). Only a buffer with neither, a composite, goes through its NIO views.
      */
     private void copyIn(ByteBuf src, long at) {
         int length = src.readableBytes();
@@ -310,13 +310,18 @@ public final class SpscRing implements AutoCloseable {
                     at, length);
             return;
         }
-        if (length <= SMALL_COPY && src.hasMemoryAddress()) {
+        if (src.hasMemoryAddress()) {
             // Straight from the buffer's memory: ByteBuf.getLongLE checks the index and the reference count on every
-            // word, a third of this copy's time. One check here that the buffer is live, which getLongLE made.
+            // word, a third of a small copy's time, and nioBuffers allocates a view per call. One check here that the
+            // buffer is live, which those made.
             if (src.refCnt() == 0) {
                 throw new io.netty.util.IllegalReferenceCountException(0);
             }
             long address = src.memoryAddress() + from;
+            if (length > SMALL_COPY) {
+                MemorySegment.copy(ALL_MEMORY, address, segment, at, length);
+                return;
+            }
             int i = 0;
             for (; i + Long.BYTES <= length; i += Long.BYTES) {
                 segment.set(LONG_LE, at + i, ALL_MEMORY.get(LONG_LE, address + i));

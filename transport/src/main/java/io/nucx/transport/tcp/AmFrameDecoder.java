@@ -60,6 +60,7 @@ public final class AmFrameDecoder extends ByteToMessageDecoder {
     private final boolean placing;
     /** The frame whose payload is being read into its place, or null. */
     private Placed placed;
+    private final Placed placedFrame = new Placed();
     /** The slice of {@code placed.target} the channel's read was given, until that read comes back; or null. */
     private ByteBuf socketRead;
     /** A placed payload just ended: the next read is a {@link #HEADER_READ}. */
@@ -69,11 +70,26 @@ public final class AmFrameDecoder extends ByteToMessageDecoder {
     /** Payload bytes the socket wrote straight into their place (the rest of a placed payload was copied). */
     private long placedBytes;
 
-    /** A frame waiting for its placed payload. */
-    private record Placed(int amId, int flags, ByteBuf header, ByteBuf target) {
+    /** A frame waiting for its placed payload; one object per decoder, reused (at most one frame waits at a time). */
+    private static final class Placed {
+        int amId;
+        int flags;
+        ByteBuf header;
+        ByteBuf target;
+
+        Placed set(int amId, int flags, ByteBuf header, ByteBuf target) {
+            this.amId = amId;
+            this.flags = flags;
+            this.header = header;
+            this.target = target;
+            return this;
+        }
+
         void release() {
             header.release();
             target.release();
+            header = null;
+            target = null;
         }
     }
 
@@ -86,6 +102,43 @@ public final class AmFrameDecoder extends ByteToMessageDecoder {
         this.maxHeader = maxHeader;
         this.maxPayload = maxPayload;
         this.placing = placing;
+        setCumulator(AmFrameDecoder::cumulate);
+    }
+
+    /**
+     * Netty's merging cumulator, with the copies done by {@link Buffers}: Netty's own grows the cumulation through
+     * {@code ensureWritable}, whose copy between two direct buffers without {@code sun.misc.Unsafe} (its default on JDK
+     * 25) makes a NIO view per call, an allocation per frame that spans two reads. Releases {@code in}.
+     */
+    private static ByteBuf cumulate(ByteBufAllocator alloc, ByteBuf cumulation, ByteBuf in) {
+        if (cumulation == in) {
+            in.release();
+            return cumulation;
+        }
+        if (!cumulation.isReadable() && in.isContiguous()) {
+            cumulation.release();
+            return in;
+        }
+        try {
+            int required = in.readableBytes();
+            if (required > cumulation.writableBytes() || cumulation.refCnt() > 1 || cumulation.isReadOnly()) {
+                // A slice of it may still be in use (refCnt > 1): a new buffer, not a write behind the slice's back.
+                int readable = cumulation.readableBytes();
+                ByteBuf grown = alloc.ioBuffer(readable + required);
+                try {
+                    Buffers.append(cumulation, cumulation.readerIndex(), grown, readable);
+                } catch (RuntimeException | Error e) {
+                    grown.release();
+                    throw e;
+                }
+                cumulation.release();
+                cumulation = grown;
+            }
+            Buffers.append(in, in.readerIndex(), cumulation, required);
+            return cumulation;
+        } finally {
+            in.release();
+        }
     }
 
     @Override
@@ -177,9 +230,9 @@ public final class AmFrameDecoder extends ByteToMessageDecoder {
             throw new IllegalStateException("a placement of " + payloadLength + " bytes gave " + target);
         }
         int payloadAt = start + PREFIX_LENGTH + headerLength;
-        target.writeBytes(in, payloadAt, in.writerIndex() - payloadAt);
+        Buffers.append(in, payloadAt, target, in.writerIndex() - payloadAt);
         in.readerIndex(in.writerIndex());
-        placed = new Placed(amId, flags, header, target);
+        placed = placedFrame.set(amId, flags, header, target);
         return PLACED;
     }
 
@@ -228,7 +281,9 @@ public final class AmFrameDecoder extends ByteToMessageDecoder {
             buf.release(2); // the read's reference and ours
             buf = null;
         } else {
-            target.writeBytes(buf, Math.min(buf.readableBytes(), target.writableBytes()));
+            int n = Math.min(buf.readableBytes(), target.writableBytes());
+            Buffers.append(buf, buf.readerIndex(), target, n);
+            buf.skipBytes(n);
         }
         if (target.isWritable()) {
             placedWithoutFrame = true;
@@ -269,7 +324,7 @@ public final class AmFrameDecoder extends ByteToMessageDecoder {
                 socketRead.release();
                 socketRead = null;
             }
-            placed = new Placed(p.amId, p.flags, p.header, own);
+            p.target = own;
         }
         super.userEventTriggered(ctx, evt);
     }
