@@ -5,6 +5,7 @@ import io.netty.buffer.ByteBufAllocator;
 import io.netty.util.concurrent.EventExecutor;
 import io.netty.util.concurrent.Future;
 import io.netty.util.concurrent.GenericFutureListener;
+import io.nucx.transport.Buffers;
 import io.nucx.transport.rma.RemoteKey;
 import io.nucx.transport.rma.RmaOp;
 
@@ -193,7 +194,7 @@ public abstract class RmaTransfer {
                 int n = (int) Math.min(BOUNCE_CHUNK, length - done);
                 MemorySegment chunk = bounceSegment.asSlice(0, n);
                 if (put) {
-                    bounce.setBytes(0, local, localStart + (int) done, n);
+                    Buffers.copy(local, localStart + (int) done, bounce, 0, n);
                 }
                 op = put ? RmaOp.put(key, remoteOffset + done, chunk) : RmaOp.get(key, remoteOffset + done, chunk);
             }
@@ -212,7 +213,7 @@ public abstract class RmaTransfer {
             if (direct == null) {
                 int n = (int) op.length();
                 if (!put) {
-                    local.setBytes(localStart + (int) done, bounce, 0, n);
+                    Buffers.copy(bounce, 0, local, localStart + (int) done, n);
                 }
                 done += n;
                 if (done < length) {

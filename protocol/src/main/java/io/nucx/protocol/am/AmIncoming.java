@@ -3,6 +3,7 @@ package io.nucx.protocol.am;
 import io.netty.buffer.ByteBuf;
 import io.netty.util.concurrent.Promise;
 import io.nucx.protocol.ProtocolException;
+import io.nucx.transport.Buffers;
 
 /**
  * An active message that arrived, on its way to the worker's handler for its id: the user header, and the data
@@ -198,7 +199,7 @@ public abstract class AmIncoming {
 
         @Override
         protected void receiveData(ByteBuf into, Promise<Void> done) {
-            into.writeBytes(data, data.readerIndex(), data.readableBytes());
+            Buffers.append(data, data.readerIndex(), into, data.readableBytes());
             done.trySuccess(null);
         }
 

@@ -12,6 +12,7 @@ import io.nucx.protocol.am.AmHeaders;
 import io.nucx.protocol.am.AmIncoming;
 import io.nucx.protocol.stream.StreamSlot;
 import io.nucx.transport.AmFrame;
+import io.nucx.transport.Buffers;
 import io.nucx.transport.ShortPayload;
 import io.netty.util.collection.LongObjectHashMap;
 
@@ -411,7 +412,7 @@ final class EagerReceiver {
                 throw e;
             }
             if (!Fragments.placedAt(payload, target, 0)) {
-                target.setBytes(0, payload, payload.readerIndex(), n); // not written there by the transport
+                Buffers.copy(payload, payload.readerIndex(), target, 0, n); // not written there by the transport
             }
             target.writerIndex(n);
         } finally {

@@ -241,7 +241,7 @@ final class Fragments {
         try {
             for (int i = 0; i < parts.size(); i++) {
                 ByteBuf part = parts.get(i);
-                whole.writeBytes(part, part.readerIndex(), part.readableBytes());
+                Buffers.append(part, part.readerIndex(), whole, part.readableBytes());
             }
         } catch (RuntimeException | Error e) {
             whole.release();

@@ -2,6 +2,7 @@ package io.nucx.protocol.tag;
 
 import io.netty.buffer.ByteBuf;
 import io.netty.util.concurrent.Promise;
+import io.nucx.transport.Buffers;
 
 /**
  * A posted receive ({@code ucp_tag_recv_nbx}): a tag and mask, the user's buffer or none, and what gets the message:
@@ -184,7 +185,7 @@ public final class TagReceive {
             if (!claim()) {
                 return; // cancelled from another thread just now: its buffer is the user's again, leave it alone
             }
-            into.writeBytes(data, data.readerIndex(), n);
+            Buffers.append(data, data.readerIndex(), into, n);
         } finally {
             data.release();
         }

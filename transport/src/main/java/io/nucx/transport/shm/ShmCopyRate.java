@@ -11,14 +11,15 @@ import io.nucx.transport.CopyRate;
  */
 final class ShmCopyRate {
 
-    /** Windows timed after three untimed ones; the best counts: what disturbs a window only slows it. */
-    private static final int WINDOWS = 20;
+    /** Windows of 100 us ({@link CopyRate#marginal}): ten untimed, the median of forty; about 5 ms. */
+    private static final int SKIP_WINDOWS = 10;
+    private static final int WINDOWS = 40;
     private static final long WINDOW_NANOS = 100_000;
 
     private ShmCopyRate() {
     }
 
-    /** Bytes/second, measured at the first call (about 2 ms, most of it the copies), then remembered. */
+    /** Bytes/second, measured at the first call (a few milliseconds of copies), then remembered. */
     static double measured() {
         return Measured.RATE;
     }
@@ -28,10 +29,6 @@ final class ShmCopyRate {
     }
 
     static double measure() {
-        double best = 0;
-        for (double rate : CopyRate.windows(3, WINDOWS, WINDOW_NANOS)) {
-            best = Math.max(best, rate);
-        }
-        return best;
+        return CopyRate.marginal(SKIP_WINDOWS, WINDOWS, WINDOW_NANOS);
     }
 }

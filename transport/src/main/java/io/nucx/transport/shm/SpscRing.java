@@ -1,6 +1,7 @@
 package io.nucx.transport.shm;
 
 import io.netty.buffer.ByteBuf;
+import io.nucx.transport.Buffers;
 
 import java.io.IOException;
 import java.lang.foreign.Arena;
@@ -14,6 +15,7 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
 import java.nio.file.attribute.PosixFilePermissions;
+import java.util.Objects;
 
 import static io.nucx.transport.shm.RecordDescriptor.HEADER_LENGTH;
 import static io.nucx.transport.shm.RecordDescriptor.LENGTH_OFFSET;
@@ -59,7 +61,7 @@ public final class SpscRing implements AutoCloseable {
     private static final ValueLayout.OfLong LONG_LE = ValueLayout.JAVA_LONG_UNALIGNED
             .withOrder(java.nio.ByteOrder.LITTLE_ENDIAN);
     /** A direct buffer's bytes at its address (the ring itself is mapped through FFM, native access granted). */
-    private static final MemorySegment ALL_MEMORY = io.nucx.transport.Buffers.ALL_MEMORY;
+    private static final MemorySegment ALL_MEMORY = Buffers.ALL_MEMORY;
     /** Payloads up to this length are copied by longs, without the ByteBuffer views a bulk copy would need. */
     private static final int SMALL_COPY = 256;
 
@@ -245,7 +247,11 @@ public final class SpscRing implements AutoCloseable {
         if (at < 0) {
             return false;
         }
-        MemorySegment.copy(payload, 0, segment, at + HEADER_LENGTH, payload.byteSize());
+        if (payload.isNative()) {
+            Buffers.copyMemory(payload.address(), segment.address() + at + HEADER_LENGTH, payload.byteSize());
+        } else {
+            MemorySegment.copy(payload, 0, segment, at + HEADER_LENGTH, payload.byteSize());
+        }
         commit(at, type, payload.byteSize());
         return publish();
     }
@@ -297,7 +303,8 @@ public final class SpscRing implements AutoCloseable {
     /**
      * Copies {@code src}'s readable bytes to {@code at}, without allocating when the buffer is on the heap or has a
      * memory address (Netty 4.2's direct buffers have one on JDK 25 even without {@code sun.misc.Unsafe}: it allocates
-     * them through FFM). Only a buffer with neither, a composite, goes through its NIO views.
+     * them through FFM), large ones by {@link Buffers#copyMemory}. Only a buffer with neither, a composite, goes
+     * through its NIO views.
      */
     private void copyIn(ByteBuf src, long at) {
         int length = src.readableBytes();
@@ -319,7 +326,8 @@ public final class SpscRing implements AutoCloseable {
             }
             long address = src.memoryAddress() + from;
             if (length > SMALL_COPY) {
-                MemorySegment.copy(ALL_MEMORY, address, segment, at, length);
+                Objects.checkFromIndexSize(at, length, segment.byteSize());
+                Buffers.copyMemory(address, segment.address() + at, length);
                 return;
             }
             int i = 0;

@@ -318,7 +318,7 @@ public final class AmFrameDecoder extends ByteToMessageDecoder {
         if (evt == PayloadPlacement.RELINQUISH && p != null) {
             ByteBuf t = p.target;
             ByteBuf own = ctx.alloc().directBuffer(t.capacity(), t.capacity());
-            own.writeBytes(t, 0, t.writerIndex());
+            Buffers.append(t, 0, own, t.writerIndex());
             t.release();
             if (socketRead != null) {
                 socketRead.release();

@@ -1,0 +1,178 @@
+package io.nucx.transport;
+
+import io.netty.buffer.ByteBuf;
+import io.netty.buffer.ByteBufAllocator;
+import io.netty.buffer.PooledByteBufAllocator;
+import io.netty.buffer.Unpooled;
+import io.netty.util.IllegalReferenceCountException;
+import io.nucx.transport.testing.RandomCases;
+import org.junit.jupiter.api.Test;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.util.Arrays;
+import java.util.SplittableRandom;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/**
+ * {@link Buffers}' copies give the bytes Netty's own copies would, on every path they take: by longs (up to
+ * {@link Buffers#SMALL}), through a heap array, from address to address below {@link Buffers#LIBC_COPY_FROM} and by
+ * libc's memmove from it (a critical call up to 1 MiB, an ordinary one above), {@link Buffers#copyMemory} between
+ * overlapping ranges too; and they refuse a released buffer or a range outside one, changing nothing.
+ */
+class BuffersTest {
+
+    private static final int CASES = 80;
+    private static final ByteBufAllocator POOLED = PooledByteBufAllocator.DEFAULT;
+
+    /** Lengths around each path's bounds, and any length up to 300 KiB. */
+    private static int anyLength(SplittableRandom r) {
+        int[] bounds = {0, 1, Buffers.SMALL, Buffers.SMALL + 1, Buffers.LIBC_COPY_FROM - 1, Buffers.LIBC_COPY_FROM,
+            64 * 1024, 256 * 1024};
+        return r.nextBoolean() ? bounds[r.nextInt(bounds.length)] + r.nextInt(3) : r.nextInt(300 * 1024);
+    }
+
+    /** A buffer of {@code capacity} random bytes: heap, pooled direct or unpooled direct. */
+    private static ByteBuf buffer(SplittableRandom r, int capacity) {
+        byte[] bytes = new byte[capacity];
+        r.nextBytes(bytes);
+        ByteBuf b = switch (r.nextInt(3)) {
+            case 0 -> Unpooled.buffer(capacity, capacity);
+            case 1 -> POOLED.directBuffer(capacity, capacity);
+            default -> Unpooled.directBuffer(capacity, capacity);
+        };
+        return b.writeBytes(bytes);
+    }
+
+    private static byte[] bytes(ByteBuf b) {
+        byte[] out = new byte[b.capacity()];
+        b.getBytes(0, out);
+        return out;
+    }
+
+    private record Case(int length, int srcAt, int dstAt, int srcSlack, int dstSlack, SplittableRandom more) {
+        static Case of(SplittableRandom r) {
+            return new Case(anyLength(r), r.nextInt(64), r.nextInt(64), r.nextInt(64), r.nextInt(64), r.split());
+        }
+    }
+
+    @Test
+    void aCopyBetweenTwoBuffersGivesTheBytesNettysWould() {
+        RandomCases.forAll("a copy between two buffers gives the bytes Netty's would", CASES, Case::of, c -> {
+            SplittableRandom r = c.more();
+            ByteBuf src = buffer(r, c.srcAt() + c.length() + c.srcSlack());
+            ByteBuf dst = buffer(r, c.dstAt() + c.length() + c.dstSlack());
+            try {
+                byte[] expected = bytes(dst);
+                System.arraycopy(bytes(src), c.srcAt(), expected, c.dstAt(), c.length());
+                int srcReader = src.readerIndex();
+                int dstWriter = dst.writerIndex();
+                Buffers.copy(src, c.srcAt(), dst, c.dstAt(), c.length());
+                assertArrayEquals(expected, bytes(dst));
+                assertEquals(srcReader, src.readerIndex(), "indices left alone");
+                assertEquals(dstWriter, dst.writerIndex(), "indices left alone");
+            } finally {
+                src.release();
+                dst.release();
+            }
+        });
+    }
+
+    @Test
+    void copyMemoryBetweenOverlappingRangesMovesAsMemmoveDoes() {
+        RandomCases.forAll("copyMemory between overlapping ranges moves as memmove does", CASES, Case::of, c -> {
+            // Source and destination within the same bytes, near each other: they overlap whenever the length
+            // exceeds the distance, either way round.
+            ByteBuf b = POOLED.directBuffer(c.length() + 128, c.length() + 128);
+            try {
+                byte[] bytes = new byte[b.capacity()];
+                c.more().nextBytes(bytes);
+                b.writeBytes(bytes);
+                System.arraycopy(bytes, c.srcAt(), bytes, c.dstAt(), c.length()); // arraycopy allows overlap
+                Buffers.copyMemory(b.memoryAddress() + c.srcAt(), b.memoryAddress() + c.dstAt(), c.length());
+                assertArrayEquals(bytes, bytes(b));
+            } finally {
+                b.release();
+            }
+        });
+    }
+
+    @Test
+    void aCopyOutOfNativeMemoryGivesItsBytes() {
+        RandomCases.forAll("a copy out of native memory gives its bytes", CASES, Case::of, c -> {
+            try (Arena arena = Arena.ofConfined()) {
+                MemorySegment src = arena.allocate(c.srcAt() + c.length() + c.srcSlack());
+                byte[] bytes = new byte[(int) src.byteSize()];
+                c.more().nextBytes(bytes);
+                MemorySegment.copy(bytes, 0, src, ValueLayout.JAVA_BYTE, 0, bytes.length);
+                byte[] expected = Arrays.copyOfRange(bytes, c.srcAt(), c.srcAt() + c.length());
+
+                ByteBuf out = Buffers.copyOut(src, c.srcAt(), c.length(), POOLED);
+                try {
+                    assertEquals(c.length(), out.readableBytes());
+                    assertArrayEquals(expected, readAll(out));
+                } finally {
+                    out.release();
+                }
+                ByteBuf into = buffer(c.more(), c.dstAt() + c.length() + c.dstSlack());
+                try {
+                    byte[] want = bytes(into);
+                    System.arraycopy(expected, 0, want, c.dstAt(), c.length());
+                    Buffers.copy(src, c.srcAt(), into, c.dstAt(), c.length());
+                    assertArrayEquals(want, bytes(into));
+                } finally {
+                    into.release();
+                }
+            }
+        });
+    }
+
+    private static byte[] readAll(ByteBuf b) {
+        byte[] out = new byte[b.readableBytes()];
+        b.getBytes(b.readerIndex(), out);
+        return out;
+    }
+
+    /** Above 1 MiB the copy is an ordinary downcall, not a critical one: the same bytes. */
+    @Test
+    void aCopyOfSeveralMebibytesGivesTheSameBytes() {
+        int n = 3 * 1024 * 1024 + 5;
+        ByteBuf src = buffer(new SplittableRandom(42), n);
+        ByteBuf dst = POOLED.directBuffer(n, n);
+        try {
+            Buffers.append(src, 0, dst, n);
+            assertArrayEquals(bytes(src), readAll(dst));
+        } finally {
+            src.release();
+            dst.release();
+        }
+    }
+
+    @Test
+    void aReleasedBufferOrARangeOutsideOneIsRefusedAndNothingChanges() {
+        int n = 2 * Buffers.LIBC_COPY_FROM;
+        ByteBuf src = buffer(new SplittableRandom(7), n);
+        ByteBuf dst = buffer(new SplittableRandom(8), n);
+        try {
+            byte[] before = bytes(dst);
+            assertThrows(IndexOutOfBoundsException.class, () -> Buffers.copy(src, 1, dst, 0, n));
+            assertThrows(IndexOutOfBoundsException.class, () -> Buffers.copy(src, 0, dst, 1, n));
+            assertThrows(IndexOutOfBoundsException.class, () -> Buffers.copy(src, -1, dst, 0, n - 1));
+            assertArrayEquals(before, bytes(dst), "a refused copy changes nothing");
+            ByteBuf released = POOLED.directBuffer(n, n).writeZero(n);
+            released.release();
+            assertThrows(IllegalReferenceCountException.class, () -> Buffers.copy(released, 0, dst, 0, n));
+            assertThrows(IllegalReferenceCountException.class, () -> Buffers.copy(src, 0, released, 0, n));
+            assertArrayEquals(before, bytes(dst), "a refused copy changes nothing");
+            assertTrue(src.refCnt() == 1 && dst.refCnt() == 1);
+        } finally {
+            src.release();
+            dst.release();
+        }
+    }
+}
