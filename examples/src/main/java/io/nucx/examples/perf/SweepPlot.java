@@ -68,14 +68,16 @@ final class SweepPlot {
         double ly0 = Math.log10(yMin) - 0.1;
         double ly1 = Math.log10(yMax) + 0.1;
         double rMax = tolerance + 0.4;
+        double rMin = 0.85; // a panel from 0.8 unless a curve goes lower (nucx at a fraction of UCX's time)
         for (Series s : ratios) {
             for (double v : s.values()) {
                 if (Double.isFinite(v)) {
                     rMax = Math.max(rMax, Math.min(v, 4.0));
+                    rMin = Math.min(rMin, v);
                 }
             }
         }
-        double r0 = 0.8;
+        double r0 = Math.max(0, rMin - 0.05);
         double r1 = rMax + 0.05;
 
         PlotCanvas canvas = new PlotCanvas(W, H, title, LEFT);
