@@ -8,6 +8,7 @@ import java.lang.foreign.Linker;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.lang.invoke.MethodHandle;
+import java.nio.ReadOnlyBufferException;
 import java.util.Objects;
 
 /**
@@ -75,22 +76,28 @@ public final class Buffers {
 
     /**
      * Copies {@code length} bytes from {@code src} at {@code srcIndex} to {@code dst} at {@code dstIndex} (indices left
-     * alone; the two ranges do not overlap). Past {@link #SMALL}, between two buffers with memory addresses (Netty's direct buffers), one native copy
-     * after the checks Netty's own would make: both live, both ranges inside.
+     * alone; the two ranges do not overlap), after the checks Netty's {@code setBytes} makes: both live, both ranges
+     * inside, {@code dst} writable. Past {@link #SMALL}, between two buffers with memory addresses (Netty's direct
+     * buffers), one native copy.
      */
     public static void copy(ByteBuf src, int srcIndex, ByteBuf dst, int dstIndex, int length) {
-        if (length > SMALL && src.hasMemoryAddress() && dst.hasMemoryAddress()) {
-            checkRange(src, srcIndex, length);
-            checkRange(dst, dstIndex, length);
-            copyMemory(src.memoryAddress() + srcIndex, dst.memoryAddress() + dstIndex, length);
-        } else if (length <= SMALL) {
-            int i = 0;
+        if (length <= SMALL) {
+            int i = 0; // getLongLE and setLongLE check each word
             for (; i + Long.BYTES <= length; i += Long.BYTES) {
                 dst.setLongLE(dstIndex + i, src.getLongLE(srcIndex + i));
             }
             for (; i < length; i++) {
                 dst.setByte(dstIndex + i, src.getByte(srcIndex + i));
             }
+            return;
+        }
+        checkRange(src, srcIndex, length);
+        checkRange(dst, dstIndex, length);
+        if (dst.isReadOnly()) {
+            throw new ReadOnlyBufferException();
+        }
+        if (src.hasMemoryAddress() && dst.hasMemoryAddress()) {
+            copyMemory(src.memoryAddress() + srcIndex, dst.memoryAddress() + dstIndex, length);
         } else if (dst.hasArray()) {
             src.getBytes(srcIndex, dst.array(), dst.arrayOffset() + dstIndex, length);
         } else {
@@ -104,11 +111,9 @@ public final class Buffers {
      * a heap buffer or a direct one whose address Netty gives.
      */
     public static void copy(MemorySegment src, long offset, ByteBuf dst, int index, int length) {
-        if (dst.refCnt() == 0) {
-            throw new io.netty.util.IllegalReferenceCountException(0);
-        }
-        if (index < 0 || index > dst.capacity() - length) {
-            throw new IndexOutOfBoundsException("index " + index + " + " + length + " > " + dst.capacity());
+        checkRange(dst, index, length);
+        if (dst.isReadOnly()) {
+            throw new ReadOnlyBufferException();
         }
         if (dst.hasArray()) {
             MemorySegment.copy(src, ValueLayout.JAVA_BYTE, offset, dst.array(), dst.arrayOffset() + index, length);

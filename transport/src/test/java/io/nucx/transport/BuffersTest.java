@@ -11,6 +11,7 @@ import org.junit.jupiter.api.Test;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
+import java.nio.ReadOnlyBufferException;
 import java.util.Arrays;
 import java.util.SplittableRandom;
 
@@ -23,7 +24,8 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * {@link Buffers}' copies give the bytes Netty's own copies would, on every path they take: by longs (up to
  * {@link Buffers#SMALL}), through a heap array, from address to address below {@link Buffers#LIBC_COPY_FROM} and by
  * libc's memmove from it (a critical call up to 1 MiB, an ordinary one above), {@link Buffers#copyMemory} between
- * overlapping ranges too; and they refuse a released buffer or a range outside one, changing nothing.
+ * overlapping ranges too; and they refuse a released buffer, a range outside one or a read-only destination, changing
+ * nothing.
  */
 class BuffersTest {
 
@@ -168,6 +170,14 @@ class BuffersTest {
             released.release();
             assertThrows(IllegalReferenceCountException.class, () -> Buffers.copy(released, 0, dst, 0, n));
             assertThrows(IllegalReferenceCountException.class, () -> Buffers.copy(src, 0, released, 0, n));
+            // Read-only, though its memory address shows through (Netty's read-only wrapper passes it on)
+            ByteBuf readOnly = dst.asReadOnly();
+            assertThrows(ReadOnlyBufferException.class, () -> Buffers.copy(src, 0, readOnly, 0, n));
+            try (Arena arena = Arena.ofConfined()) {
+                MemorySegment memory = arena.allocate(n);
+                assertThrows(ReadOnlyBufferException.class, () -> Buffers.copy(memory, 0, readOnly, 0, n));
+                assertThrows(IndexOutOfBoundsException.class, () -> Buffers.copy(memory, 0, dst, 1, n));
+            }
             assertArrayEquals(before, bytes(dst), "a refused copy changes nothing");
             assertTrue(src.refCnt() == 1 && dst.refCnt() == 1);
         } finally {

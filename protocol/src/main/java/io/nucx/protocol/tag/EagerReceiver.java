@@ -594,6 +594,9 @@ final class EagerReceiver {
     private void recycle(Reassembly ra) {
         ra.target = null;
         ra.parts = null;
+        if (ra.spareParts != null) {
+            ra.spareParts.reset(null, null, 0); // no hold on the last receive's buffer while it waits
+        }
         if (spareReassemblies.size() < MAX_SPARE_REASSEMBLIES) {
             spareReassemblies.addFirst(ra);
         }
@@ -713,6 +716,7 @@ final class EagerReceiver {
         }
         if (a.reassembly != null) {
             a.reassembly.target = null; // the rest of it is dropped as it arrives
+            a.reassembly = null;
         }
         budget.release(a.charged);
         a.charged = 0;

@@ -247,11 +247,7 @@ public final class SpscRing implements AutoCloseable {
         if (at < 0) {
             return false;
         }
-        if (payload.isNative()) {
-            Buffers.copyMemory(payload.address(), segment.address() + at + HEADER_LENGTH, payload.byteSize());
-        } else {
-            MemorySegment.copy(payload, 0, segment, at + HEADER_LENGTH, payload.byteSize());
-        }
+        MemorySegment.copy(payload, 0, segment, at + HEADER_LENGTH, payload.byteSize());
         commit(at, type, payload.byteSize());
         return publish();
     }

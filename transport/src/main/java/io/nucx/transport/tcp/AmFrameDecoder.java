@@ -121,21 +121,24 @@ public final class AmFrameDecoder extends ByteToMessageDecoder {
         }
         try {
             int required = in.readableBytes();
-            if (required > cumulation.writableBytes() || cumulation.refCnt() > 1 || cumulation.isReadOnly()) {
-                // A slice of it may still be in use (refCnt > 1): a new buffer, not a write behind the slice's back.
-                int readable = cumulation.readableBytes();
-                ByteBuf grown = alloc.ioBuffer(readable + required);
-                try {
-                    Buffers.append(cumulation, cumulation.readerIndex(), grown, readable);
-                } catch (RuntimeException | Error e) {
-                    grown.release();
-                    throw e;
-                }
-                cumulation.release();
-                cumulation = grown;
+            if (required <= cumulation.writableBytes() && cumulation.refCnt() == 1 && !cumulation.isReadOnly()) {
+                Buffers.append(in, in.readerIndex(), cumulation, required);
+                return cumulation;
             }
-            Buffers.append(in, in.readerIndex(), cumulation, required);
-            return cumulation;
+            // A new buffer (a slice of the old one may still be in use when refCnt > 1: no write behind its back),
+            // grown as Netty grows one (doubling), so a frame of many reads is not copied over at every read; the old
+            // one is released only once both parts are in.
+            int readable = cumulation.readableBytes();
+            ByteBuf grown = alloc.ioBuffer(alloc.calculateNewCapacity(readable + required, Integer.MAX_VALUE));
+            try {
+                Buffers.append(cumulation, cumulation.readerIndex(), grown, readable);
+                Buffers.append(in, in.readerIndex(), grown, required);
+            } catch (RuntimeException | Error e) {
+                grown.release();
+                throw e;
+            }
+            cumulation.release();
+            return grown;
         } finally {
             in.release();
         }
