@@ -21,6 +21,7 @@ import io.nucx.transport.AmFrame;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.CsvSource;
+import org.junit.jupiter.params.provider.ValueSource;
 
 import java.nio.channels.ClosedChannelException;
 import java.util.ArrayList;
@@ -46,6 +47,9 @@ class EagerCodecTest {
     private static final int FIRST_PAYLOAD = MAX_BCOPY - EagerHeaders.FIRST_LENGTH;   // 1000
     private static final int MIDDLE_PAYLOAD = MAX_BCOPY - EagerHeaders.MIDDLE_LENGTH; // 1008
     private static final EndpointConfig LANE = TestEndpoint.amLane(MAX_SHORT, MAX_BCOPY);
+    /** The same lane where copies are the transfer (shm's kind): its fragments are of even size. */
+    private static final EndpointConfig COPY_LANE = new EndpointConfig(LANE.amLane(),
+            LANE.amLaneAttrs().withCopyBandwidth(50e9));
     private static final ProtocolSettings EAGER = TestEndpoint.settings(1 << 20, RndvScheme.AUTO, EagerProtocols.ALL);
 
     private WorkerProtocols worker;
@@ -54,9 +58,13 @@ class EagerCodecTest {
 
     /** An endpoint channel with {@code below} between the codec and the lanes (the head). */
     private EmbeddedChannel channel(ChannelHandler... below) {
+        return channel(LANE, below);
+    }
+
+    private EmbeddedChannel channel(EndpointConfig lane, ChannelHandler... below) {
         EmbeddedChannel ch = new EmbeddedChannel();
         worker = TestEndpoint.worker(ch, EAGER);
-        endpoint = new TestEndpoint(ch, LANE).sendTag(0xdef);
+        endpoint = new TestEndpoint(ch, lane).sendTag(0xdef);
         codec = new EagerCodec(endpoint, worker);
         ch.pipeline().addLast(below);
         ch.pipeline().addLast(codec);
@@ -94,6 +102,11 @@ class EagerCodecTest {
      * message id of a multi-fragment message (-1 for one frame).
      */
     private static long assertFrames(List<AmFrame> frames, long tag, byte[] content) {
+        return assertFrames(frames, tag, content, false);
+    }
+
+    /** As {@link #assertFrames(List, long, byte[])}; {@code even}: a copy lane's fragments, of even size. */
+    private static long assertFrames(List<AmFrame> frames, long tag, byte[] content, boolean even) {
         ByteBuf joined = Unpooled.buffer(content.length);
         long msgId = -1;
         try {
@@ -116,7 +129,22 @@ class EagerCodecTest {
                 assertEquals(tag, longAt(h, EagerHeaders.TAG_OFFSET));
                 assertEquals(content.length, longAt(h, EagerHeaders.FIRST_TOTAL_OFFSET));
                 msgId = longAt(h, EagerHeaders.FIRST_MSG_ID_OFFSET);
-                assertEquals(FIRST_PAYLOAD, first.payload().readableBytes());
+                // As few fragments as the frame size allows, of even size (so the receiver copies one out while the
+                // next goes in, instead of a full fragment and a sliver): the middle ones but the last of one size,
+                // the last short of it by less than the fragment count, the first no larger and smaller only by what
+                // its larger header takes and the rounding
+                // (On other lanes: the largest frames, the last holding the rest.)
+                int firstSize = first.payload().readableBytes();
+                int evenSize = !even ? MIDDLE_PAYLOAD : frames.size() > 2 ? frames.get(1).payload().readableBytes()
+                        : content.length - firstSize;
+                if (even) {
+                    assertTrue(firstSize <= FIRST_PAYLOAD, "first fragment within its frame");
+                    assertTrue(firstSize <= evenSize + frames.size()
+                            && firstSize >= evenSize - (MIDDLE_PAYLOAD - FIRST_PAYLOAD) - frames.size(),
+                            "first fragment " + firstSize + " against " + evenSize);
+                } else {
+                    assertEquals(FIRST_PAYLOAD, firstSize);
+                }
                 assertTrue(first.length() <= MAX_BCOPY);
                 joined.writeBytes(first.payload(), first.payload().readerIndex(), first.payload().readableBytes());
                 for (int i = 1; i < frames.size(); i++) {
@@ -127,8 +155,15 @@ class EagerCodecTest {
                     assertEquals(msgId, longAt(h, EagerHeaders.MIDDLE_MSG_ID_OFFSET));
                     assertEquals(joined.readableBytes(), longAt(h, EagerHeaders.MIDDLE_OFFSET_OFFSET),
                             "offset of fragment " + i);
-                    int expectedSize = Math.min(MIDDLE_PAYLOAD, content.length - joined.readableBytes());
-                    assertEquals(expectedSize, m.payload().readableBytes(), "size of fragment " + i);
+                    int size = m.payload().readableBytes();
+                    assertTrue(m.length() <= MAX_BCOPY);
+                    if (i < frames.size() - 1) {
+                        assertEquals(evenSize, size, "size of fragment " + i);
+                    } else {
+                        assertEquals(content.length - joined.readableBytes(), size, "the last fragment ends it");
+                        assertTrue(size <= evenSize && (!even || evenSize - size < frames.size()), "the last "
+                                + "fragment's size " + size + " against " + evenSize + " for the others");
+                    }
                     assertTrue(m.length() <= MAX_BCOPY);
                     joined.writeBytes(m.payload(), m.payload().readerIndex(), m.payload().readableBytes());
                 }
@@ -169,6 +204,22 @@ class EagerCodecTest {
         assertEquals(1, counters().count(protocol), protocol);
         assertEquals(1, counters().snapshot().values().stream().mapToLong(Long::longValue).sum(),
                 "exactly one protocol counted: " + counters().snapshot());
+        assertFalse(ch.finish());
+    }
+
+    @ParameterizedTest(name = "{0} bytes")
+    @ValueSource(ints = {1017, 2000, 2016, 3016, 5000})
+    void onACopyLaneAMessageGoesInFragmentsOfEvenSize(int size) {
+        EmbeddedChannel ch = channel(COPY_LANE);
+        byte[] bytes = content(size, size);
+        assertTrue(ch.writeOutbound(new TagMessage(7, Unpooled.wrappedBuffer(bytes.clone()))));
+        List<AmFrame> frames = drain(ch);
+        try {
+            assertFrames(frames, 7, bytes, true);
+        } finally {
+            release(frames);
+        }
+        assertEquals(1, counters().count(EagerProtocols.MULTI_BCOPY.name()));
         assertFalse(ch.finish());
     }
 
