@@ -76,12 +76,10 @@ final class EagerReceiver {
 
         /** Its fragments, reusing the object of a message before. */
         Fragments fragments(ByteBufAllocator alloc, ByteBuf own, int total) {
-            Fragments f = spareParts;
-            if (f == null) {
-                f = spareParts = own != null ? Fragments.inPlace(own, total) : Fragments.copied(alloc, total);
-                return f;
+            if (spareParts == null) {
+                spareParts = Fragments.counted(0);
             }
-            return f.reset(own != null ? null : alloc, own, total);
+            return spareParts.reset(own != null ? null : alloc, own, total);
         }
 
         /** Named in a fragment's error. */

@@ -23,12 +23,11 @@ import java.util.TreeMap;
  */
 final class Fragments {
 
+    /** Where copies come from; null: fragments are placed in {@link #target}, or only counted. */
     private ByteBufAllocator alloc;
     /** The receiver's buffer (a slice of exactly {@code total} bytes, writer index 0), or null: copies. */
     private ByteBuf target;
     private int total;
-    /** Whether fragments are being copied (else placed in {@link #target}, or only counted). */
-    private boolean copying;
     /** In order so far: the one received range is {@code [0, inOrderEnd)}, the copies in {@link #inOrderCopies}. */
     private boolean inOrder = true;
     private int inOrderEnd;
@@ -51,7 +50,6 @@ final class Fragments {
         this.alloc = alloc;
         this.target = target;
         this.total = total;
-        this.copying = alloc != null;
         this.inOrder = true;
         this.inOrderEnd = 0;
         this.inOrderCopies.clear();
@@ -121,7 +119,7 @@ final class Fragments {
             if (!placedThere(payload, start)) {
                 Buffers.copy(payload, payload.readerIndex(), target, start, n);
             }
-        } else if (copying) {
+        } else if (alloc != null) {
             copy = Buffers.append(payload, payload.readerIndex(), alloc.buffer(n, n), n);
         }
         if (inOrder) {
@@ -156,7 +154,7 @@ final class Fragments {
         if (inOrderEnd > 0) {
             ranges.put(0, inOrderEnd);
         }
-        if (copying) {
+        if (alloc != null) {
             copies = new TreeMap<>();
             int at = 0;
             for (ByteBuf c : inOrderCopies) {
@@ -213,7 +211,7 @@ final class Fragments {
         if (target != null) {
             return target.writerIndex(total);
         }
-        if (!copying) {
+        if (alloc == null) {
             return null;
         }
         if (inOrder) {
