@@ -35,7 +35,8 @@ public final class ProtocolConfig extends AbstractConfigTable {
      */
     public static final ConfigEntry<Long> ZCOPY_THRESH = ConfigEntry.threshold("ZCOPY_THRESH", "auto",
             "Force eager zero-copy protocols (tcp, native memory) from this message size on: auto (the cost model's "
-                    + "crossover), a size, or inf (never)");
+                    + "choice: on tcp never, whose copy protocols also send native memory from the caller's buffer), "
+                    + "a size, or inf (never)");
     /** Print each protocol table when it is built, like UCX_PROTO_INFO. */
     public static final ConfigEntry<Boolean> PROTO_INFO = ConfigEntry.bool("PROTO_INFO", "n",
             "Print each protocol selection table when it is first built (y/n)");

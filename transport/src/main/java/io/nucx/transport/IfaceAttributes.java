@@ -24,8 +24,9 @@ import java.util.Set;
  *                        next to the header; shm: every payload, {@link Integer#MAX_VALUE}: the ring write is the
  *                        copy). A larger payload leaves from the caller's buffer (tcp's gathering write, which is what
  *                        {@link Capability#AM_ZCOPY} offers; heap buffers excepted, which a socket channel copies into
- *                        direct memory as they are written) or is handed to the receiver as it is (self: 0), so a
- *                        sender that must be done with the buffer when the write completes copies it first
+ *                        direct memory as they are written), and the write completes once the socket has copied it
+ *                        into the kernel; or it is handed to the receiver as it is (self: 0), so a sender that must be
+ *                        done with the buffer when the write completes copies it first ({@link #freesPayloadOnWrite})
  * @param rmaSegment      bytes a zero-copy GET or PUT moves per transport call (UCX's {@code SEG_SIZE} of cma: one
  *                        {@code process_vm_readv} per 512 KiB); the per-operation overhead is paid once per segment.
  *                        {@code maxZcopy} unless the transport says otherwise (one call per operation)
@@ -177,6 +178,17 @@ public record IfaceAttributes(Set<Capability> capabilities, int maxShort, int ma
      */
     public boolean copiesAmPayload(int length, boolean heap) {
         return length <= amCopyMax || (heap && has(Capability.AM_ZCOPY));
+    }
+
+    /**
+     * Whether the caller's buffer is free once the write of a {@code length}-byte AM payload completes, so a send that
+     * must be done with it then needs no copy of its own: the transport copies the payload as it writes it
+     * ({@link #copiesAmPayload}), or writes it from the caller's memory and completes the write only once it no longer
+     * needs it ({@link Capability#AM_ZCOPY}, UCT's zero-copy completion: tcp's socket has copied it into the kernel
+     * by then). False only where a payload is handed to the receiver as it is (self).
+     */
+    public boolean freesPayloadOnWrite(int length, boolean heap) {
+        return copiesAmPayload(length, heap) || has(Capability.AM_ZCOPY);
     }
 
     /** Whether a frame with a header of {@code headerLength} bytes and {@code length} in all is within the limits. */

@@ -20,21 +20,26 @@ import java.util.function.Consumer;
  * {@code ucp_proto_single_probe} / {@code ucp_proto_multi_probe} do. How they send is {@link EagerSender}, how they arrive {@link EagerReceiver}.
  *
  * <p><b>Copies, as the code makes them.</b> The copy protocols ({@code egr/short}, {@code egr/.../bcopy},
- * {@code egrsnc/...}) are charged one copy of the message on the sender's cpu (copy-in) and one on the receiver's
- * (copy-out), and the sender really makes the copy-in: the lane's transport makes it where it copies payloads into
- * memory of its own anyway ({@link IfaceAttributes#copiesAmPayload}: shm's ring write, tcp's payloads up to 1 KiB
- * written next to the header, and tcp's heap payloads, which the socket channel copies into direct memory), and
- * {@link EagerSender} copies the rest into a pooled buffer (tcp's native payloads over 1 KiB, which the
- * encoder would write from the sender's memory, and every self payload, which the receiver would otherwise get as
- * it is). So a copy send completes once its frames are written, whatever the sender does with its buffer afterwards.
+ * {@code egrsnc/...}) are charged one copy of the message on the receiver's cpu (copy-out), and one on the sender's
+ * (copy-in) where a copy of the sender's memory is made: the lane's transport makes it where it copies payloads into
+ * memory of its own ({@link IfaceAttributes#copiesAmPayload}: shm's ring write, tcp's heap payloads, which the socket
+ * channel copies into direct memory), and {@link EagerSender} makes it for every self payload, which the receiver
+ * would otherwise get as it is. tcp's native payloads leave from the sender's buffer (a gathering write; the encoder
+ * copies only those up to 1 KiB next to the header, which the model leaves out) and the write completes once the
+ * socket has copied them into the kernel, which the lane's bandwidth counts: no copy-in. Either way a copy send
+ * completes once its frames are written, and the sender's buffer is free then.
  *
  * <p>The zero-copy protocols ({@code egr/single/zcopy}, {@code egr/multi/zcopy}) send retained slices of the sender's
  * buffer and pay no copy-in; their send completes only when the receiver acknowledges that the whole message arrived,
  * which costs its send overhead (cpu-remote), our receive overhead (cpu) and one more latency (UCX's fast-completion
  * zcopy charge). They are offered only where the transport writes the payload from the sender's memory: lanes with
  * {@link Capability#AM_ZCOPY} (tcp; not shm or self, as in UCX), native memory, payloads over the lane's
- * {@code amCopyMax}. Where zero-copy starts to pay is thus where the saved copy outweighs the acknowledgement,
- * {@code (2 overhead + latency) x copy bandwidth}, an intersection in the envelope rather than a constant.
+ * {@code amCopyMax}. On such a lane the copy protocols send native memory without a copy too, so zero-copy costs one
+ * acknowledgement more and the engine does not pick it by itself (UCT tcp's bcopy packs into a buffer of its own,
+ * which is why UCX's zero-copy pays there); {@code NUCX_ZCOPY_THRESH} or {@code NUCX_PROTOS} still choose it, for a
+ * send that should complete only once the receiver has the data. Where a copy-in is charged, zero-copy pays where the
+ * saved copy outweighs the acknowledgement, {@code (2 overhead + latency) x copy bandwidth}: an intersection in the
+ * envelope, not a constant.
  */
 public final class EagerProtocols {
 
@@ -135,7 +140,12 @@ public final class EagerProtocols {
                 min = (long) lane.amCopyMax() + 1;
             }
             double copy = 1 / params.copyBandwidth(lane);
-            double copyIn = kind.zcopy() ? 0 : copy;
+            // A lane with AM_ZCOPY writes native memory from the sender's buffer for the copy protocols too (their
+            // write completes once the socket has copied it, IfaceAttributes.freesPayloadOnWrite): no copy-in of ours,
+            // so there zero-copy differs only by its acknowledgement. Heap memory the socket channel copies.
+            boolean fromSendersMemory = lane.has(Capability.AM_ZCOPY)
+                    && SelectionKey.memoryType(key) != SelectionKey.MemoryType.HEAP;
+            double copyIn = kind.zcopy() || fromSendersMemory ? 0 : copy;
             // A lane whose payloads move by the two copies alone (shm's ring) has no wire time besides them.
             double wire = lane.copiesAreTheTransfer() ? 0 : 1 / lane.bandwidth();
             double ovh = lane.overheadSeconds();

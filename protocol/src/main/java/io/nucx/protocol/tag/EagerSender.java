@@ -43,9 +43,10 @@ import java.util.function.LongSupplier;
  * the {@code AM_SEND} key (looked up by its data's memory, its size counting the user header) and the AM_* first-frame
  * ids, its tag field holding id, flags and header length: eager, its payload is the user header then the data; by
  * rendezvous, the RTS carries the user header ({@link MessageKind}).
- * The copy protocols' payloads are copied into pooled buffers (copy-in) when the lane's transport would not copy them
- * itself ({@link IfaceAttributes#copiesAmPayload}), otherwise they are slices of the message; the zero-copy protocols
- * always send slices. A copy send's promise rides on its last fragment, so it completes when the whole message has
+ * The copy protocols' payloads are copied into pooled buffers (copy-in) when the lane's transport would hand them to the
+ * receiver as they are (self; {@link IfaceAttributes#freesPayloadOnWrite}), otherwise they are slices of the message,
+ * which the transport copies as it writes them (shm's ring, tcp's socket); the zero-copy protocols always send
+ * slices. A copy send's promise rides on its last fragment, so it completes when the whole message has
  * left; earlier fragments carry the void promise (a lane whose write fails closes, failing every later fragment).
  */
 final class EagerSender {
@@ -368,12 +369,14 @@ final class EagerSender {
      * views, one object per copy.
      */
     private ByteBuf copyPayload(ChannelHandlerContext ctx, ByteBuf content, int index, int length) {
-        if (lane.copiesAmPayload(length, !content.isDirect())) {
+        // tcp writes native payloads from our buffer, and the write completes once the socket has copied them into the
+        // kernel: a copy of ours first cost 15-25 % of tag_lat at 128-512 KiB (a cold pooled destination; BENCHMARKS)
+        if (lane.freesPayloadOnWrite(length, !content.isDirect())) {
             return index == content.readerIndex() && length == content.readableBytes() ? content.retain()
                     : content.retainedSlice(index, length);
         }
-        // Heap where it costs nothing: small copies, and lanes that hand buffers over as they are (self); a lane
-        // that writes native memory from the caller's buffer (tcp) gets a direct one, or it would copy again.
+        // A lane that hands buffers over as they are (self): heap memory where it costs nothing, small copies and
+        // such lanes, whose receiver then has a buffer it may keep.
         boolean heap = length <= SMALL_COPY_IN || !lane.copiesAmPayload(length, true);
         ByteBuf copy = heap ? ctx.alloc().heapBuffer(length, length) : ctx.alloc().directBuffer(length, length);
         Buffers.copy(content, index, copy, 0, length);
