@@ -62,6 +62,11 @@ final class EagerSender {
     private final int middlePayload;
     private final SelectionCache protocols;
     private final IfaceAttributes lane;
+    /**
+     * The transport's own fact, not the cost model's: a performance profile that fitted the lane's bandwidth takes
+     * its copy rate away from the lanes the tables see ({@code PerfProfile.apply}), and the ring is still a ring.
+     */
+    private final boolean copiesAreTheTransfer;
     /** Keys by [kind][sync][iov][direct]: built once, so a send costs an index and a table lookup. */
     private final long[] keys = new long[MessageKind.values().length * 8];
     private final LongSupplier messageIds;
@@ -90,6 +95,7 @@ final class EagerSender {
         this.endpoint = endpoint;
         EndpointConfig config = protocols.config();
         this.lane = config.amLaneAttrs();
+        this.copiesAreTheTransfer = endpoint.endpointConfig().amLaneAttrs().copiesAreTheTransfer();
         int slash = config.amLane().indexOf('/');
         String transport = slash < 0 ? config.amLane() : config.amLane().substring(0, slash); // "tcp" of "tcp/lo"
         int maxBcopy = lane.maxBcopy();
@@ -336,7 +342,7 @@ final class EagerSender {
         // 1.89-1.96; BENCHMARKS.md). Over tcp it showed no gain (128 KiB: 40 us against 31-35, where two runs of the
         // same code differ by 1.6x): tcp keeps the largest frames.
         int middle = middlePayload;
-        if (length > first0 && lane.copiesAreTheTransfer()) {
+        if (length > first0 && copiesAreTheTransfer) {
             int fragments = 1 + (length - first0 + middlePayload - 1) / middlePayload;
             first0 = Math.min(first0, (int) (((long) length + fragments - 1) / fragments));
             middle = (length - first0 + fragments - 2) / (fragments - 1); // the rest in fragments - 1 even parts

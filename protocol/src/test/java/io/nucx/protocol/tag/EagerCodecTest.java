@@ -17,6 +17,7 @@ import io.nucx.protocol.ProtocolException;
 import io.nucx.protocol.ProtocolSettings;
 import io.nucx.protocol.TestEndpoint;
 import io.nucx.protocol.WorkerProtocols;
+import io.nucx.protocol.select.PerfProfile;
 import io.nucx.transport.AmFrame;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.params.ParameterizedTest;
@@ -62,8 +63,12 @@ class EagerCodecTest {
     }
 
     private EmbeddedChannel channel(EndpointConfig lane, ChannelHandler... below) {
+        return channel(lane, EAGER, below);
+    }
+
+    private EmbeddedChannel channel(EndpointConfig lane, ProtocolSettings settings, ChannelHandler... below) {
         EmbeddedChannel ch = new EmbeddedChannel();
-        worker = TestEndpoint.worker(ch, EAGER);
+        worker = TestEndpoint.worker(ch, settings);
         endpoint = new TestEndpoint(ch, lane).sendTag(0xdef);
         codec = new EagerCodec(endpoint, worker);
         ch.pipeline().addLast(below);
@@ -220,6 +225,29 @@ class EagerCodecTest {
             release(frames);
         }
         assertEquals(1, counters().count(EagerProtocols.MULTI_BCOPY.name()));
+        assertFalse(ch.finish());
+    }
+
+    /**
+     * A performance profile that fitted the lane's bandwidth takes its copy rate away from the model (the tables), not
+     * from the transport: the ring is still a ring, and the fragments stay even.
+     */
+    @Test
+    void aProfileThatFittedTheLanesBandwidthLeavesItsFragmentsEven() {
+        PerfProfile profile = PerfProfile.builder("test").copyBandwidth(20e9)
+                .figure(COPY_LANE.amLane(), PerfProfile.Figure.BANDWIDTH, 15e9).build();
+        assertTrue(!profile.apply(COPY_LANE).amLaneAttrs().copiesAreTheTransfer(), "the model's lane has no copy rate");
+        ProtocolSettings settings = new ProtocolSettings(EAGER.maxMessageSize(), EAGER.bcopyThresh(),
+                EAGER.zcopyThresh(), EAGER.rndvThresh(), false, EAGER.scheme(), EAGER.protocols(), profile);
+        EmbeddedChannel ch = channel(COPY_LANE, settings);
+        byte[] bytes = content(2016, 2016);
+        assertTrue(ch.writeOutbound(new TagMessage(7, Unpooled.wrappedBuffer(bytes.clone()))));
+        List<AmFrame> frames = drain(ch);
+        try {
+            assertFrames(frames, 7, bytes, true);
+        } finally {
+            release(frames);
+        }
         assertFalse(ch.finish());
     }
 
