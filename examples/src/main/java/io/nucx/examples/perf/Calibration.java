@@ -51,9 +51,14 @@ public final class Calibration {
         }
     }
 
-    /** The sizes rendezvous reads are timed at: both well past the eager range, a factor 16 apart. */
-    static final long RMA_SIZE1 = 256 * 1024;
-    static final long RMA_SIZE2 = 4 * 1024 * 1024;
+    /**
+     * The sizes rendezvous reads are timed at, a factor 16 apart, where a read and the AM lane's copies compete (from
+     * one fragment to 1 MiB). Reads of 4 MiB ran out of cache: timed at 256 KiB and 4 MiB, cma's fit gave 9.6 GB/s and
+     * a negative intercept, where reads of 64 KiB-1 MiB ran at 18-24 GB/s, and the model sent 32 KiB-2 MiB through
+     * the ring at 1.1-2.2x the read's time (BENCHMARKS.md).
+     */
+    static final long RMA_SIZE1 = 64 * 1024;
+    static final long RMA_SIZE2 = 1024 * 1024;
 
     private final SweepRunner runner;
     private final Options options;
