@@ -216,6 +216,13 @@ class EagerCodecTest {
     @ValueSource(ints = {1017, 2000, 2016, 3016, 5000})
     void onACopyLaneAMessageGoesInFragmentsOfEvenSize(int size) {
         EmbeddedChannel ch = channel(COPY_LANE);
+        assertSentInEvenFragments(ch, size);
+        assertEquals(1, counters().count(EagerProtocols.MULTI_BCOPY.name()));
+        assertFalse(ch.finish());
+    }
+
+    /** Sends a {@code size}-byte message on {@code ch} and checks its frames, of even size. */
+    private static void assertSentInEvenFragments(EmbeddedChannel ch, int size) {
         byte[] bytes = content(size, size);
         assertTrue(ch.writeOutbound(new TagMessage(7, Unpooled.wrappedBuffer(bytes.clone()))));
         List<AmFrame> frames = drain(ch);
@@ -224,8 +231,6 @@ class EagerCodecTest {
         } finally {
             release(frames);
         }
-        assertEquals(1, counters().count(EagerProtocols.MULTI_BCOPY.name()));
-        assertFalse(ch.finish());
     }
 
     /**
@@ -240,14 +245,7 @@ class EagerCodecTest {
         ProtocolSettings settings = new ProtocolSettings(EAGER.maxMessageSize(), EAGER.bcopyThresh(),
                 EAGER.zcopyThresh(), EAGER.rndvThresh(), false, EAGER.scheme(), EAGER.protocols(), profile);
         EmbeddedChannel ch = channel(COPY_LANE, settings);
-        byte[] bytes = content(2016, 2016);
-        assertTrue(ch.writeOutbound(new TagMessage(7, Unpooled.wrappedBuffer(bytes.clone()))));
-        List<AmFrame> frames = drain(ch);
-        try {
-            assertFrames(frames, 7, bytes, true);
-        } finally {
-            release(frames);
-        }
+        assertSentInEvenFragments(ch, 2016);
         assertFalse(ch.finish());
     }
 
