@@ -130,21 +130,21 @@ public final class EagerProtocols {
                 return;
             }
             IfaceAttributes lane = params.endpoint().amLaneAttrs();
+            // Where the transport writes the payload from our memory: with AM_ZCOPY, not heap memory (the socket
+            // channel copies it into direct memory). The copy protocols send from it there too (their write completes
+            // once the socket has copied it, IfaceAttributes.freesPayloadOnWrite): no copy-in of ours, so zero-copy
+            // differs only by its acknowledgement.
+            boolean fromSendersMemory = lane.has(Capability.AM_ZCOPY)
+                    && SelectionKey.memoryType(key) != SelectionKey.MemoryType.HEAP;
             long min = 0;
             if (kind.zcopy()) {
-                // Only where the transport writes the payload from our memory: with AM_ZCOPY, not heap memory (the
-                // socket channel copies it into direct memory), above the size the transport copies anyway.
-                if (!lane.has(Capability.AM_ZCOPY) || SelectionKey.memoryType(key) == SelectionKey.MemoryType.HEAP) {
+                // Only there, above the size the transport copies anyway.
+                if (!fromSendersMemory) {
                     return;
                 }
                 min = (long) lane.amCopyMax() + 1;
             }
             double copy = 1 / params.copyBandwidth(lane);
-            // A lane with AM_ZCOPY writes native memory from the sender's buffer for the copy protocols too (their
-            // write completes once the socket has copied it, IfaceAttributes.freesPayloadOnWrite): no copy-in of ours,
-            // so there zero-copy differs only by its acknowledgement. Heap memory the socket channel copies.
-            boolean fromSendersMemory = lane.has(Capability.AM_ZCOPY)
-                    && SelectionKey.memoryType(key) != SelectionKey.MemoryType.HEAP;
             double copyIn = kind.zcopy() || fromSendersMemory ? 0 : copy;
             // A lane whose payloads move by the two copies alone (shm's ring) has no wire time besides them.
             double wire = lane.copiesAreTheTransfer() ? 0 : 1 / lane.bandwidth();

@@ -54,19 +54,16 @@ final class EagerSender {
     private record SyncSend(long tag, long length, ChannelPromise promise) {
     }
 
-    /** Copy-in of up to this many bytes goes to a heap buffer ({@link #copyPayload}). */
-    static final int SMALL_COPY_IN = 1024;
 
     private final EndpointServices endpoint;
     private final int firstPayload;
     private final int middlePayload;
     private final SelectionCache protocols;
-    private final IfaceAttributes lane;
     /**
-     * The transport's own fact, not the cost model's: a performance profile that fitted the lane's bandwidth takes
-     * its copy rate away from the lanes the tables see ({@code PerfProfile.apply}), and the ring is still a ring.
+     * The AM lane as its transport states it, not as the tables see it: a performance profile that fitted the lane's
+     * bandwidth takes its copy rate away from the cost model ({@code PerfProfile.apply}), and the ring is still a ring.
      */
-    private final boolean copiesAreTheTransfer;
+    private final IfaceAttributes lane;
     /** Keys by [kind][sync][iov][direct]: built once, so a send costs an index and a table lookup. */
     private final long[] keys = new long[MessageKind.values().length * 8];
     private final LongSupplier messageIds;
@@ -93,9 +90,8 @@ final class EagerSender {
     EagerSender(EndpointServices endpoint, SelectionCache protocols, LongSupplier messageIds, LongSupplier defaultTag,
                 ProtocolCounters counters) {
         this.endpoint = endpoint;
-        EndpointConfig config = protocols.config();
+        EndpointConfig config = endpoint.endpointConfig();
         this.lane = config.amLaneAttrs();
-        this.copiesAreTheTransfer = endpoint.endpointConfig().amLaneAttrs().copiesAreTheTransfer();
         int slash = config.amLane().indexOf('/');
         String transport = slash < 0 ? config.amLane() : config.amLane().substring(0, slash); // "tcp" of "tcp/lo"
         int maxBcopy = lane.maxBcopy();
@@ -342,7 +338,7 @@ final class EagerSender {
         // 1.89-1.96; BENCHMARKS.md). Over tcp it showed no gain (128 KiB: 40 us against 31-35, where two runs of the
         // same code differ by 1.6x): tcp keeps the largest frames.
         int middle = middlePayload;
-        if (length > first0 && copiesAreTheTransfer) {
+        if (length > first0 && lane.copiesAreTheTransfer()) {
             int fragments = 1 + (length - first0 + middlePayload - 1) / middlePayload;
             first0 = Math.min(first0, (int) (((long) length + fragments - 1) / fragments));
             middle = (length - first0 + fragments - 2) / (fragments - 1); // the rest in fragments - 1 even parts
@@ -366,13 +362,12 @@ final class EagerSender {
     }
 
     /**
-     * A copy protocol's payload: the message itself (or a slice of it, for one fragment) when the lane's transport
-     * copies it into memory of its own as it is written (shm's ring, tcp's small and heap payloads), else a copy in a
-     * pooled buffer (the copy-in the cost model charges), so the frame no longer refers to the user's buffer. The
-     * whole message goes as the buffer itself, not a slice: with Netty's default allocator a slice is an object per
-     * message, and a written buffer is nucx's to read (Netty's rule for every write). Small copies go to a heap
-     * buffer: without {@code sun.misc.Unsafe} (Netty's default on JDK 25) a copy between direct buffers makes NIO
-     * views, one object per copy.
+     * A copy protocol's payload: the message itself (or a slice of it, for one fragment) when the user's buffer is
+     * free once the lane's write completes (shm's ring copies it, tcp's socket too), else a copy in a pooled heap
+     * buffer (self, which hands frames over as they are; the copy-in the cost model charges), so the frame no longer
+     * refers to the user's buffer. The whole message goes as the buffer itself, not a slice: with Netty's default
+     * allocator a slice is an object per message, and a written buffer is nucx's to read (Netty's rule for every
+     * write).
      */
     private ByteBuf copyPayload(ChannelHandlerContext ctx, ByteBuf content, int index, int length) {
         // tcp writes native payloads from our buffer, and the write completes once the socket has copied them into the
@@ -381,10 +376,7 @@ final class EagerSender {
             return index == content.readerIndex() && length == content.readableBytes() ? content.retain()
                     : content.retainedSlice(index, length);
         }
-        // A lane that hands buffers over as they are (self): heap memory where it costs nothing, small copies and
-        // such lanes, whose receiver then has a buffer it may keep.
-        boolean heap = length <= SMALL_COPY_IN || !lane.copiesAmPayload(length, true);
-        ByteBuf copy = heap ? ctx.alloc().heapBuffer(length, length) : ctx.alloc().directBuffer(length, length);
+        ByteBuf copy = ctx.alloc().heapBuffer(length, length);
         Buffers.copy(content, index, copy, 0, length);
         return copy.writerIndex(length);
     }
