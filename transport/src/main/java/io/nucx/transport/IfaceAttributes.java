@@ -41,12 +41,28 @@ import java.util.Set;
  *                        it, and no byte moves otherwise), so the cost model charges them at this rate and no wire
  *                        time besides; 0 when the transport does not say (tcp: the worker's memcpy figure for the
  *                        copies, and the bandwidth for the kernel's transfer)
+ * @param bulkFrom        size, bytes, from which a zero-copy GET or PUT runs at {@code bulkBandwidth} instead of
+ *                        {@link #bandwidth}: where the transfer no longer fits the caches (cma's read by one core runs
+ *                        at 16-29 GB/s up to 512 KiB here and at 5-10 from 2 MiB on). {@link Long#MAX_VALUE}: one rate
+ *                        for every size (the static estimates; calibration measures it)
+ * @param bulkBandwidth   bytes/second of a zero-copy GET or PUT from {@code bulkFrom} on; 0 without a bulk rate
  */
 public record IfaceAttributes(Set<Capability> capabilities, int maxShort, int maxBcopy, int maxHeader,
                               double latencySeconds, double latencyPerEp, double bandwidthDedicated,
                               double bandwidthShared, double overheadSeconds, int priority, long maxZcopy,
                               int amCopyMax, long rmaSegment, double regCostSeconds, double regCostPerByte,
-                              int maxPlaced, double copyBandwidth) {
+                              int maxPlaced, double copyBandwidth, long bulkFrom, double bulkBandwidth) {
+
+    /** Attributes whose zero-copy RMA runs at one rate for every size. */
+    public IfaceAttributes(Set<Capability> capabilities, int maxShort, int maxBcopy, int maxHeader,
+                           double latencySeconds, double latencyPerEp, double bandwidthDedicated,
+                           double bandwidthShared, double overheadSeconds, int priority, long maxZcopy,
+                           int amCopyMax, long rmaSegment, double regCostSeconds, double regCostPerByte,
+                           int maxPlaced, double copyBandwidth) {
+        this(capabilities, maxShort, maxBcopy, maxHeader, latencySeconds, latencyPerEp, bandwidthDedicated,
+                bandwidthShared, overheadSeconds, priority, maxZcopy, amCopyMax, rmaSegment, regCostSeconds,
+                regCostPerByte, maxPlaced, copyBandwidth, Long.MAX_VALUE, 0);
+    }
 
     /** Attributes that state no copy rate of their own ({@code copyBandwidth} 0). */
     public IfaceAttributes(Set<Capability> capabilities, int maxShort, int maxBcopy, int maxHeader,
@@ -120,6 +136,11 @@ public record IfaceAttributes(Set<Capability> capabilities, int maxShort, int ma
             throw new IllegalArgumentException("registration cost must be >= 0, got " + regCostSeconds + " s + "
                     + regCostPerByte + " s/B");
         }
+        if (bulkFrom < 1 || (bulkFrom != Long.MAX_VALUE
+                && (!(bulkBandwidth > 0) || Double.isInfinite(bulkBandwidth)))) {
+            throw new IllegalArgumentException("a bulk rate needs a size >= 1 and a bandwidth > 0 and finite, got "
+                    + bulkFrom + " B and " + bulkBandwidth + " B/s");
+        }
         capabilities = capabilities.isEmpty() ? EnumSet.noneOf(Capability.class) : EnumSet.copyOf(capabilities);
     }
 
@@ -131,21 +152,21 @@ public record IfaceAttributes(Set<Capability> capabilities, int maxShort, int ma
     public IfaceAttributes withAmLimits(int maxShort, int maxBcopy) {
         return new IfaceAttributes(capabilities, maxShort, maxBcopy, maxHeader, latencySeconds, latencyPerEp,
                 bandwidthDedicated, bandwidthShared, overheadSeconds, priority, maxZcopy, amCopyMax, rmaSegment,
-                regCostSeconds, regCostPerByte, maxPlaced, copyBandwidth);
+                regCostSeconds, regCostPerByte, maxPlaced, copyBandwidth, bulkFrom, bulkBandwidth);
     }
 
     /** The same attributes, placing frames up to {@code maxPlaced} bytes (0: none). */
     public IfaceAttributes withMaxPlaced(int maxPlaced) {
         return new IfaceAttributes(capabilities, maxShort, maxBcopy, maxHeader, latencySeconds, latencyPerEp,
                 bandwidthDedicated, bandwidthShared, overheadSeconds, priority, maxZcopy, amCopyMax, rmaSegment,
-                regCostSeconds, regCostPerByte, maxPlaced, copyBandwidth);
+                regCostSeconds, regCostPerByte, maxPlaced, copyBandwidth, bulkFrom, bulkBandwidth);
     }
 
     /** The same attributes, whose payloads move by two copies at {@code copyBandwidth} bytes/s (0: not stated). */
     public IfaceAttributes withCopyBandwidth(double copyBandwidth) {
         return new IfaceAttributes(capabilities, maxShort, maxBcopy, maxHeader, latencySeconds, latencyPerEp,
                 bandwidthDedicated, bandwidthShared, overheadSeconds, priority, maxZcopy, amCopyMax, rmaSegment,
-                regCostSeconds, regCostPerByte, maxPlaced, copyBandwidth);
+                regCostSeconds, regCostPerByte, maxPlaced, copyBandwidth, bulkFrom, bulkBandwidth);
     }
 
     /** Whether the transport's payloads move by the two copies alone, at {@link #copyBandwidth}. */
@@ -166,7 +187,22 @@ public record IfaceAttributes(Set<Capability> capabilities, int maxShort, int ma
         }
         return new IfaceAttributes(capabilities, maxShort, maxBcopy, maxHeader, latencySeconds, latencyPerEp,
                 bandwidth, 0, overheadSeconds, priority, maxZcopy, amCopyMax, rmaSegment, regCostSeconds,
-                regCostPerByte, maxPlaced, copyBandwidth);
+                regCostPerByte, maxPlaced, copyBandwidth, bulkFrom, bulkBandwidth);
+    }
+
+    /**
+     * The same attributes, whose zero-copy GET and PUT run at {@code bulkBandwidth} bytes/s from {@code bulkFrom}
+     * bytes on (measured by calibration: where a transfer outgrows the caches).
+     */
+    public IfaceAttributes withBulk(long bulkFrom, double bulkBandwidth) {
+        return new IfaceAttributes(capabilities, maxShort, maxBcopy, maxHeader, latencySeconds, latencyPerEp,
+                bandwidthDedicated, bandwidthShared, overheadSeconds, priority, maxZcopy, amCopyMax, rmaSegment,
+                regCostSeconds, regCostPerByte, maxPlaced, copyBandwidth, bulkFrom, bulkBandwidth);
+    }
+
+    /** Whether zero-copy GET and PUT have a second, bulk rate ({@code bulkFrom} on). */
+    public boolean hasBulkRate() {
+        return bulkFrom != Long.MAX_VALUE;
     }
 
     /**

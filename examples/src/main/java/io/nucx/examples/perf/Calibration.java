@@ -1,5 +1,7 @@
 package io.nucx.examples.perf;
 
+import io.netty.channel.ChannelInboundHandlerAdapter;
+import io.netty.channel.EventLoop;
 import io.netty.channel.EventLoopGroup;
 import io.netty.channel.MultiThreadIoEventLoopGroup;
 import io.netty.channel.nio.NioIoHandler;
@@ -7,8 +9,12 @@ import io.nucx.protocol.select.ProtoCandidate;
 import io.nucx.protocol.select.ProtoPerf;
 import io.nucx.protocol.select.ProtoTable;
 import io.nucx.transport.CopyRate;
-import io.nucx.transport.cma.CmaChannel;
+import io.nucx.transport.Iface;
+import io.nucx.transport.IfaceParams;
+import io.nucx.transport.NucxConfig;
+import io.nucx.transport.cma.CmaTransport;
 import io.nucx.transport.rma.MemoryRegistration;
+import io.nucx.transport.rma.RmaIface;
 
 import java.io.PrintStream;
 import java.lang.foreign.Arena;
@@ -37,7 +43,9 @@ public final class Calibration {
      * @param rmaSets NUCX_TLS values whose RMA lane is measured by rendezvous reads over their AM lane ("shm,cma");
      *                that AM lane must be measured too (in {@code amSets})
      * @param percentile which percentile of a ping-pong's iterations is its time (50: the median; lower on a machine
-     *                   busy with other work, whose preemptions land in the upper ones)
+     *                   busy with other work, whose preemptions land in the upper ones). Not the average: runs this
+     *                   short averaged far above the sweep's (a 64 KiB read 12.6 us against 5.2, tcp's 8 B 8.2 against
+     *                   4.1), where their medians agreed with it (5.4, 4.3)
      */
     public record Options(List<String> amSets, List<String> rmaSets, int rounds, long runNanos, long warmupNanos,
                           double percentile, Path out, String command) {
@@ -52,13 +60,13 @@ public final class Calibration {
     }
 
     /**
-     * The sizes rendezvous reads are timed at, a factor 16 apart, where a read and the AM lane's copies compete (from
-     * one fragment to 1 MiB). Reads of 4 MiB ran out of cache: timed at 256 KiB and 4 MiB, cma's fit gave 9.6 GB/s and
-     * a negative intercept, where reads of 64 KiB-1 MiB ran at 18-24 GB/s, and the model sent 32 KiB-2 MiB through
-     * the ring at 1.1-2.2x the read's time (BENCHMARKS.md).
+     * The sizes rendezvous reads are timed at. The first two, a factor 8 apart, are where a read and the AM lane's
+     * copies compete (from one fragment to 512 KiB), in cache: they give the read's overhead and bandwidth. Timed at
+     * 64 KiB and 1 MiB, the 1 MiB read had already slowed (82.6 us against 21.0 at 512 KiB in the 14:24 sweep), and
+     * the model priced 32-77 KiB reads at 1.4x their time. The last two are beyond the caches, where one core's read
+     * runs at 5-10 GB/s and the ring's two cores beat it (BENCHMARKS.md): they give its bulk rate.
      */
-    static final long RMA_SIZE1 = 64 * 1024;
-    static final long RMA_SIZE2 = 1024 * 1024;
+    static final long[] RMA_SIZES = {64 * 1024, 512 * 1024, 2 << 20, 16 << 20};
 
     private final SweepRunner runner;
     private final Options options;
@@ -106,8 +114,12 @@ public final class Calibration {
         for (String tls : options.rmaSets()) {
             ProtoTable t = tables.get(tls);
             double[] reg = registrationCost();
+            double[] times = new double[RMA_SIZES.length];
+            for (int i = 0; i < times.length; i++) {
+                times[i] = median(steps, tls, "read" + i);
+            }
             rma.add(new ProfileFit.RmaRuns(rmaLane(t), amLane(t), io.nucx.transport.cma.Cma.CHUNK, 80e-9,
-                    RMA_SIZE1, median(steps, tls, "read1"), RMA_SIZE2, median(steps, tls, "read2"), reg[0], reg[1]));
+                    RMA_SIZES, times, reg[0], reg[1]));
         }
         ProfileFit.Result fit = ProfileFit.fit(options.out().toString(), copyBandwidth, am, rma);
         List<String> comments = new ArrayList<>();
@@ -192,8 +204,9 @@ public final class Calibration {
                         + amTransports(tls) + " to the AM sets");
             }
             rmaLane(tables.get(tls)); // fails now if the set has no RMA lane
-            steps.add(new Step(tls, "read1", "rndv/get/zcopy", PerfTestType.TAG_LAT, RMA_SIZE1, true));
-            steps.add(new Step(tls, "read2", "rndv/get/zcopy", PerfTestType.TAG_LAT, RMA_SIZE2, true));
+            for (int i = 0; i < RMA_SIZES.length; i++) {
+                steps.add(new Step(tls, "read" + i, "rndv/get/zcopy", PerfTestType.TAG_LAT, RMA_SIZES[i], true));
+            }
         }
         return steps;
     }
@@ -258,28 +271,36 @@ public final class Calibration {
     }
 
     /**
-     * A cma lane's registration cost {c, m}: registering (and closing) a buffer of 4 KiB, 1 MiB and 16 MiB on a lane
-     * to this process, timed on its loop, fitted to a line.
+     * A cma lane's registration cost {c, m}: exposing (and closing) a buffer of 4 KiB, 1 MiB and 16 MiB as rendezvous
+     * get's sender does (an iface-wide key, {@link RmaIface#registerMemory}), timed on its loop, fitted to a line. Timed
+     * on a lane instead (the per-peer key put's receiver offers, which watches the peer's exit while exposed) it cost
+     * 1.7-2.4 us, where a whole 8-byte read by get took 2.5 us one way, and the model priced reads up to 48 KiB above
+     * the ring's copies that were slower. The profile has one registration cost per lane, so it prices get's (the
+     * default scheme; put's receiver pays more).
      */
     static double[] registrationCost() throws Exception {
         EventLoopGroup group = new MultiThreadIoEventLoopGroup(1, NioIoHandler.newFactory());
-        CmaChannel lane = CmaChannel.toProcess((int) ProcessHandle.current().pid());
+        EventLoop loop = group.next();
+        NucxConfig config = NucxConfig.fromEnvironment();
+        CmaTransport transport = new CmaTransport();
+        Iface opened = loop.submit(() -> transport.openIface(new IfaceParams(loop, CmaTransport.MEMORY,
+                ChannelInboundHandlerAdapter::new, config))).get(60, TimeUnit.SECONDS);
+        RmaIface iface = (RmaIface) opened;
         try (Arena arena = Arena.ofShared()) {
-            group.next().register(lane).sync();
             long[] sizes = {4096, 1 << 20, 16 << 20};
             double[] x = new double[sizes.length];
             double[] y = new double[sizes.length];
             for (int i = 0; i < sizes.length; i++) {
                 MemorySegment buf = arena.allocate(sizes[i], 4096);
                 x[i] = sizes[i];
-                y[i] = lane.eventLoop().submit(() -> {
+                y[i] = loop.submit(() -> {
                     int n = 20_000;
                     for (int k = 0; k < n; k++) { // warm
-                        timeOne(lane, buf);
+                        timeOne(iface, buf);
                     }
                     long start = System.nanoTime();
                     for (int k = 0; k < n; k++) {
-                        timeOne(lane, buf);
+                        timeOne(iface, buf);
                     }
                     return (System.nanoTime() - start) / 1e9 / n;
                 }).get(60, TimeUnit.SECONDS);
@@ -287,13 +308,13 @@ public final class Calibration {
             double[] line = ProfileFit.line(x, y);
             return new double[] {Math.max(0, line[0]), Math.max(0, line[1])};
         } finally {
-            lane.close().sync();
+            loop.submit(opened::close).get(60, TimeUnit.SECONDS);
             group.shutdownGracefully(0, 1, TimeUnit.SECONDS).sync();
         }
     }
 
-    private static void timeOne(CmaChannel lane, MemorySegment buf) {
-        MemoryRegistration reg = lane.register(buf);
+    private static void timeOne(RmaIface iface, MemorySegment buf) {
+        MemoryRegistration reg = iface.registerMemory(buf);
         if (reg.packedKey().length == 0) {
             throw new IllegalStateException("empty key");
         }

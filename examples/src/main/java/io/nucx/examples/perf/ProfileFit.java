@@ -21,9 +21,11 @@ import java.util.Locale;
  *   <li><b>bandwidth</b>: from the slope of one-fragment copy sends ({@code egr/single/bcopy}) between two sizes: the
  *       model charges each byte two copies and the wire, so the wire's share is the slope less two copies;</li>
  *   <li>an RMA lane's <b>overhead</b> (one call, per segment) and <b>bandwidth</b>: from {@code rndv/get/zcopy} at two
- *       sizes: the intercept less the control messages the AM lane carries (their overheads and latencies, the rts
+ *       sizes in cache: the intercept less the control messages the AM lane carries (their overheads and latencies, the rts
  *       knob, the send buffer's registration), and the slope less the registration growth and the per-segment
- *       calls; both divided by the rendezvous bias first. Its <b>registration cost</b> is measured directly.</li>
+ *       calls; both divided by the rendezvous bias first. Its <b>registration cost</b> is measured directly;</li>
+ *   <li>its <b>bulk rate</b> (a read that outgrew the caches): the same from two larger sizes, from where their line
+ *       meets the first; none where those reads are no slower per byte.</li>
  * </ul>
  * A figure that comes out negative (the machine was faster than the model's other terms say: e.g. copies overlapping
  * the transfer) is clamped, and the fit says so in a note kept in the profile's comments.
@@ -32,6 +34,9 @@ public final class ProfileFit {
 
     /** Bandwidth written when the measured slope leaves nothing (or less) for the wire: effectively free. */
     static final double MAX_BANDWIDTH = 1e12;
+
+    /** How much slower per byte reads beyond the caches must be than those in cache for a bulk rate of their own. */
+    static final double BULK_MARGIN = 1.05;
 
     /**
      * An AM lane's runs.
@@ -45,11 +50,26 @@ public final class ProfileFit {
     }
 
     /**
-     * An RMA lane's runs: {@code rndv/get/zcopy} ping-pongs at two sizes over the AM lane {@code amLane}, and the
-     * registration cost measured on the lane itself.
+     * An RMA lane's runs: {@code rndv/get/zcopy} ping-pongs over the AM lane {@code amLane} at {@code sizes} (ascending)
+     * with one-way {@code times}, and the registration cost measured on the lane itself. The first two sizes are in
+     * cache and give the lane's overhead and bandwidth; a third and a fourth, if given, are beyond the caches and give
+     * its bulk rate.
      */
-    public record RmaRuns(String lane, String amLane, long segment, double rmaLatency, long size1, double time1,
-                          long size2, double time2, double regCost, double regGrowth) {
+    public record RmaRuns(String lane, String amLane, long segment, double rmaLatency, long[] sizes, double[] times,
+                          double regCost, double regGrowth) {
+        public RmaRuns {
+            sizes = sizes.clone();
+            times = times.clone();
+            if ((sizes.length != 2 && sizes.length != 4) || times.length != sizes.length) {
+                throw new IllegalArgumentException("an RMA lane is fitted from 2 or 4 sizes with a time each, got "
+                        + sizes.length + " sizes and " + times.length + " times");
+            }
+            for (int i = 1; i < sizes.length; i++) {
+                if (sizes[i] <= sizes[i - 1]) {
+                    throw new IllegalArgumentException("the sizes must ascend: " + java.util.Arrays.toString(sizes));
+                }
+            }
+        }
     }
 
     /** The fitted profile and what the fit had to clamp. */
@@ -104,8 +124,10 @@ public final class ProfileFit {
                         + ", which has no figures of its own");
             }
             double d = RndvProtocols.PERF_DIFF_FACTOR;
-            double slope = (r.time2() - r.time1()) / (r.size2() - r.size1()) / d;
-            double intercept = r.time1() / d - r.size1() * slope;
+            long[] x = r.sizes();
+            double[] t = r.times();
+            double slope = (t[1] - t[0]) / (x[1] - x[0]) / d;
+            double intercept = t[0] / d - x[0] * slope;
             double control = 4 * amLane[0] + RndvProtocols.RTS_OVERHEAD + r.regCost() + 2 * amLane[1]
                     + r.rmaLatency();
             double ovh = intercept - control;
@@ -115,7 +137,8 @@ public final class ProfileFit {
                         control * 1e6));
                 ovh = 0;
             }
-            double wire = slope - r.regGrowth() - ovh / r.segment();
+            double perCall = r.regGrowth() + ovh / r.segment();
+            double wire = slope - perCall;
             double bw;
             if (wire <= 1 / MAX_BANDWIDTH) {
                 notes.add(String.format(Locale.ROOT, "%s: reads grow by %.4f ns/B, no more than registration and "
@@ -128,8 +151,39 @@ public final class ProfileFit {
                     .figure(r.lane(), PerfProfile.Figure.BANDWIDTH, bw)
                     .figure(r.lane(), PerfProfile.Figure.REG_COST, r.regCost())
                     .figure(r.lane(), PerfProfile.Figure.REG_GROWTH, r.regGrowth());
+            if (x.length == 4) {
+                fitBulk(r, slope, intercept, perCall, b, notes);
+            }
         }
         return new Result(b.build(), List.copyOf(notes));
+    }
+
+    /**
+     * An RMA lane's bulk rate, from its third and fourth reads (beyond the caches): their slope less what registration
+     * and calls take per byte, from where their line meets the in-cache one (kept between the second and the third
+     * size, where the two regimes meet). None where the bulk reads are not slower per byte than the in-cache ones by
+     * more than {@link #BULK_MARGIN} (the caches held them too).
+     */
+    private static void fitBulk(RmaRuns r, double slope, double intercept, double perCall, PerfProfile.Builder b,
+                                List<String> notes) {
+        double d = RndvProtocols.PERF_DIFF_FACTOR;
+        long[] x = r.sizes();
+        double[] t = r.times();
+        double bulkSlope = (t[3] - t[2]) / (x[3] - x[2]) / d;
+        if (bulkSlope <= slope * BULK_MARGIN || bulkSlope - perCall <= 1 / MAX_BANDWIDTH) {
+            notes.add(String.format(Locale.ROOT, "%s: reads of %d-%d B grow by %.4f ns/B, as those in cache (%.4f): "
+                    + "no bulk rate", r.lane(), x[2], x[3], bulkSlope * 1e9, slope * 1e9));
+            return;
+        }
+        double bulkIntercept = t[2] / d - x[2] * bulkSlope;
+        double knee = (bulkIntercept - intercept) / (slope - bulkSlope);
+        long from = Math.round(Math.max(x[1], Math.min(x[2], knee)));
+        if (from != Math.round(knee)) {
+            notes.add(String.format(Locale.ROOT, "%s: the in-cache and bulk lines meet at %.0f B, outside %d-%d B "
+                    + "where they were measured: bulk rate from %d B", r.lane(), knee, x[1], x[2], from));
+        }
+        b.figure(r.lane(), PerfProfile.Figure.BULK_FROM, from)
+                .figure(r.lane(), PerfProfile.Figure.BULK_BANDWIDTH, 1 / (bulkSlope - perCall));
     }
 
     /** The least-squares line through {@code (x, y)} points: {c, m}. */

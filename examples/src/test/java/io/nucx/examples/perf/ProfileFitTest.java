@@ -60,6 +60,8 @@ class ProfileFitTest {
                 .figure("cma/memory", PerfProfile.Figure.BANDWIDTH, 7.25e9)
                 .figure("cma/memory", PerfProfile.Figure.REG_COST, 0.4e-6)
                 .figure("cma/memory", PerfProfile.Figure.REG_GROWTH, 0.001e-9)
+                .figure("cma/memory", PerfProfile.Figure.BULK_FROM, 900 * 1024)
+                .figure("cma/memory", PerfProfile.Figure.BULK_BANDWIDTH, 3.1e9)
                 .build();
         EndpointConfig shm = new EndpointConfig("shm/memory", SHM);
         EndpointConfig shmCma = new EndpointConfig("shm/memory", SHM, "cma/memory", CMA);
@@ -67,11 +69,13 @@ class ProfileFitTest {
         long s2 = 65528;
         ProfileFit.AmRuns am = new ProfileFit.AmRuns("shm/memory", 0.31e-6, model(truth, shm, "egr/short", 8),
                 s1, model(truth, shm, "egr/single/bcopy", s1), s2, model(truth, shm, "egr/single/bcopy", s2));
-        long r1 = 256 * 1024;
-        long r2 = 4 << 20;
+        long[] reads = {64 * 1024, 512 * 1024, 2 << 20, 16 << 20};
+        double[] times = new double[reads.length];
+        for (int i = 0; i < reads.length; i++) {
+            times[i] = model(truth, shmCma, "rndv/get/zcopy", reads[i]);
+        }
         ProfileFit.RmaRuns rma = new ProfileFit.RmaRuns("cma/memory", "shm/memory", CMA.rmaSegment(),
-                CMA.latencySeconds(), r1, model(truth, shmCma, "rndv/get/zcopy", r1), r2,
-                model(truth, shmCma, "rndv/get/zcopy", r2), 0.4e-6, 0.001e-9);
+                CMA.latencySeconds(), reads, times, 0.4e-6, 0.001e-9);
 
         ProfileFit.Result fit = ProfileFit.fit("fit", copy, List.of(am), List.of(rma));
 
@@ -110,6 +114,37 @@ class ProfileFitTest {
         ProfileFit.Result fit = ProfileFit.fit("fit", 5e9, List.of(am), List.of()); // two copies: 0.4 ns/B > 0.2
         assertEquals(ProfileFit.MAX_BANDWIDTH, fit.profile().figure("shm/memory", PerfProfile.Figure.BANDWIDTH));
         assertTrue(fit.notes().get(0).contains("no more than two copies"), fit.notes().toString());
+    }
+
+    /** Reads in cache at 64 KiB and 512 KiB, 10 and 30 us; {@code t3}, {@code t4} at 2 and 16 MiB. */
+    private static ProfileFit.Result fitReads(double t3, double t4) {
+        ProfileFit.AmRuns am = new ProfileFit.AmRuns("shm/memory", 0.1e-6, 0.3e-6, 4095, 1e-6, 65528, 8e-6);
+        return ProfileFit.fit("fit", 40e9, List.of(am), List.of(new ProfileFit.RmaRuns("cma/memory", "shm/memory",
+                512 * 1024, 80e-9, new long[] {64 * 1024, 512 * 1024, 2 << 20, 16 << 20},
+                new double[] {10e-6, 30e-6, t3, t4}, 0, 0)));
+    }
+
+    @Test
+    void readsNoSlowerPerByteBeyondTheCachesGetNoBulkRateAndSaySo() {
+        // 20 us per 448 KiB in cache; 2-16 MiB at the same rate: one line through all four
+        double perByte = 20e-6 / (448 * 1024);
+        ProfileFit.Result fit = fitReads(10e-6 + perByte * ((2 << 20) - 65536),
+                10e-6 + perByte * ((16 << 20) - 65536));
+        assertTrue(Double.isNaN(fit.profile().figure("cma/memory", PerfProfile.Figure.BULK_FROM)));
+        assertTrue(Double.isNaN(fit.profile().figure("cma/memory", PerfProfile.Figure.BULK_BANDWIDTH)));
+        assertTrue(fit.notes().stream().anyMatch(n -> n.contains("no bulk rate")), fit.notes().toString());
+    }
+
+    @Test
+    void aBulkLineThatMeetsTheFirstBelowItsSecondSizeStartsThere() {
+        // 2 MiB at 500 us, 0.2 ns/B on to 16 MiB: a line 185 us high at 512 KiB, where the in-cache one is at 30
+        ProfileFit.Result fit = fitReads(500e-6, 500e-6 + (14 << 20) * 0.2e-9);
+        assertEquals(512 * 1024, fit.profile().figure("cma/memory", PerfProfile.Figure.BULK_FROM));
+        // 0.2 ns/B without the rendezvous bias, less the in-cache reads' per-call share (one call per 512 KiB)
+        double perCall = fit.profile().figure("cma/memory", PerfProfile.Figure.OVERHEAD) / (512 * 1024);
+        assertEquals(1 / (0.2e-9 / 0.99 - perCall),
+                fit.profile().figure("cma/memory", PerfProfile.Figure.BULK_BANDWIDTH), 1e3);
+        assertTrue(fit.notes().stream().anyMatch(n -> n.contains("outside 524288-2097152 B")), fit.notes().toString());
     }
 
     @Test

@@ -18,7 +18,8 @@ import java.util.regex.Pattern;
 /**
  * Performance figures measured on the running machine ({@code nucx calibrate}), which the cost model uses instead of
  * the transports' static estimates (UCX's published {@code uct_iface_attr_t} values) wherever the profile has them:
- * per lane its latency, per-message overhead, bandwidth and memory registration cost, and the memcpy bandwidth every
+ * per lane its latency, per-message overhead, bandwidth, memory registration cost and, for an RMA lane, the rate and
+ * size from which its zero-copy transfers outgrow the caches, and the memcpy bandwidth every
  * copy is charged at (UCX's {@code UCX_BCOPY_BW}). A figure the profile lacks keeps its static value. Only protocol
  * selection reads it: lane selection keeps the figures both peers exchanged in their addresses, so the two sides still
  * choose the same lanes whatever profile each one loaded.
@@ -33,6 +34,8 @@ import java.util.regex.Pattern;
  * tcp/lo.bandwidth = 2.3E9          # bytes/s
  * cma/memory.reg.cost = 1.2E-6      # s: exposing one buffer for the peer's GET or PUT
  * cma/memory.reg.growth = 0.0       # s per byte registered
+ * cma/memory.bulk.from = 1.2E6       # bytes: from this size on, zero-copy GET and PUT run at bulk.bandwidth
+ * cma/memory.bulk.bandwidth = 9.5E9  # bytes/s: a transfer that outgrew the caches
  * </pre>
  * A lane is named as the tables print it ({@code transport/device}); a transport name alone ({@code tcp.latency})
  * applies to each of its devices the profile does not name. Reading is strict: an unknown key or figure, a value that
@@ -50,7 +53,9 @@ public final class PerfProfile {
         OVERHEAD("overhead", "s: CPU time to send (or receive) one message, protocol stack included"),
         BANDWIDTH("bandwidth", "bytes/s"),
         REG_COST("reg.cost", "s: exposing one buffer for the peer's zero-copy GET or PUT"),
-        REG_GROWTH("reg.growth", "s per byte registered");
+        REG_GROWTH("reg.growth", "s per byte registered"),
+        BULK_FROM("bulk.from", "bytes: from this size on, zero-copy GET and PUT run at bulk.bandwidth"),
+        BULK_BANDWIDTH("bulk.bandwidth", "bytes/s: zero-copy GET and PUT from bulk.from on");
 
         private final String key;
         private final String unit;
@@ -67,7 +72,8 @@ public final class PerfProfile {
 
         /** Whether {@code v} is a value this figure may have. */
         boolean valid(double v) {
-            return Double.isFinite(v) && (this == BANDWIDTH ? v > 0 : v >= 0);
+            return Double.isFinite(v) && (this == BANDWIDTH || this == BULK_BANDWIDTH ? v > 0
+                    : this == BULK_FROM ? v >= 1 : v >= 0);
         }
     }
 
@@ -124,13 +130,21 @@ public final class PerfProfile {
             }
             if (!figure.valid(value)) {
                 throw new IllegalArgumentException(lane + "." + figure.key + " must be a finite number "
-                        + (figure == Figure.BANDWIDTH ? "> 0" : ">= 0") + ", got " + value);
+                        + (figure == Figure.BANDWIDTH || figure == Figure.BULK_BANDWIDTH ? "> 0"
+                        : figure == Figure.BULK_FROM ? ">= 1" : ">= 0") + ", got " + value);
             }
             lanes.computeIfAbsent(lane, k -> nan())[figure.ordinal()] = value;
             return this;
         }
 
+        /** @throws IllegalArgumentException where a lane has one bulk figure without the other */
         public PerfProfile build() {
+            lanes.forEach((lane, f) -> {
+                if (Double.isNaN(f[Figure.BULK_FROM.ordinal()]) != Double.isNaN(f[Figure.BULK_BANDWIDTH.ordinal()])) {
+                    throw new IllegalArgumentException(lane + "." + Figure.BULK_FROM.key + " and " + lane + "."
+                            + Figure.BULK_BANDWIDTH.key + " go together: give both or neither");
+                }
+            });
             return new PerfProfile(source, copyBandwidth, lanes);
         }
     }
@@ -190,11 +204,17 @@ public final class PerfProfile {
         double bw = figure(lane, Figure.BANDWIDTH);
         double reg = figure(lane, Figure.REG_COST);
         double growth = figure(lane, Figure.REG_GROWTH);
-        if (Double.isNaN(lat) && Double.isNaN(ovh) && Double.isNaN(bw) && Double.isNaN(reg) && Double.isNaN(growth)) {
-            return attrs;
+        if (!(Double.isNaN(lat) && Double.isNaN(ovh) && Double.isNaN(bw) && Double.isNaN(reg)
+                && Double.isNaN(growth))) {
+            attrs = attrs.withPerf(or(lat, attrs.latencySeconds()), or(ovh, attrs.overheadSeconds()),
+                    or(bw, attrs.bandwidth()), or(reg, attrs.regCostSeconds()), or(growth, attrs.regCostPerByte()));
         }
-        return attrs.withPerf(or(lat, attrs.latencySeconds()), or(ovh, attrs.overheadSeconds()),
-                or(bw, attrs.bandwidth()), or(reg, attrs.regCostSeconds()), or(growth, attrs.regCostPerByte()));
+        double bulkFrom = figure(lane, Figure.BULK_FROM);
+        double bulkBandwidth = figure(lane, Figure.BULK_BANDWIDTH);
+        if (!Double.isNaN(bulkFrom) && !Double.isNaN(bulkBandwidth)) {
+            attrs = attrs.withBulk((long) Math.min(bulkFrom, Long.MAX_VALUE - 1), bulkBandwidth);
+        }
+        return attrs;
     }
 
     /** Every lane of {@code config} with this profile's figures applied; the lanes' names and limits unchanged. */
@@ -277,9 +297,9 @@ public final class PerfProfile {
                     b.copyBandwidth(number(key, value));
                     continue;
                 }
-                Figure figure = null;
+                Figure figure = null; // the longest that ends the key: "bulk.bandwidth" before "bandwidth"
                 for (Figure f : Figure.values()) {
-                    if (key.endsWith("." + f.key)) {
+                    if (key.endsWith("." + f.key) && (figure == null || f.key.length() > figure.key.length())) {
                         figure = f;
                     }
                 }
@@ -296,7 +316,11 @@ public final class PerfProfile {
         if (!format) {
             throw new IllegalArgumentException(source + ": empty; a profile starts with 'format = " + FORMAT + "'");
         }
-        return b.build();
+        try {
+            return b.build();
+        } catch (IllegalArgumentException e) {
+            throw new IllegalArgumentException(source + ": " + e.getMessage());
+        }
     }
 
     private static double number(String key, String value) {

@@ -193,14 +193,25 @@ public final class RndvProtocols {
     /**
      * The data's wire time, on {@code factor}: at the first RMA lane's bandwidth while a message is too small to split
      * ({@link EndpointConfig#MIN_RAIL_PART} per rail), then at the sum of every RMA lane's (UCX's RMA_BW multi-rail,
-     * the seed's summed bandwidth: the threshold moves down with each rail).
+     * the seed's summed bandwidth: the threshold moves down with each rail). A single rail with a bulk rate (a
+     * calibrated profile's: where a transfer outgrows the caches) runs at it from its size on, the cost continuous
+     * there: the reads of cma by one core slow from 16-29 GB/s in cache to 5-10 GB/s beyond, where the ring's two
+     * cores copying in turn through cached segments are the faster (BENCHMARKS.md).
      */
     static ProtoPerf wireTime(ProtoPerf perf, EndpointConfig ep, long max, PerfFactor factor) {
+        IfaceAttributes rail = ep.rmaLaneAttrs();
         long splitFrom = EndpointConfig.MIN_RAIL_PART * ep.rmaRailCount();
         if (ep.rmaRailCount() < 2 || splitFrom > max) {
-            return perf.add(1, max, factor, LinearFunc.slope(1 / ep.rmaLaneAttrs().bandwidth()));
+            double perByte = 1 / rail.bandwidth();
+            if (!rail.hasBulkRate() || rail.bulkFrom() > max) {
+                return perf.add(1, max, factor, LinearFunc.slope(perByte));
+            }
+            long from = Math.max(2, rail.bulkFrom());
+            double bulkPerByte = 1 / rail.bulkBandwidth();
+            return perf.add(1, from - 1, factor, LinearFunc.slope(perByte))
+                    .add(from, max, factor, new LinearFunc(from * (perByte - bulkPerByte), bulkPerByte));
         }
-        return perf.add(1, splitFrom - 1, factor, LinearFunc.slope(1 / ep.rmaLaneAttrs().bandwidth()))
+        return perf.add(1, splitFrom - 1, factor, LinearFunc.slope(1 / rail.bandwidth()))
                 .add(splitFrom, max, factor, LinearFunc.slope(1 / ep.rmaBandwidth()));
     }
 

@@ -35,6 +35,8 @@ class PerfProfileTest {
                 .figure("shm", PerfProfile.Figure.OVERHEAD, 0.45e-6)
                 .figure("cma/memory", PerfProfile.Figure.REG_COST, 1.25e-6)
                 .figure("cma/memory", PerfProfile.Figure.REG_GROWTH, 0.0)
+                .figure("cma/memory", PerfProfile.Figure.BULK_FROM, 786432)
+                .figure("cma/memory", PerfProfile.Figure.BULK_BANDWIDTH, 9.25e9)
                 .build();
     }
 
@@ -109,6 +111,10 @@ class PerfProfileTest {
         assertEquals(1.9e-6, applied.amLaneAttrs().overheadSeconds());
         assertEquals(2.3e9, applied.amLaneAttrs().bandwidth());
         assertEquals(1.25e-6, applied.rmaLaneAttrs().regCostSeconds());
+        assertEquals(786432, applied.rmaLaneAttrs().bulkFrom(), "the bulk rate, from its size on");
+        assertEquals(9.25e9, applied.rmaLaneAttrs().bulkBandwidth());
+        assertEquals(CMA.bandwidth(), applied.rmaLaneAttrs().bandwidth(), "below it the static rate");
+        assertFalse(applied.amLaneAttrs().hasBulkRate(), "tcp/lo has no bulk figures");
         assertEquals(TCP.overheadSeconds(), applied.bwLanes().get(0).attrs().overheadSeconds(), "tcp/eth0: static");
         assertEquals(1, applied.rmaBwLanes().size(), "the second RMA rail is kept (a profile once dropped it)");
         assertEquals(1.25e-6, applied.rmaBwLanes().get(0).attrs().regCostSeconds(), "and gets its figures");
@@ -130,7 +136,10 @@ class PerfProfileTest {
             "format = nucx-perf-profile 1\\ntcp/lo.latency = NaN| line 2: tcp/lo.latency must be a finite number >= 0",
             "format = nucx-perf-profile 1\\ncopy.bandwidth = Infinity| line 2: copy.bandwidth must be a finite number > 0",
             "format = nucx-perf-profile 1\\nTCP/lo.latency = 1e-6| line 2: 'TCP/lo' is not a lane name",
-            "format = nucx-perf-profile 1\\nshm.latency = 1e-7\\nshm.latency = 2e-7| line 3: 'shm.latency' is given twice"})
+            "format = nucx-perf-profile 1\\nshm.latency = 1e-7\\nshm.latency = 2e-7| line 3: 'shm.latency' is given twice",
+            "format = nucx-perf-profile 1\\ncma.bulk.from = 0.5| line 2: cma.bulk.from must be a finite number >= 1",
+            "format = nucx-perf-profile 1\\ncma.bulk.bandwidth = 0| line 2: cma.bulk.bandwidth must be a finite number > 0",
+            "format = nucx-perf-profile 1\\ncma.bulk.from = 1e6| cma.bulk.from and cma.bulk.bandwidth go together: give both"})
     void aMalformedProfileIsRefusedNamingTheFileTheLineAndWhatIsWrong(String text, String message) {
         IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
                 () -> PerfProfile.parse(text.replace("\\n", "\n"), "/etc/p.txt"));

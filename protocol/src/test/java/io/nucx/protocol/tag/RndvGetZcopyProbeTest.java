@@ -242,6 +242,51 @@ class RndvGetZcopyProbeTest {
                 + EagerProtocols.SINGLE_OVERHEAD + shm.latencySeconds(), 2 / 15e9));
     }
 
+    /**
+     * A read with a bulk rate (a calibrated profile's: cma's read by one core slows beyond the caches) costs the same
+     * on both sides of its size, then grows at the bulk rate: over a ring that copies at 15 GB/s, cma takes over where
+     * the lines cross as before, and hands large messages back to the ring where its bulk line passes the ring's.
+     */
+    @Test
+    void aReadThatOutgrowsTheCachesHandsLargeMessagesBackToTheRing() {
+        IfaceAttributes shm = shm(15e9);
+        long from = 1 << 20;
+        IfaceAttributes bulky = CMA.withBulk(from, 3e9);
+        EndpointConfig config = new EndpointConfig("shm/memory", shm, "cma/memory", bulky);
+        ProtoCandidate get = probe(config, DIRECT).get(0);
+        double d = RndvProtocols.PERF_DIFF_FACTOR;
+        List<ProtoPerf.Flat> flat = get.perf().flatten(false);
+        assertEquals(2, flat.size(), flat.toString());
+        assertEquals(from - 1, flat.get(0).end());
+        assertEquals(from, flat.get(1).start());
+        assertEquals(flat.get(0).func().apply(from), flat.get(1).func().apply(from), 1e-15, "continuous at the size");
+        assertEquals(d / 3e9, flat.get(1).func().m() - d * CMA.overheadSeconds() / CMA.rmaSegment(), 1e-22,
+                "the bulk rate beyond it");
+
+        ProtoTable t = ProtoSelector.select(REGISTRY, new ProbeParams(config, DIRECT, ProtoCandidate.AUTO,
+                ProtoCandidate.AUTO, COPY_BW));
+        String printed = t.format("shm/memory + cma/memory, bulk from 1 MiB");
+        assertSame(RndvProtocols.GET_ZCOPY, t.lookup(from / 2).protocol(), printed);
+        assertSame(RndvProtocols.GET_ZCOPY, t.lookup(from).protocol(), printed);
+        assertTrue(t.lookup(64L << 20).protocol() != RndvProtocols.GET_ZCOPY, printed);
+        // where the ring takes over again: the first size whose bulk read costs more than the ring's copies
+        ProtoTable.Entry last = t.entries().get(t.entries().size() - 1);
+        ProtoTable.Entry before = t.entries().get(t.entries().size() - 2);
+        assertSame(RndvProtocols.GET_ZCOPY, before.candidate().protocol(), printed);
+        assertTrue(cost(last.candidate(), last.start()) <= cost(get, last.start()), printed);
+        assertTrue(cost(last.candidate(), before.end()) > cost(get, before.end()), printed);
+    }
+
+    /** What {@code c} costs a single send of {@code size} bytes. */
+    private static double cost(ProtoCandidate c, long size) {
+        for (ProtoPerf.Flat f : c.perf().flatten(false)) {
+            if (f.start() <= size && size <= f.end()) {
+                return f.func().apply(size);
+            }
+        }
+        throw new AssertionError(c + " does not cover " + size);
+    }
+
     @Test
     void aUserRendezvousThresholdForcesGetZcopyFromThatSize() {
         ProtoTable t = ProtoSelector.select(REGISTRY, new ProbeParams(TCP_CMA, DIRECT, ProtoCandidate.AUTO, 4096,
