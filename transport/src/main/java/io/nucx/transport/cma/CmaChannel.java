@@ -106,6 +106,7 @@ public final class CmaChannel extends AbstractLaneChannel implements RmaLane {
     @Override
     protected void doClose() {
         markClosed();
+        peerExit.laneClosed();
         if (cma != null) {
             cma.close();
             cma = null;

@@ -14,8 +14,12 @@ import java.util.concurrent.TimeUnit;
  * When the peer of one cma lane has exited: what a cma {@link CmaRegistration#revoke()} waits for, because nothing
  * else stops a process of the same user from writing our memory with {@code process_vm_writev}. A
  * {@link ProcessExitWatch} (pidfd, else kill(pid, 0)) is opened with the first live registration, while the peer is
- * connected to us, so the pidfd names that process and not a later one with a reused pid; it is closed when the last
- * registration ends. While revokes wait it is polled every {@value #POLL_MILLIS} ms on the lane's loop. Loop only.
+ * connected to us, so the pidfd names that process and not a later one with a reused pid. It stays open for the
+ * lane's next registrations and closes once the lane has closed and no registration is left: opened and closed with
+ * each one (two system calls and a confined arena per rendezvous PUT, whose receiver registers its buffer for every
+ * message) it cost 1.7-2.4 us a registration, where rendezvous PUT of 64 KiB took 7.7 us one way. So a lane that
+ * registered holds one descriptor, as a registration in flight did. While revokes wait it is polled every
+ * {@value #POLL_MILLIS} ms on the lane's loop. Loop only.
  */
 final class PeerExit {
 
@@ -27,6 +31,7 @@ final class PeerExit {
     /** Once true, stays true: the process is gone for good. */
     private boolean exited;
     private int registrations;
+    private boolean laneClosed;
     private final List<Promise<Void>> waiting = new ArrayList<>();
     private ScheduledFuture<?> poll;
 
@@ -50,12 +55,31 @@ final class PeerExit {
         }
     }
 
-    /** A registration ended; the watch closes with the last one. */
+    /** A registration ended; the watch closes with the last one once the lane has closed. */
     void release() {
-        if (--registrations == 0 && watch != null) {
+        if (--registrations == 0 && laneClosed) {
+            closeWatch();
+        }
+    }
+
+    /** The lane closed: no registration starts any more; the watch closes now, or with the last one left. */
+    void laneClosed() {
+        laneClosed = true;
+        if (registrations == 0) {
+            closeWatch();
+        }
+    }
+
+    private void closeWatch() {
+        if (watch != null) {
             watch.close();
             watch = null;
         }
+    }
+
+    /** Whether the peer is watched now (a descriptor held, where the kernel gives pidfds). */
+    boolean watching() {
+        return watch != null;
     }
 
     /** Completes when the peer's process has exited: at once if it has, else checked every POLL_MILLIS on loop. */
