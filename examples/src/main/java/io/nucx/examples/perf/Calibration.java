@@ -44,8 +44,8 @@ public final class Calibration {
      *                that AM lane must be measured too (in {@code amSets})
      * @param percentile which percentile of a ping-pong's iterations is its time (50: the median; lower on a machine
      *                   busy with other work, whose preemptions land in the upper ones). Not the average: runs this
-     *                   short averaged far above the sweep's (a 64 KiB read 12.6 us against 5.2, tcp's 8 B 8.2 against
-     *                   4.1), where their medians agreed with it (5.4, 4.3)
+     *                   short averaged far above a sweep's (a 64 KiB read 12.6 us against 5.2, tcp's 8 B 8.2 against
+     *                   4.1), where an earlier calibration's medians were close to the sweep's averages (5.4, 4.3)
      */
     public record Options(List<String> amSets, List<String> rmaSets, int rounds, long runNanos, long warmupNanos,
                           double percentile, Path out, String command) {
@@ -272,11 +272,9 @@ public final class Calibration {
 
     /**
      * A cma lane's registration cost {c, m}: exposing (and closing) a buffer of 4 KiB, 1 MiB and 16 MiB as rendezvous
-     * get's sender does (an iface-wide key, {@link RmaIface#registerMemory}), timed on its loop, fitted to a line. It
-     * was timed on a fresh lane, whose first registration opens a watch on the peer's exit (and whose last closed it,
-     * then, each time): 1.7-2.4 us, where a whole 8-byte read by get took 2.5 us one way, and the model priced reads up
-     * to 48 KiB above the ring's copies that were slower. A lane now keeps its watch, so put's receiver, which registers
-     * on its lane for every message, no longer pays that either (64 KiB by put: 7.3-7.5 us one way before, 5.4 after).
+     * get's sender does (an iface-wide key, {@link RmaIface#registerMemory}), timed on its loop, fitted to a line. Timed on
+     * a lane, as it was while each registration opened and closed the lane's watch on its peer ({@code PeerExit} now
+     * keeps it), it cost 1.7-2.4 us, where a whole 8-byte read by get takes 2.5 us one way.
      */
     static double[] registrationCost() throws Exception {
         EventLoopGroup group = new MultiThreadIoEventLoopGroup(1, NioIoHandler.newFactory());

@@ -49,20 +49,25 @@ public final class PerfProfile {
 
     /** The figures a lane may have, as the file names them. */
     public enum Figure {
-        LATENCY("latency", "s: one way, what neither side's overhead explains"),
-        OVERHEAD("overhead", "s: CPU time to send (or receive) one message, protocol stack included"),
-        BANDWIDTH("bandwidth", "bytes/s"),
-        REG_COST("reg.cost", "s: exposing one buffer for the peer's zero-copy GET or PUT"),
-        REG_GROWTH("reg.growth", "s per byte registered"),
-        BULK_FROM("bulk.from", "bytes: from this size on, zero-copy GET and PUT run at bulk.bandwidth"),
-        BULK_BANDWIDTH("bulk.bandwidth", "bytes/s: zero-copy GET and PUT from bulk.from on");
+        LATENCY("latency", "s: one way, what neither side's overhead explains", 0, true),
+        OVERHEAD("overhead", "s: CPU time to send (or receive) one message, protocol stack included", 0, true),
+        BANDWIDTH("bandwidth", "bytes/s", 0, false),
+        REG_COST("reg.cost", "s: exposing one buffer for the peer's zero-copy GET or PUT", 0, true),
+        REG_GROWTH("reg.growth", "s per byte registered", 0, true),
+        BULK_FROM("bulk.from", "bytes: from this size on, zero-copy GET and PUT run at bulk.bandwidth", 1, true),
+        BULK_BANDWIDTH("bulk.bandwidth", "bytes/s: zero-copy GET and PUT from bulk.from on", 0, false);
 
         private final String key;
         private final String unit;
+        /** The least value it may have, and whether that value itself is allowed. */
+        private final double min;
+        private final boolean minAllowed;
 
-        Figure(String key, String unit) {
+        Figure(String key, String unit, double min, boolean minAllowed) {
             this.key = key;
             this.unit = unit;
+            this.min = min;
+            this.minAllowed = minAllowed;
         }
 
         /** The key's suffix in the file, e.g. {@code reg.cost}. */
@@ -72,8 +77,12 @@ public final class PerfProfile {
 
         /** Whether {@code v} is a value this figure may have. */
         boolean valid(double v) {
-            return Double.isFinite(v) && (this == BANDWIDTH || this == BULK_BANDWIDTH ? v > 0
-                    : this == BULK_FROM ? v >= 1 : v >= 0);
+            return Double.isFinite(v) && (minAllowed ? v >= min : v > min);
+        }
+
+        /** Its values, as an error states them: "> 0", ">= 1". */
+        private String bound() {
+            return (minAllowed ? ">= " : "> ") + (long) min;
         }
     }
 
@@ -116,7 +125,8 @@ public final class PerfProfile {
         /** The memcpy bandwidth, bytes/s. */
         public Builder copyBandwidth(double bytesPerSecond) {
             if (!Figure.BANDWIDTH.valid(bytesPerSecond)) {
-                throw new IllegalArgumentException(COPY_BANDWIDTH + " must be a finite number > 0, got "
+                throw new IllegalArgumentException(COPY_BANDWIDTH + " must be a finite number "
+                        + Figure.BANDWIDTH.bound() + ", got "
                         + bytesPerSecond);
             }
             copyBandwidth = bytesPerSecond;
@@ -130,8 +140,7 @@ public final class PerfProfile {
             }
             if (!figure.valid(value)) {
                 throw new IllegalArgumentException(lane + "." + figure.key + " must be a finite number "
-                        + (figure == Figure.BANDWIDTH || figure == Figure.BULK_BANDWIDTH ? "> 0"
-                        : figure == Figure.BULK_FROM ? ">= 1" : ">= 0") + ", got " + value);
+                        + figure.bound() + ", got " + value);
             }
             lanes.computeIfAbsent(lane, k -> nan())[figure.ordinal()] = value;
             return this;

@@ -54,7 +54,6 @@ final class EagerSender {
     private record SyncSend(long tag, long length, ChannelPromise promise) {
     }
 
-
     private final EndpointServices endpoint;
     private final int firstPayload;
     private final int middlePayload;
