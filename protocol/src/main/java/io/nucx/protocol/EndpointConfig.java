@@ -3,6 +3,7 @@ package io.nucx.protocol;
 import io.nucx.transport.IfaceAttributes;
 
 import java.util.List;
+import java.util.Objects;
 
 /**
  * What the protocols of one endpoint need to know about its lanes, whatever chose them: the AM lane's transport name
@@ -16,9 +17,12 @@ import java.util.List;
  * @param bwLanes      the AM_BW lanes besides the AM lane (lanes 1, 2...), empty for one lane
  * @param rmaBwLanes   the RMA_BW lanes besides the first RMA lane (multi-rail: one rendezvous is split over all of
  *                     them in proportion to bandwidth), empty for one
+ * @param rndvSurcharge what a rendezvous over the AM lane costs beyond its figures, as calibration measured it
+ *                     ({@link RndvSurcharge#NONE} without a profile that has it)
  */
 public record EndpointConfig(String amLane, IfaceAttributes amLaneAttrs, String rmaLane,
-                             IfaceAttributes rmaLaneAttrs, List<BwLane> bwLanes, List<BwLane> rmaBwLanes) {
+                             IfaceAttributes rmaLaneAttrs, List<BwLane> bwLanes, List<BwLane> rmaBwLanes,
+                             RndvSurcharge rndvSurcharge) {
 
     /** An AM_BW lane: its name and attributes (limits the tighter of both sides'). */
     public record BwLane(String name, IfaceAttributes attrs) {
@@ -46,7 +50,14 @@ public record EndpointConfig(String amLane, IfaceAttributes amLaneAttrs, String 
         this(amLane, amLaneAttrs, rmaLane, rmaLaneAttrs, bwLanes, List.of());
     }
 
+    /** A configuration whose rendezvous costs what its lanes' figures say. */
+    public EndpointConfig(String amLane, IfaceAttributes amLaneAttrs, String rmaLane, IfaceAttributes rmaLaneAttrs,
+                          List<BwLane> bwLanes, List<BwLane> rmaBwLanes) {
+        this(amLane, amLaneAttrs, rmaLane, rmaLaneAttrs, bwLanes, rmaBwLanes, RndvSurcharge.NONE);
+    }
+
     public EndpointConfig {
+        Objects.requireNonNull(rndvSurcharge, "rndvSurcharge");
         if ((rmaLane == null) != (rmaLaneAttrs == null)) {
             throw new IllegalArgumentException("RMA lane name and attributes go together (" + rmaLane + ")");
         }

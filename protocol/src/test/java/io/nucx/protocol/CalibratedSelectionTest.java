@@ -6,6 +6,7 @@ import io.nucx.protocol.select.PerfProfile;
 import io.nucx.protocol.select.ProtoTable;
 import io.nucx.protocol.select.SelectionKey;
 import io.nucx.protocol.tag.EagerProtocols;
+import io.nucx.protocol.tag.RndvProtocols;
 import io.nucx.transport.Capability;
 import io.nucx.transport.IfaceAttributes;
 import io.nucx.transport.NucxConfigException;
@@ -80,6 +81,41 @@ class CalibratedSelectionTest {
             assertTrue(t.entries().stream().noneMatch(e -> e.candidate().protocol().name().startsWith("egr/")
                     && e.candidate().protocol().name().endsWith("/zcopy")), both);
         }
+    }
+
+    /**
+     * A measured rendezvous surcharge (what the rendezvous cost beyond eager that the lane's figures do not explain)
+     * raises the rendezvous line by itself times the rendezvous bias, so eager holds to where the bias outweighs it:
+     * 20 us more is 1 % of a 2 ms eager message.
+     */
+    @Test
+    void aRendezvousSurchargeKeepsEagerUpToWhereTheBiasOutweighsIt(@TempDir Path dir) throws Exception {
+        ProtoTable staticTable = table(ProtocolSettings.from(config(Map.of()), ProtocolRegistry.DEFAULT));
+        Path file = dir.resolve("profile.txt");
+        PerfProfile.builder("test")
+                .figure("tcp/lo", PerfProfile.Figure.RNDV_COST, 20e-6)
+                .figure("tcp/lo", PerfProfile.Figure.RNDV_GROWTH, 0)
+                .build().write(file, List.of("synthetic"));
+        ProtoTable surcharged = table(ProtocolSettings.from(config(Map.of("PERF_PROFILE", file.toString())),
+                ProtocolRegistry.DEFAULT));
+        String both = staticTable.format("static") + surcharged.format("surcharged");
+        long start = rendezvous(surcharged).start();
+        assertTrue(start > rendezvous(staticTable).start(), both);
+        assertSame(EagerProtocols.MULTI_BCOPY, surcharged.lookup(start - 1).protocol(), both);
+        double eager = cost(surcharged, "egr/multi/bcopy", start);
+        double rndv = cost(surcharged, "tag/rndv", start);
+        assertTrue(rndv <= eager && eager - rndv < 0.01 * eager, "they cross there: " + rndv + " " + eager + "\n"
+                + both);
+        assertEquals(RndvProtocols.PERF_DIFF_FACTOR * 20e-6,
+                rndv - cost(staticTable, "tag/rndv", start), 1e-12, "the surcharge, scaled as the rest of the line");
+        assertTrue(eager > 20e-6 / 0.01 * 0.9, "near 2 ms of eager: " + eager);
+    }
+
+    /** What {@code protocol}'s candidate in {@code t} prices a {@code size}-byte message at. */
+    private static double cost(ProtoTable t, String protocol, long size) {
+        return t.candidates().stream().filter(c -> c.protocol().name().equals(protocol)).findFirst().orElseThrow()
+                .perf().flatten(false).stream().filter(f -> f.start() <= size && size <= f.end()).findFirst()
+                .orElseThrow().func().apply(size);
     }
 
     @Test

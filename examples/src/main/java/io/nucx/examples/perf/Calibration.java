@@ -31,10 +31,12 @@ import java.util.concurrent.TimeUnit;
 
 /**
  * {@code nucx calibrate}: measures, on this machine, what the cost model needs per lane (latency, overhead, bandwidth,
- * registration cost) and the memcpy bandwidth, with two workers in two processes over real lanes (a
- * {@link SweepServer} and this process), each protocol forced in turn, a few rounds back to back; then fits the
- * model's figures to the measurements ({@link ProfileFit}) and writes the profile that NUCX_PERF_PROFILE loads.
- * A short, bounded run: a warm-up, then {@code rounds} x about ten runs of {@code runNanos} each.
+ * registration cost, an AM lane's rendezvous surcharge) and the memcpy bandwidth, with two workers in two processes
+ * over real lanes (a {@link SweepServer} and this process), each protocol forced in turn, a few rounds back to back;
+ * then fits the model's figures to the measurements ({@link ProfileFit}) and writes the profile that
+ * NUCX_PERF_PROFILE loads. The surcharge is fitted second, against what the profile fitted without it prices the two
+ * protocols at (asked of the workers' own tables). A short, bounded run: a warm-up, then {@code rounds} x about
+ * twenty runs of {@code runNanos} each.
  */
 public final class Calibration {
 
@@ -67,6 +69,12 @@ public final class Calibration {
      * runs at 5-10 GB/s and the ring's two cores beat it (BENCHMARKS.md): they give its bulk rate.
      */
     static final long[] RMA_SIZES = {64 * 1024, 512 * 1024, 2 << 20, 16 << 20};
+
+    /**
+     * The sizes an AM lane's rendezvous is timed against its eager fragments at: beyond the caches (2 MiB of L2 a core
+     * here), where the rendezvous's control messages find them cold, and where the selection between the two is made.
+     */
+    static final long[] RNDV_SIZES = {1 << 20, 4 << 20};
 
     private final SweepRunner runner;
     private final Options options;
@@ -122,6 +130,28 @@ public final class Calibration {
                     RMA_SIZES, times, reg[0], reg[1]));
         }
         ProfileFit.Result fit = ProfileFit.fit(options.out().toString(), copyBandwidth, am, rma);
+        // The rendezvous surcharge is what the measurements show beyond what this model prices: ask the model, as the
+        // workers build it from the profile, what it prices the two protocols at, then fit again with it.
+        fit.profile().write(options.out(), List.of("without the rendezvous surcharge (being fitted)"));
+        String file = options.out().toAbsolutePath().toString();
+        List<ProfileFit.RndvRuns> rndv = new ArrayList<>();
+        for (String tls : options.amSets()) {
+            ProtoTable model = runner.run(Map.of("TLS", tls, "PERF_PROFILE", file),
+                    params(PerfTestType.TAG_LAT, 8, 20, 50)).table();
+            double[] rndvTimes = new double[RNDV_SIZES.length];
+            double[] eagerTimes = new double[RNDV_SIZES.length];
+            double[] rndvModel = new double[RNDV_SIZES.length];
+            double[] eagerModel = new double[RNDV_SIZES.length];
+            for (int i = 0; i < RNDV_SIZES.length; i++) {
+                rndvTimes[i] = median(steps, tls, "rndv" + i);
+                eagerTimes[i] = median(steps, tls, "eager" + i);
+                rndvModel[i] = costAt(model, "tag/rndv", RNDV_SIZES[i]);
+                eagerModel[i] = costAt(model, "egr/multi/bcopy", RNDV_SIZES[i]);
+            }
+            rndv.add(new ProfileFit.RndvRuns(amLane(tables.get(tls)), RNDV_SIZES, rndvTimes, eagerTimes, rndvModel,
+                    eagerModel));
+        }
+        fit = ProfileFit.fit(options.out().toString(), copyBandwidth, am, rma, rndv);
         List<String> comments = new ArrayList<>();
         comments.add("written by: " + options.command());
         comments.add("at " + Instant.now().truncatedTo(ChronoUnit.SECONDS) + " on " + hostName() + ", "
@@ -139,7 +169,6 @@ public final class Calibration {
         fit.profile().write(options.out(), comments);
         log.print(fit.profile().format(comments));
         // Both sides load the file, as a user's workers would: the tables it gives beside the static ones.
-        String file = options.out().toAbsolutePath().toString();
         for (String tls : sets()) {
             log.print(tables.get(tls).format("static " + tls));
             log.print(runner.run(Map.of("TLS", tls, "PERF_PROFILE", file), params(PerfTestType.TAG_LAT, 8, 20, 50))
@@ -197,6 +226,10 @@ public final class Calibration {
             steps.add(new Step(tls, "ping", "egr/short", PerfTestType.TAG_LAT, 8, true));
             steps.add(new Step(tls, "size1", "egr/single/bcopy", PerfTestType.TAG_LAT, Math.max(256, max / 16), true));
             steps.add(new Step(tls, "size2", "egr/single/bcopy", PerfTestType.TAG_LAT, max, true));
+            for (int i = 0; i < RNDV_SIZES.length; i++) {
+                steps.add(new Step(tls, "eager" + i, "egr/multi/bcopy", PerfTestType.TAG_LAT, RNDV_SIZES[i], true));
+                steps.add(new Step(tls, "rndv" + i, "tag/rndv", PerfTestType.TAG_LAT, RNDV_SIZES[i], true));
+            }
         }
         for (String tls : options.rmaSets()) {
             if (!options.amSets().contains(amTransports(tls))) {
@@ -230,6 +263,22 @@ public final class Calibration {
             if (c.protocol().name().equals(protocol)) {
                 List<ProtoPerf.Flat> flat = c.perf().flatten(false);
                 return flat.get(flat.size() - 1).end();
+            }
+        }
+        throw new IllegalStateException("no " + protocol + " in the table:\n" + table.format("calibrate"));
+    }
+
+    /** What {@code protocol}'s candidate in {@code table} prices one {@code size}-byte message at, seconds. */
+    static double costAt(ProtoTable table, String protocol, long size) {
+        for (ProtoCandidate c : table.candidates()) {
+            if (c.protocol().name().equals(protocol)) {
+                for (ProtoPerf.Flat f : c.perf().flatten(false)) {
+                    if (f.start() <= size && size <= f.end()) {
+                        return f.func().apply(size);
+                    }
+                }
+                throw new IllegalStateException(protocol + " does not cover " + size + " B in the table:\n"
+                        + table.format("calibrate"));
             }
         }
         throw new IllegalStateException("no " + protocol + " in the table:\n" + table.format("calibrate"));

@@ -26,6 +26,9 @@ import java.util.Locale;
  *       calls; both divided by the rendezvous bias first. Its <b>registration cost</b> is measured directly;</li>
  *   <li>its <b>bulk rate</b> (a read that outgrew the caches): the same from two larger sizes, from where their line
  *       meets the first; none where those reads are no slower per byte.</li>
+ *   <li>an AM lane's <b>rendezvous surcharge</b>: forced {@code tag/rndv} against forced {@code egr/multi/bcopy} at
+ *       two sizes beyond the caches; what the rendezvous took beyond eager less what the model (fitted without it)
+ *       says it takes beyond, divided by the rendezvous bias: a line through the two, never below 0.</li>
  * </ul>
  * A figure that comes out negative (the machine was faster than the model's other terms say: e.g. copies overlapping
  * the transfer) is clamped, and the fit says so in a note kept in the profile's comments.
@@ -72,6 +75,52 @@ public final class ProfileFit {
         }
     }
 
+    /**
+     * An AM lane's rendezvous against its eager fragments: forced {@code tag/rndv} and {@code egr/multi/bcopy}
+     * ping-pongs at two {@code sizes} (ascending), their one-way {@code rndv} and {@code eager} times, and what the
+     * model (fitted without a surcharge) prices them at, {@code rndvModel} (scaled by the rendezvous factor, as the
+     * tables hold it) and {@code eagerModel}.
+     */
+    public record RndvRuns(String lane, long[] sizes, double[] rndv, double[] eager, double[] rndvModel,
+                           double[] eagerModel) {
+        public RndvRuns {
+            sizes = sizes.clone();
+            rndv = rndv.clone();
+            eager = eager.clone();
+            rndvModel = rndvModel.clone();
+            eagerModel = eagerModel.clone();
+            if (sizes.length != 2 || rndv.length != 2 || eager.length != 2 || rndvModel.length != 2
+                    || eagerModel.length != 2 || sizes[1] <= sizes[0]) {
+                throw new IllegalArgumentException("a rendezvous surcharge is fitted from two ascending sizes with a "
+                        + "time and a model cost of each protocol at each");
+            }
+        }
+    }
+
+    /**
+     * The surcharge that makes the model's rendezvous exceed its eager by what was measured at {@code r}'s two sizes,
+     * as the tables compare them (the rendezvous line scaled by {@link RndvProtocols#PERF_DIFF_FACTOR}): at each,
+     * {@code (measured difference - modelled difference) / d}; the line through both. None where it is not above 0 at
+     * either size (the rendezvous is as cheap as the model says, or cheaper).
+     */
+    static void fitRndv(RndvRuns r, PerfProfile.Builder b, List<String> notes) {
+        double d = RndvProtocols.PERF_DIFF_FACTOR;
+        double[] extra = new double[2];
+        for (int i = 0; i < 2; i++) {
+            extra[i] = ((r.rndv()[i] - r.eager()[i]) - (r.rndvModel()[i] - r.eagerModel()[i])) / d;
+        }
+        if (extra[0] <= 0 && extra[1] <= 0) {
+            notes.add(String.format(Locale.ROOT, "%s: the rendezvous took %.1f and %.1f us against eager's %.1f and "
+                    + "%.1f at %d and %d B, no more than the model prices: no surcharge", r.lane(),
+                    r.rndv()[0] * 1e6, r.rndv()[1] * 1e6, r.eager()[0] * 1e6, r.eager()[1] * 1e6, r.sizes()[0],
+                    r.sizes()[1]));
+            return;
+        }
+        double growth = (extra[1] - extra[0]) / (r.sizes()[1] - r.sizes()[0]);
+        b.figure(r.lane(), PerfProfile.Figure.RNDV_COST, extra[0] - growth * r.sizes()[0])
+                .figure(r.lane(), PerfProfile.Figure.RNDV_GROWTH, growth);
+    }
+
     /** The fitted profile and what the fit had to clamp. */
     public record Result(PerfProfile profile, List<String> notes) {
     }
@@ -81,6 +130,15 @@ public final class ProfileFit {
 
     /** Fits every lane; {@code copyBandwidth} is the measured memcpy bandwidth, bytes/s. */
     public static Result fit(String source, double copyBandwidth, List<AmRuns> am, List<RmaRuns> rma) {
+        return fit(source, copyBandwidth, am, rma, List.of());
+    }
+
+    /**
+     * Fits every lane, and the rendezvous surcharge of each AM lane in {@code rndv} (whose model costs come from a
+     * profile fitted without them, the first three lists the same).
+     */
+    public static Result fit(String source, double copyBandwidth, List<AmRuns> am, List<RmaRuns> rma,
+                             List<RndvRuns> rndv) {
         PerfProfile.Builder b = PerfProfile.builder(source).copyBandwidth(copyBandwidth);
         List<String> notes = new java.util.ArrayList<>();
         double copy = 1 / copyBandwidth;
@@ -154,6 +212,9 @@ public final class ProfileFit {
             if (x.length == 4) {
                 fitBulk(r, slope, intercept, perCall, b, notes);
             }
+        }
+        for (RndvRuns r : rndv) {
+            fitRndv(r, b, notes);
         }
         return new Result(b.build(), List.copyOf(notes));
     }

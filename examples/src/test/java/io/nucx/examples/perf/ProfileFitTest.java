@@ -49,10 +49,8 @@ class ProfileFitTest {
         throw new AssertionError(protocol + " does not cover " + size + "\n" + t.format("model"));
     }
 
-    @Test
-    void measurementsTheModelPredictsFitBackToTheFiguresThatPredictedThem() {
-        double copy = 6.5e9;
-        PerfProfile truth = PerfProfile.builder("truth").copyBandwidth(copy)
+    private static PerfProfile.Builder figures(double copy) {
+        return PerfProfile.builder("truth").copyBandwidth(copy)
                 .figure("shm/memory", PerfProfile.Figure.OVERHEAD, 0.31e-6)
                 .figure("shm/memory", PerfProfile.Figure.LATENCY, 0.22e-6)
                 .figure("shm/memory", PerfProfile.Figure.BANDWIDTH, 9.5e9)
@@ -61,7 +59,16 @@ class ProfileFitTest {
                 .figure("cma/memory", PerfProfile.Figure.REG_COST, 0.4e-6)
                 .figure("cma/memory", PerfProfile.Figure.REG_GROWTH, 0.001e-9)
                 .figure("cma/memory", PerfProfile.Figure.BULK_FROM, 900 * 1024)
-                .figure("cma/memory", PerfProfile.Figure.BULK_BANDWIDTH, 3.1e9)
+                .figure("cma/memory", PerfProfile.Figure.BULK_BANDWIDTH, 3.1e9);
+    }
+
+    @Test
+    void measurementsTheModelPredictsFitBackToTheFiguresThatPredictedThem() {
+        double copy = 6.5e9;
+        PerfProfile withoutSurcharge = figures(copy).build();
+        PerfProfile truth = figures(copy)
+                .figure("shm/memory", PerfProfile.Figure.RNDV_COST, 3.5e-6)
+                .figure("shm/memory", PerfProfile.Figure.RNDV_GROWTH, 6.2e-12)
                 .build();
         EndpointConfig shm = new EndpointConfig("shm/memory", SHM);
         EndpointConfig shmCma = new EndpointConfig("shm/memory", SHM, "cma/memory", CMA);
@@ -77,7 +84,19 @@ class ProfileFitTest {
         ProfileFit.RmaRuns rma = new ProfileFit.RmaRuns("cma/memory", "shm/memory", CMA.rmaSegment(),
                 CMA.latencySeconds(), reads, times, 0.4e-6, 0.001e-9);
 
-        ProfileFit.Result fit = ProfileFit.fit("fit", copy, List.of(am), List.of(rma));
+        // The rendezvous as the truth prices it, against what the model fitted without a surcharge prices it at.
+        long[] large = Calibration.RNDV_SIZES;
+        double[][] rndv = new double[4][large.length];
+        for (int i = 0; i < large.length; i++) {
+            rndv[0][i] = model(truth, shm, "tag/rndv", large[i]);
+            rndv[1][i] = model(truth, shm, "egr/multi/bcopy", large[i]);
+            rndv[2][i] = model(withoutSurcharge, shm, "tag/rndv", large[i]);
+            rndv[3][i] = model(withoutSurcharge, shm, "egr/multi/bcopy", large[i]);
+        }
+        assertTrue(rndv[0][1] > rndv[1][1], "the surcharge makes eager the cheaper at " + large[1] + " B");
+        ProfileFit.RndvRuns runs = new ProfileFit.RndvRuns("shm/memory", large, rndv[0], rndv[1], rndv[2], rndv[3]);
+
+        ProfileFit.Result fit = ProfileFit.fit("fit", copy, List.of(am), List.of(rma), List.of(runs));
 
         assertEquals(List.of(), fit.notes(), "nothing clamped");
         for (String lane : List.of("shm/memory", "cma/memory")) {
@@ -145,6 +164,47 @@ class ProfileFitTest {
         assertEquals(1 / (0.2e-9 / 0.99 - perCall),
                 fit.profile().figure("cma/memory", PerfProfile.Figure.BULK_BANDWIDTH), 1e3);
         assertTrue(fit.notes().stream().anyMatch(n -> n.contains("outside 524288-2097152 B")), fit.notes().toString());
+    }
+
+    /** A rendezvous that costs what the model says over eager, or less, gets no surcharge, and the fit says so. */
+    @Test
+    void aRendezvousNoDearerThanTheModelSaysGetsNoSurchargeAndSaysSo() {
+        long[] sizes = Calibration.RNDV_SIZES;
+        double[] eager = {100e-6, 400e-6};
+        double[] rndvModel = {100.5e-6, 397e-6};
+        ProfileFit.RndvRuns asModelled = new ProfileFit.RndvRuns("tcp/lo", sizes, new double[] {100.5e-6, 390e-6},
+                eager, rndvModel, eager);
+        PerfProfile.Builder b = PerfProfile.builder("fit");
+        List<String> notes = new java.util.ArrayList<>();
+        ProfileFit.fitRndv(asModelled, b, notes);
+        PerfProfile p = b.build();
+        assertTrue(Double.isNaN(p.figure("tcp/lo", PerfProfile.Figure.RNDV_COST)), p.lanes().toString());
+        assertEquals(1, notes.size(), notes.toString());
+        assertTrue(notes.get(0).startsWith("tcp/lo: the rendezvous took 100.5 and 390.0 us"), notes.get(0));
+    }
+
+    /**
+     * A rendezvous dearer than modelled at the smaller size and cheaper at the larger (tcp's placed frames catching
+     * up) gets a shrinking line, which the tables count only up to where it reaches 0.
+     */
+    @Test
+    void aSurchargeThatShrinksWithSizeIsALineFallingToZero() {
+        long[] sizes = Calibration.RNDV_SIZES;
+        double d = io.nucx.protocol.tag.RndvProtocols.PERF_DIFF_FACTOR;
+        double[] eager = {100e-6, 400e-6};
+        double[] rndvModel = {99e-6, 396e-6};
+        // beyond the model by 30 us at the first size, 15 us under it at the second
+        double[] measured = {eager[0] + (rndvModel[0] - eager[0]) + 30e-6 * d,
+                eager[1] + (rndvModel[1] - eager[1]) - 15e-6 * d};
+        PerfProfile.Builder b = PerfProfile.builder("fit");
+        ProfileFit.fitRndv(new ProfileFit.RndvRuns("tcp/lo", sizes, measured, eager, rndvModel, eager), b,
+                new java.util.ArrayList<>());
+        io.nucx.protocol.RndvSurcharge s = new io.nucx.protocol.RndvSurcharge(
+                b.build().figure("tcp/lo", PerfProfile.Figure.RNDV_COST),
+                b.build().figure("tcp/lo", PerfProfile.Figure.RNDV_GROWTH));
+        assertEquals(30e-6, s.at(sizes[0]), 1e-12);
+        assertEquals(0, s.at(sizes[1]));
+        assertEquals(15e-6, s.at((2 * sizes[0] + sizes[1]) / 3), 1e-12, "a third of the way: two thirds of 30 - 15");
     }
 
     @Test

@@ -7,13 +7,10 @@ import org.junit.jupiter.api.io.TempDir;
 import javax.imageio.ImageIO;
 import java.io.ByteArrayOutputStream;
 import java.io.PrintStream;
-import java.net.ServerSocket;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.List;
-import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.TimeUnit;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
@@ -30,27 +27,12 @@ class SweepTest {
     @Test
     void aSweepWritesARunPerSizeProtocolAndRoundEachForcedRunCarriedByItsProtocol(@TempDir Path out)
             throws Exception {
-        int port;
-        try (ServerSocket s = new ServerSocket(0)) {
-            port = s.getLocalPort();
-        }
-        ByteArrayOutputStream serverLog = new ByteArrayOutputStream();
-        CompletableFuture<Void> server = CompletableFuture.runAsync(() -> {
-            try {
-                SweepServer.serve(port, false, new PrintStream(serverLog, true, StandardCharsets.UTF_8));
-            } catch (Exception e) {
-                throw new RuntimeException(e);
-            }
-        });
-        SweepRunner runner = new SweepRunner("127.0.0.1", port, false);
         ByteArrayOutputStream log = new ByteArrayOutputStream();
         List<SweepSummary.Point> points;
-        try {
-            points = new Sweep(runner, new Sweep.Options(List.of("tcp"), PerfTestType.TAG_LAT, 64, 128, 1,
+        SweepServerOnThread server = new SweepServerOnThread();
+        try (server) {
+            points = new Sweep(server.runner(), new Sweep.Options(List.of("tcp"), PerfTestType.TAG_LAT, 64, 128, 1,
                     20_000_000L, 0, 8, out, "", 50, SweepSummary.Metric.OVERALL, "test"), new PrintStream(log, true, StandardCharsets.UTF_8)).run();
-        } finally {
-            runner.quit();
-            server.get(30, TimeUnit.SECONDS);
         }
         String printed = log.toString(StandardCharsets.UTF_8);
         List<SweepCsv.Row> rows = SweepCsv.read(out.resolve("runs.csv"));
@@ -66,6 +48,6 @@ class SweepTest {
         assertTrue(Files.readString(out.resolve("summary.md")).contains("| 64 | egr/short |"),
                 Files.readString(out.resolve("summary.md")));
         assertNotNull(ImageIO.read(out.resolve(Sweep.plotName("tcp", PerfTestType.TAG_LAT)).toFile()), "a PNG");
-        assertTrue(serverLog.toString(StandardCharsets.UTF_8).contains("quit"));
+        assertTrue(server.log().contains("quit"));
     }
 }

@@ -1,6 +1,7 @@
 package io.nucx.protocol.select;
 
 import io.nucx.protocol.EndpointConfig;
+import io.nucx.protocol.RndvSurcharge;
 import io.nucx.transport.IfaceAttributes;
 
 import java.io.IOException;
@@ -19,7 +20,8 @@ import java.util.regex.Pattern;
  * Performance figures measured on the running machine ({@code nucx calibrate}), which the cost model uses instead of
  * the transports' static estimates (UCX's published {@code uct_iface_attr_t} values) wherever the profile has them:
  * per lane its latency, per-message overhead, bandwidth, memory registration cost and, for an RMA lane, the rate and
- * size from which its zero-copy transfers outgrow the caches, and the memcpy bandwidth every
+ * size from which its zero-copy transfers outgrow the caches, for an AM lane what a rendezvous over it costs beyond
+ * those figures ({@link io.nucx.protocol.RndvSurcharge}), and the memcpy bandwidth every
  * copy is charged at (UCX's {@code UCX_BCOPY_BW}). A figure the profile lacks keeps its static value. Only protocol
  * selection reads it: lane selection keeps the figures both peers exchanged in their addresses, so the two sides still
  * choose the same lanes whatever profile each one loaded.
@@ -36,6 +38,8 @@ import java.util.regex.Pattern;
  * cma/memory.reg.growth = 0.0       # s per byte registered
  * cma/memory.bulk.from = 1.2E6       # bytes: from this size on, zero-copy GET and PUT run at bulk.bandwidth
  * cma/memory.bulk.bandwidth = 9.5E9  # bytes/s: a transfer that outgrew the caches
+ * shm/memory.rndv.cost = 2.1E-6      # s: tag/rndv over this AM lane beyond its figures, at size 0
+ * shm/memory.rndv.growth = 7.9E-12   # s per byte of that line (the surcharge is never below 0)
  * </pre>
  * A lane is named as the tables print it ({@code transport/device}); a transport name alone ({@code tcp.latency})
  * applies to each of its devices the profile does not name. Reading is strict: an unknown key or figure, a value that
@@ -55,7 +59,11 @@ public final class PerfProfile {
         REG_COST("reg.cost", "s: exposing one buffer for the peer's zero-copy GET or PUT", 0, true),
         REG_GROWTH("reg.growth", "s per byte registered", 0, true),
         BULK_FROM("bulk.from", "bytes: from this size on, zero-copy GET and PUT run at bulk.bandwidth", 1, true),
-        BULK_BANDWIDTH("bulk.bandwidth", "bytes/s: zero-copy GET and PUT from bulk.from on", 0, false);
+        BULK_BANDWIDTH("bulk.bandwidth", "bytes/s: zero-copy GET and PUT from bulk.from on", 0, false),
+        RNDV_COST("rndv.cost", "s: a rendezvous over this AM lane beyond what its figures price, at size 0 (a line "
+                + "with rndv.growth, never below 0)", Double.NEGATIVE_INFINITY, true),
+        RNDV_GROWTH("rndv.growth", "s per byte of the message, of rndv.cost's line", Double.NEGATIVE_INFINITY,
+                true);
 
         private final String key;
         private final String unit;
@@ -80,9 +88,9 @@ public final class PerfProfile {
             return Double.isFinite(v) && (minAllowed ? v >= min : v > min);
         }
 
-        /** Its values, as an error states them: "> 0", ">= 1". */
+        /** Its values, as an error states them: " > 0", " >= 1"; empty for any finite number. */
         private String bound() {
-            return (minAllowed ? ">= " : "> ") + (long) min;
+            return min == Double.NEGATIVE_INFINITY ? "" : (minAllowed ? " >= " : " > ") + (long) min;
         }
     }
 
@@ -125,7 +133,7 @@ public final class PerfProfile {
         /** The memcpy bandwidth, bytes/s. */
         public Builder copyBandwidth(double bytesPerSecond) {
             if (!Figure.BANDWIDTH.valid(bytesPerSecond)) {
-                throw new IllegalArgumentException(COPY_BANDWIDTH + " must be a finite number "
+                throw new IllegalArgumentException(COPY_BANDWIDTH + " must be a finite number"
                         + Figure.BANDWIDTH.bound() + ", got "
                         + bytesPerSecond);
             }
@@ -139,7 +147,7 @@ public final class PerfProfile {
                 throw new IllegalArgumentException("'" + lane + "' is not a lane name (transport or transport/device)");
             }
             if (!figure.valid(value)) {
-                throw new IllegalArgumentException(lane + "." + figure.key + " must be a finite number "
+                throw new IllegalArgumentException(lane + "." + figure.key + " must be a finite number"
                         + figure.bound() + ", got " + value);
             }
             lanes.computeIfAbsent(lane, k -> nan())[figure.ordinal()] = value;
@@ -149,12 +157,17 @@ public final class PerfProfile {
         /** @throws IllegalArgumentException where a lane has one bulk figure without the other */
         public PerfProfile build() {
             lanes.forEach((lane, f) -> {
-                if (Double.isNaN(f[Figure.BULK_FROM.ordinal()]) != Double.isNaN(f[Figure.BULK_BANDWIDTH.ordinal()])) {
-                    throw new IllegalArgumentException(lane + "." + Figure.BULK_FROM.key + " and " + lane + "."
-                            + Figure.BULK_BANDWIDTH.key + " go together: give both or neither");
-                }
+                together(lane, f, Figure.BULK_FROM, Figure.BULK_BANDWIDTH);
+                together(lane, f, Figure.RNDV_COST, Figure.RNDV_GROWTH);
             });
             return new PerfProfile(source, copyBandwidth, lanes);
+        }
+    }
+
+    private static void together(String lane, double[] f, Figure one, Figure other) {
+        if (Double.isNaN(f[one.ordinal()]) != Double.isNaN(f[other.ordinal()])) {
+            throw new IllegalArgumentException(lane + "." + one.key + " and " + lane + "." + other.key
+                    + " go together: give both or neither");
         }
     }
 
@@ -231,9 +244,12 @@ public final class PerfProfile {
         if (isEmpty()) {
             return config;
         }
+        double rndvCost = figure(config.amLane(), Figure.RNDV_COST);
+        double rndvGrowth = figure(config.amLane(), Figure.RNDV_GROWTH);
         return new EndpointConfig(config.amLane(), apply(config.amLane(), config.amLaneAttrs()), config.rmaLane(),
                 config.rmaLane() == null ? null : apply(config.rmaLane(), config.rmaLaneAttrs()),
-                apply(config.bwLanes()), apply(config.rmaBwLanes()));
+                apply(config.bwLanes()), apply(config.rmaBwLanes()), Double.isNaN(rndvCost) || Double.isNaN(rndvGrowth)
+                        ? config.rndvSurcharge() : new RndvSurcharge(rndvCost, rndvGrowth));
     }
 
     private List<EndpointConfig.BwLane> apply(List<EndpointConfig.BwLane> lanes) {

@@ -2,6 +2,7 @@ package io.nucx.protocol.tag;
 
 import io.nucx.protocol.EndpointConfig;
 import io.nucx.protocol.ProtocolFamily;
+import io.nucx.protocol.RndvSurcharge;
 import io.nucx.protocol.select.LinearFunc;
 import io.nucx.protocol.select.PerfFactor;
 import io.nucx.protocol.select.ProbeParams;
@@ -19,7 +20,9 @@ import java.util.function.Consumer;
  * {@code tag/rndv} as the selection engine sees it. Its cost, as UCX v2 models it: the RTS control message (send and
  * receive overhead, UCX's 275 ns rts knob, one latency), the RTR answer (overheads, one latency), then the data as
  * multi-fragment active messages; the whole scaled by {@code 1 - RNDV_PERF_DIFF} (0.99) so that rendezvous wins
- * near-ties. The threshold is where this line crosses the eager lines, never a constant; {@code NUCX_RNDV_THRESH}
+ * near-ties. A calibrated profile adds what a rendezvous over the AM lane was measured to cost beyond that
+ * ({@link RndvSurcharge}: its control messages after megabytes through shm's ring take microseconds, where the lane's
+ * latency is an 8-byte message's). The threshold is where this line crosses the eager lines, never a constant; {@code NUCX_RNDV_THRESH}
  * forces it (priority 60 beats the copy protocols' 20). With AM_BW lanes the data's wire time is at the sum of the
  * lanes' bandwidths, as the seed's multi-lane threshold sums them. Synchronous sends may take it too: the sender
  * learns of the match from the RTR (or ATS), so its future completes only after the receiver matched. Stream writes
@@ -89,8 +92,9 @@ public final class RndvProtocols {
                     // multi-lane: the fragments are spread over the AM and AM_BW lanes by bandwidth (the seed's sum);
                     // none over a lane alone whose copies are the transfer (shm), as eager's
                     .add(0, max, PerfFactor.LOCAL_TL, LinearFunc.slope(wire))
-                    .add(0, max, PerfFactor.LATENCY, LinearFunc.constant(3 * lat))
-                    .scale(PERF_DIFF_FACTOR);
+                    .add(0, max, PerfFactor.LATENCY, LinearFunc.constant(3 * lat));
+            surcharge(perf, params.endpoint().rndvSurcharge(), max);
+            perf.scale(PERF_DIFF_FACTOR);
             out.accept(new ProtoCandidate(this, params.rndvThresh(), 60, perf, params.endpoint().messageLanes()));
         }
 
@@ -99,6 +103,35 @@ public final class RndvProtocols {
             return name();
         }
     };
+
+    /**
+     * Adds what calibration measured a rendezvous over the AM lane to cost beyond its figures ({@link RndvSurcharge}:
+     * {@code max(0, c + m * size)}) on the latency factor, where a single message pays it and a stream of them overlaps
+     * it: the line where it is above 0, nothing where it is not.
+     */
+    static void surcharge(ProtoPerf perf, RndvSurcharge s, long max) {
+        if (s.isNone()) {
+            return;
+        }
+        LinearFunc line = new LinearFunc(s.seconds(), s.perByte());
+        if (s.perByte() == 0) {
+            perf.add(0, max, PerfFactor.LATENCY, line);
+            return;
+        }
+        // Where the line crosses 0: it counts above it, from there on (growing) or up to there (shrinking).
+        double zero = -s.seconds() / s.perByte();
+        if (s.perByte() > 0) {
+            long from = zero <= 0 ? 0 : (long) Math.min(max, Math.ceil(zero));
+            if (from < max) {
+                perf.add(from, max, PerfFactor.LATENCY, line);
+            }
+        } else {
+            long to = (long) Math.min(max, Math.floor(zero));
+            if (to >= 0) {
+                perf.add(0, to, PerfFactor.LATENCY, line);
+            }
+        }
+    }
 
     /** Receiver-side counters: data read from the sender by cma, or asked for by RTR although a key came. */
     public static final String RECV_GET_COUNTER = "recv:rndv/get/zcopy";

@@ -1,6 +1,7 @@
 package io.nucx.protocol.select;
 
 import io.nucx.protocol.EndpointConfig;
+import io.nucx.protocol.RndvSurcharge;
 import io.nucx.transport.Capability;
 import io.nucx.transport.IfaceAttributes;
 import org.junit.jupiter.api.Test;
@@ -37,6 +38,8 @@ class PerfProfileTest {
                 .figure("cma/memory", PerfProfile.Figure.REG_GROWTH, 0.0)
                 .figure("cma/memory", PerfProfile.Figure.BULK_FROM, 786432)
                 .figure("cma/memory", PerfProfile.Figure.BULK_BANDWIDTH, 9.25e9)
+                .figure("tcp/lo", PerfProfile.Figure.RNDV_COST, -2.5e-6)
+                .figure("tcp/lo", PerfProfile.Figure.RNDV_GROWTH, 1.125e-11)
                 .build();
     }
 
@@ -115,6 +118,12 @@ class PerfProfileTest {
         assertEquals(9.25e9, applied.rmaLaneAttrs().bulkBandwidth());
         assertEquals(CMA.bandwidth(), applied.rmaLaneAttrs().bandwidth(), "below it the static rate");
         assertFalse(applied.amLaneAttrs().hasBulkRate(), "tcp/lo has no bulk figures");
+        assertEquals(new RndvSurcharge(-2.5e-6, 1.125e-11), applied.rndvSurcharge(), "the AM lane's surcharge");
+        assertEquals(0, applied.rndvSurcharge().at(200_000), "below 0 up to where its line crosses it");
+        assertEquals(-2.5e-6 + 1.125e-11 * (4 << 20), applied.rndvSurcharge().at(4 << 20), 1e-15);
+        assertSame(RndvSurcharge.NONE, c.rndvSurcharge());
+        assertSame(RndvSurcharge.NONE, sample().apply(new EndpointConfig("shm/memory", TCP)).rndvSurcharge(),
+                "none for a lane the profile has no surcharge for");
         assertEquals(TCP.overheadSeconds(), applied.bwLanes().get(0).attrs().overheadSeconds(), "tcp/eth0: static");
         assertEquals(1, applied.rmaBwLanes().size(), "the second RMA rail is kept (a profile once dropped it)");
         assertEquals(1.25e-6, applied.rmaBwLanes().get(0).attrs().regCostSeconds(), "and gets its figures");
@@ -139,7 +148,9 @@ class PerfProfileTest {
             "format = nucx-perf-profile 1\\nshm.latency = 1e-7\\nshm.latency = 2e-7| line 3: 'shm.latency' is given twice",
             "format = nucx-perf-profile 1\\ncma.bulk.from = 0.5| line 2: cma.bulk.from must be a finite number >= 1",
             "format = nucx-perf-profile 1\\ncma.bulk.bandwidth = 0| line 2: cma.bulk.bandwidth must be a finite number > 0",
-            "format = nucx-perf-profile 1\\ncma.bulk.from = 1e6| cma.bulk.from and cma.bulk.bandwidth go together: give both"})
+            "format = nucx-perf-profile 1\\ncma.bulk.from = 1e6| cma.bulk.from and cma.bulk.bandwidth go together: give both",
+            "format = nucx-perf-profile 1\\nshm.rndv.growth = 1e-12| shm.rndv.cost and shm.rndv.growth go together: give both",
+            "format = nucx-perf-profile 1\\nshm.rndv.cost = Infinity| line 2: shm.rndv.cost must be a finite number, got"})
     void aMalformedProfileIsRefusedNamingTheFileTheLineAndWhatIsWrong(String text, String message) {
         IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
                 () -> PerfProfile.parse(text.replace("\\n", "\n"), "/etc/p.txt"));

@@ -1,0 +1,58 @@
+package io.nucx.examples.perf;
+
+import io.nucx.protocol.select.PerfProfile;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.io.TempDir;
+
+import java.io.ByteArrayOutputStream;
+import java.io.PrintStream;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.List;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/**
+ * A short calibration end to end over tcp (server on a thread of this JVM, real lanes, blocking loops): every step ran,
+ * the profile reads back with the lane's figures, and the rendezvous surcharge was fitted in the second pass, from the
+ * forced rendezvous and eager runs at both sizes: as figures, or as the note that says why there are none. Nothing
+ * about the times is asserted.
+ */
+@Timeout(300)
+class CalibrationTest {
+
+    @Test
+    void aCalibrationWritesAProfileWithTheLanesFiguresAndItsRendezvousSurchargeFitted(@TempDir Path dir)
+            throws Exception {
+        ByteArrayOutputStream log = new ByteArrayOutputStream();
+        Path out = dir.resolve("profile.txt");
+        ProfileFit.Result fit;
+        try (SweepServerOnThread server = new SweepServerOnThread()) {
+            fit = new Calibration(server.runner(), new Calibration.Options(List.of("tcp"), List.of(), 1, 5_000_000L, 0,
+                    50, out, "test"), new PrintStream(log, true, StandardCharsets.UTF_8)).run();
+        }
+        String printed = log.toString(StandardCharsets.UTF_8);
+        PerfProfile back = PerfProfile.read(out);
+        assertEquals(fit.profile().format(List.of()), back.format(List.of()), printed);
+        for (PerfProfile.Figure f : List.of(PerfProfile.Figure.LATENCY, PerfProfile.Figure.OVERHEAD,
+                PerfProfile.Figure.BANDWIDTH)) {
+            assertFalse(Double.isNaN(back.figure("tcp/lo", f)), f + "\n" + printed);
+        }
+        String text = Files.readString(out);
+        for (long size : Calibration.RNDV_SIZES) {
+            for (String protocol : List.of("egr/multi/bcopy", "tag/rndv")) {
+                assertTrue(text.matches("(?s).*#   tcp +" + protocol + " +tag_lat +" + size + " B: \\[[0-9.]+\\] us.*"),
+                        protocol + " at " + size + " B in the comments\n" + text);
+            }
+        }
+        boolean surcharge = !Double.isNaN(back.figure("tcp/lo", PerfProfile.Figure.RNDV_COST));
+        assertEquals(surcharge, !Double.isNaN(back.figure("tcp/lo", PerfProfile.Figure.RNDV_GROWTH)), text);
+        assertTrue(surcharge || text.contains("# note: tcp/lo: the rendezvous took"), text);
+        assertFalse(text.contains("being fitted"), "the second pass replaced the first's file\n" + text);
+        assertTrue(printed.contains("calibrated tcp"), printed);
+    }
+}
