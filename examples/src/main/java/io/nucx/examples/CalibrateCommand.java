@@ -18,7 +18,8 @@ import java.util.concurrent.Callable;
  */
 @Command(name = "calibrate", mixinStandardHelpOptions = true,
         description = "Measure each transport's latency, overhead, bandwidth and registration cost, and what a "
-                + "rendezvous costs beyond them, here (two processes, real lanes) and write a performance profile for NUCX_PERF_PROFILE.")
+                + "rendezvous costs beyond them, here (two processes, real lanes) and write a performance profile "
+                + "for NUCX_PERF_PROFILE.")
 final class CalibrateCommand implements Callable<Integer> {
 
     @Option(names = "--tls", paramLabel = "TLS", split = ";", description = "Transport sets whose AM lane to "

@@ -22,6 +22,7 @@ import java.util.Map;
 import static io.nucx.transport.testing.ConfigAssertions.assertMessageNames;
 import static io.nucx.transport.testing.ConfigAssertions.config;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertSame;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -113,9 +114,10 @@ class CalibratedSelectionTest {
 
     /** What {@code protocol}'s candidate in {@code t} prices a {@code size}-byte message at. */
     private static double cost(ProtoTable t, String protocol, long size) {
-        return t.candidates().stream().filter(c -> c.protocol().name().equals(protocol)).findFirst().orElseThrow()
-                .perf().flatten(false).stream().filter(f -> f.start() <= size && size <= f.end()).findFirst()
-                .orElseThrow().func().apply(size);
+        double cost = t.candidates().stream().filter(c -> c.protocol().name().equals(protocol)).findFirst()
+                .orElseThrow().perf().singleCost(size);
+        assertFalse(Double.isNaN(cost), protocol + " covers " + size + " B");
+        return cost;
     }
 
     @Test

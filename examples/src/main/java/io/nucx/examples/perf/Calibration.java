@@ -272,13 +272,12 @@ public final class Calibration {
     static double costAt(ProtoTable table, String protocol, long size) {
         for (ProtoCandidate c : table.candidates()) {
             if (c.protocol().name().equals(protocol)) {
-                for (ProtoPerf.Flat f : c.perf().flatten(false)) {
-                    if (f.start() <= size && size <= f.end()) {
-                        return f.func().apply(size);
-                    }
+                double cost = c.perf().singleCost(size);
+                if (Double.isNaN(cost)) {
+                    throw new IllegalStateException(protocol + " does not cover " + size + " B in the table:\n"
+                            + table.format("calibrate"));
                 }
-                throw new IllegalStateException(protocol + " does not cover " + size + " B in the table:\n"
-                        + table.format("calibrate"));
+                return cost;
             }
         }
         throw new IllegalStateException("no " + protocol + " in the table:\n" + table.format("calibrate"));
@@ -321,9 +320,9 @@ public final class Calibration {
 
     /**
      * A cma lane's registration cost {c, m}: exposing (and closing) a buffer of 4 KiB, 1 MiB and 16 MiB as rendezvous
-     * get's sender does (an iface-wide key, {@link RmaIface#registerMemory}), timed on its loop, fitted to a line. Timed on
-     * a lane, as it was while each registration opened and closed the lane's watch on its peer ({@code PeerExit} now
-     * keeps it), it cost 1.7-2.4 us, where a whole 8-byte read by get takes 2.5 us one way.
+     * get's sender does (an iface-wide key, {@link RmaIface#registerMemory}), timed on its loop, fitted to a line.
+     * Timed on a lane, as it was while each registration opened and closed the lane's watch on its peer
+     * ({@code PeerExit} now keeps it), it cost 1.7-2.4 us, where a whole 8-byte read by get takes 2.5 us one way.
      */
     static double[] registrationCost() throws Exception {
         EventLoopGroup group = new MultiThreadIoEventLoopGroup(1, NioIoHandler.newFactory());

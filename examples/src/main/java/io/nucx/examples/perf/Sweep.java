@@ -1,7 +1,6 @@
 package io.nucx.examples.perf;
 
 import io.nucx.protocol.select.ProtoCandidate;
-import io.nucx.protocol.select.ProtoPerf;
 import io.nucx.protocol.select.ProtoTable;
 
 import java.io.BufferedWriter;
@@ -170,12 +169,7 @@ public final class Sweep {
     }
 
     private static boolean covers(ProtoCandidate c, long size) {
-        for (ProtoPerf.Flat f : c.perf().flatten(false)) {
-            if (f.start() <= size && size <= f.end()) {
-                return true;
-            }
-        }
-        return false;
+        return !Double.isNaN(c.perf().singleCost(size));
     }
 
     /** Unrecorded runs over every transport set, a few sizes and all their configs, for {@code warmupNanos}. */
@@ -334,14 +328,6 @@ public final class Sweep {
     /** What the table's model says the chosen protocol costs at {@code size}, us (one message alone). */
     static double predictedUs(ProtoTable table, long size) {
         ProtoCandidate c = table.lookup(size);
-        if (c == null) {
-            return Double.NaN;
-        }
-        for (ProtoPerf.Flat f : c.perf().flatten(false)) {
-            if (f.start() <= size && size <= f.end()) {
-                return f.func().apply(size) * 1e6;
-            }
-        }
-        return Double.NaN;
+        return c == null ? Double.NaN : c.perf().singleCost(size) * 1e6;
     }
 }

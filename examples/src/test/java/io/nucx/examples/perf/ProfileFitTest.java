@@ -5,7 +5,6 @@ import io.nucx.protocol.ProtocolRegistry;
 import io.nucx.protocol.select.PerfProfile;
 import io.nucx.protocol.select.ProbeParams;
 import io.nucx.protocol.select.ProtoCandidate;
-import io.nucx.protocol.select.ProtoPerf;
 import io.nucx.protocol.select.ProtoSelector;
 import io.nucx.protocol.select.ProtoTable;
 import io.nucx.protocol.select.SelectionKey;
@@ -38,12 +37,8 @@ class ProfileFitTest {
         ProtoTable t = ProtoSelector.select(ProtocolRegistry.DEFAULT.protocols(), new ProbeParams(truth.apply(config),
                 DIRECT, ProtoCandidate.AUTO, ProtoCandidate.AUTO, truth.copyBandwidth(0)));
         for (ProtoCandidate c : t.candidates()) {
-            if (c.protocol().name().equals(protocol)) {
-                for (ProtoPerf.Flat f : c.perf().flatten(false)) {
-                    if (f.start() <= size && size <= f.end()) {
-                        return f.func().apply(size);
-                    }
-                }
+            if (c.protocol().name().equals(protocol) && !Double.isNaN(c.perf().singleCost(size))) {
+                return c.perf().singleCost(size);
             }
         }
         throw new AssertionError(protocol + " does not cover " + size + "\n" + t.format("model"));

@@ -154,7 +154,7 @@ public final class PerfProfile {
             return this;
         }
 
-        /** @throws IllegalArgumentException where a lane has one bulk figure without the other */
+        /** @throws IllegalArgumentException where a lane has one of two figures that go together without the other */
         public PerfProfile build() {
             lanes.forEach((lane, f) -> {
                 together(lane, f, Figure.BULK_FROM, Figure.BULK_BANDWIDTH);

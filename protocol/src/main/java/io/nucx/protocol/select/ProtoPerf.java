@@ -129,6 +129,16 @@ public final class ProtoPerf {
         return out;
     }
 
+    /** What one {@code size}-byte message alone costs (the sum of the factors there), seconds; NaN outside its ranges. */
+    public double singleCost(long size) {
+        for (Segment s : segments) {
+            if (s.start() <= size && size <= s.end()) {
+                return s.sum().apply(size);
+            }
+        }
+        return Double.NaN;
+    }
+
     @Override
     public String toString() {
         StringBuilder b = new StringBuilder();

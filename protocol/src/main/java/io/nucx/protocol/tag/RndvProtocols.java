@@ -22,8 +22,8 @@ import java.util.function.Consumer;
  * multi-fragment active messages; the whole scaled by {@code 1 - RNDV_PERF_DIFF} (0.99) so that rendezvous wins
  * near-ties. A calibrated profile adds what a rendezvous over the AM lane was measured to cost beyond that
  * ({@link RndvSurcharge}: its control messages after megabytes through shm's ring take microseconds, where the lane's
- * latency is an 8-byte message's). The threshold is where this line crosses the eager lines, never a constant; {@code NUCX_RNDV_THRESH}
- * forces it (priority 60 beats the copy protocols' 20). With AM_BW lanes the data's wire time is at the sum of the
+ * latency is an 8-byte message's). The threshold is where this line crosses the eager lines, never a constant;
+ * {@code NUCX_RNDV_THRESH} forces it (priority 60 beats the copy protocols' 20). With AM_BW lanes the data's wire time is at the sum of the
  * lanes' bandwidths, as the seed's multi-lane threshold sums them. Synchronous sends may take it too: the sender
  * learns of the match from the RTR (or ATS), so its future completes only after the receiver matched. Stream writes
  * ({@code STREAM_SEND}) take every rendezvous protocol as tagged sends do; only their RTS differs (STREAM_RTS);

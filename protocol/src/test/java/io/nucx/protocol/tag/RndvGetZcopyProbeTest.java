@@ -279,12 +279,11 @@ class RndvGetZcopyProbeTest {
 
     /** What {@code c} costs a single send of {@code size} bytes. */
     private static double cost(ProtoCandidate c, long size) {
-        for (ProtoPerf.Flat f : c.perf().flatten(false)) {
-            if (f.start() <= size && size <= f.end()) {
-                return f.func().apply(size);
-            }
+        double cost = c.perf().singleCost(size);
+        if (Double.isNaN(cost)) {
+            throw new AssertionError(c + " does not cover " + size);
         }
-        throw new AssertionError(c + " does not cover " + size);
+        return cost;
     }
 
     @Test
