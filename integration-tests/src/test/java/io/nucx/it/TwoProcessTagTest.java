@@ -62,13 +62,40 @@ class TwoProcessTagTest {
 
     static final int SHM_COUNT = 100_000;
 
+    /**
+     * A profile that prices the ring's rendezvous a second dearer than its figures (as a calibration that measured a
+     * surcharge does, less so), so the model sends every size eagerly: the 1 MiB messages still go by rendezvous
+     * (NUCX_EAGER_MAX), and a sender 64 sends ahead of a receiver that takes one message at a time is held back by
+     * them instead of piling them up past the receiver's bound (which failed its endpoint when they went eagerly).
+     */
+    @org.junit.jupiter.api.Test
+    void aSenderAheadOfItsReceiverIsHeldBackThoughTheModelPricesEagerCheaper(
+            @org.junit.jupiter.api.io.TempDir java.nio.file.Path dir) throws Exception {
+        java.nio.file.Path profile = dir.resolve("profile.txt");
+        io.nucx.protocol.select.PerfProfile.builder("test")
+                .figure("shm", io.nucx.protocol.select.PerfProfile.Figure.RNDV_COST, 1)
+                .figure("shm", io.nucx.protocol.select.PerfProfile.Figure.RNDV_GROWTH, 0)
+                .build().write(profile, java.util.List.of("the ring's rendezvous priced a second dearer"));
+        exchange("shm", "nio", SHM_COUNT, "iface", Map.of("PERF_PROFILE", profile.toString()));
+    }
+
     private void exchange(String tls, String engine, int count, String connect) throws Exception {
+        exchange(tls, engine, count, connect, Map.of());
+    }
+
+    /** {@code more}: further NUCX_* settings (without the prefix) for both processes. */
+    private void exchange(String tls, String engine, int count, String connect, Map<String, String> more)
+            throws Exception {
         Engines.assumeAvailable(engine);
-        Map<String, String> env = Map.of("NUCX_TLS", tls, "NUCX_TCP_IO", engine, "NUCX_TCP_CONNECT", connect);
+        Map<String, String> env = new java.util.HashMap<>(Map.of("NUCX_TLS", tls, "NUCX_TCP_IO", engine,
+                "NUCX_TCP_CONNECT", connect));
+        more.forEach((k, v) -> env.put("NUCX_" + k, v));
         try (PeerProcess peer = PeerProcess.start(TagPeer.class, env, Integer.toString(count))) {
             WorkerAddress peerAddress = WorkerAddress.fromHex(peer.awaitLine("ADDRESS"));
-            Worker worker = new NucxBootstrap().name("sender").config("TLS", tls).config("TCP_IO", engine)
-                    .config("TCP_CONNECT", connect).start();
+            NucxBootstrap bootstrap = new NucxBootstrap().name("sender").config("TLS", tls).config("TCP_IO", engine)
+                    .config("TCP_CONNECT", connect);
+            more.forEach(bootstrap::config);
+            Worker worker = bootstrap.start();
             try {
                 var report = worker.tagRecv(TagPeer.REPORT_TAG, -1L);
                 assertEquals(tls, worker.address().entries().get(0).transport(), "the worker's only transport");
@@ -106,6 +133,11 @@ class TwoProcessTagTest {
                     boolean carries = !(tls.equals("shm") && protocol.equals(EagerProtocols.SINGLE_BCOPY.name()));
                     assertEquals(carries, worker.counters().count(protocol) > 0, protocol + " carried "
                             + worker.counters().count(protocol) + " of the messages");
+                }
+                if (more.containsKey("PERF_PROFILE")) {
+                    long rndv = worker.counters().count(io.nucx.protocol.tag.RndvProtocols.TAG_RNDV.name());
+                    assertTrue(rndv > 0 && rndv < count / 50, "the 1 MiB messages, every hundredth, by rendezvous: "
+                            + rndv);
                 }
             } finally {
                 worker.close().get(10, TimeUnit.SECONDS);

@@ -19,6 +19,18 @@ public final class ProtocolConfig extends AbstractConfigTable {
     public static final ConfigEntry<Long> RNDV_THRESH = ConfigEntry.sizeOrAuto("RNDV_THRESH", "auto",
             "Force rendezvous from this message size on: auto (the cost model's crossover) or a size", 0,
             Long.MAX_VALUE - 1);
+    /**
+     * With NUCX_RNDV_THRESH=auto, the largest message an eager protocol carries where a rendezvous can, whatever the
+     * cost model prices: an eager send completes once its bytes are out, so a sender ahead of its receiver piles large
+     * messages up in the receiver's memory (to NUCX_RX_EP_BYTES, which fails the endpoint), where a rendezvous's send
+     * waits for its receive. A ping-pong cannot see that cost, and a calibrated profile may price eager cheaper at any
+     * size (over shm it did: BENCHMARKS.md). UCX keeps a fixed threshold for sends that complete without a request
+     * for the same reason (UCX_RNDV_SEND_NBR_THRESH).
+     */
+    public static final ConfigEntry<Long> EAGER_MAX = ConfigEntry.size("EAGER_MAX", "1m",
+            "With RNDV_THRESH=auto, the largest message sent eagerly where a rendezvous can carry it, whatever the "
+                    + "cost model says (larger ones wait for their receive instead of piling up at a receiver that "
+                    + "is behind)", 0, Long.MAX_VALUE - 2);
     /** Which data protocol a rendezvous receiver asks for, like UCX_RNDV_SCHEME. */
     public static final ConfigEntry<RndvScheme> RNDV_SCHEME = ConfigEntry.choice("RNDV_SCHEME", "auto",
             "Rendezvous data protocol the receiver asks for: auto/get_zcopy (read the sender's buffer through the RMA "
@@ -73,7 +85,7 @@ public final class ProtocolConfig extends AbstractConfigTable {
                     + "the transports' static estimates where it has them. Empty: static estimates only");
 
     public ProtocolConfig() {
-        super("Protocols", RANK_PROTOCOL, MAX_MSG_SIZE, RNDV_THRESH, RNDV_SCHEME, BCOPY_THRESH, ZCOPY_THRESH,
+        super("Protocols", RANK_PROTOCOL, MAX_MSG_SIZE, RNDV_THRESH, EAGER_MAX, RNDV_SCHEME, BCOPY_THRESH, ZCOPY_THRESH,
                 PROTO_INFO, PROTOS, PERF_PROFILE, RX_EP_BYTES, RX_WORKER_BYTES, REPLY_BACKLOG);
     }
 }

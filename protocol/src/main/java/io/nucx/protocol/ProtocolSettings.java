@@ -23,13 +23,23 @@ import java.util.regex.Pattern;
  * @param protocols      the protocols selection may choose: the registry's, filtered by NUCX_PROTOS and the scheme
  * @param profile        the measured figures the cost model uses where it has them (NUCX_PERF_PROFILE), or
  *                       {@link PerfProfile#NONE}
+ * @param eagerMax       NUCX_EAGER_MAX: with {@code rndvThresh} automatic, the largest message sent eagerly where a
+ *                       rendezvous can carry it; {@link ProtoCandidate#NEVER}: no bound
  */
 public record ProtocolSettings(long maxMessageSize, long bcopyThresh, long zcopyThresh, long rndvThresh,
-                               boolean protoInfo, RndvScheme scheme, List<Protocol> protocols, PerfProfile profile) {
+                               boolean protoInfo, RndvScheme scheme, List<Protocol> protocols, PerfProfile profile,
+                               long eagerMax) {
 
     public ProtocolSettings {
         protocols = List.copyOf(protocols);
         java.util.Objects.requireNonNull(profile, "profile");
+    }
+
+    /** Settings with no bound on eager sizes (cost decides at every size). */
+    public ProtocolSettings(long maxMessageSize, long bcopyThresh, long zcopyThresh, long rndvThresh,
+                            boolean protoInfo, RndvScheme scheme, List<Protocol> protocols, PerfProfile profile) {
+        this(maxMessageSize, bcopyThresh, zcopyThresh, rndvThresh, protoInfo, scheme, protocols, profile,
+                ProtoCandidate.NEVER);
     }
 
     /** Settings whose cost model uses the transports' static estimates only. */
@@ -54,7 +64,8 @@ public record ProtocolSettings(long maxMessageSize, long bcopyThresh, long zcopy
                 bcopy < 0 ? ProtoCandidate.AUTO : bcopy,
                 zcopy < 0 ? ProtoCandidate.AUTO : zcopy == Long.MAX_VALUE ? ProtoCandidate.DISABLED : zcopy,
                 rndv < 0 ? ProtoCandidate.AUTO : rndv, config.get(ProtocolConfig.PROTO_INFO), scheme,
-                enabled(listed(config, registry.protocols()), scheme), profile(config));
+                enabled(listed(config, registry.protocols()), scheme), profile(config),
+                config.get(ProtocolConfig.EAGER_MAX));
     }
 
     /** The profile NUCX_PERF_PROFILE names, read now: a file that cannot be used stops start-up, saying why. */

@@ -61,15 +61,17 @@ class CalibratedSelectionTest {
      */
     @Test
     void aProfileMovesTheRendezvousThresholdToWhereItsFiguresPutIt(@TempDir Path dir) throws Exception {
-        ProtoTable staticTable = table(ProtocolSettings.from(config(Map.of()), ProtocolRegistry.DEFAULT));
+        // No bound on eager sizes (NUCX_EAGER_MAX): the figures alone place the crossovers.
+        ProtoTable staticTable = table(ProtocolSettings.from(config(Map.of("EAGER_MAX", "1g")),
+                ProtocolRegistry.DEFAULT));
         Path file = dir.resolve("profile.txt");
         PerfProfile.builder("test").copyBandwidth(5e9)
                 .figure("tcp/lo", PerfProfile.Figure.OVERHEAD, 2e-6)
                 .figure("tcp/lo", PerfProfile.Figure.LATENCY, 3.3e-6)
                 .figure("tcp/lo", PerfProfile.Figure.BANDWIDTH, 2.5e9)
                 .build().write(file, List.of("synthetic"));
-        ProtocolSettings settings = ProtocolSettings.from(config(Map.of("PERF_PROFILE", file.toString())),
-                ProtocolRegistry.DEFAULT);
+        ProtocolSettings settings = ProtocolSettings.from(config(Map.of("PERF_PROFILE", file.toString(),
+                "EAGER_MAX", "1g")), ProtocolRegistry.DEFAULT);
         assertEquals(file.toString(), settings.profile().source());
         ProtoTable calibrated = table(settings);
         String both = staticTable.format("static") + calibrated.format("calibrated");
@@ -97,8 +99,9 @@ class CalibratedSelectionTest {
                 .figure("tcp/lo", PerfProfile.Figure.RNDV_COST, 20e-6)
                 .figure("tcp/lo", PerfProfile.Figure.RNDV_GROWTH, 0)
                 .build().write(file, List.of("synthetic"));
-        ProtoTable surcharged = table(ProtocolSettings.from(config(Map.of("PERF_PROFILE", file.toString())),
-                ProtocolRegistry.DEFAULT));
+        // No bound on eager sizes here: the model alone places the crossover (NUCX_EAGER_MAX's test is below).
+        ProtoTable surcharged = table(ProtocolSettings.from(config(Map.of("PERF_PROFILE", file.toString(),
+                "EAGER_MAX", "1g")), ProtocolRegistry.DEFAULT));
         String both = staticTable.format("static") + surcharged.format("surcharged");
         long start = rendezvous(surcharged).start();
         assertTrue(start > rendezvous(staticTable).start(), both);
@@ -110,6 +113,52 @@ class CalibratedSelectionTest {
         assertEquals(RndvProtocols.PERF_DIFF_FACTOR * 20e-6,
                 rndv - cost(staticTable, "tag/rndv", start), 1e-12, "the surcharge, scaled as the rest of the line");
         assertTrue(eager > 20e-6 / 0.01 * 0.9, "near 2 ms of eager: " + eager);
+    }
+
+    /**
+     * However cheap the model prices eager, a message over NUCX_EAGER_MAX (1 MiB by default) goes by rendezvous when
+     * NUCX_RNDV_THRESH is automatic: an eager send completes once its bytes are out, so a sender ahead of its receiver
+     * would pile them up there. Below the bound cost still decides; a threshold of the user's, or protocols that leave
+     * the rendezvous out, are obeyed as before.
+     */
+    @Test
+    void eagerCarriesNothingOverEagerMaxWhereARendezvousCan(@TempDir Path dir) throws Exception {
+        Path file = dir.resolve("profile.txt");
+        PerfProfile.builder("test")
+                .figure("tcp/lo", PerfProfile.Figure.RNDV_COST, 20e-6)
+                .figure("tcp/lo", PerfProfile.Figure.RNDV_GROWTH, 0)
+                .build().write(file, List.of("synthetic: eager cheaper up to about 2.4 MB"));
+        String profile = file.toString();
+        ProtoTable unbounded = table(ProtocolSettings.from(config(Map.of("PERF_PROFILE", profile, "EAGER_MAX", "1g")),
+                ProtocolRegistry.DEFAULT));
+        ProtoTable bounded = table(ProtocolSettings.from(config(Map.of("PERF_PROFILE", profile)),
+                ProtocolRegistry.DEFAULT));
+        String both = unbounded.format("unbounded") + bounded.format("bounded (1 MiB)");
+        assertTrue(rendezvous(unbounded).start() > 2 << 20, both);
+        assertEquals((1 << 20) + 1, rendezvous(bounded).start(), both);
+        assertSame(EagerProtocols.MULTI_BCOPY, bounded.lookup(1 << 20).protocol(), both);
+        assertSame(RndvProtocols.TAG_RNDV, bounded.lookup(64L << 20).protocol(), both);
+        // Below the bound the tables agree: cost decides.
+        for (ProtoTable.Entry e : unbounded.entries()) {
+            if (e.end() <= 1 << 20) {
+                assertSame(e.candidate().protocol(), bounded.lookup(e.end()).protocol(), both);
+            }
+        }
+        ProtoTable smaller = table(ProtocolSettings.from(config(Map.of("PERF_PROFILE", profile, "EAGER_MAX",
+                "256k")), ProtocolRegistry.DEFAULT));
+        assertEquals((256 << 10) + 1, rendezvous(smaller).start(), smaller.format("256k"));
+        ProtoTable userThreshold = table(ProtocolSettings.from(config(Map.of("PERF_PROFILE", profile,
+                "RNDV_THRESH", "4m")), ProtocolRegistry.DEFAULT));
+        assertEquals(4L << 20, rendezvous(userThreshold).start(), userThreshold.format("RNDV_THRESH=4m"));
+        ProtoTable eagerOnly = table(ProtocolSettings.from(config(Map.of("PERF_PROFILE", profile, "PROTOS",
+                "egr/*")), ProtocolRegistry.DEFAULT));
+        assertSame(EagerProtocols.MULTI_BCOPY, eagerOnly.lookup(64L << 20).protocol(), eagerOnly.format("egr/*"));
+    }
+
+    @Test
+    void aBadEagerMaxStopsStartUpNamingIt() {
+        assertMessageNames(assertThrows(NucxConfigException.class, () -> ProtocolSettings.from(
+                config(Map.of("EAGER_MAX", "lots")), ProtocolRegistry.DEFAULT)), "EAGER_MAX", "lots");
     }
 
     /** What {@code protocol}'s candidate in {@code t} prices a {@code size}-byte message at. */

@@ -101,7 +101,7 @@ class EagerZcopyTest {
         DefaultWorker a = workers.start("a", TCP_ZCOPY_4K);
         DefaultWorker b = workers.start("b", TCP_ZCOPY_4K);
         Endpoint ep = a.connect(b.address());
-        exchange(ep, b, 4095, 4096, 65_000, 100_000, 2 << 20);
+        exchange(ep, b, 4095, 4096, 65_000, 100_000, 1 << 20);
         assertEquals(1, a.counters().count(EagerProtocols.SHORT.name()), () -> a.counters().snapshot().toString());
         assertEquals(2, a.counters().count(SINGLE), () -> a.counters().snapshot().toString());
         assertEquals(2, a.counters().count(MULTI), () -> a.counters().snapshot().toString());

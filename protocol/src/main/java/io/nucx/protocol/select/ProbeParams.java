@@ -12,9 +12,11 @@ import io.nucx.transport.IfaceAttributes;
  *                      lanes that state no copy rate of their own ({@link #copyBandwidth(IfaceAttributes)})
  * @param zcopyThresh {@code NUCX_ZCOPY_THRESH}: {@link ProtoCandidate#AUTO}, a size, or
  *                    {@link ProtoCandidate#DISABLED} ("inf")
+ * @param eagerMax    {@code NUCX_EAGER_MAX}: with {@code rndvThresh} automatic, the rendezvous protocols are forced
+ *                    from the next size on ({@link #rndvAutoForcedFrom}); {@link ProtoCandidate#NEVER}: no bound
  */
 public record ProbeParams(EndpointConfig endpoint, long key, long bcopyThresh, long rndvThresh,
-                          double copyBandwidth, long zcopyThresh) {
+                          double copyBandwidth, long zcopyThresh, long eagerMax) {
     /** UCX protocols v2's auto memcpy bandwidth. */
     public static final double DEFAULT_COPY_BANDWIDTH = 7000e6;
 
@@ -29,5 +31,20 @@ public record ProbeParams(EndpointConfig endpoint, long key, long bcopyThresh, l
     /** With no zero-copy threshold of the user's: cost decides. */
     public ProbeParams(EndpointConfig endpoint, long key, long bcopyThresh, long rndvThresh, double copyBandwidth) {
         this(endpoint, key, bcopyThresh, rndvThresh, copyBandwidth, ProtoCandidate.AUTO);
+    }
+
+    /** With no bound on eager sizes: cost decides at every size. */
+    public ProbeParams(EndpointConfig endpoint, long key, long bcopyThresh, long rndvThresh, double copyBandwidth,
+                       long zcopyThresh) {
+        this(endpoint, key, bcopyThresh, rndvThresh, copyBandwidth, zcopyThresh, ProtoCandidate.NEVER);
+    }
+
+    /**
+     * The size from which a rendezvous protocol is forced though NUCX_RNDV_THRESH is automatic: the one after
+     * {@link #eagerMax}; {@link ProtoCandidate#NEVER} with a threshold of the user's or no bound.
+     */
+    public long rndvAutoForcedFrom() {
+        return rndvThresh == ProtoCandidate.AUTO && eagerMax < ProtoCandidate.NEVER - 1 ? eagerMax + 1
+                : ProtoCandidate.NEVER;
     }
 }

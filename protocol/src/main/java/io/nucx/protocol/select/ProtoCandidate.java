@@ -8,10 +8,20 @@ package io.nucx.protocol.select;
  * @param cfgPriority which forced protocol wins when several are forced (higher wins)
  * @param perf        its cost over sizes
  * @param config      what the table prints in its Config column (lanes)
+ * @param autoForcedFrom with {@code cfgThresh} {@link #AUTO}: the size from which the protocol is forced all the same
+ *                    (cost decides below it), or {@link #NEVER}: a rendezvous above NUCX_EAGER_MAX
  */
-public record ProtoCandidate(Protocol protocol, long cfgThresh, int cfgPriority, ProtoPerf perf, String config) {
+public record ProtoCandidate(Protocol protocol, long cfgThresh, int cfgPriority, ProtoPerf perf, String config,
+                             long autoForcedFrom) {
     /** No user threshold: cost decides. */
     public static final long AUTO = -1;
     /** Never selected. */
     public static final long DISABLED = Long.MAX_VALUE;
+    /** For {@link #autoForcedFrom}: cost decides at every size. */
+    public static final long NEVER = Long.MAX_VALUE;
+
+    /** A candidate whose automatic threshold leaves every size to cost. */
+    public ProtoCandidate(Protocol protocol, long cfgThresh, int cfgPriority, ProtoPerf perf, String config) {
+        this(protocol, cfgThresh, cfgPriority, perf, config, NEVER);
+    }
 }

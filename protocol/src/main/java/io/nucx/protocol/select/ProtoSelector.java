@@ -87,13 +87,21 @@ public final class ProtoSelector {
                 boolean[] drop = new boolean[active.size()];
                 int forcedPriority = Integer.MIN_VALUE;
                 for (int i = 0; i < active.size(); i++) {
-                    long t = active.get(i).candidate().cfgThresh();
+                    ProtoCandidate c = active.get(i).candidate();
+                    long t = c.cfgThresh();
                     if (t != ProtoCandidate.AUTO) {
                         if (size < t) {
                             drop[i] = true;
                             end = Math.min(end, t - 1);
                         } else {
-                            forcedPriority = Math.max(forcedPriority, active.get(i).candidate().cfgPriority());
+                            forcedPriority = Math.max(forcedPriority, c.cfgPriority());
+                        }
+                    } else if (c.autoForcedFrom() != ProtoCandidate.NEVER) {
+                        // cost decides below it, the candidate is forced from it
+                        if (size < c.autoForcedFrom()) {
+                            end = Math.min(end, c.autoForcedFrom() - 1);
+                        } else {
+                            forcedPriority = Math.max(forcedPriority, c.cfgPriority());
                         }
                     }
                 }

@@ -19,6 +19,7 @@ public final class SelectionCache {
     private final SelectionKey.Locality locality;
     private final long bcopyThresh;
     private final long rndvThresh;
+    private final long eagerMax;
     private final long zcopyThresh;
     private final double copyBandwidth;
     private final Consumer<String> onNewTable;
@@ -53,6 +54,15 @@ public final class SelectionCache {
     public SelectionCache(List<Protocol> registry, EndpointConfig config, SelectionKey.Locality locality,
                           long bcopyThresh, long zcopyThresh, long rndvThresh, double copyBandwidth,
                           Consumer<String> onNewTable) {
+        this(registry, config, locality, bcopyThresh, zcopyThresh, rndvThresh, ProtoCandidate.NEVER, copyBandwidth,
+                onNewTable);
+    }
+
+    /** @param eagerMax NUCX_EAGER_MAX, or {@link ProtoCandidate#NEVER} for no bound on eager sizes */
+    public SelectionCache(List<Protocol> registry, EndpointConfig config, SelectionKey.Locality locality,
+                          long bcopyThresh, long zcopyThresh, long rndvThresh, long eagerMax, double copyBandwidth,
+                          Consumer<String> onNewTable) {
+        this.eagerMax = eagerMax;
         this.copyBandwidth = copyBandwidth;
         this.registry = List.copyOf(registry);
         this.config = config;
@@ -80,7 +90,7 @@ public final class SelectionCache {
         ProtoTable t = tables.get(key);
         if (t == null) {
             t = ProtoSelector.select(registry, new ProbeParams(config, key, bcopyThresh, rndvThresh,
-                    copyBandwidth, zcopyThresh));
+                    copyBandwidth, zcopyThresh, eagerMax));
             tables.put(key, t);
             if (onNewTable != null) {
                 onNewTable.accept(t.format(config.amLane()));

@@ -95,7 +95,8 @@ public final class RndvProtocols {
                     .add(0, max, PerfFactor.LATENCY, LinearFunc.constant(3 * lat));
             surcharge(perf, params.endpoint().rndvSurcharge(), max);
             perf.scale(PERF_DIFF_FACTOR);
-            out.accept(new ProtoCandidate(this, params.rndvThresh(), 60, perf, params.endpoint().messageLanes()));
+            out.accept(new ProtoCandidate(this, params.rndvThresh(), 60, perf, params.endpoint().messageLanes(),
+                    params.rndvAutoForcedFrom()));
         }
 
         @Override
@@ -291,7 +292,7 @@ public final class RndvProtocols {
             long max = Math.min(ProtoPerf.MAX_SIZE, rma.maxZcopy());
             ProtoPerf perf = perf(params.endpoint(), max).scale(PERF_DIFF_FACTOR);
             out.accept(new ProtoCandidate(this, params.rndvThresh(), 60, perf, params.endpoint().amLane() + " + "
-                    + params.endpoint().rmaLanes()));
+                    + params.endpoint().rmaLanes(), params.rndvAutoForcedFrom()));
         }
 
         @Override
