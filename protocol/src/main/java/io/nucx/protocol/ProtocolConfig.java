@@ -85,7 +85,7 @@ public final class ProtocolConfig extends AbstractConfigTable {
                     + "the transports' static estimates where it has them. Empty: static estimates only");
 
     public ProtocolConfig() {
-        super("Protocols", RANK_PROTOCOL, MAX_MSG_SIZE, RNDV_THRESH, EAGER_MAX, RNDV_SCHEME, BCOPY_THRESH, ZCOPY_THRESH,
-                PROTO_INFO, PROTOS, PERF_PROFILE, RX_EP_BYTES, RX_WORKER_BYTES, REPLY_BACKLOG);
+        super("Protocols", RANK_PROTOCOL, MAX_MSG_SIZE, RNDV_THRESH, EAGER_MAX, RNDV_SCHEME, BCOPY_THRESH,
+                ZCOPY_THRESH, PROTO_INFO, PROTOS, PERF_PROFILE, RX_EP_BYTES, RX_WORKER_BYTES, REPLY_BACKLOG);
     }
 }

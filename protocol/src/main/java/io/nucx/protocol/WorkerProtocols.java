@@ -122,7 +122,8 @@ public final class WorkerProtocols {
         PerfProfile profile = settings.profile();
         return selectionCaches.computeIfAbsent(new CacheKey(config, locality), k -> new SelectionCache(
                 settings.protocols(), profile.apply(config), locality, settings.bcopyThresh(), settings.zcopyThresh(),
-                settings.rndvThresh(), settings.eagerMax(), profile.copyBandwidth(ProbeParams.DEFAULT_COPY_BANDWIDTH),
+                settings.rndvThresh(), settings.eagerMax(),
+                profile.copyBandwidth(ProbeParams.DEFAULT_COPY_BANDWIDTH),
                 settings.protoInfo() ? System.out::print : null));
     }
 }

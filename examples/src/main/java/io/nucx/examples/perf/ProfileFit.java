@@ -23,7 +23,8 @@ import java.util.Locale;
  *   <li>an RMA lane's <b>overhead</b> (one call, per segment) and <b>bandwidth</b>: from {@code rndv/get/zcopy} at two
  *       sizes in cache: the intercept less the control messages the AM lane carries (their overheads and latencies,
  *       the rts knob, the send buffer's registration), and the slope less the registration growth and the
- *       per-segment calls; both divided by the rendezvous bias first. Its <b>registration cost</b> is measured directly;</li>
+ *       per-segment calls; both divided by the rendezvous bias first. Its <b>registration cost</b> is measured
+ *       directly;</li>
  *   <li>its <b>bulk rate</b> (a read that outgrew the caches): the same from two larger sizes, from where their line
  *       meets the first; none where those reads are no slower per byte.</li>
  *   <li>an AM lane's <b>rendezvous surcharge</b>: forced {@code tag/rndv} against forced {@code egr/multi/bcopy} at
@@ -54,9 +55,9 @@ public final class ProfileFit {
 
     /**
      * An RMA lane's runs: {@code rndv/get/zcopy} ping-pongs over the AM lane {@code amLane} at {@code sizes}
-     * (ascending) with one-way {@code times}, and the registration cost measured on the lane itself. The first two sizes are in
-     * cache and give the lane's overhead and bandwidth; a third and a fourth, if given, are beyond the caches and give
-     * its bulk rate.
+     * (ascending) with one-way {@code times}, and the registration cost measured on the lane itself. The first two
+     * sizes are in cache and give the lane's overhead and bandwidth; a third and a fourth, if given, are beyond the
+     * caches and give its bulk rate.
      */
     public record RmaRuns(String lane, String amLane, long segment, double rmaLatency, long[] sizes, double[] times,
                           double regCost, double regGrowth) {

@@ -8,8 +8,8 @@ package io.nucx.protocol.select;
  * @param cfgPriority which forced protocol wins when several are forced (higher wins)
  * @param perf        its cost over sizes
  * @param config      what the table prints in its Config column (lanes)
- * @param autoForcedFrom with {@code cfgThresh} {@link #AUTO}: the size from which the protocol is forced all the same
- *                    (cost decides below it), or {@link #NEVER}: a rendezvous above NUCX_EAGER_MAX
+ * @param autoForcedFrom with {@code cfgThresh} {@link #AUTO}: the size from which the protocol is forced all the same,
+ *                    cost deciding below it (a rendezvous above NUCX_EAGER_MAX), or {@link #NEVER}
  */
 public record ProtoCandidate(Protocol protocol, long cfgThresh, int cfgPriority, ProtoPerf perf, String config,
                              long autoForcedFrom) {

@@ -129,7 +129,9 @@ public final class ProtoPerf {
         return out;
     }
 
-    /** What one {@code size}-byte message alone costs (the sum of the factors there), seconds; NaN outside its ranges. */
+    /**
+     * What one {@code size}-byte message alone costs (the sum of the factors there), seconds; NaN outside its ranges.
+     */
     public double singleCost(long size) {
         for (Segment s : segments) {
             if (s.start() <= size && size <= s.end()) {

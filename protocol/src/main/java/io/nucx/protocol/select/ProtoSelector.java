@@ -88,21 +88,17 @@ public final class ProtoSelector {
                 int forcedPriority = Integer.MIN_VALUE;
                 for (int i = 0; i < active.size(); i++) {
                     ProtoCandidate c = active.get(i).candidate();
-                    long t = c.cfgThresh();
-                    if (t != ProtoCandidate.AUTO) {
-                        if (size < t) {
-                            drop[i] = true;
-                            end = Math.min(end, t - 1);
-                        } else {
-                            forcedPriority = Math.max(forcedPriority, c.cfgPriority());
-                        }
-                    } else if (c.autoForcedFrom() != ProtoCandidate.NEVER) {
-                        // cost decides below it, the candidate is forced from it
-                        if (size < c.autoForcedFrom()) {
-                            end = Math.min(end, c.autoForcedFrom() - 1);
-                        } else {
-                            forcedPriority = Math.max(forcedPriority, c.cfgPriority());
-                        }
+                    // A user threshold rules the candidate out below it; the automatic bound leaves it to cost there.
+                    boolean user = c.cfgThresh() != ProtoCandidate.AUTO;
+                    long from = user ? c.cfgThresh() : c.autoForcedFrom();
+                    if (from == ProtoCandidate.NEVER) {
+                        continue;
+                    }
+                    if (size < from) {
+                        drop[i] = user;
+                        end = Math.min(end, from - 1);
+                    } else {
+                        forcedPriority = Math.max(forcedPriority, c.cfgPriority());
                     }
                 }
                 if (forcedPriority != Integer.MIN_VALUE) {

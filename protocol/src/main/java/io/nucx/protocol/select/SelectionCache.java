@@ -43,22 +43,15 @@ public final class SelectionCache {
      */
     public SelectionCache(List<Protocol> registry, EndpointConfig config, SelectionKey.Locality locality,
                           long bcopyThresh, long zcopyThresh, long rndvThresh, Consumer<String> onNewTable) {
-        this(registry, config, locality, bcopyThresh, zcopyThresh, rndvThresh, ProbeParams.DEFAULT_COPY_BANDWIDTH,
-                onNewTable);
+        this(registry, config, locality, bcopyThresh, zcopyThresh, rndvThresh, ProtoCandidate.NEVER,
+                ProbeParams.DEFAULT_COPY_BANDWIDTH, onNewTable);
     }
 
     /**
+     * @param eagerMax      NUCX_EAGER_MAX, or {@link ProtoCandidate#NEVER} for no bound on eager sizes
      * @param copyBandwidth the memcpy bandwidth copies are charged at, bytes/s (measured, or
      *                      {@link ProbeParams#DEFAULT_COPY_BANDWIDTH})
      */
-    public SelectionCache(List<Protocol> registry, EndpointConfig config, SelectionKey.Locality locality,
-                          long bcopyThresh, long zcopyThresh, long rndvThresh, double copyBandwidth,
-                          Consumer<String> onNewTable) {
-        this(registry, config, locality, bcopyThresh, zcopyThresh, rndvThresh, ProtoCandidate.NEVER, copyBandwidth,
-                onNewTable);
-    }
-
-    /** @param eagerMax NUCX_EAGER_MAX, or {@link ProtoCandidate#NEVER} for no bound on eager sizes */
     public SelectionCache(List<Protocol> registry, EndpointConfig config, SelectionKey.Locality locality,
                           long bcopyThresh, long zcopyThresh, long rndvThresh, long eagerMax, double copyBandwidth,
                           Consumer<String> onNewTable) {

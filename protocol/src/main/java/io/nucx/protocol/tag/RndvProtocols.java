@@ -23,7 +23,8 @@ import java.util.function.Consumer;
  * near-ties. A calibrated profile adds what a rendezvous over the AM lane was measured to cost beyond that
  * ({@link RndvSurcharge}: its control messages after megabytes through shm's ring take microseconds, where the lane's
  * latency is an 8-byte message's). The threshold is where this line crosses the eager lines, never a constant;
- * {@code NUCX_RNDV_THRESH} forces it (priority 60 beats the copy protocols' 20). With AM_BW lanes the data's wire time is at the sum of the
+ * {@code NUCX_RNDV_THRESH} forces it (priority 60 beats the copy protocols' 20), and so does {@code NUCX_EAGER_MAX}
+ * from the size after it while the threshold is automatic. With AM_BW lanes the data's wire time is at the sum of the
  * lanes' bandwidths, as the seed's multi-lane threshold sums them. Synchronous sends may take it too: the sender
  * learns of the match from the RTR (or ATS), so its future completes only after the receiver matched. Stream writes
  * ({@code STREAM_SEND}) take every rendezvous protocol as tagged sends do; only their RTS differs (STREAM_RTS);
