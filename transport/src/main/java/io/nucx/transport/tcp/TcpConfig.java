@@ -38,6 +38,13 @@ public final class TcpConfig extends AbstractConfigTable {
             "Read a large fragment's payload from the socket straight into the receive buffer it belongs to, where "
                     + "the receiver knows it, rather than into the lane's buffers and then copying (y/n; not with TLS, "
                     + "not on io_uring)");
+    /** Which congestion control lanes run ({@link TcpCongestion}). */
+    public static final ConfigEntry<String> CONGESTION = ConfigEntry.of("TCP_CONGESTION", "auto",
+            "Congestion control of tcp lanes: auto (a lane to a loopback address leaves a pacing algorithm, the "
+                    + "system's bbr, for cubic: bbr paces loopback bursts, 1 MiB ping-pongs ran 30 % slower under it; "
+                    + "other lanes as the system says) | system (every lane as the system says) | an algorithm of "
+                    + "net.ipv4.tcp_available_congestion_control for every lane (not with NUCX_TCP_IO=nio)",
+            "auto | system | an algorithm name", TcpConfig::congestion);
 
     /** TLS on tcp lanes ({@link TcpTls}). */
     public static final ConfigEntry<Boolean> TLS = ConfigEntry.bool("TCP_TLS", "n",
@@ -63,8 +70,8 @@ public final class TcpConfig extends AbstractConfigTable {
     static final TcpConfig TABLE = new TcpConfig();
 
     public TcpConfig() {
-        super("tcp transport", RANK_TRANSPORT, CONNECT, BIND_ADDR, SEG_SIZE, PLACE, TLS, TLS_CERT, TLS_KEY, TLS_CA,
-                TLS_MUTUAL, TLS_PROVIDER);
+        super("tcp transport", RANK_TRANSPORT, CONNECT, BIND_ADDR, SEG_SIZE, PLACE, CONGESTION, TLS, TLS_CERT,
+                TLS_KEY, TLS_CA, TLS_MUTUAL, TLS_PROVIDER);
     }
 
     /** With TLS on, the three files must be given and readable; OpenSSL, when asked for, must load. */
@@ -86,6 +93,20 @@ public final class TcpConfig extends AbstractConfigTable {
             throw config.invalid(TLS_PROVIDER, "OpenSSL does not load here: " + io.netty.handler.ssl.OpenSsl
                     .unavailabilityCause());
         }
+    }
+
+    private static String congestion(String text) {
+        String name = text.trim();
+        if (name.equals(TcpCongestion.AUTO) || name.equals(TcpCongestion.SYSTEM)) {
+            return name;
+        }
+        List<String> available = TcpCongestion.procList("tcp_available_congestion_control");
+        if (!name.matches("[a-z0-9_]{1,15}") || !available.contains(name)) {
+            throw new IllegalArgumentException("'" + name + "' is not auto, system or one of this kernel's algorithms "
+                    + "(net.ipv4.tcp_available_congestion_control: " + (available.isEmpty() ? "unreadable"
+                    : String.join(" ", available)) + ")");
+        }
+        return name;
     }
 
     private static List<InetAddress> bindAddresses(String text) {

@@ -71,6 +71,10 @@ final class TcpIface extends AbstractIface {
     private final boolean p2p;
     /** Large payloads read straight into their place (NUCX_TCP_PLACE, not under TLS). */
     private final boolean place;
+    /** Which congestion control each lane gets (NUCX_TCP_CONGESTION). */
+    private final TcpCongestion congestion;
+    /** A lane whose algorithm could not be set was logged (once per iface). Loop only. */
+    private boolean congestionFailureLogged;
     /** p2p endpoints waiting to be reached, by token. Loop only. */
     private final java.util.Map<Long, TcpP2pEndpoint> waiting = new java.util.HashMap<>();
     /** p2p endpoint tokens are random: a connection naming one must have been told it, not have counted to it. */
@@ -78,8 +82,9 @@ final class TcpIface extends AbstractIface {
 
     private TcpIface(Transport transport, IfaceParams params, IoEngine mode, Channel server,
                      IfaceAttributes attributes, byte[] deviceAddress, byte[] ifaceAddress, int segSize, boolean p2p,
-                     TcpTls tls, boolean place) {
+                     TcpTls tls, boolean place, TcpCongestion congestion) {
         super(transport, params, attributes, deviceAddress, ifaceAddress);
+        this.congestion = congestion;
         this.encoder = new AmFrameEncoder(attributes);
         this.mode = mode;
         this.server = server;
@@ -103,6 +108,7 @@ final class TcpIface extends AbstractIface {
                     + "; give the worker a " + forced.get().configName() + " event loop group or drop the setting");
         }
         int segSize = (int) (long) config.get(TcpConfig.SEG_SIZE);
+        TcpCongestion congestion = TcpCongestion.of(config, mode);
         TcpTls tls = TcpTls.from(config);
         // Not on io_uring: its read is submitted ahead and the kernel writes when data come, so a placed buffer could
         // not be taken back at once (PayloadPlacement.RELINQUISH); epoll and nio read on the loop, one read at a time.
@@ -134,7 +140,8 @@ final class TcpIface extends AbstractIface {
         byte[] ip = advertised.getAddress();
         byte[] dev = packer(9 + ip.length).putLong(HostId.network()).put((byte) ip.length).put(ip).array();
         byte[] iface = packer(2).putShort((short) local.getPort()).array();
-        self[0] = new TcpIface(transport, params, mode, server, attrs, dev, iface, segSize, p2p, tls, place);
+        self[0] = new TcpIface(transport, params, mode, server, attrs, dev, iface, segSize, p2p, tls, place,
+                congestion);
         return self[0];
     }
 
@@ -151,6 +158,7 @@ final class TcpIface extends AbstractIface {
      * write them: the lane handler's EP_REMOVED answers, the atomics codec's replies.)
      */
     private void initLane(Channel ch, ChannelHandler laneHandler, InetSocketAddress connectingTo) {
+        setCongestion(ch, connectingTo != null ? connectingTo : (InetSocketAddress) ch.remoteAddress());
         if (tls != null) { // first: everything below reads and writes plaintext
             ch.pipeline().addLast("nucx.tls", connectingTo == null ? tls.accepted(ch) : tls.connected(ch,
                     connectingTo));
@@ -163,6 +171,23 @@ final class TcpIface extends AbstractIface {
         ch.pipeline().addLast("nucx.frameDecoder", decoder);
         ch.pipeline().addLast("nucx.frameEncoder", encoder);
         ch.pipeline().addLast(LANE_HANDLER, laneHandler);
+    }
+
+    /** Sets the congestion control NUCX_TCP_CONGESTION gives a lane to {@code peer}; a refusal leaves the system's. */
+    private void setCongestion(Channel ch, InetSocketAddress peer) {
+        String algorithm = peer == null ? null : congestion.forPeer(peer.getAddress());
+        if (algorithm == null) {
+            return;
+        }
+        try {
+            TcpCongestion.apply(ch, algorithm);
+        } catch (RuntimeException e) { // a lane without its algorithm still works: never fail its set-up for this
+            if (!congestionFailureLogged) { // e.g. an algorithm outside net.ipv4.tcp_allowed_congestion_control
+                congestionFailureLogged = true;
+                LOG.warn("tcp lane to {}: could not set congestion control {} (NUCX_TCP_CONGESTION), the lane runs the "
+                        + "system's: {}", peer, algorithm, e.getMessage());
+            }
+        }
     }
 
     private static WriteBufferWaterMark waterMark(int segSize) {
