@@ -138,7 +138,7 @@ final class InfoCommand implements Callable<Integer> {
                 out.println("#         Device: " + dev.name() + "  (the one workers open)");
                 out.println("#           Type: " + dev.type());
                 Iface iface = t.openIface(new IfaceParams(loop, dev, ChannelInboundHandlerAdapter::new,
-                        config.with("TCP_IO", "nio")));
+                        config.with("TCP_IO", "nio").with("TCP_CONGESTION", "system")));
                 try {
                     printAttributes(iface.attributes(), out);
                     out.println("#       device address: " + iface.deviceAddress().length + " bytes");
@@ -151,9 +151,12 @@ final class InfoCommand implements Callable<Integer> {
                         out.println(String.format(Locale.ROOT, "#    %17s: %s", "engine " + m.configName(),
                                 m.availability()));
                     }
-                    out.println("#      engine selected: " + IoEngine.configured(config, false).configName()
+                    IoEngine engine = IoEngine.configured(config, false);
+                    out.println("#      engine selected: " + engine.configName()
                             + " (NUCX_TCP_IO=" + config.get(TransportConfig.TCP_IO).map(IoEngine::configName)
                             .orElse("auto") + ")");
+                    out.println("#   congestion control: " + TcpTransport.congestionControl(config, engine)
+                            + " (NUCX_TCP_CONGESTION=" + config.get(io.nucx.transport.tcp.TcpConfig.CONGESTION) + ")");
                 }
             }
             out.println("#");

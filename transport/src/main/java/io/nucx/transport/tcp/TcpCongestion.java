@@ -48,7 +48,7 @@ final class TcpCongestion {
     /**
      * The policy {@code NUCX_TCP_CONGESTION} sets on an iface whose loop runs {@code engine}.
      *
-     * @throws RuntimeException (from {@code config.invalid}) for an algorithm named with the nio engine
+     * @throws io.nucx.transport.NucxConfigException naming the setting, for an algorithm named with the nio engine
      */
     static TcpCongestion of(NucxConfig config, IoEngine engine) {
         String setting = config.get(TcpConfig.CONGESTION).trim();
@@ -68,6 +68,15 @@ final class TcpCongestion {
         }
         return new TcpCongestion(procList("tcp_available_congestion_control").contains("cubic") ? "cubic" : "reno",
                 null);
+    }
+
+    /** What the policy does, for {@code nucx info}: "cubic on loopback lanes, the system's bbr on others". */
+    String describe() {
+        String system = systemDefault().isEmpty() ? "the system's" : "the system's " + systemDefault();
+        if (loopback == null && others == null) {
+            return system + " on every lane";
+        }
+        return others != null ? others + " on every lane" : loopback + " on loopback lanes, " + system + " on others";
     }
 
     /** The algorithm a lane to {@code peer} gets, or null to leave it as the system makes it. */
@@ -128,5 +137,4 @@ final class TcpCongestion {
         }
         return b.toString();
     }
-
 }

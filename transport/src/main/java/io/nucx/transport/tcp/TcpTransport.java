@@ -24,6 +24,16 @@ public final class TcpTransport extends AbstractTransport {
 
     public static final String NAME = "tcp";
 
+    /**
+     * Which congestion control tcp lanes run under {@code config} on {@code engine} ({@code NUCX_TCP_CONGESTION}), in
+     * words.
+     *
+     * @throws io.nucx.transport.NucxConfigException for a setting the engine cannot carry out
+     */
+    public static String congestionControl(io.nucx.transport.NucxConfig config, io.nucx.transport.IoEngine engine) {
+        return TcpCongestion.of(config, engine).describe();
+    }
+
     public TcpTransport() {
         super(NAME);
     }
