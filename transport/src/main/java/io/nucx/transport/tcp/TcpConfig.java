@@ -41,7 +41,7 @@ public final class TcpConfig extends AbstractConfigTable {
     /** Which congestion control lanes run ({@link TcpCongestion}). */
     public static final ConfigEntry<String> CONGESTION = ConfigEntry.of("TCP_CONGESTION", "auto",
             "Congestion control of tcp lanes: auto (a lane to a loopback address leaves a pacing algorithm, the "
-                    + "system's bbr, for cubic: bbr paces loopback bursts, 1 MiB ping-pongs ran 30 % slower under it; "
+                    + "system's bbr, for cubic: bbr paces loopback bursts, 1 MiB ping-pongs took 1.4x as long under it; "
                     + "other lanes as the system says) | system (every lane as the system says) | an algorithm of "
                     + "net.ipv4.tcp_available_congestion_control for every lane (not with NUCX_TCP_IO=nio)",
             "auto | system | an algorithm name", TcpConfig::congestion);

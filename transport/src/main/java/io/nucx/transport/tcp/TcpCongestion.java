@@ -19,7 +19,7 @@ import java.util.List;
  * <p>
  * Why loopback lanes leave a pacing algorithm: a loopback path has no queue to protect, yet BBR (the only pacing
  * algorithm in mainline Linux, the default on this machine) paces each burst at its bandwidth estimate once it has left
- * its start-up phase. Measured here, loopback ping-pongs of 1 MiB took 250-270 us under BBR and 184-192 under cubic,
+ * its start-up phase. Measured here, loopback ping-pongs of 1 MiB took 252-271 us under BBR and 184-192 under cubic,
  * and tag_bw 1 MiB moved 3.3-3.7 GB/s against 6.4-6.5 (BENCHMARKS.md); 8 B and 64 KiB were alike. Lanes to other hosts
  * keep the system's choice: there the algorithm is the network's business.
  */
