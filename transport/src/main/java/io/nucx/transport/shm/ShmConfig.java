@@ -7,9 +7,13 @@ import io.nucx.transport.config.ConfigEntry;
 /** The shm transport's settings ({@code NUCX_SHM_*}). */
 public final class ShmConfig extends AbstractConfigTable {
 
-    /** How long an idle shm loop keeps polling its rings before it parks and asks to be woken, in nanoseconds. */
+    /**
+     * How long an idle loop keeps polling before it parks, in nanoseconds: its shm rings and sockets, and a loop
+     * without shm channels its sockets (a reply within the spin is read without a wake-up).
+     */
     public static final ConfigEntry<Long> SPIN = ConfigEntry.duration("SHM_SPIN", "100us",
-            "Time an idle event loop with shm channels polls its rings before parking (e.g. 0, 50us, 1ms)",
+            "Time an idle event loop polls before parking: its shm rings and sockets, or its sockets alone in a loop "
+                    + "without shm channels (a reply within it is read without a wake-up; e.g. 0, 50us, 1ms)",
             10_000_000_000L);
     /** Bytes of each shm ring (one per direction per connection), a power of two. */
     public static final ConfigEntry<Long> RING_SIZE = ConfigEntry.size("SHM_RING_SIZE", "4m",

@@ -20,7 +20,8 @@ import java.util.Arrays;
  * passing; the setup socket is already there and every engine can poll it (UCX's posix transport signals through
  * a Unix socket for the same reason).
  *
- * <p>Without shm handles it is the wrapped engine and nothing else: no spinning, no extra cost (busy-polling aside).
+ * <p>Without shm handles it is the wrapped engine, polled without blocking for the same spin time after its last work
+ * before it blocks in it (sockets only: no flags to set, the wrapped engine's own wake-up serves).
  *
  * <p>Idle passes back off as Agrona's {@code BackoffIdleStrategy} does, as far as {@link Backoff} allows: the first
  * {@code spinPasses} in a row only hint the CPU ({@link Thread#onSpinWait}); after that each idle pass gives the core
@@ -118,7 +119,8 @@ public final class ShmIoHandler implements IoHandler {
     /**
      * A factory of loops that run shm channels next to the channels of {@code delegate}'s engine.
      *
-     * @param spinNanos how long an idle loop keeps polling its rings before it parks ({@code NUCX_SHM_SPIN});
+     * @param spinNanos how long an idle loop keeps polling its rings and sockets (a loop without rings: its sockets)
+     *                  before it parks ({@code NUCX_SHM_SPIN}); 0 parks at once;
      *                  {@code Long.MAX_VALUE} never parks (busy-polling: the loop spins in non-blocking passes of
      *                  the wrapped engine, which must not spin by itself; epoll's BUSY_WAIT waits in native code
      *                  for a descriptor and lets neither tasks from other threads nor timers run)
@@ -162,11 +164,7 @@ public final class ShmIoHandler implements IoHandler {
     public int run(IoHandlerContext context) {
         PolledIoHandle[] hs = handles;
         if (hs.length == 0) {
-            if (spinNanos != Long.MAX_VALUE) {
-                return delegate.run(context);
-            }
-            // Busy-polling spins here too, in non-blocking passes, so tasks from other threads and timers run.
-            return idleUnlessWork(context, delegate.run(nonBlocking.wrap(context)));
+            return runSocketsOnly(context);
         }
         int work = pollAll(hs);
         if (work == 0 && spinNanos == Long.MAX_VALUE) {
@@ -198,6 +196,41 @@ public final class ShmIoHandler implements IoHandler {
             idleSince = 0;
             idlePasses = 0;
         }
+    }
+
+    /**
+     * A loop without rings (sockets only): non-blocking passes of the wrapped engine for the spin time after its last
+     * work, then one that blocks. A reply that comes within the spin is read without the wake-up, which on this
+     * machine made a blocking tcp ping-pong of 8 B take 36 us a one-way trip against 4.3 polling (BENCHMARKS.md).
+     * Busy-polling spins here for ever, so tasks from other threads and timers run; a spin time of 0 blocks at once.
+     */
+    private int runSocketsOnly(IoHandlerContext context) {
+        if (spinNanos == Long.MAX_VALUE) {
+            return idleUnlessWork(context, delegate.run(nonBlocking.wrap(context)));
+        }
+        if (spinNanos == 0 || !context.canBlock()) { // tasks are waiting: the pass does not block anyway
+            idleSince = 0;
+            return delegate.run(context);
+        }
+        long now = System.nanoTime();
+        if (idleSince == 0) {
+            idleSince = now;
+        }
+        if (now - idleSince < spinNanos) {
+            int work = delegate.run(nonBlocking.wrap(context));
+            if (work > 0) {
+                idleSince = 0;
+            }
+            return idleUnlessWork(context, work);
+        }
+        // Woken by a socket: the next idle pass starts a new spin; by a task: the pass after it sees the task
+        // (canBlock false) and does. A wake-up for nothing (an engine's stale one) must not: it would spin again.
+        int work = delegate.run(context);
+        if (work > 0) {
+            idleSince = 0;
+            idlePasses = 0;
+        }
+        return work;
     }
 
     /** One poll of every ring handle; the work they found. */

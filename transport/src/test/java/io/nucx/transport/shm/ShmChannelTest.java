@@ -108,7 +108,7 @@ class ShmChannelTest {
 
     /** Each socket's bytes, as text, into one queue (one instance for every accepted socket). */
     @ChannelHandler.Sharable
-    private static final class LineCollector extends ChannelInboundHandlerAdapter {
+    static final class LineCollector extends ChannelInboundHandlerAdapter {
         private final LinkedBlockingQueue<String> lines;
 
         LineCollector(LinkedBlockingQueue<String> lines) {
