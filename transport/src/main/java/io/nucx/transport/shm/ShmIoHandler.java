@@ -223,10 +223,12 @@ public final class ShmIoHandler implements IoHandler {
             }
             return idleUnlessWork(context, work);
         }
-        // Woken by a socket: the next idle pass starts a new spin; by a task: the pass after it sees the task
-        // (canBlock false) and does. A wake-up for nothing (an engine's stale one) must not: it would spin again.
+        // Woken by a socket or by a task from another thread ({@link #wakeup}): the next idle pass starts a new spin
+        // (a task is often a send, whose reply then comes within it). A wake-up for nothing (an engine's stale one)
+        // must not, or the loop would spin again and again. Cleared before the wait: a task added meanwhile sets it.
+        wakeRequested = false;
         int work = delegate.run(context);
-        if (work > 0) {
+        if (work > 0 || (boolean) WAKE_REQUESTED.getOpaque(this)) {
             idleSince = 0;
             idlePasses = 0;
         }

@@ -65,6 +65,20 @@ class SocketsOnlyLoopTest {
         send(client, "two"); // a parked loop is still woken by its socket
     }
 
+    /** A task from another thread wakes a parked loop, which then spins again: the task is often a send. */
+    @ParameterizedTest
+    @EnumSource(IoEngine.class)
+    void aTaskFromAnotherThreadStartsASpin(IoEngine engine) throws Exception {
+        start(engine, TimeUnit.MILLISECONDS.toNanos(SPIN_MILLIS));
+        long thread = loopThread();
+        Thread.sleep(SPIN_MILLIS + WINDOW_MILLIS); // parked
+        long parked = cpuMillisOver(thread, WINDOW_MILLIS);
+        loop.next().submit(() -> { }).get(10, TimeUnit.SECONDS);
+        long spinning = cpuMillisOver(thread, WINDOW_MILLIS);
+        assertTrue(parked <= WINDOW_MILLIS / 10 && spinning >= WINDOW_MILLIS / 4, engine + ": the loop spent "
+                + parked + " ms of CPU parked and " + spinning + " ms in the " + WINDOW_MILLIS + " ms after a task");
+    }
+
     @ParameterizedTest
     @EnumSource(IoEngine.class)
     void aSpinTimeOfZeroParksAtOnce(IoEngine engine) throws Exception {
