@@ -124,7 +124,8 @@ public interface EndpointServices {
 
     /**
      * This endpoint's receive budget: memory its peer's messages hold that no posted receive owns (unexpected
-     * messages, messages still arriving for the unexpected queue or the pipeline, buffers offered for PUT). A codec
+     * messages, messages still arriving for the unexpected queue or the pipeline, buffers offered for PUT), and whole
+     * buffers taken for a rendezvous message before its data come (tried, never failing the endpoint). A codec
      * that would go over it throws {@link LimitExceededException}, which fails the endpoint.
      */
     MemoryBudget receiveBudget();

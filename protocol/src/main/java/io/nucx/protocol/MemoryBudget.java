@@ -3,7 +3,8 @@ package io.nucx.protocol;
 /**
  * Bytes that a peer's traffic may make this side hold in one kind of place, per endpoint, inside a budget of the
  * worker's that all its endpoints share: receive memory no posted receive owns (unexpected messages, messages still
- * arriving for the unexpected queue or the pipeline, buffers offered for PUT), or writes queued while an endpoint
+ * arriving for the unexpected queue or the pipeline, buffers offered for PUT, whole buffers taken for a rendezvous
+ * message before its data come), or writes queued while an endpoint
  * wires up. Each entry is charged its bytes plus {@link #ENTRY_COST} for its bookkeeping, so a flood of empty
  * messages is bounded too. Charging more than either budget allows throws {@link LimitExceededException} naming the
  * bound, and marks the endpoint's budget {@link #exceeded()}: its owner then fails the endpoint and releases what it

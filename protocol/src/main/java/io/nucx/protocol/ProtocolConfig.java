@@ -58,15 +58,18 @@ public final class ProtocolConfig extends AbstractConfigTable {
 
     /**
      * Receive memory one endpoint's peer may make this worker hold that no posted receive owns: unexpected messages,
-     * messages still arriving for the unexpected queue or the pipeline, buffers offered for PUT (each counted with
-     * {@link MemoryBudget#ENTRY_COST} bytes of bookkeeping). Going over it fails that endpoint and releases it. The
+     * messages still arriving for the unexpected queue or the pipeline, buffers offered for PUT; and whole buffers
+     * taken for a rendezvous message before its data come, a posted receive's too, until it completes (a peer's
+     * announcement would commit them; with no room the data are committed as they arrive instead). Each is counted with
+     * {@link MemoryBudget#ENTRY_COST} bytes of bookkeeping. Going over it fails that endpoint and releases it. The
      * default leaves room for a sender well ahead of a slow receiver (10,000 mixed messages of up to 4 MiB sent ahead
      * of their receives queue about 150 MiB), yet one peer cannot take the process's memory.
      */
     public static final ConfigEntry<Long> RX_EP_BYTES = ConfigEntry.size("RX_EP_BYTES", "512m",
             "Receive memory (unexpected messages, partial messages for the unexpected queue or the pipeline, PUT "
-                    + "offers; 256 bytes of bookkeeping each) one peer's endpoint may hold; more fails that endpoint "
-                    + "and releases what it held", 64 << 10, Long.MAX_VALUE / 2);
+                    + "offers, whole buffers taken for a rendezvous message before its data come; 256 bytes of "
+                    + "bookkeeping each) one peer's endpoint may hold; more fails that endpoint and releases what it "
+                    + "held", 64 << 10, Long.MAX_VALUE / 2);
     /** The same bound over all of a worker's endpoints. */
     public static final ConfigEntry<Long> RX_WORKER_BYTES = ConfigEntry.size("RX_WORKER_BYTES", "1g",
             "Receive memory all peers together may hold on one worker (as NUCX_RX_EP_BYTES); the endpoint that goes "

@@ -86,7 +86,8 @@ final class RndvReceiver {
         boolean inPlace;
         /** The data of RNDV_DATA fragments: into {@link #buffer}, or copies committed as they arrive. */
         Fragments parts;
-        /** Bytes charged to the endpoint's budget: no posted receive owns this one. */
+        /** Bytes charged to the endpoint's budget: no posted receive owns this one, or its buffer was taken before
+         *  its data came. */
         long charged;
         int received;
         /** The GET reading the sender's memory, or null. */
@@ -349,20 +350,19 @@ final class RndvReceiver {
     }
 
     /**
-     * Gives {@code rv} its whole buffer, as a GET or a PUT offer needs: the user's, or allocated, then charged to the
-     * endpoint's budget unless a posted receive owns it. False when the budget has no room: the data come by RTR
-     * instead, committed as they arrive.
+     * Gives {@code rv} its whole buffer, as a GET, a PUT offer or a placing lane needs: the user's, or allocated and
+     * charged to the endpoint's budget until the message is complete, a posted receive's too. The peer's RTS alone
+     * would otherwise make this side commit the size it announced before any data came (an RTS for 1 GiB, a gigabyte).
+     * False when the budget has no room: the data come by RTR instead, committed as they arrive.
      */
     private boolean wholeBuffer(Receive rv) {
         if (rv.buffer != null) {
             return true;
         }
-        if (!(rv.target instanceof TagReceive) && !budget.tryCharge(rv.total)) {
+        if (!budget.tryCharge(rv.total)) {
             return false;
         }
-        if (!(rv.target instanceof TagReceive)) {
-            rv.charged += rv.total;
-        }
+        rv.charged += rv.total;
         rv.buffer = alloc.buffer(rv.total);
         return true;
     }
