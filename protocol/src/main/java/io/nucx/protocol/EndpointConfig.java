@@ -127,6 +127,17 @@ public record EndpointConfig(String amLane, IfaceAttributes amLaneAttrs, String 
         return min;
     }
 
+    /**
+     * The same lanes with none placing payloads ({@link #minMaxPlaced} 0): for an endpoint whose lanes are not asked
+     * where a payload goes (error mode failover, whose lanes may bring a frame again after a failover), so that its
+     * receiver offers, and its model counts, only the fragments its lanes take the ordinary way.
+     */
+    public EndpointConfig withoutPlacement() {
+        return new EndpointConfig(amLane, amLaneAttrs.withMaxPlaced(0), rmaLane, rmaLaneAttrs,
+                bwLanes.stream().map(l -> new BwLane(l.name(), l.attrs().withMaxPlaced(0))).toList(), rmaBwLanes,
+                rndvSurcharge);
+    }
+
     /** The largest frame (header included) every message lane can carry: rendezvous fragments fit all of them. */
     public int minMaxBcopy() {
         int min = amLaneAttrs.maxBcopy();

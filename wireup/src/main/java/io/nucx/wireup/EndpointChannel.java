@@ -144,7 +144,9 @@ final class EndpointChannel extends AbstractChannel implements Endpoint, Endpoin
         this.errorMode = errorMode;
         this.remoteEpId = remoteEpId;
         this.selection = selection;
-        this.endpointConfig = selection.endpointConfig();
+        // Failover lanes place no payload (placePayload), so neither this side's RTRs nor its model may count on it.
+        this.endpointConfig = errorMode == ErrorMode.FAILOVER ? selection.endpointConfig().withoutPlacement()
+                : selection.endpointConfig();
         this.lanes = new EndpointLanes(this, selection, errorMode == ErrorMode.FAILOVER);
         this.errorPromise = worker.eventLoop().newPromise();
         this.wireupPromise = worker.eventLoop().newPromise();
