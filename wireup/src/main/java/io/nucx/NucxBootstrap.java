@@ -172,13 +172,13 @@ public final class NucxBootstrap {
             loop = group.next();
         } else {
             boolean spin = busyPoll != null ? busyPoll : ctx.config().get(io.nucx.wireup.WireupConfig.BUSY_POLL);
-            IoEngine mode = IoEngine.configured(ctx.config(), spin);
+            long spinNanos = spin ? Long.MAX_VALUE : ctx.config().get(io.nucx.transport.shm.ShmConfig.SPIN);
+            IoEngine mode = IoEngine.configured(ctx.config(), spinNanos > 0);
             // The shm engine wraps the TCP one, so one thread serves both kinds of lane.
             owned = new MultiThreadIoEventLoopGroup(1, new DefaultThreadFactory("nucx-" + name, true),
                     // Busy-polling is done by the shm engine, in non-blocking passes of the wrapped one: epoll's own
                     // busy wait spins in native code until a socket is ready, and tasks and timers wait for it.
-                    ShmIoHandler.newFactory(mode.ioHandlerFactory(), spin ? Long.MAX_VALUE
-                            : ctx.config().get(io.nucx.transport.shm.ShmConfig.SPIN),
+                    ShmIoHandler.newFactory(mode.ioHandlerFactory(), spinNanos,
                             ctx.config().get(io.nucx.wireup.WireupConfig.IDLE_SPINS),
                             ctx.config().get(io.nucx.wireup.WireupConfig.IDLE_BACKOFF)));
             loop = owned.next();

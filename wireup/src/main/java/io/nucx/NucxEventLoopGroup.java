@@ -49,9 +49,9 @@ public final class NucxEventLoopGroup extends MultiThreadIoEventLoopGroup {
      */
     public static IoHandlerFactory newIoHandlerFactory() {
         NucxConfig config = NucxConfig.fromEnvironment().validate();
-        boolean spin = config.bool(NucxConfig.BUSY_POLL);
-        return ShmIoHandler.newFactory(IoEngine.configured(config, spin).ioHandlerFactory(),
-                spin ? Long.MAX_VALUE : config.nanos(NucxConfig.SHM_SPIN, 10_000_000_000L));
+        long spinNanos = config.bool(NucxConfig.BUSY_POLL) ? Long.MAX_VALUE
+                : config.nanos(NucxConfig.SHM_SPIN, 10_000_000_000L);
+        return ShmIoHandler.newFactory(IoEngine.configured(config, spinNanos > 0).ioHandlerFactory(), spinNanos);
     }
 
     @Override

@@ -151,7 +151,9 @@ final class InfoCommand implements Callable<Integer> {
                         out.println(String.format(Locale.ROOT, "#    %17s: %s", "engine " + m.configName(),
                                 m.availability()));
                     }
-                    IoEngine engine = IoEngine.configured(config, false);
+                    // A worker's loop polls unless it neither busy-polls nor spins (NUCX_SHM_SPIN=0).
+                    IoEngine engine = IoEngine.configured(config, config.bool(NucxConfig.BUSY_POLL)
+                            || config.nanos(NucxConfig.SHM_SPIN, 10_000_000_000L) > 0);
                     out.println("#      engine selected: " + engine.configName()
                             + " (NUCX_TCP_IO=" + config.get(TransportConfig.TCP_IO).map(IoEngine::configName)
                             .orElse("auto") + ")");

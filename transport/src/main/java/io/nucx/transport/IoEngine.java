@@ -145,10 +145,13 @@ public enum IoEngine {
 
     /**
      * The engine {@code NUCX_TCP_IO} asks for: auto picks the first available (io_uring, epoll, nio; epoll first
-     * when busy-polling, whose non-blocking pass is one epoll_wait); a forced engine that cannot load fails with its
-     * reason.
+     * for a loop that polls, busy or for a spin before it parks: its non-blocking pass is one epoll_wait, and its
+     * lanes read large payloads straight into the receiver's buffer, which io_uring's do not); a forced engine that
+     * cannot load fails with its reason.
+     *
+     * @param polls whether the loop makes non-blocking passes (NUCX_BUSY_POLL, or a NUCX_SHM_SPIN above 0)
      */
-    public static IoEngine configured(NucxConfig config, boolean busyPoll) {
+    public static IoEngine configured(NucxConfig config, boolean polls) {
         Optional<IoEngine> forced = config.get(TransportConfig.TCP_IO);
         if (forced.isPresent()) {
             Availability a = forced.get().availability();
@@ -157,7 +160,7 @@ public enum IoEngine {
             }
             return forced.get();
         }
-        if (busyPoll && EPOLL.availability().isAvailable()) {
+        if (polls && EPOLL.availability().isAvailable()) {
             return EPOLL;
         }
         for (IoEngine m : values()) {

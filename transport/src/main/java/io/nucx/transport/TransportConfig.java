@@ -36,7 +36,8 @@ public final class TransportConfig extends AbstractConfigTable {
      * SPI's, shared by every transport that runs on a socket loop.
      */
     public static final ConfigEntry<Optional<IoEngine>> TCP_IO = ConfigEntry.choice("TCP_IO", "auto",
-            "TCP engine; auto takes the first that loads: io_uring, epoll, nio (epoll when busy-polling)", engines());
+            "TCP engine; auto takes the first that loads: io_uring, epoll, nio (epoll first for a loop that "
+                    + "polls: NUCX_BUSY_POLL, or NUCX_SHM_SPIN above 0, the default)", engines());
     /** Launcher only: the JDK bin/nucx and bin/build use. */
     public static final ConfigEntry<String> JAVA_HOME = ConfigEntry.string("JAVA_HOME", "",
             "Launcher only: JDK 25+ used by bin/build, bin/test and bin/nucx");

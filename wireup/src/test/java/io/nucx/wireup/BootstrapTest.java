@@ -12,6 +12,7 @@ import io.nucx.EndpointOption;
 import io.nucx.NucxBootstrap;
 import io.nucx.Worker;
 import io.nucx.protocol.tag.TagMessage;
+import io.nucx.transport.IoEngine;
 import io.nucx.transport.NucxConfigException;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
@@ -93,6 +94,36 @@ class BootstrapTest {
                 () -> new NucxBootstrap().config("TLS", "tcp").config("PERF_PROFILE", file.toString()).start());
         assertTrue(e.getMessage().contains("PERF_PROFILE") && e.getMessage().contains(file + " line 2")
                 && e.getMessage().contains("shm/memory.bandwidth must be a finite number > 0"), e.getMessage());
+    }
+
+    /**
+     * NUCX_TCP_IO=auto gives a loop that polls (busy, or spinning NUCX_SHM_SPIN before it parks, the default) epoll,
+     * whose lanes place large payloads; a loop that parks at once io_uring; a forced engine wins over both.
+     */
+    @Test
+    void autoGivesPollingLoopsEpollAndParkingLoopsIoUring() throws Exception {
+        org.junit.jupiter.api.Assumptions.assumeTrue(IoEngine.EPOLL.availability().isAvailable()
+                && IoEngine.IO_URING.availability().isAvailable(), "needs both epoll and io_uring");
+        String[][] cases = {
+                {"SHM_SPIN", "100us", "EPOLL"},
+                {"BUSY_POLL", "y", "EPOLL"},
+                {"SHM_SPIN", "0", "IO_URING"},
+                {"SHM_SPIN", "1ms", "EPOLL"}};
+        for (String[] c : cases) {
+            Worker w = new NucxBootstrap().name("engine").config("TLS", "tcp").config(c[0], c[1]).start();
+            try {
+                assertEquals(IoEngine.valueOf(c[2]), IoEngine.of(w.eventLoop()), c[0] + "=" + c[1]);
+            } finally {
+                w.close().sync();
+            }
+        }
+        Worker forced = new NucxBootstrap().name("forced").config("TLS", "tcp").config("TCP_IO", "io_uring")
+                .config("BUSY_POLL", "y").start();
+        try {
+            assertEquals(IoEngine.IO_URING, IoEngine.of(forced.eventLoop()));
+        } finally {
+            forced.close().sync();
+        }
     }
 
     @Test

@@ -71,8 +71,9 @@ class HostileWireupTest {
     }
 
     private void replayedRequests() throws Exception {
-        DefaultWorker target = workers.start("target", "TLS", "tcp");
-        DefaultWorker good = workers.start("good", "TLS", "tcp");
+        // io_uring, whose completion queue the closing connections fill (auto gives polling loops epoll).
+        DefaultWorker target = workers.start("target", "TLS", "tcp", "TCP_IO", "io_uring");
+        DefaultWorker good = workers.start("good", "TLS", "tcp", "TCP_IO", "io_uring");
         Endpoint ep = good.connect(target.address());
         exchange(target, ep, 1);
         long uuid = 0x5ca1ab1eL;

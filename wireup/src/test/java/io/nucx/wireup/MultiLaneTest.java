@@ -248,8 +248,11 @@ class MultiLaneTest {
      */
     private static void fence(Endpoint ab, Worker b) throws Exception {
         Future<TagMessage> f = b.tagRecv(FENCE, -1L);
-        ab.tagSend(FENCE, pattern(FENCE, 8));
+        ChannelFuture sent = ab.tagSend(FENCE, pattern(FENCE, 8));
         f.get(30, TimeUnit.SECONDS).release();
+        // In failover mode a send completes once the peer confirmed it (LANE_ACK, after the read batch that carried
+        // it), and a confirmation covers every frame before it on its lane: unconfirmed frames are counted after it.
+        assertTrue(sent.await(10, TimeUnit.SECONDS) && sent.isSuccess(), () -> "fence: " + sent.cause());
     }
 
     /** Waits until both sides of the endpoint have {@code lanes} lanes up; returns the peer's endpoint. */

@@ -54,7 +54,7 @@ class SyncSendTest {
             "tcp, 8, egrsnc/single/bcopy",
             "tcp, 65520, egrsnc/single/bcopy",
             "tcp, 65521, egrsnc/multi/bcopy",
-            "tcp, 1000000, egrsnc/multi/bcopy",
+            "tcp, 100000, egrsnc/multi/bcopy",
             "self, 8, egrsnc/single/bcopy",
             "self, 200000, tag/rndv"})
     void aSyncSendCompletesOnlyOnceTheReceiverMatchedIt(String tls, int size, String protocol) throws Exception {
