@@ -3,8 +3,10 @@ package io.nucx.examples.node;
 import io.netty.channel.ChannelFuture;
 import io.netty.util.concurrent.Future;
 import io.nucx.Endpoint;
+import io.nucx.EndpointException;
 import io.nucx.ErrorMode;
 import io.nucx.NucxBootstrap;
+import io.nucx.NucxClosedException;
 import io.nucx.Worker;
 import io.nucx.WorkerAddress;
 import io.nucx.protocol.tag.TagMessage;
@@ -34,7 +36,8 @@ import java.util.concurrent.atomic.AtomicInteger;
  *                                       COUNT tagged messages of stream STREAM (tag STREAM&lt;&lt;32|seq, sizes cycling
  *                                       through SIZES, e.g. 0,100,8k,1m) with at most W outstanding; answers
  *                                       sent=N failed=F pending=P causes=Class:n,... firstFail=MS lastFail=MS
- *                                       (epoch milliseconds)
+ *                                       (epoch milliseconds; a send issued after its endpoint ended counts as the
+ *                                       endpoint's failure)
  * recv STREAM COUNT SIZES [timeout=S]   receives COUNT messages of STREAM in order, each checked byte for byte and
  *                                       by sequence number; answers received=N, else an error naming the first fault
  * progress STREAM                       messages of STREAM received and checked so far
@@ -197,7 +200,7 @@ final class NodeCommands implements ControlServer.Executor {
                 } else {
                     long now = System.currentTimeMillis();
                     synchronized (causes) {
-                        causes.merge(done.cause().getClass().getSimpleName(), 1, Integer::sum);
+                        causes.merge(failureOf(done.cause()).getClass().getSimpleName(), 1, Integer::sum);
                         failAt[0] = failAt[0] == 0 ? now : Math.min(failAt[0], now);
                         failAt[1] = Math.max(failAt[1], now);
                     }
@@ -221,6 +224,15 @@ final class NodeCommands implements ControlServer.Executor {
             out.append(" firstFail=").append(failAt[0]).append(" lastFail=").append(failAt[1]);
             return out.toString();
         }
+    }
+
+    /**
+     * What failed a send: the endpoint's failure when the send was issued after it (a write on an ended endpoint fails
+     * with a {@link NucxClosedException} caused by why it ended), else the send's own cause.
+     */
+    private static Throwable failureOf(Throwable cause) {
+        return cause instanceof NucxClosedException closed && closed.getCause() instanceof EndpointException why
+                ? why : cause;
     }
 
     private String recv(int stream, int count, int[] sizes, long seconds) throws Exception {
