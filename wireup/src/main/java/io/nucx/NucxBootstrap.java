@@ -172,7 +172,7 @@ public final class NucxBootstrap {
             loop = group.next();
         } else {
             boolean spin = busyPoll != null ? busyPoll : ctx.config().get(io.nucx.wireup.WireupConfig.BUSY_POLL);
-            long spinNanos = spin ? Long.MAX_VALUE : ctx.config().get(io.nucx.transport.shm.ShmConfig.SPIN);
+            long spinNanos = io.nucx.transport.shm.ShmConfig.loopSpinNanos(ctx.config(), spin);
             IoEngine mode = IoEngine.configured(ctx.config(), spinNanos > 0);
             // The shm engine wraps the TCP one, so one thread serves both kinds of lane.
             owned = new MultiThreadIoEventLoopGroup(1, new DefaultThreadFactory("nucx-" + name, true),

@@ -5,6 +5,7 @@ import io.netty.channel.MultiThreadIoEventLoopGroup;
 import io.netty.util.concurrent.Future;
 import io.nucx.transport.IoEngine;
 import io.nucx.transport.NucxConfig;
+import io.nucx.transport.shm.ShmConfig;
 import io.nucx.transport.shm.ShmIoHandler;
 
 import java.util.concurrent.ThreadFactory;
@@ -49,8 +50,7 @@ public final class NucxEventLoopGroup extends MultiThreadIoEventLoopGroup {
      */
     public static IoHandlerFactory newIoHandlerFactory() {
         NucxConfig config = NucxConfig.fromEnvironment().validate();
-        long spinNanos = config.bool(NucxConfig.BUSY_POLL) ? Long.MAX_VALUE
-                : config.nanos(NucxConfig.SHM_SPIN, 10_000_000_000L);
+        long spinNanos = ShmConfig.loopSpinNanos(config, config.bool(NucxConfig.BUSY_POLL));
         return ShmIoHandler.newFactory(IoEngine.configured(config, spinNanos > 0).ioHandlerFactory(), spinNanos);
     }
 

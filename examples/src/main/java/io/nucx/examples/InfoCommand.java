@@ -11,6 +11,7 @@ import io.nucx.transport.IfaceAttributes;
 import io.nucx.transport.IfaceParams;
 import io.nucx.transport.IoEngine;
 import io.nucx.transport.NucxConfig;
+import io.nucx.transport.shm.ShmConfig;
 import io.nucx.transport.Transport;
 import io.nucx.transport.TransportConfig;
 import io.nucx.transport.Transports;
@@ -151,9 +152,8 @@ final class InfoCommand implements Callable<Integer> {
                         out.println(String.format(Locale.ROOT, "#    %17s: %s", "engine " + m.configName(),
                                 m.availability()));
                     }
-                    // A worker's loop polls unless it neither busy-polls nor spins (NUCX_SHM_SPIN=0).
-                    IoEngine engine = IoEngine.configured(config, config.bool(NucxConfig.BUSY_POLL)
-                            || config.nanos(NucxConfig.SHM_SPIN, 10_000_000_000L) > 0);
+                    IoEngine engine = IoEngine.configured(config,
+                            ShmConfig.loopSpinNanos(config, config.bool(NucxConfig.BUSY_POLL)) > 0);
                     out.println("#      engine selected: " + engine.configName()
                             + " (NUCX_TCP_IO=" + config.get(TransportConfig.TCP_IO).map(IoEngine::configName)
                             .orElse("auto") + ")");

@@ -15,6 +15,14 @@ public final class ShmConfig extends AbstractConfigTable {
             "Time an idle event loop polls before parking: its shm rings and sockets, or its sockets alone in a loop "
                     + "without shm channels (a reply within it is read without a wake-up; e.g. 0, 50us, 1ms)",
             10_000_000_000L);
+    /**
+     * How long a worker's idle loop polls before it parks: for ever when it busy-polls, else {@link #SPIN}. Above 0 the
+     * loop polls, and {@code IoEngine.configured} gives it epoll.
+     */
+    public static long loopSpinNanos(NucxConfig config, boolean busyPoll) {
+        return busyPoll ? Long.MAX_VALUE : config.get(SPIN);
+    }
+
     /** Bytes of each shm ring (one per direction per connection), a power of two. */
     public static final ConfigEntry<Long> RING_SIZE = ConfigEntry.size("SHM_RING_SIZE", "4m",
             "Bytes of each shm ring, a power of two (one ring per direction per connection)", 64 << 10, 1 << 30)
