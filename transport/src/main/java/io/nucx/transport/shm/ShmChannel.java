@@ -418,6 +418,13 @@ public final class ShmChannel extends AbstractLaneChannel {
         if (state() == State.CLOSED) {
             return;
         }
+        if (reading) {
+            // Inside a ring read (a handler's write failed on the doorbell and closed it, whose close future runs
+            // this at once): a drain from here would read the batch again from its start, and the close would
+            // unmap the ring under the read. Once the read has returned, then.
+            eventLoop().execute(this::peerGone);
+            return;
+        }
         if (state() == State.CONNECTED) {
             readPending = true; // deliver all that is left even if the pipeline asked for no more reads
             while (state() == State.CONNECTED && readInbound() > 0) {
@@ -447,6 +454,11 @@ public final class ShmChannel extends AbstractLaneChannel {
         } catch (RejectedExecutionException e) {
             // the loop is shutting down; the next start reaps them
         }
+    }
+
+    /** The Unix socket that is the doorbell and the peer's liveness (tests close it, as a dead peer would). */
+    Channel doorbell() {
+        return doorbell;
     }
 
     /** The ring this end writes into (tests reach the shared memory through it). */

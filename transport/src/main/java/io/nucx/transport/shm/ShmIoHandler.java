@@ -6,6 +6,8 @@ import io.netty.channel.IoHandlerContext;
 import io.netty.channel.IoHandlerFactory;
 import io.netty.channel.IoOps;
 import io.netty.channel.IoRegistration;
+import io.netty.util.internal.logging.InternalLogger;
+import io.netty.util.internal.logging.InternalLoggerFactory;
 import io.nucx.transport.PolledIoHandle;
 
 import java.util.Arrays;
@@ -33,6 +35,8 @@ import java.util.Arrays;
  * gets that far anyway: its loops find work every few passes.
  */
 public final class ShmIoHandler implements IoHandler {
+
+    private static final InternalLogger LOGGER = InternalLoggerFactory.getInstance(ShmIoHandler.class);
 
     /** When an idle loop past its spin passes yields its core. */
     public enum Backoff {
@@ -235,13 +239,31 @@ public final class ShmIoHandler implements IoHandler {
         return work;
     }
 
-    /** One poll of every ring handle; the work they found. */
+    /**
+     * One poll of every ring handle; the work they found. A handle whose poll throws is closed and the loop goes on,
+     * as Netty's engines survive a channel's exception: escaping the loop, it would end every channel on it.
+     */
     private static int pollAll(PolledIoHandle[] hs) {
         int work = 0;
         for (PolledIoHandle h : hs) {
-            work += h.poll();
+            try {
+                work += h.poll();
+            } catch (RuntimeException e) {
+                work += closeFailed(h, e);
+            }
         }
         return work;
+    }
+
+    private static int closeFailed(PolledIoHandle h, RuntimeException e) {
+        LOGGER.warn("Closing {}: its poll threw", h, e);
+        try {
+            h.close();
+        } catch (RuntimeException c) {
+            e.addSuppressed(c);
+            LOGGER.warn("Closing {} failed too", h, c);
+        }
+        return 1;
     }
 
     /**

@@ -427,6 +427,58 @@ class ShmChannelTest {
         }
     }
 
+    /**
+     * The doorbell closes while the lane is inside a ring read, as when a handler's reply rings the doorbell of a
+     * killed peer and the write fails: the lane delivers each record once and then closes, and the loop lives on.
+     * Found by the soak: the doorbell's close ran the lane's peer-gone drain inside the read, which read the batch
+     * again from its start and unmapped the ring under the outer read, whose exception ended the loop.
+     */
+    @Test
+    void aDoorbellClosedDuringARingReadDeliversEachRecordOnceAndTheLoopLivesOn() throws Exception {
+        int records = 8;
+        List<Long> seen = new CopyOnWriteArrayList<>();
+        CompletableFuture<Void> inactive = new CompletableFuture<>();
+        List<Recorder> later = new CopyOnWriteArrayList<>();
+        AtomicBoolean first = new AtomicBoolean(true);
+        Iface server = iface(() -> first.getAndSet(false) ? new ChannelInboundHandlerAdapter() {
+            @Override
+            public void channelRead(ChannelHandlerContext ctx, Object msg) {
+                AmFrame f = (AmFrame) msg;
+                try {
+                    seen.add(f.header().getLongLE(f.header().readerIndex()));
+                } finally {
+                    f.release();
+                }
+                ((ShmChannel) ctx.channel()).doorbell().close();
+            }
+
+            @Override
+            public void channelInactive(ChannelHandlerContext ctx) {
+                inactive.complete(null);
+            }
+        } : laterRecorder(later));
+        Iface client = iface(this::recorder);
+        Channel ch = client.connect(server.deviceAddress(), server.ifaceAddress(), recorder()).sync().channel();
+        ch.eventLoop().submit(() -> { // one flush: the reader finds all of them in one batch
+            for (int i = 0; i < records; i++) {
+                ch.write(Frames.numbered(i));
+            }
+            ch.flush();
+        }).sync();
+        inactive.get(Recorder.DEADLINE_SECONDS, TimeUnit.SECONDS);
+        assertEquals(java.util.stream.LongStream.range(0, records).boxed().toList(), seen);
+        Channel again = client.connect(server.deviceAddress(), server.ifaceAddress(), recorder()).sync().channel();
+        again.writeAndFlush(Frames.numbered(9)).sync();
+        await(() -> later.size() == 1, "the server's loop accepts no more lanes");
+        later.get(0).expect(9, 1);
+    }
+
+    private Recorder laterRecorder(List<Recorder> later) {
+        Recorder r = recorder();
+        later.add(r);
+        return r;
+    }
+
     @Test
     void aCorruptRecordClosesOnlyThatConnection() throws Exception {
         List<Recorder> accepted = new CopyOnWriteArrayList<>();
