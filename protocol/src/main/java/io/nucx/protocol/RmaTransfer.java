@@ -7,6 +7,8 @@ import io.netty.util.concurrent.Future;
 import io.netty.util.concurrent.GenericFutureListener;
 import io.nucx.transport.Buffers;
 import io.nucx.transport.rma.RemoteKey;
+import io.nucx.transport.rma.RmaException;
+import io.nucx.transport.rma.RmaLane;
 import io.nucx.transport.rma.RmaOp;
 
 import java.lang.foreign.MemorySegment;
@@ -198,16 +200,33 @@ public abstract class RmaTransfer {
                 }
                 op = put ? RmaOp.put(key, remoteOffset + done, chunk) : RmaOp.get(key, remoteOffset + done, chunk);
             }
-            rk.rail().lane().channel().writeAndFlush(op).addListener(onDone);
+            RmaLane lane = rk.rail().lane();
+            boolean done;
+            try {
+                done = lane.performNow(op);
+            } catch (RmaException e) {
+                ended(e);
+                return;
+            }
+            if (done) {
+                ended(null);
+            } else {
+                lane.channel().writeAndFlush(op).addListener(onDone);
+            }
         }
 
         private void onDone(Future<Void> f) {
+            ended(f.isSuccess() ? null : f.cause());
+        }
+
+        /** The op ended: failed with {@code cause}, or done (null). */
+        private void ended(Throwable cause) {
             if (stopped) {
                 return; // whoever stopped it has dealt with the transfer
             }
-            if (!f.isSuccess()) {
+            if (cause != null) {
                 release();
-                partFailed(f.cause());
+                partFailed(cause);
                 return;
             }
             if (direct == null) {

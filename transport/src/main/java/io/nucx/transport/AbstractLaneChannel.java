@@ -167,7 +167,7 @@ public abstract class AbstractLaneChannel extends AbstractChannel {
     }
 
     /** Nothing queued, and no outbound handler that could hold anything. Loop only. */
-    private boolean nothingQueued() {
+    protected final boolean nothingQueued() {
         ChannelOutboundBuffer queued = unsafe().outboundBuffer();
         return queued != null && queued.totalPendingWriteBytes() == 0 && queued.current() == null
                 && noOutboundHandler();

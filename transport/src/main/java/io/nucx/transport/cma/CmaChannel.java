@@ -97,6 +97,24 @@ public final class CmaChannel extends AbstractLaneChannel implements RmaLane {
     public RemoteKey unpackKey(ByteBuf packed) throws InvalidRemoteKeyException {
         return CmaKey.unpack(packed, peerPid);
     }
+    /**
+     * One chunk or less, on the loop, with nothing queued and no write under way: the same call {@link #doWrite}
+     * would make, without the write around it. An op the write would refuse (another kind, another lane's key, a
+     * cancelled one) is left to the write, which fails it the usual way.
+     */
+    @Override
+    public boolean performNow(RmaOp op) throws CmaException {
+        if (writing || op.length() - op.done() > Cma.CHUNK || op.isCancelled() || !supports(op.kind())
+                || !(op.key() instanceof CmaKey key) || key.pid() != peerPid || !isActive()
+                || !eventLoop().inEventLoop() || !nothingQueued()) {
+            return false;
+        }
+        if (cma == null) {
+            cma = new Cma();
+        }
+        return step(cma, op);
+    }
+
     /** Active once registered: the kernel checks permission on every call, so there is nothing to set up. */
     @Override
     public boolean isActive() {

@@ -40,4 +40,17 @@ public interface RmaLane {
      *                                   or process, a null region
      */
     RemoteKey unpackKey(ByteBuf packed) throws InvalidRemoteKeyException;
+
+    /**
+     * Performs {@code op} at once, as the channel's write would, when this lane can do it there and then: on its loop,
+     * nothing written before it still queued, and small enough to do in one step (cma: one system call). True when
+     * done; false, having done nothing, when the caller must write it to {@link #channel()} instead. Saves what a write
+     * costs beside the operation (its promise, the outbound queue, the flush), which for a small rendezvous read is
+     * a good part of it.
+     *
+     * @throws RmaException the operation's failure, as the write's promise would have failed with it
+     */
+    default boolean performNow(RmaOp op) throws RmaException {
+        return false;
+    }
 }

@@ -27,6 +27,11 @@ class CmaRmaLaneTest extends RmaLaneConformanceTest {
     }
 
     @Override
+    protected boolean performsSmallOperationsAtOnce() {
+        return true;
+    }
+
+    @Override
     protected byte[] unmappedKey(byte[] peerKey) {
         CmaKey k = CmaKey.unpack(peerKey);
         return new CmaKey(k.hostId(), k.pid(), 16, 4096).pack(); // page 0 is never mapped: EFAULT

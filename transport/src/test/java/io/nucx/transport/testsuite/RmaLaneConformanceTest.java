@@ -94,6 +94,11 @@ public abstract class RmaLaneConformanceTest {
     /** A key the lane accepts whose range is not mapped in the peer (an operation on it fails at run time). */
     protected abstract byte[] unmappedKey(byte[] peerKey);
 
+    /** Whether the lane's {@link RmaLane#performNow} does a small operation there and then (cma: yes). */
+    protected boolean performsSmallOperationsAtOnce() {
+        return false;
+    }
+
 
     /** The second JVM, spoken to line by line. */
     private final class Peer implements AutoCloseable {
@@ -276,6 +281,71 @@ public abstract class RmaLaneConformanceTest {
         assertTrue(op.done() < op.length(), () -> "moved " + op.done() + " of " + op.length() + " after the cancel");
         assertTrue(lane.channel().isActive(), "the lane stays usable");
         assertTrue(run(RmaOp.get(key, 0, arena.allocate(64))).isSuccess());
+    }
+
+    // ---------------------------------------------------------------- performNow
+
+    /**
+     * On the loop with nothing queued, a small GET and PUT are done at once by {@link RmaLane#performNow} (where the
+     * lane does that), every byte moved; a lane that does not leaves the operation untouched for its write.
+     */
+    @Test
+    void performNowMovesASmallOperationAtOnceOrLeavesItUntouched() throws Exception {
+        MemorySegment dst = arena.allocate(4096);
+        RmaOp get = RmaOp.get(key, 7, dst);
+        boolean got = onLoop(() -> lane.performNow(get));
+        assertEquals(performsSmallOperationsAtOnce(), got, "GET done at once");
+        if (!got) {
+            assertEquals(0, get.done(), "an operation left to the write is untouched");
+            assertTrue(run(get).isSuccess());
+        }
+        assertTrue(get.isDone());
+        assertEquals(-1, firstMismatch(dst, 7, 1), "GET: first wrong byte");
+
+        MemorySegment src = arena.allocate(4096);
+        fill(src, 7, 9);
+        RmaOp put = RmaOp.put(key, 7, src);
+        boolean putNow = onLoop(() -> lane.performNow(put));
+        assertEquals(performsSmallOperationsAtOnce(), putNow, "PUT done at once");
+        if (!putNow) {
+            assertTrue(run(put).isSuccess());
+        }
+        assertEquals("OK", peer.ask("CHECK 7 4096 9"));
+        fill(src, 7, 1);
+        assertTrue(run(RmaOp.put(key, 7, src)).isSuccess());
+    }
+
+    /**
+     * performNow never overtakes a write (one still queued, here a large GET's later segments), never runs off the
+     * loop, and leaves an operation larger than one step to the write: each time false, the operation untouched.
+     */
+    @Test
+    void performNowLeavesToTheWriteWhatItCannotDoInOrderAtOnce() throws Exception {
+        RmaOp small = RmaOp.get(key, 0, arena.allocate(64));
+        assertFalse(lane.performNow(small), "off the loop");
+        RmaOp large = RmaOp.get(key, 0, arena.allocate(REGION));
+        assertFalse(onLoop(() -> lane.performNow(large)), "larger than one step");
+        assertEquals(0, large.done());
+        ChannelFuture[] first = new ChannelFuture[1];
+        boolean overtook = onLoop(() -> {
+            first[0] = lane.channel().writeAndFlush(large); // its first segment now, the rest on later turns
+            return lane.performNow(small);
+        });
+        assertFalse(overtook, "a write was still queued");
+        assertEquals(0, small.done());
+        assertTrue(awaited(first[0]).isSuccess());
+        assertTrue(run(small).isSuccess());
+    }
+
+    /** An operation performNow does and that fails throws the transport's error; the lane goes on. */
+    @Test
+    void performNowThrowsAFailedOperationsErrorAndTheLaneGoesOn() throws Exception {
+        assumeTrue(performsSmallOperationsAtOnce(), "the lane leaves every operation to its write");
+        RemoteKey unmapped = onLoop(() -> lane.unpackKey(Unpooled.wrappedBuffer(unmappedKey(peer.packedKey))));
+        RmaException e = assertThrows(RmaException.class,
+                () -> onLoop(() -> lane.performNow(RmaOp.get(unmapped, 0, arena.allocate(64)))));
+        assertTrue(e.getMessage().length() > 20, e.getMessage());
+        assertTrue(onLoop(() -> lane.performNow(RmaOp.get(key, 0, arena.allocate(64)))), "the lane still works");
     }
 
     // ---------------------------------------------------------------- keys and refusals
