@@ -201,14 +201,14 @@ public abstract class RmaTransfer {
                 op = put ? RmaOp.put(key, remoteOffset + done, chunk) : RmaOp.get(key, remoteOffset + done, chunk);
             }
             RmaLane lane = rk.rail().lane();
-            boolean done;
+            boolean performed;
             try {
-                done = lane.performNow(op);
+                performed = lane.performNow(op);
             } catch (RmaException e) {
                 ended(e);
                 return;
             }
-            if (done) {
+            if (performed) {
                 ended(null);
             } else {
                 lane.channel().writeAndFlush(op).addListener(onDone);

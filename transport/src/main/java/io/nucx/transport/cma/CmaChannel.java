@@ -97,6 +97,7 @@ public final class CmaChannel extends AbstractLaneChannel implements RmaLane {
     public RemoteKey unpackKey(ByteBuf packed) throws InvalidRemoteKeyException {
         return CmaKey.unpack(packed, peerPid);
     }
+
     /**
      * One chunk or less, on the loop, with nothing queued and no write under way: the same call {@link #doWrite}
      * would make, without the write around it. An op the write would refuse (another kind, another lane's key, a
