@@ -110,10 +110,15 @@ public final class CmaChannel extends AbstractLaneChannel implements RmaLane {
                 || !eventLoop().inEventLoop() || !nothingQueued()) {
             return false;
         }
+        return step(cma(), op);
+    }
+
+    /** The lane's system-call state, made at its first operation. */
+    private Cma cma() {
         if (cma == null) {
             cma = new Cma();
         }
-        return step(cma, op);
+        return cma;
     }
 
     /** Active once registered: the kernel checks permission on every call, so there is nothing to set up. */
@@ -177,11 +182,8 @@ public final class CmaChannel extends AbstractLaneChannel implements RmaLane {
         if (op.isCancelled()) {
             in.remove(new CancellationException(op + " cancelled"));
         } else {
-            if (cma == null) {
-                cma = new Cma();
-            }
             try {
-                if (step(cma, op)) {
+                if (step(cma(), op)) {
                     in.remove();
                 }
             } catch (CmaException e) {

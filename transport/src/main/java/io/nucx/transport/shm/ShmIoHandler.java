@@ -260,7 +260,6 @@ public final class ShmIoHandler implements IoHandler {
         try {
             h.close();
         } catch (RuntimeException c) {
-            e.addSuppressed(c);
             LOGGER.warn("Closing {} failed too", h, c);
         }
         return 1;
