@@ -179,6 +179,10 @@ final class InfoCommand implements Callable<Integer> {
             out.println(String.format(Locale.ROOT, "#            copy rate: %.2f MB/sec (into and out of the transport's "
                     + "memory: the cost of moving a payload)", a.copyBandwidth() / 1e6));
         }
+        if (a.hasBulkRate()) {
+            out.println(String.format(Locale.ROOT, "#            bulk rate: %.2f MB/sec from %s (zero-copy GET and PUT "
+                    + "that outgrew the caches)", a.bulkBandwidth() / 1e6, units(a.bulkFrom())));
+        }
         out.println(String.format(Locale.ROOT, "#              latency: %.0f nsec", a.latencySeconds() * 1e9));
         out.println(String.format(Locale.ROOT, "#             overhead: %.0f nsec", a.overheadSeconds() * 1e9));
         if (a.has(Capability.AM_SHORT)) {

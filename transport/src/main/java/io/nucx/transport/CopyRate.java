@@ -39,6 +39,12 @@ public final class CopyRate {
         }
     }
 
+    /** One copy of {@code bytes} from {@code src} to {@code dst} (native addresses), the way a transport moves them. */
+    @FunctionalInterface
+    public interface Copy {
+        void copy(long src, long dst, long bytes) throws Exception;
+    }
+
     /**
      * The rate of the copy itself, in bytes/second, without what a call costs: in each window of at least
      * {@code windowNanos}, batches of {@link #BLOCK}-byte copies alternate with batches of twice that size, and the
@@ -50,9 +56,21 @@ public final class CopyRate {
      * whole copies if the differences are lost in noise (not positive).
      */
     public static double marginal(int skip, int windows, long windowNanos) {
+        try {
+            return marginal(skip, windows, windowNanos, Buffers::copyMemory);
+        } catch (Exception e) {
+            throw new IllegalStateException("a native copy failed", e); // copyMemory throws nothing checked
+        }
+    }
+
+    /**
+     * {@link #marginal(int, int, long)} of another copy (a system call's, a hand-off between threads): what a byte of
+     * {@code copy} costs, in bytes/second. A failure of {@code copy} ends the measurement with it.
+     */
+    public static double marginal(int skip, int windows, long windowNanos, Copy copy) throws Exception {
         try (Arena arena = Arena.ofConfined()) {
-            MemorySegment src = arena.allocate(2L * BLOCK, 64).fill((byte) 7);
-            MemorySegment dst = arena.allocate(2L * BLOCK, 64);
+            long src = arena.allocate(2L * BLOCK, 64).fill((byte) 7).address();
+            long dst = arena.allocate(2L * BLOCK, 64).address();
             double[] marginal = new double[windows];
             double bestWhole = 0;
             for (int w = -skip; w < windows; w++) {
@@ -63,11 +81,11 @@ public final class CopyRate {
                 do {
                     long t0 = System.nanoTime();
                     for (int i = 0; i < BATCH; i++) {
-                        Buffers.copyMemory(src.address(), dst.address(), BLOCK);
+                        copy.copy(src, dst, BLOCK);
                     }
                     long t1 = System.nanoTime();
                     for (int i = 0; i < BATCH; i++) {
-                        Buffers.copyMemory(src.address(), dst.address(), 2L * BLOCK);
+                        copy.copy(src, dst, 2L * BLOCK);
                     }
                     small += t1 - t0;
                     large += System.nanoTime() - t1;

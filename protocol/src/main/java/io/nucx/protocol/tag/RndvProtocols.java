@@ -20,15 +20,19 @@ import java.util.function.Consumer;
  * {@code tag/rndv} as the selection engine sees it. Its cost, as UCX v2 models it: the RTS control message (send and
  * receive overhead, UCX's 275 ns rts knob, one latency), the RTR answer (overheads, one latency), then the data as
  * multi-fragment active messages; the whole scaled by {@code 1 - RNDV_PERF_DIFF} (0.99) so that rendezvous wins
- * near-ties. A calibrated profile adds what a rendezvous over the AM lane was measured to cost beyond that
- * ({@link RndvSurcharge}: its control messages after megabytes through shm's ring take microseconds, where the lane's
- * latency is an 8-byte message's). The threshold is where this line crosses the eager lines, never a constant;
- * {@code NUCX_RNDV_THRESH} forces it (priority 60 beats the copy protocols' 20), and so does {@code NUCX_EAGER_MAX}
- * from the size after it while the threshold is automatic. With AM_BW lanes the data's wire time is at the sum of the
- * lanes' bandwidths, as the seed's multi-lane threshold sums them. Synchronous sends may take it too: the sender
- * learns of the match from the RTR (or ATS), so its future completes only after the receiver matched. Stream writes
- * ({@code STREAM_SEND}) take every rendezvous protocol as tagged sends do; only their RTS differs (STREAM_RTS);
- * so do active messages ({@code AM_SEND}, AM_RTS).
+ * near-ties, except over a lane alone whose copies are the transfer (shm's ring priced at its measured copy rate):
+ * there the rendezvous moves its bytes through the same ring by the same two copies as eager and only adds the RTS and
+ * RTR, so the 1 % taken off those copies alone made it look cheaper from about 0.5 MB on, where it ran 10-15 % slower
+ * than eager (640 and 896 KiB, BENCHMARKS.md); there a sender ahead of its receiver is held back by
+ * {@code NUCX_EAGER_MAX} instead. A calibrated profile adds what a rendezvous over the AM lane was measured to cost
+ * beyond that ({@link RndvSurcharge}: its control messages after megabytes through shm's ring take microseconds,
+ * where the lane's latency is an 8-byte message's). The threshold is where this line crosses the eager lines, never a
+ * constant; {@code NUCX_RNDV_THRESH} forces it (priority 60 beats the copy protocols' 20), and so does
+ * {@code NUCX_EAGER_MAX} from the size after it while the threshold is automatic. With AM_BW lanes the data's wire
+ * time is at the sum of the lanes' bandwidths, as the seed's multi-lane threshold sums them. Synchronous sends may
+ * take it too: the sender learns of the match from the RTR (or ATS), so its future completes only after the receiver
+ * matched. Stream writes ({@code STREAM_SEND}) take every rendezvous protocol as tagged sends do; only their RTS
+ * differs (STREAM_RTS); so do active messages ({@code AM_SEND}, AM_RTS).
  *
  * <p>The data fragments are retained slices of the send buffer, which the send holds from the RTS on anyway. On a lane
  * whose transport writes them from the sender's memory ({@link Capability#AM_ZCOPY}: tcp, native memory) that is
@@ -71,8 +75,8 @@ public final class RndvProtocols {
             boolean zeroCopyData = lane.has(Capability.AM_ZCOPY)
                     && !lane.copiesAmPayload((int) frag, SelectionKey.memoryType(key) == SelectionKey.MemoryType.HEAP);
             double copyIn = zeroCopyData ? 0 : copy;
-            double wire = lane.copiesAreTheTransfer() && params.endpoint().bwLanes().isEmpty() ? 0
-                    : 1 / params.endpoint().messageBandwidth();
+            boolean copiesOnly = lane.copiesAreTheTransfer() && params.endpoint().bwLanes().isEmpty();
+            double wire = copiesOnly ? 0 : 1 / params.endpoint().messageBandwidth();
             // Lanes that place: the data come in frames as large as the lanes send placed (RndvReceiver offers them
             // for every receive there), so the receiver handles fewer of them (each placed frame costs it a read of
             // its own and a header read after it). The sender's frames leave in one gathering write as eager's do, so
@@ -95,7 +99,9 @@ public final class RndvProtocols {
                     .add(0, max, PerfFactor.LOCAL_TL, LinearFunc.slope(wire))
                     .add(0, max, PerfFactor.LATENCY, LinearFunc.constant(3 * lat));
             surcharge(perf, params.endpoint().rndvSurcharge(), max);
-            perf.scale(PERF_DIFF_FACTOR);
+            if (!copiesOnly) {
+                perf.scale(PERF_DIFF_FACTOR);
+            }
             out.accept(new ProtoCandidate(this, params.rndvThresh(), 60, perf, params.endpoint().messageLanes(),
                     params.rndvAutoForcedFrom()));
         }

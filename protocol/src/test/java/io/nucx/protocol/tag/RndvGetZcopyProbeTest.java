@@ -232,6 +232,41 @@ class RndvGetZcopyProbeTest {
     }
 
     /**
+     * Over a ring alone the rendezvous moves its bytes by eager's two copies through the same ring and adds the RTS
+     * and RTR, so nothing discounts it below eager: at every size from 64 KiB to 64 MiB it costs more, and without
+     * NUCX_EAGER_MAX the table never takes it. Scaled by UCX's 0.99 those copies alone made it the cheaper from about
+     * 0.5 MB on, where it ran 10-15 % slower. (A lane whose payload crosses a wire keeps the 0.99:
+     * RndvMultiLaneProbeTest.)
+     */
+    @Test
+    void overARingAloneTheRendezvousIsNeverPricedBelowEager() {
+        EndpointConfig ring = new EndpointConfig("shm/memory", shm(22e9));
+        ProbeParams params = new ProbeParams(ring, DIRECT, ProtoCandidate.AUTO, ProtoCandidate.AUTO, COPY_BW);
+        ProtoPerf rndv = only(RndvProtocols.TAG_RNDV, params).perf();
+        ProtoPerf eager = only(EagerProtocols.MULTI_BCOPY, params).perf();
+        for (long size = 64 << 10; size <= 64L << 20; size *= 2) {
+            assertTrue(rndv.singleCost(size) > eager.singleCost(size), size + " B: rendezvous "
+                    + rndv.singleCost(size) + " s, eager " + eager.singleCost(size) + " s");
+        }
+        ProtoTable t = ProtoSelector.select(REGISTRY, params);
+        for (ProtoTable.Entry e : t.entries()) {
+            assertTrue(e.candidate().protocol() != RndvProtocols.TAG_RNDV, t.format("shm/memory"));
+        }
+        long a = 32L << 20;
+        long b = 64L << 20;
+        double eagerPerByte = (eager.singleCost(b) - eager.singleCost(a)) / (b - a);
+        // the same copies priced the same (the frames' headers differ by a few bytes; 0.99 would be 1e-2 off)
+        assertEquals(eagerPerByte, (rndv.singleCost(b) - rndv.singleCost(a)) / (b - a), eagerPerByte * 1e-3);
+    }
+
+    private static ProtoCandidate only(Protocol protocol, ProbeParams params) {
+        List<ProtoCandidate> out = new ArrayList<>();
+        protocol.probe(params, out::add);
+        assertEquals(1, out.size(), protocol.name());
+        return out.get(0);
+    }
+
+    /**
      * The same lanes on a machine copying at 15 GB/s: two copies cost more per byte than cma's one read, and cma
      * takes over where eager short's line crosses get's (the closed form, decided at size + 0.5).
      */

@@ -40,8 +40,17 @@ final class CmaIface extends AbstractIface implements RmaIface {
                 0, 0, 0, 80e-9, 0, 11145e6, 0, 2e-6, 0, Long.MAX_VALUE, Integer.MAX_VALUE, Cma.CHUNK);
     }
 
+    /**
+     * {@link #attributes0()} with the rates of a cma read measured on this machine at start ({@link CmaRate}): in
+     * cache, and beyond the caches with the size it begins at; the static ones if that measurement failed.
+     */
+    static IfaceAttributes measuredAttributes() {
+        CmaRate.Figures measured = CmaRate.measured();
+        return measured == null ? attributes0() : measured.applyTo(attributes0());
+    }
+
     CmaIface(Transport transport, IfaceParams params) {
-        super(transport, params, attributes0(), packer(DEVICE_ADDRESS_LENGTH).putLong(HostId.get())
+        super(transport, params, measuredAttributes(), packer(DEVICE_ADDRESS_LENGTH).putLong(HostId.get())
                 .putInt(Cma.pid()).array(), new byte[0]);
     }
 

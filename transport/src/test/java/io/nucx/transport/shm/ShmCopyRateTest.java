@@ -29,13 +29,15 @@ class ShmCopyRateTest {
     }
 
     /**
-     * A native memcpy of 64 KiB on any machine that runs a JVM moves at least 1 GB/s (this one: 50-95 GB/s), and
-     * the figure is a rate of real copies: not above what a copy of the block could reach in a nanosecond.
+     * The hand-off (two threads, a ring-sized region; the in-cache copy with one processor) and one core's copy in its
+     * cache: on any machine that runs a JVM each moves at least 1 GB/s (this one: 20-25 and 46-135 GB/s), and each is
+     * a rate of real copies, not above what a copy of the block could reach in a nanosecond.
      */
     @Test
-    void theMeasuredRateIsAPlausibleMemcpyRate() {
-        double rate = ShmCopyRate.measure();
-        assertTrue(rate > 1e9, "copy rate " + rate + " B/s");
-        assertTrue(rate < 64 * 1024 * 1e9, "copy rate " + rate + " B/s");
+    void theMeasuredRatesArePlausibleCopyRates() {
+        for (double rate : new double[] {ShmCopyRate.measure(), ShmCopyRate.inCache()}) {
+            assertTrue(rate > 1e9, "copy rate " + rate + " B/s");
+            assertTrue(rate < 64 * 1024 * 1e9, "copy rate " + rate + " B/s");
+        }
     }
 }
