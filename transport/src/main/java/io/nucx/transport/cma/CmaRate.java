@@ -26,7 +26,7 @@ import java.util.Arrays;
  *       intercept is an extrapolation, and its meeting point (130-800 KB, run to run) priced reads that ran in cache
  *       at the bulk rate.</li>
  * </ul>
- * About 30 ms and 16 MiB of memory, given back when done.
+ * About 25 ms (130-140 in a fresh JVM, JIT included) and 16 MiB of memory, given back when done.
  */
 final class CmaRate {
 

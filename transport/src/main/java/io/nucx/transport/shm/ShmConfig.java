@@ -38,7 +38,7 @@ public final class ShmConfig extends AbstractConfigTable {
      */
     public static final ConfigEntry<Long> COPY_BW = ConfigEntry.sizeOrAuto("SHM_COPY_BW", "auto",
             "Bytes per second the cost model charges shm's copies into and out of a ring at: auto (measured when "
-                    + "the first shm iface opens, about 10 ms: records handed between two threads through a ring-sized "
+                    + "the first shm iface opens, about 20 ms: records handed between two threads through a ring-sized "
                     + "region; one core's copy in its cache in a process given one processor) or a size per second "
                     + "(e.g. 20g); over shm+cma it decides "
                     + "where cma's rendezvous starts. A NUCX_PERF_PROFILE with shm's bandwidth prices shm by its "

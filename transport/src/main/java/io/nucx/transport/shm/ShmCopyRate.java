@@ -25,7 +25,7 @@ import java.util.concurrent.TimeoutException;
  */
 final class ShmCopyRate {
 
-    /** Windows of 200 us: ten untimed, the median of forty; about 10 ms. */
+    /** Windows of 200 us: ten untimed, the median of forty; about 20 ms (130-150 in a fresh JVM, JIT included). */
     private static final int SKIP_WINDOWS = 10;
     private static final int WINDOWS = 40;
     private static final long WINDOW_NANOS = 200_000;
