@@ -11,6 +11,7 @@ import io.nucx.transport.IfaceAttributes;
 import io.nucx.transport.IfaceParams;
 import io.nucx.transport.IoEngine;
 import io.nucx.transport.NucxConfig;
+import io.nucx.transport.SharedRates;
 import io.nucx.transport.shm.ShmConfig;
 import io.nucx.transport.Transport;
 import io.nucx.transport.TransportConfig;
@@ -22,6 +23,7 @@ import java.io.PrintStream;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
+import java.util.TreeMap;
 import java.util.concurrent.Callable;
 
 /** {@code nucx info}: every transport, whether it runs here (or why not), its devices and attributes, as ucx_info -d. */
@@ -162,6 +164,13 @@ final class InfoCommand implements Callable<Integer> {
                 }
             }
             out.println("#");
+            if (!SharedRates.used().isEmpty()) {
+                out.println("#   rates measured at start (NUCX_RATES_DIR=" + config.get(TransportConfig.RATES_DIR)
+                        + ", NUCX_RATES_MAX_AGE=" + config.raw(TransportConfig.RATES_MAX_AGE) + "):");
+                new TreeMap<>(SharedRates.used()).forEach((name, entry) ->
+                        out.println(String.format(Locale.ROOT, "#    %17s: %s", name, entry.describe())));
+                out.println("#");
+            }
         } finally {
             group.shutdownGracefully(0, 0, java.util.concurrent.TimeUnit.SECONDS).sync();
             if (epollGroup != null) {

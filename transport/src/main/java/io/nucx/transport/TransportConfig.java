@@ -3,6 +3,8 @@ package io.nucx.transport;
 import io.nucx.transport.config.AbstractConfigTable;
 import io.nucx.transport.config.ConfigEntry;
 
+import java.nio.file.Files;
+import java.nio.file.Path;
 import java.util.Arrays;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -38,6 +40,20 @@ public final class TransportConfig extends AbstractConfigTable {
     public static final ConfigEntry<Optional<IoEngine>> TCP_IO = ConfigEntry.choice("TCP_IO", "auto",
             "TCP engine; auto takes the first that loads: io_uring, epoll, nio (epoll first for a loop that "
                     + "polls: NUCX_BUSY_POLL, or NUCX_SHM_SPIN above 0, the default)", engines());
+    /**
+     * Where the processes of one host share the rates measured at start ({@link SharedRates}). Checked at start-up:
+     * a directory that does not exist stops it.
+     */
+    public static final ConfigEntry<String> RATES_DIR = ConfigEntry.string("RATES_DIR", "auto",
+            "Where the processes of one host share the rates they measure at start (shm's copy rate, cma's read "
+                    + "rates; about 60 ms, 175-235 in a fresh JVM), so that one measures and the others read its "
+                    + "figures, and both ends of a connection price protocols alike: auto (/dev/shm, else the JVM's "
+                    + "temporary directory), a directory, or none (each process measures its own)");
+    /** How long shared rates are used before a starting process measures them again. */
+    public static final ConfigEntry<Long> RATES_MAX_AGE = ConfigEntry.duration("RATES_MAX_AGE", "600s",
+            "How old the shared rates (NUCX_RATES_DIR) may be for a starting process to use them; older ones, or "
+                    + "none, it measures and shares. 0: measure at every start",
+            365L * 24 * 3600 * 1_000_000_000L);
     /** Launcher only: the JDK bin/nucx and bin/build use. */
     public static final ConfigEntry<String> JAVA_HOME = ConfigEntry.string("JAVA_HOME", "",
             "Launcher only: JDK 25+ used by bin/build, bin/test and bin/nucx");
@@ -51,7 +67,16 @@ public final class TransportConfig extends AbstractConfigTable {
                     + "classes loaded and linked, method profiles; JEP 483/515) when it is newer than the jars");
 
     public TransportConfig() {
-        super("Transports and launcher", RANK_TRANSPORT_LAYER, TLS, TCP_IO, JAVA_HOME, JAVA_OPTS, AOT);
+        super("Transports and launcher", RANK_TRANSPORT_LAYER, TLS, TCP_IO, RATES_DIR, RATES_MAX_AGE, JAVA_HOME,
+                JAVA_OPTS, AOT);
+    }
+
+    @Override
+    public void conclude(NucxConfig config) {
+        Path dir = SharedRates.directory(config);
+        if (dir != null && !Files.isDirectory(dir)) {
+            throw config.invalid(RATES_DIR, "no such directory: " + dir + " (auto, none, or a directory)");
+        }
     }
 
     private static Map<String, Optional<IoEngine>> engines() {

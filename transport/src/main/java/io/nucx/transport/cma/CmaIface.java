@@ -7,6 +7,7 @@ import io.nucx.transport.Capability;
 import io.nucx.transport.HostId;
 import io.nucx.transport.IfaceAttributes;
 import io.nucx.transport.IfaceParams;
+import io.nucx.transport.NucxConfig;
 import io.nucx.transport.Transport;
 import io.nucx.transport.rma.MemoryRegistration;
 import io.nucx.transport.rma.RmaIface;
@@ -44,14 +45,14 @@ final class CmaIface extends AbstractIface implements RmaIface {
      * {@link #attributes0()} with the rates of a cma read measured on this machine at start ({@link CmaRate}): in
      * cache, and beyond the caches with the size it begins at; the static ones if that measurement failed.
      */
-    static IfaceAttributes measuredAttributes() {
-        CmaRate.Figures measured = CmaRate.measured();
+    static IfaceAttributes measuredAttributes(NucxConfig config) {
+        CmaRate.Figures measured = CmaRate.measured(config);
         return measured == null ? attributes0() : measured.applyTo(attributes0());
     }
 
     CmaIface(Transport transport, IfaceParams params) {
-        super(transport, params, measuredAttributes(), packer(DEVICE_ADDRESS_LENGTH).putLong(HostId.get())
-                .putInt(Cma.pid()).array(), new byte[0]);
+        super(transport, params, measuredAttributes(params.config()), packer(DEVICE_ADDRESS_LENGTH)
+                .putLong(HostId.get()).putInt(Cma.pid()).array(), new byte[0]);
     }
 
     /** The pid in a cma device address, or -1 if the address is not one. */

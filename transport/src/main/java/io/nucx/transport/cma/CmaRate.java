@@ -3,15 +3,18 @@ package io.nucx.transport.cma;
 import io.nucx.transport.CopyRate;
 import io.nucx.transport.HostId;
 import io.nucx.transport.IfaceAttributes;
+import io.nucx.transport.NucxConfig;
+import io.nucx.transport.SharedRates;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.util.Arrays;
 
 /**
- * What a cma read moves per second on this machine, measured once per process when the first cma iface opens, as
- * the ring's copy rate is ({@code ShmCopyRate}). UCX's static figures (11.1 GB/s at any size) are half of what a read
- * of cached memory runs at here (16-32 GB/s) and above what one that outgrew the caches does (6-9 GB/s): priced so
+ * What a cma read moves per second on this machine, measured when the first cma iface opens, as the ring's copy rate
+ * is ({@code ShmCopyRate}), and shared by the host's processes ({@link SharedRates}). UCX's static figures (11.1 GB/s
+ * at any size) are half of what a read of cached memory runs at here (16-32 GB/s) and above what one that outgrew
+ * the caches does (6-9 GB/s): priced so
  * against the ring's hand-off, cma's read either lost the sizes where it is 1.5x faster or took those beyond 2 MiB
  * where the ring is (BENCHMARKS.md). The reads are of this process's own memory, through the same system call and the
  * same kernel path (pin the pages, copy) as a peer's; a ping-pong's working set is alike too (a send and a receive
@@ -26,7 +29,7 @@ import java.util.Arrays;
  *       intercept is an extrapolation, and its meeting point (130-800 KB, run to run) priced reads that ran in cache
  *       at the bulk rate.</li>
  * </ul>
- * About 25 ms (130-140 in a fresh JVM, JIT included) and 16 MiB of memory, given back when done.
+ * About 35-45 ms (85-115 in a fresh JVM, JIT included) and 16 MiB of memory, given back when done.
  */
 final class CmaRate {
 
@@ -54,18 +57,33 @@ final class CmaRate {
                     attrs.regCostSeconds(), attrs.regCostPerByte());
             return bulkFrom == Long.MAX_VALUE ? a : a.withBulk(bulkFrom, bulkBandwidth);
         }
+
+        /** As shared between processes: the in-cache rate, then the bulk figures if there are any. */
+        double[] toArray() {
+            return bulkFrom == Long.MAX_VALUE ? new double[] {bandwidth}
+                    : new double[] {bandwidth, bulkFrom, bulkBandwidth};
+        }
+
+        /** The figures {@link #toArray()} gave. */
+        static Figures of(double[] values) {
+            return values.length == 3 ? new Figures(values[0], (long) values[1], values[2])
+                    : new Figures(values[0], Long.MAX_VALUE, 0);
+        }
     }
 
     private CmaRate() {
     }
 
-    /** The figures measured at the first call, then remembered; null if the reads failed (then: static figures). */
-    static Figures measured() {
-        return Measured.FIGURES;
-    }
-
-    private static final class Measured {
-        static final Figures FIGURES = measureOrNull();
+    /**
+     * This host's figures if a process measured them lately ({@link SharedRates}, NUCX_RATES_DIR), else measured now
+     * and shared; then remembered for the life of the process. Null if the reads failed (then: static figures).
+     */
+    static Figures measured(NucxConfig config) {
+        double[] values = SharedRates.get(config, "cma-read", () -> {
+            Figures measured = measureOrNull();
+            return measured == null ? null : measured.toArray();
+        });
+        return values == null ? null : Figures.of(values);
     }
 
     private static Figures measureOrNull() {

@@ -78,7 +78,7 @@ public final class ShmConfig extends AbstractConfigTable {
     /** The copy rate of {@code config}, bytes/s: set, or measured. */
     static double copyBandwidth(NucxConfig config) {
         long set = config.get(COPY_BW);
-        return set > 0 ? set : ShmCopyRate.measured();
+        return set > 0 ? set : ShmCopyRate.measured(config);
     }
 
     @Override

@@ -2,6 +2,8 @@ package io.nucx.transport.shm;
 
 import io.nucx.transport.Buffers;
 import io.nucx.transport.CopyRate;
+import io.nucx.transport.NucxConfig;
+import io.nucx.transport.SharedRates;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
@@ -9,10 +11,10 @@ import java.util.concurrent.TimeoutException;
 
 /**
  * The rate of each of the two copies that move shm's bytes (the sender's into the ring, the receiver's out of it),
- * measured once per process when the first shm iface opens, because it spans an order of magnitude between machines
- * (and between the modes of one machine): 7 GB/s, UCX's static memcpy figure, made the cost model pick cma's
- * rendezvous from 8.8 KiB over shm+cma, where the ring was 2.7-6x faster up to 1 MiB on a machine that copies at
- * 50-95 GB/s.
+ * measured when the first shm iface opens (and shared by the host's processes: {@link SharedRates}), because it
+ * spans an order of magnitude between machines (and between the modes of one machine): 7 GB/s, UCX's static memcpy
+ * figure, made the cost model pick cma's rendezvous from 8.8 KiB over shm+cma, where the ring was 2.7-6x faster up
+ * to 1 MiB on a machine that copies at 50-95 GB/s.
  *
  * <p>Measured as the ring moves bytes: a thread copies a record into the next slot of a ring-sized region and
  * publishes it, a second thread copies it out and says so, then the next; the marginal rate of 64 and 128 KiB records
@@ -25,7 +27,10 @@ import java.util.concurrent.TimeoutException;
  */
 final class ShmCopyRate {
 
-    /** Windows of 200 us: ten untimed, the median of forty; about 20 ms (130-150 in a fresh JVM, JIT included). */
+    /**
+     * Windows of 200 us: ten untimed, the median of forty; about 20 ms (90-140 in a fresh JVM, JIT and class loading
+     * included).
+     */
     private static final int SKIP_WINDOWS = 10;
     private static final int WINDOWS = 40;
     private static final long WINDOW_NANOS = 200_000;
@@ -36,13 +41,12 @@ final class ShmCopyRate {
     private ShmCopyRate() {
     }
 
-    /** Bytes/second, measured at the first call (a few milliseconds of copies), then remembered. */
-    static double measured() {
-        return Measured.RATE;
-    }
-
-    private static final class Measured {
-        static final double RATE = measure();
+    /**
+     * Bytes/second: this host's figure if a process measured it lately ({@link SharedRates}, NUCX_RATES_DIR), else
+     * measured now (a few milliseconds of copies) and shared; then remembered for the life of the process.
+     */
+    static double measured(NucxConfig config) {
+        return SharedRates.get(config, "shm-copy", () -> new double[] {measure()})[0];
     }
 
     static double measure() {

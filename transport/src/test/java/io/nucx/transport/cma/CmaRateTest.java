@@ -1,7 +1,10 @@
 package io.nucx.transport.cma;
 
 import io.nucx.transport.IfaceAttributes;
+import io.nucx.transport.NucxConfig;
 import org.junit.jupiter.api.Test;
+
+import java.util.Map;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
@@ -71,9 +74,10 @@ class CmaRateTest {
             assertTrue(f.bulkFrom() >= 128 << 10 && f.bulkFrom() <= 2 << 20, f.toString());
             assertTrue(f.bulkBandwidth() > 1e8 && f.bulkBandwidth() < f.bandwidth(), f.toString());
         }
-        CmaRate.Figures once = CmaRate.measured();
+        NucxConfig config = NucxConfig.of(Map.of());
+        CmaRate.Figures once = CmaRate.measured(config);
         assertNotNull(once, "the reads of the first cma iface failed");
-        IfaceAttributes stated = CmaIface.measuredAttributes();
+        IfaceAttributes stated = CmaIface.measuredAttributes(config);
         assertEquals(once.bandwidth(), stated.bandwidth());
         assertEquals(once.bulkFrom() != Long.MAX_VALUE, stated.hasBulkRate());
         if (stated.hasBulkRate()) {
@@ -84,5 +88,15 @@ class CmaRateTest {
         assertEquals(ucx.latencySeconds(), stated.latencySeconds());
         assertEquals(ucx.overheadSeconds(), stated.overheadSeconds());
         assertEquals(ucx.maxZcopy(), stated.maxZcopy());
+    }
+
+    /** The figures as processes share them, and back: with a bulk rate and without. */
+    @Test
+    void theFiguresSurviveTheirSharedForm() {
+        CmaRate.Figures bulk = new CmaRate.Figures(2.5e10, 512 << 10, 7.25e9);
+        assertEquals(bulk, CmaRate.Figures.of(bulk.toArray()));
+        CmaRate.Figures flat = new CmaRate.Figures(1.5e10, Long.MAX_VALUE, 0);
+        assertEquals(1, flat.toArray().length, "no bulk rate: the in-cache rate alone");
+        assertEquals(flat, CmaRate.Figures.of(flat.toArray()));
     }
 }

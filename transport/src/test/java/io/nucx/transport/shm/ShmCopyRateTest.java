@@ -2,6 +2,7 @@ package io.nucx.transport.shm;
 
 import io.netty.channel.ChannelInboundHandlerAdapter;
 import io.nucx.transport.IfaceAttributes;
+import io.nucx.transport.NucxConfig;
 import org.junit.jupiter.api.Test;
 
 import java.util.Map;
@@ -10,7 +11,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
- * The copy rate a shm iface states for the cost model: measured once per process unless NUCX_SHM_COPY_BW sets it,
+ * The copy rate a shm iface states for the cost model: obtained once per process unless NUCX_SHM_COPY_BW sets it,
  * on real ifaces.
  */
 class ShmCopyRateTest {
@@ -23,7 +24,8 @@ class ShmCopyRateTest {
             assertTrue(set.copiesAreTheTransfer());
             assertEquals(20.0 * (1L << 30), set.copyBandwidth());
             IfaceAttributes auto = ifaces.open(ChannelInboundHandlerAdapter::new).attributes();
-            assertEquals(ShmCopyRate.measured(), auto.copyBandwidth(), "measured once, the same for every iface");
+            assertEquals(ShmCopyRate.measured(NucxConfig.of(Map.of())), auto.copyBandwidth(),
+                    "obtained once, the same for every iface");
             assertEquals(set.bandwidth(), auto.bandwidth(), "the bandwidth (lane ranking) is the static figure");
         }
     }
