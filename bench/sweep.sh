@@ -15,7 +15,9 @@
 #   unrecorded nucx runs per set, 20), MAX_SIZE (67108864), SETS ("tcp;shm;shm,cma"), PROFILE (calibrate | static |
 #   FILE; calibrate), UPDATE_DOCS (1 | 0), METRIC (overall | percentile; overall) and PERCENTILE (-R of both tools and
 #   of calibrate's ping-pongs; 50): on a machine busy with other work, METRIC=percentile PERCENTILE=10 compares the
-#   iterations nothing preempted, where averages measure the other work.
+#   iterations nothing preempted, where averages measure the other work. FRESH=1 has nucx's runs write their send
+#   buffers before every send (perftest --fresh-data); ucx_perftest has no such mode, so its curves stay the same-data
+#   ones.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out=${1:-bench/out/sweep-$(date -u +%Y%m%d-%H%M%S)}
@@ -28,6 +30,8 @@ sets=${SETS:-tcp;shm;shm,cma}
 profile=${PROFILE:-calibrate}
 metric=${METRIC:-overall}
 percentile=${PERCENTILE:-50}
+fresh_flag=()
+[ "${FRESH:-0}" = 1 ] && fresh_flag=(--fresh-data)
 if ! command -v ucx_perftest >/dev/null; then
     if [ "$(id -u)" = 0 ]; then
         apt-get install -y ucx-utils >/dev/null
@@ -94,7 +98,7 @@ for tls in "${set_list[@]}"; do
     ucx_round "$tls" "$label" 0
     bin/nucx perftest --sweep -t "$test_name" --tls "$tls" --rounds "$rounds" --run-time "$run_time" \
         -R "$percentile" --metric "$metric" \
-        --sweep-warmup "$warmup" --max-size "$max_size" --out "$out/nucx-$label" | tee "$out/nucx-$label.log"
+        --sweep-warmup "$warmup" --max-size "$max_size" ${fresh_flag[@]+"${fresh_flag[@]}"} --out "$out/nucx-$label" | tee "$out/nucx-$label.log"
     ucx_round "$tls" "$label" 1
 done
 

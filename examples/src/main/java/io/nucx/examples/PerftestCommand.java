@@ -97,6 +97,10 @@ final class PerftestCommand implements Callable<Integer> {
      */
     static final int LONG_WARMUP_SECONDS = 2;
 
+    @Option(names = "--fresh-data", description = "Both sides write every cache line of their send buffer before "
+            + "each send, as an application sends new data (ucx_perftest sends one unchanged buffer).")
+    boolean freshData;
+
     @Option(names = "--tail", description = "After the Final line, print p90/p99/p99.9/p99.99/max of the run.")
     boolean tail;
 
@@ -214,7 +218,7 @@ final class PerftestCommand implements Callable<Integer> {
         }
         PerfParams params = new PerfParams(PerfTestType.of(test), size, iterations, warmup, window, percentile,
                 sendDatatype, (long) (warmupSeconds * 1e9), errorMode, steadyWarmup).withJitWarmup(runJitWarmup())
-                .withSettle((long) Math.ceil(settleSeconds * 1e9));
+                .withSettle((long) Math.ceil(settleSeconds * 1e9)).withFreshData(freshData);
         if (windows < 0) {
             throw new CommandLine.ParameterException(spec.commandLine(), "--windows must be >= 0, got " + windows);
         }

@@ -29,7 +29,7 @@ final class SweepCommand {
                     (long) (c.sweepRunSeconds * 1e9), (long) (c.sweepWarmupSeconds * 1e9), c.window, c.sweepOut,
                     NucxConfig.fromEnvironment().get(ProtocolConfig.PERF_PROFILE), c.percentile,
                     io.nucx.examples.perf.SweepSummary.Metric.of(c.sweepMetric),
-                    "bin/nucx " + String.join(" ", cmd.getParseResult().originalArgs()));
+                    "bin/nucx " + String.join(" ", cmd.getParseResult().originalArgs()), c.freshData);
         } catch (IllegalArgumentException e) {
             throw new CommandLine.ParameterException(cmd, e.getMessage());
         }

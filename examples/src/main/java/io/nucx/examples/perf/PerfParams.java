@@ -8,7 +8,7 @@ package io.nucx.examples.perf;
  */
 public record PerfParams(PerfTestType test, int messageSize, long iterations, long warmup, int window,
                          double percentile, PerfDatatype datatype, long warmupNanos, String errorMode,
-                         int steadyWindow, String jitWarmup, long settleNanos) {
+                         int steadyWindow, String jitWarmup, long settleNanos, boolean freshData) {
 
     /**
      * How long a run may settle after its warm-up by default: it runs on until both sides' JIT compilers are quiet,
@@ -20,7 +20,7 @@ public record PerfParams(PerfTestType test, int messageSize, long iterations, lo
     public PerfParams(PerfTestType test, int messageSize, long iterations, long warmup, int window, double percentile,
                       PerfDatatype datatype, long warmupNanos, String errorMode, int steadyWindow, String jitWarmup) {
         this(test, messageSize, iterations, warmup, window, percentile, datatype, warmupNanos, errorMode, steadyWindow,
-                jitWarmup, DEFAULT_SETTLE_NANOS);
+                jitWarmup, DEFAULT_SETTLE_NANOS, false);
     }
 
     /** The error modes {@code -e} takes (ucx_perftest's). */
@@ -45,7 +45,7 @@ public record PerfParams(PerfTestType test, int messageSize, long iterations, lo
      */
     public PerfParams withJitWarmup(String duration) {
         return new PerfParams(test, messageSize, iterations, warmup, window, percentile, datatype, warmupNanos,
-                errorMode, steadyWindow, duration, settleNanos);
+                errorMode, steadyWindow, duration, settleNanos, freshData);
     }
 
     /**
@@ -54,7 +54,16 @@ public record PerfParams(PerfTestType test, int messageSize, long iterations, lo
      */
     public PerfParams withSettle(long nanos) {
         return new PerfParams(test, messageSize, iterations, warmup, window, percentile, datatype, warmupNanos,
-                errorMode, steadyWindow, jitWarmup, nanos);
+                errorMode, steadyWindow, jitWarmup, nanos, freshData);
+    }
+
+    /**
+     * The same run with both sides writing their send buffer before every send ({@link FreshData}): the bytes an
+     * application sends are new each time, where ucx_perftest sends one unchanged buffer.
+     */
+    public PerfParams withFreshData(boolean fresh) {
+        return new PerfParams(test, messageSize, iterations, warmup, window, percentile, datatype, warmupNanos,
+                errorMode, steadyWindow, jitWarmup, settleNanos, fresh);
     }
 
     /**
@@ -64,7 +73,7 @@ public record PerfParams(PerfTestType test, int messageSize, long iterations, lo
      */
     public PerfParams withSteadyWarmup(int iterations) {
         return new PerfParams(test, messageSize, this.iterations, warmup, window, percentile, datatype, warmupNanos,
-                errorMode, iterations, jitWarmup, settleNanos);
+                errorMode, iterations, jitWarmup, settleNanos, freshData);
     }
 
     /** How long the JIT compiler must have made no progress for a steady warm-up to end. */
@@ -151,21 +160,22 @@ public record PerfParams(PerfTestType test, int messageSize, long iterations, lo
 
     /**
      * The line the client sends the server over the setup socket ({@code -} for the environment's error mode and
-     * JIT warm-up).
+     * JIT warm-up; {@code fresh} or {@code same} for the send buffers' data).
      */
     String encode() {
         return test.testName() + " " + messageSize + " " + iterations + " " + warmup + " " + window + " "
                 + datatype.optionName() + " " + (errorMode == null ? "-" : errorMode) + " "
-                + (jitWarmup == null ? "-" : jitWarmup);
+                + (jitWarmup == null ? "-" : jitWarmup) + " " + (freshData ? "fresh" : "same");
     }
 
     static PerfParams decode(String line) {
         String[] f = line.trim().split(" ");
-        if (f.length != 8) {
+        if (f.length != 9 || !(f[8].equals("fresh") || f[8].equals("same"))) {
             throw new IllegalArgumentException("bad perftest parameters from client: '" + line + "'");
         }
         return new PerfParams(PerfTestType.of(f[0]), Integer.parseInt(f[1]), Long.parseLong(f[2]),
                 Long.parseLong(f[3]), Integer.parseInt(f[4]), 50.0, PerfDatatype.of(f[5]), WARMUP_BUDGET_NANOS,
-                f[6].equals("-") ? null : f[6], 0, f[7].equals("-") ? null : f[7]);
+                f[6].equals("-") ? null : f[6], 0, f[7].equals("-") ? null : f[7], DEFAULT_SETTLE_NANOS,
+                f[8].equals("fresh"));
     }
 }

@@ -82,7 +82,7 @@ public final class Perftest {
                     Endpoint ep = worker.connect(client);
                     try {
                         TagPerfServer server = new TagPerfServer(worker, ep, params.messageSize(),
-                                params.test().sync(), params.test().am());
+                                params.test().sync(), params.test().am(), params.freshData());
                         Future<Long> served = server.start();
                         // The client starts only after this line: an active message that came before its handler
                         // was set would be dropped (as UCX drops it), and am_lat would wait for a PONG for ever.

@@ -39,10 +39,20 @@ public final class Sweep {
      * @param percentile  the percentile of iterations each run also reports (ucx_perftest's -R)
      * @param metric      what runs are compared by: their average, or that percentile
      * @param command     how the sweep was started, for summary.md
+     * @param freshData   both sides write their send buffer before each send ({@code --fresh-data})
      */
     public record Options(List<String> tls, PerfTestType test, long minSize, long maxSize, int rounds, long runNanos,
                           long warmupNanos, int window, Path out, String profile, double percentile,
-                          SweepSummary.Metric metric, String command) {
+                          SweepSummary.Metric metric, String command, boolean freshData) {
+
+        /** Runs that send one unchanged buffer, as ucx_perftest's do. */
+        public Options(List<String> tls, PerfTestType test, long minSize, long maxSize, int rounds, long runNanos,
+                       long warmupNanos, int window, Path out, String profile, double percentile,
+                       SweepSummary.Metric metric, String command) {
+            this(tls, test, minSize, maxSize, rounds, runNanos, warmupNanos, window, out, profile, percentile, metric,
+                    command, false);
+        }
+
         public Options {
             if (!(percentile > 0 && percentile < 100)) {
                 throw new IllegalArgumentException("percentile must be in (0, 100), got " + percentile);
@@ -242,7 +252,8 @@ public final class Sweep {
     private PerfParams params(long size, long iterations) {
         // Not settled: the sweep's unrecorded runs first warm the compiler up, and its figures stay comparable.
         return new PerfParams(options.test(), (int) size, iterations, Math.max(MIN_ITERATIONS, iterations / 10),
-                options.window(), options.percentile(), PerfDatatype.CONTIG).withSettle(0);
+                options.window(), options.percentile(), PerfDatatype.CONTIG).withSettle(0)
+                .withFreshData(options.freshData());
     }
 
     /** The table's protocol that sent the most messages, or "-" when none did. */

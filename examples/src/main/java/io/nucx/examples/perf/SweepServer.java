@@ -72,7 +72,8 @@ public final class SweepServer {
             w.flush();
             WorkerAddress client = WorkerAddress.fromHex(Perftest.readLine(in, "client worker address"));
             Endpoint ep = worker.connect(client);
-            new TagPerfServer(worker, ep, params.messageSize(), params.test().sync()).start()
+            new TagPerfServer(worker, ep, params.messageSize(), params.test().sync(), false,
+                    params.freshData()).start()
                     .get(Perftest.RUN_TIMEOUT_SECONDS, TimeUnit.SECONDS);
         } finally {
             worker.close().get(10, TimeUnit.SECONDS);

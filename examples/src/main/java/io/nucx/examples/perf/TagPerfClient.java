@@ -75,6 +75,8 @@ final class TagPerfClient {
     private Histogram atLastReport = new Histogram(3_600_000_000_000L, 3);
     private final boolean sync;
     private final boolean am;
+    /** Null unless the run sends fresh data ({@link PerfParams#freshData}). */
+    private final FreshData fresh;
     private final int windowIterations;
     private final long processStartMillis = ProcessHandle.current().info().startInstant()
             .map(java.time.Instant::toEpochMilli).orElse(System.currentTimeMillis());
@@ -152,6 +154,7 @@ final class TagPerfClient {
         this.reporter = reporter;
         this.sync = params.test().sync();
         this.am = params.test().am();
+        this.fresh = params.freshData() ? new FreshData() : null;
         this.windowIterations = reporter.windowIterations();
         this.result = worker.eventLoop().newPromise();
         int size = params.messageSize();
@@ -281,6 +284,9 @@ final class TagPerfClient {
     // ---------------------------------------------------------------- tag_lat
 
     private void ping() {
+        if (fresh != null) {
+            fresh.write(payload, payload.readerIndex(), payload.readableBytes());
+        }
         if (am) {
             ep.writeAndFlush(new AmData(PerfTags.AM_PING, Unpooled.EMPTY_BUFFER, payload.retainedDuplicate(), false),
                     ep.voidPromise());
@@ -352,6 +358,9 @@ final class TagPerfClient {
                 (params.test() == PerfTestType.UCP_GET ? ep.get(local, key, key.base())
                         : ep.put(local, key, key.base())).addListener(onSent);
                 continue;
+            }
+            if (fresh != null) {
+                fresh.write(payload, payload.readerIndex(), payload.readableBytes());
             }
             if (!am && !sync && ep.trySendShort(PerfTags.DATA, payload)) {
                 // Copied into the transport at once and the payload still ours, as ucx_perftest sends one buffer: no

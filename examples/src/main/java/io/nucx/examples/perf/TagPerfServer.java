@@ -29,6 +29,8 @@ final class TagPerfServer {
     private final Promise<Long> done;
     private final boolean sync;
     private final boolean am;
+    /** Null unless the client asked for fresh data: the reply is written before each PONG. */
+    private final FreshData fresh;
     /** The receive buffer, as ucx_perftest's: every message goes into it (large ones straight from the lane). */
     private final ByteBuf into;
     private final TagReceive any;
@@ -43,6 +45,12 @@ final class TagPerfServer {
 
     /** @param am am_lat / am_bw: PING and DATA come as active messages, PONG goes as one */
     TagPerfServer(Worker worker, Endpoint ep, int maxSize, boolean sync, boolean am) {
+        this(worker, ep, maxSize, sync, am, false);
+    }
+
+    /** @param fresh each PONG's bytes written before it goes ({@link FreshData}) */
+    TagPerfServer(Worker worker, Endpoint ep, int maxSize, boolean sync, boolean am, boolean fresh) {
+        this.fresh = fresh ? new FreshData() : null;
         this.sync = sync;
         this.am = am;
         this.worker = worker;
@@ -129,6 +137,9 @@ final class TagPerfServer {
     private void onAm(long as, int size) {
         measured++;
         if (as == PerfTags.PING) {
+            if (fresh != null) {
+                fresh.write(reply, 0, size);
+            }
             ep.writeAndFlush(new AmData(PerfTags.AM_PONG, Unpooled.EMPTY_BUFFER, reply.retainedSlice(0, size), false),
                     ep.voidPromise());
         } else {
@@ -139,6 +150,9 @@ final class TagPerfServer {
     private void onMessage(long tag, int size) {
         measured++;
         if (tag == PerfTags.PING) {
+            if (fresh != null) {
+                fresh.write(reply, 0, size);
+            }
             if (sync) {
                 ep.writeAndFlush(new TagMessage(PerfTags.PONG, reply.retainedSlice(0, size), true), ep.voidPromise());
             } else if (ep.trySendShort(PerfTags.PONG, reply.setIndex(0, size))) {

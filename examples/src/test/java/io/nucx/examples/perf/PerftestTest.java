@@ -144,10 +144,10 @@ class PerftestTest {
         Server server = Server.start(Map.of("TLS", "shm", "ERR_MODE", "peer"));
         PerfParams params = new PerfParams(PerfTestType.TAG_BW, 8, 2000, 0, 32, 50.0, PerfDatatype.CONTIG,
                 PerfParams.WARMUP_BUDGET_NANOS, "failover");
-        assertEquals("tag_bw 8 2000 0 32 contig failover -", params.encode());
+        assertEquals("tag_bw 8 2000 0 32 contig failover - same", params.encode());
         assertEquals(params, PerfParams.decode(params.encode()));
         PerfParams warm = params.withJitWarmup("300ms");
-        assertEquals("tag_bw 8 2000 0 32 contig failover 300ms", warm.encode());
+        assertEquals("tag_bw 8 2000 0 32 contig failover 300ms same", warm.encode());
         assertEquals(warm, PerfParams.decode(warm.encode()));
         assertEquals("300ms", warm.settings().get("WARMUP"), "both sides' workers get the client's JIT warm-up");
         PerfResult r = Perftest.run("127.0.0.1", server.port(), params, Map.of("TLS", "shm", "ERR_MODE", "peer"),
@@ -156,14 +156,49 @@ class PerftestTest {
         assertEquals(2000, r.iterations());
     }
 
+    /** --fresh-data: the server learns it from the client's line, and a run with it completes. */
+    @Test
+    void freshDataReachesTheServerAndARunWithItCompletes() throws Exception {
+        PerfParams params = new PerfParams(PerfTestType.TAG_LAT, 65536, 300, 0, 1, 50.0, PerfDatatype.CONTIG)
+                .withFreshData(true);
+        assertEquals("tag_lat 65536 300 0 1 contig - - fresh", params.encode());
+        assertEquals(params, PerfParams.decode(params.encode()));
+        Server server = Server.start(Map.of("TLS", "shm"));
+        PerfResult r = Perftest.run("127.0.0.1", server.port(), params, Map.of("TLS", "shm"), false, quietReporter());
+        server.await();
+        assertEquals(300, r.iterations());
+    }
+
+    /** Every cache line of the range gets a new byte, nothing outside it changes. */
+    @Test
+    void freshDataWritesOneByteInEveryLineOfTheRange() {
+        io.netty.buffer.ByteBuf buf = io.netty.buffer.Unpooled.directBuffer(300).writeZero(300);
+        try {
+            FreshData fresh = new FreshData();
+            fresh.write(buf, 10, 200);
+            for (int i = 0; i < 300; i++) {
+                boolean lineStart = i >= 10 && i < 210 && (i - 10) % 64 == 0;
+                assertEquals(lineStart ? 1 : 0, buf.getByte(i), "byte " + i);
+            }
+            fresh.write(buf, 10, 200);
+            assertEquals(2, buf.getByte(10 + 192), "the next send's bytes differ from the last one's");
+        } finally {
+            buf.release();
+        }
+    }
+
     @Test
     void anUnknownDatatypeIsRefusedNamingTheKnownOnes() {
         assertEquals(PerfDatatype.ZCOPY, PerfDatatype.of("zcopy"));
         IllegalArgumentException e = assertThrows(IllegalArgumentException.class, () -> PerfDatatype.of("zerocopy"));
         assertEquals("unknown datatype 'zerocopy' (contig | iov | bcopy | zcopy)", e.getMessage());
-        assertThrows(IllegalArgumentException.class, () -> PerfParams.decode("tag_lat 8 10 0 1 short - -"),
+        assertThrows(IllegalArgumentException.class, () -> PerfParams.decode("tag_lat 8 10 0 1 short - - same"),
                 "a server refuses what it does not know too");
-        assertThrows(IllegalArgumentException.class, () -> PerfParams.decode("tag_lat 8 10 0 1 contig sometimes -"));
+        assertThrows(IllegalArgumentException.class, () -> PerfParams.decode("tag_lat 8 10 0 1 contig sometimes - same"));
+        assertThrows(IllegalArgumentException.class, () -> PerfParams.decode("tag_lat 8 10 0 1 contig - - new"),
+                "the data's mode is fresh or same");
+        assertThrows(IllegalArgumentException.class, () -> PerfParams.decode("tag_lat 8 10 0 1 contig - -"),
+                "an older client's line, without it");
     }
 
     private static PerfReporter quietReporter() {
