@@ -13,8 +13,6 @@ import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
 import java.nio.file.attribute.PosixFilePermissions;
 import java.time.Instant;
-import java.util.ArrayList;
-import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 import java.util.Set;
@@ -234,18 +232,17 @@ public final class SharedRates {
         try {
             Instant at = Instant.parse(lines[1].substring("measured=".length()));
             long pid = Long.parseLong(lines[2].substring("pid=".length()));
-            List<Double> values = new ArrayList<>();
-            for (String v : lines[3].substring("values=".length()).split(",")) {
-                double d = Double.parseDouble(v);
-                if (!(d > 0) || Double.isInfinite(d)) {
+            String[] fields = lines[3].substring("values=".length()).split(",");
+            double[] values = new double[fields.length];
+            for (int i = 0; i < fields.length; i++) {
+                values[i] = Double.parseDouble(fields[i]);
+                if (!(values[i] > 0) || Double.isInfinite(values[i])) {
                     return null;
                 }
-                values.add(d);
             }
-            return new Entry(values.stream().mapToDouble(Double::doubleValue).toArray(), at, pid, file);
+            return new Entry(values, at, pid, file);
         } catch (RuntimeException e) {
             return null;
         }
     }
-
 }
