@@ -15,9 +15,9 @@
 #   unrecorded nucx runs per set, 20), MAX_SIZE (67108864), SETS ("tcp;shm;shm,cma"), PROFILE (calibrate | static |
 #   FILE; calibrate), UPDATE_DOCS (1 | 0), METRIC (overall | percentile; overall) and PERCENTILE (-R of both tools and
 #   of calibrate's ping-pongs; 50): on a machine busy with other work, METRIC=percentile PERCENTILE=10 compares the
-#   iterations nothing preempted, where averages measure the other work. FRESH=1 has nucx's runs write their send
-#   buffers before every send (perftest --fresh-data); ucx_perftest has no such mode, so its curves stay the same-data
-#   ones.
+#   iterations nothing preempted, where averages measure the other work. FRESH=1 has nucx's runs, calibrate's too,
+#   write their send buffers before every send (perftest and calibrate --fresh-data); ucx_perftest has no such mode,
+#   so its curves stay the same-data ones.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out=${1:-bench/out/sweep-$(date -u +%Y%m%d-%H%M%S)}
@@ -51,7 +51,7 @@ load_start=$(cut -d' ' -f1 /proc/loadavg)
 
 case "$profile" in
     calibrate)
-        bin/nucx calibrate -R "$percentile" -o "$out/perf-profile.txt" | tee "$out/calibrate.log"
+        bin/nucx calibrate -R "$percentile" ${fresh_flag[@]+"${fresh_flag[@]}"} -o "$out/perf-profile.txt" | tee "$out/calibrate.log"
         export NUCX_PERF_PROFILE="$out/perf-profile.txt" ;;
     static) unset NUCX_PERF_PROFILE ;;
     *) export NUCX_PERF_PROFILE=$(cd "$(dirname "$profile")" && pwd)/$(basename "$profile") ;;

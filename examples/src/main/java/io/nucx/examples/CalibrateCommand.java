@@ -50,6 +50,11 @@ final class CalibrateCommand implements Callable<Integer> {
             + "time (default: ${DEFAULT-VALUE}; 10 on a machine busy with other work).", defaultValue = "50")
     double percentile;
 
+    @Option(names = "--fresh-data", description = "Every run writes its send buffers before each send, as an "
+            + "application sending new data does (perftest --fresh-data): the figures then price cma's read of "
+            + "lines the peer has just written.")
+    boolean freshData;
+
     @CommandLine.Spec
     CommandLine.Model.CommandSpec spec;
 
@@ -65,7 +70,7 @@ final class CalibrateCommand implements Callable<Integer> {
         try {
             options = new Calibration.Options(amSets, rma, rounds, (long) (runSeconds * 1e9),
                     (long) (warmupSeconds * 1e9), percentile, out,
-                    "bin/nucx " + String.join(" ", spec.commandLine().getParseResult().originalArgs()));
+                    "bin/nucx " + String.join(" ", spec.commandLine().getParseResult().originalArgs()), freshData);
         } catch (IllegalArgumentException e) {
             throw new CommandLine.ParameterException(spec.commandLine(), e.getMessage());
         }

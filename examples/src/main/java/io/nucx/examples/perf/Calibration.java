@@ -48,9 +48,12 @@ public final class Calibration {
      *                   busy with other work, whose preemptions land in the upper ones). Not the average: runs this
      *                   short averaged far above a sweep's (a 64 KiB read 12.6 us against 5.2, tcp's 8 B 8.2 against
      *                   4.1), where an earlier calibration's medians were close to the sweep's averages (5.4, 4.3)
+     * @param freshData  every run writes its send buffers before each send ({@link FreshData}): the figures are then
+     *                   those of an application sending new data, whose cma reads find the lines in the writer's
+     *                   cache, not their own (BENCHMARKS.md, "Calibrating with fresh data")
      */
     public record Options(List<String> amSets, List<String> rmaSets, int rounds, long runNanos, long warmupNanos,
-                          double percentile, Path out, String command) {
+                          double percentile, Path out, String command, boolean freshData) {
         public Options {
             amSets = List.copyOf(amSets);
             rmaSets = List.copyOf(rmaSets);
@@ -100,13 +103,13 @@ public final class Calibration {
         log.println("warming up for " + options.warmupNanos() / 1e9 + " s (not recorded)");
         while (System.nanoTime() < deadline) {
             for (Step s : steps) {
-                s.run(runner, options.runNanos() / 2, options.percentile());
+                s.run(runner, options.runNanos() / 2, options);
             }
         }
         for (int round = 0; round < options.rounds(); round++) {
             for (Step s : steps) {
                 loads.add(Sweep.loadAverage());
-                double t = s.run(runner, options.runNanos(), options.percentile());
+                double t = s.run(runner, options.runNanos(), options);
                 s.times.add(t);
                 log.printf(Locale.ROOT, "round %d %-9s %-18s %-8s %9d B: %10.3f us%n", round, s.tls, s.protocol,
                         s.test.testName(), s.size, t * 1e6);
@@ -158,7 +161,8 @@ public final class Calibration {
                 + Runtime.getRuntime().availableProcessors() + " cores, load average (1 min) "
                 + String.format(Locale.ROOT, "%.2f to %.2f", loads.stream().mapToDouble(d -> d).min().orElse(0),
                 loads.stream().mapToDouble(d -> d).max().orElse(0)));
-        comments.add("medians of " + options.rounds() + " rounds, runs of " + options.runNanos() / 1e9 + " s; "
+        comments.add("medians of " + options.rounds() + " rounds, runs of " + options.runNanos() / 1e9 + " s"
+                + (options.freshData() ? " sending fresh data" : " sending one unchanged buffer") + "; "
                 + "ping-pongs by their " + options.percentile() + "th percentile, streams by their average:");
         for (Step s : steps) {
             comments.add(String.format(Locale.ROOT, "  %-9s %-18s %-8s %9d B: %s us", s.tls, s.protocol,
@@ -206,13 +210,14 @@ public final class Calibration {
         }
 
         /** One run of about {@code nanos}; the time of one message, seconds. */
-        double run(SweepRunner runner, long nanos, double percentile) throws Exception {
+        double run(SweepRunner runner, long nanos, Options options) throws Exception {
             Map<String, String> settings = new LinkedHashMap<>();
             settings.put("TLS", tls);
             settings.putAll(ForcedProtocol.settings(protocol));
             long iterations = Math.max(Sweep.MIN_ITERATIONS, Math.min(Sweep.MAX_ITERATIONS,
                     (long) (nanos / perIterationNanos)));
-            PerfResult r = runner.run(settings, params(test, size, iterations, percentile)).result();
+            PerfResult r = runner.run(settings, params(test, size, iterations, options.percentile())
+                    .withFreshData(options.freshData())).result();
             perIterationNanos = r.overallLatencyUs() * 1000 * (test.pingPong() ? 2 : 1);
             return (median ? r.percentileLatencyUs() : r.overallLatencyUs()) * 1e-6;
         }

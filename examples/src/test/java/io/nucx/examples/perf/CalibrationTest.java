@@ -1,9 +1,10 @@
 package io.nucx.examples.perf;
 
 import io.nucx.protocol.select.PerfProfile;
-import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
 
 import java.io.ByteArrayOutputStream;
 import java.io.PrintStream;
@@ -19,23 +20,35 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 /**
  * A short calibration end to end over tcp (server on a thread of this JVM, real lanes, blocking loops): every step ran,
  * the profile reads back with the lane's figures, and the rendezvous surcharge was fitted in the second pass, from the
- * forced rendezvous and eager runs at both sizes: as figures, or as the note that says why there are none. Nothing
- * about the times is asserted.
+ * forced rendezvous and eager runs at both sizes: as figures, or as the note that says why there are none; with the
+ * same bytes in every message and with fresh ones ({@code --fresh-data}), as the profile's comments say. Nothing about
+ * the times is asserted. About 100 s each here (fresh data, the 4 MiB runs writing their buffers: 190).
  */
-@Timeout(300)
+@Timeout(600)
 class CalibrationTest {
 
-    @Test
-    void aCalibrationWritesAProfileWithTheLanesFiguresAndItsRendezvousSurchargeFitted(@TempDir Path dir)
+    @ParameterizedTest(name = "fresh data: {0}")
+    @ValueSource(booleans = {false, true})
+    void aCalibrationWritesAProfileWithTheLanesFiguresAndItsRendezvousSurchargeFitted(boolean fresh,
+                                                                                     @TempDir Path dir)
             throws Exception {
         ByteArrayOutputStream log = new ByteArrayOutputStream();
         Path out = dir.resolve("profile.txt");
         ProfileFit.Result fit;
+        String served;
         try (SweepServerOnThread server = new SweepServerOnThread()) {
             fit = new Calibration(server.runner(), new Calibration.Options(List.of("tcp"), List.of(), 1, 5_000_000L, 0,
-                    50, out, "test"), new PrintStream(log, true, StandardCharsets.UTF_8)).run();
+                    50, out, "test", fresh), new PrintStream(log, true, StandardCharsets.UTF_8)).run();
+            served = server.log();
         }
         String printed = log.toString(StandardCharsets.UTF_8);
+        // Every measured run (a protocol forced) reached the server with the data mode asked for; the runs that only
+        // ask for the tables force nothing.
+        List<String> measured = served.lines().filter(l -> l.startsWith("run ") && l.contains("PROTOS=")).toList();
+        assertFalse(measured.isEmpty(), served);
+        for (String run : measured) {
+            assertTrue(run.endsWith(fresh ? " fresh" : " same"), run);
+        }
         PerfProfile back = PerfProfile.read(out);
         assertEquals(fit.profile().format(List.of()), back.format(List.of()), printed);
         for (PerfProfile.Figure f : List.of(PerfProfile.Figure.LATENCY, PerfProfile.Figure.OVERHEAD,
@@ -53,6 +66,7 @@ class CalibrationTest {
         assertEquals(surcharge, !Double.isNaN(back.figure("tcp/lo", PerfProfile.Figure.RNDV_GROWTH)), text);
         assertTrue(surcharge || text.contains("# note: tcp/lo: the rendezvous took"), text);
         assertFalse(text.contains("being fitted"), "the second pass replaced the first's file\n" + text);
+        assertTrue(text.contains(fresh ? "s sending fresh data;" : "s sending one unchanged buffer;"), text);
         assertTrue(printed.contains("calibrated tcp"), printed);
     }
 }
