@@ -4,6 +4,7 @@ import io.netty.channel.ChannelFuture;
 import io.netty.channel.ChannelHandler;
 import io.nucx.transport.AbstractIface;
 import io.nucx.transport.Capability;
+import io.nucx.transport.HandOffRate;
 import io.nucx.transport.HostId;
 import io.nucx.transport.IfaceAttributes;
 import io.nucx.transport.IfaceParams;
@@ -43,11 +44,32 @@ final class CmaIface extends AbstractIface implements RmaIface {
 
     /**
      * {@link #attributes0()} with the rates of a cma read measured on this machine at start ({@link CmaRate}): in
-     * cache, and beyond the caches with the size it begins at; the static ones if that measurement failed.
+     * cache, and beyond the caches with the size it begins at; the static ones if that measurement failed. Priced for
+     * fresh data unless NUCX_CMA_DATA says the same bytes ({@link #forFreshData}).
      */
     static IfaceAttributes measuredAttributes(NucxConfig config) {
         CmaRate.Figures measured = CmaRate.measured(config);
-        return measured == null ? attributes0() : measured.applyTo(attributes0());
+        IfaceAttributes attrs = measured == null ? attributes0() : measured.applyTo(attributes0());
+        return config.get(CmaConfig.DATA) == CmaConfig.Data.FRESH
+                ? forFreshData(attrs, HandOffRate.measured(config)) : attrs;
+    }
+
+    /**
+     * {@code attrs} for reads of memory its owner has just written ({@code handOff}: the bytes/s of a copy handed
+     * between two cores, {@link HandOffRate}). Such a read finds the lines in the owner's core and takes them over,
+     * and the owner's next write takes them back from the reader's: the two transfers the ring's hand-off makes per
+     * byte, paid here one after the other on top of the read, where the ring's reader never reads the sender's buffer.
+     * Measured as a ping-pong of new 1 MiB messages (BENCHMARKS.md, "Calibrating with fresh data"): a read of fresh
+     * data and the writer's pass took 342-356 us in C (cma forced in nucx: 357-389) where the same bytes took 114-125.
+     * Priced at the read's rate alone, cma was chosen over the ring from 19 KB in this machine's slow mode, and with
+     * fresh data it lost to the ring at every size measured (1.3-3x from 64 KiB on).
+     */
+    static IfaceAttributes forFreshData(IfaceAttributes attrs, double handOff) {
+        double handOffSecondsPerByte = 2 / handOff;
+        IfaceAttributes fresh = attrs.withPerf(attrs.latencySeconds(), attrs.overheadSeconds(),
+                1 / (1 / attrs.bandwidth() + handOffSecondsPerByte), attrs.regCostSeconds(), attrs.regCostPerByte());
+        return attrs.hasBulkRate()
+                ? fresh.withBulk(attrs.bulkFrom(), 1 / (1 / attrs.bulkBandwidth() + handOffSecondsPerByte)) : fresh;
     }
 
     CmaIface(Transport transport, IfaceParams params) {

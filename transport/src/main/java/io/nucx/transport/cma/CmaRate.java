@@ -12,7 +12,7 @@ import java.util.Arrays;
 
 /**
  * What a cma read moves per second on this machine, measured when the first cma iface opens, as the ring's copy rate
- * is ({@code ShmCopyRate}), and shared by the host's processes ({@link SharedRates}). UCX's static figures (11.1 GB/s
+ * is ({@link io.nucx.transport.HandOffRate}), and shared by the host's processes ({@link SharedRates}). UCX's static figures (11.1 GB/s
  * at any size) are half of what a read of cached memory runs at here (16-32 GB/s) and above what one that outgrew
  * the caches does (6-9 GB/s): priced so against the ring's hand-off, cma's read either lost the sizes where it is
  * 1.5x faster or took those beyond 2 MiB where the ring is (BENCHMARKS.md). The reads are of this process's own

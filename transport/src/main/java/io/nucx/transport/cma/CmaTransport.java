@@ -5,6 +5,7 @@ import io.nucx.transport.Availability;
 import io.nucx.transport.Device;
 import io.nucx.transport.Iface;
 import io.nucx.transport.IfaceParams;
+import io.nucx.transport.config.ConfigTable;
 
 /**
  * Cross-memory attach as a transport (UCX's {@code cma} in {@code uct/sm/scopy}): an RMA-only lane between
@@ -18,6 +19,11 @@ public final class CmaTransport extends AbstractTransport {
 
     public CmaTransport() {
         super(NAME);
+    }
+
+    @Override
+    public ConfigTable configTable() {
+        return CmaConfig.TABLE;
     }
 
     @Override

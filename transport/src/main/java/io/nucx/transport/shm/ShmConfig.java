@@ -1,5 +1,6 @@
 package io.nucx.transport.shm;
 
+import io.nucx.transport.HandOffRate;
 import io.nucx.transport.NucxConfig;
 import io.nucx.transport.config.AbstractConfigTable;
 import io.nucx.transport.config.ConfigEntry;
@@ -34,7 +35,7 @@ public final class ShmConfig extends AbstractConfigTable {
 
     /**
      * Bytes/second at which payloads are copied into a ring and out of it, for the cost model; -1 (auto): measured
-     * when the first shm iface of the process opens ({@link ShmCopyRate}).
+     * when the first shm iface of the host opens ({@link HandOffRate}: a copy handed between two cores).
      */
     public static final ConfigEntry<Long> COPY_BW = ConfigEntry.sizeOrAuto("SHM_COPY_BW", "auto",
             "Bytes per second the cost model charges shm's copies into and out of a ring at: auto (measured when "
@@ -78,7 +79,7 @@ public final class ShmConfig extends AbstractConfigTable {
     /** The copy rate of {@code config}, bytes/s: set, or measured. */
     static double copyBandwidth(NucxConfig config) {
         long set = config.get(COPY_BW);
-        return set > 0 ? set : ShmCopyRate.measured(config);
+        return set > 0 ? set : HandOffRate.measured(config);
     }
 
     @Override

@@ -40,7 +40,7 @@ final class ShmIface extends AbstractIface {
     /**
      * UCX's posix transport on this machine kind: 80 ns latency, 10 ns overhead, about 12 GB/s. The bandwidth ranks
      * lanes and splits a rendezvous over several; over shm alone, the cost of moving a payload is the two copies at the
-     * measured copy rate ({@link ShmCopyRate}).
+     * measured copy rate ({@link io.nucx.transport.HandOffRate}).
      */
     static final double LATENCY = 80e-9;
     static final double OVERHEAD = 10e-9;

@@ -1,5 +1,6 @@
 package io.nucx.transport.cma;
 
+import io.nucx.transport.HandOffRate;
 import io.nucx.transport.IfaceAttributes;
 import io.nucx.transport.NucxConfig;
 import org.junit.jupiter.api.Test;
@@ -74,7 +75,7 @@ class CmaRateTest {
             assertTrue(f.bulkFrom() >= 128 << 10 && f.bulkFrom() <= 2 << 20, f.toString());
             assertTrue(f.bulkBandwidth() > 1e8 && f.bulkBandwidth() < f.bandwidth(), f.toString());
         }
-        NucxConfig config = NucxConfig.of(Map.of());
+        NucxConfig config = NucxConfig.of(Map.of("NUCX_CMA_DATA", "same"));
         CmaRate.Figures once = CmaRate.measured(config);
         assertNotNull(once, "the reads of the first cma iface failed");
         IfaceAttributes stated = CmaIface.measuredAttributes(config);
@@ -88,6 +89,31 @@ class CmaRateTest {
         assertEquals(ucx.latencySeconds(), stated.latencySeconds());
         assertEquals(ucx.overheadSeconds(), stated.overheadSeconds());
         assertEquals(ucx.maxZcopy(), stated.maxZcopy());
+        IfaceAttributes fresh = CmaIface.measuredAttributes(NucxConfig.of(Map.of()));
+        assertEquals(CmaIface.forFreshData(stated, HandOffRate.measured(config)).bandwidth(), fresh.bandwidth(),
+                "by default a read is priced for fresh data, with the host's hand-off rate");
+    }
+
+    /**
+     * Fresh data: a byte costs the read's time plus the hand-off's two transfers, one after the other; the figures of
+     * this machine's slow mode (a read at 7.25 GB/s, the hand-off at 7.46 GB/s a copy) give 2.47 GB/s. Only the rates
+     * change.
+     */
+    @Test
+    void aReadOfFreshDataPaysTheHandOffsTwoTransfersOnTopOfTheRead() {
+        IfaceAttributes same = new CmaRate.Figures(7.25e9, 2 << 20, 3.75e9).applyTo(CmaIface.attributes0());
+        IfaceAttributes fresh = CmaIface.forFreshData(same, 7.46e9);
+        assertEquals(1 / (1 / 7.25e9 + 2 / 7.46e9), fresh.bandwidth(), 1);
+        assertEquals(2.47e9, fresh.bandwidth(), 0.01e9);
+        assertEquals(2 << 20, fresh.bulkFrom());
+        assertEquals(1 / (1 / 3.75e9 + 2 / 7.46e9), fresh.bulkBandwidth(), 1);
+        assertEquals(same.latencySeconds(), fresh.latencySeconds());
+        assertEquals(same.overheadSeconds(), fresh.overheadSeconds());
+        assertEquals(same.capabilities(), fresh.capabilities());
+        assertEquals(same.rmaSegment(), fresh.rmaSegment());
+        IfaceAttributes noBulk = CmaIface.forFreshData(CmaIface.attributes0(), 3.2e10);
+        assertFalse(noBulk.hasBulkRate(), "no bulk rate measured: none made up");
+        assertEquals(1 / (1 / 11145e6 + 2 / 3.2e10), noBulk.bandwidth(), 1);
     }
 
     /** The figures as processes share them, and back: with a bulk rate and without. */

@@ -1,31 +1,27 @@
-package io.nucx.transport.shm;
-
-import io.nucx.transport.Buffers;
-import io.nucx.transport.CopyRate;
-import io.nucx.transport.NucxConfig;
-import io.nucx.transport.SharedRates;
+package io.nucx.transport;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.util.concurrent.TimeoutException;
 
 /**
- * The rate of each of the two copies that move shm's bytes (the sender's into the ring, the receiver's out of it),
- * measured when the first shm iface opens (and shared by the host's processes: {@link SharedRates}), because it
- * spans an order of magnitude between machines (and between the modes of one machine): 7 GB/s, UCX's static memcpy
- * figure, made the cost model pick cma's rendezvous from 8.8 KiB over shm+cma, where the ring was 2.7-6x faster up
- * to 1 MiB on a machine that copies at 50-95 GB/s.
+ * The rate at which bytes move from one core to another through memory, as a copy each side: a thread copies a
+ * record into the next slot of a ring-sized region and publishes it, a second thread copies it out and says so, then
+ * the next. Measured when the first process of a host needs it (shm's ring, cma's reads of fresh data), and shared by
+ * the host's processes ({@link SharedRates}), because it spans an order of magnitude between machines and between the
+ * modes of one machine (7.5-32 GB/s here): 7 GB/s, UCX's static memcpy figure, made the cost model pick cma's
+ * rendezvous from 8.8 KiB over shm+cma, where the ring was 2.7-6x faster up to 1 MiB on a machine that copies at
+ * 50-95 GB/s.
  *
- * <p>Measured as the ring moves bytes: a thread copies a record into the next slot of a ring-sized region and
- * publishes it, a second thread copies it out and says so, then the next; the marginal rate of 64 and 128 KiB records
- * ({@link CopyRate#marginal(int, int, long, CopyRate.Copy)}), twice over since it paid both copies. The receiver's
- * copy reads what another core has just written, and the sender's overwrites what that core has read: on this machine
- * 20-25 GB/s a copy, what the ring's 64 KiB eager shows, where one core copying in its own cache runs at 46-135 GB/s.
- * That in-cache figure had the ring priced below cma's read at every size, which beat it 1.5-2.1x from 64 KiB to
- * 512 KiB (BENCHMARKS.md). With one processor the hand-off has no second core to run on, and the in-cache figure is
- * taken; so it is if the second thread does not answer within {@link #ANSWER_NANOS}.
+ * <p>The figure is the marginal rate of 64 and 128 KiB records ({@link CopyRate#marginal(int, int, long,
+ * CopyRate.Copy)}), twice over since a record paid both copies: a copy's rate. The receiver's copy reads what another
+ * core has just written, and the sender's overwrites what that core has read: on this machine 20-25 GB/s a copy, what
+ * the ring's 64 KiB eager shows, where one core copying in its own cache runs at 46-135 GB/s. Those two transfers are
+ * also what a cma read of data its owner has just written pays on top of the read ({@code CmaIface}). With one
+ * processor the hand-off has no second core to run on, and the in-cache figure is taken; so it is if the second thread
+ * does not answer within {@link #ANSWER_NANOS}.
  */
-final class ShmCopyRate {
+public final class HandOffRate {
 
     /**
      * Windows of 200 us: ten untimed, the median of forty; about 20 ms (90-140 in a fresh JVM, JIT and class loading
@@ -38,15 +34,15 @@ final class ShmCopyRate {
     private static final int REGION = 4 << 20;
     private static final long ANSWER_NANOS = 50_000_000;
 
-    private ShmCopyRate() {
+    private HandOffRate() {
     }
 
     /**
-     * Bytes/second: this host's figure if a process measured it lately ({@link SharedRates}, NUCX_RATES_DIR), else
-     * measured now (a few milliseconds of copies) and shared; then remembered for the life of the process.
+     * Bytes/second a copy: this host's figure if a process measured it lately ({@link SharedRates}, NUCX_RATES_DIR),
+     * else measured now (a few milliseconds of copies) and shared; then remembered for the life of the process.
      */
-    static double measured(NucxConfig config) {
-        return SharedRates.get(config, "shm-copy", () -> new double[] {measure()})[0];
+    public static double measured(NucxConfig config) {
+        return SharedRates.get(config, "hand-off", () -> new double[] {measure()})[0];
     }
 
     static double measure() {
@@ -76,7 +72,7 @@ final class ShmCopyRate {
         private final Arena arena = Arena.ofShared();
         private final long region = arena.allocate(REGION, 64).address();
         private final long out = arena.allocate(SLOT, 64).address();
-        private final Thread receiver = new Thread(this::receive, "nucx-shm-copy-rate");
+        private final Thread receiver = new Thread(this::receive, "nucx-hand-off-rate");
         private long length;
         private volatile long posted;
         private volatile long taken;
