@@ -106,6 +106,15 @@ final class PeerProcess implements AutoCloseable {
         throw new IOException("peer exited (" + exitInfo() + ") before printing '" + prefix + "'; stderr:\n" + stderr());
     }
 
+    /** Reads stdout to its end (the process exits or closes it) and returns it. */
+    String readToEnd() throws IOException {
+        StringBuilder out = new StringBuilder();
+        for (String line; (line = stdout.readLine()) != null; ) {
+            out.append(line).append('\n');
+        }
+        return out.toString();
+    }
+
     long pid() {
         return process.pid();
     }

@@ -10,6 +10,7 @@ import io.nucx.transport.cma.Cma;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.api.io.TempDir;
 
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -151,5 +152,47 @@ class TwoProcessCmaTest {
             }
         }
         return false;
+    }
+
+    /**
+     * Over shm + cma, a cma read is priced for fresh data unless NUCX_CMA_DATA=same: a read of lines its owner has just
+     * written also pays the two cross-core transfers the hand-off rate times. The figures are the host's shared ones
+     * (NUCX_RATES_DIR), which a first process measures and writes; this test then rewrites them as another machine's
+     * would read (cma's read at 10 GB/s, a copy handed between cores at 2 GB/s) and asks a third process, started with
+     * them and shm's copies at 4 GiB/s, for its tables to the peer ({@code nucx info --proto}): with the same bytes cma's
+     * read (0.1 ns a byte) beats the ring's two copies (0.47) for large messages; with fresh data (1.1 ns) it never
+     * does.
+     */
+    @Test
+    void overShmCmasReadIsPricedForFreshDataUnlessTheSettingSaysTheSameBytes(@TempDir Path rates) throws Exception {
+        Map<String, String> env = new java.util.HashMap<>(Map.of("NUCX_TLS", "shm,cma", "NUCX_RATES_DIR",
+                rates.toString(), "NUCX_SHM_COPY_BW", "4g"));
+        try (PeerProcess peer = PeerProcess.start(TagPeer.class, env, "1")) {
+            String address = peer.awaitLine("ADDRESS");
+            rewriteShared(rates, "hand-off", "2.0E9");
+            rewriteShared(rates, "cma-read", "1.0E10");
+            for (String data : new String[] {"same", "fresh"}) {
+                env.put("NUCX_CMA_DATA", data);
+                try (PeerProcess info = PeerProcess.start(io.nucx.examples.NucxMain.class, env, "info",
+                        "--proto=" + address)) {
+                    String tables = info.readToEnd();
+                    assertEquals(0, info.waitFor(60), () -> "info exit code; stderr:\n" + info.stderr());
+                    assertTrue(tables.contains("from direct memory"), () -> data + ": no tables printed:\n" + tables);
+                    assertEquals(data.equals("same"), tables.contains(RndvProtocols.GET_ZCOPY.description()),
+                            () -> "NUCX_CMA_DATA=" + data + ":\n" + tables);
+                }
+            }
+        }
+    }
+
+    /** Replaces the figures of the shared rates file named {@code name} in {@code dir} (its one {@code values=} line). */
+    private static void rewriteShared(Path dir, String name, String values) throws java.io.IOException {
+        try (var files = Files.list(dir)) {
+            Path file = files.filter(f -> f.getFileName().toString().contains("-" + name + "-")).findFirst()
+                    .orElseThrow(() -> new AssertionError("no shared " + name + " figure in " + dir));
+            String text = Files.readString(file);
+            assertTrue(text.contains("\nvalues="), text);
+            Files.writeString(file, text.replaceAll("\nvalues=[^\n]*", "\nvalues=" + values));
+        }
     }
 }
