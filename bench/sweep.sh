@@ -17,7 +17,8 @@
 #   of calibrate's ping-pongs; 50): on a machine busy with other work, METRIC=percentile PERCENTILE=10 compares the
 #   iterations nothing preempted, where averages measure the other work. FRESH=1 has nucx's runs, calibrate's too,
 #   write their send buffers before every send (perftest and calibrate --fresh-data); ucx_perftest has no such mode,
-#   so its curves stay the same-data ones.
+#   so its curves stay the same-data ones. Without a profile, nucx prices cma's read for fresh data either way
+#   (NUCX_CMA_DATA=fresh, the default); NUCX_CMA_DATA=same prices it for the unchanged buffer a FRESH=0 sweep sends.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 out=${1:-bench/out/sweep-$(date -u +%Y%m%d-%H%M%S)}
