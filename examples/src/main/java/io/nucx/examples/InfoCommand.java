@@ -149,6 +149,15 @@ final class InfoCommand implements Callable<Integer> {
                 } finally {
                     iface.close().sync();
                 }
+                if (t.name().equals(io.nucx.transport.cma.CmaTransport.NAME)) {
+                    boolean fresh = config.get(io.nucx.transport.cma.CmaConfig.DATA)
+                            == io.nucx.transport.cma.CmaConfig.Data.FRESH;
+                    out.println(String.format(Locale.ROOT, "#    %17s: %s", "data priced", fresh
+                            ? String.format(Locale.ROOT, "fresh (NUCX_CMA_DATA): the rates above are a read's plus "
+                            + "the hand-off's two transfers at %.2f MB/sec a copy",
+                            io.nucx.transport.HandOffRate.measured(config) / 1e6)
+                            : "the same bytes (NUCX_CMA_DATA): the rates above are a read's own"));
+                }
                 if (t.name().equals(TcpTransport.NAME)) {
                     for (IoEngine m : IoEngine.values()) {
                         out.println(String.format(Locale.ROOT, "#    %17s: %s", "engine " + m.configName(),

@@ -34,6 +34,9 @@ class InfoCommandTest {
             String section = text.substring(at, next < 0 ? text.length() : next);
             assertTrue(section.contains("bandwidth") || section.contains("am:"),
                     () -> t.name() + " printed no attributes:\n" + section);
+            if (t.name().equals("cma")) {
+                assertTrue(section.contains("data priced: fresh (NUCX_CMA_DATA)"), section);
+            }
         }
     }
 
