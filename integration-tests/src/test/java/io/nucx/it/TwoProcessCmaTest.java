@@ -159,9 +159,9 @@ class TwoProcessCmaTest {
      * written also pays the two cross-core transfers the hand-off rate times. The figures are the host's shared ones
      * (NUCX_RATES_DIR), which a first process measures and writes; this test then rewrites them as another machine's
      * would read (cma's read at 10 GB/s, a copy handed between cores at 2 GB/s) and asks a third process, started with
-     * them and shm's copies at 4 GiB/s, for its tables to the peer ({@code nucx info --proto}): with the same bytes cma's
-     * read (0.1 ns a byte) beats the ring's two copies (0.47) for large messages; with fresh data (1.1 ns) it never
-     * does.
+     * them and shm's copies at 4 GiB/s, for its tables to the peer ({@code nucx info --proto}): with the same bytes
+     * cma's read (0.1 ns a byte) beats the ring's two copies (0.47) for large messages; with fresh data (1.1 ns) it
+     * never does.
      */
     @Test
     void overShmCmasReadIsPricedForFreshDataUnlessTheSettingSaysTheSameBytes(@TempDir Path rates) throws Exception {
@@ -185,7 +185,7 @@ class TwoProcessCmaTest {
         }
     }
 
-    /** Replaces the figures of the shared rates file named {@code name} in {@code dir} (its one {@code values=} line). */
+    /** Rewrites the figures of the shared rates file named {@code name} in {@code dir}: its {@code values=} line. */
     private static void rewriteShared(Path dir, String name, String values) throws java.io.IOException {
         try (var files = Files.list(dir)) {
             Path file = files.filter(f -> f.getFileName().toString().contains("-" + name + "-")).findFirst()

@@ -12,12 +12,12 @@ import java.util.Arrays;
 
 /**
  * What a cma read moves per second on this machine, measured when the first cma iface opens, as the ring's copy rate
- * is ({@link io.nucx.transport.HandOffRate}), and shared by the host's processes ({@link SharedRates}). UCX's static figures (11.1 GB/s
- * at any size) are half of what a read of cached memory runs at here (16-32 GB/s) and above what one that outgrew
- * the caches does (6-9 GB/s): priced so against the ring's hand-off, cma's read either lost the sizes where it is
- * 1.5x faster or took those beyond 2 MiB where the ring is (BENCHMARKS.md). The reads are of this process's own
- * memory, through the same system call and the same kernel path (pin the pages, copy) as a peer's; a ping-pong's
- * working set is alike too (a send and a receive buffer a side).
+ * is ({@link io.nucx.transport.HandOffRate}), and shared by the host's processes ({@link SharedRates}). UCX's static
+ * figures (11.1 GB/s at any size) are half of what a read of cached memory runs at here (16-32 GB/s) and above what
+ * one that outgrew the caches does (6-9 GB/s): priced so against the ring's hand-off, cma's read either lost the sizes
+ * where it is 1.5x faster or took those beyond 2 MiB where the ring is (BENCHMARKS.md). The reads are of this
+ * process's own memory, through the same system call and the same kernel path (pin the pages, copy) as a peer's; a
+ * ping-pong's working set is alike too (a send and a receive buffer a side).
  * <ul>
  *   <li>in cache: the marginal rate of 64 and 128 KiB reads ({@link CopyRate#marginal(int, int, long,
  *       CopyRate.Copy)}), what a byte costs beyond the call;</li>
