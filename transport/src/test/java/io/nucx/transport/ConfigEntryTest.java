@@ -32,13 +32,14 @@ class ConfigEntryTest {
     @Test
     void theTransportLayerAndEachTransportDeclareTheirOwnSettings() {
         ConfigSchema schema = ConfigSchema.all();
-        assertEquals(List.of("Transports and launcher", "rdma transport", "self transport", "shm transport",
-                "tcp transport"),
-                schema.tables().stream().map(ConfigTable::title).toList(), "rank, then title (cma declares none)");
+        assertEquals(List.of("Transports and launcher", "cma transport", "rdma transport", "self transport",
+                "shm transport", "tcp transport"),
+                schema.tables().stream().map(ConfigTable::title).toList(), "rank, then title");
         assertSame(TransportConfig.TLS, schema.entry("TLS"));
         assertSame(TransportConfig.TCP_IO, schema.entry("TCP_IO"));
         assertSame(ShmConfig.RING_SIZE, schema.entry("SHM_RING_SIZE"));
         assertSame(SelfConfig.QUEUE_BYTES, schema.entry("SELF_QUEUE_BYTES"));
+        assertSame(io.nucx.transport.cma.CmaConfig.DATA, schema.entry("CMA_DATA"));
         for (ConfigEntry<?> e : schema.entries()) {
             assertTrue(e.doc().length() > 10 && !e.values().isEmpty(), e.envName());
             config(Map.of()).get(e); // every default parses
