@@ -27,8 +27,8 @@ class WireupConfigTest {
 
     @Test
     void everyLayersTableIsFoundInOrder() {
-        assertEquals(List.of("Transports and launcher", "rdma transport", "self transport", "shm transport", "tcp transport",
-                "Protocols", "Worker, endpoints and wireup"),
+        assertEquals(List.of("Transports and launcher", "cma transport", "rdma transport", "self transport",
+                "shm transport", "tcp transport", "Protocols", "Worker, endpoints and wireup"),
                 ConfigSchema.all().tables().stream().map(ConfigTable::title).toList());
     }
 
