@@ -150,8 +150,7 @@ final class InfoCommand implements Callable<Integer> {
                     iface.close().sync();
                 }
                 if (t.name().equals(io.nucx.transport.cma.CmaTransport.NAME)) {
-                    boolean fresh = config.get(io.nucx.transport.cma.CmaConfig.DATA)
-                            == io.nucx.transport.cma.CmaConfig.Data.FRESH;
+                    boolean fresh = io.nucx.transport.cma.CmaConfig.pricesFreshData(config);
                     out.println(String.format(Locale.ROOT, "#    %17s: %s", "data priced", fresh
                             ? String.format(Locale.ROOT, "fresh (NUCX_CMA_DATA): the rates above are a read's plus "
                             + "the hand-off's two transfers at %.2f MB/sec a copy",

@@ -9,7 +9,7 @@ import java.util.concurrent.TimeoutException;
  * record into the next slot of a ring-sized region and publishes it, a second thread copies it out and says so, then
  * the next. Measured when the first process of a host needs it (shm's ring, cma's reads of fresh data), and shared by
  * the host's processes ({@link SharedRates}), because it spans an order of magnitude between machines and between the
- * modes of one machine (7.5-32 GB/s here): 7 GB/s, UCX's static memcpy figure, made the cost model pick cma's
+ * modes of one machine (7.5-37 GB/s here): 7 GB/s, UCX's static memcpy figure, made the cost model pick cma's
  * rendezvous from 8.8 KiB over shm+cma, where the ring was 2.7-6x faster up to 1 MiB on a machine that copies at
  * 50-95 GB/s.
  *

@@ -9,7 +9,7 @@ class HandOffRateTest {
 
     /**
      * The hand-off (two threads, a ring-sized region; the in-cache copy with one processor) and one core's copy in its
-     * cache: on any machine that runs a JVM each moves at least 1 GB/s (this one: 7.5-32 and 46-135 GB/s), and each is
+     * cache: on any machine that runs a JVM each moves at least 1 GB/s (this one: 7.5-37 and 46-135 GB/s), and each is
      * a rate of real copies, not above what a copy of the block could reach in a nanosecond.
      */
     @Test

@@ -1,5 +1,6 @@
 package io.nucx.transport.cma;
 
+import io.nucx.transport.NucxConfig;
 import io.nucx.transport.config.AbstractConfigTable;
 import io.nucx.transport.config.ConfigEntry;
 
@@ -26,6 +27,11 @@ public final class CmaConfig extends AbstractConfigTable {
             List.of(Data.values()));
 
     static final CmaConfig TABLE = new CmaConfig();
+
+    /** Whether {@code config} prices cma's read for fresh data ({@link #DATA}, the default). */
+    public static boolean pricesFreshData(NucxConfig config) {
+        return config.get(DATA) == Data.FRESH;
+    }
 
     public CmaConfig() {
         super("cma transport", RANK_TRANSPORT, DATA);

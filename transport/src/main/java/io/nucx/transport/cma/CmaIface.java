@@ -50,8 +50,7 @@ final class CmaIface extends AbstractIface implements RmaIface {
     static IfaceAttributes measuredAttributes(NucxConfig config) {
         CmaRate.Figures measured = CmaRate.measured(config);
         IfaceAttributes attrs = measured == null ? attributes0() : measured.applyTo(attributes0());
-        return config.get(CmaConfig.DATA) == CmaConfig.Data.FRESH
-                ? forFreshData(attrs, HandOffRate.measured(config)) : attrs;
+        return CmaConfig.pricesFreshData(config) ? forFreshData(attrs, HandOffRate.measured(config)) : attrs;
     }
 
     /**
