@@ -68,6 +68,14 @@ public final class SweepSummary {
             return ratio() <= 1 + TOLERANCE;
         }
 
+        /**
+         * The engine chose the protocol that was the best forced one. A miss then compares one protocol's runs with
+         * its own: the machine's spread from run to run (this one switches speed within seconds), not a wrong choice.
+         */
+        public boolean choseTheBest() {
+            return chosen.equals(best);
+        }
+
         /** nucx's auto over ucx_perftest's, NaN without a ucx run. */
         public double ucxRatio() {
             return autoUs / ucxUs;
@@ -142,18 +150,19 @@ public final class SweepSummary {
     /** {@code summary.csv}: one line per point. */
     public static String csv(List<Point> points) {
         StringBuilder b = new StringBuilder("tls,test,size,chosen,auto_us,best,best_us,auto_over_best,within_10pct,"
-                + "ucx_us,auto_over_ucx,load1\n");
+                + "ucx_us,auto_over_ucx,load1,chose_best\n");
         for (Point p : points) {
             b.append(String.join(",", p.tls(), p.test(), Long.toString(p.size()), p.chosen(), num(p.autoUs()),
                     p.best(), num(p.bestUs()), num(p.ratio()), Boolean.toString(p.withinTolerance()), num(p.ucxUs()),
-                    num(p.ucxRatio()), num(p.load1()))).append('\n');
+                    num(p.ucxRatio()), num(p.load1()), Boolean.toString(p.choseTheBest()))).append('\n');
         }
         return b.toString();
     }
 
     /**
      * Markdown tables, one per transport set: each size's choice against the best forced protocol (and against UCX
-     * where it ran), ratios over the tolerance in bold, and a line counting them.
+     * where it ran), ratios over the tolerance in bold, and a line counting them and saying how many of the misses
+     * had chosen the best forced protocol itself ({@link Point#choseTheBest}).
      */
     public static String markdown(List<Point> points) {
         StringBuilder b = new StringBuilder();
@@ -169,6 +178,7 @@ public final class SweepSummary {
             b.append(ucx ? " ucx_perftest | nucx / UCX |\n" : "\n");
             b.append("|---|---|---|---|---|---|").append(ucx ? "---|---|\n" : "\n");
             int over = 0;
+            int overChoseBest = 0;
             int counted = 0;
             for (Point p : ps) {
                 String ratio = Double.isNaN(p.ratio()) ? "" : String.format(Locale.ROOT, "%.2f", p.ratio());
@@ -177,6 +187,9 @@ public final class SweepSummary {
                     if (!p.withinTolerance()) {
                         over++;
                         ratio = "**" + ratio + "**";
+                        if (p.choseTheBest()) {
+                            overChoseBest++;
+                        }
                     }
                 }
                 b.append("| ").append(size(p.size())).append(" | ").append(nucx ? p.chosen() : "").append(" | ")
@@ -190,7 +203,14 @@ public final class SweepSummary {
             }
             if (counted > 0) {
                 b.append('\n').append(counted - over).append(" of ").append(counted).append(" sizes within ")
-                        .append((int) Math.round(TOLERANCE * 100)).append(" % of the best forced protocol.\n");
+                        .append((int) Math.round(TOLERANCE * 100)).append(" % of the best forced protocol.");
+                if (overChoseBest > 0) {
+                    b.append(' ').append(overChoseBest).append(" of the ").append(over)
+                            .append(over == 1 ? " miss" : " misses")
+                            .append(" chose that best protocol itself: its own forced runs were the faster, the spread"
+                                    + " between runs of one protocol, not a wrong choice.");
+                }
+                b.append('\n');
             }
             b.append('\n');
         }

@@ -64,7 +64,8 @@ class SweepSummaryTest {
         String md = SweepSummary.markdown(points);
         assertTrue(md.contains("| 64K | egr/single/bcopy | 11.0 | rndv/get/zcopy | 9.00 | **1.22** | 5.50 | 2.00 |"),
                 md);
-        assertTrue(md.contains("1 of 2 sizes within 10 % of the best forced protocol."), md);
+        assertTrue(md.contains("1 of 2 sizes within 10 % of the best forced protocol.\n"), md);
+        assertFalse(p.choseTheBest(), "egr/single/bcopy chosen, rndv/get/zcopy the best");
         SweepSummary.Point byPercentile = SweepSummary.of(rows, SweepSummary.Metric.PERCENTILE).get(1);
         assertEquals(11 * 0.9, byPercentile.autoUs(), 1e-12, "the percentile column's median");
         assertEquals("50th percentile of iterations", byPercentile.metric());
@@ -72,5 +73,39 @@ class SweepSummaryTest {
         String csv = SweepSummary.csv(points);
         assertTrue(csv.startsWith("tls,test,size,chosen,auto_us,best,best_us,auto_over_best,within_10pct,"), csv);
         assertEquals(3, csv.lines().count());
+        assertTrue(csv.lines().skip(2).findFirst().orElseThrow().endsWith(",false"), csv);
+    }
+
+    @Test
+    void aMissWhereTheChoiceWasTheBestForcedProtocolIsCountedAsTheRunsSpread() {
+        List<SweepCsv.Row> rows = new ArrayList<>();
+        for (int round = 0; round < 2; round++) {
+            // 512 B: the engine's choice is the best forced protocol, but its auto runs took longer than its forced
+            rows.add(row("nucx", "auto", 512, round, new double[] {0.90, 0.89}[round], "egr/short"));
+            rows.add(row("nucx", "egr/short", 512, round, new double[] {0.46, 0.46}[round], "egr/short"));
+            rows.add(row("nucx", "egr/single/bcopy", 512, round, 0.70, "egr/single/bcopy"));
+            // 64 KiB: a real miss, another protocol was faster
+            rows.add(row("nucx", "auto", 65536, round, 12, "egr/multi/bcopy"));
+            rows.add(row("nucx", "egr/multi/bcopy", 65536, round, 12, "egr/multi/bcopy"));
+            rows.add(row("nucx", "rndv/get/zcopy", 65536, round, 9, "rndv/get/zcopy"));
+        }
+        List<SweepCsv.Row> chosen = rows.stream().map(r -> r.size() == 512 ? withChosen(r, "egr/short")
+                : withChosen(r, "egr/multi/bcopy")).toList();
+        List<SweepSummary.Point> points = SweepSummary.of(chosen);
+        SweepSummary.Point spread = points.get(0);
+        assertEquals("egr/short", spread.best());
+        assertTrue(spread.choseTheBest());
+        assertFalse(spread.withinTolerance(), "0.895 against 0.46");
+        assertFalse(points.get(1).choseTheBest());
+        String md = SweepSummary.markdown(points);
+        assertTrue(md.contains("0 of 2 sizes within 10 % of the best forced protocol. 1 of the 2 misses chose that "
+                + "best protocol itself"), md);
+        assertTrue(SweepSummary.csv(points).lines().skip(1).findFirst().orElseThrow().endsWith(",true"));
+    }
+
+    private static SweepCsv.Row withChosen(SweepCsv.Row r, String chosen) {
+        return new SweepCsv.Row(r.tool(), r.tls(), r.test(), r.size(), r.config(), r.round(), r.iterations(),
+                r.percentile(), r.pctUs(), r.overallUs(), r.bandwidthMbs(), r.msgRate(), r.carriedBy(), chosen,
+                r.load1(), r.time());
     }
 }
