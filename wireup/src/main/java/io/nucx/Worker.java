@@ -96,7 +96,9 @@ public interface Worker {
      * matching its tag and mask, on this worker's loop, and may post it again right there for the one after. Called on
      * the loop, a receive posted and matched this way allocates nothing (with {@link Endpoint#write} of a
      * {@code ByteBuf} under {@link EndpointOption#SEND_TAG} on the sending side, neither side allocates per message);
-     * from another thread the post is handed to the loop.
+     * from another thread the post is handed to the loop. Posted from a receive's handler, a receive is matched when
+     * that handler returns, so a receive that reposts itself takes a backlog of waiting messages one handler call at a
+     * time, not nested one call deep per message.
      *
      * @throws IllegalStateException on the loop, if {@code receive} is posted already (from another thread, its
      *                               handler's {@code failed} gets that)

@@ -38,9 +38,6 @@ final class TagPerfServer {
     private long measured;
     private long allocStart = -1;
     private double allocPerMessage = -1;
-    /** Inside {@link #post}'s {@code tagRecv}; and whether a completion there asked for the next receive. Loop only. */
-    private boolean posting;
-    private boolean postAgain;
 
     TagPerfServer(Worker worker, Endpoint ep, int maxSize, boolean sync) {
         this(worker, ep, maxSize, sync, false);
@@ -112,26 +109,9 @@ final class TagPerfServer {
         return allocPerMessage;
     }
 
-    /**
-     * Posts {@link #any}. A message already waiting unexpected completes it inside {@code tagRecv}, and its handler
-     * posts again: that repost is left to the outer call's loop (a flag), so a backlog of waiting messages is taken in
-     * a loop, not in one nested call per message. A server that fell behind thousands of messages (bin/build's AOT
-     * training run, slowed by recording) overflowed its loop's stack so, and the run hung.
-     */
+    /** Posts {@link #any}; posted from its handler, it is matched when the handler returns ({@link Worker#tagRecv(TagReceive)}). */
     private void post() {
-        if (posting) {
-            postAgain = true;
-            return;
-        }
-        posting = true;
-        try {
-            do {
-                postAgain = false;
-                worker.tagRecv(any);
-            } while (postAgain);
-        } finally {
-            posting = false;
-        }
+        worker.tagRecv(any);
     }
 
     /**

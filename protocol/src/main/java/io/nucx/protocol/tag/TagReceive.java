@@ -22,7 +22,8 @@ public final class TagReceive {
     public interface Handler {
         /**
          * A message of {@code tag} arrived; {@code data} is the handler's to release. The receive is no longer posted:
-         * it may be posted again from here.
+         * it may be posted again from here (it is then matched once this call returns, so a backlog of waiting
+         * messages is taken one call at a time, not nested).
          */
         void received(long tag, ByteBuf data);
 

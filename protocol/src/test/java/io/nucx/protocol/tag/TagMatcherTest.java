@@ -18,6 +18,7 @@ import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertInstanceOf;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertSame;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
@@ -315,5 +316,106 @@ class TagMatcherTest {
         assertEquals(0, into.writerIndex());
         assertFalse(r.claim(), "a cancelled receive cannot be claimed for data");
         into.release();
+    }
+    // ------------------------------------------------------------------ posts from a receive's own handler
+
+    /** A reusable receive that reposts itself from its handler, as a receive loop does, and records how deep it ran. */
+    private final class Reposting implements TagReceive.Handler {
+        final List<String> got = new ArrayList<>();
+        final TagReceive receive = TagReceive.reusable(3, -1L, this);
+        int depth;
+        int maxDepth;
+
+        @Override
+        public void received(long tag, ByteBuf data) {
+            depth++;
+            maxDepth = Math.max(maxDepth, depth);
+            got.add(data.toString(StandardCharsets.UTF_8));
+            data.release();
+            matcher.post(receive);
+            depth--;
+        }
+
+        @Override
+        public void failed(Throwable cause) {
+        }
+    }
+
+    /**
+     * 20,000 messages wait when a reusable receive that reposts itself from its handler is first posted: each is
+     * matched by the first post's loop, one handler call at a time, in arrival order. Nested, one call per message, they
+     * overflowed the loop's stack.
+     */
+    @Test
+    void aBacklogTakenByAReceiveThatRepostsItselfIsTakenInALoopNotNested() {
+        int backlog = 20_000;
+        for (int i = 0; i < backlog; i++) {
+            arrive(3, "m" + i);
+        }
+        Reposting loop = new Reposting();
+        matcher.post(loop.receive);
+        assertEquals(backlog, loop.got.size(), "every waiting message taken");
+        assertEquals(1, loop.maxDepth, "one handler call at a time");
+        for (int i = 0; i < backlog; i++) {
+            assertEquals("m" + i, loop.got.get(i));
+        }
+        assertEquals(0, matcher.unexpectedCount());
+        assertEquals(1, matcher.expectedCount(), "posted again for the next message");
+        arrive(3, "next");
+        assertEquals("next", loop.got.get(backlog));
+    }
+
+    /**
+     * Receives posted from a handler are matched when it returns, in the order they were posted; an arrival meanwhile
+     * goes to a receive posted before them.
+     */
+    @Test
+    void receivesPostedFromAHandlerAreMatchedWhenItReturnsInTheirOrder() {
+        arrive(2, "b1");
+        arrive(2, "b2");
+        arrive(1, "a");
+        List<Promise<TagMessage>> posted = new ArrayList<>();
+        Promise<TagMessage> earlier = receives.post(4, -1L);
+        Promise<TagMessage> first = ch.eventLoop().newPromise();
+        first.addListener(f -> {
+            posted.add(receives.post(2, -1L));
+            posted.add(receives.post(0, 0));
+            assertFalse(posted.get(0).isDone(), "matched when this listener returns");
+            arrive(4, "meanwhile");
+            assertTrue(earlier.isDone(), "an arrival meanwhile goes to the receive posted before");
+        });
+        matcher.post(new TagReceive(1, -1L, null, first));
+        receives.assertReceived(first, 1, "a");
+        receives.assertReceived(earlier, 4, "meanwhile");
+        receives.assertReceived(posted.get(0), 2, "b1");
+        receives.assertReceived(posted.get(1), 2, "b2");
+    }
+
+    /** A handler that throws: the receives it posted before are still matched, and its exception reaches the post. */
+    @Test
+    void aHandlerThatThrowsLosesNoReceivePostedBeforeAndItsExceptionReachesThePost() {
+        arrive(1, "a");
+        arrive(2, "b");
+        Promise<TagMessage> second = ch.eventLoop().newPromise();
+        TagReceive throwing = TagReceive.reusable(1, -1L, new TagReceive.Handler() {
+            @Override
+            public void received(long tag, ByteBuf data) {
+                data.release();
+                matcher.post(new TagReceive(2, -1L, null, second));
+                throw new IllegalArgumentException("the handler's own fault");
+            }
+
+            @Override
+            public void failed(Throwable cause) {
+            }
+        });
+        IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
+                () -> matcher.post(throwing));
+        assertEquals("the handler's own fault", e.getMessage());
+        receives.assertReceived(second, 2, "b");
+        arrive(1, "c");
+        assertEquals(1, matcher.unexpectedCount(), "the throwing receive was not posted again");
+        Promise<TagMessage> third = receives.post(1, -1L);
+        receives.assertReceived(third, 1, "c");
     }
 }
