@@ -109,7 +109,10 @@ final class TagPerfServer {
         return allocPerMessage;
     }
 
-    /** Posts {@link #any}; posted from its handler, it is matched when the handler returns ({@link Worker#tagRecv(TagReceive)}). */
+    /**
+     * Posts {@link #any}. Posted from its own handler, it is matched when the handler returns
+     * ({@link Worker#tagRecv(TagReceive)}), so a backlog of waiting messages is taken in a loop.
+     */
     private void post() {
         worker.tagRecv(any);
     }

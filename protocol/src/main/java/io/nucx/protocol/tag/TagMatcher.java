@@ -108,6 +108,9 @@ public final class TagMatcher {
             r.fail(closed);
             return;
         }
+        if (r.isDone()) {
+            return; // cancelled while it waited for its turn (posted from a handler)
+        }
         TagArrival a = takeUnexpected(r.tag(), r.mask());
         if (a != null) {
             a.matched(r);

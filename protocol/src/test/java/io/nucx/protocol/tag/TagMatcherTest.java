@@ -343,8 +343,8 @@ class TagMatcherTest {
 
     /**
      * 20,000 messages wait when a reusable receive that reposts itself from its handler is first posted: each is
-     * matched by the first post's loop, one handler call at a time, in arrival order. Nested, one call per message, they
-     * overflowed the loop's stack.
+     * matched by the first post's loop, one handler call at a time, in arrival order. Nested, one call per message,
+     * they overflowed the loop's stack.
      */
     @Test
     void aBacklogTakenByAReceiveThatRepostsItselfIsTakenInALoopNotNested() {
@@ -417,5 +417,24 @@ class TagMatcherTest {
         assertEquals(1, matcher.unexpectedCount(), "the throwing receive was not posted again");
         Promise<TagMessage> third = receives.post(1, -1L);
         receives.assertReceived(third, 1, "c");
+    }
+    /** A receive posted from a handler and cancelled before its turn takes nothing: the message waits for the next. */
+    @Test
+    void aReceiveCancelledBeforeItsTurnTakesNothing() {
+        arrive(1, "a");
+        arrive(2, "b");
+        List<Promise<TagMessage>> cancelled = new ArrayList<>();
+        Promise<TagMessage> first = ch.eventLoop().newPromise();
+        first.addListener(f -> {
+            Promise<TagMessage> p = receives.post(2, -1L);
+            cancelled.add(p);
+            assertTrue(p.cancel(false));
+        });
+        matcher.post(new TagReceive(1, -1L, null, first));
+        receives.assertReceived(first, 1, "a");
+        assertTrue(cancelled.get(0).isCancelled());
+        assertEquals(1, matcher.unexpectedCount(), "the message is still waiting");
+        assertEquals(0, matcher.expectedCount());
+        receives.assertReceived(receives.post(2, -1L), 2, "b");
     }
 }
