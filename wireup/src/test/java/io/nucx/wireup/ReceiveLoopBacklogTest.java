@@ -88,13 +88,8 @@ class ReceiveLoopBacklogTest {
             }
             ep.flush();
         }).get(30, TimeUnit.SECONDS);
-        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
-        int waiting = 0;
-        while (waiting < BACKLOG && System.nanoTime() < deadline) {
-            Thread.sleep(10);
-            waiting = b.eventLoop().submit(b::unexpectedCount).get(10, TimeUnit.SECONDS);
-        }
-        assertEquals(BACKLOG, waiting, "every message waiting before the first post");
+        TestWorkers.awaitOnLoop(b, () -> b.unexpectedCount() == BACKLOG,
+                "every message waiting before the first post");
         Loop loop = new Loop(b);
         b.eventLoop().execute(() -> b.tagRecv(loop.receive));
         assertTrue(loop.done.await(60, TimeUnit.SECONDS), "the loop took every message");
