@@ -33,6 +33,12 @@ public final class NucxMain implements Runnable {
                 || root.getMessage() == null)) {
             root = root.getCause();
         }
-        return root.getMessage() != null ? root.getMessage() : root.toString();
+        StringBuilder text = new StringBuilder(root.getMessage() != null ? root.getMessage() : root.toString());
+        for (Throwable link = t; link != null; link = link == root ? null : link.getCause()) {
+            for (Throwable also : link.getSuppressed()) { // e.g. an in-process perftest server's own failure
+                text.append("; and: ").append(describe(also));
+            }
+        }
+        return text.toString();
     }
 }

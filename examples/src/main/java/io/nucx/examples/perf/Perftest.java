@@ -179,7 +179,21 @@ public final class Perftest {
                 serve(p, config, busyPoll, quiet);
                 return null;
             });
-            PerfResult r = run("127.0.0.1", port, params, config, busyPoll, reporter);
+            PerfResult r;
+            try {
+                r = run("127.0.0.1", port, params, config, busyPoll, reporter);
+            } catch (Exception clientFailure) {
+                // A server that failed first closed its worker, and the client only sees its connection go: the
+                // server's own failure is the cause to report.
+                try {
+                    served.get(10, TimeUnit.SECONDS);
+                } catch (java.util.concurrent.ExecutionException serverFailure) {
+                    clientFailure.addSuppressed(serverFailure.getCause());
+                } catch (java.util.concurrent.TimeoutException stillServing) {
+                    // the server saw nothing wrong yet: the client's failure is the whole story
+                }
+                throw clientFailure;
+            }
             served.get(60, TimeUnit.SECONDS);
             return r;
         } finally {
