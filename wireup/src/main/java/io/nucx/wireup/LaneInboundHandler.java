@@ -505,6 +505,11 @@ final class LaneInboundHandler extends ChannelInboundHandlerAdapter implements S
         if (failure != null) {
             return;
         }
+        if (cause instanceof java.nio.channels.ClosedChannelException && !ctx.channel().isOpen()) {
+            // A write that waited in the lane, failed by its close (a void promise reports here): a consequence of the
+            // close, not its cause. What closed it (an error before, or the peer) is what the endpoint is told.
+            return;
+        }
         failure = cause;
         if (worker.laneFailed(cause)) {
             LOG.warn("closing lane {} -> {} of worker {}: {}", ctx.channel().localAddress(),

@@ -59,6 +59,37 @@ class ErrorMessagesTest {
         }
     }
 
+    /**
+     * The peer closes its lane while our writes wait for room in it: the writes fail with the close, and the endpoint
+     * says the peer closed the connection, not that it failed with that ClosedChannelException (a consequence of the
+     * close, which named the wrong side: an in-process perftest whose server ended reported "the connection failed").
+     */
+    @Test
+    void aPeerThatClosesItsLaneWhileOurWritesWaitIsSaidToHaveClosedIt() throws Exception {
+        DefaultWorker a = workers.start("a", "TLS", "self");
+        DefaultWorker b = workers.start("b", "TLS", "self");
+        TestWorkers.Pair pair = TestWorkers.connected(a, b);
+        Endpoint ab = pair.ab();
+        EndpointChannel ba = (EndpointChannel) pair.ba();
+        Channel aLane = ab.eventLoop().submit(() -> ((EndpointChannel) ab).lanes().am().channel()).get();
+        Channel bLane = ba.eventLoop().submit(() -> ba.lanes().am().channel()).get();
+        bLane.eventLoop().submit(() -> bLane.config().setAutoRead(false)).sync(); // b's queue fills, then a's waits
+        int written = ab.eventLoop().submit(() -> {
+            int n = 0;
+            while (n < 100_000 && aLane.unsafe().outboundBuffer().totalPendingWriteBytes() == 0) {
+                ab.writeAndFlush(new TagMessage(7, Unpooled.buffer(8).writeLong(n++)), ab.voidPromise());
+            }
+            return n;
+        }).get();
+        assertTrue(written < 100_000, "a's writes never had to wait for room in b's queue");
+        ba.closeLane(0).sync();
+        assertTrue(ab.errorFuture().await(10, TimeUnit.SECONDS), "a's endpoint outlived its only lane");
+        assertInstanceOf(ConnectionResetException.class, ab.errorFuture().cause());
+        String m = ab.errorFuture().cause().getMessage();
+        assertTrue(m.contains("the peer closed the self/memory connection"), m);
+        assertFalse(m.contains("ClosedChannelException"), m);
+    }
+
     @Test
     void receivesOnAClosedWorkerFailNamingIt() throws Exception {
         DefaultWorker a = workers.start("closing", "TLS", "tcp");
