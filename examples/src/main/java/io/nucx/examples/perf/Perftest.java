@@ -191,6 +191,8 @@ public final class Perftest {
                     clientFailure.addSuppressed(serverFailure.getCause());
                 } catch (java.util.concurrent.TimeoutException stillServing) {
                     // the server saw nothing wrong yet: the client's failure is the whole story
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt(); // the client's failure still goes up
                 }
                 throw clientFailure;
             }
