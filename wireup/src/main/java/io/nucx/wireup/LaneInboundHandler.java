@@ -18,6 +18,7 @@ import io.nucx.transport.ShortPayload;
 import io.netty.util.concurrent.ScheduledFuture;
 import io.nucx.WireupException;
 
+import java.nio.channels.ClosedChannelException;
 import java.util.ArrayDeque;
 import java.util.concurrent.TimeUnit;
 
@@ -505,7 +506,7 @@ final class LaneInboundHandler extends ChannelInboundHandlerAdapter implements S
         if (failure != null) {
             return;
         }
-        if (cause instanceof java.nio.channels.ClosedChannelException && !ctx.channel().isOpen()) {
+        if (cause instanceof ClosedChannelException && !ctx.channel().isOpen()) {
             // A write that waited in the lane, failed by its close (a void promise reports here): a consequence of the
             // close, not its cause. What closed it (an error before, or the peer) is what the endpoint is told.
             return;
