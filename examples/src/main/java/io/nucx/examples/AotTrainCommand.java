@@ -17,10 +17,12 @@ import java.util.Map;
 import java.util.concurrent.Callable;
 
 /**
- * {@code nucx aot-train}: the training run of JDK 25's ahead-of-time cache (JEP 483 class loading and linking,
- * JEP 515 method profiles). {@code bin/build} runs it once with {@code -XX:AOTCacheOutput}; {@code bin/nucx} then
- * starts with {@code -XX:AOTCache}, so its classes are loaded and linked already and the JIT compiles the hot path with
- * this run's profiles instead of collecting them first. It does what perftest and the demo do, short, in one process:
+ * {@code nucx aot-train}: the training run of JDK 25's ahead-of-time cache (JEP 483 class loading and linking).
+ * {@code bin/build} runs it once with {@code -XX:AOTCacheOutput}; {@code bin/nucx} then starts with
+ * {@code -XX:AOTCache}, so its classes are loaded and linked already. It records no method profiles (JEP 515;
+ * {@code -XX:-AOTRecordTraining}): profiles taken over every transport and test made the JIT compile the hot path for
+ * all of them, and a run over one transport stayed 1.3–1.4× slower than without them. It does what perftest and the
+ * demo do, short, in one process:
  * for each transport that carries messages (and shm or tcp with cma next to it), tag_lat 8 B and tag_bw of 8 B, 64 KiB
  * and 1 MiB, busy-polling, then tag_lat once with blocking loops and workers that warm up at start (NUCX_WARMUP).
  */

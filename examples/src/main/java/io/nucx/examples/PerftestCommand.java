@@ -107,6 +107,10 @@ final class PerftestCommand implements Callable<Integer> {
     @Option(names = "-f", description = "Print only the final result.")
     boolean finalOnly;
 
+    @Option(names = "--progress", description = "Print a row every second of the measured run, as ucx_perftest does, "
+            + "also when the output is not a terminal (bench/interleave.py reads them).")
+    boolean progress;
+
     @Option(names = "--windows", paramLabel = "ITERS", description = "After the run, a Window line for every ITERS "
             + "iterations, warm-up and settling included (iterations so far, ms since the process started, the "
             + "window's average), how long the settling took, and when the run reached its steady state (three "
@@ -222,7 +226,7 @@ final class PerftestCommand implements Callable<Integer> {
         if (windows < 0) {
             throw new CommandLine.ParameterException(spec.commandLine(), "--windows must be >= 0, got " + windows);
         }
-        PerfReporter reporter = new PerfReporter(System.out, finalOnly, onTerminal()).windows(windows);
+        PerfReporter reporter = new PerfReporter(System.out, finalOnly, progress || onTerminal()).windows(windows);
         PerfResult r = inProcess ? Perftest.runInProcess(params, config, busyPoll, reporter)
                 : Perftest.run(host, port, params, config, busyPoll, reporter);
         if (tail) {

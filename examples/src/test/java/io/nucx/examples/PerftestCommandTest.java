@@ -56,6 +56,35 @@ class PerftestCommandTest {
         assertTrue(err.toString().contains("--jit-warmup: '2' is not a duration with a unit"), err::toString);
     }
 
+    @Test
+    void progressRowsComeEverySecondWhenAskedThoughNoTerminalWatches() throws Exception {
+        // A measured run of over a second (self, in one JVM, 1,000,000 round trips: about 6 s here under the leak
+        // detector); surefire's output is no terminal, so only --progress prints the rows bench/interleave.py reads.
+        String asked = outputOf("--progress");
+        long rows = asked.lines().filter(l -> l.startsWith("[thread 0]")).count();
+        assertTrue(rows >= 1, "--progress: no progress row in\n" + asked);
+        assertTrue(asked.lines().anyMatch(l -> l.startsWith("Final:")), asked);
+        String notAsked = outputOf();
+        assertEquals(0, notAsked.lines().filter(l -> l.startsWith("[thread 0]")).count(), notAsked);
+    }
+
+    private static String outputOf(String... options) throws Exception {
+        java.util.List<String> args = new java.util.ArrayList<>(java.util.List.of("--in-process", "-t", "tag_lat",
+                "-s", "8", "-n", "1000000", "--warmup-time", "0.2", "--jit-warmup", "0"));
+        args.addAll(java.util.List.of(options));
+        java.io.ByteArrayOutputStream bytes = new java.io.ByteArrayOutputStream();
+        java.io.PrintStream was = System.out;
+        System.setOut(new java.io.PrintStream(bytes, true, java.nio.charset.StandardCharsets.UTF_8));
+        try {
+            PerftestCommand c = new PerftestCommand();
+            new CommandLine(c).parseArgs(args.toArray(String[]::new));
+            assertEquals(0, (int) c.call());
+        } finally {
+            System.setOut(was);
+        }
+        return bytes.toString(java.nio.charset.StandardCharsets.UTF_8);
+    }
+
     /** The warm-up messages of the client's worker in an in-process tag_lat run with {@code options}. */
     private static long warmupMessagesOfARun(String... options) throws Exception {
         java.util.List<io.nucx.Worker> started = new java.util.concurrent.CopyOnWriteArrayList<>();

@@ -64,7 +64,7 @@ public final class TransportConfig extends AbstractConfigTable {
     /** Launcher only: start from the AOT cache bin/build trained. */
     public static final ConfigEntry<Boolean> AOT = ConfigEntry.bool("AOT", "y",
             "Launcher only: bin/nucx starts the JVM from the AOT cache bin/build trained (examples/target/nucx.aot: "
-                    + "classes loaded and linked, method profiles; JEP 483/515) when it is newer than the jars");
+                    + "classes loaded and linked, JEP 483; no method profiles) when it is newer than the jars");
 
     public TransportConfig() {
         super("Transports and launcher", RANK_TRANSPORT_LAYER, TLS, TCP_IO, RATES_DIR, RATES_MAX_AGE, JAVA_HOME,

@@ -69,10 +69,12 @@ final class TagPerfClient {
     private final Promise<PerfResult> result;
     /** Sent again and again as retained duplicates; released when the run ends. */
     private final ByteBuf payload;
-    /** Every measured iteration; a progress row's percentile is the part recorded since the last row. */
+    /** Every measured iteration; the Final row's percentile is the part recorded since the last progress row. */
     private final Histogram overall = new Histogram(3_600_000_000_000L, 3);
     /** {@link #overall} as it was at the last progress row (copied once a second, not per message). */
     private Histogram atLastReport = new Histogram(3_600_000_000_000L, 3);
+    /** A progress row's percentile: the last iterations', as ucx_perftest's rows (null without progress rows). */
+    private final RecentIterations recent;
     private final boolean sync;
     private final boolean am;
     /** Null unless the run sends fresh data ({@link PerfParams#freshData}). */
@@ -152,6 +154,7 @@ final class TagPerfClient {
         this.ep = ep;
         this.params = params;
         this.reporter = reporter;
+        this.recent = reporter.wantsProgress() ? new RecentIterations() : null;
         this.sync = params.test().sync();
         this.am = params.test().am();
         this.fresh = params.freshData() ? new FreshData() : null;
@@ -230,6 +233,9 @@ final class TagPerfClient {
         sendsFinished = false;
         atLastReport.reset();
         overall.reset(); // the tail describes the measured run only
+        if (recent != null) {
+            recent.clear();
+        }
         if (p == Phase.WARMUP) {
             windowStart = phaseStart;
             steadyStart = phaseStart;
@@ -523,12 +529,15 @@ final class TagPerfClient {
         lastStamp = now;
         // A batch's iterations share its time evenly (one clock reading per batch of inline sends).
         overall.recordValueWithCount(Math.max(dt / iterations, 1), iterations);
+        if (recent != null) {
+            recent.add(dt, iterations);
+        }
         // The same test in both phases (only what it leads to differs): a test on the phase first would be one the
         // JIT compiler saw go one way all through SETTLE, and the measured run's first message would recompile it.
         if (reporter.wantsProgress() && now - lastReport >= 1_000_000_000L && phase == Phase.MEASURE) {
             reporter.progress(PerfResult.of(params.test().pingPong(), params.messageSize(), iter + 1,
                     iter + 1 - lastReportIter, now - lastReport, now - phaseStart,
-                    sinceLastReport().getValueAtPercentile(params.percentile())));
+                    recent.percentile(params.percentile())));
             atLastReport = overall.copy();
             lastReport = now;
             lastReportIter = iter + 1;
