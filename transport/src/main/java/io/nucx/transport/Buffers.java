@@ -27,6 +27,10 @@ public final class Buffers {
      * of its direct buffers (native access granted).
      */
     public static final MemorySegment ALL_MEMORY = MemorySegment.NULL.reinterpret(Long.MAX_VALUE);
+    /** A ring's record payloads up to this length are copied in by longs, without the views a bulk copy needs. */
+    private static final int SMALL_COPY = 256;
+    private static final ValueLayout.OfLong LONG_LE = ValueLayout.JAVA_LONG_UNALIGNED
+            .withOrder(java.nio.ByteOrder.LITTLE_ENDIAN);
 
     /**
      * Copies of this many bytes or more go through libc's {@code memmove}; smaller ones through
@@ -126,6 +130,65 @@ public final class Buffers {
             }
         } else {
             dst.setBytes(index, src.asSlice(offset, length).asByteBuffer());
+        }
+    }
+
+    /**
+     * Copies {@code src}'s readable bytes into {@code dst} at {@code at} (the buffer's indices left alone), without
+     * allocating when the buffer is on the heap or has a memory address (Netty 4.2's direct buffers have one on JDK 25
+     * even without {@code sun.misc.Unsafe}: it allocates them through FFM), large ones by {@link #copyMemory}. Only a
+     * buffer with neither, a composite, goes through its NIO views. The rings' write of a record's payload.
+     */
+    public static void copyIn(ByteBuf src, MemorySegment dst, long at) {
+        int length = src.readableBytes();
+        if (length == 0) {
+            return;
+        }
+        int from = src.readerIndex();
+        if (src.hasArray()) {
+            MemorySegment.copy(src.array(), src.arrayOffset() + from, dst, ValueLayout.JAVA_BYTE, at, length);
+            return;
+        }
+        if (src.hasMemoryAddress()) {
+            // Straight from the buffer's memory: ByteBuf.getLongLE checks the index and the reference count on every
+            // word, a third of a small copy's time, and nioBuffers allocates a view per call. One check here that the
+            // buffer is live, which those made.
+            if (src.refCnt() == 0) {
+                throw new io.netty.util.IllegalReferenceCountException(0);
+            }
+            long address = src.memoryAddress() + from;
+            if (length > SMALL_COPY && dst.isNative()) {
+                Objects.checkFromIndexSize(at, length, dst.byteSize());
+                copyMemory(address, dst.address() + at, length);
+                return;
+            }
+            if (length > SMALL_COPY) {
+                MemorySegment.copy(ALL_MEMORY, address, dst, at, length);
+                return;
+            }
+            int i = 0;
+            for (; i + Long.BYTES <= length; i += Long.BYTES) {
+                dst.set(LONG_LE, at + i, ALL_MEMORY.get(LONG_LE, address + i));
+            }
+            for (; i < length; i++) {
+                dst.set(ValueLayout.JAVA_BYTE, at + i, ALL_MEMORY.get(ValueLayout.JAVA_BYTE, address + i));
+            }
+            return;
+        }
+        if (length <= SMALL_COPY) {
+            int i = 0;
+            for (; i + Long.BYTES <= length; i += Long.BYTES) {
+                dst.set(LONG_LE, at + i, src.getLongLE(from + i));
+            }
+            for (; i < length; i++) {
+                dst.set(ValueLayout.JAVA_BYTE, at + i, src.getByte(from + i));
+            }
+            return;
+        }
+        for (java.nio.ByteBuffer nio : src.nioBuffers(from, length)) {
+            int n = nio.remaining();
+            MemorySegment.copy(MemorySegment.ofBuffer(nio), 0, dst, at, n);
+            at += n;
         }
     }
 

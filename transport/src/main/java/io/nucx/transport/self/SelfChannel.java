@@ -29,13 +29,18 @@ import java.util.concurrent.atomic.AtomicLong;
  * <p>A write completes when the message is in the peer's queue. It runs on any event loop; the peer's events run on
  * the peer's loop. On a loop that polls ({@code ShmIoHandler}, every worker's) it registers as a
  * {@link PolledIoHandle}: the loop looks at the queue on each pass, so a writer only puts the message there, with no
- * task for the reader's loop and no wake-up, unless that loop is about to park (the eventcount handshake of the shm
- * rings: the reader flags itself parked, fences and looks again; the writer fences after the offer and looks at the
- * flag). Elsewhere each batch of writes schedules a read task on the reader's loop, as Netty's LocalChannel does.
+ * task for the reader's loop and no wake-up, unless that loop may park (the eventcount handshake of the shm rings: the
+ * reader flags itself parked, fences and looks again; the writer fences after the offer and looks at the flag; a loop
+ * that never parks says so once, and its writers skip both). Elsewhere each batch of writes schedules a read task on
+ * the reader's loop, as Netty's LocalChannel does.
  *
- * <p>The queue is an array ({@link SpscQueue}: the peer's loop is its only producer, this channel's loop its only
- * consumer), so a message moves without allocating; it also bounds the number of messages ({@link #MAX_SLOTS}),
- * which gives small messages the same backpressure as the byte bound gives large ones.
+ * <p>The queue's order is a {@link RecordRing}: a short frame written in place is a record of it, any other message
+ * an object record for the next element of an {@link SpscQueue} (the peer's loop is the only producer of both, this
+ * channel's loop the only consumer), so a message moves without allocating. The object queue also bounds the number
+ * of messages ({@link #MAX_SLOTS}), which gives small messages the same backpressure as the byte bound gives large
+ * ones; short records are bounded by their room in the ring ({@link #SHORT_RING_BYTES} at most), apart from the byte
+ * count, which only objects touch. In steady state a short message's writer and reader share nothing but the ring's
+ * record line and, read-only, its flags line: neither touches the other's channel object.
  */
 public final class SelfChannel extends AbstractLaneChannel {
 
@@ -48,9 +53,11 @@ public final class SelfChannel extends AbstractLaneChannel {
     /** Room for the short frames written in place; one that does not fit now goes as a frame (allocating). */
     static final int SHORT_RING_BYTES = 64 * 1024;
 
-    private final SpscQueue<Object> inbound;
-    /** The bytes of the short frames the peer wrote in place; their places in {@link #inbound} are marks. */
-    private final ShortRecords shorts;
+    /** The messages other than short records, in the order of their {@link RecordRing#OBJECT} records. */
+    private final SpscQueue<Object> objects;
+    /** This end's inbound order (the peer writes it). */
+    private final RecordRing ring;
+    /** Bytes of the objects queued (short records are bounded by the ring). */
     private final AtomicLong queuedBytes = new AtomicLong();
     private final AtomicBoolean readScheduled = new AtomicBoolean();
     private final AtomicBoolean writerWaiting = new AtomicBoolean();
@@ -59,18 +66,20 @@ public final class SelfChannel extends AbstractLaneChannel {
     private final Runnable resumeTask = this::resumeWrites;
 
     private volatile SelfChannel peer;
+    /** The producer side of the peer's ring: made on this channel's loop at its first write, used there only. */
+    private RecordRing.Writer out;
     private boolean readPending;
+    /** A delivery is under way: a close from a handler leaves the queue to the read loop. */
+    private boolean reading;
     /** Registered with its loop as a polled handle: the loop reads the queue by itself while it does not park. */
     private volatile boolean polled;
-    /** The reader's loop may park: a writer must schedule the read (and so wake it). */
-    private volatile boolean parked;
     private IoRegistration registration;
 
     SelfChannel(long capacity, SelfAddress localAddress, SelfAddress remoteAddress, IfaceAttributes limits) {
         super(localAddress, remoteAddress, State.OPEN, limits);
         this.capacity = capacity;
-        this.inbound = new SpscQueue<>((int) Math.min(MAX_SLOTS, capacity / MESSAGE_OVERHEAD + 2));
-        this.shorts = new ShortRecords((int) Math.min(capacity, SHORT_RING_BYTES));
+        this.objects = new SpscQueue<>((int) Math.min(MAX_SLOTS, capacity / MESSAGE_OVERHEAD + 2));
+        this.ring = new RecordRing((int) Math.min(capacity, SHORT_RING_BYTES), objects.capacity());
     }
 
     /** Links two ends; both are connected from then on. */
@@ -96,6 +105,7 @@ public final class SelfChannel extends AbstractLaneChannel {
             if (f.isSuccess()) {
                 registration = (IoRegistration) f.getNow();
                 polled = true;
+                ring.setFlag(RecordRing.POLLED, true);
                 promise.setSuccess();
             } else {
                 promise.setFailure(f.cause());
@@ -106,6 +116,7 @@ public final class SelfChannel extends AbstractLaneChannel {
     @Override
     protected void doDeregister() {
         polled = false;
+        ring.setFlag(RecordRing.POLLED | RecordRing.NEVER_PARKS, false);
         IoRegistration r = registration;
         if (r != null) {
             registration = null;
@@ -118,7 +129,7 @@ public final class SelfChannel extends AbstractLaneChannel {
         return polled;
     }
 
-    /** Bytes waiting in this end's inbound queue. */
+    /** Bytes of the objects (messages other than short records) waiting in this end's inbound queue. */
     public long queuedBytes() {
         return queuedBytes.get();
     }
@@ -126,7 +137,10 @@ public final class SelfChannel extends AbstractLaneChannel {
     @Override
     protected void doClose() {
         boolean wasOpen = markClosed();
-        releaseInbound();
+        ring.setFlag(RecordRing.CLOSED, true);
+        if (!reading) {
+            releaseInbound();
+        }
         SelfChannel p = peer;
         if (wasOpen && p != null && p.isOpen()) {
             // Always post the peer's close to its own loop, even when it is ours: the peer may be mid-pipeline.
@@ -142,35 +156,39 @@ public final class SelfChannel extends AbstractLaneChannel {
         if (!isOpen()) {
             return;
         }
-        if (isRegistered() && !inbound.isEmpty()) {
+        if (isRegistered() && !ring.isEmpty()) {
             ChannelPipeline pipeline = pipeline();
-            for (Object m; isOpen() && (m = inbound.poll()) != null; ) {
-                queuedBytes.addAndGet(-deliver(pipeline, m));
+            if (deliver(pipeline, Integer.MAX_VALUE) > 0) {
+                pipeline.fireChannelReadComplete();
             }
-            pipeline.fireChannelReadComplete();
         }
         unsafe().close(unsafe().voidPromise());
     }
 
-    /** This channel's loop only (the queue's one consumer). */
+    /** This channel's loop only (the queue's one consumer): drops what waits, releasing the objects. */
     private void releaseInbound() {
-        for (Object m; (m = inbound.poll()) != null; ) {
-            if (m == ShortRecords.MARK) {
-                shorts.next(alloc());
-                queuedBytes.addAndGet(-shortSize(shorts.length()));
-                shorts.done();
-            } else {
+        for (int word; (word = ring.next(alloc())) != 0; ) {
+            if (word == RecordRing.OBJECT) {
+                Object m = objects.poll();
+                ring.done(true);
                 queuedBytes.addAndGet(-sizeOf(m));
                 ReferenceCountUtil.release(m);
+            } else {
+                ring.done(false);
             }
         }
     }
 
+    /**
+     * A read asked for. Never a delivery from here: this runs at the end of each batch (auto-read's
+     * {@code channelReadComplete}), and delivering from it would nest a batch in the last one's call for as long as
+     * the peer keeps up (stack overflow). A polled ring is read on the loop's next pass; otherwise a task reads it.
+     */
     @Override
     protected void doBeginRead() {
         readPending = true;
-        if (!inbound.isEmpty()) {
-            readInbound();
+        if (!polled && !reading && !ring.isEmpty()) {
+            scheduleRead();
         }
     }
 
@@ -178,6 +196,7 @@ public final class SelfChannel extends AbstractLaneChannel {
     protected void doWrite(ChannelOutboundBuffer in) throws Exception {
         ensureConnected();
         SelfChannel p = peer;
+        RecordRing.Writer w = out();
         boolean moved = false;
         int budget = WRITE_BATCH;
         for (Object msg; (msg = in.current()) != null; ) {
@@ -201,12 +220,12 @@ public final class SelfChannel extends AbstractLaneChannel {
                 writerWaiting.set(false);
             }
             ReferenceCountUtil.retain(msg);
-            p.enqueue(msg, size);
+            p.enqueue(w, msg, size);
             in.remove();
             moved = true;
         }
         if (moved) {
-            p.scheduleRead();
+            wakeReader(p, w);
         }
     }
 
@@ -217,26 +236,39 @@ public final class SelfChannel extends AbstractLaneChannel {
         if (p == null || !p.isOpen() || !p.hasRoomFor(size)) {
             return false; // the ordinary write fails it, or waits for room
         }
-        p.enqueue(frame.retain(), size); // writeNow releases the caller's reference
-        p.scheduleRead();
+        RecordRing.Writer w = out();
+        p.enqueue(w, frame.retain(), size); // writeNow releases the caller's reference
+        wakeReader(p, w);
         return true;
     }
 
-    /** UCT self's {@code am_short}: the record copied into the peer's {@link ShortRecords}, a mark in its queue. */
+    /** UCT self's {@code am_short}: the record copied into the peer's {@link RecordRing}. */
     @Override
     protected boolean writeShortNow0(int amId, long header, ByteBuf payload) {
-        SelfChannel p = peer;
-        long size = shortSize(payload.readableBytes());
-        if (p == null || !p.isOpen() || !p.hasRoomFor(size) || !p.shorts.append(amId, header, payload)) {
+        RecordRing.Writer w = out();
+        if (w == null || (w.readerFlags() & RecordRing.CLOSED) != 0 || !w.appendShort(amId, header, payload)) {
             return false; // the ordinary write fails it, or waits for room
         }
-        p.enqueue(ShortRecords.MARK, size);
-        p.scheduleRead();
+        wakeReader(peer, w);
         return true;
     }
 
+    /** The peer's ring's producer side, made on this loop at the first write (not next to the reader's objects). */
+    private RecordRing.Writer out() {
+        RecordRing.Writer w = out;
+        if (w == null) {
+            SelfChannel p = peer;
+            if (p == null) {
+                return null;
+            }
+            out = w = p.ring.writer();
+        }
+        return w;
+    }
+
+    /** For an object: a slot, its bytes within the bound (one message always fits an empty queue). */
     private boolean hasRoomFor(long size) {
-        if (inbound.size() >= inbound.capacity()) {
+        if (objects.size() >= objects.capacity()) {
             return false;
         }
         long q = queuedBytes.get();
@@ -244,10 +276,11 @@ public final class SelfChannel extends AbstractLaneChannel {
     }
 
     /** The writer's loop (the queue's one producer); {@link #hasRoomFor} said there is a slot. */
-    private void enqueue(Object msg, long size) {
+    private void enqueue(RecordRing.Writer w, Object msg, long size) {
         queuedBytes.addAndGet(size);
-        if (!inbound.offer(msg)) {
-            throw new IllegalStateException("self queue full after its room was checked"); // one producer: a bug
+        if (!objects.offer(msg) || !w.appendObject()) {
+            // one producer, a slot checked, room kept for every slot's record: a bug
+            throw new IllegalStateException("self queue full after its room was checked");
         }
         if (state() == State.CLOSED) {
             // Closed while we were adding: nobody else will read it. Released by the queue's consumer, this
@@ -260,14 +293,19 @@ public final class SelfChannel extends AbstractLaneChannel {
         }
     }
 
-    /** The writer's loop, after an offer: the reader's loop reads it on its next pass, or is told to. */
-    private void scheduleRead() {
-        if (polled) {
-            VarHandle.fullFence(); // StoreLoad: the offer, then the look at the flag (the reader: flag, then queue)
-            if (!parked) {
-                return;
-            }
+    /**
+     * The writer's loop, after a publish: the reader's loop reads it on its next pass, or is told to. A reader whose
+     * loop never parks costs one look at its flags line, which nobody writes in steady state.
+     */
+    private static void wakeReader(SelfChannel p, RecordRing.Writer w) {
+        int flags = w.readerFlags();
+        if ((flags & RecordRing.NEVER_PARKS) != 0 || ((flags & RecordRing.POLLED) != 0 && !w.readerParked())) {
+            return;
         }
+        p.scheduleRead();
+    }
+
+    private void scheduleRead() {
         if (readScheduled.compareAndSet(false, true)) {
             eventLoop().execute(readTask);
         }
@@ -275,48 +313,104 @@ public final class SelfChannel extends AbstractLaneChannel {
 
     /** Delivers a batch of the queue; how many messages. */
     private int readInbound() {
-        readScheduled.set(false);
-        if (!isRegistered() || !readPending || state() == State.CLOSED || inbound.isEmpty()) {
-            return 0; // a read request is only used up by a batch that delivers something
+        if (readScheduled.get()) {
+            readScheduled.set(false); // not a store (and its fence) per batch when nothing was scheduled
+        }
+        if (reading || !isRegistered() || !readPending || state() == State.CLOSED || ring.isEmpty()) {
+            // A read request is only used up by a batch that delivers something. Reading already (a handler asked
+            // for a read during a delivery): that batch goes on, and the request stays for the next.
+            return 0;
         }
         readPending = false;
         ChannelPipeline pipeline = pipeline();
-        long drained = 0;
-        int n = 0;
-        for (Object m; n < READ_BATCH && (m = inbound.poll()) != null; n++) {
-            drained += deliver(pipeline, m);
-        }
-        long left = queuedBytes.addAndGet(-drained);
+        int n = deliver(pipeline, READ_BATCH);
         if (n > 0) {
             pipeline.fireChannelReadComplete();
         }
         SelfChannel p = peer;
-        if (p != null && (left <= capacity / 2 || inbound.size() <= inbound.capacity() / 2)
+        if (p != null && p.writerWaiting.get()
+                && (queuedBytes.get() <= capacity / 2 || objects.size() <= objects.capacity() / 2)
                 && p.writerWaiting.compareAndSet(true, false)) {
             p.eventLoop().execute(p.resumeTask);
         }
-        if (!inbound.isEmpty() && !polled) {
+        if (!polled && !ring.isEmpty()) {
             scheduleRead();
         }
         return n;
     }
 
+    /**
+     * Delivers up to {@code max} records in order, while open; how many. A close from a handler leaves the rest to be
+     * released here, after the record being delivered is done.
+     */
+    private int deliver(ChannelPipeline pipeline, int max) {
+        int n = 0;
+        long drained = 0;
+        reading = true;
+        try {
+            for (int word; n < max && (word = ring.next(alloc())) != 0; ) {
+                n++;
+                if (word == RecordRing.OBJECT) {
+                    Object m = objects.poll();
+                    ring.done(true);
+                    drained += sizeOf(m);
+                    pipeline.fireChannelRead(m);
+                } else {
+                    deliverShort(pipeline, word);
+                }
+                if (state() == State.CLOSED) {
+                    break;
+                }
+            }
+        } finally {
+            reading = false;
+            if (drained != 0) {
+                queuedBytes.addAndGet(-drained);
+            }
+            if (state() == State.CLOSED) {
+                releaseInbound();
+            }
+        }
+        return n;
+    }
+
+    /** A short record: to a {@code ShortFrameHandler} as its parts, else up the pipeline as a frame. */
+    private void deliverShort(ChannelPipeline pipeline, int amId) {
+        RecordRing r = ring;
+        AmFrame frame;
+        try {
+            if (shortFrameTaken(amId, r.header(), r)) {
+                return; // the header as a number, the payload still in the ring: no buffer, no frame
+            }
+            frame = AmFrame.of(amId, 0, alloc().buffer(Long.BYTES, Long.BYTES).writeLongLE(r.header()),
+                    r.copyOut());
+        } finally {
+            r.done(false);
+        }
+        pipeline.fireChannelRead(frame);
+    }
+
     private final class SelfUnsafe extends LaneUnsafe implements PolledIoHandle {
         @Override
         public int poll() {
-            return inbound.isEmpty() ? 0 : readInbound();
+            return ring.isEmpty() ? 0 : readInbound();
         }
 
         @Override
         public boolean prepareToPark() {
-            parked = true;
-            VarHandle.fullFence(); // StoreLoad: the flag, then the look at the queue (the writer: offer, then flag)
-            return !readPending || inbound.isEmpty();
+            ring.parked(true); // a volatile store, then the look at the ring (the writer: record, fence, flag)
+            VarHandle.fullFence();
+            return !readPending || ring.isEmpty();
         }
 
         @Override
         public void unpark() {
-            parked = false;
+            ring.parked(false);
+        }
+
+        @Override
+        public void loopNeverParks() {
+            ring.setFlag(RecordRing.NEVER_PARKS, true);
         }
 
         @Override
@@ -328,35 +422,6 @@ public final class SelfChannel extends AbstractLaneChannel {
         public void close() {
             close(voidPromise());
         }
-    }
-
-    /** Delivers one message of the queue (a short frame's mark: its record); the bytes it counted. */
-    private long deliver(ChannelPipeline pipeline, Object m) {
-        if (m != ShortRecords.MARK) {
-            long size = sizeOf(m);
-            pipeline.fireChannelRead(m);
-            return size;
-        }
-        ShortRecords r = shorts;
-        int amId = r.next(alloc());
-        long size = shortSize(r.length());
-        AmFrame frame;
-        try {
-            if (shortFrameTaken(amId, r.header(), r)) {
-                return size; // the header as a number, the payload still in the ring: no buffer, no frame
-            }
-            frame = AmFrame.of(amId, 0, alloc().buffer(Long.BYTES, Long.BYTES).writeLongLE(r.header()),
-                    r.copyOut());
-        } finally {
-            r.done();
-        }
-        pipeline.fireChannelRead(frame);
-        return size;
-    }
-
-    /** What a short frame of {@code payloadLength} bytes counts in the queue: as the frame it stands for. */
-    private static long shortSize(int payloadLength) {
-        return Long.BYTES + (long) payloadLength + MESSAGE_OVERHEAD;
     }
 
     private static long sizeOf(Object msg) {

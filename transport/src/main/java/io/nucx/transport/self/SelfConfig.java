@@ -6,9 +6,10 @@ import io.nucx.transport.config.ConfigEntry;
 /** The self transport's settings ({@code NUCX_SELF_*}). */
 public final class SelfConfig extends AbstractConfigTable {
 
-    /** Bytes a self channel's receiver may hold before its writer sees backpressure. */
+    /** Bytes of frames a self channel's receiver may hold before its writer sees backpressure (short records apart). */
     public static final ConfigEntry<Long> QUEUE_BYTES = ConfigEntry.size("SELF_QUEUE_BYTES", "1m",
-            "Bytes a self (in-process) channel's receiver may hold before the writer stops", 4096, 1L << 30);
+            "Bytes of frames a self (in-process) channel's receiver may hold before the writer stops; short messages "
+                    + "fill a ring of their own, of this size or 64 KiB, whichever is less", 4096, 1L << 30);
 
     static final SelfConfig TABLE = new SelfConfig();
 

@@ -8,14 +8,12 @@ import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.lang.invoke.VarHandle;
-import java.nio.ByteBuffer;
 import java.nio.channels.FileChannel;
 import java.nio.file.FileAlreadyExistsException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
 import java.nio.file.attribute.PosixFilePermissions;
-import java.util.Objects;
 
 import static io.nucx.transport.shm.RecordDescriptor.HEADER_LENGTH;
 import static io.nucx.transport.shm.RecordDescriptor.LENGTH_OFFSET;
@@ -57,13 +55,9 @@ public final class SpscRing implements AutoCloseable {
         void onRecord(int type, MemorySegment ring, long offset, int length);
     }
 
-    /** Little-endian longs at any offset, for copying small payloads eight bytes at a time. */
+    /** Little-endian longs at any offset (a short record's 8-byte header). */
     private static final ValueLayout.OfLong LONG_LE = ValueLayout.JAVA_LONG_UNALIGNED
             .withOrder(java.nio.ByteOrder.LITTLE_ENDIAN);
-    /** A direct buffer's bytes at its address (the ring itself is mapped through FFM, native access granted). */
-    private static final MemorySegment ALL_MEMORY = Buffers.ALL_MEMORY;
-    /** Payloads up to this length are copied by longs, without the ByteBuffer views a bulk copy would need. */
-    private static final int SMALL_COPY = 256;
 
     private final Path file;
     private final Arena arena;
@@ -268,8 +262,8 @@ public final class SpscRing implements AutoCloseable {
         if (at < 0) {
             return false;
         }
-        copyIn(first, at + HEADER_LENGTH);
-        copyIn(second, at + HEADER_LENGTH + a);
+        Buffers.copyIn(first, segment, at + HEADER_LENGTH);
+        Buffers.copyIn(second, segment, at + HEADER_LENGTH + a);
         commit(at, type, (long) a + b);
         return true;
     }
@@ -291,65 +285,9 @@ public final class SpscRing implements AutoCloseable {
             return false;
         }
         segment.set(LONG_LE, at + HEADER_LENGTH, header);
-        copyIn(payload, at + HEADER_LENGTH + Long.BYTES);
+        Buffers.copyIn(payload, segment, at + HEADER_LENGTH + Long.BYTES);
         commit(at, type, Long.BYTES + (long) b);
         return true;
-    }
-
-    /**
-     * Copies {@code src}'s readable bytes to {@code at}, without allocating when the buffer is on the heap or has a
-     * memory address (Netty 4.2's direct buffers have one on JDK 25 even without {@code sun.misc.Unsafe}: it allocates
-     * them through FFM), large ones by {@link Buffers#copyMemory}. Only a buffer with neither, a composite, goes
-     * through its NIO views.
-     */
-    private void copyIn(ByteBuf src, long at) {
-        int length = src.readableBytes();
-        if (length == 0) {
-            return;
-        }
-        int from = src.readerIndex();
-        if (src.hasArray()) {
-            MemorySegment.copy(src.array(), src.arrayOffset() + from, segment, ValueLayout.JAVA_BYTE,
-                    at, length);
-            return;
-        }
-        if (src.hasMemoryAddress()) {
-            // Straight from the buffer's memory: ByteBuf.getLongLE checks the index and the reference count on every
-            // word, a third of a small copy's time, and nioBuffers allocates a view per call. One check here that the
-            // buffer is live, which those made.
-            if (src.refCnt() == 0) {
-                throw new io.netty.util.IllegalReferenceCountException(0);
-            }
-            long address = src.memoryAddress() + from;
-            if (length > SMALL_COPY) {
-                Objects.checkFromIndexSize(at, length, segment.byteSize());
-                Buffers.copyMemory(address, segment.address() + at, length);
-                return;
-            }
-            int i = 0;
-            for (; i + Long.BYTES <= length; i += Long.BYTES) {
-                segment.set(LONG_LE, at + i, ALL_MEMORY.get(LONG_LE, address + i));
-            }
-            for (; i < length; i++) {
-                segment.set(ValueLayout.JAVA_BYTE, at + i, ALL_MEMORY.get(ValueLayout.JAVA_BYTE, address + i));
-            }
-            return;
-        }
-        if (length <= SMALL_COPY) {
-            int i = 0;
-            for (; i + Long.BYTES <= length; i += Long.BYTES) {
-                segment.set(LONG_LE, at + i, src.getLongLE(from + i));
-            }
-            for (; i < length; i++) {
-                segment.set(ValueLayout.JAVA_BYTE, at + i, src.getByte(from + i));
-            }
-            return;
-        }
-        for (ByteBuffer nio : src.nioBuffers(from, length)) {
-            int n = nio.remaining();
-            MemorySegment.copy(MemorySegment.ofBuffer(nio), 0, segment, at, n);
-            at += n;
-        }
     }
 
     /** Reserves room for a record (writing the wrap padding if needed); its offset, or -1 when full. */

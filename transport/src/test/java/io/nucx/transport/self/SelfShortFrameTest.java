@@ -30,7 +30,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
  * Self's {@code am_short} ({@link AbstractLaneChannel#writeShortNow}): the record is copied into the reader's
- * {@link ShortRecords} and a mark queued in its place, so short frames keep the lane's order with ordinary ones; the
+ * {@link RecordRing}, which holds a record for each ordinary frame too, so short frames keep the lane's order; the
  * reader hands it to a lane's only handler that is a {@link ShortFrameHandler} as its parts, and as a frame with the
  * same bytes to any other (or when that handler refuses it). Two real loops, the ring wrapping many times over.
  */
@@ -51,6 +51,8 @@ class SelfShortFrameTest {
         volatile CountDownLatch expected = new CountDownLatch(0);
         volatile Throwable failure;
         boolean autoRead = true;
+        /** The reader closes its lane from the handler on this message, a short one, before using it (-1: never). */
+        int closeAfter = -1;
 
         @Override
         public void handlerAdded(ChannelHandlerContext ctx) {
@@ -62,6 +64,9 @@ class SelfShortFrameTest {
         public boolean shortFrameArrived(int amId, long header, ShortPayload payload) {
             if (header % 3 == 0) {
                 return false; // these come up the pipeline as frames
+            }
+            if (seen.size() + 1 == closeAfter) {
+                channel.getNow(null).close(); // the payload stays valid until this call returns
             }
             // Both ways out of the ring: into a buffer at an offset, and copied out
             ByteBuf at = Unpooled.buffer(payload.length() + 3).writerIndex(payload.length() + 3);
@@ -212,7 +217,7 @@ class SelfShortFrameTest {
             p.writer().flush();
         }).get(30, TimeUnit.SECONDS);
         int fitted = refusedAt[0];
-        assertTrue(fitted > 10 && fitted * ShortRecords.recordSize(1000) <= SelfChannel.SHORT_RING_BYTES,
+        assertTrue(fitted > 10 && fitted * RecordRing.recordSize(1000) <= SelfChannel.SHORT_RING_BYTES,
                 fitted + " records of 1000 bytes fitted a ring of " + SelfChannel.SHORT_RING_BYTES);
         reader.expected = new CountDownLatch(sent.size());
         ChannelFuture closed = p.writer().close();
@@ -221,6 +226,47 @@ class SelfShortFrameTest {
         assertTrue(p.readerChannel().closeFuture().await(10, TimeUnit.SECONDS), "the writer's close ends the reader");
         assertNull(reader.failure);
         assertEquals(sent, p.readerChannel().eventLoop().submit(() -> List.copyOf(reader.seen)).get());
+    }
+
+    /**
+     * A handler that closes its lane in the middle of a batch, then reads the short payload it was given: the payload
+     * is still there (the drop of the queue waits for the delivery to end), nothing after that message is delivered,
+     * and the rest of the queue, short records and frames, is dropped with every frame released.
+     */
+    @Test
+    void aCloseFromAHandlerMidBatchDropsTheRestAndReleasesItsFrames() throws Exception {
+        Reader reader = new Reader();
+        reader.autoRead = false;
+        reader.closeAfter = 5;
+        Pair p = connect(reader);
+        List<ByteBuf> framePayloads = new ArrayList<>();
+        int shorts = p.writer().eventLoop().submit(() -> {
+            int n = 0;
+            for (int i = 0; i < 40; i++) {
+                ByteBuf data = payload(i, 16, i % 4 == 1);
+                if (i % 2 == 0 && p.writer().writeShortNow(AM_ID, 3L * i + 1, data)) {
+                    data.release();
+                    n++;
+                } else {
+                    framePayloads.add(data.retain()); // ours: the lane must give back the other
+                    p.writer().writeAndFlush(AmFrame.of(AM_ID, 0, Unpooled.buffer(8).writeLongLE(3L * i + 1), data));
+                }
+            }
+            p.writer().flush();
+            return n;
+        }).get(30, TimeUnit.SECONDS);
+        assertTrue(shorts == 20 && framePayloads.size() == 20, shorts + " short records, " + framePayloads.size()
+                + " frames");
+        p.readerChannel().eventLoop().execute(() -> p.readerChannel().config().setAutoRead(true));
+        assertTrue(p.readerChannel().closeFuture().await(10, TimeUnit.SECONDS), "the handler's close ends the lane");
+        List<String> seen = p.readerChannel().eventLoop().submit(() -> List.copyOf(reader.seen)).get();
+        assertEquals(5, seen.size(), "delivered after the close: " + seen);
+        assertNull(reader.failure);
+        assertEquals(0, ((SelfChannel) p.readerChannel()).queuedBytes(), "every queued frame taken out");
+        for (ByteBuf b : framePayloads) {
+            assertEquals(1, b.refCnt(), "a frame the closed lane kept");
+            b.release();
+        }
     }
 
     /** A lane whose handler is not a ShortFrameHandler gets every short frame as a frame with the same bytes. */

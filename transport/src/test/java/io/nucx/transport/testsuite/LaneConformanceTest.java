@@ -410,6 +410,44 @@ public abstract class LaneConformanceTest {
         l.bSide().assertDrained();
     }
 
+    /**
+     * A reader that starts late finds a long queue of small frames, which the writer refills as it drains: the reader
+     * takes them in batches, each delivered from its loop (or a task), none from within the end of the batch before
+     * (auto-read's {@code read()} reading at once), which nests batches for as long as the writer keeps up, until the
+     * stack overflows: a fast writer on self did so within seconds, and the lane stopped reading.
+     */
+    @Test
+    void aLongQueueIsReadInBatchesThatDoNotNest() throws Exception {
+        Lane l = lane(false);
+        int n = 20_000;
+        ChannelFuture last = l.a().eventLoop().submit(() -> {
+            ChannelFuture f = null;
+            for (int i = 0; i < n; i++) {
+                f = l.a().write(Frames.sized(i, 8, 8, i % 2 == 1));
+                if (i % 64 == 63) {
+                    l.a().flush();
+                }
+            }
+            l.a().flush();
+            return f;
+        }).get(30, TimeUnit.SECONDS);
+        l.b().config().setAutoRead(true);
+        for (int i = 0; i < n; i++) {
+            AmFrame f = l.bSide().poll();
+            assertNotNull(f, "frame " + i + " of " + n + " did not arrive");
+            try {
+                assertNull(Frames.checkSized(f, i, 8, 8), "frame " + i);
+            } finally {
+                f.release();
+            }
+        }
+        assertTrue(awaited(last).isSuccess(), () -> "write failed: " + last.cause());
+        int nesting = l.b().eventLoop().submit(l.bSide()::readNesting).get(10, TimeUnit.SECONDS);
+        assertTrue(nesting < 40, () -> n + " frames delivered at stack depths up to " + nesting
+                + " frames apart: read batches nest");
+        l.bSide().assertDrained();
+    }
+
     // ---------------------------------------------------------------- close
 
     /** The writer closes right after its writes completed: they all arrive first, then the reader's end ends. */

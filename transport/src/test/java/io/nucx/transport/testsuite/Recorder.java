@@ -35,6 +35,9 @@ public final class Recorder extends ChannelInboundHandlerAdapter {
     final CompletableFuture<Void> inactive = new CompletableFuture<>();
     /** Each writability change as the channel saw it, in order. */
     final BlockingQueue<Boolean> writability = new LinkedBlockingQueue<>();
+    /** The fewest and most stack frames under a channelRead so far (the loop thread's only). */
+    private int leastDepth = Integer.MAX_VALUE;
+    private int mostDepth;
 
     public Recorder() {
         this(true);
@@ -63,6 +66,9 @@ public final class Recorder extends ChannelInboundHandlerAdapter {
 
     @Override
     public void channelRead(ChannelHandlerContext ctx, Object msg) {
+        int depth = StackWalker.getInstance().walk(s -> (int) s.count());
+        leastDepth = Math.min(leastDepth, depth);
+        mostDepth = Math.max(mostDepth, depth);
         if (msg instanceof AmFrame f) {
             frames.add(f);
         } else {
@@ -89,6 +95,16 @@ public final class Recorder extends ChannelInboundHandlerAdapter {
     }
 
     /** The lane, once active. */
+    /**
+     * How much deeper the deepest channelRead's stack was than the shallowest's: a constant when each read batch is
+     * delivered from the loop (or a task), growing with the batches when a batch's end delivers the next one from
+     * within its own call (auto-read's {@code read()} reading at once), which a fast writer turns into a stack overflow.
+     * Read it on the channel's loop, or after the frames were taken.
+     */
+    public int readNesting() {
+        return mostDepth - leastDepth;
+    }
+
     public Channel channel() throws Exception {
         return active.get(DEADLINE_SECONDS, TimeUnit.SECONDS);
     }

@@ -1,0 +1,281 @@
+package io.nucx.transport.self;
+
+import io.netty.buffer.ByteBuf;
+import io.netty.buffer.ByteBufAllocator;
+import io.netty.buffer.Unpooled;
+import io.nucx.transport.Buffers;
+import io.nucx.transport.ShortPayload;
+
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.lang.invoke.VarHandle;
+
+/**
+ * A self channel's inbound order: a single-producer single-consumer ring of records in native memory, one per message
+ * the peer wrote. A short frame written in place (UCT self's {@code am_short}) is its record, active message id, 8-byte
+ * header and payload copied in, so it allocates nothing and hands no buffer from one loop to the other; any other
+ * message is an {@link #OBJECT} record standing for the next element of the channel's object queue, so the two kinds
+ * keep the lane's order.
+ *
+ * <p>The consumer polls the word at its head, as shm's {@code SpscRing} does: a message costs it the one cache line the
+ * producer wrote (word, header and a short payload together), where a tail counter, a queue of marks and a byte count
+ * cost a line each, both ways. Layout: a record is {@code word:i32 length:i32 header:i64 payload} padded to 8 bytes
+ * ({@link #OBJECT}'s is its first 8 bytes), and never crosses the ring's end: one that would is written at the start
+ * instead, with {@link #SKIP} where it would have gone. Three cache lines follow the data, each written by one side
+ * only: the consumer's (its head, and the record it is delivering), the reader's flags (how its loop reads:
+ * {@link #POLLED}, {@link #NEVER_PARKS}, {@link #CLOSED}; whether it is parked), and none of the producer's, whose
+ * tail and cached head are fields of its {@link Writer}, an object of the writer's loop.
+ *
+ * <p>Memory ordering: the producer writes a record's body and zeroes the word after it with plain stores, then stores
+ * its word with release semantics (a wrapped record's word before the {@link #SKIP} that leads to it); the consumer
+ * reads the word with an acquire load, so a non-zero word shows the whole record, and the zero after the last record
+ * is where the published ones end (consumed bytes are never zeroed). The producer keeps that word's room free beyond
+ * what it writes. The consumer frees records with a release store of its head, which the producer reads (acquire) only
+ * when its cached head says the ring looks full.
+ *
+ * <p>Room: short records may fill the ring up to {@code shortBytes}; the rest is kept for one {@link #OBJECT} record
+ * per slot of the object queue, so a message refused as a short frame, then written as an object, always finds its
+ * record's room once it has a slot.
+ *
+ * <p>Consumer side, the ring is the {@link ShortPayload} of the record being delivered: valid only during that call.
+ */
+final class RecordRing implements ShortPayload {
+
+    /** A record's word for an element of the object queue (short records carry their AM id, 1..255). */
+    static final int OBJECT = 0x100;
+    /** A record's word where the rest of the ring is skipped: the next record is at the start. */
+    private static final int SKIP = -1;
+    static final int RECORD_HEADER = 16;
+    private static final int OBJECT_RECORD = 8;
+    /** The zero word kept after the last record. */
+    private static final int END = 8;
+    private static final int LINE = 64;
+
+    /** Reader flags: its loop polls the ring; that loop never parks; the channel closed. */
+    static final int POLLED = 1;
+    static final int NEVER_PARKS = 2;
+    static final int CLOSED = 4;
+
+    private static final VarHandle INT = ValueLayout.JAVA_INT.varHandle();
+    private static final VarHandle LONG = ValueLayout.JAVA_LONG.varHandle();
+
+    private final MemorySegment segment;
+    private final int size;
+    private final int mask;
+    private final int shortBytes;
+    /** The consumer's line: head (published), the current record's payload offset (-1: none) and length. */
+    private final long headAt;
+    private final long payloadAtAt;
+    private final long payloadLengthAt;
+    /** The reader's flags line: flags, parked. */
+    private final long flagsAt;
+    private final long parkedAt;
+    /** The consumer's allocator for {@link #copyOut} (written only when it changes). */
+    private ByteBufAllocator alloc;
+
+    /**
+     * @param shortBytes  room short records may fill
+     * @param objectSlots the object queue's capacity
+     */
+    RecordRing(int shortBytes, int objectSlots) {
+        long records = (long) shortBytes + (long) objectSlots * OBJECT_RECORD + END;
+        if (records > 1 << 30) {
+            throw new IllegalArgumentException("a self ring of " + records + " bytes");
+        }
+        int n = Integer.highestOneBit((int) Math.max(LINE, records) - 1) << 1;
+        this.size = n;
+        this.mask = n - 1;
+        this.shortBytes = shortBytes;
+        this.segment = Arena.ofAuto().allocate(n + 2L * LINE, LINE); // zeroed: no record published
+        this.headAt = n;
+        this.payloadAtAt = n + 8;
+        this.payloadLengthAt = n + 12;
+        this.flagsAt = n + LINE;
+        this.parkedAt = n + LINE + 4;
+        segment.set(ValueLayout.JAVA_INT, payloadAtAt, -1);
+    }
+
+    /** The room a short record of {@code payloadLength} bytes takes, padding included. */
+    static int recordSize(int payloadLength) {
+        return (RECORD_HEADER + payloadLength + 7) & ~7;
+    }
+
+    /** The producer side; one per ring, made and used on the writer's loop only. */
+    Writer writer() {
+        return new Writer();
+    }
+
+    // ---------------------------------------------------------------- reader flags (the reader's loop writes them)
+
+    void setFlag(int flag, boolean on) {
+        int f = (int) INT.getVolatile(segment, flagsAt);
+        INT.setVolatile(segment, flagsAt, on ? f | flag : f & ~flag);
+    }
+
+    int flags() {
+        return (int) INT.getAcquire(segment, flagsAt);
+    }
+
+    /** The reader's loop is about to park, or awake again; parking, a full fence follows (the eventcount). */
+    void parked(boolean parked) {
+        INT.setVolatile(segment, parkedAt, parked ? 1 : 0);
+    }
+
+    // ---------------------------------------------------------------- producer (the peer's loop)
+
+    /** The producer's position; plain fields of an object made on the writer's loop, which no other thread writes. */
+    final class Writer {
+        private long tail;
+        /** The producer's last look at the consumer's head. */
+        private long headCache;
+
+        /**
+         * Copies a short record in and publishes it (the caller keeps {@code payload}, its indices untouched); false,
+         * having written nothing, when short records have no room for it now.
+         */
+        boolean appendShort(int amId, long header, ByteBuf payload) {
+            if (amId <= 0 || amId > 0xff) {
+                throw new IllegalArgumentException("active message id " + amId + " is not in 1..255");
+            }
+            int length = payload.readableBytes();
+            int record = recordSize(length);
+            long t = tail;
+            int index = (int) (t & mask);
+            int toEnd = size - index;
+            int at = record <= toEnd ? index : 0;
+            int needed = at == index ? record : toEnd + record;
+            if (!hasRoom(t, needed, shortBytes)) {
+                return false;
+            }
+            segment.set(ValueLayout.JAVA_INT, at + 4, length);
+            segment.set(ValueLayout.JAVA_LONG, at + 8, header);
+            Buffers.copyIn(payload, segment, at + RECORD_HEADER);
+            segment.set(ValueLayout.JAVA_INT, (at + record) & mask, 0);
+            INT.setRelease(segment, (long) at, amId);
+            if (at != index) {
+                INT.setRelease(segment, (long) index, SKIP); // toEnd >= 8: records are 8-byte aligned
+            }
+            tail = t + needed;
+            return true;
+        }
+
+        /** Publishes a record for the object just offered to the queue; false when the ring has no room. */
+        boolean appendObject() {
+            long t = tail;
+            int index = (int) (t & mask); // 8-byte records at 8-byte offsets: never across the end
+            if (!hasRoom(t, OBJECT_RECORD, size)) {
+                return false;
+            }
+            segment.set(ValueLayout.JAVA_INT, index + 4, 0);
+            segment.set(ValueLayout.JAVA_INT, (index + OBJECT_RECORD) & mask, 0);
+            INT.setRelease(segment, (long) index, OBJECT);
+            tail = t + OBJECT_RECORD;
+            return true;
+        }
+
+        private boolean hasRoom(long t, int needed, int limit) {
+            if (t - headCache + needed + END <= limit) {
+                return true;
+            }
+            headCache = (long) LONG.getAcquire(segment, headAt);
+            return t - headCache + needed + END <= limit;
+        }
+
+        /** The reader's flags ({@link #POLLED}, {@link #NEVER_PARKS}, {@link #CLOSED}). */
+        int readerFlags() {
+            return flags();
+        }
+
+        /** After a publish, with the reader polled and able to park: whether it parked (the eventcount's look). */
+        boolean readerParked() {
+            VarHandle.fullFence(); // StoreLoad: the record, then the flag (the reader: flag, then the ring)
+            return (int) INT.getVolatile(segment, parkedAt) != 0;
+        }
+    }
+
+    // ---------------------------------------------------------------- consumer (this channel's loop)
+
+    /** Whether a record waits at the head. */
+    boolean isEmpty() {
+        long h = (long) LONG.get(segment, headAt);
+        return (int) INT.getAcquire(segment, h & mask) == 0;
+    }
+
+    /**
+     * Takes the record at the head as the current one: 0 when there is none, else its word ({@link #OBJECT}, or a
+     * short record's AM id, whose {@link #copyOut} allocates from {@code alloc}). Then {@link #done}.
+     */
+    int next(ByteBufAllocator alloc) {
+        long h = (long) LONG.get(segment, headAt);
+        int index = (int) (h & mask);
+        int word = (int) INT.getAcquire(segment, (long) index);
+        if (word == SKIP) {
+            h += size - index;
+            LONG.setRelease(segment, headAt, h);
+            index = 0;
+            word = (int) INT.getAcquire(segment, 0L); // published before the skip
+        }
+        if (word == 0 || word == OBJECT) {
+            return word;
+        }
+        if (this.alloc != alloc) {
+            this.alloc = alloc;
+        }
+        segment.set(ValueLayout.JAVA_INT, payloadLengthAt, segment.get(ValueLayout.JAVA_INT, index + 4L));
+        segment.set(ValueLayout.JAVA_INT, payloadAtAt, index + RECORD_HEADER);
+        return word;
+    }
+
+    /** The current short record's header. */
+    long header() {
+        return segment.get(ValueLayout.JAVA_LONG, payloadAt() - 8L);
+    }
+
+    /** Frees the current record's room for the writer: a short record's ({@code object} false) or an object's. */
+    void done(boolean object) {
+        long h = (long) LONG.get(segment, headAt);
+        int record = OBJECT_RECORD;
+        if (!object) {
+            record = recordSize(length());
+            segment.set(ValueLayout.JAVA_INT, payloadAtAt, -1);
+        }
+        LONG.setRelease(segment, headAt, h + record);
+    }
+
+    private int payloadAt() {
+        return segment.get(ValueLayout.JAVA_INT, payloadAtAt);
+    }
+
+    @Override
+    public int length() {
+        return segment.get(ValueLayout.JAVA_INT, payloadLengthAt);
+    }
+
+    @Override
+    public void copyTo(ByteBuf dst, int index) {
+        int at = livePayloadAt();
+        int length = length();
+        if (length > 0) {
+            Buffers.copy(segment, at, dst, index, length);
+        }
+    }
+
+    @Override
+    public ByteBuf copyOut() {
+        int at = livePayloadAt();
+        int length = length();
+        if (length == 0) {
+            return Unpooled.EMPTY_BUFFER;
+        }
+        return Buffers.copyOut(segment, at, length, alloc);
+    }
+
+    private int livePayloadAt() {
+        int at = payloadAt();
+        if (at < 0) {
+            throw new IllegalStateException("a short payload used after its handler returned");
+        }
+        return at;
+    }
+}
