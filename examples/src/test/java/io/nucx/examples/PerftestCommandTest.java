@@ -5,6 +5,7 @@ import picocli.CommandLine;
 
 import java.io.PrintWriter;
 import java.io.StringWriter;
+import java.util.List;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -69,15 +70,12 @@ class PerftestCommandTest {
     }
 
     private static String outputOf(String... options) throws Exception {
-        java.util.List<String> args = new java.util.ArrayList<>(java.util.List.of("--in-process", "-t", "tag_lat",
-                "-s", "8", "-n", "1000000", "--warmup-time", "0.2", "--jit-warmup", "0"));
-        args.addAll(java.util.List.of(options));
         java.io.ByteArrayOutputStream bytes = new java.io.ByteArrayOutputStream();
         java.io.PrintStream was = System.out;
         System.setOut(new java.io.PrintStream(bytes, true, java.nio.charset.StandardCharsets.UTF_8));
         try {
-            PerftestCommand c = new PerftestCommand();
-            new CommandLine(c).parseArgs(args.toArray(String[]::new));
+            PerftestCommand c = parsed(List.of("--in-process", "-t", "tag_lat", "-s", "8", "-n", "1000000",
+                    "--warmup-time", "0.2", "--jit-warmup", "0"), options);
             assertEquals(0, (int) c.call());
         } finally {
             System.setOut(was);
@@ -94,7 +92,7 @@ class PerftestCommandTest {
             counts.add(w.counters().count(io.nucx.NucxBootstrap.WARMUP_MESSAGES));
         });
         try {
-            assertEquals(0, (int) args(new PerftestCommand(), options).call());
+            assertEquals(0, (int) args(options).call());
         } finally {
             io.nucx.examples.perf.Perftest.onWorkerStarted(w -> { });
         }
@@ -103,10 +101,15 @@ class PerftestCommandTest {
         return counts.get(0);
     }
 
-    private static PerftestCommand args(PerftestCommand c, String... options) {
-        java.util.List<String> args = new java.util.ArrayList<>(java.util.List.of("--in-process", "-t", "tag_lat",
-                "-s", "8", "-n", "2000", "-f"));
-        args.addAll(java.util.List.of(options));
+    private static PerftestCommand args(String... options) {
+        return parsed(List.of("--in-process", "-t", "tag_lat", "-s", "8", "-n", "2000", "-f"), options);
+    }
+
+    /** A command with {@code base}, then {@code options}, parsed into it. */
+    private static PerftestCommand parsed(List<String> base, String... options) {
+        List<String> args = new java.util.ArrayList<>(base);
+        args.addAll(List.of(options));
+        PerftestCommand c = new PerftestCommand();
         new CommandLine(c).parseArgs(args.toArray(String[]::new));
         return c;
     }

@@ -71,8 +71,6 @@ public final class SelfChannel extends AbstractLaneChannel {
     private boolean readPending;
     /** A delivery is under way: a close from a handler leaves the queue to the read loop. */
     private boolean reading;
-    /** Registered with its loop as a polled handle: the loop reads the queue by itself while it does not park. */
-    private volatile boolean polled;
     private IoRegistration registration;
 
     SelfChannel(long capacity, SelfAddress localAddress, SelfAddress remoteAddress, IfaceAttributes limits) {
@@ -104,7 +102,6 @@ public final class SelfChannel extends AbstractLaneChannel {
         io.register((SelfUnsafe) unsafe()).addListener(f -> {
             if (f.isSuccess()) {
                 registration = (IoRegistration) f.getNow();
-                polled = true;
                 ring.setFlag(RecordRing.POLLED, true);
                 promise.setSuccess();
             } else {
@@ -115,7 +112,6 @@ public final class SelfChannel extends AbstractLaneChannel {
 
     @Override
     protected void doDeregister() {
-        polled = false;
         ring.setFlag(RecordRing.POLLED | RecordRing.NEVER_PARKS, false);
         IoRegistration r = registration;
         if (r != null) {
@@ -126,7 +122,7 @@ public final class SelfChannel extends AbstractLaneChannel {
 
     /** Whether its loop polls its queue (a registered {@link PolledIoHandle}) rather than running read tasks. */
     boolean isPolled() {
-        return polled;
+        return (ring.flags() & RecordRing.POLLED) != 0;
     }
 
     /** Bytes of the objects (messages other than short records) waiting in this end's inbound queue. */
@@ -187,7 +183,7 @@ public final class SelfChannel extends AbstractLaneChannel {
     @Override
     protected void doBeginRead() {
         readPending = true;
-        if (!polled && !reading && !ring.isEmpty()) {
+        if (!isPolled() && !reading && !ring.isEmpty()) {
             scheduleRead();
         }
     }
@@ -333,7 +329,7 @@ public final class SelfChannel extends AbstractLaneChannel {
                 && p.writerWaiting.compareAndSet(true, false)) {
             p.eventLoop().execute(p.resumeTask);
         }
-        if (!polled && !ring.isEmpty()) {
+        if (!isPolled() && !ring.isEmpty()) {
             scheduleRead();
         }
         return n;
