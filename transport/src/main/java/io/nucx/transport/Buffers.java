@@ -27,8 +27,11 @@ public final class Buffers {
      * of its direct buffers (native access granted).
      */
     public static final MemorySegment ALL_MEMORY = MemorySegment.NULL.reinterpret(Long.MAX_VALUE);
-    /** A ring's record payloads up to this length are copied in by longs, without the views a bulk copy needs. */
-    private static final int SMALL_COPY = 256;
+    /**
+     * Ring payloads up to this length are copied in and out by longs: no views for a bulk copy, and no call of
+     * HotSpot's copy stub.
+     */
+    static final int SMALL_COPY = 256;
     private static final ValueLayout.OfLong LONG_LE = ValueLayout.JAVA_LONG_UNALIGNED
             .withOrder(java.nio.ByteOrder.LITTLE_ENDIAN);
 
@@ -122,11 +125,23 @@ public final class Buffers {
         if (dst.hasArray()) {
             MemorySegment.copy(src, ValueLayout.JAVA_BYTE, offset, dst.array(), dst.arrayOffset() + index, length);
         } else if (dst.hasMemoryAddress()) {
-            if (length >= LIBC_COPY_FROM && src.isNative()) {
+            long address = dst.memoryAddress() + index;
+            if (length <= SMALL_COPY) {
+                // By words: MemorySegment.copy's own small-copy loop is skipped when the two segments overlap, and
+                // ALL_MEMORY overlaps every native segment, so it would call the copy stub even for 8 bytes.
                 Objects.checkFromIndexSize(offset, length, src.byteSize());
-                copyMemory(src.address() + offset, dst.memoryAddress() + index, length);
+                int i = 0;
+                for (; i + Long.BYTES <= length; i += Long.BYTES) {
+                    ALL_MEMORY.set(LONG_LE, address + i, src.get(LONG_LE, offset + i));
+                }
+                for (; i < length; i++) {
+                    ALL_MEMORY.set(ValueLayout.JAVA_BYTE, address + i, src.get(ValueLayout.JAVA_BYTE, offset + i));
+                }
+            } else if (length >= LIBC_COPY_FROM && src.isNative()) {
+                Objects.checkFromIndexSize(offset, length, src.byteSize());
+                copyMemory(src.address() + offset, address, length);
             } else {
-                MemorySegment.copy(src, offset, ALL_MEMORY, dst.memoryAddress() + index, length);
+                MemorySegment.copy(src, offset, ALL_MEMORY, address, length);
             }
         } else {
             dst.setBytes(index, src.asSlice(offset, length).asByteBuffer());

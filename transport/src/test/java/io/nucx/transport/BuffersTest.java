@@ -34,8 +34,8 @@ class BuffersTest {
 
     /** Lengths around each path's bounds, and any length up to 300 KiB. */
     private static int anyLength(SplittableRandom r) {
-        int[] bounds = {0, 1, Buffers.SMALL, Buffers.SMALL + 1, Buffers.LIBC_COPY_FROM - 1, Buffers.LIBC_COPY_FROM,
-            64 * 1024, 256 * 1024};
+        int[] bounds = {0, 1, Buffers.SMALL, Buffers.SMALL + 1, Buffers.SMALL_COPY - 1, Buffers.SMALL_COPY,
+            Buffers.LIBC_COPY_FROM - 1, Buffers.LIBC_COPY_FROM, 64 * 1024, 256 * 1024};
         return r.nextBoolean() ? bounds[r.nextInt(bounds.length)] + r.nextInt(3) : r.nextInt(300 * 1024);
     }
 
@@ -177,6 +177,8 @@ class BuffersTest {
                 MemorySegment memory = arena.allocate(n);
                 assertThrows(ReadOnlyBufferException.class, () -> Buffers.copy(memory, 0, readOnly, 0, n));
                 assertThrows(IndexOutOfBoundsException.class, () -> Buffers.copy(memory, 0, dst, 1, n));
+                // A short copy whose source runs past the segment's end is refused before a byte is written
+                assertThrows(IndexOutOfBoundsException.class, () -> Buffers.copy(memory, n - 4, dst, 0, 12));
             }
             assertArrayEquals(before, bytes(dst), "a refused copy changes nothing");
             assertTrue(src.refCnt() == 1 && dst.refCnt() == 1);
