@@ -282,14 +282,14 @@ final class EndpointChannel extends AbstractChannel implements Endpoint, Endpoin
 
     // ------------------------------------------------------------ inbound (from the lanes)
 
-    /** A frame other than wireup arrived on {@code lane} ({@code from} its channel's handler). Owns {@code frame}. */
-    void frameArrived(LaneInboundHandler from, Lane lane, AmFrame frame) {
+    /** A frame other than wireup arrived on the lane whose handler is {@code from}. Owns {@code frame}. */
+    void frameArrived(LaneInboundHandler from, AmFrame frame) {
         switch (lifecycle.state()) {
             case LINGER -> lifecycle.lingerRead(frame);
             case CLOSED -> frame.release();
             default -> {
                 liveness.heard();
-                lanes.received(lane);
+                heardOn(from);
                 delivering = from;
                 try {
                     ProtocolCodec owner = frameOwners[frame.amId()];
@@ -310,14 +310,14 @@ final class EndpointChannel extends AbstractChannel implements Endpoint, Endpoin
      * when the endpoint is open and the id's codec takes short frames (as {@link #frameArrived} would hand it the
      * frame); false, having done nothing, otherwise.
      */
-    boolean shortFrameArrived(LaneInboundHandler from, Lane lane, int amId, long header,
+    boolean shortFrameArrived(LaneInboundHandler from, int amId, long header,
                               io.nucx.transport.ShortPayload payload) {
         ProtocolCodec owner = frameOwners[amId];
         if (!isOpen() || owner == null || !owner.takesShortFrames(amId)) {
             return false;
         }
         liveness.heard();
-        lanes.received(lane);
+        heardOn(from);
         delivering = from;
         try {
             owner.shortFrameArrived(amId, header, payload);
@@ -327,6 +327,13 @@ final class EndpointChannel extends AbstractChannel implements Endpoint, Endpoin
             delivering = null;
         }
         return true;
+    }
+
+    /** Failover counts what each lane brings; without it no lane is looked up per frame. */
+    private void heardOn(LaneInboundHandler from) {
+        if (lanes.confirmsArrivals()) {
+            lanes.received(from.lane());
+        }
     }
 
     /**
@@ -343,11 +350,13 @@ final class EndpointChannel extends AbstractChannel implements Endpoint, Endpoin
     }
 
     /** A read batch ended on a lane: confirm what arrived (failover), and let the handlers flush what they answered. */
-    void readBatchEnded(Lane lane, Channel ch) {
+    void readBatchEnded(LaneInboundHandler from, Channel ch) {
         if (lifecycle.ended()) {
             return;
         }
-        lanes.readBatchEnded(lane, ch);
+        if (lanes.confirmsArrivals()) {
+            lanes.readBatchEnded(from.lane(), ch);
+        }
         if (!alwaysReadComplete && walkNotNeeded() && !readCompletePending()) {
             return; // no handler of the user's to tell and no codec with work: the pass would only walk the pipeline
         }

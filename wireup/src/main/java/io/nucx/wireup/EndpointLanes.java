@@ -377,6 +377,11 @@ final class EndpointLanes {
     // ------------------------------------------------------------ inbound bookkeeping
 
     /** A frame other than wireup arrived on {@code lane}: counted for the peer's confirmation (failover). */
+    /** Error mode failover: each lane's arrivals are counted and confirmed ({@link #received}, {@link #readBatchEnded}). */
+    boolean confirmsArrivals() {
+        return reliability != null;
+    }
+
     void received(Lane lane) {
         if (reliability != null && lane != null) {
             lane.heard = true; // failover's keepalive: this lane is alive

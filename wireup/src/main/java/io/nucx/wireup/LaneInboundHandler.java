@@ -46,6 +46,8 @@ final class LaneInboundHandler extends ChannelInboundHandlerAdapter implements S
     private enum Role { NEW, RETRYING, IGNORED, REFUSED, ENDPOINT }
 
     private final DefaultWorker worker;
+    /** NUCX_LANE_BATCH, read once: it is asked per frame. */
+    private final int laneBatch;
     /** The iface that accepted this lane from a peer; null for lanes we connected. */
     private final io.nucx.transport.Iface acceptedBy;
     private Role role;
@@ -74,6 +76,7 @@ final class LaneInboundHandler extends ChannelInboundHandlerAdapter implements S
     private LaneInboundHandler(DefaultWorker worker, EndpointChannel endpoint, int laneIndex,
                                io.nucx.transport.Iface acceptedBy) {
         this.worker = worker;
+        this.laneBatch = worker.settings().laneBatch();
         this.endpoint = endpoint;
         this.role = endpoint == null ? Role.NEW : Role.ENDPOINT;
         this.laneIndex = laneIndex;
@@ -133,7 +136,7 @@ final class LaneInboundHandler extends ChannelInboundHandlerAdapter implements S
             backlog.add(frame); // this turn's share is used: the next turn takes it, in order
             return;
         }
-        if (++handledThisTurn > worker.settings().laneBatch()) {
+        if (++handledThisTurn > laneBatch) {
             backlog = new ArrayDeque<>();
             backlog.add(frame);
             ctx.channel().config().setAutoRead(false); // what this read brought waits here; nothing more is read
@@ -150,11 +153,11 @@ final class LaneInboundHandler extends ChannelInboundHandlerAdapter implements S
      */
     @Override
     public boolean shortFrameArrived(int amId, long header, ShortPayload payload) {
-        if (role != Role.ENDPOINT || backlog != null || handledThisTurn >= worker.settings().laneBatch()
+        if (role != Role.ENDPOINT || backlog != null || handledThisTurn >= laneBatch
                 || endpoint == null || amId == AmIds.WIREUP) {
             return false;
         }
-        if (!endpoint.shortFrameArrived(this, lane(), amId, header, payload)) {
+        if (!endpoint.shortFrameArrived(this, amId, header, payload)) {
             return false;
         }
         handledThisTurn++;
@@ -191,7 +194,7 @@ final class LaneInboundHandler extends ChannelInboundHandlerAdapter implements S
             frame.release();
             throw new ProtocolException(AmIds.name(frame.amId()) + " before the wireup REQUEST");
         }
-        endpoint.frameArrived(this, lane(), frame);
+        endpoint.frameArrived(this, frame);
     }
 
     /**
@@ -205,7 +208,7 @@ final class LaneInboundHandler extends ChannelInboundHandlerAdapter implements S
             return; // the lane closed meanwhile and released them
         }
         handledThisTurn = 0;
-        int batch = worker.settings().laneBatch();
+        int batch = laneBatch;
         for (AmFrame f; handledThisTurn < batch && (f = frames.poll()) != null; ) {
             if (!ctx.channel().isOpen()) {
                 f.release();
@@ -230,7 +233,7 @@ final class LaneInboundHandler extends ChannelInboundHandlerAdapter implements S
             ctx.flush();
         }
         if (endpoint != null) {
-            endpoint.readBatchEnded(lane(), ctx.channel()); // these arrived outside a read batch: confirm them now
+            endpoint.readBatchEnded(this, ctx.channel()); // these arrived outside a read batch: confirm them now
         }
         if (!frames.isEmpty()) {
             ctx.executor().schedule(() -> drainBacklog(ctx), 0, TimeUnit.NANOSECONDS);
@@ -243,7 +246,8 @@ final class LaneInboundHandler extends ChannelInboundHandlerAdapter implements S
         }
     }
 
-    private Lane lane() {
+    /** The endpoint's lane this handler's channel is, or null when it is none of them (any more). */
+    Lane lane() {
         EndpointLanes lanes = endpoint.lanes();
         return laneIndex < lanes.size() && lanes.lane(laneIndex).channel() == ctx.channel() ? lanes.lane(laneIndex)
                 : null;
@@ -351,7 +355,7 @@ final class LaneInboundHandler extends ChannelInboundHandlerAdapter implements S
             }
         }
         if (endpoint != null) {
-            endpoint.readBatchEnded(lane(), ctx.channel()); // these arrived outside a read batch: confirm them now
+            endpoint.readBatchEnded(this, ctx.channel()); // these arrived outside a read batch: confirm them now
         }
     }
 
@@ -483,7 +487,7 @@ final class LaneInboundHandler extends ChannelInboundHandlerAdapter implements S
             ctx.flush();
         }
         if (endpoint != null) {
-            endpoint.readBatchEnded(lane(), ctx.channel());
+            endpoint.readBatchEnded(this, ctx.channel());
         }
         if (backlog == null) {
             handledThisTurn = 0; // the next turn's reads get a share of their own

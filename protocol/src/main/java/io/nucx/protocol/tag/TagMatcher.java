@@ -136,7 +136,9 @@ public final class TagMatcher {
         if (expectedCount == 0) {
             return null;
         }
-        ArrayDeque<TagReceive> exact = exactExpected.get(tag);
+        // Every waiting receive is counted, exact or wildcard: with none of them exact, the map is not asked (a
+        // server that posts one receive for any tag matches each message without a hash lookup).
+        ArrayDeque<TagReceive> exact = expectedCount > wildcardExpected.size() ? exactExpected.get(tag) : null;
         TagReceive e = null;
         if (exact != null) {
             while ((e = exact.peek()) != null && e.isDone()) {

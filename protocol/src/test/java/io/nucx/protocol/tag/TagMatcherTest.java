@@ -4,6 +4,7 @@ import io.netty.buffer.ByteBuf;
 import io.netty.buffer.Unpooled;
 import io.netty.channel.embedded.EmbeddedChannel;
 import io.netty.util.concurrent.Promise;
+import io.nucx.transport.testing.RandomCases;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 
@@ -12,6 +13,7 @@ import java.nio.channels.ClosedChannelException;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.SplittableRandom;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
@@ -218,6 +220,97 @@ class TagMatcherTest {
         assertEquals(0, matcher.expectedCount());
         arrive(5, "y");
         assertEquals(1, matcher.unexpectedCount(), "no cancelled receive takes a message");
+    }
+
+    /** A receive as the model sees it: what it waits for, and what it must end with. */
+    private static final class Expected {
+        final long tag;
+        final long mask;
+        final Promise<TagMessage> promise;
+        String content;
+        long arrivedTag;
+
+        Expected(long tag, long mask, Promise<TagMessage> promise) {
+            this.tag = tag;
+            this.mask = mask;
+            this.promise = promise;
+        }
+
+        boolean matches(long t) {
+            return (t & mask) == (tag & mask);
+        }
+    }
+
+    private record Arrived(long tag, String content) {
+    }
+
+    /**
+     * Any mix of exact, masked and any-tag receives, cancellations and arrivals ends as a model says: each message
+     * goes to the earliest-posted live receive it matches, else waits for the next receive that matches it, in
+     * arrival order. Cancelled receives stay counted until passed over, so this also covers the matcher's count of
+     * exact receives, which decides whether an arrival looks up its tag at all.
+     */
+    @Test
+    void anyMixOfPostsCancelsAndArrivalsEndsAsTheModelSays() {
+        RandomCases.forAll("posts, cancels and arrivals end as the model says", 200, r -> r.split(), r -> {
+            TagMatcher m = new TagMatcher(ch.eventLoop());
+            PostedReceives posted = new PostedReceives(m, ch.eventLoop());
+            List<Expected> live = new ArrayList<>();
+            List<Expected> all = new ArrayList<>();
+            List<Arrived> waiting = new ArrayList<>();
+            long[] masks = {-1L, -1L, 0L, 0x2L};
+            try {
+                for (int op = 0; op < 60; op++) {
+                    int kind = r.nextInt(10);
+                    long tag = 1 + r.nextInt(3);
+                    if (kind < 4) { // post
+                        long mask = masks[r.nextInt(masks.length)];
+                        Expected posting = new Expected(tag, mask, posted.post(tag, mask));
+                        all.add(posting);
+                        Arrived a = waiting.stream().filter(w -> posting.matches(w.tag())).findFirst().orElse(null);
+                        if (a != null) {
+                            waiting.remove(a);
+                            posting.content = a.content();
+                            posting.arrivedTag = a.tag();
+                        } else {
+                            live.add(posting);
+                        }
+                    } else if (kind < 6 && !live.isEmpty()) { // cancel
+                        Expected c = live.remove(r.nextInt(live.size()));
+                        assertTrue(c.promise.cancel(false));
+                    } else { // arrive
+                        String content = "m" + op;
+                        Expected to = live.stream().filter(e -> e.matches(tag)).findFirst().orElse(null);
+                        TagReceive taken = m.takeExpected(tag);
+                        if (taken != null) {
+                            taken.deliver(tag, text(content));
+                        } else {
+                            Whole w = new Whole(tag, text(content));
+                            arrivals.add(w);
+                            m.addUnexpected(w);
+                        }
+                        if (to != null) {
+                            live.remove(to);
+                            to.content = content;
+                            to.arrivedTag = tag;
+                        } else {
+                            waiting.add(new Arrived(tag, content));
+                        }
+                    }
+                }
+                for (Expected e : all) {
+                    if (e.content != null) {
+                        posted.assertReceived(e.promise, e.arrivedTag, e.content);
+                    } else {
+                        assertTrue(!e.promise.isDone() || e.promise.isCancelled(), "a receive the model left waiting");
+                    }
+                }
+                assertEquals(waiting.size(), m.unexpectedCount(), "messages that wait for a receive");
+            } finally {
+                m.close(new ClosedChannelException());
+                posted.close();
+            }
+        });
     }
 
     // ------------------------------------------------------------------ withdrawal and close
