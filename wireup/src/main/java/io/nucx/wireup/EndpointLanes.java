@@ -376,12 +376,15 @@ final class EndpointLanes {
 
     // ------------------------------------------------------------ inbound bookkeeping
 
-    /** A frame other than wireup arrived on {@code lane}: counted for the peer's confirmation (failover). */
-    /** Error mode failover: each lane's arrivals are counted and confirmed ({@link #received}, {@link #readBatchEnded}). */
+    /**
+     * Error mode failover: what each lane brings is counted ({@link #received}) and confirmed
+     * ({@link #readBatchEnded}); without it the lanes need not be told.
+     */
     boolean confirmsArrivals() {
         return reliability != null;
     }
 
+    /** A frame other than wireup arrived on {@code lane}: counted for the peer's confirmation (failover). */
     void received(Lane lane) {
         if (reliability != null && lane != null) {
             lane.heard = true; // failover's keepalive: this lane is alive
