@@ -113,6 +113,49 @@ class InProcessTagExchangeTest {
         }
     }
 
+    /**
+     * {@link Endpoint#trySendShort} takes exactly the sizes the endpoint's table gives eager short, for heap and direct
+     * buffers alike (each has a table of its own): its last size goes, one byte more does not, though the ring
+     * would take it (NUCX_BCOPY_THRESH ends eager short at 1000 bytes).
+     */
+    @org.junit.jupiter.api.Test
+    void trySendShortTakesExactlyTheSizesTheTableGivesEagerShort() throws Exception {
+        DefaultWorker a = workers.start("a", "TLS", "shm", "BCOPY_THRESH", "1000");
+        DefaultWorker b = workers.start("b", "TLS", "shm", "BCOPY_THRESH", "1000");
+        Endpoint ep = a.connect(b.address());
+        ep.wireupFuture().get(10, TimeUnit.SECONDS);
+        for (io.nucx.protocol.select.SelectionKey.MemoryType memory : List.of(
+                io.nucx.protocol.select.SelectionKey.MemoryType.HEAP,
+                io.nucx.protocol.select.SelectionKey.MemoryType.DIRECT)) {
+            int last = (int) a.protocolTable(b.address(), memory).entries().stream()
+                    .filter(e -> e.candidate().protocol() == EagerProtocols.SHORT)
+                    .mapToLong(io.nucx.protocol.select.ProtoTable.Entry::end).max().orElseThrow();
+            assertTrue(last < 1000, "eager short ends below NUCX_BCOPY_THRESH: " + last);
+            boolean direct = memory == io.nucx.protocol.select.SelectionKey.MemoryType.DIRECT;
+            ByteBuf atLast = direct ? TestWorkers.directPattern(3, last) : pattern(3, last);
+            ByteBuf past = direct ? TestWorkers.directPattern(4, last + 1) : pattern(4, last + 1);
+            try {
+                Future<TagMessage> got = b.tagRecv(1, -1L);
+                List<Boolean> taken = ep.eventLoop().submit(() -> {
+                    List<Boolean> t = List.of(ep.trySendShort(1, atLast), ep.trySendShort(2, past));
+                    ep.flush();
+                    return t;
+                }).get(10, TimeUnit.SECONDS);
+                assertEquals(List.of(true, false), taken, memory + ": " + last + " bytes go short, " + (last + 1)
+                        + " do not");
+                TagMessage m = got.get(10, TimeUnit.SECONDS);
+                try {
+                    assertPattern(3, last, m.content());
+                } finally {
+                    m.release();
+                }
+            } finally {
+                atLast.release();
+                past.release();
+            }
+        }
+    }
+
     /** shm takes a short message as its parts (UCT's am_short), so such a send needs no promise at all. */
     @org.junit.jupiter.api.Test
     void aShortSendDoneAtOnceOnTheLoopNeedsNoPromiseAndKeepsItsPlaceInOrder() throws Exception {
