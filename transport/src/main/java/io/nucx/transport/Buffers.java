@@ -27,11 +27,15 @@ public final class Buffers {
      * of its direct buffers (native access granted).
      */
     public static final MemorySegment ALL_MEMORY = MemorySegment.NULL.reinterpret(Long.MAX_VALUE);
+    /** A buffer with neither an array nor an address (a composite) is copied into a ring by longs up to this length. */
+    private static final int SMALL_COPY = 256;
     /**
-     * Ring payloads up to this length are copied in and out by longs: no views for a bulk copy, and no call of
-     * HotSpot's copy stub.
+     * Copies between a ring and a direct buffer's address up to this length go by words: {@code MemorySegment.copy}
+     * calls HotSpot's copy stub for them whatever their length when the two segments overlap, and {@link #ALL_MEMORY}
+     * overlaps every native one. The stub costs more than a word or two and less than the checked word loop from a few
+     * words on: tag_lat over shm at 8, 64 and 256 bytes (BENCHMARKS.md).
      */
-    static final int SMALL_COPY = 256;
+    static final int WORD_COPY_UP_TO = 16;
     private static final ValueLayout.OfLong LONG_LE = ValueLayout.JAVA_LONG_UNALIGNED
             .withOrder(java.nio.ByteOrder.LITTLE_ENDIAN);
 
@@ -126,7 +130,7 @@ public final class Buffers {
             MemorySegment.copy(src, ValueLayout.JAVA_BYTE, offset, dst.array(), dst.arrayOffset() + index, length);
         } else if (dst.hasMemoryAddress()) {
             long address = dst.memoryAddress() + index;
-            if (length <= SMALL_COPY) {
+            if (length <= WORD_COPY_UP_TO) {
                 // By words: MemorySegment.copy's own small-copy loop is skipped when the two segments overlap, and
                 // ALL_MEMORY overlaps every native segment, so it would call the copy stub even for 8 bytes.
                 Objects.checkFromIndexSize(offset, length, src.byteSize());
@@ -172,12 +176,12 @@ public final class Buffers {
                 throw new io.netty.util.IllegalReferenceCountException(0);
             }
             long address = src.memoryAddress() + from;
-            if (length > SMALL_COPY && dst.isNative()) {
+            if (length > WORD_COPY_UP_TO && dst.isNative()) {
                 Objects.checkFromIndexSize(at, length, dst.byteSize());
                 copyMemory(address, dst.address() + at, length);
                 return;
             }
-            if (length > SMALL_COPY) {
+            if (length > WORD_COPY_UP_TO) {
                 MemorySegment.copy(ALL_MEMORY, address, dst, at, length);
                 return;
             }

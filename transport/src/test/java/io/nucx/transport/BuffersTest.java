@@ -34,7 +34,7 @@ class BuffersTest {
 
     /** Lengths around each path's bounds, and any length up to 300 KiB. */
     private static int anyLength(SplittableRandom r) {
-        int[] bounds = {0, 1, Buffers.SMALL, Buffers.SMALL + 1, Buffers.SMALL_COPY - 1, Buffers.SMALL_COPY,
+        int[] bounds = {0, 1, Buffers.WORD_COPY_UP_TO - 1, Buffers.SMALL, Buffers.SMALL + 1, 255,
             Buffers.LIBC_COPY_FROM - 1, Buffers.LIBC_COPY_FROM, 64 * 1024, 256 * 1024};
         return r.nextBoolean() ? bounds[r.nextInt(bounds.length)] + r.nextInt(3) : r.nextInt(300 * 1024);
     }
@@ -129,6 +129,29 @@ class BuffersTest {
                     assertArrayEquals(want, bytes(into));
                 } finally {
                     into.release();
+                }
+            }
+        });
+    }
+
+    @Test
+    void aCopyIntoNativeMemoryGivesTheBuffersReadableBytes() {
+        RandomCases.forAll("a copy into native memory gives the buffer's readable bytes", CASES, Case::of, c -> {
+            try (Arena arena = Arena.ofConfined()) {
+                MemorySegment dst = arena.allocate(c.dstAt() + c.length() + c.dstSlack());
+                byte[] before = new byte[(int) dst.byteSize()];
+                c.more().nextBytes(before);
+                MemorySegment.copy(before, 0, dst, ValueLayout.JAVA_BYTE, 0, before.length);
+                ByteBuf src = buffer(c.more(), c.srcAt() + c.length() + c.srcSlack())
+                        .setIndex(c.srcAt(), c.srcAt() + c.length());
+                try {
+                    byte[] want = before.clone();
+                    System.arraycopy(bytes(src), c.srcAt(), want, c.dstAt(), c.length());
+                    Buffers.copyIn(src, dst, c.dstAt());
+                    assertArrayEquals(want, dst.toArray(ValueLayout.JAVA_BYTE));
+                    assertEquals(c.srcAt(), src.readerIndex(), "indices left alone");
+                } finally {
+                    src.release();
                 }
             }
         });
