@@ -51,6 +51,13 @@ class BuffersTest {
         return b.writeBytes(bytes);
     }
 
+    /** {@code size} random bytes of native memory from {@code arena}. */
+    private static MemorySegment randomSegment(Arena arena, long size, SplittableRandom r) {
+        byte[] bytes = new byte[(int) size];
+        r.nextBytes(bytes);
+        return arena.allocate(size).copyFrom(MemorySegment.ofArray(bytes));
+    }
+
     private static byte[] bytes(ByteBuf b) {
         byte[] out = new byte[b.capacity()];
         b.getBytes(0, out);
@@ -108,10 +115,8 @@ class BuffersTest {
     void aCopyOutOfNativeMemoryGivesItsBytes() {
         RandomCases.forAll("a copy out of native memory gives its bytes", CASES, Case::of, c -> {
             try (Arena arena = Arena.ofConfined()) {
-                MemorySegment src = arena.allocate(c.srcAt() + c.length() + c.srcSlack());
-                byte[] bytes = new byte[(int) src.byteSize()];
-                c.more().nextBytes(bytes);
-                MemorySegment.copy(bytes, 0, src, ValueLayout.JAVA_BYTE, 0, bytes.length);
+                MemorySegment src = randomSegment(arena, c.srcAt() + c.length() + c.srcSlack(), c.more());
+                byte[] bytes = src.toArray(ValueLayout.JAVA_BYTE);
                 byte[] expected = Arrays.copyOfRange(bytes, c.srcAt(), c.srcAt() + c.length());
 
                 ByteBuf out = Buffers.copyOut(src, c.srcAt(), c.length(), POOLED);
@@ -138,10 +143,8 @@ class BuffersTest {
     void aCopyIntoNativeMemoryGivesTheBuffersReadableBytes() {
         RandomCases.forAll("a copy into native memory gives the buffer's readable bytes", CASES, Case::of, c -> {
             try (Arena arena = Arena.ofConfined()) {
-                MemorySegment dst = arena.allocate(c.dstAt() + c.length() + c.dstSlack());
-                byte[] before = new byte[(int) dst.byteSize()];
-                c.more().nextBytes(before);
-                MemorySegment.copy(before, 0, dst, ValueLayout.JAVA_BYTE, 0, before.length);
+                MemorySegment dst = randomSegment(arena, c.dstAt() + c.length() + c.dstSlack(), c.more());
+                byte[] before = dst.toArray(ValueLayout.JAVA_BYTE);
                 ByteBuf src = buffer(c.more(), c.srcAt() + c.length() + c.srcSlack())
                         .setIndex(c.srcAt(), c.srcAt() + c.length());
                 try {
