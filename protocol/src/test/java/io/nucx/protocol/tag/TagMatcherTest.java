@@ -252,7 +252,7 @@ class TagMatcherTest {
      */
     @Test
     void anyMixOfPostsCancelsAndArrivalsEndsAsTheModelSays() {
-        RandomCases.forAll("posts, cancels and arrivals end as the model says", 200, r -> r.split(), r -> {
+        RandomCases.forAll("posts, cancels and arrivals end as the model says", 200, SplittableRandom::split, r -> {
             TagMatcher m = new TagMatcher(ch.eventLoop());
             PostedReceives posted = new PostedReceives(m, ch.eventLoop());
             List<Expected> live = new ArrayList<>();
