@@ -289,7 +289,7 @@ final class EndpointChannel extends AbstractChannel implements Endpoint, Endpoin
             case CLOSED -> frame.release();
             default -> {
                 liveness.heard();
-                heardOn(from);
+                lanes.received(from);
                 delivering = from;
                 try {
                     ProtocolCodec owner = frameOwners[frame.amId()];
@@ -317,7 +317,7 @@ final class EndpointChannel extends AbstractChannel implements Endpoint, Endpoin
             return false;
         }
         liveness.heard();
-        heardOn(from);
+        lanes.received(from);
         delivering = from;
         try {
             owner.shortFrameArrived(amId, header, payload);
@@ -327,13 +327,6 @@ final class EndpointChannel extends AbstractChannel implements Endpoint, Endpoin
             delivering = null;
         }
         return true;
-    }
-
-    /** Failover counts what each lane brings; without it no lane is looked up per frame. */
-    private void heardOn(LaneInboundHandler from) {
-        if (lanes.confirmsArrivals()) {
-            lanes.received(from.lane());
-        }
     }
 
     /**
@@ -354,9 +347,7 @@ final class EndpointChannel extends AbstractChannel implements Endpoint, Endpoin
         if (lifecycle.ended()) {
             return;
         }
-        if (lanes.confirmsArrivals()) {
-            lanes.readBatchEnded(from.lane(), ch);
-        }
+        lanes.readBatchEnded(from, ch);
         if (!alwaysReadComplete && walkNotNeeded() && !readCompletePending()) {
             return; // no handler of the user's to tell and no codec with work: the pass would only walk the pipeline
         }

@@ -377,24 +377,21 @@ final class EndpointLanes {
     // ------------------------------------------------------------ inbound bookkeeping
 
     /**
-     * Error mode failover: what each lane brings is counted ({@link #received}) and confirmed
-     * ({@link #readBatchEnded}); without it the lanes need not be told.
+     * A frame other than wireup arrived on the lane whose handler is {@code from}: counted for the peer's confirmation
+     * (failover). Without failover nothing is counted, and the lane is not even looked up.
      */
-    boolean confirmsArrivals() {
-        return reliability != null;
-    }
-
-    /** A frame other than wireup arrived on {@code lane}: counted for the peer's confirmation (failover). */
-    void received(Lane lane) {
-        if (reliability != null && lane != null) {
+    void received(LaneInboundHandler from) {
+        Lane lane;
+        if (reliability != null && (lane = from.lane()) != null) {
             lane.heard = true; // failover's keepalive: this lane is alive
             reliability.received(lane);
         }
     }
 
-    /** A read batch ended on {@code ch}: confirm what arrived (failover). */
-    void readBatchEnded(Lane lane, Channel ch) {
-        if (reliability != null && lane != null) {
+    /** A read batch ended on {@code ch}, {@code from}'s channel: confirm what arrived (failover). */
+    void readBatchEnded(LaneInboundHandler from, Channel ch) {
+        Lane lane;
+        if (reliability != null && (lane = from.lane()) != null) {
             reliability.readBatchEnded(lane, ch);
         }
     }
