@@ -24,8 +24,11 @@ import java.lang.invoke.VarHandle;
  * ({@link #OBJECT}'s is its first 8 bytes), and never crosses the ring's end: one that would is written at the start
  * instead, with {@link #SKIP} where it would have gone. Three cache lines follow the data, each written by one side
  * only: the consumer's (its head, and the record it is delivering), the reader's flags (how its loop reads:
- * {@link #POLLED}, {@link #NEVER_PARKS}, {@link #CLOSED}; whether it is parked), and none of the producer's, whose
- * tail and cached head are fields of its {@link Writer}, an object of the writer's loop.
+ * {@link #POLLED}, {@link #NEVER_PARKS}, {@link #CLOSED}; whether it is parked), and the producer's, which holds only
+ * whether it waits for room (its tail and cached head are fields of its {@link Writer}, an object of the writer's
+ * loop). The flags and the producer's line are written only when a loop parks or a writer waits, so in steady state
+ * each side reads the other's line from its own cache: a flag in either channel object instead would share a line
+ * with the fields that object's loop writes on every batch, and cost a cache miss per message.
  *
  * <p>Memory ordering: the producer writes a record's body and zeroes the word after it with plain stores, then stores
  * its word with release semantics (a wrapped record's word before the {@link #SKIP} that leads to it); the consumer
@@ -71,6 +74,8 @@ final class RecordRing implements ShortPayload {
     /** The reader's flags line: flags, parked. */
     private final long flagsAt;
     private final long parkedAt;
+    /** The producer's line: whether it waits for room. */
+    private final long writerWaitingAt;
     /** The consumer's allocator for {@link #copyOut} (written only when it changes). */
     private ByteBufAllocator alloc;
 
@@ -87,12 +92,13 @@ final class RecordRing implements ShortPayload {
         this.size = n;
         this.mask = n - 1;
         this.shortBytes = shortBytes;
-        this.segment = Arena.ofAuto().allocate(n + 2L * LINE, LINE); // zeroed: no record published
+        this.segment = Arena.ofAuto().allocate(n + 3L * LINE, LINE); // zeroed: no record published
         this.headAt = n;
         this.payloadAtAt = n + 8;
         this.payloadLengthAt = n + 12;
         this.flagsAt = n + LINE;
         this.parkedAt = n + LINE + 4;
+        this.writerWaitingAt = n + 2L * LINE;
         segment.set(ValueLayout.JAVA_INT, payloadAtAt, -1);
     }
 
@@ -182,6 +188,14 @@ final class RecordRing implements ShortPayload {
             return t - headCache + needed + END <= limit;
         }
 
+        /**
+         * The writer waits for room ({@code true}), or no longer. A volatile store: the writer looks at the room again
+         * after it, and the reader, having made room, looks at the flag ({@link #writerWaits}).
+         */
+        void waiting(boolean waiting) {
+            INT.setVolatile(segment, writerWaitingAt, waiting ? 1 : 0);
+        }
+
         /** The reader's flags ({@link #POLLED}, {@link #NEVER_PARKS}, {@link #CLOSED}). */
         int readerFlags() {
             return flags();
@@ -195,6 +209,19 @@ final class RecordRing implements ShortPayload {
     }
 
     // ---------------------------------------------------------------- consumer (this channel's loop)
+
+    /**
+     * Whether the writer waits for room ({@link Writer#waiting}). A volatile read after the reader's drain, paired with
+     * the writer's store of the flag before its second look at the room: one of the two sees the other.
+     */
+    boolean writerWaits() {
+        return (int) INT.getVolatile(segment, writerWaitingAt) != 0;
+    }
+
+    /** Clears the writer's flag; true for the one caller that did, who then wakes the writer. */
+    boolean clearWriterWaiting() {
+        return INT.compareAndSet(segment, writerWaitingAt, 1, 0);
+    }
 
     /** Whether a record waits at the head. */
     boolean isEmpty() {

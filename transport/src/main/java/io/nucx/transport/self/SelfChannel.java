@@ -60,7 +60,6 @@ public final class SelfChannel extends AbstractLaneChannel {
     /** Bytes of the objects queued (short records are bounded by the ring). */
     private final AtomicLong queuedBytes = new AtomicLong();
     private final AtomicBoolean readScheduled = new AtomicBoolean();
-    private final AtomicBoolean writerWaiting = new AtomicBoolean();
     private final long capacity;
     private final Runnable readTask = this::readInbound;
     private final Runnable resumeTask = this::resumeWrites;
@@ -208,12 +207,12 @@ public final class SelfChannel extends AbstractLaneChannel {
             }
             long size = sizeOf(msg);
             if (!p.hasRoomFor(size)) {
-                writerWaiting.set(true);
+                w.waiting(true);
                 // Re-check after publishing the flag: the reader may have drained in between (no lost wake-up).
                 if (!p.hasRoomFor(size)) {
                     break;
                 }
-                writerWaiting.set(false);
+                w.waiting(false);
             }
             ReferenceCountUtil.retain(msg);
             p.enqueue(w, msg, size);
@@ -324,9 +323,10 @@ public final class SelfChannel extends AbstractLaneChannel {
             pipeline.fireChannelReadComplete();
         }
         SelfChannel p = peer;
-        if (p != null && p.writerWaiting.get()
+        // The writer's flag is in our ring, not in its channel object, whose line its loop writes on every batch.
+        if (p != null && ring.writerWaits()
                 && (queuedBytes.get() <= capacity / 2 || objects.size() <= objects.capacity() / 2)
-                && p.writerWaiting.compareAndSet(true, false)) {
+                && ring.clearWriterWaiting()) {
             p.eventLoop().execute(p.resumeTask);
         }
         if (!isPolled() && !ring.isEmpty()) {
