@@ -138,6 +138,23 @@ public record EndpointConfig(String amLane, IfaceAttributes amLaneAttrs, String 
                 rndvSurcharge);
     }
 
+    /**
+     * Whether every message lane leaves the sender's buffer free once a {@code length}-byte payload's write completes
+     * ({@link IfaceAttributes#freesPayloadOnWrite}): false when one hands payloads to the receiver as they are (self),
+     * so a sender that completes with its writes sends copies there.
+     */
+    public boolean messageLanesFreePayloadOnWrite(int length, boolean heap) {
+        if (!amLaneAttrs.freesPayloadOnWrite(length, heap)) {
+            return false;
+        }
+        for (BwLane l : bwLanes) {
+            if (!l.attrs().freesPayloadOnWrite(length, heap)) {
+                return false;
+            }
+        }
+        return true;
+    }
+
     /** The largest frame (header included) every message lane can carry: rendezvous fragments fit all of them. */
     public int minMaxBcopy() {
         int min = amLaneAttrs.maxBcopy();

@@ -16,6 +16,7 @@ import org.junit.jupiter.params.provider.ValueSource;
 
 import java.util.ArrayList;
 import java.util.List;
+import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 
@@ -106,6 +107,44 @@ class RendezvousTest {
             }
         } finally {
             into.release();
+        }
+    }
+
+    /**
+     * A completed send leaves the buffer to its owner, as UCX's does: overwritten as soon as the send's future says
+     * done, the receiver still gets what was sent. Over self a frame is handed to the receiver as it is, so the data
+     * must not be slices of the sender's buffer once the send has completed.
+     */
+    @ParameterizedTest(name = "{0}")
+    @ValueSource(strings = {"tcp", "self"})
+    void aBufferOverwrittenOnceItsSendCompletedDoesNotChangeWhatArrives(String tls) throws Exception {
+        // Room for the whole message in self's queue: the send completes while the receiver has most of it to copy.
+        DefaultWorker a = workers.start("a", "TLS", tls, "RNDV_THRESH", "1k", "SELF_QUEUE_BYTES", "64m");
+        DefaultWorker b = workers.start("b", "TLS", tls, "RNDV_THRESH", "1k", "SELF_QUEUE_BYTES", "64m");
+        int length = 16 << 20;
+        ByteBuf sent = TestWorkers.directPattern(11, length);
+        try {
+            Future<TagMessage> recv = b.tagRecv(11, -1L);
+            ChannelFuture send = a.connect(b.address()).tagSend(11, sent.retain());
+            // On the sender's loop, at once: the receiver's loop, still copying its 256 fragments in, is held after its
+            // current batch until the buffer is overwritten, so what it copies after that shows which bytes it reads.
+            CountDownLatch overwritten = new CountDownLatch(1);
+            send.addListener(f -> {
+                b.eventLoop().execute(() -> {
+                    try {
+                        overwritten.await(10, TimeUnit.SECONDS);
+                    } catch (InterruptedException e) {
+                        Thread.currentThread().interrupt();
+                    }
+                });
+                sent.setZero(0, length);
+                overwritten.countDown();
+            });
+            assertTrue(send.await(30, TimeUnit.SECONDS) && send.isSuccess(), () -> "send failed: " + send.cause());
+            assertReceived(recv, 11, length, 30);
+            assertEquals(1, a.counters().count(RndvProtocols.TAG_RNDV.name()));
+        } finally {
+            sent.release();
         }
     }
 

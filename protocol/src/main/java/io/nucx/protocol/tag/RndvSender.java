@@ -19,6 +19,7 @@ import io.nucx.protocol.RmaTransfer;
 import io.nucx.protocol.am.AmHeaders;
 import io.nucx.protocol.am.NoAmHandlerException;
 import io.nucx.transport.AmFrame;
+import io.nucx.transport.Buffers;
 import io.nucx.transport.Capability;
 import io.nucx.transport.rma.MemoryRegistration;
 
@@ -185,18 +186,29 @@ final class RndvSender {
             int length = content.readableBytes();
             int step = fragmentSize(length, placedFragment);
             int flags = step > fragment ? AmFrame.FLAG_PLACED : 0;
+            // The send completes with its last fragment's write: where a lane hands payloads to the receiver as they
+            // are (self), the receiver may still be reading them then, so the fragments are copies, as eager's are.
+            boolean copy = !endpoint.endpointConfig().messageLanesFreePayloadOnWrite(step, !content.isDirect());
             for (int offset = 0; offset < length; offset += step) {
                 int n = Math.min(step, length - offset);
                 ByteBuf header = ctx.alloc().buffer(RndvHeaders.DATA_LENGTH).writeLongLE(receiverReqId)
                         .writeLongLE(offset);
                 boolean last = offset + n == length;
-                ctx.write(AmFrame.of(AmIds.RNDV_DATA, flags, header, content.retainedSlice(start + offset, n)),
+                ByteBuf payload = copy ? copyOf(content, start + offset, n) : content.retainedSlice(start + offset, n);
+                ctx.write(AmFrame.of(AmIds.RNDV_DATA, flags, header, payload),
                         last ? s.promise : ProtocolCodec.quietPromise(ctx));
             }
             ctx.flush();
         } finally {
             s.release();
         }
+    }
+
+    /** {@code length} bytes of {@code content} from {@code index}, copied into a pooled buffer of the loop's. */
+    private ByteBuf copyOf(ByteBuf content, int index, int length) {
+        ByteBuf copy = ctx.alloc().directBuffer(length, length);
+        Buffers.copy(content, index, copy, 0, length);
+        return copy.writerIndex(length);
     }
 
     /**
