@@ -68,6 +68,10 @@ public final class AmFrame extends AbstractReferenceCounted {
         return amId;
     }
 
+    /**
+     * {@link #FLAG_PLACED} and bits of the protocol that owns the am id (below {@code 0x80}), which every lane carries
+     * unchanged.
+     */
     public int flags() {
         return flags;
     }

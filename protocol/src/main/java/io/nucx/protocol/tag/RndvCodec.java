@@ -89,7 +89,8 @@ public final class RndvCodec extends ChannelDuplexHandler implements ProtocolCod
                 }
                 case AmIds.RNDV_DATA -> {
                     check(frame, RndvHeaders.DATA_LENGTH);
-                    receiver.onData(h.getLongLE(at), h.getLongLE(at + 8), frame.payload().retain());
+                    receiver.onData(h.getLongLE(at), h.getLongLE(at + 8), frame.payload().retain(),
+                            (frame.flags() & RndvHeaders.DATA_FLAG_ATS) != 0);
                 }
                 case AmIds.RNDV_ATS -> {
                     check(frame, RndvHeaders.ATS_LENGTH);

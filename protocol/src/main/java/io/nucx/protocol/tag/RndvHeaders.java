@@ -26,6 +26,8 @@ import io.nucx.protocol.ProtocolException;
  * RNDV_DATA  +----------------------+----------------+
  *            | receiver req id:u64  |   offset:u64   |  + payload bytes at offset
  *            +----------------------+----------------+
+ *   frame flag {@link #DATA_FLAG_ATS}: the payloads are the sender's own memory, handed over as they are (self);
+ *   answer with ATS(ok) once the whole message has arrived, which ends the send.
  * RNDV_ATS   +--------------------+-----------+
  *            | sender req id:u64  | status:i8 |   (0 ok, -9 truncated: the receive buffer was smaller,
  *            +--------------------+-----------+    -5: no handler for the active message's id)
@@ -48,6 +50,11 @@ public final class RndvHeaders {
     public static final int ATP_LENGTH = 17;
     /** Bounds a packed key's length field: far above any transport's key, far below a frame's header limit. */
     public static final int MAX_KEY_LENGTH = 1024;
+    /**
+     * An RNDV_DATA frame flag (a protocol bit of {@link io.nucx.transport.AmFrame#flags}): the receiver answers with
+     * an ATS once it has all the message's bytes, since the sender's send waits for that to end.
+     */
+    public static final int DATA_FLAG_ATS = 0x01;
 
     /** UCS_OK. */
     public static final int STATUS_OK = 0;

@@ -37,7 +37,11 @@ import java.util.function.Consumer;
  * <p>The data fragments are retained slices of the send buffer, which the send holds from the RTS on anyway. On a lane
  * whose transport writes them from the sender's memory ({@link Capability#AM_ZCOPY}: tcp, native memory) that is
  * UCX's {@code rndv/am/zcopy} and no copy-in is charged; elsewhere (shm's ring write, tcp's heap buffers copied into
- * direct memory by the socket channel) the sender's copy is charged as made.
+ * direct memory by the socket channel) the sender's copy is charged as made. Over self, which hands the slices to the
+ * receiver as they are, nobody copies them in (the send waits for the receiver's ATS instead, {@link RndvSender}),
+ * yet the copy-in stays charged: it stands in for what self's figures (UCX's: latency 0) leave out, three hops
+ * between two loops of about 0.4 us each and the ATS. Charged as made (none), the threshold fell to 2,450 B, where
+ * measured eager is faster up to about 128 KiB (BENCHMARKS.md).
  */
 public final class RndvProtocols {
 

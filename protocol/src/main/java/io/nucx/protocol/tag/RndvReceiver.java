@@ -484,8 +484,11 @@ final class RndvReceiver {
         return rv.parts.placeFor(header.getLongLE(at + 8), length);
     }
 
-    /** RNDV_DATA: a fragment at {@code offset}. Owns {@code payload}. */
-    void onData(long receiverReqId, long offset, ByteBuf payload) {
+    /**
+     * RNDV_DATA: a fragment at {@code offset}. Owns {@code payload}. With {@code atsWanted}, the payload is the sender's
+     * own memory (self): once all have arrived, and so have been copied, ATS tells the sender its send is over.
+     */
+    void onData(long receiverReqId, long offset, ByteBuf payload, boolean atsWanted) {
         try {
             Receive rv = receives.get(receiverReqId);
             if (rv == null || rv.stage == Stage.GET) {
@@ -508,6 +511,9 @@ final class RndvReceiver {
             rv.received = rv.parts.received();
             if (rv.received == rv.total) {
                 receives.remove(rv.id);
+                if (atsWanted) {
+                    sendAts(rv.senderReqId, RndvHeaders.STATUS_OK);
+                }
                 complete(rv);
             }
         } finally {

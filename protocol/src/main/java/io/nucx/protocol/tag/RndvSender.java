@@ -19,7 +19,6 @@ import io.nucx.protocol.RmaTransfer;
 import io.nucx.protocol.am.AmHeaders;
 import io.nucx.protocol.am.NoAmHandlerException;
 import io.nucx.transport.AmFrame;
-import io.nucx.transport.Buffers;
 import io.nucx.transport.Capability;
 import io.nucx.transport.rma.MemoryRegistration;
 
@@ -36,6 +35,9 @@ import java.util.concurrent.atomic.LongAdder;
  *       promise), or an RTR with the receive buffer's key ({@code rndv/put/zcopy}: the data are written there through
  *       the RMA lane, then RNDV_ATP), or an ATS (the receiver read the data itself, {@code rndv/get/zcopy}, or refused
  *       the message as too long for its buffer);</li>
+ *   <li>{@link Stage#DATA_SENT}: the fragments went to a lane that hands payloads to the receiver as they are (self):
+ *       they are slices of the user's buffer, so the send completes only on the receiver's ATS, once it has copied
+ *       them all ({@link RndvHeaders#DATA_FLAG_ATS});</li>
  *   <li>{@link Stage#PUT}: the data are being written into the receiver's buffer, 512 KiB per loop turn. A failure at
  *       run time (EPERM, ESRCH, EFAULT) falls back to fragments from offset 0.</li>
  * </ul>
@@ -47,7 +49,7 @@ import java.util.concurrent.atomic.LongAdder;
  */
 final class RndvSender {
 
-    enum Stage { RTS_SENT, PUT }
+    enum Stage { RTS_SENT, PUT, DATA_SENT }
 
     private final class Send {
         final long tag;
@@ -136,6 +138,9 @@ final class RndvSender {
             throw new ProtocolException(what + " for rendezvous send " + senderReqId + ", which is being written by "
                     + "PUT");
         }
+        if (s.stage == Stage.DATA_SENT && what.equals("RTR")) {
+            throw new ProtocolException("RTR for rendezvous send " + senderReqId + ", whose data were sent already");
+        }
         return s;
     }
 
@@ -170,45 +175,45 @@ final class RndvSender {
             }
             putFallbackCount.increment(); // no permitted RMA lane on this side: the data go as fragments
         }
-        sends.remove(senderReqId);
         sendData(s, receiverReqId, placedFragment);
     }
 
     /**
-     * The data as RNDV_DATA fragments from offset 0, the last carrying the user's promise; releases the send.
+     * The data as RNDV_DATA fragments from offset 0, slices of the user's buffer. Where every message lane is done
+     * with a payload when its write completes, the last fragment carries the user's promise and the send ends here.
+     * Where one hands payloads to the receiver as they are (self), the receiver may still be reading them then: the
+     * fragments ask for an ATS once all have arrived, and the send waits for it ({@link Stage#DATA_SENT}), rather
+     * than copying them as eager does (a rendezvous message is large: one copy, the receiver's, instead of two).
      *
      * @param placedFragment the largest fragment the receiver places as it arrives (its RTR; 0: ours)
      */
     private void sendData(Send s, long receiverReqId, int placedFragment) {
         ByteBuf content = s.content;
+        int start = content.readerIndex();
+        int length = content.readableBytes();
+        int step = fragmentSize(length, placedFragment);
+        boolean untilAts = !endpoint.endpointConfig().messageLanesFreePayloadOnWrite(step, !content.isDirect());
+        int flags = (step > fragment ? AmFrame.FLAG_PLACED : 0) | (untilAts ? RndvHeaders.DATA_FLAG_ATS : 0);
+        if (untilAts) {
+            s.stage = Stage.DATA_SENT;
+        } else {
+            sends.remove(s.id);
+        }
         try {
-            int start = content.readerIndex();
-            int length = content.readableBytes();
-            int step = fragmentSize(length, placedFragment);
-            int flags = step > fragment ? AmFrame.FLAG_PLACED : 0;
-            // The send completes with its last fragment's write: where a lane hands payloads to the receiver as they
-            // are (self), the receiver may still be reading them then, so the fragments are copies, as eager's are.
-            boolean copy = !endpoint.endpointConfig().messageLanesFreePayloadOnWrite(step, !content.isDirect());
             for (int offset = 0; offset < length; offset += step) {
                 int n = Math.min(step, length - offset);
                 ByteBuf header = ctx.alloc().buffer(RndvHeaders.DATA_LENGTH).writeLongLE(receiverReqId)
                         .writeLongLE(offset);
                 boolean last = offset + n == length;
-                ByteBuf payload = copy ? copyOf(content, start + offset, n) : content.retainedSlice(start + offset, n);
-                ctx.write(AmFrame.of(AmIds.RNDV_DATA, flags, header, payload),
-                        last ? s.promise : ProtocolCodec.quietPromise(ctx));
+                ctx.write(AmFrame.of(AmIds.RNDV_DATA, flags, header, content.retainedSlice(start + offset, n)),
+                        last && !untilAts ? s.promise : ProtocolCodec.quietPromise(ctx));
             }
             ctx.flush();
         } finally {
-            s.release();
+            if (!untilAts) {
+                s.release();
+            }
         }
-    }
-
-    /** {@code length} bytes of {@code content} from {@code index}, copied into a pooled buffer of the loop's. */
-    private ByteBuf copyOf(ByteBuf content, int index, int length) {
-        ByteBuf copy = ctx.alloc().directBuffer(length, length);
-        Buffers.copy(content, index, copy, 0, length);
-        return copy.writerIndex(length);
     }
 
     /**
@@ -253,7 +258,6 @@ final class RndvSender {
         @Override
         protected void failed(Throwable cause) {
             s.put = null;
-            sends.remove(s.id);
             putFallbackCount.increment();
             endpoint.rmaFailed("rndv/put/zcopy fell back to RNDV_DATA", cause);
             sendData(s, receiverReqId, 0);
@@ -301,16 +305,19 @@ final class RndvSender {
 
     /**
      * The endpoint ended: every waiting send fails; a PUT in progress is cancelled and its receiver told by
-     * ATP(cancelled), below the pipeline, that nothing more will be written.
+     * ATP(cancelled), below the pipeline, that nothing more will be written. A send whose fragments wait for their
+     * ATS (self) fails as well: whether the receiver got them is unknown, as for any send that fails with its
+     * endpoint.
      */
     void abort(Throwable cause) {
         for (Send s : sends.takeAll()) {
             if (s.stage == Stage.PUT) {
                 s.put.cancel();
                 lastWords(s.put.receiverReqId);
-            } else {
+            } else if (s.stage == Stage.RTS_SENT) {
                 announcedAtEnd = true; // its RTR may be on the way: refuse it (refuseLateOffer) rather than not read it
             }
+            // A DATA_SENT send fails too, though its fragments may have arrived: the receiver's ATS never will.
             s.promise.tryFailure(cause);
             s.release();
         }
