@@ -237,11 +237,11 @@ final class EagerSender {
             } else if (p == RndvProtocols.TAG_RNDV || p == RndvProtocols.PUT_ZCOPY) {
                 // put/zcopy's RTS is tag/rndv's: the receiver answers with its buffer's key
                 rndvCount.sent(length);
-                ctx.write(new RndvSendRequest(tag, content.retain(), false, kind, retainedOrNull(amHeader)), promise);
+                ctx.write(new RndvSendRequest(tag, content.retain(), false, kind, rtsPayload(ctx, amHeader)), promise);
             } else if (p == RndvProtocols.GET_ZCOPY) {
                 boolean offer = RndvSendRequest.offersKey(content);
                 (offer ? getZcopyCount : rndvCount).sent(length); // not one native run: the receiver asks by RTR
-                ctx.write(new RndvSendRequest(tag, content.retain(), offer, kind, retainedOrNull(amHeader)), promise);
+                ctx.write(new RndvSendRequest(tag, content.retain(), offer, kind, rtsPayload(ctx, amHeader)), promise);
             } else {
                 promise.tryFailure(new IllegalStateException("no protocol sends a " + length + "-byte "
                         + SelectionKey.describe(keys[keyIndex]) + " on " + protocols.config().amLane()
@@ -255,8 +255,12 @@ final class EagerSender {
         }
     }
 
-    private static ByteBuf retainedOrNull(ByteBuf b) {
-        return b == null ? null : b.retain();
+    /**
+     * What an active message's RTS carries after its header: the user header, copied where the AM lane hands frames
+     * over as they are (self), since the receiver's message holds it until released, after the send has completed.
+     */
+    private ByteBuf rtsPayload(ChannelHandlerContext ctx, ByteBuf amHeader) {
+        return amHeader == null ? null : copyPayload(ctx, amHeader, amHeader.readerIndex(), amHeader.readableBytes());
     }
 
     /**
