@@ -138,9 +138,6 @@ final class RndvSender {
             throw new ProtocolException(what + " for rendezvous send " + senderReqId + ", which is being written by "
                     + "PUT");
         }
-        if (s.stage == Stage.DATA_SENT && what.equals("RTR")) {
-            throw new ProtocolException("RTR for rendezvous send " + senderReqId + ", whose data were sent already");
-        }
         return s;
     }
 
@@ -153,6 +150,9 @@ final class RndvSender {
      */
     void onRtr(long senderReqId, long receiverReqId, long size, int placedFragment, ByteBuf packedKey) {
         Send s = find(senderReqId, "RTR");
+        if (s.stage == Stage.DATA_SENT) {
+            throw new ProtocolException("RTR for rendezvous send " + senderReqId + ", whose data were sent already");
+        }
         if (size != s.content.readableBytes()) {
             sends.remove(senderReqId);
             s.promise.tryFailure(new ProtocolException("receiver asked for " + size + " bytes of a "
@@ -317,7 +317,6 @@ final class RndvSender {
             } else if (s.stage == Stage.RTS_SENT) {
                 announcedAtEnd = true; // its RTR may be on the way: refuse it (refuseLateOffer) rather than not read it
             }
-            // A DATA_SENT send fails too, though its fragments may have arrived: the receiver's ATS never will.
             s.promise.tryFailure(cause);
             s.release();
         }
