@@ -40,8 +40,9 @@ import java.util.function.Consumer;
  * direct memory by the socket channel) the sender's copy is charged as made. Over self, which hands the slices to the
  * receiver as they are, nobody copies them in (the send waits for the receiver's ATS instead, {@link RndvSender}),
  * yet the copy-in stays charged: it stands in for what self's figures (UCX's: latency 0) leave out, three hops
- * between two loops of about 0.4 us each and the ATS. Charged as made (none), the threshold fell to 2,450 B, where
- * measured eager is faster up to about 128 KiB (BENCHMARKS.md).
+ * between two loops of about 0.4 us each and the ATS. Charged as made (none), the threshold fell to 2,450 B, while
+ * measured eager's ping-pong is faster up to about 128 KiB; from the threshold it keeps (about 70 KiB), a stream gets
+ * 2-3x eager's bandwidth from the one copy (BENCHMARKS.md).
  */
 public final class RndvProtocols {
 
