@@ -340,16 +340,16 @@ class EagerZcopyCodecTest {
                 "tcp's socket channel copies heap memory as it is written");
         EndpointConfig self = lane(false, 0);
         assertFalse(payloadIsTheUsersMemory(self, Unpooled.wrappedBuffer(content(7, 100))),
-                "self hands frames over as they are: copied in, heap or not");
+                "a lane that hands frames over as they are (self above 1 KiB): copied in, heap or not");
         assertFalse(payloadIsTheUsersMemory(self, direct(content(7, 10_000))), "self, multi-fragment");
         EndpointConfig shm = lane(false, Integer.MAX_VALUE);
         assertTrue(payloadIsTheUsersMemory(shm, direct(content(7, 10_000))), "shm's ring write is the copy");
     }
 
     /**
-     * Multi-fragment copy sends: on a lane that hands frames over as they are (self) every payload is a copy and the
-     * user's buffer is free at once; on tcp the frames hold it (the socket copies it as it writes them) until they
-     * are written, here released. Either way the fragments carry the message.
+     * Multi-fragment copy sends: on a lane that hands frames over as they are (self's, of over 1 KiB) every payload is
+     * a copy and the user's buffer is free at once; on tcp the frames hold it (the socket copies it as it writes them)
+     * until they are written, here released. Either way the fragments carry the message.
      */
     @ParameterizedTest(name = "AM_ZCOPY {0}")
     @ValueSource(booleans = {false, true})

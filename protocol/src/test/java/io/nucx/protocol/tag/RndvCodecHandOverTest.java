@@ -49,7 +49,10 @@ class RndvCodecHandOverTest {
         endpoints.forEach(RndvEndpoint::close);
     }
 
-    /** Self's AM lane as the protocols see it: it copies no payload (amCopyMax 0) and has no AM zero-copy. */
+    /**
+     * A lane that hands over every payload as it is (amCopyMax 0) and has no AM zero-copy: self above its 1 KiB
+     * amCopyMax, which is where a rendezvous's fragments are.
+     */
     private static EndpointConfig handingOver() {
         return new EndpointConfig("test/self", new IfaceAttributes(EnumSet.of(Capability.AM_SHORT,
                 Capability.AM_BCOPY), 8192, MAX_BCOPY, 64, 1e-6, 0, 1e9, 0, 1e-7, 0, 0, 0));

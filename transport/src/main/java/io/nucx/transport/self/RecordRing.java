@@ -3,6 +3,7 @@ package io.nucx.transport.self;
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.ByteBufAllocator;
 import io.netty.buffer.Unpooled;
+import io.nucx.transport.AmFrame;
 import io.nucx.transport.Buffers;
 import io.nucx.transport.ShortPayload;
 
@@ -14,16 +15,18 @@ import java.lang.invoke.VarHandle;
 /**
  * A self channel's inbound order: a single-producer single-consumer ring of records in native memory, one per message
  * the peer wrote. A short frame written in place (UCT self's {@code am_short}) is its record, active message id, 8-byte
- * header and payload copied in, so it allocates nothing and hands no buffer from one loop to the other; any other
- * message is an {@link #OBJECT} record standing for the next element of the channel's object queue, so the two kinds
- * keep the lane's order.
+ * header and payload copied in; so is any frame with a small payload ({@link #FRAME}: id, flags, header and payload
+ * copied in). Neither allocates on the writer's side or hands an object from one loop to the other. Any other message
+ * is an {@link #OBJECT} record standing for the next element of the channel's object queue, so all kinds keep the
+ * lane's order.
  *
  * <p>The consumer polls the word at its head, as shm's {@code SpscRing} does: a message costs it the one cache line the
  * producer wrote (word, header and a short payload together), where a tail counter, a queue of marks and a byte count
- * cost a line each, both ways. Layout: a record is {@code word:i32 length:i32 header:i64 payload} padded to 8 bytes
- * ({@link #OBJECT}'s is its first 8 bytes), and never crosses the ring's end: one that would is written at the start
- * instead, with {@link #SKIP} where it would have gone. Three cache lines follow the data, each written by one side
- * only: the consumer's (its head, and the record it is delivering), the reader's flags (how its loop reads:
+ * cost a line each, both ways. Layout: a short record is {@code word:i32 length:i32 header:i64 payload}, a frame
+ * record {@code word:i32 payloadLength:i32 headerLength:i32 flags:i32 header payload}, each padded to 8 bytes
+ * ({@link #OBJECT}'s is its first 8 bytes); a record never crosses the ring's end: one that would is written at the
+ * start instead, with {@link #SKIP} where it would have gone. Three cache lines follow the data, each written by one
+ * side only: the consumer's (its head, and the record it is delivering), the reader's flags (how its loop reads:
  * {@link #POLLED}, {@link #NEVER_PARKS}, {@link #CLOSED}; whether it is parked), and the producer's, which holds only
  * whether it waits for room (its tail and cached head are fields of its {@link Writer}, an object of the writer's
  * loop). The flags and the producer's line are written only when a loop parks or a writer waits, so in steady state
@@ -37,16 +40,19 @@ import java.lang.invoke.VarHandle;
  * what it writes. The consumer frees records with a release store of its head, which the producer reads (acquire) only
  * when its cached head says the ring looks full.
  *
- * <p>Room: short records may fill the ring up to {@code shortBytes}; the rest is kept for one {@link #OBJECT} record
- * per slot of the object queue, so a message refused as a short frame, then written as an object, always finds its
+ * <p>Room: short and frame records may fill the ring up to {@code shortBytes}; the rest is kept for one {@link #OBJECT}
+ * record per slot of the object queue, so a message refused as a record, then written as an object, always finds its
  * record's room once it has a slot.
  *
- * <p>Consumer side, the ring is the {@link ShortPayload} of the record being delivered: valid only during that call.
+ * <p>Consumer side, the ring is the {@link ShortPayload} of the short record being delivered: valid only during that
+ * call.
  */
 final class RecordRing implements ShortPayload {
 
-    /** A record's word for an element of the object queue (short records carry their AM id, 1..255). */
+    /** A record's word for an element of the object queue (short records carry their AM id, 1..255, as their word). */
     static final int OBJECT = 0x100;
+    /** A frame record's word is this or'd with its AM id (0..255). */
+    static final int FRAME = 0x200;
     /** A record's word where the rest of the ring is skipped: the next record is at the start. */
     private static final int SKIP = -1;
     static final int RECORD_HEADER = 16;
@@ -80,7 +86,7 @@ final class RecordRing implements ShortPayload {
     private ByteBufAllocator alloc;
 
     /**
-     * @param shortBytes  room short records may fill
+     * @param shortBytes  room short and frame records may fill
      * @param objectSlots the object queue's capacity
      */
     RecordRing(int shortBytes, int objectSlots) {
@@ -157,13 +163,45 @@ final class RecordRing implements ShortPayload {
             segment.set(ValueLayout.JAVA_INT, at + 4, length);
             segment.set(ValueLayout.JAVA_LONG, at + 8, header);
             Buffers.copyIn(payload, segment, at + RECORD_HEADER);
+            publish(t, index, at, record, needed, amId);
+            return true;
+        }
+
+        /**
+         * Copies a frame in as a record of its own ({@code word:i32 payloadLength:i32 headerLength:i32 flags:i32 header
+         * payload}) and publishes it (the caller keeps {@code frame}, its buffers untouched); false, having written
+         * nothing, when short records have no room for it now.
+         */
+        boolean appendFrame(AmFrame frame) {
+            ByteBuf header = frame.header();
+            ByteBuf payload = frame.payload();
+            int headerLength = header.readableBytes();
+            int length = payload.readableBytes();
+            int record = recordSize(headerLength + length);
+            long t = tail;
+            int index = (int) (t & mask);
+            int toEnd = size - index;
+            int at = record <= toEnd ? index : 0;
+            int needed = at == index ? record : toEnd + record;
+            if (!hasRoom(t, needed, shortBytes)) {
+                return false;
+            }
+            segment.set(ValueLayout.JAVA_INT, at + 4, length);
+            segment.set(ValueLayout.JAVA_INT, at + 8, headerLength);
+            segment.set(ValueLayout.JAVA_INT, at + 12, frame.flags());
+            Buffers.copyIn(header, segment, at + RECORD_HEADER);
+            Buffers.copyIn(payload, segment, at + RECORD_HEADER + headerLength);
+            publish(t, index, at, record, needed, FRAME | frame.amId());
+            return true;
+        }
+
+        private void publish(long t, int index, int at, int record, int needed, int word) {
             segment.set(ValueLayout.JAVA_INT, (at + record) & mask, 0);
-            INT.setRelease(segment, (long) at, amId);
+            INT.setRelease(segment, (long) at, word);
             if (at != index) {
                 INT.setRelease(segment, (long) index, SKIP); // toEnd >= 8: records are 8-byte aligned
             }
             tail = t + needed;
-            return true;
         }
 
         /** Publishes a record for the object just offered to the queue; false when the ring has no room. */
@@ -230,8 +268,9 @@ final class RecordRing implements ShortPayload {
     }
 
     /**
-     * Takes the record at the head as the current one: 0 when there is none, else its word ({@link #OBJECT}, or a
-     * short record's AM id, whose {@link #copyOut} allocates from {@code alloc}). Then {@link #done}.
+     * Takes the record at the head as the current one: 0 when there is none, else its word ({@link #OBJECT}, a short
+     * record's AM id, or {@link #FRAME} with a frame record's), whose copies out of the ring ({@link #copyOut},
+     * {@link #frame}) allocate from {@code alloc}. Then {@link #done}.
      */
     int next(ByteBufAllocator alloc) {
         long h = (long) LONG.get(segment, headAt);
@@ -249,8 +288,12 @@ final class RecordRing implements ShortPayload {
         if (this.alloc != alloc) {
             this.alloc = alloc;
         }
+        int payloadAt = index + RECORD_HEADER;
+        if ((word & ~0xff) == FRAME) {
+            payloadAt += segment.get(ValueLayout.JAVA_INT, index + 8L);
+        }
         segment.set(ValueLayout.JAVA_INT, payloadLengthAt, segment.get(ValueLayout.JAVA_INT, index + 4L));
-        segment.set(ValueLayout.JAVA_INT, payloadAtAt, index + RECORD_HEADER);
+        segment.set(ValueLayout.JAVA_INT, payloadAtAt, payloadAt);
         return word;
     }
 
@@ -259,12 +302,30 @@ final class RecordRing implements ShortPayload {
         return segment.get(ValueLayout.JAVA_LONG, payloadAt() - 8L);
     }
 
-    /** Frees the current record's room for the writer: a short record's ({@code object} false) or an object's. */
+    /** The current frame record as a frame: header and payload copied out of the ring into buffers of {@code alloc}. */
+    AmFrame frame(int word) {
+        int at = (int) ((long) LONG.get(segment, headAt) & mask);
+        int headerLength = segment.get(ValueLayout.JAVA_INT, at + 8L);
+        int flags = segment.get(ValueLayout.JAVA_INT, at + 12L);
+        ByteBuf header = headerLength == 0 ? Unpooled.EMPTY_BUFFER
+                : Buffers.copyOut(segment, at + RECORD_HEADER, headerLength, alloc);
+        ByteBuf payload;
+        try {
+            payload = copyOut();
+        } catch (Throwable t) {
+            header.release();
+            throw t;
+        }
+        return AmFrame.of(word & 0xff, flags, header, payload);
+    }
+
+    /** Frees the current record's room for the writer: a short or frame record's ({@code object} false), or not. */
     void done(boolean object) {
         long h = (long) LONG.get(segment, headAt);
         int record = OBJECT_RECORD;
         if (!object) {
-            record = recordSize(length());
+            // the record ends where its payload does, padded; it starts at the head (records are 8-byte aligned)
+            record = ((payloadAt() + length() + 7) & ~7) - (int) (h & mask);
             segment.set(ValueLayout.JAVA_INT, payloadAtAt, -1);
         }
         LONG.setRelease(segment, headAt, h + record);

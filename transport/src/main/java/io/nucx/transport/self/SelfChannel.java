@@ -1,6 +1,7 @@
 package io.nucx.transport.self;
 
 import io.netty.buffer.ByteBuf;
+import io.netty.buffer.Unpooled;
 import io.netty.channel.ChannelOutboundBuffer;
 import io.netty.channel.ChannelPipeline;
 import io.netty.channel.ChannelPromise;
@@ -34,13 +35,15 @@ import java.util.concurrent.atomic.AtomicLong;
  * that never parks says so once, and its writers skip both). Elsewhere each batch of writes schedules a read task on
  * the reader's loop, as Netty's LocalChannel does.
  *
- * <p>The queue's order is a {@link RecordRing}: a short frame written in place is a record of it, any other message
- * an object record for the next element of an {@link SpscQueue} (the peer's loop is the only producer of both, this
- * channel's loop the only consumer), so a message moves without allocating. The object queue also bounds the number
- * of messages ({@link #MAX_SLOTS}), which gives small messages the same backpressure as the byte bound gives large
- * ones; short records are bounded by their room in the ring ({@link #SHORT_RING_BYTES} at most), apart from the byte
- * count, which only objects touch. In steady state a short message's writer and reader share nothing but the ring's
- * record line and, read-only, its flags line: neither touches the other's channel object.
+ * <p>The queue's order is a {@link RecordRing}: a short frame written in place is a record of it, and so is a frame
+ * whose payload is at most {@link #COPY_MAX} bytes (copied in, so its write leaves its buffers free); any other
+ * message is handed over as it is, an object record for the next element of an {@link SpscQueue} (the peer's loop is
+ * the only producer of both, this channel's loop the only consumer). The object queue also bounds the number of
+ * messages ({@link #MAX_SLOTS}), which gives small messages the same backpressure as the byte bound gives large ones;
+ * records are bounded by their room in the ring ({@link #SHORT_RING_BYTES} at most), apart from the byte count, which
+ * only objects touch (a small frame that finds the ring full goes as a copy of itself, an object). In steady state a
+ * small message's writer and reader share nothing but the ring's record lines and, read-only, its flags line: neither
+ * touches the other's channel object, and no object crosses from one loop to the other.
  */
 public final class SelfChannel extends AbstractLaneChannel {
 
@@ -50,8 +53,16 @@ public final class SelfChannel extends AbstractLaneChannel {
     private static final int WRITE_BATCH = 256;
     /** At most this many messages wait in a receiver's queue, whatever their bytes. */
     static final int MAX_SLOTS = 4096;
-    /** Room for the short frames written in place; one that does not fit now goes as a frame (allocating). */
+    /** Room for the records (short frames, small frames); one that does not fit now goes as an object (allocating). */
     static final int SHORT_RING_BYTES = 64 * 1024;
+    /**
+     * A frame whose payload is at most this many bytes is copied into the reader's ring as a record, as a short frame
+     * is, rather than handed over: handing over costs the reader's core the misses on an object graph another core
+     * wrote (frame, buffers, reference counts) and the writer's pools a release from another thread, which outweighs
+     * copying a few cache lines twice. Such a payload is free once its write completes (the iface's
+     * {@code amCopyMax}), so the protocols send it without a copy of their own.
+     */
+    static final int COPY_MAX = 1024;
 
     /** The messages other than short records, in the order of their {@link RecordRing#OBJECT} records. */
     private final SpscQueue<Object> objects;
@@ -205,6 +216,13 @@ public final class SelfChannel extends AbstractLaneChannel {
                 in.remove(new ClosedChannelException());
                 continue;
             }
+            boolean copy = msg instanceof AmFrame f && copied(f);
+            if (copy && appendFrame(w, (AmFrame) msg)) {
+                in.remove(); // releases the frame: the ring holds a copy
+                moved = true;
+                continue;
+            }
+            // No room in the ring for a frame to be copied: a copy of it is handed over, so its payload is free as well
             long size = sizeOf(msg);
             if (!p.hasRoomFor(size)) {
                 w.waiting(true);
@@ -214,8 +232,7 @@ public final class SelfChannel extends AbstractLaneChannel {
                 }
                 w.waiting(false);
             }
-            ReferenceCountUtil.retain(msg);
-            p.enqueue(w, msg, size);
+            p.enqueue(w, copy ? copyOf((AmFrame) msg) : ReferenceCountUtil.retain(msg), size);
             in.remove();
             moved = true;
         }
@@ -227,14 +244,44 @@ public final class SelfChannel extends AbstractLaneChannel {
     @Override
     protected boolean writeNow0(AmFrame frame) {
         SelfChannel p = peer;
-        long size = sizeOf(frame);
-        if (p == null || !p.isOpen() || !p.hasRoomFor(size)) {
-            return false; // the ordinary write fails it, or waits for room
+        if (p == null || !p.isOpen()) {
+            return false; // the ordinary write fails it
         }
         RecordRing.Writer w = out();
-        p.enqueue(w, frame.retain(), size); // writeNow releases the caller's reference
+        if (copied(frame)) {
+            if (!appendFrame(w, frame)) {
+                return false; // the ordinary write hands over a copy, or waits for room
+            }
+        } else {
+            long size = sizeOf(frame);
+            if (!p.hasRoomFor(size)) {
+                return false; // the ordinary write waits for room
+            }
+            p.enqueue(w, frame.retain(), size); // writeNow releases the caller's reference
+        }
         wakeReader(p, w);
         return true;
+    }
+
+    /** Whether the frame's payload is copied as it is written ({@link #COPY_MAX}). */
+    private static boolean copied(AmFrame frame) {
+        return frame.payload().readableBytes() <= COPY_MAX;
+    }
+
+    /** The frame copied into the peer's ring as a record: true if it went (the caller still owns the frame). */
+    private static boolean appendFrame(RecordRing.Writer w, AmFrame frame) {
+        return (w.readerFlags() & RecordRing.CLOSED) == 0 && w.appendFrame(frame);
+    }
+
+    /** A copy of a frame {@link #copied} but with no room in the ring, to hand over instead. */
+    private AmFrame copyOf(AmFrame frame) {
+        ByteBuf header = frame.header();
+        ByteBuf payload = frame.payload();
+        ByteBuf h = alloc().buffer(header.readableBytes()).writeBytes(header, header.readerIndex(),
+                header.readableBytes());
+        ByteBuf p = payload.isReadable() ? alloc().buffer(payload.readableBytes()).writeBytes(payload,
+                payload.readerIndex(), payload.readableBytes()) : Unpooled.EMPTY_BUFFER;
+        return AmFrame.of(frame.amId(), frame.flags(), h, p);
     }
 
     /** UCT self's {@code am_short}: the record copied into the peer's {@link RecordRing}. */
@@ -351,6 +398,8 @@ public final class SelfChannel extends AbstractLaneChannel {
                     ring.done(true);
                     drained += sizeOf(m);
                     pipeline.fireChannelRead(m);
+                } else if ((word & ~0xff) == RecordRing.FRAME) {
+                    deliverFrame(pipeline, word);
                 } else {
                     deliverShort(pipeline, word);
                 }
@@ -382,6 +431,17 @@ public final class SelfChannel extends AbstractLaneChannel {
                     r.copyOut());
         } finally {
             r.done(false);
+        }
+        pipeline.fireChannelRead(frame);
+    }
+
+    /** A frame record: up the pipeline as a frame of the reader's buffers. */
+    private void deliverFrame(ChannelPipeline pipeline, int word) {
+        AmFrame frame;
+        try {
+            frame = ring.frame(word);
+        } finally {
+            ring.done(false);
         }
         pipeline.fireChannelRead(frame);
     }

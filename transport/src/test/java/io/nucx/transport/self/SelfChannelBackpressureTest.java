@@ -35,7 +35,8 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 class SelfChannelBackpressureTest {
 
     private static final int QUEUE_BYTES = 8 * 1024;
-    private static final int PAYLOAD = 1024;
+    /** Above {@link SelfChannel#COPY_MAX}: these frames are handed over, and counted by the queue's bytes. */
+    private static final int PAYLOAD = 2048;
     private static final int MAX_WRITES = 10_000;
 
     @RegisterExtension
