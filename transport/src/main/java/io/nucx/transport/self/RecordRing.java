@@ -141,6 +141,9 @@ final class RecordRing implements ShortPayload {
         private long tail;
         /** The producer's last look at the consumer's head. */
         private long headCache;
+        /** The record last reserved: its size, and the ring bytes it takes (with the skipped end, if it wrapped). */
+        private int reservedRecord;
+        private int reservedBytes;
 
         /**
          * Copies a short record in and publishes it (the caller keeps {@code payload}, its indices untouched); false,
@@ -151,39 +154,29 @@ final class RecordRing implements ShortPayload {
                 throw new IllegalArgumentException("active message id " + amId + " is not in 1..255");
             }
             int length = payload.readableBytes();
-            int record = recordSize(length);
-            long t = tail;
-            int index = (int) (t & mask);
-            int toEnd = size - index;
-            int at = record <= toEnd ? index : 0;
-            int needed = at == index ? record : toEnd + record;
-            if (!hasRoom(t, needed, shortBytes)) {
+            int at = reserve(recordSize(length));
+            if (at < 0) {
                 return false;
             }
             segment.set(ValueLayout.JAVA_INT, at + 4, length);
             segment.set(ValueLayout.JAVA_LONG, at + 8, header);
             Buffers.copyIn(payload, segment, at + RECORD_HEADER);
-            publish(t, index, at, record, needed, amId);
+            publish(at, amId);
             return true;
         }
 
         /**
          * Copies a frame in as a record of its own ({@code word:i32 payloadLength:i32 headerLength:i32 flags:i32 header
          * payload}) and publishes it (the caller keeps {@code frame}, its buffers untouched); false, having written
-         * nothing, when short records have no room for it now.
+         * nothing, when records have no room for it now.
          */
         boolean appendFrame(AmFrame frame) {
             ByteBuf header = frame.header();
             ByteBuf payload = frame.payload();
             int headerLength = header.readableBytes();
             int length = payload.readableBytes();
-            int record = recordSize(headerLength + length);
-            long t = tail;
-            int index = (int) (t & mask);
-            int toEnd = size - index;
-            int at = record <= toEnd ? index : 0;
-            int needed = at == index ? record : toEnd + record;
-            if (!hasRoom(t, needed, shortBytes)) {
+            int at = reserve(recordSize(headerLength + length));
+            if (at < 0) {
                 return false;
             }
             segment.set(ValueLayout.JAVA_INT, at + 4, length);
@@ -191,17 +184,38 @@ final class RecordRing implements ShortPayload {
             segment.set(ValueLayout.JAVA_INT, at + 12, frame.flags());
             Buffers.copyIn(header, segment, at + RECORD_HEADER);
             Buffers.copyIn(payload, segment, at + RECORD_HEADER + headerLength);
-            publish(t, index, at, record, needed, FRAME | frame.amId());
+            publish(at, FRAME | frame.amId());
             return true;
         }
 
-        private void publish(long t, int index, int at, int record, int needed, int word) {
-            segment.set(ValueLayout.JAVA_INT, (at + record) & mask, 0);
+        /**
+         * Where a record of {@code record} bytes goes (at the start, if it would cross the ring's end), with room for
+         * it now among the records; -1 when there is none. Then {@link #publish}.
+         */
+        private int reserve(int record) {
+            long t = tail;
+            int index = (int) (t & mask);
+            int toEnd = size - index;
+            int at = record <= toEnd ? index : 0;
+            int needed = at == index ? record : toEnd + record;
+            if (!hasRoom(t, needed, shortBytes)) {
+                return -1;
+            }
+            reservedRecord = record;
+            reservedBytes = needed;
+            return at;
+        }
+
+        /** Publishes the record written at {@code at}, the last {@link #reserve}d, with its word. */
+        private void publish(int at, int word) {
+            long t = tail;
+            int index = (int) (t & mask);
+            segment.set(ValueLayout.JAVA_INT, (at + reservedRecord) & mask, 0);
             INT.setRelease(segment, (long) at, word);
             if (at != index) {
                 INT.setRelease(segment, (long) index, SKIP); // toEnd >= 8: records are 8-byte aligned
             }
-            tail = t + needed;
+            tail = t + reservedBytes;
         }
 
         /** Publishes a record for the object just offered to the queue; false when the ring has no room. */

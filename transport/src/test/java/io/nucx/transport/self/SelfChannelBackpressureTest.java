@@ -1,14 +1,11 @@
 package io.nucx.transport.self;
 
-import io.netty.buffer.ByteBuf;
 import io.netty.buffer.Unpooled;
 import io.netty.channel.Channel;
 import io.netty.channel.ChannelFuture;
 import io.netty.channel.ChannelHandler;
-import io.netty.channel.ChannelHandlerContext;
 import io.netty.channel.ChannelInboundHandlerAdapter;
 import io.netty.channel.EventLoopGroup;
-import io.netty.util.ReferenceCountUtil;
 import io.nucx.transport.AmFrame;
 import io.nucx.transport.Iface;
 import org.junit.jupiter.api.Test;
@@ -18,7 +15,6 @@ import org.junit.jupiter.api.extension.RegisterExtension;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
-import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 
@@ -42,36 +38,16 @@ class SelfChannelBackpressureTest {
     @RegisterExtension
     final SelfLoops loops = new SelfLoops();
 
-    /** The accepting side: starts with auto-read off and records the sequence numbers it reads. */
-    private static final class Reader extends ChannelInboundHandlerAdapter {
-        final CompletableFuture<Channel> channel = new CompletableFuture<>();
+    /** Records the sequence numbers it reads. */
+    private static final class Reader extends PausedReader {
         final List<Long> sequence = new ArrayList<>(); // only touched on the reader's loop
-        volatile CountDownLatch expected = new CountDownLatch(Integer.MAX_VALUE);
-        volatile Throwable failure;
 
         @Override
-        public void handlerAdded(ChannelHandlerContext ctx) {
-            ctx.channel().config().setAutoRead(false);
-            channel.complete(ctx.channel());
-        }
-
-        @Override
-        public void channelRead(ChannelHandlerContext ctx, Object msg) {
-            try {
-                AmFrame f = (AmFrame) msg;
-                sequence.add(f.header().getLongLE(f.header().readerIndex()));
-                if (f.payload().readableBytes() != PAYLOAD) {
-                    failure = new AssertionError("payload of " + f.payload().readableBytes() + " bytes");
-                }
-                expected.countDown();
-            } finally {
-                ReferenceCountUtil.release(msg);
+        void read(AmFrame f) {
+            sequence.add(f.header().getLongLE(f.header().readerIndex()));
+            if (f.payload().readableBytes() != PAYLOAD) {
+                throw new AssertionError("payload of " + f.payload().readableBytes() + " bytes");
             }
-        }
-
-        @Override
-        public void exceptionCaught(ChannelHandlerContext ctx, Throwable cause) {
-            failure = cause;
         }
     }
 

@@ -4,7 +4,6 @@ import io.netty.buffer.ByteBuf;
 import io.netty.buffer.Unpooled;
 import io.netty.channel.Channel;
 import io.netty.channel.ChannelFuture;
-import io.netty.channel.ChannelHandlerContext;
 import io.netty.channel.ChannelInboundHandlerAdapter;
 import io.nucx.transport.AbstractLaneChannel;
 import io.nucx.transport.AmFrame;
@@ -17,7 +16,6 @@ import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
 import java.util.Map;
-import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 
@@ -39,35 +37,15 @@ class SelfFrameRecordTest {
     @RegisterExtension
     final SelfLoops loops = new SelfLoops();
 
-    /** Starts with auto-read off; keeps what it reads, as it arrived (amId, flags, header, payload bytes, address). */
-    private static final class Reader extends ChannelInboundHandlerAdapter {
-        final CompletableFuture<Channel> channel = new CompletableFuture<>();
+    /** Keeps what it reads, as it arrived (amId, flags, header, payload bytes, payload address). */
+    private static final class Reader extends PausedReader {
         final List<Sent> seen = new ArrayList<>();
         final List<Long> payloadAddresses = new ArrayList<>();
-        volatile CountDownLatch expected = new CountDownLatch(Integer.MAX_VALUE);
-        volatile Throwable failure;
 
         @Override
-        public void handlerAdded(ChannelHandlerContext ctx) {
-            ctx.channel().config().setAutoRead(false);
-            channel.complete(ctx.channel());
-        }
-
-        @Override
-        public void channelRead(ChannelHandlerContext ctx, Object msg) {
-            AmFrame f = (AmFrame) msg;
-            try {
-                seen.add(new Sent(f.amId(), f.flags(), bytes(f.header()), bytes(f.payload())));
-                payloadAddresses.add(f.payload().hasMemoryAddress() ? f.payload().memoryAddress() : 0);
-                expected.countDown();
-            } finally {
-                f.release();
-            }
-        }
-
-        @Override
-        public void exceptionCaught(ChannelHandlerContext ctx, Throwable cause) {
-            failure = cause;
+        void read(AmFrame f) {
+            seen.add(new Sent(f.amId(), f.flags(), bytes(f.header()), bytes(f.payload())));
+            payloadAddresses.add(f.payload().hasMemoryAddress() ? f.payload().memoryAddress() : 0);
         }
     }
 

@@ -1,0 +1,47 @@
+package io.nucx.transport.self;
+
+import io.netty.channel.Channel;
+import io.netty.channel.ChannelHandlerContext;
+import io.netty.channel.ChannelInboundHandlerAdapter;
+import io.nucx.transport.AmFrame;
+
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CountDownLatch;
+
+/**
+ * A self lane's accepting side that starts with auto-read off, so frames wait in its queue until the test turns
+ * reading on; each frame read goes to {@link #read} (on the reader's loop), then counts down {@link #expected}, and is
+ * released. A throw or a reported exception is kept in {@link #failure}.
+ */
+abstract class PausedReader extends ChannelInboundHandlerAdapter {
+    final CompletableFuture<Channel> channel = new CompletableFuture<>();
+    volatile CountDownLatch expected = new CountDownLatch(Integer.MAX_VALUE);
+    volatile Throwable failure;
+
+    /** What the test keeps of a frame; the frame is released after. */
+    abstract void read(AmFrame frame);
+
+    @Override
+    public void handlerAdded(ChannelHandlerContext ctx) {
+        ctx.channel().config().setAutoRead(false);
+        channel.complete(ctx.channel());
+    }
+
+    @Override
+    public void channelRead(ChannelHandlerContext ctx, Object msg) {
+        AmFrame f = (AmFrame) msg;
+        try {
+            read(f);
+            expected.countDown();
+        } catch (Throwable t) {
+            failure = t;
+        } finally {
+            f.release();
+        }
+    }
+
+    @Override
+    public void exceptionCaught(ChannelHandlerContext ctx, Throwable cause) {
+        failure = cause;
+    }
+}
