@@ -156,9 +156,10 @@ class RndvCodecHandOverTest {
         ep.arrive(rts(9, 83, data.length, null));
         long receiverReq = rtrReceiverReq(ep);
         // Out of order, as several lanes may deliver them: the ATS follows the one that completes the message.
-        ep.arrive(flaggedData(receiverReq, 2000, Unpooled.wrappedBuffer(data, 2000, 1000)));
+        ep.arrive(RndvEndpoint.data(receiverReq, 2000, Unpooled.wrappedBuffer(data, 2000, 1000),
+                RndvHeaders.DATA_FLAG_ATS));
         assertNull(ep.ch.readOutbound(), "no ATS before every byte has arrived");
-        ep.arrive(flaggedData(receiverReq, 0, Unpooled.wrappedBuffer(data, 0, 2000)));
+        ep.arrive(RndvEndpoint.data(receiverReq, 0, Unpooled.wrappedBuffer(data, 0, 2000), RndvHeaders.DATA_FLAG_ATS));
         AmFrame a = ep.ch.readOutbound();
         try {
             assertEquals(AmIds.RNDV_ATS, a.amId(), () -> "got " + AmIds.name(a.amId()));
@@ -185,10 +186,5 @@ class RndvCodecHandOverTest {
         } finally {
             f.release();
         }
-    }
-
-    private static AmFrame flaggedData(long receiverReq, long offset, ByteBuf payload) {
-        return AmFrame.of(AmIds.RNDV_DATA, RndvHeaders.DATA_FLAG_ATS, Unpooled.buffer(16).writeLongLE(receiverReq)
-                .writeLongLE(offset), payload);
     }
 }

@@ -169,7 +169,12 @@ final class RndvEndpoint implements AutoCloseable {
     }
 
     static AmFrame data(long receiverReq, long offset, ByteBuf payload) {
-        return AmFrame.of(AmIds.RNDV_DATA, 0, Unpooled.buffer(16).writeLongLE(receiverReq).writeLongLE(offset),
+        return data(receiverReq, offset, payload, 0);
+    }
+
+    /** An RNDV_DATA frame with frame flags {@code flags} (e.g. {@link RndvHeaders#DATA_FLAG_ATS}). */
+    static AmFrame data(long receiverReq, long offset, ByteBuf payload, int flags) {
+        return AmFrame.of(AmIds.RNDV_DATA, flags, Unpooled.buffer(16).writeLongLE(receiverReq).writeLongLE(offset),
                 payload);
     }
 
