@@ -64,7 +64,11 @@ public final class MemoryBudget {
         used += bytes;
     }
 
-    /** Charges {@code bytes} if both budgets allow it; false (nothing charged, nothing marked) otherwise. */
+    /**
+     * Charges {@code bytes} if both budgets allow it; false (nothing charged, nothing marked) otherwise. A hot path asks
+     * this first and calls {@link #charge} (which then throws, naming what) only when it is refused, so the text that
+     * names what is built only for the error.
+     */
     public boolean tryCharge(long bytes) {
         if (bytes > limit - used || (parent != null && !parent.tryCharge(bytes))) {
             return false;

@@ -1,10 +1,10 @@
 package io.nucx.protocol;
 
+import io.netty.util.collection.LongObjectHashMap;
+
 import java.util.ArrayList;
 import java.util.Collection;
-import java.util.HashMap;
 import java.util.List;
-import java.util.Map;
 import java.util.concurrent.atomic.AtomicInteger;
 
 /**
@@ -16,7 +16,8 @@ import java.util.concurrent.atomic.AtomicInteger;
  */
 public final class PendingRequests<P> {
 
-    private final Map<Long, P> pending = new HashMap<>();
+    /** Keyed by the primitive id: no boxed key or map node per request (a rendezvous made three of them). */
+    private final LongObjectHashMap<P> pending = new LongObjectHashMap<>();
     /** Also counts what waits here, for metrics read from other threads; null when nobody asks. */
     private final AtomicInteger gauge;
     private long nextId = 1;

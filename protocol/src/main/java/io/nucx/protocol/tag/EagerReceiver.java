@@ -433,8 +433,11 @@ final class EagerReceiver {
             ctx.fireChannelRead(new TagMessage(tag, payload));
         } else {
             try {
-                budget.charge(MemoryBudget.ENTRY_COST + payload.readableBytes(), "unexpected message of tag "
-                        + Long.toHexString(tag) + " (" + payload.readableBytes() + " bytes)");
+                long cost = MemoryBudget.ENTRY_COST + payload.readableBytes();
+                if (!budget.tryCharge(cost)) { // the text only for the error: no string per message
+                    budget.charge(cost, "unexpected message of tag " + Long.toHexString(tag) + " ("
+                            + payload.readableBytes() + " bytes)");
+                }
             } catch (LimitExceededException e) {
                 payload.release();
                 throw e;
@@ -506,7 +509,9 @@ final class EagerReceiver {
                 ra.parts = ra.fragments(alloc, null, (int) total);
                 ctx.fireChannelRead(slot);
             } else {
-                budget.charge(MemoryBudget.ENTRY_COST, "unexpected message " + Long.toHexString(msgId));
+                if (!budget.tryCharge(MemoryBudget.ENTRY_COST)) {
+                    budget.charge(MemoryBudget.ENTRY_COST, "unexpected message " + Long.toHexString(msgId));
+                }
                 Arrival a = new Arrival(tag, total, syncReqId);
                 a.charged = MemoryBudget.ENTRY_COST;
                 a.reassembly = ra;

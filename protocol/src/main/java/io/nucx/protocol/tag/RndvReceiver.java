@@ -104,6 +104,12 @@ final class RndvReceiver {
             this.total = total;
             this.senderReqId = senderReqId;
         }
+
+        /** How an error names it ({@link Fragments#add}). */
+        @Override
+        public String toString() {
+            return "receive " + id;
+        }
     }
 
     /** An RTS nobody has received yet: its data wait at the sender. */
@@ -115,8 +121,10 @@ final class RndvReceiver {
 
         RtsArrival(long tag, long senderReqId, long size, List<RmaTransfer.RailKey> key) {
             super(tag);
-            budget.charge(MemoryBudget.ENTRY_COST, "unexpected rendezvous request " + senderReqId + " ("
-                    + size + " bytes)");
+            if (!budget.tryCharge(MemoryBudget.ENTRY_COST)) { // the text only for the error: no string per RTS
+                budget.charge(MemoryBudget.ENTRY_COST, "unexpected rendezvous request " + senderReqId + " ("
+                        + size + " bytes)");
+            }
             this.senderReqId = senderReqId;
             this.size = size;
             this.key = key;
@@ -263,8 +271,10 @@ final class RndvReceiver {
                         + " header bytes, its tag field says " + headerLength);
             }
             long cost = MemoryBudget.ENTRY_COST + headerLength;
-            budget.charge(cost, "active message " + AmHeaders.id(tag) + " waiting for its handler to receive its "
-                    + size + " bytes (rendezvous request " + senderReqId + ")");
+            if (!budget.tryCharge(cost)) {
+                budget.charge(cost, "active message " + AmHeaders.id(tag) + " waiting for its handler to receive its "
+                        + size + " bytes (rendezvous request " + senderReqId + ")");
+            }
             AmRts a = new AmRts(tag, payload.retainedSlice(), size, senderReqId, key, cost);
             amWaiting.add(a);
             ctx.fireChannelRead(a);
@@ -507,7 +517,7 @@ final class RndvReceiver {
                 charge(rv, payload.readableBytes(), "rendezvous message " + rv.id + " (" + rv.total + " bytes, "
                         + rv.parts.received() + " arrived)");
             }
-            rv.parts.add(offset, payload, "receive " + receiverReqId);
+            rv.parts.add(offset, payload, rv); // named in an error by rv's toString, not a string per fragment
             rv.received = rv.parts.received();
             if (rv.received == rv.total) {
                 receives.remove(rv.id);

@@ -57,8 +57,11 @@ final class RndvSender {
         final ChannelPromise promise;
         Stage stage = Stage.RTS_SENT;
         long id;
-        /** The send buffer exposed for the receiver's GET, one registration per device of ours; empty if none. */
-        final List<MemoryRegistration> getOffers = new ArrayList<>(2);
+        /**
+         * The send buffer exposed for the receiver's GET, one registration per device of ours; empty if none (a list
+         * of its own only once offered: none per send where no lane reads).
+         */
+        List<MemoryRegistration> getOffers = List.of();
         /** The PUT writing this message into the receiver, or null. */
         Put put;
 
@@ -73,7 +76,7 @@ final class RndvSender {
             for (MemoryRegistration m : getOffers) {
                 m.close();
             }
-            getOffers.clear();
+            getOffers = List.of();
             content.release();
         }
     }
@@ -119,6 +122,7 @@ final class RndvSender {
             MemorySegment run = domains.isEmpty() && rails.isEmpty() ? null
                     : RndvKeys.nativeRun(content, content.readerIndex(), content.readableBytes());
             if (run != null) {
+                s.getOffers = new ArrayList<>(2);
                 key = domains.isEmpty() ? RndvKeys.offerOnRails(rails, run, s.getOffers)
                         : RndvKeys.offerOnDomains(domains, run, s.getOffers);
             }
