@@ -133,6 +133,7 @@ class HostilePeerTest {
             }
             EndpointException e = failure(victim);
             assertTrue(e.getMessage().contains("NUCX_RX_EP_BYTES=" + MIB), e.getMessage());
+            assertTrue(e.getMessage().contains("unexpected message of tag 5eed (65536 bytes)"), e.getMessage());
             assertTrue(sent < 200, "the bound stopped the flood late: " + sent + " messages");
         }
         await(() -> {
