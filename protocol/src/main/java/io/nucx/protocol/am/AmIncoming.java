@@ -1,6 +1,7 @@
 package io.nucx.protocol.am;
 
 import io.netty.buffer.ByteBuf;
+import io.netty.buffer.Unpooled;
 import io.netty.util.concurrent.Promise;
 import io.nucx.protocol.ProtocolException;
 import io.nucx.transport.Buffers;
@@ -172,16 +173,21 @@ public abstract class AmIncoming {
                 + (replyRequested() ? ", reply" : "") + ")";
     }
 
-    /** An eager message: header and data are slices of one payload. */
+    /**
+     * An eager message: header and data are slices of one payload, each made only when there is one (a header) or
+     * when it is asked for (the data): a handler that receives the data into a buffer of its own gets them from the
+     * payload, with no object per message for them.
+     */
     private static final class Eager extends AmIncoming {
         private ByteBuf payload;
-        private final ByteBuf data;
+        private final int headerLength;
+        private ByteBuf data;
 
         Eager(long tagField, ByteBuf payload, int headerLength) {
-            super(tagField, payload.retainedSlice(payload.readerIndex(), headerLength),
-                    payload.readableBytes() - headerLength);
+            super(tagField, headerLength == 0 ? Unpooled.EMPTY_BUFFER : payload.retainedSlice(payload.readerIndex(),
+                    headerLength), payload.readableBytes() - headerLength);
             this.payload = payload;
-            this.data = payload.slice(payload.readerIndex() + headerLength, payload.readableBytes() - headerLength);
+            this.headerLength = headerLength;
         }
 
         @Override
@@ -194,12 +200,21 @@ public abstract class AmIncoming {
             if (isReleased()) {
                 throw new IllegalStateException("active message " + id() + " was released");
             }
-            return data;
+            ByteBuf d = data;
+            if (d == null) {
+                data = d = payload.slice(payload.readerIndex() + headerLength, (int) dataLength());
+            }
+            return d;
         }
 
         @Override
         protected void receiveData(ByteBuf into, Promise<Void> done) {
-            Buffers.append(data, data.readerIndex(), into, data.readableBytes());
+            ByteBuf d = data; // what a handler read of data() already is not received again
+            if (d != null) {
+                Buffers.append(d, d.readerIndex(), into, d.readableBytes());
+            } else {
+                Buffers.append(payload, payload.readerIndex() + headerLength, into, (int) dataLength());
+            }
             done.trySuccess(null);
         }
 
@@ -208,6 +223,7 @@ public abstract class AmIncoming {
             if (payload != null) {
                 payload.release();
                 payload = null;
+                data = null;
             }
         }
     }

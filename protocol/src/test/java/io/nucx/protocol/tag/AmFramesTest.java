@@ -92,6 +92,44 @@ class AmFramesTest {
         }
     }
 
+    /**
+     * An eager message's data received into a buffer of the handler's, with or without a look at {@link
+     * AmIncoming#data} first (what the handler read of it is not received again), and with no header at all; the
+     * payload is released with the message either way.
+     */
+    @Test
+    void eagerDataAreReceivedFromThePayloadWhetherOrNotTheHandlerLookedAtThem() {
+        ByteBuf payload = text("hdrpayload");
+        ch.writeInbound(AmFrame.of(AmIds.AM_ONLY, 0, header(AmHeaders.pack(7, 0, 3)), payload.retain()));
+        AmIncoming m = assertInstanceOf(AmIncoming.class, ch.readInbound());
+        ByteBuf into = Unpooled.buffer(16);
+        try {
+            m.receive(into, ch.eventLoop().newPromise());
+            assertEquals("payload", string(into));
+            assertEquals("hdr", string(m.header()));
+        } finally {
+            m.release();
+            into.release();
+        }
+        assertEquals(1, payload.refCnt(), "the message let go of the payload");
+
+        ch.writeInbound(AmFrame.of(AmIds.AM_ONLY, 0, header(AmHeaders.pack(8, 0, 0)), payload.retain()));
+        m = assertInstanceOf(AmIncoming.class, ch.readInbound());
+        into = Unpooled.buffer(16);
+        try {
+            assertFalse(m.header().isReadable(), "no header");
+            assertEquals('h', (char) m.data().readByte());
+            m.receive(into, ch.eventLoop().newPromise());
+            assertEquals("drpayload", string(into));
+        } finally {
+            m.release();
+            into.release();
+        }
+        assertEquals(1, payload.refCnt(), "the message let go of the payload");
+        payload.release();
+        assertThrows(IllegalStateException.class, m::data);
+    }
+
     @Test
     void aHeaderLongerThanThePayloadOrTheLimitIsAProtocolError() {
         ByteBuf payload = text("abcd");
