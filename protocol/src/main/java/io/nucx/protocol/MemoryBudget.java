@@ -65,9 +65,9 @@ public final class MemoryBudget {
     }
 
     /**
-     * Charges {@code bytes} if both budgets allow it; false (nothing charged, nothing marked) otherwise. A hot path asks
-     * this first and calls {@link #charge} (which then throws, naming what) only when it is refused, so the text that
-     * names what is built only for the error.
+     * Charges {@code bytes} if both budgets allow it; false (nothing charged, nothing marked) otherwise. A hot path
+     * asks this first and calls {@link #charge} (which then throws, naming what) only when it is refused, so the text
+     * that names what is built only for the error.
      */
     public boolean tryCharge(long bytes) {
         if (bytes > limit - used || (parent != null && !parent.tryCharge(bytes))) {

@@ -222,7 +222,8 @@ public final class SelfChannel extends AbstractLaneChannel {
                 moved = true;
                 continue;
             }
-            // No room in the ring for a frame to be copied: a copy of it is handed over, so its payload is free as well
+            // Handed over: a large frame as it is; a small one that found no room in the ring as a copy of itself, so
+            // that its payload is free once written all the same
             long size = sizeOf(msg);
             if (!p.hasRoomFor(size)) {
                 w.waiting(true);
