@@ -141,9 +141,6 @@ final class RecordRing implements ShortPayload {
         private long tail;
         /** The producer's last look at the consumer's head. */
         private long headCache;
-        /** The record last reserved: its size, and the ring bytes it takes (with the skipped end, if it wrapped). */
-        private int reservedRecord;
-        private int reservedBytes;
 
         /**
          * Copies a short record in and publishes it (the caller keeps {@code payload}, its indices untouched); false,
@@ -161,7 +158,7 @@ final class RecordRing implements ShortPayload {
             segment.set(ValueLayout.JAVA_INT, at + 4, length);
             segment.set(ValueLayout.JAVA_LONG, at + 8, header);
             Buffers.copyIn(payload, segment, at + RECORD_HEADER);
-            publish(at, amId);
+            publish(at, recordSize(length), amId);
             return true;
         }
 
@@ -175,7 +172,8 @@ final class RecordRing implements ShortPayload {
             ByteBuf payload = frame.payload();
             int headerLength = header.readableBytes();
             int length = payload.readableBytes();
-            int at = reserve(recordSize(headerLength + length));
+            int record = recordSize(headerLength + length);
+            int at = reserve(record);
             if (at < 0) {
                 return false;
             }
@@ -184,7 +182,7 @@ final class RecordRing implements ShortPayload {
             segment.set(ValueLayout.JAVA_INT, at + 12, frame.flags());
             Buffers.copyIn(header, segment, at + RECORD_HEADER);
             Buffers.copyIn(payload, segment, at + RECORD_HEADER + headerLength);
-            publish(at, FRAME | frame.amId());
+            publish(at, record, FRAME | frame.amId());
             return true;
         }
 
@@ -198,24 +196,24 @@ final class RecordRing implements ShortPayload {
             int toEnd = size - index;
             int at = record <= toEnd ? index : 0;
             int needed = at == index ? record : toEnd + record;
-            if (!hasRoom(t, needed, shortBytes)) {
-                return -1;
-            }
-            reservedRecord = record;
-            reservedBytes = needed;
-            return at;
+            return hasRoom(t, needed, shortBytes) ? at : -1;
         }
 
-        /** Publishes the record written at {@code at}, the last {@link #reserve}d, with its word. */
-        private void publish(int at, int word) {
+        /**
+         * Publishes the {@code record} bytes written at {@code at} (where {@link #reserve} or, for an object, the tail
+         * put them) with its word; a record at the start skips the ring's end.
+         */
+        private void publish(int at, int record, int word) {
             long t = tail;
             int index = (int) (t & mask);
-            segment.set(ValueLayout.JAVA_INT, (at + reservedRecord) & mask, 0);
+            segment.set(ValueLayout.JAVA_INT, (at + record) & mask, 0);
             INT.setRelease(segment, (long) at, word);
             if (at != index) {
                 INT.setRelease(segment, (long) index, SKIP); // toEnd >= 8: records are 8-byte aligned
+                tail = t + (size - index) + record;
+            } else {
+                tail = t + record;
             }
-            tail = t + reservedBytes;
         }
 
         /** Publishes a record for the object just offered to the queue; false when the ring has no room. */
@@ -226,9 +224,7 @@ final class RecordRing implements ShortPayload {
                 return false;
             }
             segment.set(ValueLayout.JAVA_INT, index + 4, 0);
-            segment.set(ValueLayout.JAVA_INT, (index + OBJECT_RECORD) & mask, 0);
-            INT.setRelease(segment, (long) index, OBJECT);
-            tail = t + OBJECT_RECORD;
+            publish(index, OBJECT_RECORD, OBJECT);
             return true;
         }
 

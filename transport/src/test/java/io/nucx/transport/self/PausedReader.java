@@ -11,7 +11,7 @@ import java.util.concurrent.CountDownLatch;
 /**
  * A self lane's accepting side that starts with auto-read off, so frames wait in its queue until the test turns
  * reading on; each frame read goes to {@link #read} (on the reader's loop), then counts down {@link #expected}, and is
- * released. A throw or a reported exception is kept in {@link #failure}.
+ * released. A throw from {@link #read} or a reported exception is kept in {@link #failure}.
  */
 abstract class PausedReader extends ChannelInboundHandlerAdapter {
     final CompletableFuture<Channel> channel = new CompletableFuture<>();
@@ -32,10 +32,10 @@ abstract class PausedReader extends ChannelInboundHandlerAdapter {
         AmFrame f = (AmFrame) msg;
         try {
             read(f);
-            expected.countDown();
         } catch (Throwable t) {
             failure = t;
         } finally {
+            expected.countDown(); // counted either way: a wrong frame is reported by failure, not by a missing one
             f.release();
         }
     }
