@@ -4,6 +4,7 @@ import io.netty.channel.Channel;
 import io.netty.channel.ChannelFuture;
 import io.netty.channel.ChannelFutureListener;
 import io.netty.channel.ChannelPromise;
+import io.netty.channel.DefaultChannelPromise;
 import io.netty.util.concurrent.Future;
 import io.netty.util.concurrent.Promise;
 import io.netty.util.concurrent.PromiseCombiner;
@@ -315,11 +316,26 @@ final class EndpointLanes {
             ch.write(frame, ch.voidPromise());
             return;
         }
-        ChannelFuture f = ch.write(frame);
-        if (f.isDone()) {
-            complete(f, promise);
-        } else {
-            f.addListener((ChannelFutureListener) done -> complete(done, promise));
+        ch.write(frame, new LaneWrite(ch, promise));
+    }
+
+    /**
+     * A write on a lane whose completion completes the send's promise ({@link #complete}): the lane's promise and its
+     * own listener, one object where a promise and a listener were two (a lane that cannot take the frame at once,
+     * as tcp's under backpressure, went through here for every message).
+     */
+    private final class LaneWrite extends DefaultChannelPromise implements ChannelFutureListener {
+        private final ChannelPromise send;
+
+        LaneWrite(Channel lane, ChannelPromise send) {
+            super(lane);
+            this.send = send;
+            addListener(this);
+        }
+
+        @Override
+        public void operationComplete(ChannelFuture written) {
+            complete(written, send);
         }
     }
 

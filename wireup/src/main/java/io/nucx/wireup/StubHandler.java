@@ -67,8 +67,10 @@ final class StubHandler extends ChannelOutboundHandlerAdapter {
             waiting.incrementAndGet();
         }
         try {
-            budget.charge(added + MemoryBudget.ENTRY_COST, "writes queued while wiring up (" + pending.size()
-                    + " writes, " + pending.bytes() + " bytes)");
+            if (!budget.tryCharge(added + MemoryBudget.ENTRY_COST)) { // the text only for the error, as below
+                budget.charge(added + MemoryBudget.ENTRY_COST, "writes queued while wiring up (" + pending.size()
+                        + " writes, " + pending.bytes() + " bytes)");
+            }
             charged += added + MemoryBudget.ENTRY_COST;
         } catch (LimitExceededException e) {
             EndpointChannel ep = (EndpointChannel) ctx.channel();

@@ -285,6 +285,8 @@ class HostilePeerTest {
             }
             EndpointException f = failure(ep);
             assertTrue(f.getMessage().contains("NUCX_STUB_EP_BYTES"), f.getMessage());
+            assertTrue(f.getMessage().matches("(?s).*writes queued while wiring up \\(\\d+ writes, \\d+ bytes\\).*"),
+                    f.getMessage()); // the text the budget builds only when it refuses
             for (io.netty.channel.ChannelFuture w : writes) {
                 assertTrue(w.await(10, TimeUnit.SECONDS) && !w.isSuccess(), "a queued write did not fail");
             }

@@ -487,11 +487,11 @@ final class EagerReceiver {
                             + " bytes announces a " + AmHeaders.headerLength(tag) + "-byte header");
                 }
                 // Charged like a stream write's until whole: then the handler has it.
-                charge(ra, MemoryBudget.ENTRY_COST, "active message " + Long.toHexString(msgId));
+                charge(ra, MemoryBudget.ENTRY_COST, "active message ", "");
                 ra.target = AM_TARGET;
                 ra.parts = ra.fragments(alloc, null, (int) total);
             } else if (kind == MessageKind.STREAM) {
-                charge(ra, MemoryBudget.ENTRY_COST, "stream write " + Long.toHexString(msgId));
+                charge(ra, MemoryBudget.ENTRY_COST, "stream write ", "");
                 StreamSlot slot = new StreamSlot();
                 ra.target = slot;
                 ra.parts = ra.fragments(alloc, null, (int) total);
@@ -499,8 +499,7 @@ final class EagerReceiver {
             } else if (r != null) {
                 bind(ra, r, tag, total, syncReqId);
             } else if (toPipeline.test(tag)) {
-                charge(ra, MemoryBudget.ENTRY_COST, "message " + Long.toHexString(msgId) + " arriving for the "
-                        + "pipeline");
+                charge(ra, MemoryBudget.ENTRY_COST, "message ", " arriving for the pipeline");
                 if (syncReqId >= 0) {
                     acknowledgeMatch(syncReqId, null, 0);
                 }
@@ -529,9 +528,19 @@ final class EagerReceiver {
         }
     }
 
-    /** Charges {@code bytes} of {@code ra} to the endpoint's budget (no posted receive owns it). */
-    private void charge(Reassembly ra, long bytes, String what) {
-        budget.charge(bytes, what);
+    /**
+     * Charges {@code bytes} of {@code ra} to the endpoint's budget (no posted receive owns it). A refusal names it as
+     * {@code what}, its id, then {@code after}: the text is built only then, not for every message.
+     */
+    private void charge(Reassembly ra, long bytes, String what, String after) {
+        if (!budget.tryCharge(bytes)) {
+            budget.charge(bytes, what + Long.toHexString(ra.msgId) + after);
+        }
+        charged(ra, bytes);
+    }
+
+    /** Counts {@code bytes} charged for {@code ra} where they are given back. */
+    private static void charged(Reassembly ra, long bytes) {
         if (ra.target instanceof Arrival a) {
             a.charged += bytes;
         } else {
@@ -570,8 +579,11 @@ final class EagerReceiver {
     private void append(Reassembly ra, long offset, ByteBuf payload) {
         int n = payload.readableBytes();
         if (ra.target != null && !(ra.target instanceof TagReceive) && n > 0) {
-            charge(ra, n, "message " + Long.toHexString(ra.msgId) + " (" + ra.total + " bytes, "
-                    + ra.parts.received() + " arrived)");
+            if (!budget.tryCharge(n)) { // the text only for the error: not a string per fragment
+                budget.charge(n, "message " + Long.toHexString(ra.msgId) + " (" + ra.total + " bytes, "
+                        + ra.parts.received() + " arrived)");
+            }
+            charged(ra, n);
         }
         ra.parts.add(offset, payload, ra);
         if (ra.parts.isComplete()) {

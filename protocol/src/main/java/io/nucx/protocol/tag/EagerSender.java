@@ -1,8 +1,11 @@
 package io.nucx.protocol.tag;
 
 import io.netty.buffer.ByteBuf;
+import io.netty.channel.ChannelFuture;
+import io.netty.channel.ChannelFutureListener;
 import io.netty.channel.ChannelHandlerContext;
 import io.netty.channel.ChannelPromise;
+import io.netty.channel.DefaultChannelPromise;
 import io.netty.util.ReferenceCountUtil;
 import io.netty.util.concurrent.Future;
 import io.nucx.protocol.AmIds;
@@ -51,7 +54,48 @@ import java.util.function.LongSupplier;
  */
 final class EagerSender {
 
-    private record SyncSend(long tag, long length, ChannelPromise promise) {
+    /**
+     * A send waiting for the peer's acknowledgement (EAGER_SYNC_ACK, EAGER_ZCOPY_ACK), which is also the promise its
+     * frames are written with, listening to itself: one object per send, where a promise for the write and a listener
+     * on it made two more. Its own completion says only that the frames left; a failed write fails the user's promise
+     * at once. A void promise stays void until a graceful close asks for something to wait for ({@link #user}).
+     */
+    private static final class AckedSend extends DefaultChannelPromise implements ChannelFutureListener {
+        private final PendingRequests<AckedSend> waiting;
+        private final long tag;
+        private final long length;
+        private ChannelPromise promise;
+        private final long id;
+
+        AckedSend(ChannelHandlerContext ctx, PendingRequests<AckedSend> waiting, long tag, long length,
+                  ChannelPromise promise) {
+            super(ctx.channel(), ctx.executor());
+            this.waiting = waiting;
+            this.tag = tag;
+            this.length = length;
+            this.promise = promise;
+            this.id = waiting.add(this);
+            addListener(this);
+        }
+
+        /** The frames' write completed: a failure ends the send unless the answer came first. */
+        @Override
+        public void operationComplete(ChannelFuture written) {
+            if (!written.isSuccess() && waiting.remove(id) != null) {
+                promise.tryFailure(written.cause());
+            }
+        }
+
+        /**
+         * The user's promise, made waitable: a graceful close waits for it, and a void promise cannot be waited for. A
+         * real one in its place still reports a failure to the pipeline as the void promise would ({@code unvoid}).
+         */
+        ChannelPromise user() {
+            if (promise.isVoid()) {
+                promise = promise.unvoid();
+            }
+            return promise;
+        }
     }
 
     private final EndpointServices endpoint;
@@ -77,8 +121,8 @@ final class EagerSender {
     private final ProtocolCounters.Traffic singleZcopyCount;
     private final ProtocolCounters.Traffic multiZcopyCount;
     /** Synchronous sends waiting for EAGER_SYNC_ACK, and zero-copy sends waiting for EAGER_ZCOPY_ACK. */
-    private final PendingRequests<SyncSend> syncSends = new PendingRequests<>();
-    private final PendingRequests<ChannelPromise> zcopySends = new PendingRequests<>();
+    private final PendingRequests<AckedSend> syncSends = new PendingRequests<>();
+    private final PendingRequests<AckedSend> zcopySends = new PendingRequests<>();
 
     /**
      * @param endpoint   takes the frames straight to its lanes once connected ({@link EndpointServices#writeToLane})
@@ -269,15 +313,8 @@ final class EagerSender {
      */
     private void writeSync(ChannelHandlerContext ctx, long tag, ByteBuf content, int length, boolean multi,
                            ChannelPromise promise) {
-        // Waited for by a graceful close, so never void (see writeZcopy)
-        long id = syncSends.add(new SyncSend(tag, length, promise.isVoid() ? promise.unvoid() : promise));
-        ChannelPromise written = ctx.newPromise();
-        written.addListener(f -> {
-            SyncSend s;
-            if (!f.isSuccess() && (s = syncSends.remove(id)) != null) {
-                s.promise().tryFailure(f.cause());
-            }
-        });
+        AckedSend written = new AckedSend(ctx, syncSends, tag, length, promise);
+        long id = written.id;
         if (multi) {
             syncMultiCount.sent(length);
             writeFragments(ctx, AmIds.EAGER_SYNC_FIRST, tag, content, length, id, true, written);
@@ -296,16 +333,8 @@ final class EagerSender {
      */
     private void writeZcopy(ChannelHandlerContext ctx, long tag, ByteBuf content, int length, boolean multi,
                             MessageKind kind, ChannelPromise promise) {
-        // A void promise cannot be waited for (a graceful close waits for these): a real one that still reports a
-        // failure to the pipeline as the void promise would.
-        long id = zcopySends.add(promise.isVoid() ? promise.unvoid() : promise);
-        ChannelPromise written = ctx.newPromise();
-        written.addListener(f -> {
-            ChannelPromise p;
-            if (!f.isSuccess() && (p = zcopySends.remove(id)) != null) {
-                p.tryFailure(f.cause());
-            }
-        });
+        AckedSend written = new AckedSend(ctx, zcopySends, tag, length, promise);
+        long id = written.id;
         if (multi) {
             multiZcopyCount.sent(length);
             writeFragments(ctx, kind.zcopyFirstId(), tag, content, length, id, false, written);
@@ -386,38 +415,38 @@ final class EagerSender {
 
     /** EAGER_SYNC_ACK: the receiver matched the message (or refused it as too long for its buffer). */
     void onSyncAck(long id, int status) {
-        SyncSend s = syncSends.remove(id);
+        AckedSend s = syncSends.remove(id);
         if (s == null) {
             throw new ProtocolException("EAGER_SYNC_ACK for unknown synchronous send " + id);
         }
         if (status == RndvHeaders.STATUS_OK) {
-            s.promise().trySuccess();
+            s.promise.trySuccess();
         } else if (status == RndvHeaders.STATUS_TRUNCATED) {
-            s.promise().tryFailure(new MessageTruncatedException(s.tag(), s.length(), -1));
+            s.promise.tryFailure(new MessageTruncatedException(s.tag, s.length, -1));
         } else {
-            s.promise().tryFailure(new ProtocolException("synchronous send " + id + " ended with status " + status));
+            s.promise.tryFailure(new ProtocolException("synchronous send " + id + " ended with status " + status));
         }
     }
 
     /** EAGER_ZCOPY_ACK: the receiver has the whole zero-copy message. */
     void onZcopyAck(long id) {
-        ChannelPromise p = zcopySends.remove(id);
-        if (p == null) {
+        AckedSend s = zcopySends.remove(id);
+        if (s == null) {
             throw new ProtocolException("EAGER_ZCOPY_ACK for unknown zero-copy send " + id);
         }
-        p.trySuccess();
+        s.promise.trySuccess();
     }
 
     /** The sends still waiting for the receiver (a graceful close waits for them). */
     void collectOutstanding(List<Future<?>> out) {
-        syncSends.values().forEach(s -> out.add(s.promise()));
-        out.addAll(zcopySends.values());
+        syncSends.values().forEach(s -> out.add(s.user()));
+        zcopySends.values().forEach(s -> out.add(s.user()));
     }
 
     /** The endpoint ended: the waiting sends fail (whether the peer has the data is unknown). */
     void abort(Throwable cause) {
-        syncSends.takeAll().forEach(s -> s.promise().tryFailure(cause));
-        zcopySends.takeAll().forEach(p -> p.tryFailure(cause));
+        syncSends.takeAll().forEach(s -> s.promise.tryFailure(cause));
+        zcopySends.takeAll().forEach(s -> s.promise.tryFailure(cause));
     }
 
     int waiting() {

@@ -338,7 +338,10 @@ final class RndvReceiver {
         }
         rv.id = receives.add(rv);
         if (rv.target instanceof PipelineSlot) {
-            charge(rv, MemoryBudget.ENTRY_COST, "rendezvous message " + rv.id + " for the pipeline");
+            if (!budget.tryCharge(MemoryBudget.ENTRY_COST)) { // the text only for the error
+                budget.charge(MemoryBudget.ENTRY_COST, "rendezvous message " + rv.id + " for the pipeline");
+            }
+            rv.charged += MemoryBudget.ENTRY_COST;
         }
         if (scheme == RndvScheme.PUT_ZCOPY) {
             if (wholeBuffer(rv) && offerForPut(rv)) {
@@ -385,11 +388,6 @@ final class RndvReceiver {
             return Fragments.inPlace(b, rv.total);
         }
         return rv.target == null ? Fragments.counted(rv.total) : Fragments.copied(alloc, rv.total);
-    }
-
-    private void charge(Receive rv, long bytes, String what) {
-        budget.charge(bytes, what);
-        rv.charged += bytes;
     }
 
     private void askForData(Receive rv) {
@@ -514,8 +512,12 @@ final class RndvReceiver {
                 rv.parts = fragments(rv);
             }
             if (rv.target instanceof PipelineSlot && !rv.parts.isInPlace() && payload.isReadable()) {
-                charge(rv, payload.readableBytes(), "rendezvous message " + rv.id + " (" + rv.total + " bytes, "
-                        + rv.parts.received() + " arrived)");
+                int n = payload.readableBytes();
+                if (!budget.tryCharge(n)) { // the text only for the error: not a string per fragment
+                    budget.charge(n, "rendezvous message " + rv.id + " (" + rv.total + " bytes, "
+                            + rv.parts.received() + " arrived)");
+                }
+                rv.charged += n;
             }
             rv.parts.add(offset, payload, rv); // named in an error by rv's toString, not a string per fragment
             rv.received = rv.parts.received();

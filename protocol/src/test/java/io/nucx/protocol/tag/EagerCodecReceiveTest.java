@@ -513,4 +513,38 @@ class EagerCodecReceiveTest {
         assertInstanceOf(ClosedChannelException.class, posted.cause());
         assertFalse(piped.finishAndReleaseAll());
     }
+
+    /**
+     * A budget that refuses a message names it: its first fragment's bookkeeping (here, one for the pipeline), or a
+     * fragment's bytes, with the message's size and what had arrived. The codec builds these texts only when refused.
+     */
+    @Test
+    void aRefusedChargeNamesTheMessage() {
+        long entry = io.nucx.protocol.MemoryBudget.ENTRY_COST;
+        io.nucx.protocol.LimitExceededException bookkeeping = refusedFirst(entry - 1, 0x2b);
+        assertEquals("message 2b arriving for the pipeline would hold " + entry + " bytes for one peer: over "
+                + "NUCX_RX_EP_BYTES=" + (entry - 1), bookkeeping.getMessage());
+        io.nucx.protocol.LimitExceededException bytes = refusedFirst(entry + 4, 0x2a);
+        assertEquals("message 2a (100 bytes, 0 arrived) would hold " + (entry + 8) + " bytes for one peer: over "
+                + "NUCX_RX_EP_BYTES=" + (entry + 4), bytes.getMessage());
+    }
+
+    /** An EAGER_FIRST for the pipeline (100 bytes, 8 of them here) on an endpoint whose budget is {@code limit}. */
+    private static io.nucx.protocol.LimitExceededException refusedFirst(long limit, long msgId) {
+        EmbeddedChannel piped = new EmbeddedChannel();
+        WorkerProtocols w = TestEndpoint.worker(piped, TestEndpoint.settings(MAX, RndvScheme.AUTO,
+                EagerProtocols.ALL));
+        EagerCodec c = new EagerCodec(new TestEndpoint(piped, TestEndpoint.amLane(128, 1024)).toPipeline(t -> t == 7)
+                .receiveBudget(io.nucx.protocol.MemoryBudget.worker("NUCX_RX_WORKER_BYTES", 1 << 20)
+                        .endpoint("NUCX_RX_EP_BYTES", limit)), w);
+        piped.pipeline().addLast(c, new TagOrder());
+        try {
+            return assertThrows(io.nucx.protocol.LimitExceededException.class,
+                    () -> piped.writeInbound(firstFrame(7, 100, msgId, text("12345678"))));
+        } finally {
+            c.endpointEnded(new ClosedChannelException());
+            w.matcher().close(new ClosedChannelException());
+            piped.finishAndReleaseAll();
+        }
+    }
 }
