@@ -6,7 +6,9 @@
 #     bin/nucx perftest --sweep (the engine's choice and each protocol forced by hand, in alternating rounds, at the
 #     same powers of two and at both sides of every crossover of its table), then ucx_perftest again: UCX's two rounds
 #     bracket nucx's, so a change of load between them shows;
-#  3. bin/nucx sweep-report: the tables (choice against the best forced protocol; nucx against UCX) and the plots.
+#  3. bin/nucx sweep-report: the tables (choice against the best forced protocol; nucx against UCX) and the plots;
+#  4. every miss where another protocol was faster run again in turns, the choice against that protocol
+#     (bench/interleave.py; RECHECK=0 skips it, RECHECK_WARMUP and RECHECK_MEASURE set its seconds, 10 and 30);
 #     With UPDATE_DOCS=1 (the default) the BENCHMARKS.md section between the sweep markers is replaced by the report
 #     and the plots it shows are copied to bench/plots/.
 # Everything the run writes goes to OUT (default bench/out/sweep-DATE): runs.csv per tool, summaries, plots, logs.
@@ -105,6 +107,39 @@ done
 
 bin/nucx sweep-report --metric "$metric" --out "$out/report" --plot-prefix bench/plots/ "$out"/nucx-*/runs.csv \
     "$ucx_csv"
+
+# The misses where another protocol forced by hand was faster, run again in turns: runs one after the other compare a
+# machine that may have changed speed between them (this one switches within seconds), turns of a fraction of a second
+# compare the same one. bench/interleave.py runs the choice and that protocol as two pairs of processes taking turns.
+recheck_md="$out/report/recheck.md"
+: >"$recheck_md"
+if [ "${RECHECK:-1}" = 1 ] && [ "$(wc -l <"$out/report/recheck.csv")" -gt 1 ]; then
+    recheck_warmup=${RECHECK_WARMUP:-10}
+    recheck_measure=${RECHECK_MEASURE:-30}
+    {
+        echo "**The misses where another protocol was faster, run again in turns** (\`bench/interleave.py --warmup"
+        echo "$recheck_warmup --measure $recheck_measure $test_name SIZE . .+SETTINGS\`: the engine's choice and the"
+        echo "best forced protocol as two pairs of processes, one pair running at a time in turns; the ratio of each"
+        echo "couple of rows nearest in time, its median and quartiles):"
+        echo
+        echo "| set | size | engine's choice | best forced | auto / best in turns (quartiles) | within 10 % |"
+        echo "|---|---|---|---|---|---|"
+    } >>"$recheck_md"
+    while IFS=, read -r r_tls r_test r_size r_chosen r_best r_settings; do
+        [ "$r_tls" = tls ] && continue
+        line=$(NUCX_TLS=${r_tls//+/,} NUCX_ARGS="${fresh_flag[*]+${fresh_flag[*]}}" python3 bench/interleave.py \
+            --warmup "$recheck_warmup" --measure "$recheck_measure" "$r_test" "$r_size" . ".+$r_settings" 2>&1 \
+            </dev/null | grep -E ' / [^:]+: ratio median' | tail -n 1 || true)
+        # interleave reports forced / auto; the table's ratio is auto / best
+        verdict=$(awk -v l="$line" 'BEGIN { if (match(l, /ratio median [0-9.]+ \(quartiles [0-9.]+, [0-9.]+\)/)) {
+                split(substr(l, RSTART, RLENGTH), f, /[ (),]+/); m = f[3]; lo = f[5]; hi = f[6];
+                printf "%.3f (%.3f, %.3f) | %s", 1 / m, 1 / hi, 1 / lo, (1 / m <= 1.10 ? "yes" : "**no**") }
+            else print "not measured | -" }')
+        echo "| $r_tls | $r_size | $r_chosen | $r_best | $verdict |" >>"$recheck_md"
+        echo "in turns: $r_tls $r_size $r_chosen against $r_best: $verdict"
+    done <"$out/report/recheck.csv"
+    echo >>"$recheck_md"
+fi
 load_end=$(cut -d' ' -f1 /proc/loadavg)
 echo "report: $out/report/report.md"
 
@@ -137,6 +172,7 @@ if [ "${UPDATE_DOCS:-1}" = 1 ]; then
         fi
         echo
         cat "$out/report/report.md"
+        cat "$recheck_md"
         for tls in "${set_list[@]}"; do
             label=${tls//,/+}
             png="sweep-$label-$test_name.png"

@@ -2,6 +2,7 @@ package io.nucx.protocol;
 
 import io.netty.buffer.ByteBuf;
 import io.netty.channel.ChannelFuture;
+import io.netty.channel.ChannelHandlerContext;
 import io.netty.channel.ChannelPromise;
 import io.nucx.protocol.select.SelectionKey;
 import io.nucx.transport.AmFrame;
@@ -101,6 +102,28 @@ public interface EndpointServices {
      */
     default boolean writeToLane(AmFrame frame, ChannelPromise promise) {
         return false;
+    }
+
+    /**
+     * Flushes the lanes now, as the lane dispatcher at the head of the pipeline would ({@link #writeToLane}'s flush).
+     * Returns false, having done nothing, when the flush must go down the pipeline instead.
+     */
+    default boolean flushLanes() {
+        return false;
+    }
+
+    /** A codec's frame: straight onto its lane when it may go there ({@link #writeToLane}), else down {@code ctx}. */
+    default void writeFrame(ChannelHandlerContext ctx, AmFrame frame, ChannelPromise promise) {
+        if (!writeToLane(frame, promise)) {
+            ctx.write(frame, promise);
+        }
+    }
+
+    /** A codec's flush: the lanes' own when they may be flushed directly ({@link #flushLanes}), else down ctx. */
+    default void flushFrames(ChannelHandlerContext ctx) {
+        if (!flushLanes()) {
+            ctx.flush();
+        }
     }
 
     /**

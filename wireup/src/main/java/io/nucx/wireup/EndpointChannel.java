@@ -467,7 +467,7 @@ final class EndpointChannel extends AbstractChannel implements Endpoint, Endpoin
 
     @Override
     public boolean writeToLane(AmFrame frame, ChannelPromise promise) {
-        if (!lanesDirect || lifecycle.ended() || lifecycle.failure() != null) {
+        if (!framesGoDirect()) {
             return false; // the pipeline's LaneDispatcher (or the stub) decides, as for any write
         }
         lanes.write(frame, promise);
@@ -475,9 +475,22 @@ final class EndpointChannel extends AbstractChannel implements Endpoint, Endpoin
     }
 
     @Override
+    public boolean flushLanes() {
+        if (!framesGoDirect()) {
+            return false;
+        }
+        lanes.flush(); // what LaneDispatcher.flush does, the only handler that acts on a flush
+        return true;
+    }
+
+    @Override
     public boolean writeShortToLane(int amId, long header, ByteBuf payload, ChannelPromise promise) {
-        return lanesDirect && !lifecycle.ended() && lifecycle.failure() == null
-                && lanes.writeShort(amId, header, payload, promise, flushFollows);
+        return framesGoDirect() && lanes.writeShort(amId, header, payload, promise, flushFollows);
+    }
+
+    /** Whether a codec's frames may skip the pipeline: connected, its queue replayed, neither ended nor failed. */
+    private boolean framesGoDirect() {
+        return lanesDirect && !lifecycle.ended() && lifecycle.failure() == null;
     }
 
     @Override

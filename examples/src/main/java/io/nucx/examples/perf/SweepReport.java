@@ -18,7 +18,10 @@ public final class SweepReport {
     private SweepReport() {
     }
 
-    /** Reads every runs file, writes {@code summary.csv}, {@code report.md} and the plots to {@code out}. */
+    /**
+     * Reads every runs file, writes {@code summary.csv}, {@code recheck.csv} (the misses to run again in turns),
+     * {@code report.md} and the plots to {@code out}.
+     */
     public static List<SweepSummary.Point> write(List<Path> runs, Path out, String plotPrefix,
                                                  SweepSummary.Metric metric) throws IOException {
         List<SweepCsv.Row> rows = new ArrayList<>();
@@ -28,6 +31,7 @@ public final class SweepReport {
         Files.createDirectories(out);
         List<SweepSummary.Point> points = SweepSummary.of(rows, metric);
         Files.writeString(out.resolve("summary.csv"), SweepSummary.csv(points), StandardCharsets.UTF_8);
+        Files.writeString(out.resolve("recheck.csv"), SweepSummary.recheckCsv(points), StandardCharsets.UTF_8);
         TreeSet<String> sets = new TreeSet<>();
         points.forEach(p -> sets.add(p.tls() + "|" + p.test()));
         StringBuilder md = new StringBuilder(SweepSummary.markdown(points));

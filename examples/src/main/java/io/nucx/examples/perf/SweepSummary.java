@@ -160,6 +160,29 @@ public final class SweepSummary {
     }
 
     /**
+     * {@code recheck.csv}: the misses where another protocol forced by hand was the faster (not those that chose the
+     * best forced protocol, which compare one protocol's runs with its own), each with the settings forcing that
+     * protocol as {@code NAME=value} joined by {@code +} (a pair of {@code bench/interleave.py}; the last column, as
+     * a value may hold commas), so a script can run the choice and that protocol again side by side in time, where
+     * runs one after the other compare a machine that changed speed between them.
+     */
+    public static String recheckCsv(List<Point> points) {
+        StringBuilder b = new StringBuilder("tls,test,size,chosen,best,settings\n");
+        for (Point p : points) {
+            if (Double.isNaN(p.ratio()) || p.withinTolerance() || p.choseTheBest()
+                    || !ForcedProtocol.canForce(p.best())) {
+                continue;
+            }
+            StringBuilder settings = new StringBuilder();
+            ForcedProtocol.settings(p.best()).forEach((k, v) -> settings.append(settings.isEmpty() ? "" : "+")
+                    .append("NUCX_").append(k).append('=').append(v));
+            b.append(String.join(",", p.tls(), p.test(), Long.toString(p.size()), p.chosen(), p.best(),
+                    settings)).append('\n');
+        }
+        return b.toString();
+    }
+
+    /**
      * Markdown tables, one per transport set: each size's choice against the best forced protocol (and against UCX
      * where it ran), ratios over the tolerance in bold, and a line counting them and saying how many of the misses
      * had chosen the best forced protocol itself ({@link Point#choseTheBest}).

@@ -101,6 +101,22 @@ class SweepSummaryTest {
         assertTrue(md.contains("0 of 2 sizes within 10 % of the best forced protocol. 1 of the 2 misses chose that "
                 + "best protocol itself"), md);
         assertTrue(SweepSummary.csv(points).lines().skip(1).findFirst().orElseThrow().endsWith(",true"));
+        // Only the real miss is run again in turns, with the settings that force its best protocol.
+        assertEquals("tls,test,size,chosen,best,settings\n"
+                + "shm+cma,tag_lat,65536,egr/multi/bcopy,rndv/get/zcopy,"
+                + "NUCX_PROTOS=rndv/get/zcopy,egr/multi/bcopy+NUCX_RNDV_THRESH=0\n", SweepSummary.recheckCsv(points));
+    }
+
+    @Test
+    void aSizeWithinTheToleranceIsNotRunAgainAndTagRndvIsForcedWithItsScheme() {
+        List<SweepCsv.Row> rows = new ArrayList<>();
+        rows.add(withChosen(row("nucx", "auto", 4194304, 0, 270, "egr/multi/bcopy"), "egr/multi/bcopy"));
+        rows.add(withChosen(row("nucx", "tag/rndv", 4194304, 0, 215, "tag/rndv"), "egr/multi/bcopy"));
+        rows.add(withChosen(row("nucx", "auto", 2097152, 0, 116, "egr/multi/bcopy"), "egr/multi/bcopy"));
+        rows.add(withChosen(row("nucx", "tag/rndv", 2097152, 0, 111, "tag/rndv"), "egr/multi/bcopy"));
+        assertEquals("tls,test,size,chosen,best,settings\n"
+                        + "shm+cma,tag_lat,4194304,egr/multi/bcopy,tag/rndv,NUCX_PROTOS=tag/rndv+NUCX_RNDV_SCHEME=am\n",
+                SweepSummary.recheckCsv(SweepSummary.of(rows)), "2 MiB is within 10 %: 116 against 111");
     }
 
     private static SweepCsv.Row withChosen(SweepCsv.Row r, String chosen) {

@@ -57,8 +57,8 @@ public final class EagerCodec extends ChannelDuplexHandler implements ProtocolCo
 
     @Override
     public void handlerAdded(ChannelHandlerContext ctx) {
-        receiver = new EagerReceiver(ctx, worker.matcher(), worker.alloc(), worker.settings().maxMessageSize(),
-                endpoint::deliversToPipeline, sender, endpoint.receiveBudget());
+        receiver = new EagerReceiver(ctx, endpoint, worker.matcher(), worker.alloc(),
+                worker.settings().maxMessageSize(), sender);
     }
 
     /**

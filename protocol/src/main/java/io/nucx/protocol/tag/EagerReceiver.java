@@ -4,6 +4,7 @@ import io.netty.buffer.ByteBuf;
 import io.netty.buffer.ByteBufAllocator;
 import io.netty.channel.ChannelHandlerContext;
 import io.nucx.protocol.AmIds;
+import io.nucx.protocol.EndpointServices;
 import io.nucx.protocol.LimitExceededException;
 import io.nucx.protocol.MemoryBudget;
 import io.nucx.protocol.ProtocolCodec;
@@ -139,6 +140,7 @@ final class EagerReceiver {
     private static final int MAX_SPARE_REASSEMBLIES = 8;
 
     private final ChannelHandlerContext ctx;
+    private final EndpointServices endpoint;
     private final TagMatcher matcher;
     private final ByteBufAllocator alloc;
     private final long maxMessageSize;
@@ -161,18 +163,19 @@ final class EagerReceiver {
     private final Set<Arrival> queued = new LinkedHashSet<>();
 
     /**
-     * @param toPipeline whether a message of a tag no posted receive wants goes up the endpoint's pipeline
-     * @param sender     takes the acknowledgements of this endpoint's own synchronous and zero-copy sends
-     * @param budget     the endpoint's receive budget: what no posted receive owns is charged to it
+     * @param endpoint its receive budget takes what no posted receive owns; it says whether a message of a tag no
+     *                 posted receive wants goes up its pipeline; the acknowledgements go to its lanes
+     * @param sender   takes the acknowledgements of this endpoint's own synchronous and zero-copy sends
      */
-    EagerReceiver(ChannelHandlerContext ctx, TagMatcher matcher, ByteBufAllocator alloc, long maxMessageSize,
-                  LongPredicate toPipeline, EagerSender sender, MemoryBudget budget) {
-        this.budget = budget;
+    EagerReceiver(ChannelHandlerContext ctx, EndpointServices endpoint, TagMatcher matcher, ByteBufAllocator alloc,
+                  long maxMessageSize, EagerSender sender) {
         this.ctx = ctx;
+        this.endpoint = endpoint;
+        this.budget = endpoint.receiveBudget();
+        this.toPipeline = endpoint::deliversToPipeline;
         this.matcher = matcher;
         this.alloc = alloc;
         this.maxMessageSize = maxMessageSize;
-        this.toPipeline = toPipeline;
         this.sender = sender;
     }
 
@@ -669,7 +672,8 @@ final class EagerReceiver {
             frame.release();
             return;
         }
-        ctx.writeAndFlush(frame, ProtocolCodec.quietPromise(ctx));
+        endpoint.writeFrame(ctx, frame, ProtocolCodec.quietPromise(ctx));
+        endpoint.flushFrames(ctx);
     }
 
     /**

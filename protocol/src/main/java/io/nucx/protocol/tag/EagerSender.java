@@ -269,8 +269,8 @@ final class EagerSender {
                     return;
                 }
                 ByteBuf header = ctx.alloc().buffer(EagerHeaders.ONLY_LENGTH).writeLongLE(tag);
-                writeFrame(ctx, AmFrame.of(kind.onlyId(), 0, header, copyPayload(ctx, eager, eager.readerIndex(),
-                        length)), promise);
+                endpoint.writeFrame(ctx, AmFrame.of(kind.onlyId(), 0, header,
+                        copyPayload(ctx, eager, eager.readerIndex(), length)), promise);
             } else if (p == EagerProtocols.MULTI_BCOPY) {
                 multiCount.sent(length);
                 writeFragments(ctx, kind.firstId(), tag, eager, length, -1, true, promise);
@@ -321,7 +321,7 @@ final class EagerSender {
         } else {
             syncSingleCount.sent(length);
             ByteBuf header = ctx.alloc().buffer(EagerHeaders.SYNC_ONLY_LENGTH).writeLongLE(tag).writeLongLE(id);
-            ctx.write(AmFrame.of(AmIds.EAGER_SYNC_ONLY, 0, header,
+            endpoint.writeFrame(ctx, AmFrame.of(AmIds.EAGER_SYNC_ONLY, 0, header,
                     copyPayload(ctx, content, content.readerIndex(), length)), written);
         }
     }
@@ -341,7 +341,7 @@ final class EagerSender {
         } else {
             singleZcopyCount.sent(length);
             ByteBuf header = ctx.alloc().buffer(EagerHeaders.ZCOPY_ONLY_LENGTH).writeLongLE(tag).writeLongLE(id);
-            ctx.write(AmFrame.of(kind.zcopyOnlyId(), 0, header, content.retainedSlice()), written);
+            endpoint.writeFrame(ctx, AmFrame.of(kind.zcopyOnlyId(), 0, header, content.retainedSlice()), written);
         }
     }
 
@@ -375,21 +375,15 @@ final class EagerSender {
             first0 = Math.min(first0, (int) (((long) length + fragments - 1) / fragments));
             middle = (length - first0 + fragments - 2) / (fragments - 1); // the rest in fragments - 1 even parts
         }
-        writeFrame(ctx, AmFrame.of(firstAmId, 0, first, copy ? copyPayload(ctx, content, start, first0)
+        endpoint.writeFrame(ctx, AmFrame.of(firstAmId, 0, first, copy ? copyPayload(ctx, content, start, first0)
                 : content.retainedSlice(start, first0)), first0 == length ? promise : ProtocolCodec.quietPromise(ctx));
         for (int offset = first0; offset < length; offset += middle) {
             int n = Math.min(middle, length - offset);
             ByteBuf header = ctx.alloc().buffer(EagerHeaders.MIDDLE_LENGTH).writeLongLE(msgId).writeLongLE(offset);
             boolean last = offset + n == length;
             ByteBuf part = copy ? copyPayload(ctx, content, start + offset, n) : content.retainedSlice(start + offset, n);
-            writeFrame(ctx, AmFrame.of(AmIds.EAGER_MIDDLE, 0, header, part), last ? promise : ProtocolCodec.quietPromise(ctx));
-        }
-    }
-
-    /** A frame of this codec's to its lane: straight there once the endpoint is connected, else down the pipeline. */
-    private void writeFrame(ChannelHandlerContext ctx, AmFrame frame, ChannelPromise promise) {
-        if (!endpoint.writeToLane(frame, promise)) {
-            ctx.write(frame, promise);
+            endpoint.writeFrame(ctx, AmFrame.of(AmIds.EAGER_MIDDLE, 0, header, part),
+                    last ? promise : ProtocolCodec.quietPromise(ctx));
         }
     }
 

@@ -71,6 +71,20 @@ public final class RndvCodec extends ChannelDuplexHandler implements ProtocolCod
             ctx.fireChannelRead(msg);
             return;
         }
+        onFrame(frame);
+    }
+
+    @Override
+    public boolean frameArrived(AmFrame frame) {
+        if (receiver == null) {
+            return false;
+        }
+        onFrame(frame);
+        return true;
+    }
+
+    /** One of this family's frames, owned. */
+    private void onFrame(AmFrame frame) {
         try {
             ByteBuf h = frame.header();
             int at = h.readerIndex();

@@ -661,7 +661,8 @@ final class RndvReceiver {
             frame.release();
             return;
         }
-        ctx.writeAndFlush(frame, ProtocolCodec.quietPromise(ctx));
+        endpoint.writeFrame(ctx, frame, ProtocolCodec.quietPromise(ctx));
+        endpoint.flushFrames(ctx);
     }
 
     // ------------------------------------------------------------ the end of the endpoint

@@ -130,7 +130,7 @@ final class RndvSender {
         ByteBuf header = RndvHeaders.writeRts(ctx.alloc().buffer(RndvHeaders.rtsLength(key)), req.tag(), s.id,
                 content.readableBytes(), key);
         ByteBuf payload = req.rtsPayload() == null ? Unpooled.EMPTY_BUFFER : req.rtsPayload();
-        ctx.write(AmFrame.of(req.kind().rtsId(), 0, header, payload), ProtocolCodec.quietPromise(ctx));
+        endpoint.writeFrame(ctx, AmFrame.of(req.kind().rtsId(), 0, header, payload), ProtocolCodec.quietPromise(ctx));
     }
 
     private Send find(long senderReqId, String what) {
@@ -209,10 +209,11 @@ final class RndvSender {
                 ByteBuf header = ctx.alloc().buffer(RndvHeaders.DATA_LENGTH).writeLongLE(receiverReqId)
                         .writeLongLE(offset);
                 boolean last = offset + n == length;
-                ctx.write(AmFrame.of(AmIds.RNDV_DATA, flags, header, content.retainedSlice(start + offset, n)),
-                        last && !untilAts ? s.promise : ProtocolCodec.quietPromise(ctx));
+                endpoint.writeFrame(ctx, AmFrame.of(AmIds.RNDV_DATA, flags, header,
+                        content.retainedSlice(start + offset, n)), last && !untilAts ? s.promise
+                        : ProtocolCodec.quietPromise(ctx));
             }
-            ctx.flush();
+            endpoint.flushFrames(ctx);
         } finally {
             if (!untilAts) {
                 s.release();
@@ -237,10 +238,11 @@ final class RndvSender {
         return (int) Math.max(fragment, (length + frames - 1) / frames);
     }
 
-    private ChannelFuture writeAtp(long receiverReqId, int status, long size, ChannelPromise promise) {
+    private void writeAtp(long receiverReqId, int status, long size, ChannelPromise promise) {
         ByteBuf header = RndvHeaders.writeAtp(ctx.alloc().buffer(RndvHeaders.ATP_LENGTH), receiverReqId, status,
                 size);
-        return ctx.writeAndFlush(AmFrame.of(AmIds.RNDV_ATP, header), promise);
+        endpoint.writeFrame(ctx, AmFrame.of(AmIds.RNDV_ATP, header), promise);
+        endpoint.flushFrames(ctx);
     }
 
     /**
