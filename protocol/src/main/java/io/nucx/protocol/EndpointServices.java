@@ -126,6 +126,12 @@ public interface EndpointServices {
         }
     }
 
+    /** {@link #writeFrame}, then {@link #flushFrames}: a codec's reply, out at once. */
+    default void writeAndFlushFrame(ChannelHandlerContext ctx, AmFrame frame, ChannelPromise promise) {
+        writeFrame(ctx, frame, promise);
+        flushFrames(ctx);
+    }
+
     /**
      * As {@link #writeToLane}, for a frame of active message {@code amId} whose header is the 8 bytes of {@code header}
      * (little-endian) and whose payload is {@code payload}'s readable bytes: copied into the AM lane's transport at

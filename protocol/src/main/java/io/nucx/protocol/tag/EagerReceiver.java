@@ -23,7 +23,6 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.LinkedHashSet;
 import java.util.Set;
-import java.util.function.LongPredicate;
 
 /**
  * The receive side of the eager tag protocols on one endpoint: parses EAGER_ONLY / FIRST / MIDDLE and their
@@ -144,7 +143,6 @@ final class EagerReceiver {
     private final TagMatcher matcher;
     private final ByteBufAllocator alloc;
     private final long maxMessageSize;
-    private final LongPredicate toPipeline;
     private final EagerSender sender;
     private final MemoryBudget budget;
     private final LongObjectHashMap<Reassembly> reassemblies = new LongObjectHashMap<>();
@@ -172,7 +170,6 @@ final class EagerReceiver {
         this.ctx = ctx;
         this.endpoint = endpoint;
         this.budget = endpoint.receiveBudget();
-        this.toPipeline = endpoint::deliversToPipeline;
         this.matcher = matcher;
         this.alloc = alloc;
         this.maxMessageSize = maxMessageSize;
@@ -429,7 +426,7 @@ final class EagerReceiver {
                 acknowledgeMatch(syncReqId, r, payload.readableBytes());
             }
             r.deliver(tag, payload);
-        } else if (toPipeline.test(tag)) {
+        } else if (endpoint.deliversToPipeline(tag)) {
             if (syncReqId >= 0) {
                 acknowledgeMatch(syncReqId, null, 0);
             }
@@ -501,7 +498,7 @@ final class EagerReceiver {
                 ctx.fireChannelRead(slot);
             } else if (r != null) {
                 bind(ra, r, tag, total, syncReqId);
-            } else if (toPipeline.test(tag)) {
+            } else if (endpoint.deliversToPipeline(tag)) {
                 charge(ra, MemoryBudget.ENTRY_COST, "message ", " arriving for the pipeline");
                 if (syncReqId >= 0) {
                     acknowledgeMatch(syncReqId, null, 0);
@@ -672,8 +669,7 @@ final class EagerReceiver {
             frame.release();
             return;
         }
-        endpoint.writeFrame(ctx, frame, ProtocolCodec.quietPromise(ctx));
-        endpoint.flushFrames(ctx);
+        endpoint.writeAndFlushFrame(ctx, frame, ProtocolCodec.quietPromise(ctx));
     }
 
     /**

@@ -661,8 +661,7 @@ final class RndvReceiver {
             frame.release();
             return;
         }
-        endpoint.writeFrame(ctx, frame, ProtocolCodec.quietPromise(ctx));
-        endpoint.flushFrames(ctx);
+        endpoint.writeAndFlushFrame(ctx, frame, ProtocolCodec.quietPromise(ctx));
     }
 
     // ------------------------------------------------------------ the end of the endpoint

@@ -241,8 +241,7 @@ final class RndvSender {
     private void writeAtp(long receiverReqId, int status, long size, ChannelPromise promise) {
         ByteBuf header = RndvHeaders.writeAtp(ctx.alloc().buffer(RndvHeaders.ATP_LENGTH), receiverReqId, status,
                 size);
-        endpoint.writeFrame(ctx, AmFrame.of(AmIds.RNDV_ATP, header), promise);
-        endpoint.flushFrames(ctx);
+        endpoint.writeAndFlushFrame(ctx, AmFrame.of(AmIds.RNDV_ATP, header), promise);
     }
 
     /**
