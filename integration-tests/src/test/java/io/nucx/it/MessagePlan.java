@@ -14,7 +14,9 @@ import java.util.SplittableRandom;
 final class MessagePlan {
 
     static final int MAX_SIZE = 4 << 20;
-    private static final int[] EDGES = {0, 1, 7, 8, 8183, 8184, 8185, 8192, 65527, 65528, 65529, 65536, MAX_SIZE};
+    /** tcp's segment is 128 KiB, shm's and self's 64 KiB: the edges of both. */
+    private static final int[] EDGES = {0, 1, 7, 8, 8183, 8184, 8185, 8192, 65527, 65528, 65529, 65536, 131063,
+        131064, 131065, 131072, MAX_SIZE};
 
     private MessagePlan() {
     }

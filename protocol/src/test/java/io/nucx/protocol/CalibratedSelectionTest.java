@@ -88,8 +88,8 @@ class CalibratedSelectionTest {
 
     /**
      * A measured rendezvous surcharge (what the rendezvous cost beyond eager that the lane's figures do not explain)
-     * raises the rendezvous line by itself times the rendezvous bias, so eager holds to where the bias outweighs it:
-     * 20 us more is 1 % of a 2 ms eager message.
+     * raises the rendezvous line by itself (it was measured against the line as the tables hold it, bias and all), so
+     * eager holds to where the bias outweighs it: 20 us more is 1 % of a 2 ms eager message.
      */
     @Test
     void aRendezvousSurchargeKeepsEagerUpToWhereTheBiasOutweighsIt(@TempDir Path dir) throws Exception {
@@ -110,9 +110,42 @@ class CalibratedSelectionTest {
         double rndv = cost(surcharged, "tag/rndv", start);
         assertTrue(rndv <= eager && eager - rndv < 0.01 * eager, "they cross there: " + rndv + " " + eager + "\n"
                 + both);
-        assertEquals(RndvProtocols.PERF_DIFF_FACTOR * 20e-6,
-                rndv - cost(staticTable, "tag/rndv", start), 1e-12, "the surcharge, scaled as the rest of the line");
+        assertEquals(20e-6, rndv - cost(staticTable, "tag/rndv", start), 1e-12, "the surcharge, as measured");
         assertTrue(eager > 20e-6 / 0.01 * 0.9, "near 2 ms of eager: " + eager);
+    }
+
+    /**
+     * Where the measured line is below 0 (the rendezvous was the cheaper against eager than the model prices: tcp's
+     * eager fragments), its depth is charged to the multi-fragment eager protocols instead, so the rendezvous takes
+     * over sooner; the rendezvous and the one-fragment protocols keep their prices.
+     */
+    @Test
+    void aLineBelowZeroChargesEagersFragmentsAndMovesTheRendezvousDown(@TempDir Path dir) throws Exception {
+        ProtoTable staticTable = table(ProtocolSettings.from(config(Map.of("EAGER_MAX", "1g")),
+                ProtocolRegistry.DEFAULT));
+        Path file = dir.resolve("profile.txt");
+        double perByte = 5e-11; // 52 us a MiB
+        PerfProfile.builder("test")
+                .figure("tcp/lo", PerfProfile.Figure.RNDV_COST, 2e-6)
+                .figure("tcp/lo", PerfProfile.Figure.RNDV_GROWTH, -perByte)
+                .build().write(file, List.of("synthetic: eager dearer than modelled from 40 KB on"));
+        ProtoTable charged = table(ProtocolSettings.from(config(Map.of("PERF_PROFILE", file.toString(),
+                "EAGER_MAX", "1g")), ProtocolRegistry.DEFAULT));
+        String both = staticTable.format("static") + charged.format("eager charged");
+        long start = rendezvous(charged).start();
+        assertTrue(start < rendezvous(staticTable).start(), both);
+        assertSame(EagerProtocols.MULTI_BCOPY, charged.lookup(start - 1).protocol(), both);
+        long size = start - 1;
+        assertEquals(perByte * size - 2e-6, cost(charged, "egr/multi/bcopy", size)
+                - cost(staticTable, "egr/multi/bcopy", size), 1e-12, "the line's depth, on eager's fragments");
+        assertEquals(cost(staticTable, "tag/rndv", start), cost(charged, "tag/rndv", start), 1e-12,
+                "the rendezvous as priced");
+        long single = 60_000; // one fragment, beyond where the line goes below 0
+        assertEquals(cost(staticTable, "egr/single/bcopy", single), cost(charged, "egr/single/bcopy", single), 1e-12,
+                "one fragment as priced");
+        long shallow = 30_000; // multi-fragment eager (forced by size only in the model) above the line
+        assertEquals(cost(staticTable, "egr/multi/bcopy", shallow), cost(charged, "egr/multi/bcopy", shallow), 1e-12,
+                "nothing where the line is above 0");
     }
 
     /**

@@ -68,7 +68,7 @@ class NucxConfigTest {
         NucxConfig c = config(Map.of());
         assertSame(c, c.validate());
         assertEquals("all", c.string(NucxConfig.TLS));
-        assertEquals(64 * 1024, c.memunits(NucxConfig.TCP_SEG_SIZE));
+        assertEquals(128 * 1024, c.memunits(NucxConfig.TCP_SEG_SIZE));
         assertEquals(1L << 20, c.memunits(NucxConfig.SELF_QUEUE_BYTES));
     }
 

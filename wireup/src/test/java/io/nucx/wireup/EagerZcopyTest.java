@@ -88,7 +88,7 @@ class EagerZcopyTest {
                     () -> table.format("tcp " + memory));
         }
         Endpoint ep = a.connect(b.address());
-        exchange(ep, b, 5000, 100_000, 300_000);
+        exchange(ep, b, 5000, 200_000, 300_000);
         ChannelFuture heap = ep.tagSend(7, pattern(7, 300_000));
         assertReceived(b.tagRecv(7, -1L), 7, 300_000, 30);
         assertTrue(heap.await(10, TimeUnit.SECONDS) && heap.isSuccess());
@@ -104,7 +104,7 @@ class EagerZcopyTest {
         DefaultWorker a = workers.start("a", TCP_ZCOPY_4K);
         DefaultWorker b = workers.start("b", TCP_ZCOPY_4K);
         Endpoint ep = a.connect(b.address());
-        exchange(ep, b, 4095, 4096, 65_000, 100_000, 1 << 20);
+        exchange(ep, b, 4095, 4096, 65_000, 200_000, 1 << 20);
         assertEquals(1, a.counters().count(EagerProtocols.SHORT.name()), () -> a.counters().snapshot().toString());
         assertEquals(2, a.counters().count(SINGLE), () -> a.counters().snapshot().toString());
         assertEquals(2, a.counters().count(MULTI), () -> a.counters().snapshot().toString());

@@ -200,7 +200,8 @@ class InProcessTagExchangeTest {
     void messagesOfEverySizeArriveIntactWrittenBeforeConnect(String tls) throws Exception {
         DefaultWorker a = workers.start("a", "TLS", tls);
         DefaultWorker b = workers.start("b", "TLS", tls);
-        int[] sizes = {0, 1, 7, 100, 8183, 8184, 8192, 65528, 65529, 65536, 100_000, 1 << 20, (4 << 20) + 3};
+        int[] sizes = {0, 1, 7, 100, 8183, 8184, 8192, 65528, 65529, 65536, 100_000, 131_064, 131_065, 200_000, 1 << 20,
+                (4 << 20) + 3};
         Endpoint ep = a.connect(b.address());
         List<ChannelFuture> sends = new ArrayList<>();
         for (int i = 0; i < sizes.length; i++) {

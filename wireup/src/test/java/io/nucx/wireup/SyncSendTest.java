@@ -52,9 +52,9 @@ class SyncSendTest {
     @ParameterizedTest(name = "{0} {1} B")
     @CsvSource({
             "tcp, 8, egrsnc/single/bcopy",
-            "tcp, 65520, egrsnc/single/bcopy",
-            "tcp, 65521, egrsnc/multi/bcopy",
-            "tcp, 100000, egrsnc/multi/bcopy",
+            "tcp, 131056, egrsnc/single/bcopy",
+            "tcp, 131057, egrsnc/multi/bcopy",
+            "tcp, 200000, egrsnc/multi/bcopy",
             "self, 8, egrsnc/single/bcopy",
             "self, 200000, tag/rndv"})
     void aSyncSendCompletesOnlyOnceTheReceiverMatchedIt(String tls, int size, String protocol) throws Exception {

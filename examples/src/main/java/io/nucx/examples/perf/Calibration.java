@@ -74,10 +74,13 @@ public final class Calibration {
     static final long[] RMA_SIZES = {64 * 1024, 512 * 1024, 2 << 20, 16 << 20};
 
     /**
-     * The sizes an AM lane's rendezvous is timed against its eager fragments at: beyond the caches (2 MiB of L2 a core
-     * here), where the rendezvous's control messages find them cold, and where the selection between the two is made.
+     * The sizes an AM lane's rendezvous is timed against its eager fragments at: where the engine chooses between the
+     * two (eager is offered up to {@code NUCX_EAGER_MAX}, 1 MiB), so that the line is measured where the choice is
+     * made rather than extrapolated to it from beyond. With 64 KiB tcp fragments, 1 and 4 MiB put tcp's switch at
+     * 742 KiB and these sizes at 392 KiB, where in turns it was near 530 KiB (the rendezvous took 1.061 of eager's
+     * time at 448 KiB, 0.943 at 640 KiB): the two costs are no straight lines there.
      */
-    static final long[] RNDV_SIZES = {1 << 20, 4 << 20};
+    static final long[] RNDV_SIZES = {256 << 10, 1 << 20};
 
     private final SweepRunner runner;
     private final Options options;

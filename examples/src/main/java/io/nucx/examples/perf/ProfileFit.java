@@ -28,8 +28,9 @@ import java.util.Locale;
  *   <li>its <b>bulk rate</b> (a read that outgrew the caches): the same from two larger sizes, from where their line
  *       meets the first; none where those reads are no slower per byte.</li>
  *   <li>an AM lane's <b>rendezvous surcharge</b>: forced {@code tag/rndv} against forced {@code egr/multi/bcopy} at
- *       two sizes beyond the caches; what the rendezvous took beyond eager less what the model (fitted without it)
- *       says it takes beyond, divided by the rendezvous bias: a line through the two, never below 0.</li>
+ *       two sizes ({@link Calibration#RNDV_SIZES}); what the rendezvous took beyond eager less what the model
+ *       (fitted without it) says it takes beyond: a line through the two, charged to the rendezvous where above 0
+ *       and to eager's fragments where below.</li>
  * </ul>
  * A figure that comes out negative (the machine was faster than the model's other terms say: e.g. copies overlapping
  * the transfer) is clamped, and the fit says so in a note kept in the profile's comments.
@@ -99,23 +100,15 @@ public final class ProfileFit {
     }
 
     /**
-     * The surcharge that makes the model's rendezvous exceed its eager by what was measured at {@code r}'s two sizes,
-     * as the tables compare them (the rendezvous line scaled by {@link RndvProtocols#PERF_DIFF_FACTOR}): at each,
-     * {@code (measured difference - modelled difference) / d}; the line through both. None where it is not above 0 at
-     * either size (the rendezvous is as cheap as the model says, or cheaper).
+     * The line that makes the model's rendezvous exceed its eager by what was measured at {@code r}'s two sizes, as
+     * the tables compare them: at each, {@code measured difference - modelled difference}; the line through both.
+     * Where it is above 0 the tables charge it to the rendezvous, where below 0 its depth to eager's fragments
+     * ({@link io.nucx.protocol.RndvSurcharge}): the model only ever adds what it missed.
      */
-    static void fitRndv(RndvRuns r, PerfProfile.Builder b, List<String> notes) {
-        double d = RndvProtocols.PERF_DIFF_FACTOR;
+    static void fitRndv(RndvRuns r, PerfProfile.Builder b) {
         double[] extra = new double[2];
         for (int i = 0; i < 2; i++) {
-            extra[i] = ((r.rndv()[i] - r.eager()[i]) - (r.rndvModel()[i] - r.eagerModel()[i])) / d;
-        }
-        if (extra[0] <= 0 && extra[1] <= 0) {
-            notes.add(String.format(Locale.ROOT, "%s: the rendezvous took %.1f and %.1f us against eager's %.1f and "
-                    + "%.1f at %d and %d B, no more than the model prices: no surcharge", r.lane(),
-                    r.rndv()[0] * 1e6, r.rndv()[1] * 1e6, r.eager()[0] * 1e6, r.eager()[1] * 1e6, r.sizes()[0],
-                    r.sizes()[1]));
-            return;
+            extra[i] = (r.rndv()[i] - r.eager()[i]) - (r.rndvModel()[i] - r.eagerModel()[i]);
         }
         double growth = (extra[1] - extra[0]) / (r.sizes()[1] - r.sizes()[0]);
         b.figure(r.lane(), PerfProfile.Figure.RNDV_COST, extra[0] - growth * r.sizes()[0])
@@ -215,7 +208,7 @@ public final class ProfileFit {
             }
         }
         for (RndvRuns r : rndv) {
-            fitRndv(r, b, notes);
+            fitRndv(r, b);
         }
         return new Result(b.build(), List.copyOf(notes));
     }

@@ -105,15 +105,15 @@ class PerftestTest {
 
     /**
      * {@code -D zcopy} forces the eager zero-copy protocols and {@code -D bcopy} forbids them, on both sides of the
-     * run: 100,000 bytes over tcp (by cost alone they would go by copy), counted by the client's worker; the server
+     * run: 200,000 bytes over tcp (by cost alone they would go by copy), counted by the client's worker; the server
      * (pongs of tag_lat) runs with the same setting. 8 bytes with {@code -D zcopy}: nothing that small is offered
      * zero-copy, so the table's eager short stands.
      */
     @ParameterizedTest(name = "{0} {1} B -D {2}")
     @CsvSource({
-            "tag_bw, 100000, zcopy, egr/multi/zcopy",
-            "tag_lat, 100000, zcopy, egr/multi/zcopy",
-            "tag_bw, 100000, bcopy, egr/multi/bcopy",
+            "tag_bw, 200000, zcopy, egr/multi/zcopy",
+            "tag_lat, 200000, zcopy, egr/multi/zcopy",
+            "tag_bw, 200000, bcopy, egr/multi/bcopy",
             "tag_lat, 8, zcopy, egr/short"})
     void dashDChoosesTheEagerProtocolFamilyOnBothSides(String test, int size, String datatype, String protocol)
             throws Exception {

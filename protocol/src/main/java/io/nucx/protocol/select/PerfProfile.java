@@ -38,8 +38,8 @@ import java.util.regex.Pattern;
  * cma/memory.reg.growth = 0.0       # s per byte registered
  * cma/memory.bulk.from = 1.2E6       # bytes: from this size on, zero-copy GET and PUT run at bulk.bandwidth
  * cma/memory.bulk.bandwidth = 9.5E9  # bytes/s: a transfer that outgrew the caches
- * shm/memory.rndv.cost = 2.1E-6      # s: tag/rndv over this AM lane beyond its figures, at size 0
- * shm/memory.rndv.growth = 7.9E-12   # s per byte of that line (the surcharge is never below 0)
+ * shm/memory.rndv.cost = 2.1E-6      # s: tag/rndv over this AM lane beyond eager beyond its figures, at size 0
+ * shm/memory.rndv.growth = 7.9E-12   # s per byte of that line (above 0 charged to tag/rndv, below to eager)
  * </pre>
  * A lane is named as the tables print it ({@code transport/device}); a transport name alone ({@code tcp.latency})
  * applies to each of its devices the profile does not name. Reading is strict: an unknown key or figure, a value that
@@ -60,8 +60,9 @@ public final class PerfProfile {
         REG_GROWTH("reg.growth", "s per byte registered", 0, true),
         BULK_FROM("bulk.from", "bytes: from this size on, zero-copy GET and PUT run at bulk.bandwidth", 1, true),
         BULK_BANDWIDTH("bulk.bandwidth", "bytes/s: zero-copy GET and PUT from bulk.from on", 0, false),
-        RNDV_COST("rndv.cost", "s: a rendezvous over this AM lane beyond what its figures price, at size 0 (a line "
-                + "with rndv.growth, never below 0)", Double.NEGATIVE_INFINITY, true),
+        RNDV_COST("rndv.cost", "s: a rendezvous over this AM lane against eager, beyond what its figures price, at "
+                + "size 0 (a line with rndv.growth: charged to the rendezvous where above 0, to eager's fragments "
+                + "where below)", Double.NEGATIVE_INFINITY, true),
         RNDV_GROWTH("rndv.growth", "s per byte of the message, of rndv.cost's line", Double.NEGATIVE_INFINITY,
                 true);
 

@@ -1,6 +1,7 @@
 package io.nucx.protocol.tag;
 
 import io.nucx.protocol.ProtocolFamily;
+import io.nucx.protocol.RndvSurcharge;
 import io.nucx.protocol.select.LinearFunc;
 import io.nucx.protocol.select.PerfFactor;
 import io.nucx.protocol.select.ProbeParams;
@@ -40,6 +41,10 @@ import java.util.function.Consumer;
  * send that should complete only once the receiver has the data. Where a copy-in is charged, zero-copy pays where the
  * saved copy outweighs the acknowledgement, {@code (2 overhead + latency) x copy bandwidth}: an intersection in the
  * envelope, not a constant.
+ *
+ * <p>A calibrated profile may charge the multi-fragment protocols more than their factors sum to: where calibration
+ * measured them dearer against a rendezvous than the model prices the two ({@link RndvSurcharge#eagerAt}: tcp's
+ * fragments, each read as a header and a payload, against the rendezvous's larger placed frames).
  */
 public final class EagerProtocols {
 
@@ -178,6 +183,12 @@ public final class EagerProtocols {
                     perf.add(min, max, PerfFactor.REMOTE_CPU, new LinearFunc(ovh, copy + ovh / frag));
                     perf.add(min, max, PerfFactor.LOCAL_TL, LinearFunc.slope(wire));
                     perf.add(min, max, PerfFactor.LATENCY, LinearFunc.constant(lane.latencySeconds()));
+                    // What calibration measured these fragments to cost beyond the model against a rendezvous.
+                    RndvSurcharge measured = params.endpoint().rndvSurcharge();
+                    if (!measured.chargesNoEager()) {
+                        RndvProtocols.positivePart(perf, new LinearFunc(-measured.seconds(), -measured.perByte()),
+                                min, max);
+                    }
                 }
                 default -> throw new IllegalStateException(kind.toString());
             }

@@ -86,9 +86,9 @@ public final class RndvProtocols {
             // for every receive there), so the receiver handles fewer of them (each placed frame costs it a read of
             // its own and a header read after it). The sender's frames leave in one gathering write as eager's do, so
             // its side is counted as eager's; so is the receipt's copy (a posted receive gets eager's fragments placed
-            // too, and the socket's read is a copy either way). Measured on tcp loopback, 128-512 KiB: eager is
-            // faster at 256 KiB and the rendezvous at 512 KiB; counting fewer fragments on both sides, or dropping
-            // the copy, put the threshold below 256 KiB.
+            // too, and the socket's read is a copy either way). Measured on tcp loopback with 64 KiB segments, 128-512
+            // KiB: eager was faster at 256 KiB and the rendezvous at 512 KiB; counting fewer fragments on both sides,
+            // or dropping the copy, put the threshold below 256 KiB.
             int placed = params.endpoint().minMaxPlaced() - RndvHeaders.DATA_LENGTH;
             double receivedFrag = Math.max(placed, frag);
             long max = ProtoPerf.MAX_SIZE;
@@ -103,7 +103,8 @@ public final class RndvProtocols {
                     // none over a lane alone whose copies are the transfer (shm), as eager's
                     .add(0, max, PerfFactor.LOCAL_TL, LinearFunc.slope(wire))
                     .add(0, max, PerfFactor.LATENCY, LinearFunc.constant(3 * lat));
-            surcharge(perf, params.endpoint().rndvSurcharge(), max);
+            // The surcharge is what was measured beyond the tables' prices, which the bias below scales: so by 1/d here.
+            surcharge(perf, params.endpoint().rndvSurcharge(), copiesOnly ? 1 : 1 / PERF_DIFF_FACTOR, max);
             if (!copiesOnly) {
                 perf.scale(PERF_DIFF_FACTOR);
             }
@@ -118,30 +119,35 @@ public final class RndvProtocols {
     };
 
     /**
-     * Adds what calibration measured a rendezvous over the AM lane to cost beyond its figures ({@link RndvSurcharge}:
-     * {@code max(0, c + m * size)}) on the latency factor, where a single message pays it and a stream of them overlaps
-     * it: the line where it is above 0, nothing where it is not.
+     * Adds what calibration measured a rendezvous over the AM lane to cost beyond eager, beyond what the model prices
+     * ({@link RndvSurcharge#at}), on the latency factor, where a single message pays it and a stream of them overlaps
+     * it: the line where it is above 0, times {@code k}, nothing where it is not.
      */
-    static void surcharge(ProtoPerf perf, RndvSurcharge s, long max) {
-        if (s.isNone()) {
-            return;
+    static void surcharge(ProtoPerf perf, RndvSurcharge s, double k, long max) {
+        if (!s.isNone()) {
+            positivePart(perf, new LinearFunc(k * s.seconds(), k * s.perByte()), 0, max);
         }
-        LinearFunc line = new LinearFunc(s.seconds(), s.perByte());
-        if (s.perByte() == 0) {
-            perf.add(0, max, PerfFactor.LATENCY, line);
+    }
+
+    /** Adds {@code line} to {@code perf}'s latency factor over {@code [min, max]} where it is above 0. */
+    static void positivePart(ProtoPerf perf, LinearFunc line, long min, long max) {
+        if (line.m() == 0) {
+            if (line.c() > 0) {
+                perf.add(min, max, PerfFactor.LATENCY, line);
+            }
             return;
         }
         // Where the line crosses 0: it counts above it, from there on (growing) or up to there (shrinking).
-        double zero = -s.seconds() / s.perByte();
-        if (s.perByte() > 0) {
-            long from = zero <= 0 ? 0 : (long) Math.min(max, Math.ceil(zero));
+        double zero = -line.c() / line.m();
+        if (line.m() > 0) {
+            long from = zero <= min ? min : (long) Math.min(max, Math.ceil(zero));
             if (from < max) {
                 perf.add(from, max, PerfFactor.LATENCY, line);
             }
         } else {
             long to = (long) Math.min(max, Math.floor(zero));
-            if (to >= 0) {
-                perf.add(0, to, PerfFactor.LATENCY, line);
+            if (to >= min) {
+                perf.add(min, to, PerfFactor.LATENCY, line);
             }
         }
     }

@@ -30,8 +30,13 @@ public final class TcpConfig extends AbstractConfigTable {
     public static final ConfigEntry<List<InetAddress>> BIND_ADDR = ConfigEntry.of("TCP_BIND_ADDR", "127.0.0.1",
             "IP address the tcp iface binds to (comma-separated: one tcp iface per address, e.g. one per network); "
                     + "its port is chosen by the system", "IP addresses, comma-separated", TcpConfig::bindAddresses);
-    /** Largest active-message frame (header and payload) one tcp lane carries: UCT's seg size. */
-    public static final ConfigEntry<Long> SEG_SIZE = ConfigEntry.size("TCP_SEG_SIZE", "64k",
+    /**
+     * Largest active-message frame (header and payload) one tcp lane carries: UCT's seg size. 128 KiB: the receiver
+     * reads each fragment's header and payload apart, so fewer fragments are fewer reads; against 64 KiB, eager
+     * ping-pongs of 128, 256 and 512 KiB took 0.92, 0.89 and 0.84 of the time on loopback, where 256 KiB fragments
+     * were slower than 128 at 512 KiB (1.09) and made the rendezvous's placed frames 512 KiB (BENCHMARKS.md).
+     */
+    public static final ConfigEntry<Long> SEG_SIZE = ConfigEntry.size("TCP_SEG_SIZE", "128k",
             "Largest payload of one tcp active-message frame (bcopy fragment size)", 8192, 16L << 20);
     /** Large payloads read from the socket straight into the receiver's buffer ({@link AmFrameDecoder}). */
     public static final ConfigEntry<Boolean> PLACE = ConfigEntry.bool("TCP_PLACE", "y",
