@@ -41,14 +41,4 @@ public record RndvSurcharge(double seconds, double perByte) {
     public double eagerAt(long size) {
         return Math.max(0, -(seconds + perByte * size));
     }
-
-    /** Whether the rendezvous is charged nothing at any size. */
-    public boolean isNone() {
-        return seconds <= 0 && perByte <= 0;
-    }
-
-    /** Whether eager's fragments are charged nothing at any size. */
-    public boolean chargesNoEager() {
-        return seconds >= 0 && perByte >= 0;
-    }
 }

@@ -185,10 +185,8 @@ public final class EagerProtocols {
                     perf.add(min, max, PerfFactor.LATENCY, LinearFunc.constant(lane.latencySeconds()));
                     // What calibration measured these fragments to cost beyond the model against a rendezvous.
                     RndvSurcharge measured = params.endpoint().rndvSurcharge();
-                    if (!measured.chargesNoEager()) {
-                        RndvProtocols.positivePart(perf, new LinearFunc(-measured.seconds(), -measured.perByte()),
-                                min, max);
-                    }
+                    RndvProtocols.positivePart(perf, new LinearFunc(-measured.seconds(), -measured.perByte()), min,
+                            max);
                 }
                 default -> throw new IllegalStateException(kind.toString());
             }

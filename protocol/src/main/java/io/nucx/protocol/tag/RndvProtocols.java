@@ -124,17 +124,19 @@ public final class RndvProtocols {
      * it: the line where it is above 0, times {@code k}, nothing where it is not.
      */
     static void surcharge(ProtoPerf perf, RndvSurcharge s, double k, long max) {
-        if (!s.isNone()) {
-            positivePart(perf, new LinearFunc(k * s.seconds(), k * s.perByte()), 0, max);
-        }
+        positivePart(perf, new LinearFunc(k * s.seconds(), k * s.perByte()), 0, max);
     }
 
-    /** Adds {@code line} to {@code perf}'s latency factor over {@code [min, max]} where it is above 0. */
+    /**
+     * Adds {@code line} to {@code perf}'s latency factor over {@code [min, max]} where it is above 0; nothing where
+     * it is nowhere above 0 there.
+     */
     static void positivePart(ProtoPerf perf, LinearFunc line, long min, long max) {
+        if (line.apply(min) <= 0 && line.apply(max) <= 0) {
+            return; // a line is highest at one of its ends
+        }
         if (line.m() == 0) {
-            if (line.c() > 0) {
-                perf.add(min, max, PerfFactor.LATENCY, line);
-            }
+            perf.add(min, max, PerfFactor.LATENCY, line);
             return;
         }
         // Where the line crosses 0: it counts above it, from there on (growing) or up to there (shrinking).
