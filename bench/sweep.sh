@@ -116,24 +116,26 @@ recheck_md="$out/report/recheck.md"
 if [ "${RECHECK:-1}" = 1 ] && [ "$(wc -l <"$out/report/recheck.csv")" -gt 1 ]; then
     recheck_warmup=${RECHECK_WARMUP:-10}
     recheck_measure=${RECHECK_MEASURE:-30}
+    # the tolerance the report judged by (SweepSummary.TOLERANCE), as its recheck.csv gives it with every row
+    within_pct=$(awk -F, 'NR == 2 { printf "%d", ($6 - 1) * 100 + 0.5 }' "$out/report/recheck.csv")
     {
         echo "**The misses where another protocol was faster, run again in turns** (\`bench/interleave.py --warmup"
         echo "$recheck_warmup --measure $recheck_measure $test_name SIZE . .+SETTINGS\`: the engine's choice and the"
         echo "best forced protocol as two pairs of processes, one pair running at a time in turns; the ratio of each"
         echo "couple of rows nearest in time, its median and quartiles):"
         echo
-        echo "| set | size | engine's choice | best forced | auto / best in turns (quartiles) | within 10 % |"
+        echo "| set | size | engine's choice | best forced | auto / best in turns (quartiles) | within $within_pct % |"
         echo "|---|---|---|---|---|---|"
     } >>"$recheck_md"
-    while IFS=, read -r r_tls r_test r_size r_chosen r_best r_settings; do
+    while IFS=, read -r r_tls r_test r_size r_chosen r_best r_bound r_settings; do
         [ "$r_tls" = tls ] && continue
         line=$(NUCX_TLS=${r_tls//+/,} NUCX_ARGS="${fresh_flag[*]+${fresh_flag[*]}}" python3 bench/interleave.py \
             --warmup "$recheck_warmup" --measure "$recheck_measure" "$r_test" "$r_size" . ".+$r_settings" 2>&1 \
             </dev/null | grep -E ' / [^:]+: ratio median' | tail -n 1 || true)
         # interleave reports forced / auto; the table's ratio is auto / best
-        verdict=$(awk -v l="$line" 'BEGIN { if (match(l, /ratio median [0-9.]+ \(quartiles [0-9.]+, [0-9.]+\)/)) {
+        verdict=$(awk -v l="$line" -v bound="$r_bound" 'BEGIN { if (match(l, /ratio median [0-9.]+ \(quartiles [0-9.]+, [0-9.]+\)/)) {
                 split(substr(l, RSTART, RLENGTH), f, /[ (),]+/); m = f[3]; lo = f[5]; hi = f[6];
-                printf "%.3f (%.3f, %.3f) | %s", 1 / m, 1 / hi, 1 / lo, (1 / m <= 1.10 ? "yes" : "**no**") }
+                printf "%.3f (%.3f, %.3f) | %s", 1 / m, 1 / hi, 1 / lo, (1 / m <= bound ? "yes" : "**no**") }
             else print "not measured | -" }')
         echo "| $r_tls | $r_size | $r_chosen | $r_best | $verdict |" >>"$recheck_md"
         echo "in turns: $r_tls $r_size $r_chosen against $r_best: $verdict"

@@ -241,6 +241,11 @@ public final class DefaultWorker implements Worker {
         if (closed.get()) {
             throw new IllegalStateException("worker " + name + " is closed");
         }
+        return connectOpen(remote, mode);
+    }
+
+    /** {@link #connect} past its check that the worker is open, which a close on another thread may follow at once. */
+    Endpoint connectOpen(WorkerAddress remote, ErrorMode mode) {
         LaneSelector.Lanes lanes = selectLanes(remote, mode);
         boolean matched = remote.uuid() != uuid;
         EndpointChannel ep;
@@ -259,12 +264,7 @@ public final class DefaultWorker implements Worker {
                 match.addExpected(remote.uuid(), sn, ep);
             }
         }
-        // Registration runs the wireup handler's handlerAdded, which connects the endpoint's own lane.
-        loop.register(ep).addListener(f -> {
-            if (!f.isSuccess()) {
-                ep.close();
-            }
-        });
+        register(ep); // runs the wireup handler's handlerAdded, which connects the endpoint's own lane
         return ep;
     }
 
@@ -280,12 +280,21 @@ public final class DefaultWorker implements Worker {
         EndpointChannel ep = EndpointChannel.listened(this, newEndpointId(), remote, selectLanes(remote, mode), mode,
                 token);
         endpoints.put(ep.endpointId(), ep);
+        register(ep);
+        return ep;
+    }
+
+    /**
+     * Registers a filed endpoint on the loop. One whose registration comes after the worker's close began is closed
+     * as it registers: the close closed the endpoints registered then (its step on the loop), not this one (a
+     * connect on another thread that passed its check as the close began).
+     */
+    private void register(EndpointChannel ep) {
         loop.register(ep).addListener(f -> {
-            if (!f.isSuccess()) {
+            if (!f.isSuccess() || closed.get()) {
                 ep.close();
             }
         });
-        return ep;
     }
 
     /**
@@ -532,7 +541,9 @@ public final class DefaultWorker implements Worker {
         reaperTask.cancel(); // keepalive runs on until the endpoints are closed (below)
         PromiseCombiner all = new PromiseCombiner(loop);
         for (EndpointChannel ep : endpoints.values()) {
-            all.add(ep.close());
+            if (ep.isRegistered()) { // the others close as they register (register), their codecs in place
+                all.add(ep.close());
+            }
         }
         for (Iface i : ifaces) {
             all.add(i.close());

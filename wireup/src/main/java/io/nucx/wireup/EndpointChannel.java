@@ -59,6 +59,7 @@ final class EndpointChannel extends AbstractChannel implements Endpoint, Endpoin
     static final String STUB = "nucx.stub";
     static final String WIREUP = "nucx.wireup";
     static final String LANES = "nucx.lanes";
+    static final String ENDED = "nucx.ended";
     static final String ERRORS = "nucx.errors";
 
     /**
@@ -172,6 +173,7 @@ final class EndpointChannel extends AbstractChannel implements Endpoint, Endpoin
                 .toArray(ProtocolCodec[]::new);
         this.alwaysReadComplete = java.util.Arrays.stream(readCompleteCodecs)
                 .anyMatch(c -> !overrides(c.getClass(), "readCompletePending"));
+        p.addLast(ENDED, new WriteAfterEndHandler(this));
         this.errorHandler = new ProtocolErrorHandler(this);
         p.addLast(ERRORS, errorHandler);
         this.eagerContext = p.context(io.nucx.protocol.tag.EagerCodec.class);
@@ -562,7 +564,7 @@ final class EndpointChannel extends AbstractChannel implements Endpoint, Endpoin
 
     @Override
     public ChannelFuture write(Object msg) {
-        if (isOpen() && shortNow(msg, false)) {
+        if (lifecycle.takesSends() && shortNow(msg, false)) {
             return sentNow;
         }
         return write(msg, newPromise());
@@ -570,7 +572,7 @@ final class EndpointChannel extends AbstractChannel implements Endpoint, Endpoin
 
     @Override
     public boolean trySendShort(long tag, ByteBuf data) {
-        return isOpen() && walkNotNeeded()
+        return lifecycle.takesSends() && walkNotNeeded()
                 && ((io.nucx.protocol.tag.EagerCodec) eagerContext.handler()).sendShortNow(eagerContext, tag, data);
     }
 
@@ -594,7 +596,7 @@ final class EndpointChannel extends AbstractChannel implements Endpoint, Endpoin
 
     @Override
     public ChannelFuture write(Object msg, ChannelPromise promise) {
-        if (!isOpen()) {
+        if (refuses(msg)) {
             return writeAfterEnd(msg, promise);
         }
         if (walkNotNeeded(msg, promise)) {
@@ -615,7 +617,7 @@ final class EndpointChannel extends AbstractChannel implements Endpoint, Endpoin
 
     @Override
     public ChannelFuture writeAndFlush(Object msg) {
-        if (isOpen() && shortNow(msg, true)) {
+        if (lifecycle.takesSends() && shortNow(msg, true)) {
             lanes.flush();
             return sentNow;
         }
@@ -624,7 +626,7 @@ final class EndpointChannel extends AbstractChannel implements Endpoint, Endpoin
 
     @Override
     public ChannelFuture writeAndFlush(Object msg, ChannelPromise promise) {
-        if (!isOpen()) {
+        if (refuses(msg)) {
             return writeAfterEnd(msg, promise);
         }
         if (walkNotNeeded(msg, promise)) {
@@ -675,8 +677,18 @@ final class EndpointChannel extends AbstractChannel implements Endpoint, Endpoin
         }
     }
 
+    /**
+     * Whether a write of {@code msg} fails: the endpoint ended, or {@code msg} is a send (what {@link #WRITABLE}
+     * names) and its owner closed it ({@link EndpointLifecycle#takesSends}). RMA operations and atomics are still taken
+     * while a graceful close drains, as a worker's flush covers its closing endpoints too.
+     */
+    boolean refuses(Object msg) {
+        return !lifecycle.takesSends() && (!isOpen() || msg instanceof ByteBuf || msg instanceof TagMessage
+                || msg instanceof StreamData || msg instanceof AmData);
+    }
+
     /** A write on an ended endpoint fails with why it ended (Netty's own says "closed", without a message). */
-    private ChannelFuture writeAfterEnd(Object msg, ChannelPromise promise) {
+    ChannelFuture writeAfterEnd(Object msg, ChannelPromise promise) {
         io.netty.util.ReferenceCountUtil.release(msg);
         EndpointException failed = lifecycle.failure();
         promise.tryFailure(failed != null ? new NucxClosedException(this + " failed before this write: "
@@ -733,25 +745,30 @@ final class EndpointChannel extends AbstractChannel implements Endpoint, Endpoin
     @Override
     public Future<Void> flushRma() {
         Promise<Void> done = eventLoop().newPromise();
-        Promise<Void> rma = eventLoop().newPromise();
-        rma(RmaRequest.flush(rma));
-        // atomics too: UCX's flush covers every operation of the endpoint
-        rma.addListener(f -> eventLoop().execute(() -> {
-            if (!f.isSuccess()) {
-                done.tryFailure(f.cause());
-                return;
-            }
-            PromiseCombiner atomics = new PromiseCombiner(eventLoop());
-            java.util.List<Future<?>> out = new java.util.ArrayList<>();
-            for (ProtocolCodec c : codecs) {
-                if (c instanceof io.nucx.protocol.amo.AmoCodec) {
-                    c.collectOutstanding(out);
-                }
-            }
-            out.forEach(atomics::add);
-            atomics.finish(done);
-        }));
+        if (eventLoop().inEventLoop()) {
+            flushRma(done);
+        } else {
+            eventLoop().execute(() -> flushRma(done));
+        }
         return done;
+    }
+
+    /**
+     * The RMA operations' flush and the atomics outstanding now: UCX's flush covers every operation of the endpoint.
+     * The atomics are taken in the step that issues the flush, not once it is over: by then the endpoint may have
+     * ended and failed them, and a flush must not succeed over operations that failed.
+     */
+    private void flushRma(Promise<Void> done) {
+        java.util.List<Future<?>> atomics = new java.util.ArrayList<>();
+        for (ProtocolCodec c : codecs) {
+            if (c instanceof io.nucx.protocol.amo.AmoCodec) {
+                c.collectOutstanding(atomics);
+            }
+        }
+        PromiseCombiner all = new PromiseCombiner(eventLoop());
+        all.add(rma(RmaRequest.flush(eventLoop().newPromise())));
+        atomics.forEach(all::add);
+        all.finish(done);
     }
 
     @Override

@@ -64,6 +64,14 @@ final class EndpointLifecycle {
     private volatile State state;
     /** Why the endpoint failed, set once; null for a close without failure. */
     private EndpointException failure;
+    private static final int ENDED = 0;
+    private static final int OPEN = 1;
+    private static final int SENDS = 2;
+    /**
+     * What the user may still do, apart from the state so that a send reads one field: {@link #SENDS}, then
+     * {@link #OPEN} once its owner closed it (draining), then {@link #ENDED} from the first step of {@link #end}.
+     */
+    private volatile int openness = SENDS;
     private ScheduledFuture<?> closeTimer;
     /** The peer said its endpoint ended (EP_REMOVED): nothing it sends after that offers us anything. */
     private boolean peerRemoved;
@@ -80,10 +88,21 @@ final class EndpointLifecycle {
         return state;
     }
 
-    /** Open for the user: not yet ended. Any thread. */
+    /**
+     * Open for the user: not yet ending. Any thread. Closed from the first step of {@link #end}, before its state
+     * changes: a send issued from a listener of one the end fails runs inside the end, after the codecs before its
+     * own have aborted, and must fail rather than be registered where no abort comes again.
+     */
     boolean isOpen() {
-        State s = state;
-        return s != State.LINGER && s != State.CLOSED;
+        return openness != ENDED;
+    }
+
+    /**
+     * Whether it takes new sends: open, and not closed by its owner. A graceful close drains what came before it, and
+     * a send after it would go behind the goodbye, which the peer ends its side on. Any thread.
+     */
+    boolean takesSends() {
+        return openness == SENDS;
     }
 
     /** Why the endpoint failed, or null. */
@@ -112,6 +131,11 @@ final class EndpointLifecycle {
             throw new IllegalStateException(ep + ": " + from + " -> " + to);
         }
         state = to;
+        if (to == State.DRAINING || to == State.CLOSING) {
+            openness = Math.min(openness, OPEN);
+        } else if (to == State.LINGER || to == State.CLOSED) {
+            openness = ENDED;
+        }
         switch (to) {
             case LINGER -> ep.worker().lingering(ep, true);
             case CLOSED -> {
@@ -374,6 +398,7 @@ final class EndpointLifecycle {
      * then the endpoint lingers if a codec must hear the peer's last word, else its lanes close.
      */
     void end() {
+        openness = ENDED;
         State before = state;
         if (closeTimer != null) {
             closeTimer.cancel(false);

@@ -11,7 +11,11 @@ import io.nucx.EndpointErrorEvent;
 import io.nucx.EndpointException;
 import io.nucx.EndpointTimeoutException;
 import io.nucx.ErrorMode;
+import io.nucx.NucxClosedException;
 import io.nucx.Worker;
+import io.nucx.protocol.amo.AtomicOp;
+import io.nucx.protocol.amo.RemoteMemoryKey;
+import io.nucx.protocol.tag.RndvCodec;
 import io.nucx.protocol.tag.TagMessage;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
@@ -19,6 +23,7 @@ import org.junit.jupiter.api.extension.RegisterExtension;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
 
+import java.lang.foreign.Arena;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.ConcurrentHashMap;
@@ -90,6 +95,24 @@ class EndpointFailureTest {
         assertTrue(f.await(10, TimeUnit.SECONDS), "not completed within 10 s");
         assertFalse(f.isSuccess(), "succeeded, expected a failure");
         return f.cause();
+    }
+
+    /** A reset as a lane's channelInactive would fail {@code ep} with, for tests that fail it by hand. */
+    private static ConnectionResetException peerClosed(EndpointChannel ep) {
+        return new ConnectionResetException(ep.endpointId(), ep.remoteAddress(),
+                "the peer closed the connection (the test's)", null);
+    }
+
+    /** Each send failed as a write after the end caused by {@code reset}, and none waits in a's rendezvous tables. */
+    private static void assertFailedAfterTheEnd(List<ChannelFuture> sends, EndpointException reset, DefaultWorker a)
+            throws Exception {
+        for (ChannelFuture f : sends) {
+            Throwable cause = failureOf(f);
+            assertInstanceOf(NucxClosedException.class, cause, "a write after the end");
+            assertSame(reset, cause.getCause(), "names why the endpoint ended");
+        }
+        assertEquals(0, (int) a.eventLoop().submit(() -> a.sumOverCodecs(RndvCodec.class, RndvCodec::sendsWaiting))
+                .get(), "no rendezvous send registered after the abort");
     }
 
     @Test
@@ -197,6 +220,139 @@ class EndpointFailureTest {
         Throwable cause = failureOf(ep.errorFuture());
         assertFalse(cause.getMessage().contains("every lane"), cause.getMessage());
         assertTrue(cause.getMessage().contains(lane), () -> "names the lane " + lane + ": " + cause.getMessage());
+    }
+
+    /**
+     * Sends issued off the loop just before the endpoint fails (as when a lane's FIN is read in the same loop turn):
+     * each passes the endpoint's check where it is issued and reaches the codecs later, as a task, after they aborted
+     * what waited. Each still fails with the endpoint's cause, and none stays registered for an answer that cannot
+     * come (a rendezvous RTS, an eager send's acknowledgement, an active message's and a stream write's RTS).
+     */
+    @Test
+    void sendsIssuedOffTheLoopJustBeforeTheEndpointFailsFailWithIt() throws Exception {
+        Worker a = start("a", null);
+        Worker b = start("b", null);
+        Endpoint ep = TestWorkers.wiredUp(a, b);
+        EndpointChannel impl = TestWorkers.impl(ep);
+        ConnectionResetException reset = peerClosed(impl);
+        CountDownLatch issued = new CountDownLatch(1);
+        a.eventLoop().execute(() -> { // the sends below queue behind this task, and run after the failure
+            try {
+                issued.await(10, TimeUnit.SECONDS);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+            impl.fail(reset);
+        });
+        List<ChannelFuture> sends = List.of(ep.tagSend(1, pattern(1, 100_000)), ep.tagSendSync(2, pattern(2, 100)),
+                ep.amSend(3, pattern(3, 8), pattern(4, 100_000)), ep.streamSend(pattern(5, 100_000)));
+        issued.countDown();
+        assertFailedAfterTheEnd(sends, reset, (DefaultWorker) a);
+    }
+
+    /**
+     * Sends issued from the listeners of sends the end fails (a retry, or the next of a window), on the loop while the
+     * end is still aborting the codecs' requests: they fail with the endpoint's cause too, and none is left registered
+     * in a table already aborted.
+     */
+    @Test
+    void sendsIssuedFromTheListenersOfSendsTheEndFailsFailWithIt() throws Exception {
+        Worker a = start("a", null);
+        Worker b = start("b", null);
+        Endpoint ep = TestWorkers.wiredUp(a, b);
+        EndpointChannel impl = TestWorkers.impl(ep);
+        ConnectionResetException reset = peerClosed(impl);
+        List<ChannelFuture> resent = new java.util.concurrent.CopyOnWriteArrayList<>();
+        a.eventLoop().submit(() -> {
+            // Both wait for b, which posts no receive: a rendezvous for its RTR, a synchronous send for its match.
+            List<ChannelFuture> waiting = List.of(ep.tagSend(1, pattern(1, 100_000)), ep.tagSendSync(2, pattern(2, 100)));
+            for (ChannelFuture w : waiting) {
+                w.addListener(f -> {
+                    resent.add(ep.tagSend(3, pattern(3, 100_000)));
+                    resent.add(ep.tagSendSync(4, pattern(4, 100)));
+                });
+            }
+            impl.fail(reset);
+        }).get();
+        assertEquals(4, resent.size(), "both listeners ran in the end");
+        assertFailedAfterTheEnd(resent, reset, (DefaultWorker) a);
+    }
+
+    /**
+     * A flush covers the atomics issued before it (UCX's flush covers every operation of the endpoint): when the end
+     * fails them, the flush fails with them, though no RMA operation was outstanding.
+     */
+    @Test
+    void aFlushFailsWhenTheEndFailsTheAtomicsBeforeIt() throws Exception {
+        Worker a = start("a", null);
+        DefaultWorker b = (DefaultWorker) start("b", null);
+        try (Arena arena = Arena.ofShared()) {
+            RemoteMemoryKey key = b.registerMemory(arena.allocate(64, 8));
+            Endpoint ep = TestWorkers.wiredUp(a, b);
+            EndpointChannel impl = TestWorkers.impl(ep);
+            ConnectionResetException reset = peerClosed(impl);
+            List<Future<?>> issued = a.eventLoop().submit(() -> { // one step: no answer from b comes in between
+                Future<Long> add = ep.atomic(AtomicOp.ADD, key, key.base(), 1);
+                Future<Void> flush = ep.flushRma();
+                impl.fail(reset);
+                return List.<Future<?>>of(add, flush);
+            }).get();
+            assertSame(reset, failureOf(issued.get(0)), "the atomic fails with the endpoint");
+            assertSame(reset, failureOf(issued.get(1)), "and so does the flush that covers it");
+        }
+    }
+
+    /**
+     * A connect on another thread that passed its check just as the worker's close began: the close's step on the loop
+     * comes before the endpoint's registration. The endpoint closes as it registers, what was written to it fails, and
+     * the worker's close completes with no endpoint left.
+     */
+    @Test
+    void anEndpointConnectedAsItsWorkerClosesIsClosedAsItRegisters() throws Exception {
+        DefaultWorker a = (DefaultWorker) start("a", null);
+        Worker b = start("b", null);
+        Endpoint ep;
+        ChannelFuture send;
+        Future<Void> closing;
+        CountDownLatch release = TestWorkers.holdLoop(a);
+        try {
+            closing = a.close(); // its step on the loop queues behind the hold
+            ep = a.connectOpen(b.address(), ErrorMode.PEER); // its registration queues behind the close's step
+            send = ep.tagSend(1, pattern(1, 100));
+        } finally {
+            release.countDown();
+        }
+        assertTrue(ep.closeFuture().await(10, TimeUnit.SECONDS), "closed as it registered");
+        assertNotNull(failureOf(send));
+        assertTrue(closing.await(20, TimeUnit.SECONDS), "the worker's close completed");
+        assertTrue(a.endpoints().isEmpty(), "no endpoint left: " + a.endpoints());
+    }
+
+    /**
+     * A send issued after the owner's close fails, as a write after {@code close()} does on any Netty channel, whether
+     * issued on the loop or off it (its task then runs after the close's): the graceful close is still draining what
+     * came before it, but a send now would go behind the goodbye, which the peer ends its side on.
+     */
+    @Test
+    void aSendIssuedAfterTheOwnersCloseFails() throws Exception {
+        Worker a = start("a", null);
+        Worker b = start("b", null);
+        Endpoint ep = TestWorkers.wiredUp(a, b);
+        Future<TagMessage> r = b.tagRecv(1, -1L);
+        ChannelFuture before = ep.tagSend(1, pattern(1, 100));
+        ChannelFuture onLoop = a.eventLoop().submit(() -> {
+            ep.close();
+            return ep.tagSend(2, pattern(2, 100));
+        }).get();
+        ChannelFuture offLoop = ep.tagSend(3, pattern(3, 100_000));
+        assertTrue(before.await(10, TimeUnit.SECONDS) && before.isSuccess(), () -> "before: " + before.cause());
+        assertReceived(r, 1, 100, 10);
+        for (ChannelFuture f : List.of(onLoop, offLoop)) {
+            Throwable cause = failureOf(f);
+            assertInstanceOf(NucxClosedException.class, cause);
+            assertTrue(cause.getMessage().contains("closed by its owner"), cause.getMessage());
+        }
+        assertTrue(ep.closeFuture().await(10, TimeUnit.SECONDS));
     }
 
     /** With error mode none nothing probes: the same hung peer goes unnoticed. */

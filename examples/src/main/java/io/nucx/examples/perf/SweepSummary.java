@@ -164,10 +164,11 @@ public final class SweepSummary {
      * best forced protocol, which compare one protocol's runs with its own), each with the settings forcing that
      * protocol as {@code NAME=value} joined by {@code +} (a pair of {@code bench/interleave.py}; the last column, as
      * a value may hold commas), so a script can run the choice and that protocol again side by side in time, where
-     * runs one after the other compare a machine that changed speed between them.
+     * runs one after the other compare a machine that changed speed between them. {@code bound} is the largest
+     * choice / best ratio that counts as within {@link #TOLERANCE}, for the script to judge the turns by the same.
      */
     public static String recheckCsv(List<Point> points) {
-        StringBuilder b = new StringBuilder("tls,test,size,chosen,best,settings\n");
+        StringBuilder b = new StringBuilder("tls,test,size,chosen,best,bound,settings\n");
         for (Point p : points) {
             if (Double.isNaN(p.ratio()) || p.withinTolerance() || p.choseTheBest()
                     || !ForcedProtocol.canForce(p.best())) {
@@ -177,7 +178,7 @@ public final class SweepSummary {
             ForcedProtocol.settings(p.best()).forEach((k, v) -> settings.append(settings.isEmpty() ? "" : "+")
                     .append("NUCX_").append(k).append('=').append(v));
             b.append(String.join(",", p.tls(), p.test(), Long.toString(p.size()), p.chosen(), p.best(),
-                    settings)).append('\n');
+                    String.format(Locale.ROOT, "%.2f", 1 + TOLERANCE), settings)).append('\n');
         }
         return b.toString();
     }

@@ -102,8 +102,8 @@ class SweepSummaryTest {
                 + "best protocol itself"), md);
         assertTrue(SweepSummary.csv(points).lines().skip(1).findFirst().orElseThrow().endsWith(",true"));
         // Only the real miss is run again in turns, with the settings that force its best protocol.
-        assertEquals("tls,test,size,chosen,best,settings\n"
-                + "shm+cma,tag_lat,65536,egr/multi/bcopy,rndv/get/zcopy,"
+        assertEquals("tls,test,size,chosen,best,bound,settings\n"
+                + "shm+cma,tag_lat,65536,egr/multi/bcopy,rndv/get/zcopy,1.10,"
                 + "NUCX_PROTOS=rndv/get/zcopy,egr/multi/bcopy+NUCX_RNDV_THRESH=0\n", SweepSummary.recheckCsv(points));
     }
 
@@ -114,8 +114,9 @@ class SweepSummaryTest {
         rows.add(withChosen(row("nucx", "tag/rndv", 4194304, 0, 215, "tag/rndv"), "egr/multi/bcopy"));
         rows.add(withChosen(row("nucx", "auto", 2097152, 0, 116, "egr/multi/bcopy"), "egr/multi/bcopy"));
         rows.add(withChosen(row("nucx", "tag/rndv", 2097152, 0, 111, "tag/rndv"), "egr/multi/bcopy"));
-        assertEquals("tls,test,size,chosen,best,settings\n"
-                        + "shm+cma,tag_lat,4194304,egr/multi/bcopy,tag/rndv,NUCX_PROTOS=tag/rndv+NUCX_RNDV_SCHEME=am\n",
+        assertEquals("tls,test,size,chosen,best,bound,settings\n"
+                        + "shm+cma,tag_lat,4194304,egr/multi/bcopy,tag/rndv,1.10,"
+                        + "NUCX_PROTOS=tag/rndv+NUCX_RNDV_SCHEME=am\n",
                 SweepSummary.recheckCsv(SweepSummary.of(rows)), "2 MiB is within 10 %: 116 against 111");
     }
 

@@ -32,6 +32,11 @@ abstract class ClusterScenarios {
     static final long BOUND_MS = TIMEOUT_MS + INTERVAL_MS;
     /** Four JVMs and the build share two cores: scheduling slack on top of the bound. */
     static final long SLACK_MS = 4000;
+    /**
+     * A node answers a send once each of its messages has completed, or at this deadline with those still pending
+     * counted: shorter than the tests' minute of waiting, so a send that never completes shows as pending=N.
+     */
+    static final String SEND_TIMEOUT = " timeout=45";
     static final Map<String, String> ENV = Map.of("NUCX_KEEPALIVE_INTERVAL", INTERVAL_MS + "ms",
             "NUCX_KEEPALIVE_TIMEOUT", TIMEOUT_MS + "ms");
     /** Short, copy-in, multi-fragment, zero-copy and rendezvous sizes, small enough to be quick. */
@@ -155,7 +160,8 @@ abstract class ClusterScenarios {
         // n1 sends 6 rendezvous messages to n4, which takes only the first two: four stay outstanding.
         int stream = nextStream++;
         CompletableFuture<String> recv = victim.control().submit("recv " + stream + " 2 32m timeout=60");
-        CompletableFuture<String> send = c.node(0).control().submit("send n4 " + stream + " 6 32m window=6");
+        CompletableFuture<String> send = c.node(0).control().submit("send n4 " + stream + " 6 32m window=6"
+                + SEND_TIMEOUT);
         c.node(0).control().await(recv, "recv", Duration.ofSeconds(60));
         long faultAt = System.currentTimeMillis();
         victim.kill();
@@ -176,7 +182,8 @@ abstract class ClusterScenarios {
         List<Flow> during = survivorFlows(survivors, 150); // running while the fault strikes
         // Rendezvous sends n4 never receives (RTS waiting there) and a synchronous one: both wait on n4.
         CompletableFuture<String> send = rendezvousToN4(c.node(0));
-        CompletableFuture<String> sync = c.node(1).control().submit("send n4 " + nextStream++ + " 2 100 sync");
+        CompletableFuture<String> sync = c.node(1).control().submit("send n4 " + nextStream++ + " 2 100 sync"
+                + SEND_TIMEOUT);
         awaitUnexpected(victim, 5);
         long faultAt = System.currentTimeMillis();
         victim.pause();
@@ -408,7 +415,7 @@ abstract class ClusterScenarios {
 
     /** Three 8 MiB rendezvous sends to n4, which posts no receive: they wait there as RTS until the fault. */
     CompletableFuture<String> rendezvousToN4(ClusterNode from) {
-        return from.control().submit("send n4 " + nextStream++ + " 3 8m window=3");
+        return from.control().submit("send n4 " + nextStream++ + " 3 8m window=3" + SEND_TIMEOUT);
     }
 
     List<Flow> survivorFlows(List<ClusterNode> survivors, int count) {
