@@ -541,7 +541,7 @@ public final class DefaultWorker implements Worker {
         reaperTask.cancel(); // keepalive runs on until the endpoints are closed (below)
         PromiseCombiner all = new PromiseCombiner(loop);
         for (EndpointChannel ep : endpoints.values()) {
-            if (ep.isRegistered()) { // the others close as they register (register), their codecs in place
+            if (ep.isRegistered()) { // one not yet registered closes as it registers, its codecs then in place
                 all.add(ep.close());
             }
         }

@@ -683,8 +683,18 @@ final class EndpointChannel extends AbstractChannel implements Endpoint, Endpoin
      * while a graceful close drains, as a worker's flush covers its closing endpoints too.
      */
     boolean refuses(Object msg) {
-        return !lifecycle.takesSends() && (!isOpen() || msg instanceof ByteBuf || msg instanceof TagMessage
-                || msg instanceof StreamData || msg instanceof AmData);
+        if (lifecycle.takesSends()) {
+            return false;
+        }
+        if (!isOpen()) {
+            return true;
+        }
+        for (Class<?> send : WRITABLE) {
+            if (send.isInstance(msg)) {
+                return true;
+            }
+        }
+        return false;
     }
 
     /** A write on an ended endpoint fails with why it ended (Netty's own says "closed", without a message). */
