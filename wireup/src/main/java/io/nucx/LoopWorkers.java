@@ -10,6 +10,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.atomic.AtomicInteger;
 
 /**
@@ -17,7 +18,8 @@ import java.util.concurrent.atomic.AtomicInteger;
  * the first time a channel of that loop connects or is accepted, with the configuration of the environment
  * ({@code NUCX_*}). A worker is bound to its loop, so every endpoint of the loop's channels is served there, lock-free;
  * the loop's channels share its ifaces and connections. It closes with {@link NucxEventLoopGroup}'s shutdown, or is
- * forgotten when the loop terminates.
+ * forgotten when the loop terminates. Once its group's shutdown began, a loop starts no worker: a channel connecting or
+ * accepted there meanwhile fails, where it would have started a worker nothing closes.
  */
 final class LoopWorkers {
 
@@ -40,11 +42,20 @@ final class LoopWorkers {
         });
     }
 
-    /** Closes the workers of {@code loops} (those started), each gracefully; the future completes when all did. */
+    /**
+     * Closes the workers of {@code loops} (those started), each gracefully; the future completes when all did. Each
+     * loop's entry becomes a failed future in the same step, so that {@link #of} starts no worker there any more.
+     */
     static Future<Void> close(Iterable<EventExecutor> loops) {
         List<Future<Worker>> started = new ArrayList<>();
         for (EventExecutor e : loops) {
-            Future<Worker> w = e instanceof EventLoop l ? WORKERS.remove(l) : null;
+            if (!(e instanceof EventLoop l)) {
+                continue;
+            }
+            Future<Worker> refused = l.newFailedFuture(new RejectedExecutionException("the event loop group of " + l
+                    + " is shutting down: it starts no nucx worker any more"));
+            Future<Worker> w = WORKERS.put(l, refused);
+            l.terminationFuture().addListener(f -> WORKERS.remove(l, refused));
             if (w != null) {
                 started.add(w);
             }
