@@ -19,10 +19,12 @@ import java.util.Objects;
  *                     them in proportion to bandwidth), empty for one
  * @param rndvSurcharge what a rendezvous over the AM lane costs beyond its figures, as calibration measured it
  *                     ({@link RndvSurcharge#NONE} without a profile that has it)
+ * @param eagerSurcharge what a copy send over the AM lane costs beyond its figures, as calibration measured it
+ *                     ({@link EagerSurcharge#NONE} without a profile that has it)
  */
 public record EndpointConfig(String amLane, IfaceAttributes amLaneAttrs, String rmaLane,
                              IfaceAttributes rmaLaneAttrs, List<BwLane> bwLanes, List<BwLane> rmaBwLanes,
-                             RndvSurcharge rndvSurcharge) {
+                             RndvSurcharge rndvSurcharge, EagerSurcharge eagerSurcharge) {
 
     /** An AM_BW lane: its name and attributes (limits the tighter of both sides'). */
     public record BwLane(String name, IfaceAttributes attrs) {
@@ -53,11 +55,13 @@ public record EndpointConfig(String amLane, IfaceAttributes amLaneAttrs, String 
     /** A configuration whose rendezvous costs what its lanes' figures say. */
     public EndpointConfig(String amLane, IfaceAttributes amLaneAttrs, String rmaLane, IfaceAttributes rmaLaneAttrs,
                           List<BwLane> bwLanes, List<BwLane> rmaBwLanes) {
-        this(amLane, amLaneAttrs, rmaLane, rmaLaneAttrs, bwLanes, rmaBwLanes, RndvSurcharge.NONE);
+        this(amLane, amLaneAttrs, rmaLane, rmaLaneAttrs, bwLanes, rmaBwLanes, RndvSurcharge.NONE,
+                EagerSurcharge.NONE);
     }
 
     public EndpointConfig {
         Objects.requireNonNull(rndvSurcharge, "rndvSurcharge");
+        Objects.requireNonNull(eagerSurcharge, "eagerSurcharge");
         if ((rmaLane == null) != (rmaLaneAttrs == null)) {
             throw new IllegalArgumentException("RMA lane name and attributes go together (" + rmaLane + ")");
         }
@@ -135,7 +139,7 @@ public record EndpointConfig(String amLane, IfaceAttributes amLaneAttrs, String 
     public EndpointConfig withoutPlacement() {
         return new EndpointConfig(amLane, amLaneAttrs.withMaxPlaced(0), rmaLane, rmaLaneAttrs,
                 bwLanes.stream().map(l -> new BwLane(l.name(), l.attrs().withMaxPlaced(0))).toList(), rmaBwLanes,
-                rndvSurcharge);
+                rndvSurcharge, eagerSurcharge);
     }
 
     /**

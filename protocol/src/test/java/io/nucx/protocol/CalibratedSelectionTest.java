@@ -115,6 +115,34 @@ class CalibratedSelectionTest {
     }
 
     /**
+     * A measured eager surcharge (what copy sends took beyond the lane's figures) is charged to every eager protocol
+     * from its size on, once per message: smaller messages and the rendezvous keep their prices, and the rendezvous
+     * takes over sooner.
+     */
+    @Test
+    void anEagerSurchargeChargesEveryEagerProtocolFromItsSizeOn(@TempDir Path dir) throws Exception {
+        ProtoTable staticTable = table(ProtocolSettings.from(config(Map.of("EAGER_MAX", "1g")),
+                ProtocolRegistry.DEFAULT));
+        Path file = dir.resolve("profile.txt");
+        PerfProfile.builder("test")
+                .figure("tcp/lo", PerfProfile.Figure.EAGER_COST, 30e-6)
+                .figure("tcp/lo", PerfProfile.Figure.EAGER_FROM, 4096)
+                .build().write(file, List.of("synthetic: copy sends 30 us dearer than their figures from 4 KiB on"));
+        ProtoTable charged = table(ProtocolSettings.from(config(Map.of("PERF_PROFILE", file.toString(),
+                "EAGER_MAX", "1g")), ProtocolRegistry.DEFAULT));
+        String both = staticTable.format("static") + charged.format("eager charged");
+        for (String eager : List.of("egr/short", "egr/single/bcopy", "egr/multi/bcopy")) {
+            assertEquals(cost(staticTable, eager, 4095), cost(charged, eager, 4095), 1e-12, eager + " below 4 KiB");
+            assertEquals(30e-6, cost(charged, eager, 4096) - cost(staticTable, eager, 4096), 1e-12, eager + " at 4 KiB");
+        }
+        assertEquals(30e-6, cost(charged, "egr/multi/bcopy", 1 << 20) - cost(staticTable, "egr/multi/bcopy", 1 << 20),
+                1e-12, "once per message, not per fragment");
+        assertEquals(cost(staticTable, "tag/rndv", 1 << 20), cost(charged, "tag/rndv", 1 << 20), 1e-12,
+                "the rendezvous as priced");
+        assertTrue(rendezvous(charged).start() < rendezvous(staticTable).start(), both);
+    }
+
+    /**
      * Where the measured line is below 0 (the rendezvous was the cheaper against eager than the model prices: tcp's
      * eager fragments), its depth is charged to the multi-fragment eager protocols instead, so the rendezvous takes
      * over sooner; the rendezvous and the one-fragment protocols keep their prices.

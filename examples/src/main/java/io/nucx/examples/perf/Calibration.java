@@ -136,14 +136,19 @@ public final class Calibration {
                     RMA_SIZES, times, reg[0], reg[1]));
         }
         ProfileFit.Result fit = ProfileFit.fit(options.out().toString(), copyBandwidth, am, rma);
-        // The rendezvous surcharge is what the measurements show beyond what this model prices: ask the model, as the
-        // workers build it from the profile, what it prices the two protocols at, then fit again with it.
-        fit.profile().write(options.out(), List.of("without the rendezvous surcharge (being fitted)"));
+        // The eager cost and the rendezvous surcharge are what the measurements show beyond what this model prices: ask
+        // the model, as the workers build it from the profile, what it prices the protocols at, then fit again.
+        fit.profile().write(options.out(), List.of("without the eager cost and the rendezvous surcharge (being "
+                + "fitted)"));
         String file = options.out().toAbsolutePath().toString();
         List<ProfileFit.RndvRuns> rndv = new ArrayList<>();
+        List<ProfileFit.EagerRuns> eager = new ArrayList<>();
         for (String tls : options.amSets()) {
             ProtoTable model = runner.run(Map.of("TLS", tls, "PERF_PROFILE", file),
                     params(PerfTestType.TAG_LAT, 8, 20, 50)).table();
+            Step single = step(steps, tls, "size2");
+            eager.add(new ProfileFit.EagerRuns(amLane(tables.get(tls)), step(steps, tls, "size1").size, single.size,
+                    median(steps, tls, "size2"), costAt(model, single.protocol, single.size)));
             double[] rndvTimes = new double[RNDV_SIZES.length];
             double[] eagerTimes = new double[RNDV_SIZES.length];
             double[] rndvModel = new double[RNDV_SIZES.length];
@@ -157,7 +162,7 @@ public final class Calibration {
             rndv.add(new ProfileFit.RndvRuns(amLane(tables.get(tls)), RNDV_SIZES, rndvTimes, eagerTimes, rndvModel,
                     eagerModel));
         }
-        fit = ProfileFit.fit(options.out().toString(), copyBandwidth, am, rma, rndv);
+        fit = ProfileFit.fit(options.out().toString(), copyBandwidth, am, rma, rndv, eager);
         List<String> comments = new ArrayList<>();
         comments.add("written by: " + options.command());
         comments.add("at " + Instant.now().truncatedTo(ChronoUnit.SECONDS) + " on " + hostName() + ", "

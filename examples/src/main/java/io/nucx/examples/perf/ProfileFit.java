@@ -27,6 +27,8 @@ import java.util.Locale;
  *       directly;</li>
  *   <li>its <b>bulk rate</b> (a read that outgrew the caches): the same from two larger sizes, from where their line
  *       meets the first; none where those reads are no slower per byte.</li>
+ *   <li>an AM lane's <b>eager surcharge</b>: what its larger one-fragment copy send took beyond the model's price
+ *       (fitted at 8 B and from a slope), charged to eager from the smaller send's size on;</li>
  *   <li>an AM lane's <b>rendezvous surcharge</b>: forced {@code tag/rndv} against forced {@code egr/multi/bcopy} at
  *       two sizes ({@link Calibration#RNDV_SIZES}); what the rendezvous took beyond eager less what the model
  *       (fitted without it) says it takes beyond: a line through the two, charged to the rendezvous where above 0
@@ -100,15 +102,42 @@ public final class ProfileFit {
     }
 
     /**
+     * An AM lane's one-fragment copy sends against the model: {@code egr/single/bcopy} at {@code size} (as
+     * {@link AmRuns}'s {@code size2}), its one-way {@code time}, and what the model (fitted without an eager surcharge)
+     * prices it at, {@code model}; {@code from} is the smaller of {@link AmRuns}'s two sizes. The lane's figures come
+     * from an 8-byte message and from the slope between the two sends, so the model is off from the sends by the same
+     * time at both ({@link io.nucx.protocol.EagerSurcharge}).
+     */
+    public record EagerRuns(String lane, long from, long size, double time, double model) {
+    }
+
+    /**
+     * What {@code e}'s send took beyond its price, charged to every eager protocol of the lane from {@code e.from()}
+     * on ({@code eager.cost}, {@code eager.from}); clamped to 0 (a model that overprices eager leaves it as priced).
+     * Returns the charge.
+     */
+    static double fitEager(EagerRuns e, PerfProfile.Builder b, List<String> notes) {
+        double cost = e.time() - e.model();
+        if (cost < 0) {
+            notes.add(String.format(Locale.ROOT, "%s: a %d B copy send took %.3f us, less than priced (%.3f us): "
+                    + "eager cost set to 0", e.lane(), e.size(), e.time() * 1e6, e.model() * 1e6));
+            cost = 0;
+        }
+        b.figure(e.lane(), PerfProfile.Figure.EAGER_COST, cost).figure(e.lane(), PerfProfile.Figure.EAGER_FROM, e.from());
+        return cost;
+    }
+
+    /**
      * The line that makes the model's rendezvous exceed its eager by what was measured at {@code r}'s two sizes, as
      * the tables compare them: at each, {@code measured difference - modelled difference}; the line through both.
      * Where it is above 0 the tables charge it to the rendezvous, where below 0 its depth to eager's fragments
-     * ({@link io.nucx.protocol.RndvSurcharge}): the model only ever adds what it missed.
+     * ({@link io.nucx.protocol.RndvSurcharge}): the model only ever adds what it missed. {@code eagerCost} is what the
+     * tables add to eager besides the model {@code r} was priced by.
      */
-    static void fitRndv(RndvRuns r, PerfProfile.Builder b) {
+    static void fitRndv(RndvRuns r, double eagerCost, PerfProfile.Builder b) {
         double[] extra = new double[2];
         for (int i = 0; i < 2; i++) {
-            extra[i] = (r.rndv()[i] - r.eager()[i]) - (r.rndvModel()[i] - r.eagerModel()[i]);
+            extra[i] = (r.rndv()[i] - r.eager()[i]) - (r.rndvModel()[i] - (r.eagerModel()[i] + eagerCost));
         }
         double growth = (extra[1] - extra[0]) / (r.sizes()[1] - r.sizes()[0]);
         b.figure(r.lane(), PerfProfile.Figure.RNDV_COST, extra[0] - growth * r.sizes()[0])
@@ -124,15 +153,15 @@ public final class ProfileFit {
 
     /** Fits every lane; {@code copyBandwidth} is the measured memcpy bandwidth, bytes/s. */
     public static Result fit(String source, double copyBandwidth, List<AmRuns> am, List<RmaRuns> rma) {
-        return fit(source, copyBandwidth, am, rma, List.of());
+        return fit(source, copyBandwidth, am, rma, List.of(), List.of());
     }
 
     /**
-     * Fits every lane, and the rendezvous surcharge of each AM lane in {@code rndv} (whose model costs come from a
-     * profile fitted without them, the first three lists the same).
+     * Fits every lane, the eager cost of each AM lane in {@code eager} and the rendezvous surcharge of each in
+     * {@code rndv} (whose model costs come from a profile fitted without either, the first three lists the same).
      */
     public static Result fit(String source, double copyBandwidth, List<AmRuns> am, List<RmaRuns> rma,
-                             List<RndvRuns> rndv) {
+                             List<RndvRuns> rndv, List<EagerRuns> eager) {
         PerfProfile.Builder b = PerfProfile.builder(source).copyBandwidth(copyBandwidth);
         List<String> notes = new java.util.ArrayList<>();
         double copy = 1 / copyBandwidth;
@@ -207,8 +236,12 @@ public final class ProfileFit {
                 fitBulk(r, slope, intercept, perCall, b, notes);
             }
         }
+        java.util.Map<String, Double> eagerCosts = new java.util.HashMap<>();
+        for (EagerRuns e : eager) {
+            eagerCosts.put(e.lane(), fitEager(e, b, notes));
+        }
         for (RndvRuns r : rndv) {
-            fitRndv(r, b);
+            fitRndv(r, eagerCosts.getOrDefault(r.lane(), 0.0), b);
         }
         return new Result(b.build(), List.copyOf(notes));
     }

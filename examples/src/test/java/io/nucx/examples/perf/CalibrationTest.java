@@ -19,10 +19,11 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
  * A short calibration end to end over tcp (server on a thread of this JVM, real lanes, blocking loops): every step ran,
- * the profile reads back with the lane's figures, and the rendezvous surcharge was fitted in the second pass, from the
- * forced rendezvous and eager runs at both sizes: as figures, or as the note that says why there are none; with the
- * same bytes in every message and with fresh ones ({@code --fresh-data}), as the profile's comments say. Nothing about
- * the times is asserted. About 100 s each here (fresh data, the 4 MiB runs writing their buffers: 190).
+ * the profile reads back with the lane's figures, the eager surcharge and the rendezvous surcharge were fitted in the
+ * second pass, the latter from the forced rendezvous and eager runs at both sizes: as figures, or as the note that says
+ * why there are none; with the same bytes in every message and with fresh ones ({@code --fresh-data}), as the
+ * profile's comments say. Nothing about the times is asserted. About 100 s each here (fresh data, the 4 MiB runs
+ * writing their buffers: 190).
  */
 @Timeout(600)
 class CalibrationTest {
@@ -65,6 +66,10 @@ class CalibrationTest {
         boolean surcharge = !Double.isNaN(back.figure("tcp/lo", PerfProfile.Figure.RNDV_COST));
         assertEquals(surcharge, !Double.isNaN(back.figure("tcp/lo", PerfProfile.Figure.RNDV_GROWTH)), text);
         assertTrue(surcharge || text.contains("# note: tcp/lo: the rendezvous took"), text);
+        // The eager surcharge too, in the same pass: what the larger copy send took beyond its price (0 with a note
+        // where it took less), charged from the smaller send's size on.
+        assertFalse(Double.isNaN(back.figure("tcp/lo", PerfProfile.Figure.EAGER_COST)), text);
+        assertTrue(back.figure("tcp/lo", PerfProfile.Figure.EAGER_FROM) >= 256, text);
         assertFalse(text.contains("being fitted"), "the second pass replaced the first's file\n" + text);
         assertTrue(text.contains(fresh ? "s sending fresh data;" : "s sending one unchanged buffer;"), text);
         assertTrue(printed.contains("calibrated tcp"), printed);

@@ -61,14 +61,16 @@ class ProfileFitTest {
     void measurementsTheModelPredictsFitBackToTheFiguresThatPredictedThem() {
         double copy = 6.5e9;
         PerfProfile withoutSurcharge = figures(copy).build();
+        long s1 = 4095;
+        long s2 = 65528;
         PerfProfile truth = figures(copy)
                 .figure("shm/memory", PerfProfile.Figure.RNDV_COST, 3.5e-6)
                 .figure("shm/memory", PerfProfile.Figure.RNDV_GROWTH, 6.2e-12)
+                .figure("shm/memory", PerfProfile.Figure.EAGER_COST, 1.1e-6)
+                .figure("shm/memory", PerfProfile.Figure.EAGER_FROM, s1)
                 .build();
         EndpointConfig shm = new EndpointConfig("shm/memory", SHM);
         EndpointConfig shmCma = new EndpointConfig("shm/memory", SHM, "cma/memory", CMA);
-        long s1 = 4095;
-        long s2 = 65528;
         ProfileFit.AmRuns am = new ProfileFit.AmRuns("shm/memory", 0.31e-6, model(truth, shm, "egr/short", 8),
                 s1, model(truth, shm, "egr/single/bcopy", s1), s2, model(truth, shm, "egr/single/bcopy", s2));
         long[] reads = {64 * 1024, 512 * 1024, 2 << 20, 16 << 20};
@@ -91,7 +93,13 @@ class ProfileFitTest {
         assertTrue(rndv[0][1] > rndv[1][1], "the surcharge makes eager the cheaper at " + large[1] + " B");
         ProfileFit.RndvRuns runs = new ProfileFit.RndvRuns("shm/memory", large, rndv[0], rndv[1], rndv[2], rndv[3]);
 
-        ProfileFit.Result fit = ProfileFit.fit("fit", copy, List.of(am), List.of(rma), List.of(runs));
+        // The larger copy send as the truth prices it (its eager surcharge in), against the model without one.
+        ProfileFit.EagerRuns eager = new ProfileFit.EagerRuns("shm/memory", s1, s2, am.time2(),
+                model(withoutSurcharge, shm, "egr/single/bcopy", s2));
+        assertTrue(am.ping() < model(truth, shm, "egr/single/bcopy", s1) - 1.1e-6, "an 8 B message pays no surcharge");
+
+        ProfileFit.Result fit = ProfileFit.fit("fit", copy, List.of(am), List.of(rma), List.of(runs),
+                List.of(eager));
 
         assertEquals(List.of(), fit.notes(), "nothing clamped");
         for (String lane : List.of("shm/memory", "cma/memory")) {
@@ -173,7 +181,7 @@ class ProfileFitTest {
         // the measured rendezvous 4 and 37 us under eager beyond what the model says
         double[] measured = {rndvModel[0] - 4e-6, rndvModel[1] - 37e-6};
         PerfProfile.Builder b = PerfProfile.builder("fit");
-        ProfileFit.fitRndv(new ProfileFit.RndvRuns("tcp/lo", sizes, measured, eager, rndvModel, eager), b);
+        ProfileFit.fitRndv(new ProfileFit.RndvRuns("tcp/lo", sizes, measured, eager, rndvModel, eager), 0, b);
         PerfProfile p = b.build();
         io.nucx.protocol.RndvSurcharge s = new io.nucx.protocol.RndvSurcharge(
                 p.figure("tcp/lo", PerfProfile.Figure.RNDV_COST), p.figure("tcp/lo", PerfProfile.Figure.RNDV_GROWTH));
@@ -196,7 +204,7 @@ class ProfileFitTest {
         double[] measured = {eager[0] + (rndvModel[0] - eager[0]) + 30e-6,
                 eager[1] + (rndvModel[1] - eager[1]) - 15e-6};
         PerfProfile.Builder b = PerfProfile.builder("fit");
-        ProfileFit.fitRndv(new ProfileFit.RndvRuns("tcp/lo", sizes, measured, eager, rndvModel, eager), b);
+        ProfileFit.fitRndv(new ProfileFit.RndvRuns("tcp/lo", sizes, measured, eager, rndvModel, eager), 0, b);
         io.nucx.protocol.RndvSurcharge s = new io.nucx.protocol.RndvSurcharge(
                 b.build().figure("tcp/lo", PerfProfile.Figure.RNDV_COST),
                 b.build().figure("tcp/lo", PerfProfile.Figure.RNDV_GROWTH));
@@ -205,6 +213,27 @@ class ProfileFitTest {
         assertEquals(0, s.at(sizes[1]));
         assertEquals(15e-6, s.eagerAt(sizes[1]), 1e-12);
         assertEquals(15e-6, s.at((2 * sizes[0] + sizes[1]) / 3), 1e-12, "a third of the way: two thirds of 30 - 15");
+    }
+
+    /**
+     * The eager surcharge is what the larger copy send took beyond its price, from the smaller send's size on; a send
+     * faster than priced leaves eager as priced, and the fit says so.
+     */
+    @Test
+    void anEagerSurchargeIsTheSendsTimeBeyondItsPriceAndNeverBelowZero() {
+        PerfProfile.Builder b = PerfProfile.builder("fit");
+        List<String> notes = new java.util.ArrayList<>();
+        assertEquals(0.9e-6, ProfileFit.fitEager(new ProfileFit.EagerRuns("shm/memory", 4095, 65528, 9.1e-6, 8.2e-6),
+                b, notes), 1e-12);
+        assertEquals(0, ProfileFit.fitEager(new ProfileFit.EagerRuns("tcp/lo", 8191, 131064, 30e-6, 31e-6), b,
+                notes));
+        PerfProfile p = b.build();
+        assertEquals(0.9e-6, p.figure("shm/memory", PerfProfile.Figure.EAGER_COST), 1e-12);
+        assertEquals(4095, p.figure("shm/memory", PerfProfile.Figure.EAGER_FROM));
+        assertEquals(0, p.figure("tcp/lo", PerfProfile.Figure.EAGER_COST));
+        assertEquals(1, notes.size(), notes.toString());
+        assertTrue(notes.get(0).startsWith("tcp/lo: a 131064 B copy send took 30.000 us, less than priced (31.000 "
+                + "us)"), notes.get(0));
     }
 
     @Test

@@ -1,5 +1,6 @@
 package io.nucx.protocol.select;
 
+import io.nucx.protocol.EagerSurcharge;
 import io.nucx.protocol.EndpointConfig;
 import io.nucx.protocol.RndvSurcharge;
 import io.nucx.transport.IfaceAttributes;
@@ -64,7 +65,10 @@ public final class PerfProfile {
                 + "size 0 (a line with rndv.growth: charged to the rendezvous where above 0, to eager's fragments "
                 + "where below)", Double.NEGATIVE_INFINITY, true),
         RNDV_GROWTH("rndv.growth", "s per byte of the message, of rndv.cost's line", Double.NEGATIVE_INFINITY,
-                true);
+                true),
+        EAGER_COST("eager.cost", "s: what this AM lane's copy sends took beyond what its figures price (fitted at 8 B), "
+                + "charged to every eager protocol from eager.from on", 0, true),
+        EAGER_FROM("eager.from", "bytes: from this size on, eager.cost is charged", 0, true);
 
         private final String key;
         private final String unit;
@@ -160,6 +164,7 @@ public final class PerfProfile {
             lanes.forEach((lane, f) -> {
                 together(lane, f, Figure.BULK_FROM, Figure.BULK_BANDWIDTH);
                 together(lane, f, Figure.RNDV_COST, Figure.RNDV_GROWTH);
+                together(lane, f, Figure.EAGER_COST, Figure.EAGER_FROM);
             });
             return new PerfProfile(source, copyBandwidth, lanes);
         }
@@ -247,10 +252,14 @@ public final class PerfProfile {
         }
         double rndvCost = figure(config.amLane(), Figure.RNDV_COST);
         double rndvGrowth = figure(config.amLane(), Figure.RNDV_GROWTH);
+        double eagerCost = figure(config.amLane(), Figure.EAGER_COST);
+        double eagerFrom = figure(config.amLane(), Figure.EAGER_FROM);
         return new EndpointConfig(config.amLane(), apply(config.amLane(), config.amLaneAttrs()), config.rmaLane(),
                 config.rmaLane() == null ? null : apply(config.rmaLane(), config.rmaLaneAttrs()),
                 apply(config.bwLanes()), apply(config.rmaBwLanes()), Double.isNaN(rndvCost) || Double.isNaN(rndvGrowth)
-                        ? config.rndvSurcharge() : new RndvSurcharge(rndvCost, rndvGrowth));
+                        ? config.rndvSurcharge() : new RndvSurcharge(rndvCost, rndvGrowth),
+                Double.isNaN(eagerCost) || Double.isNaN(eagerFrom) ? config.eagerSurcharge()
+                        : new EagerSurcharge((long) Math.min(eagerFrom, Long.MAX_VALUE - 1), eagerCost));
     }
 
     private List<EndpointConfig.BwLane> apply(List<EndpointConfig.BwLane> lanes) {

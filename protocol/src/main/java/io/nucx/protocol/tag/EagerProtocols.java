@@ -1,5 +1,6 @@
 package io.nucx.protocol.tag;
 
+import io.nucx.protocol.EagerSurcharge;
 import io.nucx.protocol.ProtocolFamily;
 import io.nucx.protocol.RndvSurcharge;
 import io.nucx.protocol.select.LinearFunc;
@@ -190,11 +191,18 @@ public final class EagerProtocols {
                 }
                 default -> throw new IllegalStateException(kind.toString());
             }
+            List<ProtoPerf.Segment> segs = perf.segments();
+            long end = segs.get(segs.size() - 1).end();
+            EagerSurcharge measured = params.endpoint().eagerSurcharge();
+            if (measured.seconds() > 0 && Math.max(min, measured.from()) <= end) {
+                // What calibration measured a copy send to cost beyond these figures: one message's, whatever its
+                // fragments.
+                perf.add(Math.max(min, measured.from()), end, PerfFactor.LATENCY,
+                        LinearFunc.constant(measured.seconds()));
+            }
             if (kind.sync() || kind.zcopy()) {
                 // The acknowledgement (of the match, or of the arrival): the receiver sends it, we receive it, and it
                 // crosses the wire once more before the send completes.
-                List<ProtoPerf.Segment> segs = perf.segments();
-                long end = segs.get(segs.size() - 1).end();
                 perf.add(min, end, PerfFactor.REMOTE_CPU, LinearFunc.constant(ovh));
                 perf.add(min, end, PerfFactor.LOCAL_CPU, LinearFunc.constant(ovh));
                 perf.add(min, end, PerfFactor.LATENCY, LinearFunc.constant(lane.latencySeconds()));

@@ -40,6 +40,8 @@ class PerfProfileTest {
                 .figure("cma/memory", PerfProfile.Figure.BULK_BANDWIDTH, 9.25e9)
                 .figure("tcp/lo", PerfProfile.Figure.RNDV_COST, -2.5e-6)
                 .figure("tcp/lo", PerfProfile.Figure.RNDV_GROWTH, 1.125e-11)
+                .figure("tcp/lo", PerfProfile.Figure.EAGER_COST, 0.75e-6)
+                .figure("tcp/lo", PerfProfile.Figure.EAGER_FROM, 8191)
                 .build();
     }
 
@@ -121,6 +123,9 @@ class PerfProfileTest {
         assertEquals(new RndvSurcharge(-2.5e-6, 1.125e-11), applied.rndvSurcharge(), "the AM lane's surcharge");
         assertEquals(0, applied.rndvSurcharge().at(200_000), "below 0 up to where its line crosses it");
         assertEquals(-2.5e-6 + 1.125e-11 * (4 << 20), applied.rndvSurcharge().at(4 << 20), 1e-15);
+        assertEquals(new io.nucx.protocol.EagerSurcharge(8191, 0.75e-6), applied.eagerSurcharge(),
+                "the AM lane's eager surcharge");
+        assertSame(io.nucx.protocol.EagerSurcharge.NONE, c.eagerSurcharge());
         assertSame(RndvSurcharge.NONE, c.rndvSurcharge());
         assertSame(RndvSurcharge.NONE, sample().apply(new EndpointConfig("shm/memory", TCP)).rndvSurcharge(),
                 "none for a lane the profile has no surcharge for");
@@ -150,6 +155,8 @@ class PerfProfileTest {
             "format = nucx-perf-profile 1\\ncma.bulk.bandwidth = 0| line 2: cma.bulk.bandwidth must be a finite number > 0",
             "format = nucx-perf-profile 1\\ncma.bulk.from = 1e6| cma.bulk.from and cma.bulk.bandwidth go together: give both",
             "format = nucx-perf-profile 1\\nshm.rndv.growth = 1e-12| shm.rndv.cost and shm.rndv.growth go together: give both",
+            "format = nucx-perf-profile 1\\nshm.eager.cost = 1e-6| shm.eager.cost and shm.eager.from go together: give both",
+            "format = nucx-perf-profile 1\\nshm.eager.cost = -1e-6\\nshm.eager.from = 4095| line 2: shm.eager.cost must be a finite number >= 0",
             "format = nucx-perf-profile 1\\nshm.rndv.cost = Infinity| line 2: shm.rndv.cost must be a finite number, got"})
     void aMalformedProfileIsRefusedNamingTheFileTheLineAndWhatIsWrong(String text, String message) {
         IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
