@@ -15,7 +15,7 @@ and the ratio of each couple is what is reported: its median and quartiles, over
 faster and the slower half of the reference's rows: the machine's modes).
 With three pairs or more, the others are also compared with the first of them (a build or protocol against another).
 
-Usage: bench/interleave.py [--slice S] [--warmup S] [--measure S] TEST SIZE PAIR...
+Usage: bench/interleave.py [--slice S] [--warmup S] [--measure S] [--rows CSV] TEST SIZE PAIR...
   PAIR: a checkout built with bin/build (nucx) or the word ucx (ucx_perftest), then any settings for both of its
   processes, each after a + (a + not followed by NAME= stays in the value, as in -XX:+Flag): e.g.
   .+NUCX_PROTOS=egr/multi/bcopy (the engine's choice against one protocol forced) or ucx+UCX_RNDV_THRESH=1k.
@@ -42,6 +42,8 @@ def parse():
     p.add_argument("--slice", type=float, help="seconds each pair runs per turn (default 0.25 for *_lat, 2.5 else)")
     p.add_argument("--warmup", type=float, default=20.0, help="seconds of turns whose rows are left out (20)")
     p.add_argument("--measure", type=float, default=60.0, help="seconds of turns measured after that (60)")
+    p.add_argument("--rows", help="also write every measured row to this CSV (pair, seconds from the start, value):"
+                   " when the modes came and went")
     p.add_argument("test")
     p.add_argument("size", type=int)
     p.add_argument("pairs", nargs="+")
@@ -198,6 +200,9 @@ def main():
         if len(kept) < 3:
             sys.exit(f"{p.name}: only {len(kept)} rows measured; longer --measure or --slice")
         series[p.name] = kept
+        if a.rows:
+            with open(a.rows, "a") as f:
+                f.writelines(f"{p.name},{t - start:.3f},{v:.6g}\n" for t, v in kept)
         q = quartiles([v for _, v in kept])
         print(f"{p.name:>14}: {len(kept):4d} rows, median {q[1]:.4g} {unit} (quartiles {q[0]:.4g}, {q[2]:.4g})")
 

@@ -24,6 +24,10 @@ public final class KeyBundle {
     /** One transport key and the owner's address entry (device) it was registered on. */
     public record Key(int ownerEntry, byte[] key) {
         public Key {
+            check(ownerEntry, key);
+        }
+
+        private static void check(int ownerEntry, byte[] key) {
             if (ownerEntry < 0 || ownerEntry > 255 || key.length == 0 || key.length > 255) {
                 throw new IllegalArgumentException("a bundled key needs an entry 0..255 and 1..255 bytes (entry "
                         + ownerEntry + ", " + key.length + " bytes)");
@@ -55,6 +59,17 @@ public final class KeyBundle {
         return out;
     }
 
+    /** Packs one key: {@code pack(List.of(new Key(ownerEntry, key)))} without the list (a rendezvous send's usual). */
+    public static byte[] pack(int ownerEntry, byte[] key) {
+        Key.check(ownerEntry, key);
+        byte[] out = new byte[3 + key.length];
+        out[0] = 1;
+        out[1] = (byte) ownerEntry;
+        out[2] = (byte) key.length;
+        System.arraycopy(key, 0, out, 3, key.length);
+        return out;
+    }
+
     /**
      * The keys in {@code packed}'s readable bytes (its indexes are left alone).
      *
@@ -62,42 +77,73 @@ public final class KeyBundle {
      *                                  bytes after the last key, one device named twice
      */
     public static List<Key> unpack(ByteBuf packed) {
+        scan(packed, -1);
         int at = packed.readerIndex();
+        int count = packed.getUnsignedByte(at++);
+        List<Key> keys = new ArrayList<>(count);
+        for (int i = 0; i < count; i++) {
+            int length = packed.getUnsignedByte(at + 1);
+            byte[] key = new byte[length];
+            packed.getBytes(at + 2, key);
+            keys.add(new Key(packed.getUnsignedByte(at), key));
+            at += 2 + length;
+        }
+        return keys;
+    }
+
+    /**
+     * The key registered on the owner's entry {@code ownerEntry} in {@code packed}'s readable bytes, as a slice of
+     * them (no copy, no list: what a rendezvous receiver needs of each message's bundle), or null when it has none.
+     * The whole bundle is checked, as {@link #unpack} checks it.
+     *
+     * @throws IllegalArgumentException as {@link #unpack}
+     */
+    public static ByteBuf keyIn(ByteBuf packed, int ownerEntry) {
+        long where = scan(packed, ownerEntry);
+        return where < 0 ? null : packed.slice((int) (where >>> 8), (int) (where & 0xff));
+    }
+
+    /**
+     * Checks the bundle in {@code packed}'s readable bytes without allocating; returns where the key of {@code wanted}
+     * lies ({@code index << 8 | length}), or -1 when no key has that entry.
+     */
+    private static long scan(ByteBuf packed, int wanted) {
+        int first = packed.readerIndex();
         int end = packed.writerIndex();
-        if (at >= end) {
+        if (first >= end) {
             throw new IllegalArgumentException("empty key bundle");
         }
-        int count = packed.getUnsignedByte(at++);
+        int count = packed.getUnsignedByte(first);
         if (count == 0 || count > MAX_KEYS) {
             throw new IllegalArgumentException("key bundle of " + count + " keys (1 to " + MAX_KEYS + ")");
         }
-        List<Key> keys = new ArrayList<>(count);
+        long found = -1;
+        int at = first + 1;
         for (int i = 0; i < count; i++) {
             if (end - at < 2) {
                 throw new IllegalArgumentException("key bundle ends inside key " + i + " of " + count);
             }
             int entry = packed.getUnsignedByte(at);
             int length = packed.getUnsignedByte(at + 1);
-            at += 2;
-            if (length == 0 || length > end - at) {
+            if (length == 0 || length > end - at - 2) {
                 throw new IllegalArgumentException("key " + i + " of the bundle claims " + length + " bytes, "
-                        + (end - at) + " are left");
+                        + (end - at - 2) + " are left");
             }
-            for (Key k : keys) {
-                if (k.ownerEntry() == entry) {
+            for (int before = first + 1; before < at; before += 2 + packed.getUnsignedByte(before + 1)) {
+                if (packed.getUnsignedByte(before) == entry) {
                     throw new IllegalArgumentException("key bundle names device entry " + entry + " twice");
                 }
             }
-            byte[] key = new byte[length];
-            packed.getBytes(at, key);
-            at += length;
-            keys.add(new Key(entry, key));
+            if (entry == wanted) {
+                found = (long) (at + 2) << 8 | length;
+            }
+            at += 2 + length;
         }
         if (at != end) {
             throw new IllegalArgumentException("key bundle has " + (end - at) + " bytes after its " + count
                     + " keys");
         }
-        return keys;
+        return found;
     }
 
     /** The key registered on the owner's entry {@code ownerEntry}, or null. */

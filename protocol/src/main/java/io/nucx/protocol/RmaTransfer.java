@@ -40,7 +40,7 @@ public abstract class RmaTransfer {
     private final ByteBuf local;
     private final EventExecutor executor;
     private final ProtocolCounters counters;
-    private final List<Part> parts = new ArrayList<>();
+    private final List<Part> parts = new ArrayList<>(1);
     /** Bytes {@code [start, start + total)} of {@code local}. */
     protected final long total;
     private int partsLeft;
@@ -64,12 +64,20 @@ public abstract class RmaTransfer {
         this.total = total;
         this.executor = executor;
         this.counters = counters;
-        long[] sizes = split(total, rails.stream().map(RailKey::rail).toList());
-        long at = 0;
-        for (int i = 0; i < sizes.length; i++) {
-            if (sizes[i] > 0 || (total == 0 && i == 0)) {
-                parts.add(new Part(rails.get(i), start + (int) at, remoteOffset + at, sizes[i], alloc));
-                at += sizes[i];
+        if (rails.size() == 1) { // the usual case: one part, nothing to split
+            parts.add(new Part(rails.get(0), start, remoteOffset, total, alloc));
+        } else {
+            List<RmaRail> each = new ArrayList<>(rails.size());
+            for (RailKey rk : rails) {
+                each.add(rk.rail());
+            }
+            long[] sizes = split(total, each);
+            long at = 0;
+            for (int i = 0; i < sizes.length; i++) {
+                if (sizes[i] > 0 || (total == 0 && i == 0)) {
+                    parts.add(new Part(rails.get(i), start + (int) at, remoteOffset + at, sizes[i], alloc));
+                    at += sizes[i];
+                }
             }
         }
         partsLeft = parts.size();
@@ -107,11 +115,8 @@ public abstract class RmaTransfer {
 
     /** Starts every part. */
     public final void start() {
-        for (Part p : List.copyOf(parts)) {
-            if (over) {
-                return;
-            }
-            p.next();
+        for (int i = 0; i < parts.size() && !over; i++) { // the list is fixed; a part may end the transfer at once
+            parts.get(i).next();
         }
     }
 
@@ -162,8 +167,9 @@ public abstract class RmaTransfer {
         final long remoteOffset;
         final long length;
         final MemorySegment direct;
-        final GenericFutureListener<Future<Void>> onDone = this::onDone;
-        final Runnable nextChunk = this::next;
+        /** Made when first needed: most operations are done at once ({@code performNow}), in one chunk. */
+        GenericFutureListener<Future<Void>> onDone;
+        Runnable nextChunk;
         ByteBuf bounce;
         MemorySegment bounceSegment;
         RmaOp op;
@@ -175,10 +181,8 @@ public abstract class RmaTransfer {
             this.localStart = localStart;
             this.remoteOffset = remoteOffset;
             this.length = length;
-            if (local.isDirect() && local.nioBufferCount() == 1) {
-                direct = MemorySegment.ofBuffer(local.nioBuffer(localStart, (int) length));
-            } else {
-                direct = null;
+            direct = Buffers.nativeRun(local, localStart, (int) length);
+            if (direct == null) {
                 int n = (int) Math.min(BOUNCE_CHUNK, length);
                 bounce = alloc.directBuffer(Math.max(n, 1), Math.max(n, 1));
                 bounceSegment = MemorySegment.ofBuffer(bounce.nioBuffer(0, n));
@@ -211,6 +215,9 @@ public abstract class RmaTransfer {
             if (performed) {
                 ended(null);
             } else {
+                if (onDone == null) {
+                    onDone = this::onDone;
+                }
                 lane.channel().writeAndFlush(op).addListener(onDone);
             }
         }
@@ -236,6 +243,9 @@ public abstract class RmaTransfer {
                 }
                 done += n;
                 if (done < length) {
+                    if (nextChunk == null) {
+                        nextChunk = this::next;
+                    }
                     executor.execute(nextChunk); // one chunk per loop turn, and no recursion through listeners
                     return;
                 }

@@ -153,6 +153,26 @@ public final class Buffers {
     }
 
     /**
+     * Bytes {@code [index, index + length)} of {@code buf} as one run of native memory, for a system call or a device
+     * to read or write, or null when they are not one (heap memory, which the GC moves; a composite of several runs).
+     * From the buffer's memory address when it has one (one segment object; its NIO view would make a duplicate
+     * buffer per call); the segment is valid while the buffer is held. Checks the range and that the buffer is live.
+     */
+    public static MemorySegment nativeRun(ByteBuf buf, int index, int length) {
+        if (!buf.isDirect()) {
+            return null;
+        }
+        if (buf.hasMemoryAddress()) {
+            if (buf.refCnt() == 0) {
+                throw new io.netty.util.IllegalReferenceCountException(0);
+            }
+            Objects.checkFromIndexSize(index, length, buf.capacity());
+            return ALL_MEMORY.asSlice(buf.memoryAddress() + index, length);
+        }
+        return buf.nioBufferCount() == 1 ? MemorySegment.ofBuffer(buf.nioBuffer(index, length)) : null;
+    }
+
+    /**
      * Copies {@code src}'s readable bytes into {@code dst} at {@code at} (the buffer's indices left alone), without
      * allocating when the buffer is on the heap or has a memory address (Netty 4.2's direct buffers have one on JDK 25
      * even without {@code sun.misc.Unsafe}: it allocates them through FFM), large ones by {@link #copyMemory}. Only a

@@ -17,6 +17,7 @@ import java.util.SplittableRandom;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -211,6 +212,33 @@ class BuffersTest {
         } finally {
             src.release();
             dst.release();
+        }
+    }
+
+    @Test
+    void aNativeRunIsTheBuffersOwnMemoryAndOnlyADirectBufferInOnePieceHasOne() {
+        ByteBuf direct = POOLED.directBuffer(4096, 4096).writeZero(4096);
+        ByteBuf heap = Unpooled.buffer(64).writeZero(64);
+        ByteBuf scattered = Unpooled.compositeBuffer().addComponents(true, POOLED.directBuffer(16).writeZero(16),
+                POOLED.directBuffer(16).writeZero(16));
+        try {
+            MemorySegment run = Buffers.nativeRun(direct, 100, 200);
+            assertEquals(200, run.byteSize());
+            run.set(ValueLayout.JAVA_BYTE, 0, (byte) 7); // writes land in the buffer: its memory, not a copy
+            run.set(ValueLayout.JAVA_BYTE, 199, (byte) 9);
+            assertEquals(7, direct.getByte(100));
+            assertEquals(9, direct.getByte(299));
+            assertEquals(0, Buffers.nativeRun(direct, 4096, 0).byteSize());
+            assertThrows(IndexOutOfBoundsException.class, () -> Buffers.nativeRun(direct, 4000, 97));
+            assertNull(Buffers.nativeRun(heap, 0, 64), "heap memory moves: no run");
+            assertNull(Buffers.nativeRun(scattered, 0, 32), "two pieces: no one run");
+            ByteBuf released = POOLED.directBuffer(64, 64);
+            released.release();
+            assertThrows(IllegalReferenceCountException.class, () -> Buffers.nativeRun(released, 0, 8));
+        } finally {
+            direct.release();
+            heap.release();
+            scattered.release();
         }
     }
 }

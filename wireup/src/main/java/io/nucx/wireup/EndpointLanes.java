@@ -54,6 +54,13 @@ final class EndpointLanes {
     /** Wireup's leftovers that carry no data (a lane dropped after a simultaneous connect, a p2p auxiliary lane). */
     private final List<Channel> auxiliary = new ArrayList<>(2);
     private Channel ownLane;
+    /**
+     * {@link #rmaRails} by capability (ordinal): kept while each of its lanes is active and every selected lane was in
+     * it, as every rendezvous message asks on both sides and the answer changes only when a lane connects or goes.
+     */
+    private final List<?>[] railsBy = new List<?>[Capability.values().length];
+    /** {@link #memoryDomains} by capability (ordinal): fixed by the selection, made on first use. */
+    private final List<?>[] domainsBy = new List<?>[Capability.values().length];
 
     EndpointLanes(EndpointChannel endpoint, LaneSelector.Lanes selection, boolean failover) {
         this.endpoint = endpoint;
@@ -451,21 +458,45 @@ final class EndpointLanes {
      * The RMA lanes (rails) lane selection chose, the kernel permits and both sides' entries give {@code capability},
      * whose channel is active: p2p ones once wireup connected them, the others connected on first use. Best first.
      */
+    @SuppressWarnings("unchecked")
     List<RmaRail> rmaRails(Capability capability) {
+        List<RmaRail> kept = (List<RmaRail>) railsBy[capability.ordinal()];
+        if (kept != null && allActive(kept)) {
+            return kept;
+        }
         List<RmaRail> out = new ArrayList<>(selection.rmaLanes().size());
+        boolean every = true;
         for (LaneSelector.RmaLane sel : selection.rmaLanes()) {
             if (sel.local().has(capability) && sel.remote().has(capability)) {
                 RmaLane lane = rmaChannel(sel);
                 if (lane != null) {
                     out.add(new RmaRail(lane, sel.localIndex(), sel.remoteIndex(), sel.bandwidth(), sel.name()));
+                } else {
+                    every = false; // not connected yet, or gone: asked again next time
                 }
             }
         }
-        return out;
+        List<RmaRail> rails = List.copyOf(out);
+        railsBy[capability.ordinal()] = every ? rails : null;
+        return rails;
+    }
+
+    private static boolean allActive(List<RmaRail> rails) {
+        for (int i = 0; i < rails.size(); i++) {
+            if (!rails.get(i).lane().channel().isActive()) {
+                return false;
+            }
+        }
+        return true;
     }
 
     /** The local devices of the selected RMA lanes with {@code capability} on both sides, as memory domains. */
+    @SuppressWarnings("unchecked")
     List<io.nucx.protocol.MemoryDomain> memoryDomains(Capability capability) {
+        List<io.nucx.protocol.MemoryDomain> kept = (List<io.nucx.protocol.MemoryDomain>) domainsBy[capability.ordinal()];
+        if (kept != null) {
+            return kept;
+        }
         List<io.nucx.protocol.MemoryDomain> out = new ArrayList<>(selection.rmaLanes().size());
         for (LaneSelector.RmaLane sel : selection.rmaLanes()) {
             if (sel.local().has(capability) && sel.remote().has(capability)
@@ -473,7 +504,9 @@ final class EndpointLanes {
                 out.add(new io.nucx.protocol.MemoryDomain(sel.localIndex(), domain, sel.name()));
             }
         }
-        return out;
+        kept = List.copyOf(out);
+        domainsBy[capability.ordinal()] = kept;
+        return kept;
     }
 
     /** The AMO lane (device atomics), connected; null when the selection has none or it is not connected. */

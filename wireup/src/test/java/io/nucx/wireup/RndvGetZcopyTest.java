@@ -10,8 +10,10 @@ import io.nucx.protocol.tag.RndvHeaders;
 import io.nucx.protocol.tag.RndvProtocols;
 import io.nucx.protocol.tag.TagMessage;
 import io.nucx.transport.AmFrame;
+import io.nucx.transport.Capability;
 import io.nucx.transport.cma.Cma;
 import io.nucx.transport.cma.CmaKey;
+import io.nucx.transport.rma.RmaLane;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
@@ -78,6 +80,26 @@ class RndvGetZcopyTest {
         assertEquals(0, b.counters().count(RndvProtocols.RECV_GET_FALLBACK_COUNTER));
         assertEquals(1, a.counters().count(RndvProtocols.TAG_RNDV.name()), "heap message by AM fragments");
         assertEquals(0, a.eventLoop().submit(() -> a.sumOverCodecs(RndvCodec.class, RndvCodec::sendsWaiting)).get(), "every send released on ATS");
+    }
+
+    @Test
+    void aCmaLaneThatClosedIsNoLongerARailAndTheNextMessageStillArrives() throws Exception {
+        DefaultWorker a = workers.start("a", "TLS", "tcp,cma");
+        DefaultWorker b = workers.start("b", "TLS", "tcp,cma");
+        TestWorkers.Pair pair = TestWorkers.connected(a, b);
+        Future<TagMessage> r1 = b.tagRecv(1, -1L);
+        pair.ab().tagSend(1, TestWorkers.directPattern(1, 1 << 20)).sync();
+        assertReceived(r1, 1, 1 << 20, 10);
+        EndpointChannel ba = TestWorkers.impl(pair.ba());
+        RmaLane lane = ba.eventLoop().submit(() -> ba.rmaRails(Capability.GET_ZCOPY).get(0).lane()).get();
+        assertTrue(lane.channel().close().await(10, TimeUnit.SECONDS));
+        // The endpoint keeps its rails from one message to the next: a rail whose lane closed must not be kept.
+        assertEquals(List.of(), ba.eventLoop().submit(() -> ba.rmaRails(Capability.GET_ZCOPY)).get());
+        Future<TagMessage> r2 = b.tagRecv(2, -1L);
+        pair.ab().tagSend(2, TestWorkers.directPattern(2, 1 << 20)).sync();
+        assertReceived(r2, 2, 1 << 20, 10);
+        assertEquals(1, b.counters().count(RndvProtocols.RECV_GET_COUNTER), "the first read by the receiver");
+        assertEquals(1, b.counters().count(RndvProtocols.RECV_GET_FALLBACK_COUNTER), "the second sent by the sender");
     }
 
     @Test

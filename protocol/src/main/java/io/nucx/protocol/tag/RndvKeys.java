@@ -1,12 +1,12 @@
 package io.nucx.protocol.tag;
 
 import io.netty.buffer.ByteBuf;
-import io.netty.buffer.Unpooled;
 import io.nucx.protocol.KeyBundle;
 import io.nucx.protocol.MemoryDomain;
 import io.nucx.protocol.ProtocolException;
 import io.nucx.protocol.RmaRail;
 import io.nucx.protocol.RmaTransfer;
+import io.nucx.transport.Buffers;
 import io.nucx.transport.rma.InvalidRemoteKeyException;
 import io.nucx.transport.rma.MemoryRegistration;
 import io.nucx.transport.rma.RemoteKey;
@@ -29,10 +29,7 @@ final class RndvKeys {
      * (heap memory, which the GC moves; a composite of several runs; nothing at all).
      */
     static MemorySegment nativeRun(ByteBuf buf, int index, int length) {
-        if (length == 0 || !buf.isDirect() || buf.nioBufferCount() != 1) {
-            return null;
-        }
-        return MemorySegment.ofBuffer(buf.nioBuffer(index, length));
+        return length == 0 ? null : Buffers.nativeRun(buf, index, length);
     }
 
     /**
@@ -40,6 +37,12 @@ final class RndvKeys {
      * adding each registration to {@code out}, and returns the bundle of their keys for the peer.
      */
     static byte[] offerOnDomains(List<MemoryDomain> domains, MemorySegment run, List<MemoryRegistration> out) {
+        if (domains.size() == 1) { // one device: its key alone, no list
+            MemoryDomain d = domains.get(0);
+            MemoryRegistration m = d.iface().registerMemory(run);
+            out.add(m);
+            return KeyBundle.pack(d.entry(), m.packedKey());
+        }
         List<KeyBundle.Key> keys = new ArrayList<>(domains.size());
         for (MemoryDomain d : domains) {
             if (KeyBundle.keyFor(keys, d.entry()) != null) {
@@ -73,42 +76,59 @@ final class RndvKeys {
      * The peer's keys for a {@code size}-byte message, each unpacked by the rail that reaches the device it was
      * registered on; rails the bundle has no key for are left out (the result may be empty: then RMA cannot be used).
      *
-     * @param what names the frame, for the error
+     * @param frame and {@code reqId} name the frame, for the error (the text is made only for one)
      * @throws ProtocolException when the bundle is malformed, a rail refuses its key (saying why), or a key does not
      *                           cover exactly {@code size}
      */
-    static List<RmaTransfer.RailKey> unpack(List<RmaRail> rails, ByteBuf packed, long size, String what) {
-        List<KeyBundle.Key> bundle;
-        try {
-            bundle = KeyBundle.unpack(packed);
-        } catch (IllegalArgumentException e) {
-            throw new ProtocolException(what + ": malformed remote key bundle: " + e.getMessage());
-        }
-        List<RmaTransfer.RailKey> out = new ArrayList<>(rails.size());
-        for (RmaRail rail : rails) {
-            byte[] k = KeyBundle.keyFor(bundle, rail.remoteEntry());
+    static List<RmaTransfer.RailKey> unpack(List<RmaRail> rails, ByteBuf packed, long size, String frame,
+                                            long reqId) {
+        List<RmaTransfer.RailKey> out = null;
+        for (int i = 0; i < rails.size(); i++) {
+            RmaRail rail = rails.get(i);
+            ByteBuf k;
+            try {
+                k = KeyBundle.keyIn(packed, rail.remoteEntry());
+            } catch (IllegalArgumentException e) {
+                throw new ProtocolException(frame + " " + reqId + ": malformed remote key bundle: " + e.getMessage());
+            }
             if (k == null) {
                 continue;
             }
             RemoteKey key;
             try {
-                key = rail.lane().unpackKey(Unpooled.wrappedBuffer(k));
+                key = rail.lane().unpackKey(k);
             } catch (InvalidRemoteKeyException e) {
-                throw new ProtocolException(what + ": remote key for " + rail.name() + " is invalid: "
-                        + e.getMessage());
+                throw new ProtocolException(frame + " " + reqId + ": remote key for " + rail.name()
+                        + " is invalid: " + e.getMessage());
             }
             if (key.length() != size) {
-                throw new ProtocolException(what + ": remote key covers " + key.length() + " bytes of a " + size
-                        + "-byte message");
+                throw new ProtocolException(frame + " " + reqId + ": remote key covers " + key.length()
+                        + " bytes of a " + size + "-byte message");
             }
-            out.add(new RmaTransfer.RailKey(rail, key));
+            RmaTransfer.RailKey rk = new RmaTransfer.RailKey(rail, key);
+            if (rails.size() == 1) {
+                return List.of(rk); // the usual: one rail, one key
+            }
+            if (out == null) {
+                out = new ArrayList<>(rails.size());
+            }
+            out.add(rk);
         }
-        return out;
+        return out == null ? List.of() : out;
     }
 
-    /** The rails of {@code keys} whose lane is still active. */
+    /** The rails of {@code keys} whose lane is still active: {@code keys} itself when all are. */
     static List<RmaTransfer.RailKey> live(List<RmaTransfer.RailKey> keys) {
-        List<RmaTransfer.RailKey> out = new ArrayList<>(keys.size());
+        int active = 0;
+        for (int i = 0; i < keys.size(); i++) {
+            if (keys.get(i).rail().lane().channel().isActive()) {
+                active++;
+            }
+        }
+        if (active == keys.size()) {
+            return keys;
+        }
+        List<RmaTransfer.RailKey> out = new ArrayList<>(active);
         for (RmaTransfer.RailKey k : keys) {
             if (k.rail().lane().channel().isActive()) {
                 out.add(k);

@@ -257,7 +257,7 @@ final class RndvReceiver {
         if (packedKey != null && scheme != RndvScheme.AM && scheme != RndvScheme.PUT_ZCOPY) {
             List<RmaRail> rails = endpoint.rmaRails(Capability.GET_ZCOPY);
             List<RmaTransfer.RailKey> keys = rails.isEmpty() ? List.of()
-                    : RndvKeys.unpack(rails, packedKey, size, "RNDV_RTS " + senderReqId);
+                    : RndvKeys.unpack(rails, packedKey, size, "RNDV_RTS", senderReqId);
             if (!keys.isEmpty()) {
                 key = keys;
             } else {

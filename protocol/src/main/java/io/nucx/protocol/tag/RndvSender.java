@@ -170,7 +170,8 @@ final class RndvSender {
         if (packedKey != null) {
             List<RmaRail> rails = endpoint.rmaRails(Capability.PUT_ZCOPY);
             List<RmaTransfer.RailKey> keys = rails.isEmpty() ? List.of()
-                    : RndvKeys.unpack(rails, packedKey, size, "RNDV_RTR for rendezvous send " + senderReqId);
+                    : RndvKeys.unpack(rails, packedKey, size, "RNDV_RTR for rendezvous send",
+                            senderReqId);
             if (!keys.isEmpty()) {
                 s.stage = Stage.PUT;
                 s.put = new Put(s, keys, receiverReqId);

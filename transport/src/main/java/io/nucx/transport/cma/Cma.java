@@ -102,17 +102,38 @@ public final class Cma implements AutoCloseable {
 
     /** Reads {@code dst.byteSize()} bytes at {@code key.address + offset} of the peer into {@code dst}. */
     public void get(CmaKey key, long offset, MemorySegment dst) throws CmaException {
-        transfer(CmaNative.READV, "process_vm_readv", key, offset, dst);
+        transfer(CmaNative.READV, "process_vm_readv", key, offset, dst, 0, dst.byteSize());
+    }
+
+    /** Reads {@code length} bytes at {@code key.address + offset} of the peer into {@code dst} at {@code at}. */
+    public void get(CmaKey key, long offset, MemorySegment dst, long at, long length) throws CmaException {
+        transfer(CmaNative.READV, "process_vm_readv", key, offset, dst, at, length);
     }
 
     /** Writes {@code src} to {@code key.address + offset} of the peer. */
     public void put(CmaKey key, long offset, MemorySegment src) throws CmaException {
-        transfer(CmaNative.WRITEV, "process_vm_writev", key, offset, src);
+        transfer(CmaNative.WRITEV, "process_vm_writev", key, offset, src, 0, src.byteSize());
     }
 
+    /** Writes {@code length} bytes of {@code src} from {@code at} to {@code key.address + offset} of the peer. */
+    public void put(CmaKey key, long offset, MemorySegment src, long at, long length) throws CmaException {
+        transfer(CmaNative.WRITEV, "process_vm_writev", key, offset, src, at, length);
+    }
+
+    /**
+     * Moves bytes {@code [at, at + n)} of {@code segment}, a native segment of ours, to or from the peer. The iovecs
+     * take plain addresses: no segment is made per call or per chunk.
+     */
     private void transfer(java.lang.invoke.MethodHandle call, String name, CmaKey key, long offset,
-                          MemorySegment mine) throws CmaException {
-        long n = mine.byteSize();
+                          MemorySegment segment, long at, long n) throws CmaException {
+        java.util.Objects.checkFromIndexSize(at, n, segment.byteSize());
+        if (!segment.isNative()) {
+            throw new IllegalArgumentException(name + ": a heap segment has no address for the kernel");
+        }
+        if (!segment.scope().isAlive()) { // its arena closed: its address may be anyone's memory now
+            throw new IllegalStateException(name + ": the local segment's arena is closed");
+        }
+        long mine = segment.address() + at;
         if (offset < 0 || offset + n > key.length()) {
             throw new CmaException(name + ": [" + offset + ", +" + n + ") lies outside the peer's " + key.length()
                     + "-byte region", 22);
@@ -124,11 +145,10 @@ public final class Cma implements AutoCloseable {
         long done = 0;
         while (done < n) {
             long len = Math.min(CHUNK, n - done);
-            local.set(java.lang.foreign.ValueLayout.ADDRESS, CmaNative.IOV_BASE, mine.asSlice(done, len));
+            local.set(java.lang.foreign.ValueLayout.JAVA_LONG, CmaNative.IOV_BASE, mine + done);
             local.set(java.lang.foreign.ValueLayout.JAVA_LONG, CmaNative.IOV_LEN, len);
             long remoteAddress = key.address() + offset + done;
-            remote.set(java.lang.foreign.ValueLayout.ADDRESS, CmaNative.IOV_BASE,
-                    MemorySegment.ofAddress(remoteAddress));
+            remote.set(java.lang.foreign.ValueLayout.JAVA_LONG, CmaNative.IOV_BASE, remoteAddress);
             remote.set(java.lang.foreign.ValueLayout.JAVA_LONG, CmaNative.IOV_LEN, len);
             long r;
             try {
@@ -138,8 +158,8 @@ public final class Cma implements AutoCloseable {
             }
             if (r < 0) {
                 int errno = CmaNative.errno(capture);
-                throw new CmaException(name + "(pid " + key.pid() + ", local 0x" + Long.toHexString(mine.address()
-                        + done) + "+" + len + ", remote 0x" + Long.toHexString(remoteAddress) + "+" + len + "): "
+                throw new CmaException(name + "(pid " + key.pid() + ", local 0x" + Long.toHexString(mine + done)
+                        + "+" + len + ", remote 0x" + Long.toHexString(remoteAddress) + "+" + len + "): "
                         + CmaNative.errnoName(errno), errno);
             }
             if (r == 0) {

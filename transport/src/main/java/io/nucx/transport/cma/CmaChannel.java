@@ -195,12 +195,11 @@ public final class CmaChannel extends AbstractLaneChannel implements RmaLane {
     /** Moves the next chunk of {@code op}; true when the whole operation is done. */
     private static boolean step(Cma cma, RmaOp op) throws CmaException {
         long n = Math.min(Cma.CHUNK, op.length() - op.done());
-        MemorySegment part = op.local().asSlice(op.done(), n);
         CmaKey key = (CmaKey) op.key();
         if (op.kind() == RmaOp.Kind.GET) {
-            cma.get(key, op.remoteOffset() + op.done(), part);
+            cma.get(key, op.remoteOffset() + op.done(), op.local(), op.done(), n);
         } else {
-            cma.put(key, op.remoteOffset() + op.done(), part);
+            cma.put(key, op.remoteOffset() + op.done(), op.local(), op.done(), n);
         }
         op.advance(n);
         return op.isDone();

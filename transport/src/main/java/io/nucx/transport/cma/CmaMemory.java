@@ -12,18 +12,16 @@ import io.nucx.transport.rma.MemoryRegistration;
 final class CmaMemory implements MemoryRegistration {
 
     private final CmaKey key;
-    private final byte[] packed;
     private final EventExecutor loop;
 
     CmaMemory(CmaKey key, EventExecutor loop) {
         this.key = key;
-        this.packed = key.pack();
         this.loop = loop;
     }
 
     @Override
     public byte[] packedKey() {
-        return packed.clone();
+        return key.pack(); // a new array each time, as the interface asks; usually asked once
     }
 
     @Override

@@ -91,6 +91,29 @@ class CmaTest {
     }
 
     @Test
+    void aRangeOfTheLocalSegmentMovesThoseBytesOnlyAndARangeOutsideItOrAClosedArenaIsRefused() throws Exception {
+        try (Cma cma = new Cma()) {
+            MemorySegment dst;
+            try (Arena arena = Arena.ofConfined()) {
+                dst = arena.allocate(3 * 4096);
+                dst.fill((byte) 0x5a);
+                cma.get(key, 4093, dst, 4096, 4096); // the middle page gets the peer's bytes 4093..8188
+                assertEquals(-1, firstMismatch(dst.asSlice(4096, 4096), 4093, 1), "first wrong byte");
+                for (long at : new long[] {0, 4095, 8192, 3 * 4096 - 1}) {
+                    assertEquals((byte) 0x5a, dst.get(java.lang.foreign.ValueLayout.JAVA_BYTE, at), "byte " + at);
+                }
+                assertThrows(IndexOutOfBoundsException.class, () -> cma.get(key, 0, dst, 8193, 4096));
+                assertThrows(IndexOutOfBoundsException.class, () -> cma.put(key, 0, dst, -1, 16));
+                assertThrows(IllegalArgumentException.class,
+                        () -> cma.get(key, 0, MemorySegment.ofArray(new byte[16]), 0, 16));
+            }
+            MemorySegment closed = dst;
+            IllegalStateException e = assertThrows(IllegalStateException.class, () -> cma.get(key, 0, closed, 0, 16));
+            assertTrue(e.getMessage().contains("arena is closed"), e.getMessage());
+        }
+    }
+
+    @Test
     void errorsNameTheCallThePeerAndErrno() throws Exception {
         try (Arena arena = Arena.ofConfined(); Cma cma = new Cma()) {
             MemorySegment dst = arena.allocate(64);
