@@ -24,6 +24,7 @@ Usage: bench/interleave.py [--slice S] [--warmup S] [--measure S] [--rows CSV] T
 Example: bench/interleave.py tag_lat 8 ucx . ../base
 """
 import argparse
+import csv
 import os
 import random
 import re
@@ -201,8 +202,8 @@ def main():
             sys.exit(f"{p.name}: only {len(kept)} rows measured; longer --measure or --slice")
         series[p.name] = kept
         if a.rows:
-            with open(a.rows, "a") as f:
-                f.writelines(f"{p.name},{t - start:.3f},{v:.6g}\n" for t, v in kept)
+            with open(a.rows, "a", newline="") as f:  # a pair's name may hold commas (NUCX_PROTOS=a,b): quoted
+                csv.writer(f).writerows((p.name, f"{t - start:.3f}", f"{v:.6g}") for t, v in kept)
         q = quartiles([v for _, v in kept])
         print(f"{p.name:>14}: {len(kept):4d} rows, median {q[1]:.4g} {unit} (quartiles {q[0]:.4g}, {q[2]:.4g})")
 

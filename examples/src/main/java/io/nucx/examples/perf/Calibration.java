@@ -69,9 +69,12 @@ public final class Calibration {
      * copies compete (from one fragment to 512 KiB), in cache: they give the read's overhead and bandwidth. Timed at
      * 64 KiB and 1 MiB, the 1 MiB read had already slowed (82.6 us against 21.0 at 512 KiB in the 14:24 sweep), and
      * the model priced 32-77 KiB reads at 1.4x their time. The last two are beyond the caches, where one core's read
-     * runs at 5-10 GB/s and the ring's two cores beat it (BENCHMARKS.md): they give its bulk rate.
+     * runs at 4-10 GB/s and the ring's two cores beat it (BENCHMARKS.md): they give its bulk rate. The last is 32 MiB:
+     * a 16 MiB read took 1.6 ms in one calibration's minute and 1.8-3.3 ms in others, and priced at the fast minute's
+     * figure it was chosen over the ring to 64 MiB, 1.38x the ring's time in turns at 16 MiB; a 32 MiB read took
+     * 6.9-8.0 ms in every sweep (the ring 5.2-6.3).
      */
-    static final long[] RMA_SIZES = {64 * 1024, 512 * 1024, 2 << 20, 16 << 20};
+    static final long[] RMA_SIZES = {64 * 1024, 512 * 1024, 2 << 20, 32 << 20};
 
     /**
      * The sizes an AM lane's rendezvous is timed against its eager fragments at: where the engine chooses between the
