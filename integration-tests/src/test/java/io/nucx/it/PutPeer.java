@@ -27,10 +27,10 @@ import static java.lang.foreign.ValueLayout.JAVA_LONG;
  * <ul>
  *   <li>{@code send SIZES STALL_MS}: reads the receiver's address from standard input, connects, sends a 1-byte
  *       message with tag {@link #HELLO_TAG} and waits for it to go, prints {@code CONNECTED}; waits for a line
- *       {@code GO}; then, if STALL_MS > 0, makes every turn of its event loop {@code STALL_MS} longer (a task that
- *       sleeps, standing for a sender busy with other work, so that a large PUT, one 512 KiB chunk per turn, lasts
- *       long enough for a test to stop or kill it midway); sends message i = 0.. of the comma-separated SIZES
- *       ({@link MessagePlan} content, tag i) from direct buffers, all at once; prints {@code SENT i OK} or
+ *       {@code GO}; then, if STALL_MS > 0, makes every turn of its event loop {@code STALL_MS} longer (a timer that
+ *       sleeps, taken once per turn, standing for a sender busy with other work, so that a large PUT, 2 MiB per turn
+ *       over cma, lasts long enough for a test to stop or kill it midway); sends message i = 0.. of the
+ *       comma-separated SIZES ({@link MessagePlan} content, tag i) from direct buffers, all at once; prints {@code SENT i OK} or
  *       {@code SENT i <exception class> <message>} for each as it ends, then {@code COUNTERS {...}} and
  *       {@code FAILURES [...]} (the worker's RMA failures), closes and exits 0 (3 on a leak).</li>
  *   <li>{@code recv SIZES nondumpable}: receives the {@link #HELLO_TAG} message, then makes this process

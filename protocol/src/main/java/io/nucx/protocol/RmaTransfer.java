@@ -14,9 +14,10 @@ import io.nucx.transport.rma.RmaOp;
 import java.lang.foreign.MemorySegment;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.concurrent.TimeUnit;
 
 /**
- * One transfer moved by RMA through an endpoint's RMA lanes (each moves one segment per event-loop turn, so other
+ * One transfer moved by RMA through an endpoint's RMA lanes (each moves a few segments per event-loop turn, so other
  * endpoints are served in between): a GET of the peer's memory into a local buffer, or a PUT of a local buffer into
  * the peer's memory. With several rails (UCX's RMA_BW multi-rail) the bytes are split into one contiguous part per
  * rail, in proportion to the rails' bandwidth ({@link #split}), and the parts move at once; the transfer is done when
@@ -246,7 +247,9 @@ public abstract class RmaTransfer {
                     if (nextChunk == null) {
                         nextChunk = this::next;
                     }
-                    executor.execute(nextChunk); // one chunk per loop turn, and no recursion through listeners
+                    // One chunk per loop turn, and no recursion through listeners: a scheduled task waits for the
+                    // turn's I/O, where one queued with execute would run again before it.
+                    executor.schedule(nextChunk, 0, TimeUnit.NANOSECONDS);
                     return;
                 }
             }

@@ -38,8 +38,8 @@ import java.util.concurrent.atomic.LongAdder;
  *   <li>{@link Stage#DATA_SENT}: the fragments went to a lane that hands payloads to the receiver as they are (self):
  *       they are slices of the user's buffer, so the send completes only on the receiver's ATS, once it has copied
  *       them all ({@link RndvHeaders#DATA_FLAG_ATS});</li>
- *   <li>{@link Stage#PUT}: the data are being written into the receiver's buffer, 512 KiB per loop turn. A failure at
- *       run time (EPERM, ESRCH, EFAULT) falls back to fragments from offset 0.</li>
+ *   <li>{@link Stage#PUT}: the data are being written into the receiver's buffer, a few segments per loop turn (2 MiB
+ *       on cma). A failure at run time (EPERM, ESRCH, EFAULT) falls back to fragments from offset 0.</li>
  * </ul>
  * <b>Abort</b> (the endpoint ended): a send waiting for its RTR fails; a PUT in progress is cancelled before its next
  * chunk (chunks run on this loop, so none is in progress then) and the receiver is told by ATP(cancelled) that

@@ -88,7 +88,7 @@ class RndvCodecGetTest {
     }
 
     private byte[] received(Promise<TagMessage> p) {
-        ep.ch.runPendingTasks(); // the later chunks run as loop tasks
+        ep.turnsUntil(p::isDone); // the later chunks run on later loop turns
         return ep.receives.bytes(p);
     }
 
@@ -145,7 +145,7 @@ class RndvCodecGetTest {
     @Test
     void aMatchedRtsIsReadStraightIntoADirectReceiveBufferAcrossChunksThenAts() {
         assumeTrue(ep.lane != null, () -> Cma.availability().reason());
-        int n = (int) (2 * Cma.CHUNK + 12345);
+        int n = (int) (2 * Cma.TURN_BYTES + 12345);
         byte[] data = pattern(1, n);
         ByteBuf src = source(data);
         ByteBuf into = ByteBufAllocator.DEFAULT.directBuffer(n);
@@ -154,6 +154,7 @@ class RndvCodecGetTest {
         ep.arrive(rts(5, 77, n, CmaKey.of(src.nioBuffer()).pack()));
         assertFalse(p.cancel(false), "matched: the data are being read into its buffer");
         assertEquals("rndv: 0 sends waiting, 1 receives, 0 held", ep.describe());
+        assertEquals(2, ep.turnsUntil(p::isDone), "a turn's bytes at once, then a turn's per loop turn");
         assertArrayEquals(data, received(p));
         assertEquals(n, into.writerIndex(), "the user's buffer holds the message");
         assertEquals(List.of("ATS 77 0"), replies());

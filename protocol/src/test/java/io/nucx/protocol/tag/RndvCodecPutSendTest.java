@@ -103,18 +103,18 @@ class RndvCodecPutSendTest {
 
     @Test
     void aKeyCarryingRtrIsAnsweredByWritingTheMessageIntoThatMemoryThenAtp() {
-        int n = (int) (2 * Cma.CHUNK + 4321);
+        int n = (int) (2 * Cma.TURN_BYTES + 4321);
         byte[] data = pattern(1, n);
         ByteBuf dst = receiveBuffer(n);
         ChannelFuture[] f = new ChannelFuture[1];
         long id = send(direct(data), f);
         ep.arrive(rtr(id, 900, n, keyOf(dst)));
-        assertFalse(f[0].isDone(), "one chunk per loop turn");
+        assertFalse(f[0].isDone(), "the rest on later loop turns");
         assertEquals(1, ep.codec.sendsWaiting(), "a send being written stays (a graceful close waits for it)");
         List<Future<?>> waits = new ArrayList<>();
         ep.codec.collectOutstanding(waits);
         assertEquals(List.of(f[0]), waits);
-        ep.ch.runPendingTasks();
+        assertEquals(2, ep.turnsUntil(f[0]::isDone), "a turn's bytes at once, then a turn's per loop turn");
         assertArrayEquals(new long[] {900, RndvHeaders.STATUS_OK, n}, atp());
         assertTrue(f[0].isSuccess(), () -> "send failed: " + f[0].cause());
         assertArrayEquals(data, memory(dst));
@@ -182,7 +182,7 @@ class RndvCodecPutSendTest {
     @Test
     void anEndpointEndingMidPutCancelsItBeforeTheNextChunkAndSendsAtpCancelled() {
         for (boolean heap : new boolean[] {false, true}) {
-            int n = (int) (3 * Cma.CHUNK);
+            int n = (int) (3 * Cma.TURN_BYTES);
             byte[] data = pattern(5, n);
             ByteBuf dst = receiveBuffer(n);
             ChannelFuture[] f = new ChannelFuture[1];
@@ -197,9 +197,9 @@ class RndvCodecPutSendTest {
             assertSame(cause, f[0].cause());
             assertEquals(0, content.refCnt());
             byte[] got = memory(dst);
-            int chunk = (int) Cma.CHUNK;
-            assertArrayEquals(Arrays.copyOf(data, chunk), Arrays.copyOf(got, chunk), "the first chunk ran");
-            assertArrayEquals(new byte[n - chunk], Arrays.copyOfRange(got, chunk, n), "nothing after the cancel");
+            int first = (int) (heap ? Cma.CHUNK : Cma.TURN_BYTES); // one bounce chunk, or one turn of the lane's
+            assertArrayEquals(Arrays.copyOf(data, first), Arrays.copyOf(got, first), "the first turn ran");
+            assertArrayEquals(new byte[n - first], Arrays.copyOfRange(got, first, n), "nothing after the cancel");
             assertNull(ep.ch.readOutbound(), "nothing through the gone pipeline");
             assertEquals(0, ep.codec.sendsWaiting());
             assertEquals(0, ep.worker.counters().count(RndvProtocols.PUT_COUNTER));
@@ -212,8 +212,8 @@ class RndvCodecPutSendTest {
     void theEndpointLingersUntilItsLastWordsAreWrittenBoundedByTheCloseWait() {
         ep.endpoint.directWritesComplete(false).closeWait(TimeUnit.SECONDS.toNanos(3));
         // Large enough that neither PUT ends before the end (each write flushed on the lane moves its current
-        // operation one chunk, so the second RTR moves the first PUT on)
-        int n = (int) (4 * Cma.CHUNK);
+        // operation a turn's bytes, so the second RTR moves the first PUT on)
+        int n = (int) (4 * Cma.TURN_BYTES);
         ChannelFuture[] a = new ChannelFuture[1];
         ChannelFuture[] b = new ChannelFuture[1];
         long ida = send(direct(pattern(6, n)), a);
@@ -260,7 +260,7 @@ class RndvCodecPutSendTest {
 
     @Test
     void answersForASendBeingWrittenByPutAreProtocolErrors() {
-        int n = (int) (2 * Cma.CHUNK);
+        int n = (int) (2 * Cma.TURN_BYTES);
         ChannelFuture[] f = new ChannelFuture[1];
         long id = send(direct(pattern(8, n)), f);
         ep.arrive(rtr(id, 909, n, keyOf(receiveBuffer(n))));
@@ -271,7 +271,7 @@ class RndvCodecPutSendTest {
         e = assertThrows(ProtocolException.class, () -> ep.arrive(ats));
         assertTrue(e.getMessage().contains("ATS for rendezvous send " + id + ", which is being written by PUT"),
                 e.getMessage());
-        ep.ch.runPendingTasks();
+        ep.turnsUntil(f[0]::isDone);
         assertArrayEquals(new long[] {909, RndvHeaders.STATUS_OK, n}, atp());
         assertTrue(f[0].isSuccess(), "the PUT went on");
     }

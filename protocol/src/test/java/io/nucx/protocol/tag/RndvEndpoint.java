@@ -73,6 +73,20 @@ final class RndvEndpoint implements AutoCloseable {
     }
 
     /** {@code b}, released when the endpoint closes (a receive or receiver's buffer the test owns). */
+    /**
+     * Runs loop turns (the queued tasks, then the timers due) until {@code done}, and returns how many it took: the
+     * cma lane moves {@code Cma.TURN_BYTES} per turn, a bounce buffer one chunk. At most 1,000.
+     */
+    int turnsUntil(java.util.function.BooleanSupplier done) {
+        int turns = 0;
+        while (!done.getAsBoolean()) {
+            assertTrue(turns < 1000, "not done after 1,000 loop turns");
+            ch.runPendingTasks();
+            turns++;
+        }
+        return turns;
+    }
+
     ByteBuf hold(ByteBuf b) {
         held.add(b);
         return b;

@@ -13,12 +13,13 @@ import io.nucx.transport.rma.RmaOp;
 import java.lang.foreign.MemorySegment;
 import java.net.SocketAddress;
 import java.util.concurrent.CancellationException;
+import java.util.concurrent.TimeUnit;
 
 /**
  * An RMA lane to one process of this host: the cma transport's channel type and its {@link RmaLane}. Its writes are
  * GET and PUT {@link RmaOp}s, which it performs with {@code process_vm_readv}/{@code process_vm_writev} on its event
- * loop, one {@link Cma#CHUNK} per loop turn (the calls copy memory and block for it, so a large operation must not hold
- * the loop), in the order written. A write completes when its whole operation is done and fails with the
+ * loop, in calls of one {@link Cma#CHUNK}, {@link Cma#TURN_BYTES} per loop turn (the calls copy memory and block for
+ * it, so a large operation must not hold the loop), in the order written. A write completes when its whole operation is done and fails with the
  * {@link CmaException} that stopped it (EPERM, ESRCH, EFAULT, named). Atomics are refused: the kernel offers no
  * atomic cross-process call. Nothing is ever read: cma carries no messages.
  *
@@ -165,31 +166,33 @@ public final class CmaChannel extends AbstractLaneChannel implements RmaLane {
             scheduleResume(in); // a completion listener wrote again: its chunk goes on the next turn
             return;
         }
-        RmaOp op = (RmaOp) in.current();
-        if (op == null) {
-            return;
-        }
         writing = true;
         try {
-            step(in, op);
+            long moved = 0;
+            for (Object op; moved < Cma.TURN_BYTES && (op = in.current()) != null; ) {
+                moved += step(in, (RmaOp) op);
+            }
         } finally {
             writing = false;
         }
         scheduleResume(in);
     }
 
-    private void step(ChannelOutboundBuffer in, RmaOp op) {
+    /** Moves the next chunk of the first op, or ends it (cancelled, failed); returns the bytes moved. */
+    private long step(ChannelOutboundBuffer in, RmaOp op) {
         if (op.isCancelled()) {
             in.remove(new CancellationException(op + " cancelled"));
-        } else {
-            try {
-                if (step(cma(), op)) {
-                    in.remove();
-                }
-            } catch (CmaException e) {
-                in.remove(e);
-            }
+            return 0;
         }
+        long before = op.done();
+        try {
+            if (step(cma(), op)) {
+                in.remove();
+            }
+        } catch (CmaException e) {
+            in.remove(e);
+        }
+        return op.done() - before;
     }
 
     /** Moves the next chunk of {@code op}; true when the whole operation is done. */
@@ -205,11 +208,16 @@ public final class CmaChannel extends AbstractLaneChannel implements RmaLane {
         return op.isDone();
     }
 
-    /** One chunk per turn: the loop serves its other channels, then this lane goes on. */
+    /**
+     * {@link Cma#TURN_BYTES} per turn: the loop serves its other channels and timers, then this lane goes on. A
+     * scheduled task is taken only when a turn's tasks begin, after its I/O; one queued with {@code execute} would run
+     * again in the same batch of tasks, and a large operation would hold the loop's reads and timers for up to Netty's
+     * task quantum (a second).
+     */
     private void scheduleResume(ChannelOutboundBuffer in) {
         if (in.current() != null && !resumeScheduled) {
             resumeScheduled = true;
-            eventLoop().execute(resume);
+            eventLoop().schedule(resume, 0, TimeUnit.NANOSECONDS);
         }
     }
 

@@ -22,7 +22,7 @@ import java.util.Objects;
  * 8 bytes in the peer's address space.
  *
  * <p>{@code local} must stay valid until the promise completes, or until {@link #cancel()} has been called on the
- * lane's loop: a transport moves GET and PUT in segments (one per loop turn, so one large operation does not hold the
+ * lane's loop: a transport moves GET and PUT in segments (a few per loop turn, so one large operation does not hold the
  * loop) and checks for a cancel between them; a cancelled operation touches no more memory and fails with
  * {@link java.util.concurrent.CancellationException}. {@link #done()} says how far it got.
  *

@@ -22,7 +22,8 @@
  *       once for the lanes of every peer (UCP's {@code ucp_mem_map} per memory domain; the worker bundles one key per
  *       device for its peers, and a rendezvous GET offer can go out before the lanes are connected).</li>
  *   <li>A GET or PUT larger than one transport call moves in segments
- *       ({@link io.nucx.transport.IfaceAttributes#rmaSegment()}), one per loop turn, checking
+ *       ({@link io.nucx.transport.IfaceAttributes#rmaSegment()}), a few per loop turn (the next turn taken with a
+ *       scheduled task, which waits for the turn's I/O, not a queued one, which does not), checking
  *       {@link io.nucx.transport.rma.RmaOp#isCancelled()} between them and recording progress with
  *       {@link io.nucx.transport.rma.RmaOp#advance}.</li>
  * </ul>
