@@ -30,9 +30,10 @@ import static java.lang.foreign.ValueLayout.JAVA_LONG;
  *       {@code GO}; then, if STALL_MS > 0, makes every turn of its event loop {@code STALL_MS} longer (a timer that
  *       sleeps, taken once per turn, standing for a sender busy with other work, so that a large PUT, 2 MiB per turn
  *       over cma, lasts long enough for a test to stop or kill it midway); sends message i = 0.. of the
- *       comma-separated SIZES ({@link MessagePlan} content, tag i) from direct buffers, all at once; prints {@code SENT i OK} or
- *       {@code SENT i <exception class> <message>} for each as it ends, then {@code COUNTERS {...}} and
- *       {@code FAILURES [...]} (the worker's RMA failures), closes and exits 0 (3 on a leak).</li>
+ *       comma-separated SIZES ({@link MessagePlan} content, tag i) from direct buffers, all at once; prints
+ *       {@code SENT i OK} or {@code SENT i <exception class> <message>} for each as it ends, then
+ *       {@code COUNTERS {...}} and {@code FAILURES [...]} (the worker's RMA failures), closes and exits 0 (3 on a
+ *       leak).</li>
  *   <li>{@code recv SIZES nondumpable}: receives the {@link #HELLO_TAG} message, then makes this process
  *       non-dumpable ({@code prctl(PR_SET_DUMPABLE, 0)}: from now on the kernel refuses a peer of the same user that
  *       lacks CAP_SYS_PTRACE access to its memory, EPERM, although lane selection allowed it), prints

@@ -19,9 +19,9 @@ import java.util.concurrent.TimeUnit;
  * An RMA lane to one process of this host: the cma transport's channel type and its {@link RmaLane}. Its writes are
  * GET and PUT {@link RmaOp}s, which it performs with {@code process_vm_readv}/{@code process_vm_writev} on its event
  * loop, in calls of one {@link Cma#CHUNK}, {@link Cma#TURN_BYTES} per loop turn (the calls copy memory and block for
- * it, so a large operation must not hold the loop), in the order written. A write completes when its whole operation is done and fails with the
- * {@link CmaException} that stopped it (EPERM, ESRCH, EFAULT, named). Atomics are refused: the kernel offers no
- * atomic cross-process call. Nothing is ever read: cma carries no messages.
+ * it, so a large operation must not hold the loop), in the order written. A write completes when its whole operation
+ * is done and fails with the {@link CmaException} that stopped it (EPERM, ESRCH, EFAULT, named). Atomics are refused:
+ * the kernel offers no atomic cross-process call. Nothing is ever read: cma carries no messages.
  *
  * <p>{@link #register} exposes native memory of this process to the peer (a key only: the kernel checks permission on
  * every call); cma cannot withdraw that access, so a registration's {@code revoke()} completes when the peer's process
@@ -169,7 +169,8 @@ public final class CmaChannel extends AbstractLaneChannel implements RmaLane {
         writing = true;
         try {
             long moved = 0;
-            for (Object op; moved < Cma.TURN_BYTES && (op = in.current()) != null; ) {
+            // A listener may close the lane: what is left then fails with the close, not by another call.
+            for (Object op; moved < Cma.TURN_BYTES && isOpen() && (op = in.current()) != null; ) {
                 moved += step(in, (RmaOp) op);
             }
         } finally {

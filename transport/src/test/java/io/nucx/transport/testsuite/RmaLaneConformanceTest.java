@@ -54,10 +54,10 @@ import static org.junit.jupiter.api.Assumptions.assumeTrue;
  * native memory through its own lane to us.
  *
  * <p>Covered: GET and PUT of every size around the transport's segment, content checked by the peer; the loop's tasks,
- * timers and I/O served while a large operation moves; cancel between segments; keys that are malformed or name someone else's memory refused by name; ops the
- * lane does not perform and keys it did not unpack refused without harm to the lane; heap memory refused by
- * {@code register}; the peer dying mid-operation; and the revoke contract: while the peer can still write into a
- * registration, its revoke has not completed; once it completes, the peer cannot write.
+ * timers and I/O served while a large operation moves; cancel between segments; keys that are malformed or name someone
+ * else's memory refused by name; ops the lane does not perform and keys it did not unpack refused without harm to the
+ * lane; heap memory refused by {@code register}; the peer dying mid-operation; and the revoke contract: while the peer
+ * can still write into a registration, its revoke has not completed; once it completes, the peer cannot write.
  */
 @Timeout(180)
 public abstract class RmaLaneConformanceTest {
