@@ -253,7 +253,7 @@ class TwoProcessPutTest {
             Map<String, String> env = new HashMap<>(PUT);
             env.put("NUCX_KEEPALIVE_INTERVAL", INTERVAL_MS + "ms");
             env.put("NUCX_KEEPALIVE_TIMEOUT", TIMEOUT_MS + "ms");
-            sender = peer(PeerProcess.start(PutPeer.class, env, "send", Integer.toString(n), "10"));
+            sender = peer(PeerProcess.start(PutPeer.class, env, "send", Integer.toString(n), "20"));
             into = ByteBufAllocator.DEFAULT.directBuffer(n, n).setZero(0, n);
             view = into.nioBuffer(0, n); // read without a leak-detector record per access
             receive = worker.tagRecv(0, -1L, into);

@@ -211,8 +211,8 @@ class RndvCodecPutSendTest {
     @Test
     void theEndpointLingersUntilItsLastWordsAreWrittenBoundedByTheCloseWait() {
         ep.endpoint.directWritesComplete(false).closeWait(TimeUnit.SECONDS.toNanos(3));
-        // Large enough that neither PUT ends before the end (each write flushed on the lane moves its current
-        // operation a turn's bytes, so the second RTR moves the first PUT on)
+        // Large enough that neither PUT ends before the end: the lane moves a turn's bytes of the first at its write,
+        // and no turn runs here
         int n = (int) (4 * Cma.TURN_BYTES);
         ChannelFuture[] a = new ChannelFuture[1];
         ChannelFuture[] b = new ChannelFuture[1];

@@ -72,10 +72,10 @@ final class RndvEndpoint implements AutoCloseable {
         TestEndpoint.arrive(ch, frame);
     }
 
-    /** {@code b}, released when the endpoint closes (a receive or receiver's buffer the test owns). */
     /**
      * Runs loop turns (the queued tasks, then the timers due) until {@code done}, and returns how many it took: the
-     * cma lane moves {@code Cma.TURN_BYTES} per turn, a bounce buffer one chunk. At most 1,000.
+     * cma lane moves {@code Cma.TURN_BYTES} per turn, a bounce buffer one chunk. At most 1,000. Not with the time
+     * frozen: a timer set at once would then be due within the same turn.
      */
     int turnsUntil(java.util.function.BooleanSupplier done) {
         int turns = 0;
@@ -87,6 +87,7 @@ final class RndvEndpoint implements AutoCloseable {
         return turns;
     }
 
+    /** {@code b}, released when the endpoint closes (a receive or receiver's buffer the test owns). */
     ByteBuf hold(ByteBuf b) {
         held.add(b);
         return b;

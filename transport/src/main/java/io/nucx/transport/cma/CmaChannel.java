@@ -47,6 +47,9 @@ public final class CmaChannel extends AbstractLaneChannel implements RmaLane {
 
     private final int peerPid;
     private final PeerExit peerExit;
+    /** What an op that ends moving nothing counts against {@link Cma#TURN_BYTES}: at most 512 such per turn. */
+    private static final long ENDED_OP_BYTES = Cma.TURN_BYTES / 512;
+
     private final Runnable resume = this::resume;
     private Cma cma;
     private boolean resumeScheduled;
@@ -162,16 +165,24 @@ public final class CmaChannel extends AbstractLaneChannel implements RmaLane {
     @Override
     protected void doWrite(ChannelOutboundBuffer in) throws Exception {
         ensureConnected();
-        if (writing) {
-            scheduleResume(in); // a completion listener wrote again: its chunk goes on the next turn
+        if (writing || resumeScheduled) {
+            // A flush from a listener within this write, or one in a turn that already moved its bytes: the loop
+            // below or the resume (after the next turn's I/O) takes what it brought, in order.
+            scheduleResume(in);
             return;
         }
         writing = true;
         try {
             long moved = 0;
             // A listener may close the lane: what is left then fails with the close, not by another call.
-            for (Object op; moved < Cma.TURN_BYTES && isOpen() && (op = in.current()) != null; ) {
-                moved += step(in, (RmaOp) op);
+            for (Object msg; moved < Cma.TURN_BYTES && isOpen() && (msg = in.current()) != null; ) {
+                if (!(msg instanceof RmaOp op)) {
+                    in.remove(); // a write cancelled before its flush: Netty left an empty buffer in its place
+                    continue;
+                }
+                // An op that ends moving nothing (failed, cancelled) counts too, so that a listener writing such ops
+                // again and again cannot keep the loop.
+                moved += Math.max(step(in, op), ENDED_OP_BYTES);
             }
         } finally {
             writing = false;

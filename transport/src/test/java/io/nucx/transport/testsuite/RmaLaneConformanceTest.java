@@ -302,6 +302,24 @@ public abstract class RmaLaneConformanceTest {
         assertTrue(run(RmaOp.get(key, 0, arena.allocate(64))).isSuccess());
     }
 
+    /** A write whose promise was cancelled before its flush is dropped unperformed; the lane goes on with the next. */
+    @Test
+    void aWriteCancelledBeforeItsFlushIsDroppedAndTheNextIsPerformed() throws Exception {
+        MemorySegment dropped = arena.allocate(64);
+        MemorySegment next = arena.allocate(64);
+        RmaOp op = RmaOp.get(key, 0, dropped);
+        io.netty.channel.ChannelPromise cancelled = lane.channel().newPromise();
+        ChannelFuture f = onLoop(() -> {
+            lane.channel().write(op, cancelled);
+            assertTrue(cancelled.cancel(false));
+            return lane.channel().writeAndFlush(RmaOp.get(key, 0, next));
+        });
+        assertTrue(awaited(f).isSuccess(), () -> "the next GET: " + f.cause());
+        assertEquals(-1, firstMismatch(next, 0, 1));
+        assertEquals(0, op.done(), "the cancelled write moved nothing");
+        assertTrue(lane.channel().isActive(), "the lane stays usable");
+    }
+
     // ---------------------------------------------------------------- performNow
 
     /**
