@@ -18,6 +18,7 @@ import java.nio.channels.ClosedChannelException;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.SplittableRandom;
+import java.util.function.BooleanSupplier;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
@@ -77,7 +78,7 @@ final class RndvEndpoint implements AutoCloseable {
      * cma lane moves {@code Cma.TURN_BYTES} per turn, a bounce buffer one chunk. At most 1,000. Not with the time
      * frozen: a timer set at once would then be due within the same turn.
      */
-    int turnsUntil(java.util.function.BooleanSupplier done) {
+    int turnsUntil(BooleanSupplier done) {
         int turns = 0;
         while (!done.getAsBoolean()) {
             assertTrue(turns < 1000, "not done after 1,000 loop turns");

@@ -3,6 +3,7 @@ package io.nucx.transport.testsuite;
 import io.netty.buffer.Unpooled;
 import io.netty.channel.ChannelFuture;
 import io.netty.channel.ChannelInboundHandlerAdapter;
+import io.netty.channel.ChannelPromise;
 import io.netty.channel.EventLoop;
 import io.netty.channel.MultiThreadIoEventLoopGroup;
 import io.netty.channel.nio.NioIoHandler;
@@ -35,6 +36,7 @@ import java.util.concurrent.Callable;
 import java.util.concurrent.CancellationException;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
+import java.util.function.Consumer;
 
 import static io.nucx.transport.testsuite.Patterns.fill;
 import static io.nucx.transport.testsuite.Patterns.firstMismatch;
@@ -272,7 +274,7 @@ public abstract class RmaLaneConformanceTest {
      * one task on the loop, so what is submitted waits behind the GET's first segment whatever the scheduler does to
      * this thread in between.
      */
-    private boolean largeGetDoneWhenRan(java.util.function.Consumer<Runnable> submit) throws Exception {
+    private boolean largeGetDoneWhenRan(Consumer<Runnable> submit) throws Exception {
         MemorySegment dst = arena.allocate(REGION);
         CompletableFuture<Boolean> doneWhenRan = new CompletableFuture<>();
         ChannelFuture get = onLoop(() -> {
@@ -308,7 +310,7 @@ public abstract class RmaLaneConformanceTest {
         MemorySegment dropped = arena.allocate(64);
         MemorySegment next = arena.allocate(64);
         RmaOp op = RmaOp.get(key, 0, dropped);
-        io.netty.channel.ChannelPromise cancelled = lane.channel().newPromise();
+        ChannelPromise cancelled = lane.channel().newPromise();
         ChannelFuture f = onLoop(() -> {
             lane.channel().write(op, cancelled);
             assertTrue(cancelled.cancel(false));
