@@ -14,6 +14,7 @@ import io.nucx.transport.rma.RmaOp;
 import java.lang.foreign.MemorySegment;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.TimeUnit;
 
 /**
@@ -171,6 +172,7 @@ public abstract class RmaTransfer {
         /** Made when first needed: most operations are done at once ({@code performNow}), in one chunk. */
         GenericFutureListener<Future<Void>> onDone;
         Runnable nextChunk;
+        GenericFutureListener<Future<Object>> nextChunkCancelled;
         ByteBuf bounce;
         MemorySegment bounceSegment;
         RmaOp op;
@@ -246,15 +248,27 @@ public abstract class RmaTransfer {
                 if (done < length) {
                     if (nextChunk == null) {
                         nextChunk = this::next;
+                        nextChunkCancelled = this::nextChunkCancelled;
                     }
                     // One chunk per loop turn, and no recursion through listeners: a scheduled task waits for the
                     // turn's I/O, where one queued with execute would run again before it.
-                    executor.schedule(nextChunk, 0, TimeUnit.NANOSECONDS);
+                    executor.schedule(nextChunk, 0, TimeUnit.NANOSECONDS).addListener(nextChunkCancelled);
                     return;
                 }
             }
             release();
             partDone(this);
+        }
+
+        /**
+         * Nothing cancels the next chunk but its loop shutting down (Netty cancels a loop's timers then): the transfer
+         * fails, saying so, and gives its buffers back, rather than never ending.
+         */
+        private void nextChunkCancelled(Future<?> f) {
+            if (f.isCancelled()) {
+                ended(new RejectedExecutionException(rk.rail().name() + ": the event loop shut down " + done + " of "
+                        + length + " bytes into a transfer"));
+            }
         }
 
         void stop() {

@@ -173,6 +173,20 @@ public abstract class AbstractLaneChannel extends AbstractChannel {
                 && noOutboundHandler();
     }
 
+    /**
+     * Fails every write still flushed or queued with {@code cause}, then closes: for writes whose next turn its loop
+     * will never run (it shut down and cancelled the timer they waited for). Loop only.
+     */
+    protected final void failWritesAndClose(Throwable cause) {
+        ChannelOutboundBuffer in = unsafe().outboundBuffer();
+        if (in != null) {
+            while (in.current() != null) {
+                in.remove(cause);
+            }
+        }
+        unsafe().close(unsafe().voidPromise());
+    }
+
     /** The transport's immediate write of {@link #writeNow}: true if {@code frame} went (the caller releases it). */
     protected boolean writeNow0(AmFrame frame) {
         return false;

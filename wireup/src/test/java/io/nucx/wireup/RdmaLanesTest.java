@@ -11,6 +11,8 @@ import org.junit.jupiter.api.extension.RegisterExtension;
 import java.util.concurrent.TimeUnit;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertInstanceOf;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
@@ -146,6 +148,91 @@ class RdmaLanesTest {
             String info = a.laneInfo(b.address(), io.nucx.ErrorMode.PEER);
             assertTrue(info.contains("CHOSEN: AMO lane rdma/emu0:1") && info.contains("# amo lane rdma/emu0:1"), info);
             b.unregisterMemory(key);
+        }
+    }
+
+    /**
+     * Atomics written while the endpoint wires up wait for its AMO lane, then go out in batches: the loop runs its
+     * timers (and I/O) between batches, rather than replaying every one in one batch of tasks; all still complete.
+     */
+    @Test
+    void atomicsWrittenDuringTheWireupGoOutInBatchesWithTheLoopsTurnsBetween() throws Exception {
+        DefaultWorker a = rdmaWorker("a");
+        DefaultWorker b = rdmaWorker("b");
+        try (java.lang.foreign.Arena arena = java.lang.foreign.Arena.ofShared()) {
+            java.lang.foreign.MemorySegment words = arena.allocate(64, 8);
+            io.nucx.protocol.amo.RemoteMemoryKey key = b.registerMemory(words);
+            Endpoint ab = a.connect(b.address());
+            int n = 2000; // about eight of AmoCodec's replay batches
+            java.util.concurrent.CompletableFuture<Long> sentWhenTimerRan = new java.util.concurrent.CompletableFuture<>();
+            java.util.List<io.netty.util.concurrent.Future<Long>> adds = a.eventLoop().submit(() -> {
+                assertTrue(!ab.wireupFuture().isDone(), "wired up before the atomics were written");
+                java.util.List<io.netty.util.concurrent.Future<Long>> written = new java.util.ArrayList<>(n);
+                for (int i = 0; i < n; i++) {
+                    written.add(ab.atomic(io.nucx.protocol.amo.AtomicOp.ADD, key, key.base() + 8, 1));
+                }
+                // After the codec's own listener, which starts the replay: a task that sets a timer due at once.
+                ab.wireupFuture().addListener(f -> a.eventLoop().execute(() -> a.eventLoop().schedule(
+                        () -> sentWhenTimerRan.complete(
+                                a.counters().count(io.nucx.protocol.amo.AmoCodec.DEVICE_COUNTER)),
+                        0, TimeUnit.NANOSECONDS)));
+                return written;
+            }).get(10, TimeUnit.SECONDS);
+            long sent = sentWhenTimerRan.get(30, TimeUnit.SECONDS);
+            assertTrue(sent > 0 && sent < n, "atomics sent when a timer set as the replay began ran: " + sent + " of "
+                    + n);
+            java.util.Set<Long> previous = new java.util.HashSet<>();
+            for (var f : adds) {
+                previous.add(f.get(30, TimeUnit.SECONDS));
+            }
+            assertEquals(java.util.stream.LongStream.range(0, n).boxed().collect(java.util.stream.Collectors.toSet()),
+                    previous, "every atomic applied once");
+            assertEquals(n, words.get(java.lang.foreign.ValueLayout.JAVA_LONG, 8));
+            b.unregisterMemory(key);
+        }
+    }
+
+    /**
+     * A loop shut down between the replay's batches, with no quiet period, from one of its tasks: the atomics not yet
+     * replayed fail, saying so (Netty cancels the loop's timers, the next batch's too), and those on the device fail
+     * as the loop's end closes the rdma lane (the loop never called prepareToDestroy: ShmIoHandler.destroy does);
+     * none is left pending and no frame posted on the lane is lost.
+     */
+    @Test
+    void atomicsWaitingForTheWireupFailWhenTheLoopShutsDownBetweenBatches() throws Exception {
+        DefaultWorker b = rdmaWorker("b");
+        // Not one of the test's workers: its loop is shut down under it, and nothing closes it after.
+        DefaultWorker a = (DefaultWorker) new io.nucx.NucxBootstrap().name("a").config("TLS", "rdma,tcp")
+                .config("VERBS_LIB", VerbsEmulator.library()).start();
+        try (java.lang.foreign.Arena arena = java.lang.foreign.Arena.ofShared()) {
+            java.lang.foreign.MemorySegment words = arena.allocate(64, 8);
+            io.nucx.protocol.amo.RemoteMemoryKey key = b.registerMemory(words);
+            Endpoint ab = a.connect(b.address());
+            int n = 2000;
+            java.util.List<io.netty.util.concurrent.Future<Long>> adds = a.eventLoop().submit(() -> {
+                assertTrue(!ab.wireupFuture().isDone(), "wired up before the atomics were written");
+                java.util.List<io.netty.util.concurrent.Future<Long>> written = new java.util.ArrayList<>(n);
+                for (int i = 0; i < n; i++) {
+                    written.add(ab.atomic(io.nucx.protocol.amo.AtomicOp.ADD, key, key.base() + 8, 1));
+                }
+                // After the codec's own listener: the shutdown begins once the replay's first batch went out.
+                ab.wireupFuture().addListener(f -> a.eventLoop().execute(
+                        () -> a.eventLoop().parent().shutdownGracefully(0, 5, TimeUnit.SECONDS)));
+                return written;
+            }).get(10, TimeUnit.SECONDS);
+            java.util.List<Throwable> failures = new java.util.ArrayList<>();
+            for (var f : adds) {
+                assertTrue(f.await(10, TimeUnit.SECONDS), "an atomic never ended");
+                if (!f.isSuccess()) {
+                    failures.add(f.cause());
+                }
+            }
+            assertFalse(failures.isEmpty(), "every atomic completed on a loop shut down during the replay");
+            Throwable last = failures.get(failures.size() - 1);
+            assertInstanceOf(java.util.concurrent.RejectedExecutionException.class, last, String.valueOf(last));
+            assertTrue(last.getMessage().contains("event loop shut down"), last.getMessage());
+        } finally {
+            a.eventLoop().parent().shutdownGracefully(0, 1, TimeUnit.SECONDS).await(10, TimeUnit.SECONDS);
         }
     }
 

@@ -81,9 +81,12 @@ public final class Calibration {
      * two (eager is offered up to {@code NUCX_EAGER_MAX}, 1 MiB), so that the line is measured where the choice is
      * made rather than extrapolated to it from beyond. With 64 KiB tcp fragments, 1 and 4 MiB put tcp's switch at
      * 742 KiB and these sizes at 392 KiB, where in turns it was near 530 KiB (the rendezvous took 1.061 of eager's
-     * time at 448 KiB, 0.943 at 640 KiB): the two costs are no straight lines there.
+     * time at 448 KiB, 0.943 at 640 KiB): the two costs are no straight lines there. The middle size keeps one
+     * outlying time from moving the switch across the others ({@link ProfileFit#fitRndv}): with only 256 KiB and
+     * 1 MiB, a calibration that timed tcp's eager at 1 MiB in its slow runs (medians of [190, 266, 258] us against
+     * the rendezvous's [215, 158, 195]) put the switch at 371,927 B, where eager took 0.85 of the rendezvous's time.
      */
-    static final long[] RNDV_SIZES = {256 << 10, 1 << 20};
+    static final long[] RNDV_SIZES = {256 << 10, 512 << 10, 1 << 20};
 
     private final SweepRunner runner;
     private final Options options;

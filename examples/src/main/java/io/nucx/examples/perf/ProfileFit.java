@@ -30,9 +30,10 @@ import java.util.Locale;
  *   <li>an AM lane's <b>eager surcharge</b>: what its larger one-fragment copy send took beyond the model's price
  *       (fitted at 8 B and from a slope), charged to eager from the smaller send's size on;</li>
  *   <li>an AM lane's <b>rendezvous surcharge</b>: forced {@code tag/rndv} against forced {@code egr/multi/bcopy} at
- *       two sizes ({@link Calibration#RNDV_SIZES}); what the rendezvous took beyond eager less what the model
- *       (fitted without it) says it takes beyond: a line through the two, charged to the rendezvous where above 0
- *       and to eager's fragments where below.</li>
+ *       three sizes ({@link Calibration#RNDV_SIZES}); what the rendezvous took beyond eager less what the model
+ *       (fitted without it) says it takes beyond: a line through the two sizes where the rendezvous begins to win
+ *       for good (else the first and the last), charged to the rendezvous where above 0 and to eager's fragments
+ *       where below.</li>
  * </ul>
  * A figure that comes out negative (the machine was faster than the model's other terms say: e.g. copies overlapping
  * the transfer) is clamped, and the fit says so in a note kept in the profile's comments.
@@ -81,9 +82,9 @@ public final class ProfileFit {
 
     /**
      * An AM lane's rendezvous against its eager fragments: forced {@code tag/rndv} and {@code egr/multi/bcopy}
-     * ping-pongs at two {@code sizes} (ascending), their one-way {@code rndv} and {@code eager} times, and what the
-     * model (fitted without a surcharge) prices them at, {@code rndvModel} (scaled by the rendezvous factor, as the
-     * tables hold it) and {@code eagerModel}.
+     * ping-pongs at two or more {@code sizes} (ascending), their one-way {@code rndv} and {@code eager} times, and what
+     * the model (fitted without a surcharge) prices them at, {@code rndvModel} (scaled by the rendezvous factor, as
+     * the tables hold it) and {@code eagerModel}.
      */
     public record RndvRuns(String lane, long[] sizes, double[] rndv, double[] eager, double[] rndvModel,
                            double[] eagerModel) {
@@ -93,10 +94,16 @@ public final class ProfileFit {
             eager = eager.clone();
             rndvModel = rndvModel.clone();
             eagerModel = eagerModel.clone();
-            if (sizes.length != 2 || rndv.length != 2 || eager.length != 2 || rndvModel.length != 2
-                    || eagerModel.length != 2 || sizes[1] <= sizes[0]) {
-                throw new IllegalArgumentException("a rendezvous surcharge is fitted from two ascending sizes with a "
-                        + "time and a model cost of each protocol at each");
+            int n = sizes.length;
+            boolean ascending = true;
+            for (int i = 1; i < n; i++) {
+                ascending &= sizes[i] > sizes[i - 1];
+            }
+            if (n < 2 || !ascending || rndv.length != n || eager.length != n || rndvModel.length != n
+                    || eagerModel.length != n) {
+                throw new IllegalArgumentException("a rendezvous surcharge is fitted from two or more ascending sizes "
+                        + "with a time and a model cost of each protocol at each, got sizes "
+                        + java.util.Arrays.toString(sizes));
             }
         }
     }
@@ -128,19 +135,37 @@ public final class ProfileFit {
     }
 
     /**
-     * The line that makes the model's rendezvous exceed its eager by what was measured at {@code r}'s two sizes, as
-     * the tables compare them: at each, {@code measured difference - modelled difference}; the line through both.
-     * Where it is above 0 the tables charge it to the rendezvous, where below 0 its depth to eager's fragments
+     * The line that makes the model's rendezvous exceed its eager by what was measured, as the tables compare them: at
+     * each size, {@code measured difference - modelled difference}; the line through two of the sizes. Where it is
+     * above 0 the tables charge it to the rendezvous, where below 0 its depth to eager's fragments
      * ({@link io.nucx.protocol.RndvSurcharge}): the model only ever adds what it missed. {@code eagerCost} is what the
      * tables add to eager besides the model {@code r} was priced by.
+     * <p>
+     * The two sizes: where the rendezvous was measured the faster at the last size and every size down to some size
+     * {@code k} but not below it, the last size eager won at and {@code k}. The switch is then placed by the line
+     * measured on both sides of it, and the time at the last size (tcp's eager at 1 MiB is 190-200 us in one run,
+     * 250-300 in another) cannot pull it below a size where eager was measured the faster. Otherwise (eager the faster
+     * at the last size, or the rendezvous at every size) the line through the first and the last: a winner that
+     * changes only between sizes where the two are close (shm's at 512 KiB) does not place it either.
      */
     static void fitRndv(RndvRuns r, double eagerCost, PerfProfile.Builder b) {
-        double[] extra = new double[2];
-        for (int i = 0; i < 2; i++) {
+        int n = r.sizes().length;
+        double[] extra = new double[n];
+        for (int i = 0; i < n; i++) {
             extra[i] = (r.rndv()[i] - r.eager()[i]) - (r.rndvModel()[i] - (r.eagerModel()[i] + eagerCost));
         }
-        double growth = (extra[1] - extra[0]) / (r.sizes()[1] - r.sizes()[0]);
-        b.figure(r.lane(), PerfProfile.Figure.RNDV_COST, extra[0] - growth * r.sizes()[0])
+        int lo = 0;
+        int hi = n - 1;
+        int k = n;
+        while (k > 0 && r.rndv()[k - 1] < r.eager()[k - 1]) {
+            k--;
+        }
+        if (k > 0 && k < n) { // eager the faster at k - 1, the rendezvous from k to the last
+            lo = k - 1;
+            hi = k;
+        }
+        double growth = (extra[hi] - extra[lo]) / (r.sizes()[hi] - r.sizes()[lo]);
+        b.figure(r.lane(), PerfProfile.Figure.RNDV_COST, extra[lo] - growth * r.sizes()[lo])
                 .figure(r.lane(), PerfProfile.Figure.RNDV_GROWTH, growth);
     }
 

@@ -2,6 +2,7 @@ package io.nucx.examples.perf;
 
 import io.nucx.protocol.EndpointConfig;
 import io.nucx.protocol.ProtocolRegistry;
+import io.nucx.protocol.RndvSurcharge;
 import io.nucx.protocol.select.PerfProfile;
 import io.nucx.protocol.select.ProbeParams;
 import io.nucx.protocol.select.ProtoCandidate;
@@ -16,6 +17,7 @@ import java.util.EnumSet;
 import java.util.List;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
@@ -175,16 +177,12 @@ class ProfileFitTest {
      */
     @Test
     void aRendezvousCheaperThanModelledChargesEagersFragmentsTheDifference() {
-        long[] sizes = Calibration.RNDV_SIZES;
+        long[] sizes = {256 << 10, 1 << 20};
         double[] eager = {100e-6, 400e-6};
         double[] rndvModel = {100.5e-6, 397e-6};
         // the measured rendezvous 4 and 37 us under eager beyond what the model says
         double[] measured = {rndvModel[0] - 4e-6, rndvModel[1] - 37e-6};
-        PerfProfile.Builder b = PerfProfile.builder("fit");
-        ProfileFit.fitRndv(new ProfileFit.RndvRuns("tcp/lo", sizes, measured, eager, rndvModel, eager), 0, b);
-        PerfProfile p = b.build();
-        io.nucx.protocol.RndvSurcharge s = new io.nucx.protocol.RndvSurcharge(
-                p.figure("tcp/lo", PerfProfile.Figure.RNDV_COST), p.figure("tcp/lo", PerfProfile.Figure.RNDV_GROWTH));
+        RndvSurcharge s = fitRndv(sizes, measured, eager, rndvModel);
         assertEquals(0, s.at(sizes[0]));
         assertEquals(0, s.at(sizes[1]));
         assertEquals(4e-6, s.eagerAt(sizes[0]), 1e-12);
@@ -197,22 +195,94 @@ class ProfileFitTest {
      */
     @Test
     void aSurchargeThatShrinksWithSizeIsALineFallingThroughZero() {
-        long[] sizes = Calibration.RNDV_SIZES;
+        long[] sizes = {256 << 10, 1 << 20};
         double[] eager = {100e-6, 400e-6};
         double[] rndvModel = {99e-6, 396e-6};
         // beyond the model by 30 us at the first size, 15 us under it at the second
         double[] measured = {eager[0] + (rndvModel[0] - eager[0]) + 30e-6,
                 eager[1] + (rndvModel[1] - eager[1]) - 15e-6};
-        PerfProfile.Builder b = PerfProfile.builder("fit");
-        ProfileFit.fitRndv(new ProfileFit.RndvRuns("tcp/lo", sizes, measured, eager, rndvModel, eager), 0, b);
-        io.nucx.protocol.RndvSurcharge s = new io.nucx.protocol.RndvSurcharge(
-                b.build().figure("tcp/lo", PerfProfile.Figure.RNDV_COST),
-                b.build().figure("tcp/lo", PerfProfile.Figure.RNDV_GROWTH));
+        RndvSurcharge s = fitRndv(sizes, measured, eager, rndvModel);
         assertEquals(30e-6, s.at(sizes[0]), 1e-12);
         assertEquals(0, s.eagerAt(sizes[0]));
         assertEquals(0, s.at(sizes[1]));
         assertEquals(15e-6, s.eagerAt(sizes[1]), 1e-12);
         assertEquals(15e-6, s.at((2 * sizes[0] + sizes[1]) / 3), 1e-12, "a third of the way: two thirds of 30 - 15");
+    }
+
+    /**
+     * Timed at three sizes, the line is fitted where the rendezvous begins to win for good: a slow eager at the last
+     * size (tcp's 1 MiB in its slow runs) cannot move the switch below the middle size, where eager was measured the
+     * faster; the model then prices the difference measured at the middle and the last size.
+     */
+    @Test
+    void theSurchargeIsFittedWhereTheRendezvousBeginsToWinForGood() {
+        long[] sizes = Calibration.RNDV_SIZES;
+        assertEquals(3, sizes.length);
+        double[] eager = {50e-6, 100e-6, 260e-6};
+        double[] rndvModel = {51e-6, 102e-6, 264e-6}; // the model's difference a line: 1, 2, 4 us
+        // tcp's calibration of 2026-12-03 06:51: the rendezvous 11-12 us slower up to 512 KiB, 63 us faster at 1 MiB
+        double[] measured = {61e-6, 112e-6, 197e-6};
+        RndvSurcharge s = fitRndv(sizes, measured, eager, rndvModel);
+        for (int i = 1; i < 3; i++) {
+            assertEquals((measured[i] - eager[i]) - (rndvModel[i] - eager[i]), s.at(sizes[i]) - s.eagerAt(sizes[i]),
+                    1e-12, "the difference measured at " + sizes[i] + " B kept");
+        }
+        // Where the model plus the surcharge puts the switch: past the middle size.
+        long lo = sizes[1];
+        long hi = sizes[2];
+        double atLo = rndvModel[1] + s.at(lo) - (eager[1] + s.eagerAt(lo));
+        double atHi = rndvModel[2] + s.at(hi) - (eager[2] + s.eagerAt(hi));
+        assertTrue(atLo > 0 && atHi < 0, "eager the cheaper at " + lo + " B, the rendezvous at " + hi + " B: " + atLo
+                + ", " + atHi);
+        // The line through the outer two sizes (how the fit ran with two sizes) would have switched below the middle.
+        RndvSurcharge outer = fitRndv(new long[] {sizes[0], sizes[2]}, new double[] {measured[0], measured[2]},
+                new double[] {eager[0], eager[2]}, new double[] {rndvModel[0], rndvModel[2]});
+        double outerAtLo = rndvModel[1] + outer.at(lo) - (eager[1] + outer.eagerAt(lo));
+        assertTrue(outerAtLo < 0, "the outer line prices the rendezvous the cheaper at " + lo + " B: " + outerAtLo);
+    }
+
+    /**
+     * Where the rendezvous is not the faster at the last size (or is at every size), the line runs through the first
+     * and the last: a middle size the rendezvous won by a little (shm's 512 KiB in the calibration of 2026-12-03 09:24:
+     * eager [52.4, 49.2, 82.3] us, the rendezvous [48.7, 51.5, 47.7]) does not place the switch.
+     */
+    @Test
+    void withoutAWinForGoodTheLineRunsThroughTheFirstAndTheLastSize() {
+        long[] sizes = Calibration.RNDV_SIZES;
+        double[] eager = {50e-6, 100e-6, 200e-6};
+        double[] rndvModel = {49e-6, 98e-6, 196e-6};
+        for (double middle : new double[] {125e-6, 97e-6}) { // slower at the middle, or faster there only
+            double[] measured = {61e-6, middle, 210e-6};
+            RndvSurcharge s = fitRndv(sizes, measured, eager, rndvModel);
+            assertEquals(12e-6, s.at(sizes[0]), 1e-12);
+            assertEquals(14e-6, s.at(sizes[2]), 1e-12);
+            assertEquals(12e-6 + 2e-6 / 3, s.at(sizes[1]), 1e-12, "the middle on the outer line, not its own");
+        }
+        double[] faster = {45e-6, 80e-6, 150e-6}; // the rendezvous the faster everywhere
+        RndvSurcharge s = fitRndv(sizes, faster, eager, rndvModel);
+        assertEquals(4e-6, s.eagerAt(sizes[0]), 1e-12);
+        assertEquals(46e-6, s.eagerAt(sizes[2]), 1e-12);
+    }
+
+    @Test
+    void rendezvousRunsNeedTwoAscendingSizesWithEveryFigure() {
+        double[] two = {1, 2};
+        assertThrows(IllegalArgumentException.class,
+                () -> new ProfileFit.RndvRuns("tcp/lo", new long[] {1}, new double[] {1}, new double[] {1},
+                        new double[] {1}, new double[] {1}));
+        IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
+                () -> new ProfileFit.RndvRuns("tcp/lo", new long[] {2, 1}, two, two, two, two));
+        assertTrue(e.getMessage().contains("[2, 1]"), e.getMessage());
+        assertThrows(IllegalArgumentException.class,
+                () -> new ProfileFit.RndvRuns("tcp/lo", new long[] {1, 2, 3}, two, two, two, two));
+    }
+
+    private static RndvSurcharge fitRndv(long[] sizes, double[] rndv, double[] eager, double[] rndvModel) {
+        PerfProfile.Builder b = PerfProfile.builder("fit");
+        ProfileFit.fitRndv(new ProfileFit.RndvRuns("tcp/lo", sizes, rndv, eager, rndvModel, eager), 0, b);
+        PerfProfile p = b.build();
+        return new RndvSurcharge(p.figure("tcp/lo", PerfProfile.Figure.RNDV_COST),
+                p.figure("tcp/lo", PerfProfile.Figure.RNDV_GROWTH));
     }
 
     /**

@@ -28,6 +28,8 @@ import java.lang.foreign.ValueLayout;
 import java.lang.invoke.VarHandle;
 import java.util.ArrayDeque;
 import java.util.List;
+import java.util.concurrent.RejectedExecutionException;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.LongAdder;
 import java.util.function.LongSupplier;
 
@@ -152,7 +154,29 @@ public final class AmoCodec extends ChannelDuplexHandler implements ProtocolCode
         if (early.isEmpty()) {
             early = null;
         } else {
-            ctx.executor().execute(() -> replay(ctx));
+            // A timer due at once, not a task: Netty runs the tasks queued during a batch of tasks in that batch, and
+            // takes timers only when a batch begins, after the turn's I/O. A task would replay every batch in one.
+            ctx.executor().schedule(() -> replay(ctx), 0, TimeUnit.NANOSECONDS).addListener(f -> {
+                if (f.isCancelled()) {
+                    replayCancelled();
+                }
+            });
+        }
+    }
+
+    /**
+     * Nothing cancels the next replay but the loop shutting down (Netty cancels a loop's timers then): the atomics
+     * still waiting fail, saying so, rather than wait for ever.
+     */
+    private void replayCancelled() {
+        if (early != null) {
+            RejectedExecutionException cause = new RejectedExecutionException("atomics written during the wireup: "
+                    + "the endpoint's event loop shut down with " + early.size() + " of them not yet sent");
+            for (Object[] w; (w = early.poll()) != null; ) {
+                ((AtomicRequest) w[0]).result().tryFailure(cause);
+                ((ChannelPromise) w[1]).tryFailure(cause);
+            }
+            early = null;
         }
     }
 

@@ -3,6 +3,8 @@ package io.nucx.transport.cma;
 import io.netty.buffer.ByteBuf;
 import io.netty.channel.Channel;
 import io.netty.channel.ChannelOutboundBuffer;
+import io.netty.util.concurrent.Future;
+import io.netty.util.concurrent.GenericFutureListener;
 import io.nucx.transport.AbstractLaneChannel;
 import io.nucx.transport.rma.InvalidRemoteKeyException;
 import io.nucx.transport.rma.MemoryRegistration;
@@ -13,6 +15,7 @@ import io.nucx.transport.rma.RmaOp;
 import java.lang.foreign.MemorySegment;
 import java.net.SocketAddress;
 import java.util.concurrent.CancellationException;
+import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.TimeUnit;
 
 /**
@@ -51,6 +54,7 @@ public final class CmaChannel extends AbstractLaneChannel implements RmaLane {
     private static final long ENDED_OP_BYTES = Cma.TURN_BYTES / 512;
 
     private final Runnable resume = this::resume;
+    private final GenericFutureListener<Future<Object>> resumeCancelled = this::resumeCancelled;
     private Cma cma;
     private boolean resumeScheduled;
     /** In doWrite: promise listeners run inside it and may write (and flush) again. */
@@ -229,7 +233,7 @@ public final class CmaChannel extends AbstractLaneChannel implements RmaLane {
     private void scheduleResume(ChannelOutboundBuffer in) {
         if (in.current() != null && !resumeScheduled) {
             resumeScheduled = true;
-            eventLoop().schedule(resume, 0, TimeUnit.NANOSECONDS);
+            eventLoop().schedule(resume, 0, TimeUnit.NANOSECONDS).addListener(resumeCancelled);
         }
     }
 
@@ -238,5 +242,19 @@ public final class CmaChannel extends AbstractLaneChannel implements RmaLane {
         if (isOpen()) {
             resumeWrites();
         }
+    }
+
+    /**
+     * Nothing cancels the resume but its loop shutting down (Netty cancels a loop's timers then, and this lane has no
+     * {@code IoHandle} the loop would close): the ops left fail, saying so, and the lane closes. Without this, an op
+     * part way through would never complete. Runs on the loop, within its shutdown.
+     */
+    private void resumeCancelled(Future<?> f) {
+        if (!f.isCancelled()) {
+            return;
+        }
+        resumeScheduled = false;
+        failWritesAndClose(new RejectedExecutionException("cma lane to pid " + peerPid
+                + ": its event loop shut down with operations part way through or queued"));
     }
 }

@@ -374,6 +374,11 @@ final class RdmaIface extends AbstractIface implements RmaIface {
                     loop.execute(() -> ch.pollCompletions(true));
                 } else {
                     ch.pollCompletions(true);
+                    if (released) {
+                        // The poll failed and closed the last lane of a closing iface, which released the device,
+                        // its completion channel and the scratch memory this loop reads events into.
+                        return;
+                    }
                 }
             }
         }

@@ -9,6 +9,8 @@ import io.netty.channel.IoEvent;
 import io.netty.channel.IoEventLoop;
 import io.netty.channel.IoRegistration;
 import io.netty.util.ReferenceCountUtil;
+import io.netty.util.concurrent.Future;
+import io.netty.util.concurrent.GenericFutureListener;
 import io.nucx.transport.AbstractLaneChannel;
 import io.nucx.transport.AmFrame;
 import io.nucx.transport.IfaceAttributes;
@@ -17,6 +19,8 @@ import io.nucx.transport.PolledIoHandle;
 import java.lang.invoke.VarHandle;
 
 import java.nio.channels.ClosedChannelException;
+import java.util.concurrent.RejectedExecutionException;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicLong;
 
@@ -73,7 +77,12 @@ public final class SelfChannel extends AbstractLaneChannel {
     private final AtomicBoolean readScheduled = new AtomicBoolean();
     private final long capacity;
     private final Runnable readTask = this::readInbound;
+    /** The reader's call, once it has drained half the queue: from its loop, so a task. */
     private final Runnable resumeTask = this::resumeWrites;
+    private final Runnable batchTask = this::nextBatch;
+    private final GenericFutureListener<Future<Object>> batchCancelled = this::batchCancelled;
+    /** A flush that moved {@link #WRITE_BATCH} messages left the rest to a timer. Loop only. */
+    private boolean batchScheduled;
 
     private volatile SelfChannel peer;
     /** The producer side of the peer's ring: made on this channel's loop at its first write, used there only. */
@@ -201,6 +210,9 @@ public final class SelfChannel extends AbstractLaneChannel {
     @Override
     protected void doWrite(ChannelOutboundBuffer in) throws Exception {
         ensureConnected();
+        if (batchScheduled) {
+            return; // a flush in the turn that moved a batch: the next batch takes what it brought, in order
+        }
         SelfChannel p = peer;
         RecordRing.Writer w = out();
         boolean moved = false;
@@ -209,7 +221,7 @@ public final class SelfChannel extends AbstractLaneChannel {
             if (--budget < 0) {
                 // Bounded: completions run listeners that may write again, and a peer on another thread may drain
                 // as fast as we fill, so an unbounded loop could keep this event loop forever. Go on next turn.
-                eventLoop().execute(resumeTask);
+                scheduleBatch();
                 break;
             }
             if (!p.isOpen()) {
@@ -240,6 +252,39 @@ public final class SelfChannel extends AbstractLaneChannel {
         if (moved) {
             wakeReader(p, w);
         }
+    }
+
+    /**
+     * The next {@link #WRITE_BATCH} after the loop's next turn. A timer due at once, not a task: Netty runs the tasks
+     * queued during a batch of tasks in that same batch (for up to its task quantum, a second) and takes timers only
+     * when a batch begins, after the turn's I/O, so a task would let one long flush keep the loop's I/O and timers
+     * waiting. (A perftest's window, 32 sends, never reaches a batch: only floods come here.)
+     */
+    private void scheduleBatch() {
+        if (!batchScheduled) {
+            batchScheduled = true;
+            eventLoop().schedule(batchTask, 0, TimeUnit.NANOSECONDS).addListener(batchCancelled);
+        }
+    }
+
+    private void nextBatch() {
+        batchScheduled = false;
+        if (isOpen()) {
+            resumeWrites();
+        }
+    }
+
+    /**
+     * Nothing cancels the next batch but its loop shutting down (Netty cancels a loop's timers then, and on a loop that
+     * does not poll this lane has no {@code IoHandle} the loop would close): the writes left fail, saying so, and the
+     * lane closes, rather than wait for ever.
+     */
+    private void batchCancelled(Future<?> f) {
+        if (!f.isCancelled()) {
+            return;
+        }
+        batchScheduled = false;
+        failWritesAndClose(new RejectedExecutionException(this + ": its event loop shut down with writes queued"));
     }
 
     @Override

@@ -70,6 +70,8 @@ public final class ShmIoHandler implements IoHandler {
     private boolean jitBusy;
     /** Replaced, never mutated, so a poll pass may iterate it while a handle deregisters. Loop thread only. */
     private PolledIoHandle[] handles = NONE;
+    /** Whether the loop called {@link #prepareToDestroy}. Loop only. */
+    private boolean preparedToDestroy;
     /**
      * Ring polls between two non-blocking passes of the wrapped engine once it has found something: a pass of the loop
      * counts {@link #LOOP_PASS_POLLS} (it costs about that many polls), a poll of {@link #spinOnRings} one. After
@@ -409,6 +411,7 @@ public final class ShmIoHandler implements IoHandler {
 
     @Override
     public void prepareToDestroy() {
+        preparedToDestroy = true;
         for (PolledIoHandle h : handles) {
             try {
                 h.close();
@@ -419,8 +422,17 @@ public final class ShmIoHandler implements IoHandler {
         delegate.prepareToDestroy();
     }
 
+    /**
+     * Closes the handles first if {@link #prepareToDestroy} never ran: Netty's loop calls it only after a turn's I/O,
+     * so a shutdown that begins during the turn's tasks with no quiet period ends the loop without it, and handles
+     * left open would hold their writes (an rdma lane's posted frames, a device atomic's promise) for ever. The loop
+     * takes no more tasks by now: a closing channel's later events are refused, its writes still fail.
+     */
     @Override
     public void destroy() {
+        if (!preparedToDestroy) {
+            prepareToDestroy();
+        }
         delegate.destroy();
     }
 

@@ -5,6 +5,8 @@ import io.netty.channel.ChannelHandlerContext;
 import io.netty.channel.ChannelInboundHandlerAdapter;
 import io.nucx.transport.AmFrame;
 
+import java.util.ArrayList;
+import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CountDownLatch;
 
@@ -13,13 +15,17 @@ import java.util.concurrent.CountDownLatch;
  * reading on; each frame read goes to {@link #read} (on the reader's loop), then counts down {@link #expected}, and is
  * released. A throw from {@link #read} or a reported exception is kept in {@link #failure}.
  */
-abstract class PausedReader extends ChannelInboundHandlerAdapter {
+class PausedReader extends ChannelInboundHandlerAdapter {
     final CompletableFuture<Channel> channel = new CompletableFuture<>();
+    /** The sequence number each frame's header starts with, in the order read; only touched on the reader's loop. */
+    final List<Long> sequence = new ArrayList<>();
     volatile CountDownLatch expected = new CountDownLatch(Integer.MAX_VALUE);
     volatile Throwable failure;
 
-    /** What the test keeps of a frame; the frame is released after. */
-    abstract void read(AmFrame frame);
+    /** What the test keeps of a frame (its sequence number; a test may check more); the frame is released after. */
+    void read(AmFrame frame) {
+        sequence.add(frame.header().getLongLE(frame.header().readerIndex()));
+    }
 
     @Override
     public void handlerAdded(ChannelHandlerContext ctx) {

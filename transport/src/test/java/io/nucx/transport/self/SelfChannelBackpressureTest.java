@@ -38,13 +38,11 @@ class SelfChannelBackpressureTest {
     @RegisterExtension
     final SelfLoops loops = new SelfLoops();
 
-    /** Records the sequence numbers it reads. */
+    /** Records the sequence numbers it reads and checks each payload's length. */
     private static final class Reader extends PausedReader {
-        final List<Long> sequence = new ArrayList<>(); // only touched on the reader's loop
-
         @Override
         void read(AmFrame f) {
-            sequence.add(f.header().getLongLE(f.header().readerIndex()));
+            super.read(f);
             if (f.payload().readableBytes() != PAYLOAD) {
                 throw new AssertionError("payload of " + f.payload().readableBytes() + " bytes");
             }

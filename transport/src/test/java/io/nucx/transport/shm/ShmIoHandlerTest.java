@@ -50,6 +50,32 @@ class ShmIoHandlerTest {
         }
     }
 
+    /**
+     * Netty's loop calls prepareToDestroy only after a turn's I/O: a shutdown with no quiet period begun by one of its
+     * tasks ends the loop before the next. Its handles are closed all the same, once, as it is destroyed (an rdma lane
+     * left open would hold its posted writes for ever); and once when the shutdown comes from outside.
+     */
+    @Test
+    void aLoopShutDownWithNoQuietPeriodClosesItsHandlesOnce() throws Exception {
+        for (boolean fromOwnTask : new boolean[] {true, false}) {
+            for (long spin : new long[] {0, Long.MAX_VALUE}) {
+                MultiThreadIoEventLoopGroup group = new MultiThreadIoEventLoopGroup(1,
+                        ShmIoHandler.newFactory(NioIoHandler.newFactory(), spin));
+                IoEventLoop loop = (IoEventLoop) group.next();
+                CountingHandle handle = new CountingHandle(false);
+                loop.register(handle).sync();
+                if (fromOwnTask) {
+                    loop.execute(() -> group.shutdownGracefully(0, 5, TimeUnit.SECONDS));
+                } else {
+                    group.shutdownGracefully(0, 5, TimeUnit.SECONDS);
+                }
+                assertTrue(group.awaitTermination(10, TimeUnit.SECONDS), "the loop did not end");
+                assertEquals(1, handle.closes.get(), "closes of the handle, shut down "
+                        + (fromOwnTask ? "from the loop's own task" : "from outside") + ", spin " + spin);
+            }
+        }
+    }
+
     private static final class CountingHandle implements PolledIoHandle {
         private final boolean fails;
         final AtomicInteger polls = new AtomicInteger();

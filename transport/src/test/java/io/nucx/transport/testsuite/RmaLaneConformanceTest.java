@@ -288,6 +288,31 @@ public abstract class RmaLaneConformanceTest {
         return done;
     }
 
+    /**
+     * An operation part way through when its loop shuts down (a plain Netty group shut down under its lanes) fails, and
+     * the lane closes: Netty cancels a loop's timers when it shuts down, so a lane that waits for the next turn must
+     * not be left waiting.
+     */
+    @Test
+    void anOperationPartWayThroughWhenItsLoopShutsDownFailsAndTheLaneCloses() throws Exception {
+        RmaOp op = RmaOp.get(key, 0, arena.allocate(REGION));
+        ChannelFuture f = onLoop(() -> {
+            ChannelFuture w = lane.channel().writeAndFlush(op);
+            group.shutdownGracefully(0, 1, TimeUnit.SECONDS);
+            return w;
+        });
+        assertTrue(f.await(30, TimeUnit.SECONDS), "a GET part way through when its loop shut down never ended ("
+                + op.done() + " of " + op.length() + " bytes moved)");
+        assertFalse(f.isSuccess(), "a GET whose loop shut down " + op.done() + " bytes in reported success");
+        assertTrue(op.done() < op.length(), () -> "moved " + op.done() + " of " + op.length());
+        assertTrue(f.cause().getMessage() != null && f.cause().getMessage().contains("shut down"),
+                () -> "the failure says why: " + f.cause());
+        assertTrue(lane.channel().closeFuture().await(30, TimeUnit.SECONDS), "the lane closed");
+        assertTrue(group.awaitTermination(30, TimeUnit.SECONDS), "the loop ended");
+        lane = null; // closed, and the iface's loop is gone: nothing to close them on
+        iface = null;
+    }
+
     /** A cancel between segments stops the operation: it fails with CancellationException having moved less. */
     @Test
     void aCancelledOperationStopsBeforeItsNextSegment() throws Exception {
