@@ -21,10 +21,14 @@ import java.util.Objects;
  *                     ({@link RndvSurcharge#NONE} without a profile that has it)
  * @param eagerSurcharge what a copy send over the AM lane costs beyond its figures, as calibration measured it
  *                     ({@link EagerSurcharge#NONE} without a profile that has it)
+ * @param readSurcharge what a rendezvous read by the RMA lane ({@code rndv/get/zcopy}) costs beyond its figures against
+ *                     eager's fragments, as calibration measured it; only its part above 0 is charged, to the read
+ *                     ({@link RndvSurcharge#NONE} without a profile that has it)
  */
 public record EndpointConfig(String amLane, IfaceAttributes amLaneAttrs, String rmaLane,
                              IfaceAttributes rmaLaneAttrs, List<BwLane> bwLanes, List<BwLane> rmaBwLanes,
-                             RndvSurcharge rndvSurcharge, EagerSurcharge eagerSurcharge) {
+                             RndvSurcharge rndvSurcharge, EagerSurcharge eagerSurcharge,
+                             RndvSurcharge readSurcharge) {
 
     /** An AM_BW lane: its name and attributes (limits the tighter of both sides'). */
     public record BwLane(String name, IfaceAttributes attrs) {
@@ -56,12 +60,13 @@ public record EndpointConfig(String amLane, IfaceAttributes amLaneAttrs, String 
     public EndpointConfig(String amLane, IfaceAttributes amLaneAttrs, String rmaLane, IfaceAttributes rmaLaneAttrs,
                           List<BwLane> bwLanes, List<BwLane> rmaBwLanes) {
         this(amLane, amLaneAttrs, rmaLane, rmaLaneAttrs, bwLanes, rmaBwLanes, RndvSurcharge.NONE,
-                EagerSurcharge.NONE);
+                EagerSurcharge.NONE, RndvSurcharge.NONE);
     }
 
     public EndpointConfig {
         Objects.requireNonNull(rndvSurcharge, "rndvSurcharge");
         Objects.requireNonNull(eagerSurcharge, "eagerSurcharge");
+        Objects.requireNonNull(readSurcharge, "readSurcharge");
         if ((rmaLane == null) != (rmaLaneAttrs == null)) {
             throw new IllegalArgumentException("RMA lane name and attributes go together (" + rmaLane + ")");
         }
@@ -139,7 +144,7 @@ public record EndpointConfig(String amLane, IfaceAttributes amLaneAttrs, String 
     public EndpointConfig withoutPlacement() {
         return new EndpointConfig(amLane, amLaneAttrs.withMaxPlaced(0), rmaLane, rmaLaneAttrs,
                 bwLanes.stream().map(l -> new BwLane(l.name(), l.attrs().withMaxPlaced(0))).toList(), rmaBwLanes,
-                rndvSurcharge, eagerSurcharge);
+                rndvSurcharge, eagerSurcharge, readSurcharge);
     }
 
     /**

@@ -31,11 +31,11 @@ import java.util.concurrent.TimeUnit;
 
 /**
  * {@code nucx calibrate}: measures, on this machine, what the cost model needs per lane (latency, overhead, bandwidth,
- * registration cost, an AM lane's rendezvous surcharge) and the memcpy bandwidth, with two workers in two processes
- * over real lanes (a {@link SweepServer} and this process), each protocol forced in turn, a few rounds back to back;
- * then fits the model's figures to the measurements ({@link ProfileFit}) and writes the profile that
- * NUCX_PERF_PROFILE loads. The surcharge is fitted second, against what the profile fitted without it prices the two
- * protocols at (asked of the workers' own tables). A short, bounded run: a warm-up, then {@code rounds} x about
+ * registration cost, an AM lane's rendezvous surcharge, an RMA lane's read surcharge) and the memcpy bandwidth, with
+ * two workers in two processes over real lanes (a {@link SweepServer} and this process), each protocol forced in turn,
+ * a few rounds back to back; then fits the model's figures to the measurements ({@link ProfileFit}) and writes the
+ * profile that NUCX_PERF_PROFILE loads. The AM lanes' surcharges are fitted second, the read's third, each against
+ * what the profile fitted without it prices the two protocols at (asked of the workers' own tables). A short, bounded run: a warm-up, then {@code rounds} x about
  * twenty runs of {@code runNanos} each.
  */
 public final class Calibration {
@@ -155,20 +155,22 @@ public final class Calibration {
             Step single = step(steps, tls, "size2");
             eager.add(new ProfileFit.EagerRuns(amLane(tables.get(tls)), step(steps, tls, "size1").size, single.size,
                     median(steps, tls, "size2"), costAt(model, single.protocol, single.size)));
-            double[] rndvTimes = new double[RNDV_SIZES.length];
-            double[] eagerTimes = new double[RNDV_SIZES.length];
-            double[] rndvModel = new double[RNDV_SIZES.length];
-            double[] eagerModel = new double[RNDV_SIZES.length];
-            for (int i = 0; i < RNDV_SIZES.length; i++) {
-                rndvTimes[i] = median(steps, tls, "rndv" + i);
-                eagerTimes[i] = median(steps, tls, "eager" + i);
-                rndvModel[i] = costAt(model, "tag/rndv", RNDV_SIZES[i]);
-                eagerModel[i] = costAt(model, "egr/multi/bcopy", RNDV_SIZES[i]);
-            }
-            rndv.add(new ProfileFit.RndvRuns(amLane(tables.get(tls)), RNDV_SIZES, rndvTimes, eagerTimes, rndvModel,
-                    eagerModel));
+            rndv.add(againstEager(amLane(tables.get(tls)), steps, tls, "rndv", "tag/rndv", tls, model));
         }
         fit = ProfileFit.fit(options.out().toString(), copyBandwidth, am, rma, rndv, eager);
+        // The read against eager, third: priced by the tables of the profile with everything else, eager's surcharges
+        // included.
+        List<ProfileFit.RndvRuns> reads = new ArrayList<>();
+        if (!options.rmaSets().isEmpty()) {
+            fit.profile().write(options.out(), List.of("without the read surcharge (being fitted)"));
+        }
+        for (String tls : options.rmaSets()) {
+            ProtoTable model = runner.run(Map.of("TLS", tls, "PERF_PROFILE", file),
+                    params(PerfTestType.TAG_LAT, 8, 20, 50)).table();
+            reads.add(againstEager(rmaLane(tables.get(tls)), steps, tls, "vsEager", "rndv/get/zcopy",
+                    amTransports(tls), model));
+        }
+        fit = ProfileFit.fit(options.out().toString(), copyBandwidth, am, rma, rndv, eager, reads);
         List<String> comments = new ArrayList<>();
         comments.add("written by: " + options.command());
         comments.add("at " + Instant.now().truncatedTo(ChronoUnit.SECONDS) + " on " + hostName() + ", "
@@ -194,6 +196,26 @@ public final class Calibration {
         }
         log.println("profile written to " + file + "; use it with NUCX_PERF_PROFILE=" + file);
         return fit;
+    }
+
+    /**
+     * {@code lane}'s rendezvous {@code protocol}, timed by the steps {@code role}0.. over {@code tls}, against the eager
+     * fragments timed over {@code eagerTls} at {@link #RNDV_SIZES}, with what {@code model} prices the two at.
+     */
+    private static ProfileFit.RndvRuns againstEager(String lane, List<Step> steps, String tls, String role,
+                                                    String protocol, String eagerTls, ProtoTable model) {
+        int n = RNDV_SIZES.length;
+        double[] times = new double[n];
+        double[] eagerTimes = new double[n];
+        double[] modelled = new double[n];
+        double[] eagerModel = new double[n];
+        for (int i = 0; i < n; i++) {
+            times[i] = median(steps, tls, role + i);
+            eagerTimes[i] = median(steps, eagerTls, "eager" + i);
+            modelled[i] = costAt(model, protocol, RNDV_SIZES[i]);
+            eagerModel[i] = costAt(model, "egr/multi/bcopy", RNDV_SIZES[i]);
+        }
+        return new ProfileFit.RndvRuns(lane, RNDV_SIZES, times, eagerTimes, modelled, eagerModel);
     }
 
     private List<String> sets() {
@@ -258,6 +280,9 @@ public final class Calibration {
             rmaLane(tables.get(tls)); // fails now if the set has no RMA lane
             for (int i = 0; i < RMA_SIZES.length; i++) {
                 steps.add(new Step(tls, "read" + i, "rndv/get/zcopy", PerfTestType.TAG_LAT, RMA_SIZES[i], true));
+            }
+            for (int i = 0; i < RNDV_SIZES.length; i++) { // against the AM lane's eager at the same sizes
+                steps.add(new Step(tls, "vsEager" + i, "rndv/get/zcopy", PerfTestType.TAG_LAT, RNDV_SIZES[i], true));
             }
         }
         return steps;

@@ -33,7 +33,12 @@ import java.util.Locale;
  *       three sizes ({@link Calibration#RNDV_SIZES}); what the rendezvous took beyond eager less what the model
  *       (fitted without it) says it takes beyond: a line through the two sizes where the rendezvous begins to win
  *       for good (else the first and the last), charged to the rendezvous where above 0 and to eager's fragments
- *       where below.</li>
+ *       where below;</li>
+ *   <li>an RMA lane's <b>read surcharge</b>: forced {@code rndv/get/zcopy} against its AM lane's forced
+ *       {@code egr/multi/bcopy} at the same three sizes, fitted as the rendezvous surcharge is, against what the
+ *       profile with every other figure prices them at; charged to the read where above 0. The read's own line comes
+ *       from 64 KiB and 512 KiB, where it meets eager short, and its gap to eager beyond that is not a line in size
+ *       (BENCHMARKS.md, "cma's read priced against eager where the two meet").</li>
  * </ul>
  * A figure that comes out negative (the machine was faster than the model's other terms say: e.g. copies overlapping
  * the transfer) is clamped, and the fit says so in a note kept in the profile's comments.
@@ -187,6 +192,16 @@ public final class ProfileFit {
      */
     public static Result fit(String source, double copyBandwidth, List<AmRuns> am, List<RmaRuns> rma,
                              List<RndvRuns> rndv, List<EagerRuns> eager) {
+        return fit(source, copyBandwidth, am, rma, rndv, eager, List.of());
+    }
+
+    /**
+     * Fits as {@link #fit(String, double, List, List, List, List)}, and the read surcharge of each RMA lane in
+     * {@code reads} (the rendezvous read against eager's fragments: {@link RndvRuns} named by the RMA lane, whose
+     * model costs come from a profile fitted from all the other lists, the same).
+     */
+    public static Result fit(String source, double copyBandwidth, List<AmRuns> am, List<RmaRuns> rma,
+                             List<RndvRuns> rndv, List<EagerRuns> eager, List<RndvRuns> reads) {
         PerfProfile.Builder b = PerfProfile.builder(source).copyBandwidth(copyBandwidth);
         List<String> notes = new java.util.ArrayList<>();
         double copy = 1 / copyBandwidth;
@@ -267,6 +282,9 @@ public final class ProfileFit {
         }
         for (RndvRuns r : rndv) {
             fitRndv(r, eagerCosts.getOrDefault(r.lane(), 0.0), b);
+        }
+        for (RndvRuns r : reads) {
+            fitRndv(r, 0, b); // the model priced eager with its surcharges already
         }
         return new Result(b.build(), List.copyOf(notes));
     }

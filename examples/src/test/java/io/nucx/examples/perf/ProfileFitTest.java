@@ -277,6 +277,30 @@ class ProfileFitTest {
                 () -> new ProfileFit.RndvRuns("tcp/lo", new long[] {1, 2, 3}, two, two, two, two));
     }
 
+    /**
+     * shm+cma's read against eager (the 16:40 calibration's shape: the read some microseconds slower at 512 KiB,
+     * where the model, fitted through 64 and 512 KiB reads, priced it faster from 740,541 B): the line goes on the RMA
+     * lane, fitted against eager as the tables price it (its surcharges included, so none added here), and with it
+     * the tables' read exceeds their eager by what was measured at the sizes the line runs through.
+     */
+    @Test
+    void aReadSurchargeGoesOnTheRmaLaneAndMakesTheReadExceedEagerAsMeasured() {
+        long[] sizes = {256 << 10, 512 << 10, 1 << 20};
+        double[] read = {16e-6, 30e-6, 55e-6};
+        double[] eager = {14e-6, 26e-6, 50e-6};
+        double[] readModel = {15e-6, 27.5e-6, 47e-6};
+        double[] eagerModel = {14e-6, 26e-6, 50e-6};
+        PerfProfile p = ProfileFit.fit("fit", 1e11, List.of(), List.of(), List.of(), List.of(),
+                List.of(new ProfileFit.RndvRuns("cma/memory", sizes, read, eager, readModel, eagerModel))).profile();
+        RndvSurcharge s = new RndvSurcharge(p.figure("cma/memory", PerfProfile.Figure.RNDV_COST),
+                p.figure("cma/memory", PerfProfile.Figure.RNDV_GROWTH));
+        for (int i : new int[] {0, 2}) { // eager the faster at the last size: through the first and the last
+            assertEquals(read[i] - eager[i], readModel[i] + s.at(sizes[i]) - eagerModel[i], 1e-12, "at " + sizes[i]);
+        }
+        assertTrue(readModel[1] + s.at(sizes[1]) > eagerModel[1], "the read dearer at 512 KiB too");
+        assertTrue(Double.isNaN(p.figure("shm/memory", PerfProfile.Figure.RNDV_COST)), "nothing on the AM lane");
+    }
+
     private static RndvSurcharge fitRndv(long[] sizes, double[] rndv, double[] eager, double[] rndvModel) {
         PerfProfile.Builder b = PerfProfile.builder("fit");
         ProfileFit.fitRndv(new ProfileFit.RndvRuns("tcp/lo", sizes, rndv, eager, rndvModel, eager), 0, b);

@@ -22,7 +22,8 @@ import java.util.regex.Pattern;
  * the transports' static estimates (UCX's published {@code uct_iface_attr_t} values) wherever the profile has them:
  * per lane its latency, per-message overhead, bandwidth, memory registration cost and, for an RMA lane, the rate and
  * size from which its zero-copy transfers outgrow the caches, for an AM lane what a rendezvous over it costs beyond
- * those figures ({@link io.nucx.protocol.RndvSurcharge}), and the memcpy bandwidth every
+ * those figures and for an RMA lane what its rendezvous read costs beyond them against eager
+ * ({@link io.nucx.protocol.RndvSurcharge}), and the memcpy bandwidth every
  * copy is charged at (UCX's {@code UCX_BCOPY_BW}). A figure the profile lacks keeps its static value. Only protocol
  * selection reads it: lane selection keeps the figures both peers exchanged in their addresses, so the two sides still
  * choose the same lanes whatever profile each one loaded.
@@ -61,9 +62,9 @@ public final class PerfProfile {
         REG_GROWTH("reg.growth", "s per byte registered", 0, true),
         BULK_FROM("bulk.from", "bytes: from this size on, zero-copy GET and PUT run at bulk.bandwidth", 1, true),
         BULK_BANDWIDTH("bulk.bandwidth", "bytes/s: zero-copy GET and PUT from bulk.from on", 0, false),
-        RNDV_COST("rndv.cost", "s: a rendezvous over this AM lane against eager, beyond what its figures price, at "
-                + "size 0 (a line with rndv.growth: charged to the rendezvous where above 0, to eager's fragments "
-                + "where below)", Double.NEGATIVE_INFINITY, true),
+        RNDV_COST("rndv.cost", "s: a rendezvous over this AM lane (an RMA lane: its read, rndv/get/zcopy) against "
+                + "eager, beyond what its figures price, at size 0 (a line with rndv.growth: charged to the rendezvous "
+                + "where above 0; an AM lane's to eager's fragments where below)", Double.NEGATIVE_INFINITY, true),
         RNDV_GROWTH("rndv.growth", "s per byte of the message, of rndv.cost's line", Double.NEGATIVE_INFINITY,
                 true),
         EAGER_COST("eager.cost", "s: what this AM lane's copy sends took beyond what its figures price (fitted at 8 B), "
@@ -254,12 +255,16 @@ public final class PerfProfile {
         double rndvGrowth = figure(config.amLane(), Figure.RNDV_GROWTH);
         double eagerCost = figure(config.amLane(), Figure.EAGER_COST);
         double eagerFrom = figure(config.amLane(), Figure.EAGER_FROM);
+        double readCost = config.rmaLane() == null ? Double.NaN : figure(config.rmaLane(), Figure.RNDV_COST);
+        double readGrowth = config.rmaLane() == null ? Double.NaN : figure(config.rmaLane(), Figure.RNDV_GROWTH);
         return new EndpointConfig(config.amLane(), apply(config.amLane(), config.amLaneAttrs()), config.rmaLane(),
                 config.rmaLane() == null ? null : apply(config.rmaLane(), config.rmaLaneAttrs()),
                 apply(config.bwLanes()), apply(config.rmaBwLanes()), Double.isNaN(rndvCost) || Double.isNaN(rndvGrowth)
                         ? config.rndvSurcharge() : new RndvSurcharge(rndvCost, rndvGrowth),
                 Double.isNaN(eagerCost) || Double.isNaN(eagerFrom) ? config.eagerSurcharge()
-                        : new EagerSurcharge((long) Math.min(eagerFrom, Long.MAX_VALUE - 1), eagerCost));
+                        : new EagerSurcharge((long) Math.min(eagerFrom, Long.MAX_VALUE - 1), eagerCost),
+                Double.isNaN(readCost) || Double.isNaN(readGrowth) ? config.readSurcharge()
+                        : new RndvSurcharge(readCost, readGrowth));
     }
 
     private List<EndpointConfig.BwLane> apply(List<EndpointConfig.BwLane> lanes) {

@@ -127,6 +127,11 @@ class PerfProfileTest {
                 "the AM lane's eager surcharge");
         assertSame(io.nucx.protocol.EagerSurcharge.NONE, c.eagerSurcharge());
         assertSame(RndvSurcharge.NONE, c.rndvSurcharge());
+        assertSame(RndvSurcharge.NONE, applied.readSurcharge(), "cma/memory has no read surcharge in the sample");
+        EndpointConfig read = PerfProfile.builder("r").figure("cma/memory", PerfProfile.Figure.RNDV_COST, 1e-6)
+                .figure("cma/memory", PerfProfile.Figure.RNDV_GROWTH, 2e-12).build().apply(c);
+        assertEquals(new RndvSurcharge(1e-6, 2e-12), read.readSurcharge(), "the RMA lane's read surcharge");
+        assertSame(RndvSurcharge.NONE, read.rndvSurcharge(), "not the AM lane's");
         assertSame(RndvSurcharge.NONE, sample().apply(new EndpointConfig("shm/memory", TCP)).rndvSurcharge(),
                 "none for a lane the profile has no surcharge for");
         assertEquals(TCP.overheadSeconds(), applied.bwLanes().get(0).attrs().overheadSeconds(), "tcp/eth0: static");

@@ -95,6 +95,44 @@ class RndvGetZcopyProbeTest {
                 s.factor(PerfFactor.REMOTE_CPU), "receiver: unchanged");
     }
 
+    /**
+     * A calibrated read surcharge (the read against eager, beyond the model) is charged to the read on the latency
+     * factor where its line is above 0, nothing below, with a bulk rate or without; PUT does not take it (it was not
+     * measured).
+     */
+    @Test
+    void aReadSurchargeIsChargedToTheReadWhereItsLineIsAboveZero() {
+        io.nucx.protocol.RndvSurcharge line = new io.nucx.protocol.RndvSurcharge(-2e-6, 1e-11); // 0 at 200,000 B
+        EndpointConfig surcharged = new EndpointConfig("tcp/lo", TCP, "cma/memory", CMA, List.of(), List.of(),
+                io.nucx.protocol.RndvSurcharge.NONE, io.nucx.protocol.EagerSurcharge.NONE, line);
+        ProtoPerf plain = probe(TCP_CMA, DIRECT).get(0).perf();
+        ProtoPerf charged = probe(surcharged, DIRECT).get(0).perf();
+        for (long size : new long[] {1, 65536, 200_000}) {
+            assertEquals(plain.singleCost(size), charged.singleCost(size), 1e-15, "nothing at " + size + " B");
+        }
+        for (long size : new long[] {200_001, 1 << 20, 64 << 20}) {
+            assertEquals(plain.singleCost(size) + line.at(size), charged.singleCost(size), 1e-12,
+                    "the line, as measured, at " + size + " B");
+        }
+        IfaceAttributes bulk = CMA.withBulk(1 << 20, 5e9); // a calibrated bulk rate from 1 MiB on
+        EndpointConfig withBulk = new EndpointConfig("tcp/lo", TCP, "cma/memory", bulk, List.of(), List.of(),
+                io.nucx.protocol.RndvSurcharge.NONE, io.nucx.protocol.EagerSurcharge.NONE, line);
+        ProtoPerf bulkPlain = probe(new EndpointConfig("tcp/lo", TCP, "cma/memory", bulk), DIRECT).get(0).perf();
+        ProtoPerf bulkCharged = probe(withBulk, DIRECT).get(0).perf();
+        for (long size : new long[] {(1 << 20) - 1, 1 << 20, 32 << 20}) {
+            assertEquals(bulkPlain.singleCost(size) + line.at(size), bulkCharged.singleCost(size), 1e-12,
+                    "the line below and beyond a bulk rate alike: " + size + " B");
+        }
+        List<ProtoCandidate> put = new ArrayList<>();
+        RndvProtocols.PUT_ZCOPY.probe(new ProbeParams(surcharged, DIRECT, ProtoCandidate.AUTO, ProtoCandidate.AUTO,
+                COPY_BW), put::add);
+        List<ProtoCandidate> plainPut = new ArrayList<>();
+        RndvProtocols.PUT_ZCOPY.probe(new ProbeParams(TCP_CMA, DIRECT, ProtoCandidate.AUTO, ProtoCandidate.AUTO,
+                COPY_BW), plainPut::add);
+        assertEquals(plainPut.get(0).perf().singleCost(1 << 20), put.get(0).perf().singleCost(1 << 20), 1e-15,
+                "PUT: unchanged");
+    }
+
     private static void assertFunc(double c, double m, LinearFunc f, String what) {
         assertEquals(c, f.c(), Math.abs(c) * 1e-12, what + ": constant");
         assertEquals(m, f.m(), Math.abs(m) * 1e-12, what + ": slope");
