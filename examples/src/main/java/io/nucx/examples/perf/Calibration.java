@@ -35,8 +35,8 @@ import java.util.concurrent.TimeUnit;
  * two workers in two processes over real lanes (a {@link SweepServer} and this process), each protocol forced in turn,
  * a few rounds back to back; then fits the model's figures to the measurements ({@link ProfileFit}) and writes the
  * profile that NUCX_PERF_PROFILE loads. The AM lanes' surcharges are fitted second, the read's third, each against
- * what the profile fitted without it prices the two protocols at (asked of the workers' own tables). A short, bounded run: a warm-up, then {@code rounds} x about
- * twenty runs of {@code runNanos} each.
+ * what the profile fitted without it prices the two protocols at (asked of the workers' own tables). A short, bounded
+ * run: a warm-up, then {@code rounds} x about twenty runs of {@code runNanos} each.
  */
 public final class Calibration {
 

@@ -36,8 +36,8 @@ import java.util.Locale;
  *       where below;</li>
  *   <li>an RMA lane's <b>read surcharge</b>: forced {@code rndv/get/zcopy} against its AM lane's forced
  *       {@code egr/multi/bcopy} at the same three sizes, fitted as the rendezvous surcharge is, against what the
- *       profile with every other figure prices them at; charged to the read where above 0. The read's own line comes
- *       from 64 KiB and 512 KiB, where it meets eager short, and its gap to eager beyond that is not a line in size
+ *       profile with every other figure prices them at; charged to the read where above 0. The read's own figures
+ *       come from 64 KiB and 512 KiB, where it meets eager short, and miss how it falls behind eager's copies beyond
  *       (BENCHMARKS.md, "cma's read priced against eager where the two meet").</li>
  * </ul>
  * A figure that comes out negative (the machine was faster than the model's other terms say: e.g. copies overlapping

@@ -104,7 +104,7 @@ public final class RndvProtocols {
                     .add(0, max, PerfFactor.LOCAL_TL, LinearFunc.slope(wire))
                     .add(0, max, PerfFactor.LATENCY, LinearFunc.constant(3 * lat));
             // The surcharge is what was measured beyond the tables' prices, which the bias below scales: so by 1/d here.
-            surcharge(perf, params.endpoint().rndvSurcharge(), copiesOnly ? 1 : 1 / PERF_DIFF_FACTOR, max);
+            surcharge(perf, params.endpoint().rndvSurcharge(), copiesOnly ? 1 : 1 / PERF_DIFF_FACTOR, 0, max);
             if (!copiesOnly) {
                 perf.scale(PERF_DIFF_FACTOR);
             }
@@ -119,12 +119,12 @@ public final class RndvProtocols {
     };
 
     /**
-     * Adds what calibration measured a rendezvous over the AM lane to cost beyond eager, beyond what the model prices
-     * ({@link RndvSurcharge#at}), on the latency factor, where a single message pays it and a stream of them overlaps
-     * it: the line where it is above 0, times {@code k}, nothing where it is not.
+     * Adds what calibration measured a rendezvous to cost beyond eager, beyond what the model prices
+     * ({@link RndvSurcharge#at}), on the latency factor over {@code [min, max]}, where a single message pays it and a
+     * stream of them overlaps it: the line where it is above 0, times {@code k}, nothing where it is not.
      */
-    static void surcharge(ProtoPerf perf, RndvSurcharge s, double k, long max) {
-        positivePart(perf, new LinearFunc(k * s.seconds(), k * s.perByte()), 0, max);
+    static void surcharge(ProtoPerf perf, RndvSurcharge s, double k, long min, long max) {
+        positivePart(perf, new LinearFunc(k * s.seconds(), k * s.perByte()), min, max);
     }
 
     /**
@@ -154,20 +154,6 @@ public final class RndvProtocols {
         }
     }
 
-    /**
-     * Adds what calibration measured the rendezvous read to cost beyond eager's fragments, beyond the model
-     * ({@link EndpointConfig#readSurcharge}), on the latency factor, times {@code 1/d} (the bias scales it after): its
-     * line where above 0, at every size, as {@code tag/rndv}'s. Measured from 256 KiB to 1 MiB, the read falls behind
-     * eager's copies as it grows (a 1 MiB read took 56.7 us where the read's figures, fitted through 64 and 512 KiB,
-     * priced it below eager's 48.4), and it kept falling behind the ring beyond: 1.5-2x the ring's time at every size
-     * from 1 to 64 MiB in the sweep (BENCHMARKS.md). Stopped where the read's bulk rate takes over (its figures timed at
-     * 2 and 32 MiB), it left the read a window after that size (1,666,450-2,413,372 B) where it took 1.55-1.73x the
-     * best protocol's time.
-     */
-    static void readSurcharge(ProtoPerf perf, RndvSurcharge s, long max) {
-        positivePart(perf, new LinearFunc(s.seconds() / PERF_DIFF_FACTOR, s.perByte() / PERF_DIFF_FACTOR), 1, max);
-    }
-
     /** Receiver-side counters: data read from the sender by cma, or asked for by RTR although a key came. */
     public static final String RECV_GET_COUNTER = "recv:rndv/get/zcopy";
     public static final String RECV_GET_FALLBACK_COUNTER = "recv:rndv/rtr(fallback)";
@@ -185,9 +171,12 @@ public final class RndvProtocols {
      *   <li>lat: RTS and ATS cross the AM lane, the GET the RMA lane;</li>
      * </ul>
      * all × 0.99 like {@code tag/rndv}. A calibrated profile adds what the read was measured to cost beyond that
-     * against eager's fragments ({@link #readSurcharge}, where above 0): over shm+cma the read's line,
-     * fitted through 64 KiB and 512 KiB reads, put the switch from eager at 740,541 B, where the read took 1.32 of
-     * eager's time (BENCHMARKS.md, "cma's read priced against eager where the two meet"). Declines without an RMA
+     * against eager's fragments ({@link EndpointConfig#readSurcharge}, where above 0, at every size as
+     * {@code tag/rndv}'s): over shm+cma the read's figures, fitted through 64 KiB and 512 KiB reads, put the switch
+     * from eager at 740,541 B, where the read took 1.32 of eager's time, and the read kept falling behind beyond
+     * 1 MiB (1.5-2x the ring's time to 64 MiB; stopped at the read's bulk rate, the surcharge left it a window at
+     * 1.55-1.73x the best protocol's time: BENCHMARKS.md, "cma's read priced against eager where the two meet").
+     * Declines without an RMA
      * lane with GET_ZCOPY, for heap memory (the GC moves it: no address another process could read) and for
      * non-contiguous data. Shares {@code tag/rndv}'s user threshold and priority.
      */
@@ -207,7 +196,8 @@ public final class RndvProtocols {
                             rma.overheadSeconds() / rma.rmaSegment()))
                     .add(1, max, PerfFactor.LATENCY, LinearFunc.constant(2 * am.latencySeconds()
                             + rma.latencySeconds()));
-            readSurcharge(perf, ep.readSurcharge(), max);
+            // Measured beyond the tables' prices, which RmaZcopy's bias scales after: so by 1/d here.
+            surcharge(perf, ep.readSurcharge(), 1 / PERF_DIFF_FACTOR, 1, max);
             return wireTime(perf, ep, max, PerfFactor.REMOTE_TL);
         }
     };
