@@ -21,6 +21,10 @@ Usage: bench/interleave.py [--slice S] [--warmup S] [--measure S] [--rows CSV] T
   .+NUCX_PROTOS=egr/multi/bcopy (the engine's choice against one protocol forced) or ucx+UCX_RNDV_THRESH=1k.
   NUCX_TLS (default shm) and UCX_TLS (default posix,self) choose the transports; NUCX_ARGS and UCX_ARGS add client
   options (e.g. NUCX_ARGS='-D bcopy', UCX_ARGS='-O 32').
+  nucx's am_lat and am_bw are UCP's active messages (ucp_am_send_nbx): ucx_perftest runs ucp_am_lat and ucp_am_bw for
+  them (its own am_lat and am_bw are UCT's, below any protocol), with -n 200,000,000: ucx_perftest 1.13.1's ucp_am
+  tests stall at start for a time that grows with -n (1 s at 1e8, 3 s at 3e8; at 1e9 nothing in 10 s). That is 12 s
+  of its turns at 64 B (16.8 M msg/s): a longer run needs UCX_ARGS='-n N' (its last -n counts).
 Example: bench/interleave.py tag_lat 8 ucx . ../base
 """
 import argparse
@@ -96,6 +100,10 @@ class Pair:
         return all(p.poll() is None for p in self.procs)
 
 
+# nucx's tests that ucx_perftest names otherwise: its am_lat and am_bw measure UCT, nucx's UCP's active messages.
+UCP_TEST_OF = {"am_lat": "ucp_am_lat", "am_bw": "ucp_am_bw"}
+
+
 def pairs_of(a):
     if any(spec.split("+")[0] == "ucx" for spec in a.pairs) and not shutil.which("ucx_perftest"):
         sys.exit("ucx_perftest missing: apt-get install -y ucx-utils")
@@ -105,6 +113,8 @@ def pairs_of(a):
     nucx_args = shlex.split(os.environ.pop("NUCX_ARGS", ""))
     ucx_args = shlex.split(os.environ.pop("UCX_ARGS", ""))
     huge = "100000000000"  # the pairs run until stopped here
+    ucx_test = UCP_TEST_OF.get(a.test, a.test)
+    ucx_n = "200000000" if ucx_test.startswith("ucp_am") else huge
     out = []
     for spec in a.pairs:
         port = str(random.randint(20000, 40000))
@@ -118,7 +128,7 @@ def pairs_of(a):
             env = ["env", f"UCX_TLS={ucx_tls}"] + settings
             server = ["taskset", "-c", "0"] + env + ["ucx_perftest", "-p", port]
             client = ["taskset", "-c", "1"] + env + ["stdbuf", "-oL", "ucx_perftest", "127.0.0.1", "-p", port,
-                                                     "-t", a.test, "-s", str(a.size), "-n", huge, "-w", "100000"]
+                                                     "-t", ucx_test, "-s", str(a.size), "-n", ucx_n, "-w", "100000"]
             out.append(Pair(label, server, client + ucx_args))
         else:
             nucx = os.path.join(where, "bin", "nucx")

@@ -14,8 +14,28 @@ public interface ShortPayload {
     int length();
 
     /** Copies the payload into {@code dst} at {@code index} (indices left alone; {@code dst} must have the room). */
-    void copyTo(ByteBuf dst, int index);
+    default void copyTo(ByteBuf dst, int index) {
+        copyTo(0, length(), dst, index);
+    }
+
+    /**
+     * Copies {@code length} bytes of the payload from {@code from} into {@code dst} at {@code index} (indices left
+     * alone; {@code dst} must have the room): a part of it, such as an active message's data after its user header.
+     *
+     * @throws IndexOutOfBoundsException when the part is not inside the payload
+     */
+    void copyTo(int from, int length, ByteBuf dst, int index);
 
     /** The payload copied into a pooled buffer of the transport's allocator, which the caller then owns. */
-    ByteBuf copyOut();
+    default ByteBuf copyOut() {
+        return copyOut(0, length());
+    }
+
+    /**
+     * {@code length} bytes of the payload from {@code from} copied into a pooled buffer of the transport's allocator
+     * (an empty unpooled one for none), which the caller then owns.
+     *
+     * @throws IndexOutOfBoundsException when the part is not inside the payload
+     */
+    ByteBuf copyOut(int from, int length);
 }

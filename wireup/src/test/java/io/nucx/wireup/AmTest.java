@@ -24,6 +24,7 @@ import java.util.concurrent.BlockingQueue;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
 
 import static io.nucx.wireup.TestWorkers.assertPattern;
 import static io.nucx.wireup.TestWorkers.awaitTrue;
@@ -198,6 +199,64 @@ class AmTest {
             into.release();
             r.release();
             e.release();
+        }
+    }
+
+    /**
+     * A short active message goes to its handler where the transport read it (shm's ring, self's record ring): one its
+     * handler keeps copies its header and data out before that room is reused, one whose handler receives its data
+     * gets them straight from there, one whose handler ignores it is never copied. Thousands of 1 KiB messages after
+     * the kept one go through the same room; the kept one still reads as sent.
+     */
+    @ParameterizedTest(name = "{0}")
+    @CsvSource({"self", "shm"})
+    void aKeptShortMessageOutlivesTheRoomItArrivedIn(String tls) throws Exception {
+        DefaultWorker a = workers.start("a", "TLS", tls);
+        DefaultWorker b = workers.start("b", "TLS", tls);
+        BlockingQueue<AmMessage> kept = new LinkedBlockingQueue<>();
+        b.setAmHandler(3, m -> kept.add(m.keep()));
+        AtomicInteger ignored = new AtomicInteger();
+        b.setAmHandler(4, m -> ignored.incrementAndGet());
+        int size = 1024;
+        ByteBuf expected = pattern(41, size);
+        ByteBuf into = Unpooled.buffer(size, size); // b's loop only
+        AtomicInteger received = new AtomicInteger();
+        AtomicInteger wrong = new AtomicInteger();
+        b.setAmHandler(5, m -> {
+            into.clear();
+            m.receiveData(into);
+            if (!into.equals(expected) || m.header().readableBytes() != 0) {
+                wrong.incrementAndGet();
+            }
+            received.incrementAndGet();
+        });
+        try {
+            Endpoint ab = a.connect(b.address());
+            ab.amSend(3, pattern(31, 16), pattern(32, 200));
+            int each = 4_000; // 8,000 KiB through the rings after the kept message: several times round
+            ChannelFuture last = null;
+            for (int i = 0; i < each; i++) {
+                ab.amSend(4, Unpooled.EMPTY_BUFFER, pattern(40, size));
+                last = ab.amSend(5, Unpooled.EMPTY_BUFFER, pattern(41, size));
+            }
+            await(last, "the last send");
+            awaitTrue(() -> received.get() == each && ignored.get() == each, "all " + each + " of each arriving");
+            assertEquals(0, wrong.get(), "messages whose data or header differed from what was sent");
+            AmMessage m = kept.poll(60, TimeUnit.SECONDS);
+            assertNotNull(m, "the kept message did not arrive");
+            try {
+                assertFalse(m.isRendezvous());
+                assertPattern(31, 16, m.header());
+                assertPattern(32, 200, m.data());
+                ByteBuf copy = Unpooled.buffer(200);
+                await(m.receiveData(copy), "receiving the kept message's data after thousands more");
+                assertPattern(32, 200, copy);
+            } finally {
+                m.release();
+            }
+        } finally {
+            b.eventLoop().submit(() -> { into.release(); }).get();
+            expected.release();
         }
     }
 

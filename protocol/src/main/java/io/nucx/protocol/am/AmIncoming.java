@@ -5,11 +5,12 @@ import io.netty.buffer.Unpooled;
 import io.netty.util.concurrent.Promise;
 import io.nucx.protocol.ProtocolException;
 import io.nucx.transport.Buffers;
+import io.nucx.transport.ShortPayload;
 
 /**
  * An active message that arrived, on its way to the worker's handler for its id: the user header, and the data
- * either here (eager: a slice of the same payload) or still at the sender (rendezvous: {@link #receive} asks for them
- * into the caller's buffer). Its carrying codec fires it up the endpoint's pipeline when it is whole (eager) or when
+ * either here (eager: a slice of the same payload, or, for a short one, still where the transport read it:
+ * {@link #inPlace}) or still at the sender (rendezvous: {@link #receive} asks for them into the caller's buffer). Its carrying codec fires it up the endpoint's pipeline when it is whole (eager) or when
  * its RTS arrives (rendezvous), so the handler sees one endpoint's messages in the order they were sent.
  *
  * <p>It is the handler's during the call; after that the {@link AmCodec} releases it unless the handler
@@ -27,7 +28,7 @@ public abstract class AmIncoming {
     private boolean receiving;
     private boolean released;
 
-    /** Owns {@code header}. */
+    /** Owns {@code header}; null: made when first asked for ({@link #headerNow}). */
     protected AmIncoming(long tagField, ByteBuf header, long dataLength) {
         this.id = AmHeaders.id(tagField);
         this.flags = AmHeaders.flags(tagField);
@@ -56,6 +57,25 @@ public abstract class AmIncoming {
         return new Eager(tagField, payload, headerLength);
     }
 
+    /**
+     * An eager message whose payload (the user header, then the data) is still where the transport read it, valid
+     * until {@link #arrivalEnded}, which the carrier calls when the message's trip up the pipeline returns: what the
+     * handler receives into a buffer of its own is copied there straight from the transport's memory, what it does
+     * not touch is never copied, and a message still held then (kept, or queued by a handler of the user's) copies its
+     * payload out first, so it stays valid until released as every other (UCX's {@code am_recv_cb} data: in place
+     * during the callback, kept only by the callback's say).
+     *
+     * @throws ProtocolException when the payload is shorter than the header it announces
+     */
+    public static InPlace inPlace(long tagField, ShortPayload payload) {
+        int headerLength = AmHeaders.headerLength(tagField);
+        if (headerLength > payload.length()) {
+            throw new ProtocolException("active message of " + payload.length() + " bytes announces a "
+                    + headerLength + "-byte header");
+        }
+        return new InPlace(tagField, payload, headerLength);
+    }
+
     public final int id() {
         return id;
     }
@@ -68,7 +88,16 @@ public abstract class AmIncoming {
     /** The user header (empty when none was sent): valid until the message is released. */
     public final ByteBuf header() {
         checkNotReleased();
-        return header;
+        ByteBuf h = header;
+        if (h == null) {
+            header = h = headerNow();
+        }
+        return h;
+    }
+
+    /** The user header, made when first asked for, for a subclass that passed none to the constructor. */
+    protected ByteBuf headerNow() {
+        throw new IllegalStateException("active message " + id + " has no header");
     }
 
     public final long dataLength() {
@@ -129,8 +158,7 @@ public abstract class AmIncoming {
             return;
         }
         released = true;
-        header.release();
-        header = null;
+        releaseHeader();
         dropData(receiving ? Drop.RECEIVED : Drop.UNWANTED);
     }
 
@@ -140,9 +168,15 @@ public abstract class AmIncoming {
             return;
         }
         released = true;
-        header.release();
-        header = null;
+        releaseHeader();
         dropData(Drop.NO_HANDLER);
+    }
+
+    private void releaseHeader() {
+        if (header != null) {
+            header.release();
+            header = null;
+        }
     }
 
     /** Why the message is released. */
@@ -161,7 +195,7 @@ public abstract class AmIncoming {
     /** The message is released: let go of the data. */
     protected abstract void dropData(Drop why);
 
-    private void checkNotReleased() {
+    protected final void checkNotReleased() {
         if (released) {
             throw new IllegalStateException("active message " + id + " was released");
         }
@@ -173,38 +207,53 @@ public abstract class AmIncoming {
                 + (replyRequested() ? ", reply" : "") + ")";
     }
 
+    /** An eager message: its data are here, made a buffer only when {@link #data()} asks ({@link #dataNow}). */
+    private abstract static class Here extends AmIncoming {
+        final int headerLength;
+        /** The data as a buffer, once asked for. */
+        ByteBuf data;
+
+        Here(long tagField, ByteBuf header, long dataLength, int headerLength) {
+            super(tagField, header, dataLength);
+            this.headerLength = headerLength;
+        }
+
+        @Override
+        public final boolean isRendezvous() {
+            return false;
+        }
+
+        @Override
+        public final ByteBuf data() {
+            checkNotReleased();
+            ByteBuf d = data;
+            if (d == null) {
+                data = d = dataNow();
+            }
+            return d;
+        }
+
+        /** The data as a buffer, asked for the first time. */
+        abstract ByteBuf dataNow();
+    }
+
     /**
      * An eager message: header and data are slices of one payload, each made only when there is one (a header) or
      * when it is asked for (the data): a handler that receives the data into a buffer of its own gets them from the
      * payload, with no object per message for them.
      */
-    private static final class Eager extends AmIncoming {
+    private static final class Eager extends Here {
         private ByteBuf payload;
-        private final int headerLength;
-        private ByteBuf data;
 
         Eager(long tagField, ByteBuf payload, int headerLength) {
             super(tagField, headerLength == 0 ? Unpooled.EMPTY_BUFFER : payload.retainedSlice(payload.readerIndex(),
-                    headerLength), payload.readableBytes() - headerLength);
+                    headerLength), payload.readableBytes() - headerLength, headerLength);
             this.payload = payload;
-            this.headerLength = headerLength;
         }
 
         @Override
-        public boolean isRendezvous() {
-            return false;
-        }
-
-        @Override
-        public ByteBuf data() {
-            if (isReleased()) {
-                throw new IllegalStateException("active message " + id() + " was released");
-            }
-            ByteBuf d = data;
-            if (d == null) {
-                data = d = payload.slice(payload.readerIndex() + headerLength, (int) dataLength());
-            }
-            return d;
+        ByteBuf dataNow() {
+            return payload.slice(payload.readerIndex() + headerLength, (int) dataLength());
         }
 
         @Override
@@ -223,6 +272,73 @@ public abstract class AmIncoming {
             if (payload != null) {
                 payload.release();
                 payload = null;
+                data = null;
+            }
+        }
+    }
+
+    /**
+     * An eager message read in place ({@link #inPlace}): the payload is the transport's until {@link #arrivalEnded}.
+     * The header and {@link #data()} are buffers, so asking for one copies its part out (once); {@link #receive}
+     * copies the data straight to the caller's buffer; what is still held when the arrival ends is copied out then.
+     */
+    public static final class InPlace extends Here {
+        /** Where the transport read the payload; null once the arrival ended. */
+        private ShortPayload inTransport;
+
+        InPlace(long tagField, ShortPayload inTransport, int headerLength) {
+            super(tagField, headerLength == 0 ? Unpooled.EMPTY_BUFFER : null, inTransport.length() - headerLength,
+                    headerLength);
+            this.inTransport = inTransport;
+        }
+
+        /**
+         * The message's trip up the pipeline returned and the transport's memory is about to be reused: a message not
+         * yet released copies out what it has not yet (its data then its own buffer). Called once, by the carrier.
+         */
+        public void arrivalEnded() {
+            if (inTransport != null && !isReleased()) {
+                header();
+                data();
+            }
+            inTransport = null;
+        }
+
+        private ShortPayload inTransport() {
+            ShortPayload p = inTransport;
+            if (p == null) {
+                throw new IllegalStateException("active message " + id() + " read in place after its arrival ended");
+            }
+            return p;
+        }
+
+        @Override
+        protected ByteBuf headerNow() {
+            return inTransport().copyOut(0, headerLength);
+        }
+
+        @Override
+        ByteBuf dataNow() {
+            return inTransport().copyOut(headerLength, (int) dataLength());
+        }
+
+        @Override
+        protected void receiveData(ByteBuf into, Promise<Void> done) {
+            int n = (int) dataLength();
+            ByteBuf d = data;
+            if (d != null) {
+                Buffers.append(d, d.readerIndex(), into, n);
+            } else {
+                inTransport().copyTo(headerLength, n, into, into.writerIndex());
+                into.writerIndex(into.writerIndex() + n);
+            }
+            done.trySuccess(null);
+        }
+
+        @Override
+        protected void dropData(Drop why) {
+            if (data != null) {
+                data.release(); // its own copy
                 data = null;
             }
         }

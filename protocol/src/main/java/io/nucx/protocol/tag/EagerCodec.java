@@ -98,12 +98,17 @@ public final class EagerCodec extends ChannelDuplexHandler implements ProtocolCo
 
     @Override
     public boolean takesShortFrames(int amId) {
-        return receiver != null && amId == AmIds.EAGER_ONLY;
+        return receiver != null && (amId == AmIds.EAGER_ONLY || amId == AmIds.AM_ONLY);
     }
 
     @Override
     public void shortFrameArrived(int amId, long header, io.nucx.transport.ShortPayload payload) {
-        receiver.onOnly(header, payload); // EAGER_ONLY's header is the tag alone
+        // Each one's header is its tag field alone.
+        if (amId == AmIds.EAGER_ONLY) {
+            receiver.onOnly(header, payload);
+        } else {
+            receiver.onAmOnly(header, payload);
+        }
     }
 
     @Override

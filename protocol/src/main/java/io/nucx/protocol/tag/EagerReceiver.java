@@ -375,6 +375,19 @@ final class EagerReceiver {
         arrived(tag, -1, r, payload.copyOut());
     }
 
+    /**
+     * An AM_ONLY short frame, its payload still in the transport: up the pipeline as a message read in place, whose
+     * handler copies what it wants straight from there (nothing, for a handler that only counts).
+     */
+    void onAmOnly(long tagField, ShortPayload payload) {
+        AmIncoming.InPlace m = AmIncoming.inPlace(tagField, payload);
+        try {
+            ctx.fireChannelRead(m);
+        } finally {
+            m.arrivalEnded();
+        }
+    }
+
     /** A whole message arrived; {@code syncReqId >= 0}: the sender waits for the match. Owns {@code payload}. */
     private void onOnly(long tag, long syncReqId, ByteBuf payload) {
         TagReceive r = placedOnly;

@@ -11,6 +11,7 @@ import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.lang.invoke.VarHandle;
+import java.util.Objects;
 
 /**
  * A self channel's inbound order: a single-producer single-consumer ring of records in native memory, one per message
@@ -360,13 +361,22 @@ final class RecordRing implements ShortPayload {
     }
 
     @Override
-    public ByteBuf copyOut() {
+    public void copyTo(int from, int n, ByteBuf dst, int index) {
         int at = livePayloadAt();
-        int length = length();
-        if (length == 0) {
+        Objects.checkFromIndexSize(from, n, length());
+        if (n > 0) {
+            Buffers.copy(segment, at + from, dst, index, n);
+        }
+    }
+
+    @Override
+    public ByteBuf copyOut(int from, int n) {
+        int at = livePayloadAt();
+        Objects.checkFromIndexSize(from, n, length());
+        if (n == 0) {
             return Unpooled.EMPTY_BUFFER;
         }
-        return Buffers.copyOut(segment, at, length, alloc);
+        return Buffers.copyOut(segment, at + from, n, alloc);
     }
 
     private int livePayloadAt() {

@@ -22,6 +22,7 @@ import io.nucx.transport.ShortPayload;
 
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
+import java.util.Objects;
 import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.TimeUnit;
 
@@ -376,12 +377,23 @@ public final class ShmChannel extends AbstractLaneChannel {
         }
 
         @Override
-        public ByteBuf copyOut() {
-            if (length == 0) {
+        public void copyTo(int from, int n, ByteBuf dst, int index) {
+            Objects.checkFromIndexSize(from, n, length);
+            if (n == 0) {
+                return;
+            }
+            checkLive();
+            Buffers.copy(ring, offset + from, dst, index, n);
+        }
+
+        @Override
+        public ByteBuf copyOut(int from, int n) {
+            Objects.checkFromIndexSize(from, n, length);
+            if (n == 0) {
                 return Unpooled.EMPTY_BUFFER;
             }
             checkLive();
-            return Buffers.copyOut(ring, offset, length, alloc());
+            return Buffers.copyOut(ring, offset + from, n, alloc());
         }
 
         private void checkLive() {

@@ -17,6 +17,7 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.TimeUnit;
+import java.util.function.Consumer;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
@@ -51,15 +52,19 @@ class SelfWriterTurnsTest {
         return new Pair(writer, reader, reader.channel.get(10, TimeUnit.SECONDS));
     }
 
-    /** Writes {@link #FRAMES} numbered frames and flushes them once, then runs {@code after}, all in one loop task. */
-    private static List<ChannelFuture> flushAll(Channel writer, Runnable after) throws Exception {
+    /**
+     * Writes {@link #FRAMES} numbered frames and flushes them once, then runs {@code after} with their writes, all in
+     * one loop task.
+     */
+    private static List<ChannelFuture> flushAll(Channel writer, Consumer<List<ChannelFuture>> after)
+            throws Exception {
         return writer.eventLoop().submit(() -> {
             List<ChannelFuture> writes = new ArrayList<>(FRAMES);
             for (int i = 0; i < FRAMES; i++) {
                 writes.add(writer.write(AmFrame.of(1, 0, Unpooled.buffer(8).writeLongLE(i), Unpooled.EMPTY_BUFFER)));
             }
             writer.flush();
-            after.run();
+            after.accept(writes);
             return writes;
         }).get(10, TimeUnit.SECONDS);
     }
@@ -72,9 +77,9 @@ class SelfWriterTurnsTest {
     void aLongFlushLetsTheWritersLoopRunItsTimersBetweenBatches() throws Exception {
         Pair p = connect();
         CompletableFuture<Long> writtenWhenTimerRan = new CompletableFuture<>();
-        List<List<ChannelFuture>> holder = new ArrayList<>(1);
-        holder.add(flushAll(p.writer(), () -> p.writer().eventLoop().schedule(
-                () -> writtenWhenTimerRan.complete(done(holder.get(0))), 0, TimeUnit.NANOSECONDS)));
+        // The timer is handed the writes: it may run before this thread has flushAll's result.
+        List<ChannelFuture> writes = flushAll(p.writer(), ws -> p.writer().eventLoop().schedule(
+                () -> writtenWhenTimerRan.complete(done(ws)), 0, TimeUnit.NANOSECONDS));
         long written = writtenWhenTimerRan.get(10, TimeUnit.SECONDS);
         assertTrue(written < FRAMES, "a timer set after a flush of " + FRAMES + " frames waited for all of them");
         assertTrue(written > 0, "the flush moved its first batch at once");
@@ -82,7 +87,7 @@ class SelfWriterTurnsTest {
         p.reader().expected = new CountDownLatch(FRAMES);
         p.readerChannel().eventLoop().execute(() -> p.readerChannel().config().setAutoRead(true));
         assertTrue(p.reader().expected.await(10, TimeUnit.SECONDS), "every frame arrives");
-        for (ChannelFuture w : holder.get(0)) {
+        for (ChannelFuture w : writes) {
             assertTrue(w.isSuccess(), () -> "write failed: " + w.cause());
         }
         assertNull(p.reader().failure);
@@ -97,7 +102,7 @@ class SelfWriterTurnsTest {
     void writesLeftWhenTheWritersLoopShutsDownFailSayingSoAndTheLaneCloses() throws Exception {
         Pair p = connect();
         List<ChannelFuture> writes = flushAll(p.writer(),
-                () -> loops.loopA.shutdownGracefully(0, 1, TimeUnit.SECONDS));
+                ws -> loops.loopA.shutdownGracefully(0, 1, TimeUnit.SECONDS));
         ChannelFuture last = writes.get(FRAMES - 1);
         assertTrue(last.await(10, TimeUnit.SECONDS), "the last write never ended (" + done(writes) + " of "
                 + FRAMES + " did)");
