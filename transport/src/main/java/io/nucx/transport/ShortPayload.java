@@ -14,9 +14,7 @@ public interface ShortPayload {
     int length();
 
     /** Copies the payload into {@code dst} at {@code index} (indices left alone; {@code dst} must have the room). */
-    default void copyTo(ByteBuf dst, int index) {
-        copyTo(0, length(), dst, index);
-    }
+    void copyTo(ByteBuf dst, int index);
 
     /**
      * Copies {@code length} bytes of the payload from {@code from} into {@code dst} at {@code index} (indices left

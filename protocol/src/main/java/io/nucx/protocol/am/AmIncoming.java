@@ -10,8 +10,9 @@ import io.nucx.transport.ShortPayload;
 /**
  * An active message that arrived, on its way to the worker's handler for its id: the user header, and the data
  * either here (eager: a slice of the same payload, or, for a short one, still where the transport read it:
- * {@link #inPlace}) or still at the sender (rendezvous: {@link #receive} asks for them into the caller's buffer). Its carrying codec fires it up the endpoint's pipeline when it is whole (eager) or when
- * its RTS arrives (rendezvous), so the handler sees one endpoint's messages in the order they were sent.
+ * {@link #inPlace}) or still at the sender (rendezvous: {@link #receive} asks for them into the caller's buffer).
+ * Its carrying codec fires it up the endpoint's pipeline when it is whole (eager) or when its RTS arrives
+ * (rendezvous), so the handler sees one endpoint's messages in the order they were sent.
  *
  * <p>It is the handler's during the call; after that the {@link AmCodec} releases it unless the handler
  * {@link #keep() kept} it, which makes releasing it the holder's job. Releasing a rendezvous message whose data were
@@ -45,11 +46,7 @@ public abstract class AmIncoming {
     public static AmIncoming eager(long tagField, ByteBuf payload) {
         int headerLength;
         try {
-            headerLength = AmHeaders.headerLength(tagField);
-            if (headerLength > payload.readableBytes()) {
-                throw new ProtocolException("active message of " + payload.readableBytes() + " bytes announces a "
-                        + headerLength + "-byte header");
-            }
+            headerLength = headerLength(tagField, payload.readableBytes());
         } catch (RuntimeException e) {
             payload.release();
             throw e;
@@ -68,12 +65,17 @@ public abstract class AmIncoming {
      * @throws ProtocolException when the payload is shorter than the header it announces
      */
     public static InPlace inPlace(long tagField, ShortPayload payload) {
+        return new InPlace(tagField, payload, headerLength(tagField, payload.length()));
+    }
+
+    /** The user header's length {@code tagField} announces, checked against the payload's {@code length}. */
+    private static int headerLength(long tagField, int length) {
         int headerLength = AmHeaders.headerLength(tagField);
-        if (headerLength > payload.length()) {
-            throw new ProtocolException("active message of " + payload.length() + " bytes announces a "
-                    + headerLength + "-byte header");
+        if (headerLength > length) {
+            throw new ProtocolException("active message of " + length + " bytes announces a " + headerLength
+                    + "-byte header");
         }
-        return new InPlace(tagField, payload, headerLength);
+        return headerLength;
     }
 
     public final int id() {

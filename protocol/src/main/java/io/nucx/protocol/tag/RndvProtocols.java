@@ -176,9 +176,8 @@ public final class RndvProtocols {
      * from eager at 740,541 B, where the read took 1.32 of eager's time, and the read kept falling behind beyond
      * 1 MiB (1.5-2x the ring's time to 64 MiB; stopped at the read's bulk rate, the surcharge left it a window at
      * 1.55-1.73x the best protocol's time: BENCHMARKS.md, "cma's read priced against eager where the two meet").
-     * Declines without an RMA
-     * lane with GET_ZCOPY, for heap memory (the GC moves it: no address another process could read) and for
-     * non-contiguous data. Shares {@code tag/rndv}'s user threshold and priority.
+     * Declines without an RMA lane with GET_ZCOPY, for heap memory (the GC moves it: no address another process
+     * could read) and for non-contiguous data. Shares {@code tag/rndv}'s user threshold and priority.
      */
     public static final Protocol GET_ZCOPY = new RmaZcopy("rndv/get/zcopy",
             "(?) rendezvous zero-copy read from remote", Capability.GET_ZCOPY) {
