@@ -407,6 +407,43 @@ class AmTest {
         assertTrue(calls.isEmpty(), () -> "unexpected calls: " + calls);
     }
 
+    /**
+     * Over shm an eager active message in fragments, up to 1 MiB with its header, goes from the ring straight into one
+     * buffer of the whole, its first fragment too: one copy on the receiver, as a tagged message into a posted
+     * receive's buffer (they were copied out of the ring, again into a buffer per fragment and once more into one
+     * buffer at the end). A bigger one is still put together as before, and arrives as whole.
+     */
+    @Test
+    void overShmAnActiveMessageInFragmentsGoesFromTheRingStraightIntoOneBuffer() throws Exception {
+        DefaultWorker a = workers.start("a", "TLS", "shm", "RNDV_THRESH", "1g");
+        DefaultWorker b = workers.start("b", "TLS", "shm", "RNDV_THRESH", "1g");
+        BlockingQueue<Seen> seen = record(b, 3);
+        Endpoint ab = TestWorkers.wiredUp(a, b);
+        Endpoint accepted = b.endpoints().iterator().next();
+        // {data, header}: 100,000 B in two fragments, 1 MiB in all (the most taken whole), 2 MiB
+        int[][] sizes = {{100_000, 8}, {(1 << 20) - 16, 16}, {2 << 20, 0}};
+        for (int id = 0; id < sizes.length; id++) {
+            await(ab.amSend(id, pattern(500 + id, sizes[id][1]), directPattern(id, sizes[id][0])), "send " + id);
+            Seen s = seen.poll(60, TimeUnit.SECONDS);
+            assertNotNull(s, "active message " + id + " did not arrive");
+            try {
+                assertFalse(s.rendezvous());
+                assertBytes(500 + id, sizes[id][1], s.header());
+                await(s.received(), "receiving message " + id);
+                assertPattern(id, sizes[id][0], s.data());
+            } finally {
+                s.data().release();
+            }
+        }
+        io.nucx.transport.shm.ShmChannel lane = (io.nucx.transport.shm.ShmChannel) TestWorkers.impl(accepted)
+                .amLane();
+        long placed = b.eventLoop().submit(lane::placedBytes).get(10, TimeUnit.SECONDS);
+        // Every byte of the first two but a last fragment under the 1 KiB the ring places from; none of the third.
+        long whole = 100_008 + (1 << 20);
+        assertTrue(placed <= whole && placed > whole - 2 * 1024, () -> placed + " bytes copied from the ring "
+                + "straight into a message's buffer, of " + whole);
+    }
+
     @Test
     void activeMessagesNeverReachTagMatching() throws Exception {
         DefaultWorker a = workers.start("a", "TLS", "tcp");

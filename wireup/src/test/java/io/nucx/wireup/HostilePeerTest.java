@@ -8,6 +8,7 @@ import io.nucx.EndpointException;
 import io.nucx.ErrorMode;
 import io.nucx.Worker;
 import io.nucx.protocol.AmIds;
+import io.nucx.protocol.am.AmHeaders;
 import io.nucx.protocol.tag.EagerHeaders;
 import io.nucx.protocol.tag.RndvHeaders;
 import io.nucx.protocol.tag.TagMessage;
@@ -77,6 +78,30 @@ class HostilePeerTest {
 
     private static long held(DefaultWorker w) throws Exception {
         return w.eventLoop().submit(() -> w.protocols().receiveMemoryHeld()).get();
+    }
+
+    /** Waits until {@code target} holds no receive memory. */
+    private static void awaitNothingHeld(DefaultWorker target, String what) throws InterruptedException {
+        await(() -> {
+            try {
+                return held(target) == 0;
+            } catch (Exception ex) {
+                throw new IllegalStateException(ex);
+            }
+        }, what);
+    }
+
+    /** Waits until {@code target}'s endpoints have {@code n} messages in fragments started. */
+    private static void awaitReassemblies(DefaultWorker target, int n, String what) throws InterruptedException {
+        await(() -> {
+            try {
+                return target.eventLoop().submit(() -> target.sumOverCodecs(
+                        io.nucx.protocol.tag.EagerCodec.class, io.nucx.protocol.tag.EagerCodec::reassemblies))
+                        .get() == n;
+            } catch (Exception ex) {
+                throw new IllegalStateException(ex);
+            }
+        }, what);
     }
 
     private static long directMemory() {
@@ -160,15 +185,7 @@ class HostilePeerTest {
             raw.frame(AmIds.EAGER_FIRST, eagerFirst(0x600d, 1L << 30, 2), new byte[1]);  // the posted receive
             raw.flush();
             Endpoint victim = endpointOf(target, raw.uuid);
-            await(() -> {
-                try {
-                    return target.eventLoop().submit(() -> target.sumOverCodecs(
-                            io.nucx.protocol.tag.EagerCodec.class, io.nucx.protocol.tag.EagerCodec::reassemblies))
-                            .get() == 2;
-                } catch (Exception ex) {
-                    throw new IllegalStateException(ex);
-                }
-            }, "the two messages did not start");
+            awaitReassemblies(target, 2, "the two messages did not start");
             assertEquals(io.nucx.protocol.MemoryBudget.ENTRY_COST + 1, held(target),
                     "the unexpected one holds its byte and its bookkeeping");
             long grown = directMemory() - before;
@@ -178,6 +195,31 @@ class HostilePeerTest {
         assertTrue(posted.await(10, TimeUnit.SECONDS) && !posted.isSuccess(),
                 "the half-received message fails its receive when its sender goes");
         exchange(target, good, 3);
+    }
+
+    /**
+     * An active message, or a tagged one nobody receives yet, announcing at most 1 MiB is put together in one buffer
+     * of the whole taken at its first fragment, and charged in full then: what an announcement commits ahead of its
+     * bytes is the peer's budget's. One announcing more commits only what arrives, as above.
+     */
+    @Test
+    void aMessageTakenWholeAtItsFirstFragmentIsChargedInFull() throws Exception {
+        DefaultWorker target = target("RX_EP_BYTES", "64m", "RX_WORKER_BYTES", "64m");
+        Endpoint good = legit(target);
+        try (RawPeer raw = RawPeer.connect(target)) {
+            raw.request(raw.uuid, 0, good.worker().address(), ErrorMode.PEER);
+            raw.frame(AmIds.AM_FIRST, eagerFirst(AmHeaders.pack(7, 0, 0), 512 << 10, 1), new byte[1]);
+            raw.frame(AmIds.EAGER_FIRST, eagerFirst(0xbad, MIB, 2), new byte[1]);      // unexpected
+            raw.frame(AmIds.EAGER_FIRST, eagerFirst(0xbad, MIB + 1, 3), new byte[1]);  // one byte over
+            raw.flush();
+            Endpoint victim = endpointOf(target, raw.uuid);
+            awaitReassemblies(target, 3, "the three messages did not start");
+            assertEquals(3L * io.nucx.protocol.MemoryBudget.ENTRY_COST + (512 << 10) + MIB + 1, held(target),
+                    "512 KiB and 1 MiB charged whole, the third its one byte");
+            assertTrue(victim.isActive());
+        }
+        awaitNothingHeld(target, "the unfinished messages were not released");
+        exchange(target, good, 2);
     }
 
     /** Reassemblies opened and never finished: each holds what arrived; together they hit the bound and go. */
@@ -201,13 +243,7 @@ class HostilePeerTest {
             assertTrue(e.getMessage().contains("NUCX_RX_EP_BYTES"), e.getMessage());
             assertTrue(opened < 10_000, "the connection stayed open for all " + opened + " reassemblies");
         }
-        await(() -> {
-            try {
-                return held(target) == 0;
-            } catch (Exception ex) {
-                throw new IllegalStateException(ex);
-            }
-        }, "the unfinished messages were not released");
+        awaitNothingHeld(target, "the unfinished messages were not released");
         exchange(target, good, 2);
     }
 

@@ -54,6 +54,11 @@ final class EagerReceiver {
         Fragments spareParts;
         /** Bytes charged to the endpoint's budget while no posted receive owns the message. */
         long charged;
+        /**
+         * Its bytes go into one buffer of the whole message, this receiver's ({@link #unowned}), not a receive's: in
+         * place, but not in the user's buffer.
+         */
+        boolean wholeOwn;
         /** A zero-copy message's sender request id, acknowledged once every byte has arrived; -1 otherwise. */
         long zcopyReqId;
         /**
@@ -70,6 +75,7 @@ final class EagerReceiver {
             this.target = null;
             this.parts = null;
             this.charged = 0;
+            this.wholeOwn = false;
             this.firstPlaced = false;
             return this;
         }
@@ -135,6 +141,12 @@ final class EagerReceiver {
 
     /** The target of an active message being put together: it goes up the pipeline once whole. */
     private static final Object AM_TARGET = new Object();
+    /**
+     * The largest message no posted receive owns whose buffer is taken whole at its first fragment ({@link
+     * #unowned}): what an announcement may commit before its bytes come, charged to the peer's budget. Eager's
+     * fragments reach 1 MiB by default (the rendezvous takes over above it); bigger ones are copied as they arrive.
+     */
+    static final int WHOLE_AT_ONCE_MAX = 1 << 20;
     /** Completed reassemblies kept for reuse: more than the messages one endpoint has arriving at once is waste. */
     private static final int MAX_SPARE_REASSEMBLIES = 8;
 
@@ -178,7 +190,8 @@ final class EagerReceiver {
 
     /**
      * Where an EAGER_MIDDLE's payload goes, before it arrives ({@link io.nucx.protocol.ProtocolCodec#placePayload}):
-     * into a posted receive's own buffer, when its message is being written there; else null.
+     * into a posted receive's own buffer, or the one buffer taken for a message no receive owns ({@link #unowned}),
+     * when its message is being written there; else null.
      */
     ByteBuf placePayload(int amId, ByteBuf header, int length) {
         if (amId == AmIds.EAGER_ONLY && header.readableBytes() == EagerHeaders.ONLY_LENGTH) {
@@ -190,12 +203,18 @@ final class EagerReceiver {
         if (amId == AmIds.EAGER_ZCOPY_FIRST && header.readableBytes() == EagerHeaders.ZCOPY_FIRST_LENGTH) {
             return placeFirst(header, header.getLongLE(header.readerIndex() + EagerHeaders.FIRST_LENGTH), length);
         }
+        if (amId == AmIds.AM_FIRST && header.readableBytes() == EagerHeaders.FIRST_LENGTH) {
+            return placeAmFirst(header, -1, length);
+        }
+        if (amId == AmIds.AM_ZCOPY_FIRST && header.readableBytes() == EagerHeaders.ZCOPY_FIRST_LENGTH) {
+            return placeAmFirst(header, header.getLongLE(header.readerIndex() + EagerHeaders.FIRST_LENGTH), length);
+        }
         if (amId != AmIds.EAGER_MIDDLE || header.readableBytes() != EagerHeaders.MIDDLE_LENGTH) {
             return null;
         }
         int at = header.readerIndex();
         Reassembly ra = reassemblies.get(header.getLongLE(at + EagerHeaders.MIDDLE_MSG_ID_OFFSET));
-        if (ra == null || !(ra.target instanceof TagReceive) || ra.parts == null) {
+        if (ra == null || ra.parts == null || !(ra.target instanceof TagReceive || ra.wholeOwn)) {
             return null;
         }
         return ra.parts.placeFor(header.getLongLE(at + EagerHeaders.MIDDLE_OFFSET_OFFSET), length);
@@ -251,6 +270,37 @@ final class EagerReceiver {
         }
         Reassembly ra = reassembly(msgId, tag, (int) total, zcopyReqId);
         bind(ra, r, tag, total, -1);
+        ra.firstPlaced = true;
+        reassemblies.put(msgId, ra);
+        return ra.parts.placeFor(0, length);
+    }
+
+    /**
+     * Where an AM_FIRST's (or AM_ZCOPY_FIRST's) payload goes, before it arrives: the message is started now, in the
+     * one buffer of the whole message {@link #unowned} takes, and the transport writes the fragment there as it does
+     * the middle ones. Nothing of the user's runs before the message is whole, so starting it early changes nothing
+     * but where the bytes go. A header that would fail ({@link #onFirst}), a message too big for one buffer, or a
+     * budget that does not take it all now: left for the frame's arrival, as before.
+     */
+    private ByteBuf placeAmFirst(ByteBuf h, long zcopyReqId, int length) {
+        int at = h.readerIndex();
+        long tag = h.getLongLE(at + EagerHeaders.TAG_OFFSET);
+        long total = h.getLongLE(at + EagerHeaders.FIRST_TOTAL_OFFSET);
+        long msgId = h.getLongLE(at + EagerHeaders.FIRST_MSG_ID_OFFSET);
+        if (total > WHOLE_AT_ONCE_MAX || total > maxMessageSize || total < length
+                || AmHeaders.headerLength(tag) > total || reassemblies.containsKey(msgId)
+                || !budget.tryCharge(MemoryBudget.ENTRY_COST)) {
+            return null;
+        }
+        Reassembly ra = reassembly(msgId, tag, (int) total, zcopyReqId);
+        ra.target = AM_TARGET;
+        charged(ra, MemoryBudget.ENTRY_COST);
+        ra.parts = unowned(ra);
+        if (!ra.wholeOwn) {
+            budget.release(ra.charged);
+            recycle(ra);
+            return null;
+        }
         ra.firstPlaced = true;
         reassemblies.put(msgId, ra);
         return ra.parts.placeFor(0, length);
@@ -483,9 +533,11 @@ final class EagerReceiver {
                         + payload.readableBytes() + " bytes of a " + total + "-byte message");
             }
             Reassembly started = reassemblies.get(msgId);
-            if (started != null && started.firstPlaced && kind == MessageKind.TAG && started.tag == tag
-                    && started.total == total && started.zcopyReqId == zcopyReqId && syncReqId < 0) {
-                started.firstPlaced = false; // matched by placeFirst; its bytes are in the receive's buffer
+            if (started != null && started.firstPlaced && (kind == MessageKind.AM) == (started.target == AM_TARGET)
+                    && kind != MessageKind.STREAM && started.tag == tag && started.total == total
+                    && started.zcopyReqId == zcopyReqId && syncReqId < 0) {
+                // started by placeFirst or placeAmFirst; its bytes are in the receive's buffer or the one taken
+                started.firstPlaced = false;
                 append(started, 0, payload);
                 return;
             }
@@ -502,12 +554,12 @@ final class EagerReceiver {
                 // Charged like a stream write's until whole: then the handler has it.
                 charge(ra, MemoryBudget.ENTRY_COST, "active message ", "");
                 ra.target = AM_TARGET;
-                ra.parts = ra.fragments(alloc, null, (int) total);
+                ra.parts = unowned(ra);
             } else if (kind == MessageKind.STREAM) {
                 charge(ra, MemoryBudget.ENTRY_COST, "stream write ", "");
                 StreamSlot slot = new StreamSlot();
                 ra.target = slot;
-                ra.parts = ra.fragments(alloc, null, (int) total);
+                ra.parts = unowned(ra);
                 ctx.fireChannelRead(slot);
             } else if (r != null) {
                 bind(ra, r, tag, total, syncReqId);
@@ -518,7 +570,7 @@ final class EagerReceiver {
                 }
                 PipelineSlot slot = new PipelineSlot();
                 ra.target = slot;
-                ra.parts = ra.fragments(alloc, null, (int) total);
+                ra.parts = unowned(ra);
                 ctx.fireChannelRead(slot);
             } else {
                 if (!budget.tryCharge(MemoryBudget.ENTRY_COST)) {
@@ -528,7 +580,7 @@ final class EagerReceiver {
                 a.charged = MemoryBudget.ENTRY_COST;
                 a.reassembly = ra;
                 ra.target = a;
-                ra.parts = ra.fragments(alloc, null, (int) total);
+                ra.parts = unowned(ra);
                 queue(a);
             }
             if (ra.parts == null) {
@@ -539,6 +591,29 @@ final class EagerReceiver {
         } finally {
             payload.release();
         }
+    }
+
+    /**
+     * Where the bytes of a message no posted receive owns go ({@code ra}'s target set): one buffer of the whole
+     * message when it is at most {@link #WHOLE_AT_ONCE_MAX} and the endpoint's budget takes all of it now (charged at
+     * once), so each fragment is copied once, there, or written there by the transport ({@link #placePayload}), and
+     * the message needs no putting together; else copies committed and charged as they arrive and put together once
+     * whole (a bigger announcement commits nothing before its bytes come).
+     */
+    private Fragments unowned(Reassembly ra) {
+        if (ra.total > WHOLE_AT_ONCE_MAX || !budget.tryCharge(ra.total)) {
+            return ra.fragments(alloc, null, ra.total);
+        }
+        ByteBuf whole;
+        try {
+            whole = alloc.buffer(ra.total, ra.total);
+        } catch (RuntimeException | Error e) {
+            budget.release(ra.total);
+            throw e;
+        }
+        charged(ra, ra.total);
+        ra.wholeOwn = true;
+        return ra.fragments(null, whole, ra.total);
     }
 
     /**
@@ -591,7 +666,7 @@ final class EagerReceiver {
 
     private void append(Reassembly ra, long offset, ByteBuf payload) {
         int n = payload.readableBytes();
-        if (ra.target != null && !(ra.target instanceof TagReceive) && n > 0) {
+        if (!ra.wholeOwn && ra.target != null && !(ra.target instanceof TagReceive) && n > 0) {
             if (!budget.tryCharge(n)) { // the text only for the error: not a string per fragment
                 budget.charge(n, "message " + Long.toHexString(ra.msgId) + " (" + ra.total + " bytes, "
                         + ra.parts.received() + " arrived)");
@@ -631,7 +706,7 @@ final class EagerReceiver {
     }
 
     private void complete(Reassembly ra) {
-        boolean inPlace = ra.parts.isInPlace();
+        boolean inPlace = ra.parts.isInPlace() && !ra.wholeOwn; // in the receive's own buffer
         ByteBuf data = ra.parts.take();
         ra.parts = null;
         if (ra.target == AM_TARGET) {

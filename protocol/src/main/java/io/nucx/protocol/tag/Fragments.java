@@ -10,10 +10,10 @@ import java.util.Map;
 import java.util.TreeMap;
 
 /**
- * The bytes of one message arriving in fragments, in any order, with memory committed only as data arrive: a peer's
- * announcement of a size commits nothing (an EAGER_FIRST or RTS announcing a gigabyte, then one byte, holds one
- * byte). Each fragment is either copied into a buffer of its own, the message being composed of them at the end, or
- * written straight into the receiver's own buffer ({@link #inPlace}). A fragment outside the message or overlapping
+ * The bytes of one message arriving in fragments, in any order. Each fragment is either copied into a buffer of its
+ * own, the message being composed of them at the end, with memory committed only as data arrive (a peer's announcement
+ * of a size commits nothing: an EAGER_FIRST or RTS announcing a gigabyte, then one byte, holds one byte), or written
+ * straight into one buffer of the whole message ({@link #inPlace}): a receive's, or one its owner took and charged. A fragment outside the message or overlapping
  * one that came before is a {@link ProtocolException}. Loop only.
  *
  * <p>Fragments that arrive in order (each where the last ended, the way one lane delivers them) are tracked in two
