@@ -11,7 +11,10 @@ import io.netty.util.concurrent.Future;
  * <p><b>Lifetime.</b> The message, its header and its eager data are valid during the handler's call and released
  * when it returns, unless the handler called {@link #keep()}: then they stay valid until {@link #release()}, which
  * its holder must call. A rendezvous message released without its data having been asked for is dropped: the
- * sender's future completes successfully, as UCX's does when the callback does not receive the data.
+ * sender's future completes successfully, as UCX's does when the callback does not receive the data. Calls on a
+ * message after its release fail with {@link IllegalStateException} (release itself does nothing then), also when
+ * the worker already hands a later message in the same memory: a short message is read where the transport put it,
+ * and its bookkeeping is reused once released, so a stream of them makes no garbage beyond this handle.
  */
 public interface AmMessage {
 

@@ -95,6 +95,20 @@ public interface Endpoint extends Channel {
      */
     ChannelFuture amSend(int id, ByteBuf header, ByteBuf data, boolean reply);
 
+    /**
+     * Sends an active message now if its user header and data go as one eager short message the transport takes at
+     * once (UCT's {@code am_short}; UCX's {@code ucp_am_send_nbx} completing inline, with no request): true, the bytes
+     * copied into the transport, and both buffers are still the caller's, indices and reference counts untouched, so
+     * the same buffers can be sent again and again with no object per message. False when they cannot go that way now,
+     * as for {@link #trySendShort} (and when a header and its data come to more than 8 KiB together): nothing was
+     * sent, and {@link #amSend(int, ByteBuf, ByteBuf, boolean)} sends it. The peer sees it after the endpoint's next
+     * flush, in order with the endpoint's other writes.
+     *
+     * @param reply the handler gets the peer's endpoint to this one as its {@link AmMessage#replyEndpoint()}
+     * @throws IllegalArgumentException for an id outside 0 to 65535 or a header over 4096 bytes, naming the limit
+     */
+    boolean tryAmSendShort(int id, ByteBuf header, ByteBuf data, boolean reply);
+
     /** {@link #amSend(int, ByteBuf, ByteBuf, boolean)} without a reply endpoint. */
     default ChannelFuture amSend(int id, ByteBuf header, ByteBuf data) {
         return amSend(id, header, data, false);

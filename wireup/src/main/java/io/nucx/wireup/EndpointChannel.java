@@ -576,6 +576,18 @@ final class EndpointChannel extends AbstractChannel implements Endpoint, Endpoin
                 && ((io.nucx.protocol.tag.EagerCodec) eagerContext.handler()).sendShortNow(eagerContext, tag, data);
     }
 
+    @Override
+    public boolean tryAmSendShort(int id, ByteBuf header, ByteBuf data, boolean reply) {
+        String bad = io.nucx.protocol.am.AmCodec.refusal(id, header.readableBytes());
+        if (bad != null) {
+            throw new IllegalArgumentException(bad);
+        }
+        return lifecycle.takesSends() && walkNotNeeded()
+                && ((io.nucx.protocol.tag.EagerCodec) eagerContext.handler()).sendAmShortNow(eagerContext,
+                        io.nucx.protocol.am.AmHeaders.pack(id, reply ? io.nucx.protocol.am.AmHeaders.FLAG_REPLY : 0,
+                                header.readableBytes()), header, data);
+    }
+
     /**
      * A short message sent at once by the endpoint's fast route, before any promise exists ({@link
      * io.nucx.protocol.tag.EagerCodec#writeShortNow}): then the caller gets {@link #sentNow}, one succeeded future

@@ -10,47 +10,65 @@ import io.nucx.protocol.am.AmIncoming;
 
 import java.util.concurrent.RejectedExecutionException;
 
-/** An {@link AmMessage} over the protocol layer's {@link AmIncoming}: hands calls from other threads to the loop. */
+/**
+ * An {@link AmMessage} over the protocol layer's {@link AmIncoming}: hands calls from other threads to the loop. A
+ * short message's object is reused for a later one once released ({@link AmIncoming#generation()}): a call made
+ * after this message was released, its object carrying another now, fails as one on a released message does, and a
+ * second release does nothing, so a handle kept by mistake cannot reach the later message.
+ */
 final class ReceivedAm implements AmMessage {
 
     private final AmIncoming in;
+    private final int id;
+    private final int generation;
     private final EndpointChannel endpoint;
     private final EventLoop loop;
 
+    /** On the loop, during the message's trip. */
     ReceivedAm(AmIncoming in, EndpointChannel endpoint) {
         this.in = in;
+        this.id = in.id();
+        this.generation = in.generation();
         this.endpoint = endpoint;
         this.loop = endpoint.eventLoop();
     }
 
+    /** The message, if its object still carries it. */
+    private AmIncoming in() {
+        if (in.generation() != generation) {
+            throw new IllegalStateException("active message " + id + " was released");
+        }
+        return in;
+    }
+
     @Override
     public int id() {
-        return in.id();
+        return id;
     }
 
     @Override
     public ByteBuf header() {
-        return in.header();
+        return in().header();
     }
 
     @Override
     public long dataLength() {
-        return in.dataLength();
+        return in().dataLength();
     }
 
     @Override
     public boolean isRendezvous() {
-        return in.isRendezvous();
+        return in().isRendezvous();
     }
 
     @Override
     public ByteBuf data() {
-        return in.data();
+        return in().data();
     }
 
     @Override
     public Endpoint replyEndpoint() {
-        return in.replyRequested() ? endpoint : null;
+        return in().replyRequested() ? endpoint : null;
     }
 
     @Override
@@ -58,7 +76,7 @@ final class ReceivedAm implements AmMessage {
         if (!loop.inEventLoop()) {
             throw new IllegalStateException("keep() is for the handler, on its worker's loop");
         }
-        in.keep();
+        in().keep();
         return this;
     }
 
@@ -79,7 +97,7 @@ final class ReceivedAm implements AmMessage {
 
     private void receive(ByteBuf into, Promise<Void> done) {
         try {
-            in.receive(into, done);
+            in().receive(into, done);
         } catch (IllegalArgumentException | IllegalStateException | IndexOutOfBoundsException e) {
             done.tryFailure(e);
         }
@@ -88,20 +106,28 @@ final class ReceivedAm implements AmMessage {
     @Override
     public void release() {
         if (loop.inEventLoop()) {
-            in.release();
+            releaseNow();
             return;
         }
         try {
-            loop.execute(in::release);
+            loop.execute(this::releaseNow);
         } catch (RejectedExecutionException e) {
-            // The worker's loop is gone, and with it the endpoint: nothing to tell the sender. The header is the
-            // loop's allocator's; releasing it from here is safe.
+            // The worker's loop is gone, and with it the endpoint: nothing to tell the sender, and nothing reuses
+            // the object. The header is the loop's allocator's; releasing it from here is safe.
+            in.release();
+        }
+    }
+
+    /** Releases the message if its object still carries it: else it was released already (idempotent). */
+    private void releaseNow() {
+        if (in.generation() == generation) {
             in.release();
         }
     }
 
     @Override
     public String toString() {
-        return in + " from " + endpoint;
+        return (in.generation() == generation ? in.toString() : "AmMessage(id=" + id + ", released)") + " from "
+                + endpoint;
     }
 }

@@ -260,6 +260,135 @@ class AmTest {
         }
     }
 
+    /**
+     * A short message's object carries the next one once its handler returned without keeping it (no object per
+     * message): a handle the handler held on to by mistake then fails as one of a released message, and releasing it
+     * again does nothing, so it never reaches the later message that the same object now carries, kept or not.
+     */
+    @ParameterizedTest(name = "{0}")
+    @CsvSource({"self", "shm", "tcp"})
+    void aHandleHeldPastItsHandlerNeverReachesTheMessageAfterIt(String tls) throws Exception {
+        DefaultWorker a = workers.start("a", "TLS", tls);
+        DefaultWorker b = workers.start("b", "TLS", tls);
+        BlockingQueue<AmMessage> held = new LinkedBlockingQueue<>();
+        b.setAmHandler(6, held::add);                // not kept: released when the handler returns
+        b.setAmHandler(7, m -> held.add(m.keep()));  // kept
+        Endpoint ab = a.connect(b.address());
+        await(ab.amSend(6, pattern(61, 8), pattern(62, 100)), "the first send");
+        AmMessage stale = held.poll(60, TimeUnit.SECONDS);
+        assertNotNull(stale, "the first message did not arrive");
+        await(ab.amSend(7, pattern(71, 12), pattern(72, 300)), "the second send");
+        AmMessage next = held.poll(60, TimeUnit.SECONDS);
+        assertNotNull(next, "the second message did not arrive");
+        try {
+            assertEquals(6, stale.id());
+            IllegalStateException e = assertThrows(IllegalStateException.class,
+                    () -> b.eventLoop().submit(stale::header).syncUninterruptibly().getNow());
+            assertTrue(e.getMessage().contains("active message 6 was released"), e.getMessage());
+            Future<Void> late = stale.receiveData(Unpooled.buffer(100));
+            assertTrue(late.await(10, TimeUnit.SECONDS) && late.cause() instanceof IllegalStateException,
+                    () -> "receiving a released message's data: " + late.cause());
+            stale.release(); // a second release of the first: must not release the second
+            b.eventLoop().submit(() -> {
+            }).syncUninterruptibly();
+            assertEquals(7, next.id());
+            assertBytes(71, 12, bytes(b.eventLoop().submit(() -> copy(next.header())).get()));
+            ByteBuf data = Unpooled.buffer(300);
+            await(next.receiveData(data), "receiving the kept message's data");
+            assertPattern(72, 300, data);
+        } finally {
+            next.release();
+        }
+    }
+
+    private static ByteBuf copy(ByteBuf b) {
+        return Unpooled.copiedBuffer(b);
+    }
+
+    private static byte[] bytes(ByteBuf b) {
+        byte[] a = new byte[b.readableBytes()];
+        b.getBytes(b.readerIndex(), a);
+        return a;
+    }
+
+    /**
+     * {@link Endpoint#tryAmSendShort} sends the same header and data buffers again and again without taking them: on
+     * a transport with {@code am_short} (self, shm), on the loop, each call copies header and data into one record
+     * (true), the buffers' indices and reference counts left alone, and the messages reach their handler in order among
+     * ordinary sends, with and without a header, with and without a reply endpoint. False, nothing sent: tcp (no
+     * {@code am_short}), a header and data over 8 KiB together, off the loop. A bad id or header is refused by name.
+     */
+    @ParameterizedTest(name = "{0}")
+    @CsvSource({"self", "shm", "tcp"})
+    void tryAmSendShortSendsTheCallersBuffersWithoutTakingThem(String tls) throws Exception {
+        DefaultWorker a = workers.start("a", "TLS", tls);
+        DefaultWorker b = workers.start("b", "TLS", tls);
+        BlockingQueue<Seen> seen = record(b, 2);
+        Endpoint ab = TestWorkers.wiredUp(a, b);
+        boolean hasAmShort = !tls.equals("tcp");
+        ByteBuf header = pattern(81, 24);
+        ByteBuf data = TestWorkers.directPattern(82, 300);
+        ByteBuf big = pattern(83, 8192);
+        int n = 100;
+        try {
+            List<Boolean> taken = ab.eventLoop().submit(() -> {
+                List<Boolean> t = new ArrayList<>();
+                for (int i = 0; i < n; i++) {
+                    ByteBuf h = i % 2 == 0 ? header : Unpooled.EMPTY_BUFFER;
+                    if (i % 25 == 10) { // an ordinary send among them keeps its place
+                        ab.amSend(i % 2, h.retainedDuplicate(), data.retainedDuplicate(), i % 3 == 0);
+                        t.add(true);
+                        continue;
+                    }
+                    boolean now = ab.tryAmSendShort(i % 2, h, data, i % 3 == 0);
+                    t.add(now);
+                    if (!now) {
+                        ab.amSend(i % 2, h.retainedDuplicate(), data.retainedDuplicate(), i % 3 == 0);
+                    }
+                }
+                t.add(ab.tryAmSendShort(0, header, big, false)); // 24 + 8,192 bytes: over what is copied together
+                ab.flush();
+                return t;
+            }).get(10, TimeUnit.SECONDS);
+            for (int i = 0; i < n; i++) {
+                if (i % 25 != 10) {
+                    assertEquals(hasAmShort, taken.get(i), "message " + i + " over " + tls);
+                }
+            }
+            assertEquals(false, taken.get(n), "a header and data over 8 KiB together");
+            for (int i = 0; i < n; i++) {
+                Seen s = seen.poll(60, TimeUnit.SECONDS);
+                assertNotNull(s, "message " + i + " did not arrive");
+                try {
+                    assertEquals(i % 2, s.id(), "message " + i);
+                    assertBytes(81, i % 2 == 0 ? 24 : 0, s.header());
+                    await(s.received(), "receiving message " + i);
+                    assertPattern(82, 300, s.data());
+                    assertEquals(i % 3 == 0, s.reply() != null, "message " + i + "'s reply endpoint");
+                } finally {
+                    s.data().release();
+                }
+            }
+            for (ByteBuf buf : List.of(header, data)) {
+                assertEquals(1, buf.refCnt(), "the caller's buffer keeps its one reference");
+                assertEquals(0, buf.readerIndex());
+            }
+            assertEquals(false, ab.tryAmSendShort(0, header, data, false), "off the endpoint's loop");
+            IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
+                    () -> ab.tryAmSendShort(70_000, header, data, false));
+            assertTrue(e.getMessage().contains("active message id 70000 is outside 0 to 65535"), e.getMessage());
+            ByteBuf tooLong = Unpooled.buffer(4097).writerIndex(4097);
+            e = assertThrows(IllegalArgumentException.class, () -> ab.tryAmSendShort(0, tooLong, data, false));
+            assertTrue(e.getMessage().contains("header of 4097 bytes is over the limit of 4096"), e.getMessage());
+            Thread.sleep(200);
+            assertNull(seen.poll(), "nothing was sent for a false or a refusal");
+        } finally {
+            header.release();
+            data.release();
+            big.release();
+        }
+    }
+
     @Test
     void rendezvousMessageLetGoCompletesItsSender() throws Exception {
         DefaultWorker a = workers.start("a", "TLS", "tcp");

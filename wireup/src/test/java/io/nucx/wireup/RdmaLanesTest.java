@@ -32,6 +32,17 @@ class RdmaLanesTest {
         assumeTrue(missing == null, () -> missing);
     }
 
+    /**
+     * {@code a}'s endpoint to {@code b}, connected from a task on {@code a}'s loop: its wireup needs that loop's I/O,
+     * so what the task writes after this is written before the endpoint is wired up (connected from the test's thread,
+     * a loaded machine wired it up before such a task ran).
+     */
+    private static Endpoint connectOnItsLoop(DefaultWorker a, DefaultWorker b) {
+        Endpoint ab = a.connect(b.address());
+        assertTrue(!ab.wireupFuture().isDone(), "wired up before the atomics were written");
+        return ab;
+    }
+
     private DefaultWorker rdmaWorker(String name, String... more) throws Exception {
         String[] settings = new String[4 + more.length];
         settings[0] = "TLS";
@@ -162,11 +173,10 @@ class RdmaLanesTest {
         try (java.lang.foreign.Arena arena = java.lang.foreign.Arena.ofShared()) {
             java.lang.foreign.MemorySegment words = arena.allocate(64, 8);
             io.nucx.protocol.amo.RemoteMemoryKey key = b.registerMemory(words);
-            Endpoint ab = a.connect(b.address());
             int n = 2000; // about eight of AmoCodec's replay batches
             java.util.concurrent.CompletableFuture<Long> sentWhenTimerRan = new java.util.concurrent.CompletableFuture<>();
             java.util.List<io.netty.util.concurrent.Future<Long>> adds = a.eventLoop().submit(() -> {
-                assertTrue(!ab.wireupFuture().isDone(), "wired up before the atomics were written");
+                Endpoint ab = connectOnItsLoop(a, b);
                 java.util.List<io.netty.util.concurrent.Future<Long>> written = new java.util.ArrayList<>(n);
                 for (int i = 0; i < n; i++) {
                     written.add(ab.atomic(io.nucx.protocol.amo.AtomicOp.ADD, key, key.base() + 8, 1));
@@ -207,10 +217,9 @@ class RdmaLanesTest {
         try (java.lang.foreign.Arena arena = java.lang.foreign.Arena.ofShared()) {
             java.lang.foreign.MemorySegment words = arena.allocate(64, 8);
             io.nucx.protocol.amo.RemoteMemoryKey key = b.registerMemory(words);
-            Endpoint ab = a.connect(b.address());
             int n = 2000;
             java.util.List<io.netty.util.concurrent.Future<Long>> adds = a.eventLoop().submit(() -> {
-                assertTrue(!ab.wireupFuture().isDone(), "wired up before the atomics were written");
+                Endpoint ab = connectOnItsLoop(a, b);
                 java.util.List<io.netty.util.concurrent.Future<Long>> written = new java.util.ArrayList<>(n);
                 for (int i = 0; i < n; i++) {
                     written.add(ab.atomic(io.nucx.protocol.amo.AtomicOp.ADD, key, key.base() + 8, 1));

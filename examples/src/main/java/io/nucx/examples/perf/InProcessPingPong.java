@@ -25,6 +25,8 @@ public final class InProcessPingPong implements AutoCloseable {
 
     static final long PING = 1;
     static final long PONG = 2;
+    /** {@link Api#AM}'s user header, bytes. */
+    static final int AM_HEADER = 16;
 
     /** How the two sides call nucx. */
     public enum Api {
@@ -42,7 +44,13 @@ public final class InProcessPingPong implements AutoCloseable {
          * As {@link #INTO}, sent with {@link Endpoint#trySendShort} (copied into the transport at once, the buffer kept:
          * no duplicate, no reference count), as perftest's tag_lat and ucx_perftest send.
          */
-        SHORT;
+        SHORT,
+        /**
+         * Active messages both ways with a 16-byte user header, sent with {@link Endpoint#tryAmSendShort} (falling back
+         * to {@code amSend} where it says false), each handler leaving the data alone (as ucx_perftest's ucp_am tests):
+         * per message, the handler's {@code AmMessage} handle is all that is left to allocate.
+         */
+        AM;
 
         public static Api of(String name) {
             return valueOf(name.toUpperCase(Locale.ROOT));
@@ -55,6 +63,8 @@ public final class InProcessPingPong implements AutoCloseable {
     private final Endpoint toClient;
     private final ByteBuf ping;
     private final ByteBuf pong;
+    /** {@link Api#AM}: the user header both sides send. */
+    private final ByteBuf amHeader;
     private final GenericFutureListener<Future<TagMessage>> onPing = this::onPing;
     private final GenericFutureListener<Future<TagMessage>> onPong = this::onPong;
     private final Api api;
@@ -78,6 +88,11 @@ public final class InProcessPingPong implements AutoCloseable {
         // Pooled: their retained duplicates are recycled objects, so a send allocates nothing on the user's side.
         this.ping = PooledByteBufAllocator.DEFAULT.directBuffer(size).writeZero(size);
         this.pong = PooledByteBufAllocator.DEFAULT.directBuffer(size).writeZero(size);
+        this.amHeader = PooledByteBufAllocator.DEFAULT.directBuffer(AM_HEADER).writeZero(AM_HEADER);
+        if (api == Api.AM) {
+            server.setAmHandler(PerfTags.AM_PING, m -> onPing());
+            client.setAmHandler(PerfTags.AM_PONG, m -> onPong());
+        }
         boolean into = api == Api.INTO || api == Api.SHORT;
         this.pingInto = into ? PooledByteBufAllocator.DEFAULT.directBuffer(size, size) : null;
         this.pongInto = into ? PooledByteBufAllocator.DEFAULT.directBuffer(size, size) : null;
@@ -156,6 +171,10 @@ public final class InProcessPingPong implements AutoCloseable {
     // ------------------------------------------------------------ client loop
 
     private void sendPing() {
+        if (api == Api.AM) {
+            sendAm(toServer, PerfTags.AM_PING, ping);
+            return;
+        }
         if (api == Api.SHORT && toServer.trySendShort(PING, ping)) {
             toServer.flush();
             client.tagRecv(pongReceive);
@@ -190,7 +209,19 @@ public final class InProcessPingPong implements AutoCloseable {
 
     // ------------------------------------------------------------ server loop
 
+    /** An active message of {@code id} with the user header and {@code data}, copied now if it can be. */
+    private void sendAm(Endpoint ep, int id, ByteBuf data) {
+        if (ep.tryAmSendShort(id, amHeader, data, false)) {
+            ep.flush();
+        } else {
+            ep.amSend(id, amHeader.retainedDuplicate(), data.retainedDuplicate());
+        }
+    }
+
     private void postPing() {
+        if (api == Api.AM) {
+            return; // its handler is registered
+        }
         if (api != Api.FUTURE) {
             server.tagRecv(pingReceive);
         } else {
@@ -208,7 +239,9 @@ public final class InProcessPingPong implements AutoCloseable {
 
     private void onPing() {
         postPing();
-        if (api == Api.SHORT && toClient.trySendShort(PONG, pong)) {
+        if (api == Api.AM) {
+            sendAm(toClient, PerfTags.AM_PONG, pong);
+        } else if (api == Api.SHORT && toClient.trySendShort(PONG, pong)) {
             toClient.flush();
         } else if (api != Api.FUTURE) {
             toClient.writeAndFlush(pong.retainedDuplicate(), toClient.voidPromise());
@@ -225,6 +258,7 @@ public final class InProcessPingPong implements AutoCloseable {
             server.close().get(10, TimeUnit.SECONDS);
             ping.release();
             pong.release();
+            amHeader.release();
             if (pingInto != null) {
                 pingInto.release();
                 pongInto.release();

@@ -144,8 +144,12 @@ final class TagPerfServer {
             if (fresh != null) {
                 fresh.write(reply, 0, size);
             }
-            ep.writeAndFlush(new AmData(PerfTags.AM_PONG, Unpooled.EMPTY_BUFFER, reply.retainedSlice(0, size), false),
-                    ep.voidPromise());
+            if (ep.tryAmSendShort(PerfTags.AM_PONG, Unpooled.EMPTY_BUFFER, reply.setIndex(0, size), false)) {
+                ep.flush(); // copied into the transport, the reply buffer still ours
+            } else {
+                ep.writeAndFlush(new AmData(PerfTags.AM_PONG, Unpooled.EMPTY_BUFFER, reply.retainedSlice(0, size),
+                        false), ep.voidPromise());
+            }
         } else {
             received++;
         }

@@ -21,6 +21,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * short frame), 4 KiB (over shm, the bulk copy into the ring) and 64 KiB (several fragments, put together in place)
  * ({@link InProcessPingPong}, a reusable receive on each side, sends of a pooled buffer's duplicates under
  * {@code SEND_TAG}), counted in bytes allocated by both loop threads (ThreadMXBean) over thousands of round trips.
+ * Short active messages sent with {@code tryAmSendShort} allocate only the receiving handler's handle.
  *
  * <p>It runs in a child JVM for two reasons. Netty's leak detector, at PARANOID in every test JVM, records a stack
  * trace for every pooled buffer by design, so no path that takes a pooled buffer could measure zero under it (the
@@ -39,6 +40,8 @@ class ZeroAllocationTest {
 
     /** Bytes per round trip tolerated for one-off work amortized over the run (a keepalive tick, a timer). */
     private static final double ZERO = 2.0;
+    /** The one object a received active message still makes: its handle, {@code ReceivedAm} (compressed oops). */
+    private static final int AM_HANDLE = 32;
 
     @ParameterizedTest(name = "{0}, busy-poll {1}, {2} B")
     @CsvSource({"self, true, 8, true", "shm, true, 8, true", "tcp, true, 8, true", "self, false, 8, true",
@@ -62,6 +65,13 @@ class ZeroAllocationTest {
                 + "in the least of three windows");
         assertTrue(alloc.get("FUTURE") > 100, () -> tls + ": the future API's " + alloc.get("FUTURE")
                 + " bytes per round trip: it allocates a promise, a receive and two messages, so the count is wrong");
+        // Active messages sent by tryAmSendShort (a transport with am_short, header and data within 8 KiB together):
+        // the receiving handler's AmMessage handle is all, one per message, two per round trip; C1 keeps every one.
+        if (!tls.equals("tcp") && size + InProcessPingPong.AM_HEADER <= 8192) {
+            assertTrue(alloc.get("AM") < 2 * AM_HANDLE + ZERO, () -> tls + ": " + alloc.get("AM") + " bytes allocated "
+                    + "per round trip of short active messages (both loops), in the least of three windows; two "
+                    + "handles of " + AM_HANDLE + " bytes expected");
+        }
     }
 
     private static Map<String, Double> probe(String tls, boolean busyPoll, int size, int warm, int measured)

@@ -63,12 +63,7 @@ public final class AmCodec extends ChannelDuplexHandler implements ProtocolCodec
     @Override
     public void write(ChannelHandlerContext ctx, Object msg, ChannelPromise promise) {
         if (msg instanceof AmData d) {
-            String bad = d.id() < 0 || d.id() > AmHeaders.MAX_ID
-                    ? "active message id " + d.id() + " is outside 0 to " + AmHeaders.MAX_ID
-                    : d.header().readableBytes() > AmHeaders.MAX_HEADER
-                    ? "active message header of " + d.header().readableBytes() + " bytes is over the limit of "
-                            + AmHeaders.MAX_HEADER + " bytes (AmHeaders.MAX_HEADER); send the rest as data"
-                    : null;
+            String bad = refusal(d.id(), d.header().readableBytes());
             if (bad != null) {
                 d.release();
                 promise.tryFailure(new IllegalArgumentException(bad));
@@ -76,6 +71,16 @@ public final class AmCodec extends ChannelDuplexHandler implements ProtocolCodec
             }
         }
         ctx.write(msg, promise);
+    }
+
+    /** Why an active message of {@code id} with a header of {@code headerLength} bytes cannot go; null: it can. */
+    public static String refusal(int id, int headerLength) {
+        return id < 0 || id > AmHeaders.MAX_ID
+                ? "active message id " + id + " is outside 0 to " + AmHeaders.MAX_ID
+                : headerLength > AmHeaders.MAX_HEADER
+                ? "active message header of " + headerLength + " bytes is over the limit of "
+                        + AmHeaders.MAX_HEADER + " bytes (AmHeaders.MAX_HEADER); send the rest as data"
+                : null;
     }
 
     @Override

@@ -21,13 +21,15 @@ import io.nucx.transport.ShortPayload;
  */
 public abstract class AmIncoming {
 
-    private final int id;
-    private final int flags;
-    private final long dataLength;
+    private int id;
+    private int flags;
+    private long dataLength;
     private ByteBuf header;
     private boolean kept;
     private boolean receiving;
     private boolean released;
+    /** Which message this object carries: a message read in place may reuse the object of one released before. */
+    private int generation;
 
     /** Owns {@code header}; null: made when first asked for ({@link #headerNow}). */
     protected AmIncoming(long tagField, ByteBuf header, long dataLength) {
@@ -35,6 +37,18 @@ public abstract class AmIncoming {
         this.flags = AmHeaders.flags(tagField);
         this.header = header;
         this.dataLength = dataLength;
+    }
+
+    /** This object carries a new message, as the constructor would make it; the one before was released. */
+    private void reuse(long tagField, ByteBuf header, long dataLength) {
+        this.id = AmHeaders.id(tagField);
+        this.flags = AmHeaders.flags(tagField);
+        this.header = header;
+        this.dataLength = dataLength;
+        this.kept = false;
+        this.receiving = false;
+        this.released = false;
+        this.generation++;
     }
 
     /**
@@ -68,6 +82,23 @@ public abstract class AmIncoming {
         return new InPlace(tagField, payload, headerLength(tagField, payload.length()));
     }
 
+    /**
+     * As {@link #inPlace(long, ShortPayload)}, in {@code spare}'s object when it is a message released already (its
+     * arrival ended): a stream of short messages then makes no object per message. Whoever may still hold the old
+     * message tells it from the new by {@link #generation()}.
+     */
+    public static InPlace inPlace(long tagField, ShortPayload payload, InPlace spare) {
+        if (spare == null || !spare.isReleased() || spare.inTransport != null) {
+            return inPlace(tagField, payload);
+        }
+        int headerLength = headerLength(tagField, payload.length());
+        ((AmIncoming) spare).reuse(tagField, headerLength == 0 ? Unpooled.EMPTY_BUFFER : null,
+                payload.length() - headerLength);
+        spare.reuseHere(headerLength);
+        spare.inTransport = payload;
+        return spare;
+    }
+
     /** The user header's length {@code tagField} announces, checked against the payload's {@code length}. */
     private static int headerLength(long tagField, int length) {
         int headerLength = AmHeaders.headerLength(tagField);
@@ -80,6 +111,14 @@ public abstract class AmIncoming {
 
     public final int id() {
         return id;
+    }
+
+    /**
+     * Which message this object carries: it changes when the object is reused for a later message (only a message
+     * read in place, once released). A holder that took it during the message's trip compares it to tell.
+     */
+    public final int generation() {
+        return generation;
     }
 
     /** Whether the sender asked for a reply endpoint. */
@@ -211,13 +250,19 @@ public abstract class AmIncoming {
 
     /** An eager message: its data are here, made a buffer only when {@link #data()} asks ({@link #dataNow}). */
     private abstract static class Here extends AmIncoming {
-        final int headerLength;
+        int headerLength;
         /** The data as a buffer, once asked for. */
         ByteBuf data;
 
         Here(long tagField, ByteBuf header, long dataLength, int headerLength) {
             super(tagField, header, dataLength);
             this.headerLength = headerLength;
+        }
+
+        /** Its part of {@link #reuse}. */
+        final void reuseHere(int headerLength) {
+            this.headerLength = headerLength;
+            this.data = null;
         }
 
         @Override

@@ -78,6 +78,14 @@ public final class EagerCodec extends ChannelDuplexHandler implements ProtocolCo
         return sender.sendShortNow(ctx, tag, data);
     }
 
+    /**
+     * An active message (its first frame's {@code tagField}, user {@code header}, {@code data}) sent at once when it
+     * is an eager short message the AM lane's transport takes now: true. Both buffers stay the caller's, untouched.
+     */
+    public boolean sendAmShortNow(ChannelHandlerContext ctx, long tagField, ByteBuf header, ByteBuf data) {
+        return sender.sendAmShortNow(ctx, tagField, header, data);
+    }
+
     @Override
     public void write(ChannelHandlerContext ctx, Object msg, ChannelPromise promise) {
         if (msg instanceof TagMessage || msg instanceof ByteBuf || msg instanceof StreamData || msg instanceof AmData) {

@@ -169,6 +169,8 @@ final class EagerReceiver {
     private TagReceive placedOnly;
     private ByteBuf placedOnlyTarget;
     private long placedOnlyTag;
+    /** The last short active message's object, released when its arrival ended: the next one's ({@link #onAmOnly}). */
+    private AmIncoming.InPlace spareAm;
     /** This endpoint's arrivals in the worker's unexpected queue. */
     private final Set<Arrival> queued = new LinkedHashSet<>();
 
@@ -430,11 +432,15 @@ final class EagerReceiver {
      * handler copies what it wants straight from there (nothing, for a handler that only counts).
      */
     void onAmOnly(long tagField, ShortPayload payload) {
-        AmIncoming.InPlace m = AmIncoming.inPlace(tagField, payload);
+        AmIncoming.InPlace m = AmIncoming.inPlace(tagField, payload, spareAm);
+        spareAm = null;
         try {
             ctx.fireChannelRead(m);
         } finally {
             m.arrivalEnded();
+            if (m.isReleased()) {
+                spareAm = m; // nobody holds it (a holder of the old one tells by its generation): the next one's
+            }
         }
     }
 

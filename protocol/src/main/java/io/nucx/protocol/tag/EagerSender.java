@@ -218,6 +218,46 @@ final class EagerSender {
     }
 
     /**
+     * An active message's user header and data sent at once as one AM_ONLY short record with {@code tagField} if the
+     * engine picks eager short for them and the AM lane's transport takes them now: true. Both buffers stay the
+     * caller's, untouched. The transport takes one payload: a header is copied next to the data into a scratch buffer
+     * of this sender's first (a few hundred bytes copied once more, where a composite and two slices were objects
+     * per message), up to {@link #AM_SHORT_COPY_MAX} bytes in all; above that, false.
+     */
+    boolean sendAmShortNow(ChannelHandlerContext ctx, long tagField, ByteBuf header, ByteBuf data) {
+        int headerLength = header.readableBytes();
+        int length = headerLength + data.readableBytes();
+        ProtoCandidate chosen = protocols.table(keys[keyIndex(data, false, MessageKind.AM)]).lookup(length);
+        if (chosen == null || chosen.protocol() != EagerProtocols.SHORT
+                || (headerLength > 0 && (length > AM_SHORT_COPY_MAX || ended))) {
+            return false;
+        }
+        ByteBuf payload = data;
+        if (headerLength > 0) {
+            ByteBuf scratch = amScratch;
+            if (scratch == null) {
+                // The allocator's, with an address: copies in and out of it make no object (released in abort)
+                amScratch = scratch = ctx.alloc().directBuffer(AM_SHORT_COPY_MAX, AM_SHORT_COPY_MAX);
+            }
+            payload = scratch.clear();
+            Buffers.append(header, header.readerIndex(), payload, headerLength);
+            Buffers.append(data, data.readerIndex(), payload, data.readableBytes());
+        }
+        if (!endpoint.writeShortToLane(MessageKind.AM.onlyId(), tagField, payload, ctx.voidPromise())) {
+            return false;
+        }
+        shortCount.sent(length);
+        return true;
+    }
+
+    /** The most header and data {@link #sendAmShortNow} copies together for one record. */
+    static final int AM_SHORT_COPY_MAX = 8192;
+    /** Where {@link #sendAmShortNow} puts a header and its data together; made at the first. Loop only. */
+    private ByteBuf amScratch;
+    /** The endpoint ended ({@link #abort}): no scratch buffer is made any more. */
+    private boolean ended;
+
+    /**
      * Sends a {@link TagMessage}, a plain {@link ByteBuf} (with the default tag), a {@link StreamData} (a stream
      * write: selected by {@code STREAM_SEND}, sent with the STREAM_* first-frame ids and tag 0) or an {@link AmData}
      * (an active message: {@code AM_SEND}, the AM_* ids); owns {@code msg}.
@@ -441,6 +481,11 @@ final class EagerSender {
     void abort(Throwable cause) {
         syncSends.takeAll().forEach(s -> s.promise.tryFailure(cause));
         zcopySends.takeAll().forEach(s -> s.promise.tryFailure(cause));
+        ended = true;
+        if (amScratch != null) {
+            amScratch.release();
+            amScratch = null;
+        }
     }
 
     int waiting() {
