@@ -14,7 +14,8 @@ import java.util.concurrent.RejectedExecutionException;
  * An {@link AmMessage} over the protocol layer's {@link AmIncoming}: hands calls from other threads to the loop. A
  * short message's object is reused for a later one once released ({@link AmIncoming#generation()}): a call made
  * after this message was released, its object carrying another now, fails as one on a released message does, and a
- * second release does nothing, so a handle kept by mistake cannot reach the later message.
+ * second release does nothing, so a handle kept by mistake cannot reach the later message. The generation is read
+ * without a fence: that holds on the loop, where a message not kept is used; a kept one is never reused.
  */
 final class ReceivedAm implements AmMessage {
 
@@ -33,9 +34,12 @@ final class ReceivedAm implements AmMessage {
         this.loop = endpoint.eventLoop();
     }
 
-    /** The message, if its object still carries it. */
+    /**
+     * The message, if it was not released (its object may carry a later one since): every call but {@link #id()}
+     * and {@link #release()} fails alike on a released message, whether or not its object was reused yet.
+     */
     private AmIncoming in() {
-        if (in.generation() != generation) {
+        if (in.generation() != generation || in.isReleased()) {
             throw new IllegalStateException("active message " + id + " was released");
         }
         return in;
@@ -113,8 +117,9 @@ final class ReceivedAm implements AmMessage {
             loop.execute(this::releaseNow);
         } catch (RejectedExecutionException e) {
             // The worker's loop is gone, and with it the endpoint: nothing to tell the sender, and nothing reuses
-            // the object. The header is the loop's allocator's; releasing it from here is safe.
-            in.release();
+            // the object any more (it may have before: a stale handle's release still does nothing). The header is
+            // the loop's allocator's; releasing it from here is safe.
+            releaseNow();
         }
     }
 

@@ -200,7 +200,8 @@ class HostilePeerTest {
     /**
      * An active message, or a tagged one nobody receives yet, announcing at most 1 MiB is put together in one buffer
      * of the whole taken at its first fragment, and charged in full then: what an announcement commits ahead of its
-     * bytes is the peer's budget's. One announcing more commits only what arrives, as above.
+     * bytes is the peer's budget's, and at most 4 MiB an endpoint, however large the budget. One announcing more, or
+     * one past those 4 MiB, commits only what arrives, as above.
      */
     @Test
     void aMessageTakenWholeAtItsFirstFragmentIsChargedInFull() throws Exception {
@@ -209,13 +210,15 @@ class HostilePeerTest {
         try (RawPeer raw = RawPeer.connect(target)) {
             raw.request(raw.uuid, 0, good.worker().address(), ErrorMode.PEER);
             raw.frame(AmIds.AM_FIRST, eagerFirst(AmHeaders.pack(7, 0, 0), 512 << 10, 1), new byte[1]);
-            raw.frame(AmIds.EAGER_FIRST, eagerFirst(0xbad, MIB, 2), new byte[1]);      // unexpected
-            raw.frame(AmIds.EAGER_FIRST, eagerFirst(0xbad, MIB + 1, 3), new byte[1]);  // one byte over
+            raw.frame(AmIds.EAGER_FIRST, eagerFirst(0xbad, MIB + 1, 2), new byte[1]);  // one byte over
+            for (int i = 0; i < 4; i++) {
+                raw.frame(AmIds.EAGER_FIRST, eagerFirst(0xbad, MIB, 3 + i), new byte[1]);  // unexpected
+            }
             raw.flush();
             Endpoint victim = endpointOf(target, raw.uuid);
-            awaitReassemblies(target, 3, "the three messages did not start");
-            assertEquals(3L * io.nucx.protocol.MemoryBudget.ENTRY_COST + (512 << 10) + MIB + 1, held(target),
-                    "512 KiB and 1 MiB charged whole, the third its one byte");
+            awaitReassemblies(target, 6, "the six messages did not start");
+            assertEquals(6L * io.nucx.protocol.MemoryBudget.ENTRY_COST + (512 << 10) + 3 * MIB + 2, held(target),
+                    "512 KiB and three of 1 MiB charged whole (3.5 of the 4 MiB), the other two their one byte");
             assertTrue(victim.isActive());
         }
         awaitNothingHeld(target, "the unfinished messages were not released");

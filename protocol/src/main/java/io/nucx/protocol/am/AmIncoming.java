@@ -17,7 +17,8 @@ import io.nucx.transport.ShortPayload;
  * <p>It is the handler's during the call; after that the {@link AmCodec} releases it unless the handler
  * {@link #keep() kept} it, which makes releasing it the holder's job. Releasing a rendezvous message whose data were
  * never asked for tells the sender it is done (UCX's ATS after a callback that did not receive: the send completes
- * successfully). Loop only.
+ * successfully). A short message's object ({@link InPlace}) is reused for a later one once released: a holder that
+ * did not keep it compares {@link #generation()} before touching it again. Loop only.
  */
 public abstract class AmIncoming {
 

@@ -147,6 +147,11 @@ final class EagerReceiver {
      * fragments reach 1 MiB by default (the rendezvous takes over above it); bigger ones are copied as they arrive.
      */
     static final int WHOLE_AT_ONCE_MAX = 1 << 20;
+    /**
+     * The most this endpoint holds in such buffers for messages not yet whole: a peer that announces and then sends
+     * nothing commits that much at most, however large its budget; more messages at once are copied as they arrive.
+     */
+    static final int WHOLE_AHEAD_MAX = 4 << 20;
     /** Completed reassemblies kept for reuse: more than the messages one endpoint has arriving at once is waste. */
     private static final int MAX_SPARE_REASSEMBLIES = 8;
 
@@ -169,6 +174,8 @@ final class EagerReceiver {
     private TagReceive placedOnly;
     private ByteBuf placedOnlyTarget;
     private long placedOnlyTag;
+    /** Bytes of the buffers taken whole ahead of their messages' bytes ({@link #unowned}) not yet complete. */
+    private long wholeAhead;
     /** The last short active message's object, released when its arrival ended: the next one's ({@link #onAmOnly}). */
     private AmIncoming.InPlace spareAm;
     /** This endpoint's arrivals in the worker's unexpected queue. */
@@ -607,19 +614,28 @@ final class EagerReceiver {
      * whole (a bigger announcement commits nothing before its bytes come).
      */
     private Fragments unowned(Reassembly ra) {
-        if (ra.total > WHOLE_AT_ONCE_MAX || !budget.tryCharge(ra.total)) {
+        if (ra.total > WHOLE_AT_ONCE_MAX || wholeAhead + ra.total > WHOLE_AHEAD_MAX || !budget.tryCharge(ra.total)) {
             return ra.fragments(alloc, null, ra.total);
         }
         ByteBuf whole;
         try {
             whole = alloc.buffer(ra.total, ra.total);
-        } catch (RuntimeException | Error e) {
-            budget.release(ra.total);
-            throw e;
+        } catch (RuntimeException | OutOfMemoryError e) {
+            budget.release(ra.total); // no room for all of it now: its bytes are committed as they arrive
+            return ra.fragments(alloc, null, ra.total);
         }
         charged(ra, ra.total);
         ra.wholeOwn = true;
+        wholeAhead += ra.total;
         return ra.fragments(null, whole, ra.total);
+    }
+
+    /** {@code ra} no longer holds a buffer of the whole taken ahead of its bytes (it completed, or was let go). */
+    private void endWhole(Reassembly ra) {
+        if (ra.wholeOwn) {
+            ra.wholeOwn = false;
+            wholeAhead -= ra.total;
+        }
     }
 
     /**
@@ -713,6 +729,7 @@ final class EagerReceiver {
 
     private void complete(Reassembly ra) {
         boolean inPlace = ra.parts.isInPlace() && !ra.wholeOwn; // in the receive's own buffer
+        endWhole(ra);
         ByteBuf data = ra.parts.take();
         ra.parts = null;
         if (ra.target == AM_TARGET) {
@@ -785,6 +802,7 @@ final class EagerReceiver {
         reassemblies.clear();
         for (Reassembly ra : dead) {
             int received = ra.parts.received();
+            endWhole(ra);
             ra.parts.release();
             ra.parts = null;
             budget.release(ra.charged);
@@ -824,7 +842,11 @@ final class EagerReceiver {
             a.data = null;
         }
         if (a.reassembly != null) {
-            a.reassembly.target = null; // the rest of it is dropped as it arrives
+            // The rest of it is dropped as it arrives, and what it holds goes now: its charge goes with the arrival's.
+            Reassembly ra = a.reassembly;
+            ra.target = null;
+            ra.parts.countOnly();
+            endWhole(ra);
             a.reassembly = null;
         }
         budget.release(a.charged);

@@ -13,8 +13,8 @@ import java.util.TreeMap;
  * The bytes of one message arriving in fragments, in any order. Each fragment is either copied into a buffer of its
  * own, the message being composed of them at the end, with memory committed only as data arrive (a peer's announcement
  * of a size commits nothing: an EAGER_FIRST or RTS announcing a gigabyte, then one byte, holds one byte), or written
- * straight into one buffer of the whole message ({@link #inPlace}): a receive's, or one its owner took and charged. A fragment outside the message or overlapping
- * one that came before is a {@link ProtocolException}. Loop only.
+ * straight into one buffer of the whole message ({@link #inPlace}): a receive's, or one its owner took and charged.
+ * A fragment outside the message or overlapping one that came before is a {@link ProtocolException}. Loop only.
  *
  * <p>Fragments that arrive in order (each where the last ended, the way one lane delivers them) are tracked in two
  * ints and a reused list, allocating nothing per fragment; the first that does not moves the bookkeeping to sorted
@@ -255,6 +255,16 @@ final class Fragments {
             parts.get(i).release();
         }
         parts.clear();
+    }
+
+    /**
+     * From now on the bytes are only counted, as {@link #counted}'s: what it holds is released (the buffer of the
+     * whole included), what arrived and where is kept, so a fragment still outside or overlapping fails as before.
+     */
+    void countOnly() {
+        release();
+        target = null;
+        alloc = null;
     }
 
     /** Releases what it holds, the receiver's buffer (a retained slice) included; not after {@link #take}. */

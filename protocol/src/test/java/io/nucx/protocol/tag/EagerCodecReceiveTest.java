@@ -23,6 +23,7 @@ import java.util.List;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertInstanceOf;
+import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertSame;
 import static org.junit.jupiter.api.Assertions.assertThrows;
@@ -475,6 +476,37 @@ class EagerCodecReceiveTest {
         assertEquals(0, arriving(codec));
         Promise<TagMessage> late = receives.post(9, -1L);
         assertSame(cause, late.cause());
+    }
+
+    /**
+     * An unexpected message in fragments is put together in one buffer of the whole taken at its first fragment
+     * ({@code EagerReceiver.unowned}), charged in full; discarded (the worker's matcher closed), it lets go of that
+     * buffer and its charge at once, and the rest of it is only counted: no fragment is placed anywhere any more.
+     */
+    @Test
+    void aDiscardedUnexpectedMessageLetsGoOfItsWholeBufferAtOnce() {
+        EmbeddedChannel own = new EmbeddedChannel();
+        TestEndpoint endpoint = new TestEndpoint(own, TestEndpoint.amLane(128, 1024));
+        EagerCodec c = new EagerCodec(endpoint, worker);
+        own.pipeline().addLast(c);
+        ByteBuf middle = header(300, 4);
+        try {
+            own.writeInbound(firstFrame(4, 10, 300, text("0123")));
+            assertEquals(io.nucx.protocol.MemoryBudget.ENTRY_COST + 10, endpoint.receiveBudget().used(),
+                    "charged whole");
+            ByteBuf place = c.placePayload(AmIds.EAGER_MIDDLE, middle, 3);
+            assertNotNull(place, "its middle fragment goes into the buffer of the whole");
+            place.release();
+            matcher.close(new ClosedChannelException());
+            assertEquals(0, endpoint.receiveBudget().used());
+            assertNull(c.placePayload(AmIds.EAGER_MIDDLE, middle, 3), "placed into a buffer let go of");
+            own.writeInbound(middleFrame(300, 4, text("456789")));
+            assertEquals(0, arriving(c));
+        } finally {
+            middle.release();
+            c.endpointEnded(new ClosedChannelException());
+            assertFalse(own.finishAndReleaseAll());
+        }
     }
 
     // ------------------------------------------------------------------ the pipeline
