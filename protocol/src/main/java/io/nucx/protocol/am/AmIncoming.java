@@ -34,6 +34,11 @@ public abstract class AmIncoming {
 
     /** Owns {@code header}; null: made when first asked for ({@link #headerNow}). */
     protected AmIncoming(long tagField, ByteBuf header, long dataLength) {
+        carry(tagField, header, dataLength);
+    }
+
+    /** What a message's fields are, for the constructor and for {@link #reuse}. */
+    private void carry(long tagField, ByteBuf header, long dataLength) {
         this.id = AmHeaders.id(tagField);
         this.flags = AmHeaders.flags(tagField);
         this.header = header;
@@ -42,10 +47,7 @@ public abstract class AmIncoming {
 
     /** This object carries a new message, as the constructor would make it; the one before was released. */
     private void reuse(long tagField, ByteBuf header, long dataLength) {
-        this.id = AmHeaders.id(tagField);
-        this.flags = AmHeaders.flags(tagField);
-        this.header = header;
-        this.dataLength = dataLength;
+        carry(tagField, header, dataLength);
         this.kept = false;
         this.receiving = false;
         this.released = false;
@@ -92,11 +94,7 @@ public abstract class AmIncoming {
         if (spare == null || !spare.isReleased() || spare.inTransport != null) {
             return inPlace(tagField, payload);
         }
-        int headerLength = headerLength(tagField, payload.length());
-        ((AmIncoming) spare).reuse(tagField, headerLength == 0 ? Unpooled.EMPTY_BUFFER : null,
-                payload.length() - headerLength);
-        spare.reuseHere(headerLength);
-        spare.inTransport = payload;
+        spare.carryAgain(tagField, payload, headerLength(tagField, payload.length()));
         return spare;
     }
 
@@ -335,9 +333,20 @@ public abstract class AmIncoming {
         private ShortPayload inTransport;
 
         InPlace(long tagField, ShortPayload inTransport, int headerLength) {
-            super(tagField, headerLength == 0 ? Unpooled.EMPTY_BUFFER : null, inTransport.length() - headerLength,
-                    headerLength);
+            super(tagField, noHeaderYet(headerLength), inTransport.length() - headerLength, headerLength);
             this.inTransport = inTransport;
+        }
+
+        /** This released object carries a new message, as the constructor would make it. */
+        private void carryAgain(long tagField, ShortPayload inTransport, int headerLength) {
+            ((AmIncoming) this).reuse(tagField, noHeaderYet(headerLength), inTransport.length() - headerLength);
+            reuseHere(headerLength);
+            this.inTransport = inTransport;
+        }
+
+        /** An empty header is there at once; any other is copied out when first asked for ({@link #headerNow}). */
+        private static ByteBuf noHeaderYet(int headerLength) {
+            return headerLength == 0 ? Unpooled.EMPTY_BUFFER : null;
         }
 
         /**
