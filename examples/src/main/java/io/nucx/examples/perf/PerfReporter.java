@@ -12,6 +12,9 @@ public final class PerfReporter {
             + "----------+----------+-----------+-----------+";
     private static final String BANNER_RULE = "+" + "-".repeat(106) + "+";
 
+    /** The phase of a {@link #window} of the measured run (the final average is theirs). */
+    static final String MEASURE_PHASE = "measure";
+
     private final PrintStream out;
     private final boolean finalOnly;
     private final boolean progress;
@@ -120,8 +123,11 @@ public final class PerfReporter {
 
     /**
      * When the run reached its steady state, from its windows: the end of the first window from which three windows
-     * in a row average within 10 % of the final average (the mean of the last tenth of the windows, at least one), in
-     * milliseconds since the process started; -1 if it never did or there are too few windows.
+     * in a row average within 10 % of the final average (the measured run's windows; without any, the last tenth of
+     * the windows, at least one), in milliseconds since the process started; -1 if it never did or there are too
+     * few windows. Three windows' mean, not each of three, and a final of many windows: a transport whose windows
+     * scatter by 10 % around their mean (tcp on loopback) would otherwise never be called steady, or be called so by
+     * one lucky window.
      */
     public long steadyState() {
         int n = windows.size();
@@ -140,21 +146,28 @@ public final class PerfReporter {
         if (n < 4) {
             return -1;
         }
-        int tail = Math.max(1, n / 10);
         double fin = 0;
-        for (int i = n - tail; i < n; i++) {
-            fin += windows.get(i).averageUs();
-        }
-        fin /= tail;
-        for (int w = 0; w + 2 < n; w++) {
-            boolean steady = true;
-            for (int k = w; k <= w + 2 && steady; k++) {
-                steady = Math.abs(windows.get(k).averageUs() - fin) <= 0.1 * fin;
+        int measured = 0;
+        for (Window w : windows) {
+            if (MEASURE_PHASE.equals(w.phase())) {
+                fin += w.averageUs();
+                measured++;
             }
-            if (steady) {
-                out.println(String.format(Locale.ROOT, "Steady state: %d ms after process start (window ending at "
-                        + "iteration %d within 10%% of the final %.3f usec, and the next two)", windows.get(w).millis(),
-                        windows.get(w).iterations(), fin));
+        }
+        if (measured == 0) {
+            for (int i = n - Math.max(1, n / 10); i < n; i++) {
+                fin += windows.get(i).averageUs();
+                measured++;
+            }
+        }
+        fin /= measured;
+        for (int w = 0; w + 2 < n; w++) {
+            double three = (windows.get(w).averageUs() + windows.get(w + 1).averageUs()
+                    + windows.get(w + 2).averageUs()) / 3;
+            if (Math.abs(three - fin) <= 0.1 * fin) {
+                out.println(String.format(Locale.ROOT, "Steady state: %d ms after process start (the window ending "
+                        + "at iteration %d and the next two average within 10%% of the final %.3f usec)",
+                        windows.get(w).millis(), windows.get(w).iterations(), fin));
                 out.flush();
                 return windows.get(w).millis();
             }

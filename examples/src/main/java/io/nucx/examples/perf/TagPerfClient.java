@@ -127,7 +127,7 @@ final class TagPerfClient {
     /** The server's reading in the last SYNC_ACK that carried one (0 for an RMA test: no handler to compile there). */
     private long serverCompilerAcked;
     /** The window reports' names of the phases ({@link Phase#ordinal}): none made per window. */
-    private static final String[] PHASE_LABELS = {"warmup", "settle", "measure", "done"};
+    private static final String[] PHASE_LABELS = {"warmup", "settle", PerfReporter.MEASURE_PHASE, "done"};
 
     private final GenericFutureListener<Future<TagMessage>> onSyncPong = this::onSyncPong;
     private final GenericFutureListener<Future<Void>> onSent = this::onSent;
