@@ -7,6 +7,7 @@ import io.nucx.transport.IoEngine;
 import io.nucx.transport.NucxConfig;
 import io.nucx.transport.shm.ShmConfig;
 import io.nucx.transport.shm.ShmIoHandler;
+import io.nucx.wireup.WireupConfig;
 
 import java.util.concurrent.ThreadFactory;
 import java.util.concurrent.TimeUnit;
@@ -46,12 +47,14 @@ public final class NucxEventLoopGroup extends MultiThreadIoEventLoopGroup {
 
     /**
      * nucx's I/O engine as configured: the TCP engine of NUCX_TCP_IO wrapped in the shm engine, which spins
-     * NUCX_SHM_SPIN before it parks (for ever with NUCX_BUSY_POLL). A bad value fails naming its variable.
+     * NUCX_SHM_SPIN before it parks (for ever with NUCX_BUSY_POLL), yielding its core between idle passes as
+     * NUCX_IDLE_SPINS and NUCX_IDLE_BACKOFF say, as a worker's own loop does. A bad value fails naming its variable.
      */
     public static IoHandlerFactory newIoHandlerFactory() {
         NucxConfig config = NucxConfig.fromEnvironment().validate();
         long spinNanos = ShmConfig.loopSpinNanos(config, config.bool(NucxConfig.BUSY_POLL));
-        return ShmIoHandler.newFactory(IoEngine.configured(config, spinNanos > 0).ioHandlerFactory(), spinNanos);
+        return ShmIoHandler.newFactory(IoEngine.configured(config, spinNanos > 0).ioHandlerFactory(), spinNanos,
+                config.get(WireupConfig.IDLE_SPINS), config.get(WireupConfig.IDLE_BACKOFF));
     }
 
     @Override

@@ -158,6 +158,13 @@ public final class ShmIoHandler implements IoHandler {
             public boolean isChangingThreadSupported() {
                 return delegate.isChangingThreadSupported();
             }
+
+            /** What its loops do when idle, for logs and for a check that configuration reached them. */
+            @Override
+            public String toString() {
+                return "shm engine (" + (spinNanos == Long.MAX_VALUE ? "busy-poll" : "spin " + spinNanos + " ns")
+                        + ", back-off " + backoff + " after " + spinPasses + " idle passes) around " + delegate;
+            }
         };
     }
 
