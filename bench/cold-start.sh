@@ -2,7 +2,8 @@
 # Fast from the first message (issue #15 goal 1): short runs as a person tries them first, each a fresh pair of
 # processes, nucx variants alternating with ucx_perftest in the same round. Prints one line per run: variant,
 # transport, iterations, the Final line's p50 / average / overall (usec, one-way), the time to steady state (ms from
-# process start until three 10k-iteration windows in a row are within 10 % of the final window average), the
+# process start until three 10k-iteration windows in a row average within 10 % of the measured run's windows; before
+# 2026-12-04: until each of three was within 10 % of the last tenth of the windows), the
 # client's allocation per iteration, and the 1-minute load average when it started.
 # Usage: bench/cold-start.sh [ROUNDS (3)] [SHM_ITERS (50000)] [TCP_ITERS (20000)]
 # VARIANTS overrides the nucx variants: ';'-separated, each "name:ENV=VALUE ENV=VALUE ..." for both processes.

@@ -5,6 +5,8 @@
 # (8 in flight, 64 KiB and 1 MiB request bodies). Runs every pair ROUNDS times, alternating the stacks, because the
 # machine is shared and noisy. Needs `mvn verify` (examples/target/lib) first.
 # Usage: bench/compare-frameworks.sh [ROUNDS (2)] [LAT_ITERS (20000)] [BW_ITERS_1M (1000)] [NUCX_TLS (shm,cma)]
+# FRAMEWORKS (default "http reactor grpc"), TESTS (default "lat bw64k bw1m") and STACKS (default "tcp nucx") choose
+# a part; NUCX_* variables in the environment reach both processes (e.g. NUCX_SHM_SPIN=0).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 rounds=${1:-2}
@@ -37,15 +39,23 @@ run() { # framework stack mode size iterations warmup
     rm -f "$fifo" "$out"
 }
 
+frameworks=${FRAMEWORKS:-http reactor grpc}
+tests=${TESTS:-lat bw64k bw1m}
+stacks=${STACKS:-tcp nucx}
 for round in $(seq "$rounds"); do
     echo "# round $round"
-    order="tcp nucx"
-    [ $((round % 2)) -eq 0 ] && order="nucx tcp"
-    for fw in http reactor grpc; do
+    order=$stacks
+    [ $((round % 2)) -eq 0 ] && order=$(echo "$stacks" | awk '{for (i = NF; i > 0; i--) printf "%s ", $i}')
+    for fw in $frameworks; do
         for stack in $order; do
-            run "$fw" "$stack" lat 64 "$lat_n" $((lat_n / 4))
-            run "$fw" "$stack" bw 65536 $((bw_n * 8)) $((bw_n))
-            run "$fw" "$stack" bw 1048576 "$bw_n" $((bw_n / 5))
+            for t in $tests; do
+                case $t in
+                    lat) run "$fw" "$stack" lat 64 "$lat_n" $((lat_n / 4)) ;;
+                    bw64k) run "$fw" "$stack" bw 65536 $((bw_n * 8)) $((bw_n)) ;;
+                    bw1m) run "$fw" "$stack" bw 1048576 "$bw_n" $((bw_n / 5)) ;;
+                    *) echo "unknown test $t (lat, bw64k, bw1m)" >&2; exit 2 ;;
+                esac
+            done
         done
     done
 done

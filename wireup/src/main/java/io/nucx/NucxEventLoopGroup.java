@@ -26,7 +26,7 @@ import java.util.concurrent.atomic.AtomicBoolean;
  * Its shutdown first closes the loops' workers (their endpoints gracefully), then the loops. A
  * {@code MultiThreadIoEventLoopGroup} made with {@link #newIoHandlerFactory()} works too, but its workers are only
  * dropped, not closed, when it shuts down. Configuration comes from {@code NUCX_*} variables and {@code nucx.*}
- * properties (NUCX_TCP_IO, NUCX_SHM_SPIN, NUCX_BUSY_POLL, and whatever the workers read).
+ * properties (NUCX_TCP_IO, NUCX_SHM_SPIN, NUCX_BUSY_POLL, NUCX_IDLE_SPINS, NUCX_IDLE_BACKOFF, and whatever the workers read).
  */
 public final class NucxEventLoopGroup extends MultiThreadIoEventLoopGroup {
 
