@@ -9,7 +9,6 @@ import io.netty.util.concurrent.DefaultThreadFactory;
 import io.netty.util.concurrent.Future;
 import io.netty.util.concurrent.GlobalEventExecutor;
 import io.netty.util.concurrent.Promise;
-import io.nucx.transport.IoEngine;
 import io.nucx.transport.NucxConfig;
 import io.nucx.transport.shm.ShmIoHandler;
 import io.nucx.wireup.Context;
@@ -172,15 +171,9 @@ public final class NucxBootstrap {
             loop = group.next();
         } else {
             boolean spin = busyPoll != null ? busyPoll : ctx.config().get(io.nucx.wireup.WireupConfig.BUSY_POLL);
-            long spinNanos = io.nucx.transport.shm.ShmConfig.loopSpinNanos(ctx.config(), spin);
-            IoEngine mode = IoEngine.configured(ctx.config(), spinNanos > 0);
             // The shm engine wraps the TCP one, so one thread serves both kinds of lane.
             owned = new MultiThreadIoEventLoopGroup(1, new DefaultThreadFactory("nucx-" + name, true),
-                    // Busy-polling is done by the shm engine, in non-blocking passes of the wrapped one: epoll's own
-                    // busy wait spins in native code until a socket is ready, and tasks and timers wait for it.
-                    ShmIoHandler.newFactory(mode.ioHandlerFactory(), spinNanos,
-                            ctx.config().get(io.nucx.wireup.WireupConfig.IDLE_SPINS),
-                            ctx.config().get(io.nucx.wireup.WireupConfig.IDLE_BACKOFF)));
+                    NucxEventLoopGroup.newIoHandlerFactory(ctx.config(), spin));
             loop = owned.next();
         }
         long warmup = warmingUp ? 0 : ctx.config().get(io.nucx.wireup.WireupConfig.WARMUP);

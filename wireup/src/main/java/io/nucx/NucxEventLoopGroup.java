@@ -26,7 +26,8 @@ import java.util.concurrent.atomic.AtomicBoolean;
  * Its shutdown first closes the loops' workers (their endpoints gracefully), then the loops. A
  * {@code MultiThreadIoEventLoopGroup} made with {@link #newIoHandlerFactory()} works too, but its workers are only
  * dropped, not closed, when it shuts down. Configuration comes from {@code NUCX_*} variables and {@code nucx.*}
- * properties (NUCX_TCP_IO, NUCX_SHM_SPIN, NUCX_BUSY_POLL, NUCX_IDLE_SPINS, NUCX_IDLE_BACKOFF, and whatever the workers read).
+ * properties (NUCX_TCP_IO, NUCX_SHM_SPIN, NUCX_BUSY_POLL, NUCX_IDLE_SPINS, NUCX_IDLE_BACKOFF, and whatever the
+ * workers read).
  */
 public final class NucxEventLoopGroup extends MultiThreadIoEventLoopGroup {
 
@@ -52,7 +53,17 @@ public final class NucxEventLoopGroup extends MultiThreadIoEventLoopGroup {
      */
     public static IoHandlerFactory newIoHandlerFactory() {
         NucxConfig config = NucxConfig.fromEnvironment().validate();
-        long spinNanos = ShmConfig.loopSpinNanos(config, config.bool(NucxConfig.BUSY_POLL));
+        return newIoHandlerFactory(config, config.bool(NucxConfig.BUSY_POLL));
+    }
+
+    /**
+     * nucx's I/O engine as {@code config} says, busy-polling or not as {@code busyPoll} says: the one a worker's own
+     * loop runs too ({@link NucxBootstrap}). Busy-polling is done by the shm engine, in non-blocking passes of the
+     * wrapped one: epoll's own busy wait spins in native code until a socket is ready, and tasks and timers wait for
+     * it.
+     */
+    static IoHandlerFactory newIoHandlerFactory(NucxConfig config, boolean busyPoll) {
+        long spinNanos = ShmConfig.loopSpinNanos(config, busyPoll);
         return ShmIoHandler.newFactory(IoEngine.configured(config, spinNanos > 0).ioHandlerFactory(), spinNanos,
                 config.get(WireupConfig.IDLE_SPINS), config.get(WireupConfig.IDLE_BACKOFF));
     }
