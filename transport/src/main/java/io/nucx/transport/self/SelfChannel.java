@@ -81,7 +81,7 @@ public final class SelfChannel extends AbstractLaneChannel {
     private final Runnable resumeTask = this::resumeWrites;
     private final Runnable batchTask = this::nextBatch;
     private final GenericFutureListener<Future<Object>> batchCancelled = this::batchCancelled;
-    /** A flush that moved {@link #WRITE_BATCH} messages left the rest to a timer. Loop only. */
+    /** A flush that moved what it was given and {@link #WRITE_BATCH} more left the rest to a timer. Loop only. */
     private boolean batchScheduled;
 
     private volatile SelfChannel peer;
@@ -216,11 +216,14 @@ public final class SelfChannel extends AbstractLaneChannel {
         SelfChannel p = peer;
         RecordRing.Writer w = out();
         boolean moved = false;
-        int budget = WRITE_BATCH;
+        // What was flushed when this flush began (as Netty's LocalChannel moves it all), and at most WRITE_BATCH more:
+        // completions run listeners that may write and flush again, and a peer on another thread may drain as fast as
+        // we fill, so such a writer could keep this event loop forever. Not WRITE_BATCH alone: a writer that refills
+        // its window from its completions (ucx_perftest's flood) then found part of its window queued at every send,
+        // so every send took the ordinary path (promise, entry, pipeline pass) for good: 2.4-2.9x slower, BENCHMARKS.md.
+        int budget = in.size() + WRITE_BATCH;
         for (Object msg; (msg = in.current()) != null; ) {
             if (--budget < 0) {
-                // Bounded: completions run listeners that may write again, and a peer on another thread may drain
-                // as fast as we fill, so an unbounded loop could keep this event loop forever. Go on next turn.
                 scheduleBatch();
                 break;
             }
@@ -255,10 +258,10 @@ public final class SelfChannel extends AbstractLaneChannel {
     }
 
     /**
-     * The next {@link #WRITE_BATCH} after the loop's next turn. A timer due at once, not a task: Netty runs the tasks
+     * The rest of a flush after the loop's next turn. A timer due at once, not a task: Netty runs the tasks
      * queued during a batch of tasks in that same batch (for up to its task quantum, a second) and takes timers only
      * when a batch begins, after the turn's I/O, so a task would let one long flush keep the loop's I/O and timers
-     * waiting. (A perftest's window, 32 sends, never reaches a batch: only floods come here.)
+     * waiting. (Only writes from the completions of a flush come here.)
      */
     private void scheduleBatch() {
         if (!batchScheduled) {
