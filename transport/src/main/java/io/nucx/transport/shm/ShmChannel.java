@@ -153,13 +153,15 @@ public final class ShmChannel extends AbstractLaneChannel {
     protected void doWrite(ChannelOutboundBuffer buffer) throws Exception {
         ensureConnected();
         boolean wrote = false;
-        int budget = WRITE_BATCH;
+        // What was flushed when this flush began, and at most WRITE_BATCH more: completing a write runs its listeners,
+        // which may write again, and with a reader that keeps up the ring never fills, so an unbounded loop would never
+        // give the event loop back (no reads, no other channels). The rest goes on the next pass, as Netty's write spin
+        // count does for sockets. Not WRITE_BATCH alone: a sender that refills a window of more from its completions
+        // then finds part of it queued at every send, and every send takes the ordinary path for good (SelfChannel).
+        int budget = buffer.size() + WRITE_BATCH;
         for (Object msg; (msg = buffer.current()) != null; ) {
             AmFrame f = (AmFrame) msg;
             int type = recordType(f);
-            // A bounded batch: completing a write runs its listeners, which may write again, and with a reader that
-            // keeps up the ring never fills, so an unbounded loop would never give the event loop back (no reads,
-            // no other channels). The rest goes on the next pass, as Netty's write spin count does for sockets.
             if (--budget < 0 || !out.append(type, f.header(), f.payload())) {
                 writeBlocked = true;
                 break;

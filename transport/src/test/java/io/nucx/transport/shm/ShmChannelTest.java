@@ -2,6 +2,7 @@ package io.nucx.transport.shm;
 
 import io.netty.buffer.Unpooled;
 import io.netty.channel.Channel;
+import io.netty.channel.ChannelFuture;
 import io.netty.channel.ChannelHandler;
 import io.netty.channel.ChannelHandlerContext;
 import io.netty.channel.ChannelInboundHandlerAdapter;
@@ -23,6 +24,7 @@ import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CopyOnWriteArrayList;
@@ -425,6 +427,41 @@ class ShmChannelTest {
         } finally {
             stop.set(true);
         }
+    }
+
+    /**
+     * One flush moves every write it was given before its loop turns, only the writes its completions bring waiting for
+     * the next pass: a sender whose window queued while the ring was full then finds nothing queued at its next send,
+     * which goes straight into the ring again (a batch at a time behind its refills, every send took the ordinary path).
+     */
+    @Test
+    void aFlushMovesEverythingItWasGivenBeforeItsLoopTurns() throws Exception {
+        Iface server = iface(() -> new ChannelInboundHandlerAdapter() {
+            @Override
+            public void channelRead(ChannelHandlerContext ctx, Object msg) {
+                ((AmFrame) msg).release();
+            }
+        });
+        Iface client = iface(this::recorder);
+        Channel ch = client.connect(server.deviceAddress(), server.ifaceAddress(), recorder()).sync().channel();
+        int frames = 2_000; // 48 KiB of records: the ring has room for all of them
+        CompletableFuture<Long> doneWhenTimerRan = new CompletableFuture<>();
+        List<ChannelFuture> writes = ch.eventLoop().submit(() -> {
+            List<ChannelFuture> ws = new ArrayList<>(frames);
+            for (int i = 0; i < frames; i++) {
+                ws.add(ch.write(AmFrame.of(5, 0, Unpooled.buffer(8).writeLongLE(i), Unpooled.EMPTY_BUFFER)));
+            }
+            ch.flush();
+            ch.eventLoop().schedule(() -> doneWhenTimerRan.complete(ws.stream().filter(ChannelFuture::isDone)
+                    .count()), 0, TimeUnit.NANOSECONDS);
+            return ws;
+        }).get(Recorder.DEADLINE_SECONDS, TimeUnit.SECONDS);
+        assertEquals(frames, doneWhenTimerRan.get(Recorder.DEADLINE_SECONDS, TimeUnit.SECONDS),
+                "writes of one flush left to a later turn of the loop");
+        for (ChannelFuture w : writes) {
+            assertTrue(w.isSuccess(), () -> "write failed: " + w.cause());
+        }
+        ch.close().sync();
     }
 
     /**
