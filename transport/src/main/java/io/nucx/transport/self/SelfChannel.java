@@ -54,7 +54,7 @@ public final class SelfChannel extends AbstractLaneChannel {
     /** Accounting weight of a message beyond its bytes, so that empty frames still fill the queue. */
     private static final int MESSAGE_OVERHEAD = 64;
     private static final int READ_BATCH = 64;
-    private static final int WRITE_BATCH = 256;
+    static final int WRITE_BATCH = 256;
     /** At most this many messages wait in a receiver's queue, whatever their bytes. */
     static final int MAX_SLOTS = 4096;
     /** Room for the records (short frames, small frames); one that does not fit now goes as an object (allocating). */
@@ -219,8 +219,8 @@ public final class SelfChannel extends AbstractLaneChannel {
         // What was flushed when this flush began (as Netty's LocalChannel moves it all), and at most WRITE_BATCH more:
         // completions run listeners that may write and flush again, and a peer on another thread may drain as fast as
         // we fill, so such a writer could keep this event loop forever. Not WRITE_BATCH alone: a writer that refills
-        // its window from its completions (ucx_perftest's flood) then found part of its window queued at every send,
-        // so every send took the ordinary path (promise, entry, pipeline pass) for good: 2.4-2.9x slower, BENCHMARKS.md.
+        // its window in a task after its completions (ucx_perftest's flood) then found part of it queued at every
+        // send, so every send took the ordinary path (promise, entry, pipeline pass) for good: 2.4-2.9x slower.
         int budget = in.size() + WRITE_BATCH;
         for (Object msg; (msg = in.current()) != null; ) {
             if (--budget < 0) {

@@ -156,9 +156,11 @@ public final class ShmChannel extends AbstractLaneChannel {
         // What was flushed when this flush began, and at most WRITE_BATCH more: completing a write runs its listeners,
         // which may write again, and with a reader that keeps up the ring never fills, so an unbounded loop would never
         // give the event loop back (no reads, no other channels). The rest goes on the next pass, as Netty's write spin
-        // count does for sockets. Not WRITE_BATCH alone: a sender that refills a window of more from its completions
-        // then finds part of it queued at every send, and every send takes the ordinary path for good (SelfChannel).
+        // count does for sockets. Not WRITE_BATCH alone: a sender that refills a window of more in a task after its
+        // completions then finds part of it queued at every send, and every send takes the ordinary path for good
+        // (SelfChannel). Published every WRITE_BATCH records, so a long flush does not leave the reader idle.
         int budget = buffer.size() + WRITE_BATCH;
+        int unpublished = 0;
         for (Object msg; (msg = buffer.current()) != null; ) {
             AmFrame f = (AmFrame) msg;
             int type = recordType(f);
@@ -169,7 +171,12 @@ public final class ShmChannel extends AbstractLaneChannel {
             int length = f.length();
             buffer.remove();
             wrote = true;
-            publishIfLarge(length);
+            if (++unpublished == WRITE_BATCH) {
+                unpublished = 0;
+                publishNow();
+            } else {
+                publishIfLarge(length);
+            }
         }
         if (buffer.current() == null) {
             writeBlocked = false;

@@ -444,7 +444,7 @@ class ShmChannelTest {
         });
         Iface client = iface(this::recorder);
         Channel ch = client.connect(server.deviceAddress(), server.ifaceAddress(), recorder()).sync().channel();
-        int frames = 2_000; // 48 KiB of records: the ring has room for all of them
+        int frames = 2_000; // 31 KiB of records: the ring has room for all of them
         CompletableFuture<Long> doneWhenTimerRan = new CompletableFuture<>();
         List<ChannelFuture> writes = ch.eventLoop().submit(() -> {
             List<ChannelFuture> ws = new ArrayList<>(frames);
