@@ -153,12 +153,10 @@ public final class ShmChannel extends AbstractLaneChannel {
     protected void doWrite(ChannelOutboundBuffer buffer) throws Exception {
         ensureConnected();
         boolean wrote = false;
-        // What was flushed when this flush began, and at most WRITE_BATCH more: completing a write runs its listeners,
-        // which may write again, and with a reader that keeps up the ring never fills, so an unbounded loop would never
-        // give the event loop back (no reads, no other channels). The rest goes on the next pass, as Netty's write spin
-        // count does for sockets. Not WRITE_BATCH alone: a sender that refills a window of more in a task after its
-        // completions then finds part of it queued at every send, and every send takes the ordinary path for good
-        // (SelfChannel). Published every WRITE_BATCH records, so a long flush does not leave the reader idle.
+        // What was flushed when this flush began, and at most WRITE_BATCH more that its completions' listeners write
+        // (why both: SelfChannel.doWrite); with a reader that keeps up the ring never fills, so the rest goes on the
+        // next pass, as Netty's write spin count does for sockets. Published every WRITE_BATCH records, so a long
+        // flush does not leave the reader idle.
         int budget = buffer.size() + WRITE_BATCH;
         int unpublished = 0;
         for (Object msg; (msg = buffer.current()) != null; ) {
