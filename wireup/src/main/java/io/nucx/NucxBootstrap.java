@@ -173,7 +173,7 @@ public final class NucxBootstrap {
             boolean spin = busyPoll != null ? busyPoll : ctx.config().get(io.nucx.wireup.WireupConfig.BUSY_POLL);
             // The shm engine wraps the TCP one, so one thread serves both kinds of lane.
             owned = new MultiThreadIoEventLoopGroup(1, new DefaultThreadFactory("nucx-" + name, true),
-                    NucxEventLoopGroup.newIoHandlerFactory(ctx.config(), spin));
+                    NucxEventLoopGroup.newIoHandlerFactory(ctx.config(), spin, false));
             loop = owned.next();
         }
         long warmup = warmingUp ? 0 : ctx.config().get(io.nucx.wireup.WireupConfig.WARMUP);

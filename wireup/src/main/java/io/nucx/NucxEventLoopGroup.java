@@ -49,23 +49,24 @@ public final class NucxEventLoopGroup extends MultiThreadIoEventLoopGroup {
     /**
      * nucx's I/O engine as configured: the TCP engine of NUCX_TCP_IO wrapped in the shm engine, which spins
      * NUCX_SHM_SPIN before it parks (for ever with NUCX_BUSY_POLL), yielding its core between idle passes as
-     * NUCX_IDLE_SPINS and NUCX_IDLE_BACKOFF say, as a worker's own loop does. A bad value fails naming its variable.
+     * NUCX_IDLE_SPINS and NUCX_IDLE_BACKOFF say, by default soon and always: an app's own threads share these loops'
+     * cores. A bad value fails naming its variable.
      */
     public static IoHandlerFactory newIoHandlerFactory() {
         NucxConfig config = NucxConfig.fromEnvironment().validate();
-        return newIoHandlerFactory(config, config.bool(NucxConfig.BUSY_POLL));
+        return newIoHandlerFactory(config, config.bool(NucxConfig.BUSY_POLL), true);
     }
 
     /**
-     * nucx's I/O engine as {@code config} says, busy-polling or not as {@code busyPoll} says: the one a worker's own
-     * loop runs too ({@link NucxBootstrap}). Busy-polling is done by the shm engine, in non-blocking passes of the
-     * wrapped one: epoll's own busy wait spins in native code until a socket is ready, and tasks and timers wait for
-     * it.
+     * nucx's I/O engine as {@code config} says, busy-polling or not as {@code busyPoll} says, idling as a group's
+     * loop ({@code groupLoop}) or as a worker's own loop ({@link NucxBootstrap}) does. Busy-polling is done by the
+     * shm engine, in non-blocking passes of the wrapped one: epoll's own busy wait spins in native code until a
+     * socket is ready, and tasks and timers wait for it.
      */
-    static IoHandlerFactory newIoHandlerFactory(NucxConfig config, boolean busyPoll) {
+    static IoHandlerFactory newIoHandlerFactory(NucxConfig config, boolean busyPoll, boolean groupLoop) {
         long spinNanos = ShmConfig.loopSpinNanos(config, busyPoll);
         return ShmIoHandler.newFactory(IoEngine.configured(config, spinNanos > 0).ioHandlerFactory(), spinNanos,
-                config.get(WireupConfig.IDLE_SPINS), config.get(WireupConfig.IDLE_BACKOFF));
+                WireupConfig.idleSpins(config, groupLoop), WireupConfig.idleBackoff(config, groupLoop));
     }
 
     @Override

@@ -7,6 +7,7 @@ import io.nucx.transport.config.AbstractConfigTable;
 import io.nucx.transport.config.ConfigEntry;
 
 import java.util.List;
+import java.util.Locale;
 
 /** The worker's settings: progress mode, error handling and keepalive of endpoints, multi-lane limits. */
 public final class WireupConfig extends AbstractConfigTable {
@@ -18,16 +19,30 @@ public final class WireupConfig extends AbstractConfigTable {
     /** Progress mode of workers created by nucx: spin (busy-poll) or block. */
     public static final ConfigEntry<Boolean> BUSY_POLL = ConfigEntry.bool("BUSY_POLL", "n",
             "Busy-poll the worker's event loop (y) or block until woken (n)");
-    /** Idle passes a polling loop spins before it may yield its core between passes. */
-    public static final ConfigEntry<Integer> IDLE_SPINS = ConfigEntry.integer("IDLE_SPINS", "1000",
-            "Idle passes in a row a polling worker loop (busy-poll, or NUCX_SHM_SPIN) only spins before it may yield "
-                    + "its core between passes (NUCX_IDLE_BACKOFF)", 0, 1_000_000_000);
-    /** When a polling loop past its spin passes yields. */
-    public static final ConfigEntry<ShmIoHandler.Backoff> IDLE_BACKOFF = ConfigEntry.choice("IDLE_BACKOFF", "jit",
+    /** A worker's own loop is where its app's work runs (perftest, NucxBootstrap's callbacks): it spins long. */
+    private static final int WORKER_IDLE_SPINS = 1000;
+    /**
+     * A NucxEventLoopGroup's loops share the cores with an app's own threads (gRPC's executor, a caller waiting for
+     * its answer): on two cores two loops that spin leave those threads a core only when the scheduler takes one, so
+     * these give theirs away soon, and always (BENCHMARKS.md, "A NucxEventLoopGroup's idle loops yield").
+     */
+    private static final int GROUP_IDLE_SPINS = 100;
+    private static final ConfigEntry<Integer> IDLE_SPINS_NUMBER = ConfigEntry.integer("IDLE_SPINS", "0", "", 0,
+            1_000_000_000);
+    /** Idle passes in a row a polling loop spins before it may yield its core between passes; -1: auto. */
+    public static final ConfigEntry<Integer> IDLE_SPINS = ConfigEntry.of("IDLE_SPINS", "auto",
+            "Idle passes in a row a polling loop (busy-poll, or NUCX_SHM_SPIN) only spins before it may yield its "
+                    + "core between passes (NUCX_IDLE_BACKOFF); auto: " + WORKER_IDLE_SPINS + " for a worker's own "
+                    + "loop, " + GROUP_IDLE_SPINS + " for a NucxEventLoopGroup's",
+            "auto | a whole number, 0 to 1000000000",
+            text -> text.trim().equalsIgnoreCase("auto") ? -1 : IDLE_SPINS_NUMBER.parse(text));
+    /** When a polling loop past its spin passes yields; auto: as the loop's use says ({@link #idleBackoff}). */
+    public static final ConfigEntry<String> IDLE_BACKOFF = ConfigEntry.choice("IDLE_BACKOFF", "auto",
             "When an idle polling loop past NUCX_IDLE_SPINS yields its core between passes: jit (while the JIT "
-                    + "compiler is at work, so it gets the CPU during the warm-up on a 2-core machine), always, or "
-                    + "never (spin)",
-            List.of(ShmIoHandler.Backoff.JIT, ShmIoHandler.Backoff.ALWAYS, ShmIoHandler.Backoff.NEVER));
+                    + "compiler is at work, so it gets the CPU during the warm-up on a 2-core machine), always, never "
+                    + "(spin), or auto: jit for a worker's own loop, always for a NucxEventLoopGroup's, whose cores "
+                    + "the app's own threads share",
+            "auto", "jit", "always", "never");
     /** Error handling of new endpoints, like ucp_ep_params.err_mode. */
     public static final ConfigEntry<ErrorMode> ERR_MODE = ConfigEntry.choice("ERR_MODE", "peer",
             "Error handling of new endpoints: peer (keepalive; a lost peer fails the endpoint's operations), failover "
@@ -92,6 +107,21 @@ public final class WireupConfig extends AbstractConfigTable {
                     + "again every 100 ms), so the JIT compiler has the send and receive paths compiled before the "
                     + "first real message; start-up takes that much longer; 0: off",
             MAX_WARMUP_NANOS);
+
+    /** NUCX_IDLE_SPINS for a loop of a NucxEventLoopGroup ({@code groupLoop}) or a worker's own loop. */
+    public static int idleSpins(NucxConfig config, boolean groupLoop) {
+        int spins = config.get(IDLE_SPINS);
+        return spins >= 0 ? spins : groupLoop ? GROUP_IDLE_SPINS : WORKER_IDLE_SPINS;
+    }
+
+    /** NUCX_IDLE_BACKOFF for a loop of a NucxEventLoopGroup ({@code groupLoop}) or a worker's own loop. */
+    public static ShmIoHandler.Backoff idleBackoff(NucxConfig config, boolean groupLoop) {
+        String backoff = config.get(IDLE_BACKOFF);
+        if (backoff.equals("auto")) {
+            return groupLoop ? ShmIoHandler.Backoff.ALWAYS : ShmIoHandler.Backoff.JIT;
+        }
+        return ShmIoHandler.Backoff.valueOf(backoff.toUpperCase(Locale.ROOT));
+    }
 
     public WireupConfig() {
         super("Worker, endpoints and wireup", RANK_WORKER, BUSY_POLL, IDLE_SPINS, IDLE_BACKOFF, ERR_MODE, MAX_RNDV_LANES,

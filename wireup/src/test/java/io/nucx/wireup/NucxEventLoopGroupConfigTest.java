@@ -1,14 +1,22 @@
 package io.nucx.wireup;
 
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import io.nucx.NucxEventLoopGroup;
+import io.nucx.transport.NucxConfig;
+import io.nucx.transport.NucxConfigException;
+import io.nucx.transport.shm.ShmIoHandler;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 
+import java.util.Map;
+
 /**
  * A {@link NucxEventLoopGroup}'s loops idle as configured, as a worker's own loops do: NUCX_IDLE_SPINS and
- * NUCX_IDLE_BACKOFF reach the engine its factory makes (they were read, validated and then ignored before).
+ * NUCX_IDLE_BACKOFF reach the engine its factory makes (they were read, validated and then ignored before); unset,
+ * a group's loops give their core away sooner than a worker's own loop, whose thread is its app's.
  */
 class NucxEventLoopGroupConfigTest {
 
@@ -29,9 +37,42 @@ class NucxEventLoopGroupConfigTest {
     }
 
     @Test
-    void byDefaultItYieldsWhileTheJitCompilerWorks() {
+    void byDefaultItsLoopsYieldSoonAndAlwaysForTheAppsThreadsThatShareTheirCores() {
         String engine = NucxEventLoopGroup.newIoHandlerFactory().toString();
 
-        assertTrue(engine.contains("back-off JIT after 1000 idle passes"), engine);
+        assertTrue(engine.contains("back-off ALWAYS after 100 idle passes"), engine);
+    }
+
+    @Test
+    void aWorkersOwnLoopByDefaultYieldsOnlyWhileTheJitCompilerWorks() {
+        NucxConfig unset = NucxConfig.of(Map.of(), Map.of());
+
+        assertEquals(1000, WireupConfig.idleSpins(unset, false));
+        assertEquals(ShmIoHandler.Backoff.JIT, WireupConfig.idleBackoff(unset, false));
+        assertEquals(100, WireupConfig.idleSpins(unset, true));
+        assertEquals(ShmIoHandler.Backoff.ALWAYS, WireupConfig.idleBackoff(unset, true));
+    }
+
+    @Test
+    void aValueSetIsTakenByBothKindsOfLoop() {
+        NucxConfig set = NucxConfig.of(Map.of(), Map.of("NUCX_IDLE_SPINS", "0", "NUCX_IDLE_BACKOFF", "NEVER"));
+
+        for (boolean groupLoop : new boolean[] {false, true}) {
+            assertEquals(0, WireupConfig.idleSpins(set, groupLoop));
+            assertEquals(ShmIoHandler.Backoff.NEVER, WireupConfig.idleBackoff(set, groupLoop));
+        }
+    }
+
+    @Test
+    void aBadValueFailsNamingItsVariable() {
+        NucxConfig spins = NucxConfig.of(Map.of(), Map.of("NUCX_IDLE_SPINS", "-3"));
+        NucxConfig backoff = NucxConfig.of(Map.of(), Map.of("NUCX_IDLE_BACKOFF", "sometimes"));
+
+        NucxConfigException e = assertThrows(NucxConfigException.class, () -> WireupConfig.idleSpins(spins, true));
+        assertTrue(e.getMessage().contains("NUCX_IDLE_SPINS") && e.getMessage().contains("between 0 and"),
+                e.getMessage());
+        e = assertThrows(NucxConfigException.class, () -> WireupConfig.idleBackoff(backoff, false));
+        assertTrue(e.getMessage().contains("NUCX_IDLE_BACKOFF") && e.getMessage().contains("auto | jit"),
+                e.getMessage());
     }
 }
