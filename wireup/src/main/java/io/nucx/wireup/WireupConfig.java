@@ -6,8 +6,11 @@ import io.nucx.transport.shm.ShmIoHandler;
 import io.nucx.transport.config.AbstractConfigTable;
 import io.nucx.transport.config.ConfigEntry;
 
+import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Locale;
+import java.util.Map;
+import java.util.Optional;
 
 /** The worker's settings: progress mode, error handling and keepalive of endpoints, multi-lane limits. */
 public final class WireupConfig extends AbstractConfigTable {
@@ -21,28 +24,20 @@ public final class WireupConfig extends AbstractConfigTable {
             "Busy-poll the worker's event loop (y) or block until woken (n)");
     /** A worker's own loop is where its app's work runs (perftest, NucxBootstrap's callbacks): it spins long. */
     private static final int WORKER_IDLE_SPINS = 1000;
-    /**
-     * A NucxEventLoopGroup's loops share the cores with an app's own threads (gRPC's executor, a caller waiting for
-     * its answer): on two cores two loops that spin leave those threads a core only when the scheduler takes one, so
-     * these give theirs away soon, and always (BENCHMARKS.md, "A NucxEventLoopGroup's idle loops yield").
-     */
+    /** A NucxEventLoopGroup's loops give their core away sooner ({@link #idleBackoff} says why). */
     private static final int GROUP_IDLE_SPINS = 100;
-    private static final ConfigEntry<Integer> IDLE_SPINS_NUMBER = ConfigEntry.integer("IDLE_SPINS", "0", "", 0,
-            1_000_000_000);
     /** Idle passes in a row a polling loop spins before it may yield its core between passes; -1: auto. */
-    public static final ConfigEntry<Integer> IDLE_SPINS = ConfigEntry.of("IDLE_SPINS", "auto",
+    public static final ConfigEntry<Integer> IDLE_SPINS = ConfigEntry.integerOrAuto("IDLE_SPINS", "auto",
             "Idle passes in a row a polling loop (busy-poll, or NUCX_SHM_SPIN) only spins before it may yield its "
                     + "core between passes (NUCX_IDLE_BACKOFF); auto: " + WORKER_IDLE_SPINS + " for a worker's own "
-                    + "loop, " + GROUP_IDLE_SPINS + " for a NucxEventLoopGroup's",
-            "auto | a whole number, 0 to 1000000000",
-            text -> text.trim().equalsIgnoreCase("auto") ? -1 : IDLE_SPINS_NUMBER.parse(text));
-    /** When a polling loop past its spin passes yields; auto: as the loop's use says ({@link #idleBackoff}). */
-    public static final ConfigEntry<String> IDLE_BACKOFF = ConfigEntry.choice("IDLE_BACKOFF", "auto",
-            "When an idle polling loop past NUCX_IDLE_SPINS yields its core between passes: jit (while the JIT "
-                    + "compiler is at work, so it gets the CPU during the warm-up on a 2-core machine), always, never "
-                    + "(spin), or auto: jit for a worker's own loop, always for a NucxEventLoopGroup's, whose cores "
-                    + "the app's own threads share",
-            "auto", "jit", "always", "never");
+                    + "loop, " + GROUP_IDLE_SPINS + " for a NucxEventLoopGroup's", 0, 1_000_000_000);
+    /** When a polling loop past its spin passes yields; empty (auto): as the loop's use says ({@link #idleBackoff}). */
+    public static final ConfigEntry<Optional<ShmIoHandler.Backoff>> IDLE_BACKOFF = ConfigEntry.choice("IDLE_BACKOFF",
+            "auto", "When an idle polling loop past NUCX_IDLE_SPINS yields its core between passes: jit (while the "
+                    + "JIT compiler is at work, so it gets the CPU during the warm-up on a 2-core machine), always, "
+                    + "never (spin), or auto: jit for a worker's own loop, always for a NucxEventLoopGroup's, whose "
+                    + "cores the app's own threads share",
+            backoffs());
     /** Error handling of new endpoints, like ucp_ep_params.err_mode. */
     public static final ConfigEntry<ErrorMode> ERR_MODE = ConfigEntry.choice("ERR_MODE", "peer",
             "Error handling of new endpoints: peer (keepalive; a lost peer fails the endpoint's operations), failover "
@@ -114,13 +109,24 @@ public final class WireupConfig extends AbstractConfigTable {
         return spins >= 0 ? spins : groupLoop ? GROUP_IDLE_SPINS : WORKER_IDLE_SPINS;
     }
 
-    /** NUCX_IDLE_BACKOFF for a loop of a NucxEventLoopGroup ({@code groupLoop}) or a worker's own loop. */
+    /**
+     * NUCX_IDLE_BACKOFF for a loop of a NucxEventLoopGroup ({@code groupLoop}) or a worker's own loop. A group's
+     * loops share the cores with an app's own threads (gRPC's executor, a caller waiting for its answer): on two
+     * cores two loops that spin leave those threads a core only when the scheduler takes one, so by default they
+     * yield, and always (BENCHMARKS.md, "A NucxEventLoopGroup's idle loops yield").
+     */
     public static ShmIoHandler.Backoff idleBackoff(NucxConfig config, boolean groupLoop) {
-        String backoff = config.get(IDLE_BACKOFF);
-        if (backoff.equals("auto")) {
-            return groupLoop ? ShmIoHandler.Backoff.ALWAYS : ShmIoHandler.Backoff.JIT;
+        return config.get(IDLE_BACKOFF).orElse(groupLoop ? ShmIoHandler.Backoff.ALWAYS : ShmIoHandler.Backoff.JIT);
+    }
+
+    private static Map<String, Optional<ShmIoHandler.Backoff>> backoffs() {
+        Map<String, Optional<ShmIoHandler.Backoff>> m = new LinkedHashMap<>();
+        m.put("auto", Optional.empty());
+        for (ShmIoHandler.Backoff b : List.of(ShmIoHandler.Backoff.JIT, ShmIoHandler.Backoff.ALWAYS,
+                ShmIoHandler.Backoff.NEVER)) {
+            m.put(b.name().toLowerCase(Locale.ROOT), Optional.of(b));
         }
-        return ShmIoHandler.Backoff.valueOf(backoff.toUpperCase(Locale.ROOT));
+        return m;
     }
 
     public WireupConfig() {

@@ -97,18 +97,30 @@ public final class ConfigEntry<T> {
 
     /** A whole number in [min, max]. */
     public static ConfigEntry<Integer> integer(String name, String defaultValue, String doc, int min, int max) {
-        return of(name, defaultValue, doc, "a whole number, " + min + " to " + max, text -> {
-            long v;
-            try {
-                v = Long.parseLong(text.trim());
-            } catch (NumberFormatException e) {
-                throw new IllegalArgumentException("not a whole number");
-            }
-            if (v < min || v > max) {
-                throw new IllegalArgumentException("must be between " + min + " and " + max);
-            }
-            return (int) v;
-        });
+        return of(name, defaultValue, doc, integerRange(min, max), text -> boundedInteger(text, min, max));
+    }
+
+    /** {@link #integer}, or "auto" (the setting's user decides), which parses to -1. */
+    public static ConfigEntry<Integer> integerOrAuto(String name, String defaultValue, String doc, int min, int max) {
+        return of(name, defaultValue, doc, "auto | " + integerRange(min, max),
+                text -> text.trim().equalsIgnoreCase("auto") ? -1 : boundedInteger(text, min, max));
+    }
+
+    private static String integerRange(int min, int max) {
+        return "a whole number, " + min + " to " + max;
+    }
+
+    private static int boundedInteger(String text, int min, int max) {
+        long v;
+        try {
+            v = Long.parseLong(text.trim());
+        } catch (NumberFormatException e) {
+            throw new IllegalArgumentException("not a whole number");
+        }
+        if (v < min || v > max) {
+            throw new IllegalArgumentException("must be between " + min + " and " + max);
+        }
+        return (int) v;
     }
 
     /** A number in [min, max]. */
