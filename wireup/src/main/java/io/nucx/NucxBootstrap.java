@@ -3,6 +3,7 @@ package io.nucx;
 import io.netty.channel.ChannelHandler;
 import io.netty.channel.EventLoop;
 import io.netty.channel.EventLoopGroup;
+import io.netty.channel.IoHandlerFactory;
 import io.netty.channel.MultiThreadIoEventLoopGroup;
 import io.netty.util.concurrent.BlockingOperationException;
 import io.netty.util.concurrent.DefaultThreadFactory;
@@ -173,11 +174,19 @@ public final class NucxBootstrap {
             boolean spin = busyPoll != null ? busyPoll : ctx.config().get(io.nucx.wireup.WireupConfig.BUSY_POLL);
             // The shm engine wraps the TCP one, so one thread serves both kinds of lane.
             owned = new MultiThreadIoEventLoopGroup(1, new DefaultThreadFactory("nucx-" + name, true),
-                    NucxEventLoopGroup.newIoHandlerFactory(ctx.config(), spin, false));
+                    ownLoopIoHandlerFactory(ctx.config(), spin));
             loop = owned.next();
         }
         long warmup = warmingUp ? 0 : ctx.config().get(io.nucx.wireup.WireupConfig.WARMUP);
         return new Prepared(ctx, loop, owned, name, endpointHandler, busyPoll, warmup);
+    }
+
+    /**
+     * The engine of the loop a bootstrap makes when given no group: idling as a worker's own loop, whose thread is its
+     * app's (perftest, the demo), not as a group's loop that shares its cores with an app's threads.
+     */
+    static IoHandlerFactory ownLoopIoHandlerFactory(NucxConfig config, boolean busyPoll) {
+        return NucxEventLoopGroup.newIoHandlerFactory(config, busyPoll, false);
     }
 
     private record Prepared(Context ctx, EventLoop loop, EventLoopGroup owned, String name, ChannelHandler handler,
