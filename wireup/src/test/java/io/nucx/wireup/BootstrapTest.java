@@ -217,15 +217,17 @@ class BootstrapTest {
         List<Worker> workers = new ArrayList<>();
         try {
             long t0 = System.nanoTime();
-            Worker warm = new NucxBootstrap().name("warm").config("TLS", "shm").config("WARMUP", "300ms").start();
+            Worker warm = new NucxBootstrap().name("warm").config("TLS", "shm").config("WARMUP", "1s").start();
             long took = System.nanoTime() - t0;
             workers.add(warm);
             long messages = warm.counters().count(NucxBootstrap.WARMUP_MESSAGES);
             long nanos = warm.counters().count(NucxBootstrap.WARMUP_NANOS);
             // Every combination of payload kind, send call, size and receive class came round (a cycle of 48 pings,
-            // and their pongs). How many more fit in 300 ms is the machine's speed and load, which a benchmark
-            // measures, not this: from a cold JVM, whose three rounds each wire up new endpoints, 166 one time here
-            // and 874 in one CI run, where earlier CI runs all had 1,024 or more.
+            // and their pongs). How many more fit in the time is the machine's speed and load, which a benchmark
+            // measures, not this. A second, not less: the first round of a cold JVM (its endpoints wired up, its
+            // first messages interpreted) took 220-270 ms on one machine, and with 300 ms that round was all there
+            // was time for, whose 16 pings in flight came back after it ended (32 messages); the rounds after it
+            // exchanged 200-500 messages each.
             assertTrue(messages >= 2 * 48, "warm-up messages: " + messages);
             // the zero-allocation calls are on its path too: a short send copied at once, a receive into a buffer
             long shortSends = warm.counters().count(NucxBootstrap.WARMUP_SHORT_SENDS);
@@ -234,7 +236,7 @@ class BootstrapTest {
                     + " of " + messages);
             assertTrue(receivedInto >= messages / 16 && receivedInto < messages / 2, "received into a buffer: "
                     + receivedInto + " of " + messages);
-            assertTrue(nanos >= TimeUnit.MILLISECONDS.toNanos(300) && took >= nanos,
+            assertTrue(nanos >= TimeUnit.SECONDS.toNanos(1) && took >= nanos,
                     "warm-up took " + nanos + " ns of a start of " + took + " ns");
             // the started worker took part (its counters say so), and is handed over with nothing of the warm-up's
             // (it sent the pings, half the messages)
