@@ -6,7 +6,9 @@
 # machine is shared and noisy. Needs `mvn verify` (examples/target/lib) first.
 # Usage: bench/compare-frameworks.sh [ROUNDS (2)] [LAT_ITERS (20000)] [BW_ITERS_1M (1000)] [NUCX_TLS (shm,cma)]
 # FRAMEWORKS (default "http reactor grpc"), TESTS (default "lat bw64k bw1m") and STACKS (default "tcp nucx") choose
-# a part; NUCX_* variables in the environment reach both processes (e.g. NUCX_SHM_SPIN=0).
+# a part; NUCX_* variables in the environment reach both processes (e.g. NUCX_SHM_SPIN=0). A stack written as a list
+# (STACKS=tcp,nucx) runs those stacks in turns within one run (FrameworkBench: 40 turns each, one server process
+# serving both), which compares them on the same machine; it prints each stack's line and their ratios turn by turn.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 rounds=${1:-2}

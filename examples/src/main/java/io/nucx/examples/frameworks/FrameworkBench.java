@@ -10,6 +10,7 @@ import reactor.netty.resources.LoopResources;
 
 import java.net.InetSocketAddress;
 import java.time.Duration;
+import java.util.Arrays;
 import java.util.Locale;
 import java.util.concurrent.Semaphore;
 import java.util.concurrent.TimeUnit;
@@ -25,55 +26,186 @@ import java.util.concurrent.atomic.AtomicReference;
  * and 16-byte answers, which the server does not hash (its hash would cost more than the transport); prints MB/s (MiB
  * of request bodies per second) and requests per second. Latency answers are checked by the server's hash,
  * throughput answers by the length it got; a wrong one stops the run. One line: {@code RESULT ...}.
+ *
+ * <p>Several stacks and as many ports ({@code tcp,nucx P1,P2}, against one {@link FrameworkServer} serving those
+ * stacks) run in turns: a line for each stack and one for each stack's ratios to the first's, turn by turn.
  */
 public final class FrameworkBench {
 
     static final int WINDOW = 8;
+    /** Turns each stack takes when several run in turns. */
+    static final int TURNS = 40;
 
     private FrameworkBench() {
     }
 
     public static void main(String[] args) throws Exception {
         String framework = args[0];
-        Stack stack = Stack.parse(args[1]);
-        InetSocketAddress to = new InetSocketAddress("127.0.0.1", Integer.parseInt(args[2]));
+        String[] stacks = args[1].split(",");
+        String[] ports = args[2].split(",");
+        if (stacks.length != ports.length) {
+            throw new IllegalArgumentException("stacks '" + args[1] + "' and ports '" + args[2]
+                    + "' differ in number: one port a stack");
+        }
         boolean lat = args[3].equals("lat");
         int size = Integer.parseInt(args[4]);
         int iterations = Integer.parseInt(args[5]);
         int warmup = Integer.parseInt(args[6]);
         byte[] body = Bodies.of(1, size);
         String sha = Bodies.sha256(body);
-        Runner r = switch (framework) {
+        Runner[] runners = new Runner[stacks.length];
+        try {
+            for (int i = 0; i < stacks.length; i++) {
+                runners[i] = runner(framework, Stack.parse(stacks[i]),
+                        new InetSocketAddress("127.0.0.1", Integer.parseInt(ports[i])));
+            }
+            String head = framework + " %s " + args[3] + " " + size + " ";
+            if (runners.length == 1) {
+                Runner r = runners[0];
+                String result;
+                if (lat) {
+                    Histogram h = new Histogram(3);
+                    roundTrips(r, body, sha, warmup, null, null);
+                    roundTrips(r, body, sha, iterations, h, null);
+                    result = latency(h);
+                } else {
+                    r.stream(body, sha, warmup);
+                    long t0 = System.nanoTime();
+                    r.stream(body, sha, iterations);
+                    result = throughput(size, iterations, System.nanoTime() - t0);
+                }
+                System.out.println("RESULT " + String.format(Locale.ROOT, head, args[1]) + result);
+            } else {
+                inTurns(runners, stacks, head, lat, body, sha, iterations, warmup);
+            }
+        } finally {
+            for (Runner r : runners) {
+                if (r != null) {
+                    r.close();
+                }
+            }
+        }
+    }
+
+    private static Runner runner(String framework, Stack stack, InetSocketAddress to) throws Exception {
+        return switch (framework) {
             case "http" -> new HttpRunner(stack, to);
             case "reactor" -> new ReactorRunner(stack, to);
             case "grpc" -> new GrpcRunner(stack, to);
-            default -> throw new IllegalArgumentException(framework);
+            default -> throw new IllegalArgumentException("framework '" + framework + "': http, reactor or grpc");
         };
-        try {
-            String result;
-            if (lat) {
-                Histogram h = new Histogram(3);
-                for (int i = 0; i < warmup + iterations; i++) {
-                    long t0 = System.nanoTime();
-                    r.roundTrip(body, sha, size);
-                    if (i >= warmup) {
-                        h.recordValue((System.nanoTime() - t0) / 1000);
-                    }
-                }
-                result = String.format(Locale.ROOT, "p50=%d us p99=%d us mean=%.1f us rate=%.0f req/s",
-                        h.getValueAtPercentile(50), h.getValueAtPercentile(99), h.getMean(), 1e6 / h.getMean());
-            } else {
-                r.stream(body, sha, warmup);
-                long t0 = System.nanoTime();
-                r.stream(body, sha, iterations);
-                double s = (System.nanoTime() - t0) / 1e9;
-                result = String.format(Locale.ROOT, "MBps=%.1f rate=%.0f req/s", (double) size * iterations / s
-                        / (1 << 20), iterations / s);
+    }
+
+    /** {@code count} round trips, each recorded (microseconds) in {@code all} and {@code turn} where given. */
+    private static void roundTrips(Runner r, byte[] body, String sha, int count, Histogram all, Histogram turn)
+            throws Exception {
+        for (int i = 0; i < count; i++) {
+            long t0 = System.nanoTime();
+            r.roundTrip(body, sha, body.length);
+            long us = (System.nanoTime() - t0) / 1000;
+            if (all != null) {
+                all.recordValue(us);
             }
-            System.out.println("RESULT " + framework + " " + args[1] + " " + args[3] + " " + size + " " + result);
-        } finally {
-            r.close();
+            if (turn != null) {
+                turn.recordValue(us);
+            }
         }
+    }
+
+    private static String latency(Histogram h) {
+        return String.format(Locale.ROOT, "p50=%d us p99=%d us mean=%.1f us rate=%.0f req/s",
+                h.getValueAtPercentile(50), h.getValueAtPercentile(99), h.getMean(), 1e6 / h.getMean());
+    }
+
+    private static String throughput(int size, long requests, long nanos) {
+        double s = nanos / 1e9;
+        return String.format(Locale.ROOT, "MBps=%.1f rate=%.0f req/s", (double) size * requests / s / (1 << 20),
+                requests / s);
+    }
+
+    /**
+     * The stacks in turns of a {@value #TURNS}th of the iterations each, the order within a turn reversed every
+     * turn, warm-up included (turns of the same size, not recorded): this machine changes speed within seconds, so
+     * stacks run one after the other compare different machines, as bench/interleave.py says for perftest. Idle, a
+     * stack's loops park (nucx's after its spin time), so the one whose turn it is has the cores. Prints each stack's
+     * figures over all its turns and, for each stack after the first, the ratios to the first's of the same turn:
+     * their median and quartiles (a turn's p99 is over a few hundred requests at least, with 100,000 iterations).
+     */
+    private static void inTurns(Runner[] runners, String[] stacks, String head, boolean lat, byte[] body,
+                                String sha, int iterations, int warmup) throws Exception {
+        int n = runners.length;
+        int turn = Math.max(1, iterations / TURNS);
+        int turns = (iterations + turn - 1) / turn;
+        int warmTurns = (warmup + turn - 1) / turn;
+        Histogram[] all = new Histogram[n];
+        long[] nanos = new long[n];
+        long[] requests = new long[n];
+        double[][] p50 = new double[n][turns];
+        double[][] p99 = new double[n][turns];
+        double[][] mean = new double[n][turns];
+        Histogram one = new Histogram(3);
+        for (int i = 0; i < n; i++) {
+            all[i] = new Histogram(3);
+        }
+        for (int t = -warmTurns; t < turns; t++) {
+            int count = t < 0 ? turn : Math.min(turn, iterations - t * turn);
+            for (int k = 0; k < n; k++) {
+                int i = (t & 1) == 0 ? k : n - 1 - k;
+                if (t < 0) {
+                    if (lat) {
+                        roundTrips(runners[i], body, sha, count, null, null);
+                    } else {
+                        runners[i].stream(body, sha, count);
+                    }
+                    continue;
+                }
+                if (lat) {
+                    one.reset();
+                    roundTrips(runners[i], body, sha, count, all[i], one);
+                    p50[i][t] = one.getValueAtPercentile(50);
+                    p99[i][t] = one.getValueAtPercentile(99);
+                    mean[i][t] = one.getMean();
+                } else {
+                    long t0 = System.nanoTime();
+                    runners[i].stream(body, sha, count);
+                    long took = System.nanoTime() - t0;
+                    nanos[i] += took;
+                    requests[i] += count;
+                    mean[i][t] = (double) body.length * count / (took / 1e9) / (1 << 20);
+                }
+            }
+        }
+        for (int i = 0; i < n; i++) {
+            System.out.println("RESULT " + String.format(Locale.ROOT, head, stacks[i])
+                    + (lat ? latency(all[i]) : throughput(body.length, requests[i], nanos[i]))
+                    + " in " + turns + " turns with " + String.join(",", stacks));
+        }
+        for (int i = 1; i < n; i++) {
+            String ratio = stacks[i] + "/" + stacks[0];
+            System.out.println("RESULT " + String.format(Locale.ROOT, head, ratio) + (lat
+                    ? "p50 " + ratios(p50[i], p50[0]) + " p99 " + ratios(p99[i], p99[0]) + " mean "
+                    + ratios(mean[i], mean[0]) : "MBps " + ratios(mean[i], mean[0]))
+                    + " (turn by turn: median (quartiles))");
+        }
+    }
+
+    /** The ratios {@code a[t] / b[t]}: median (lower quartile, upper quartile). */
+    private static String ratios(double[] a, double[] b) {
+        double[] r = new double[a.length];
+        for (int t = 0; t < a.length; t++) {
+            r[t] = a[t] / b[t];
+        }
+        Arrays.sort(r);
+        return String.format(Locale.ROOT, "%.3f (%.3f, %.3f)", quantile(r, 0.5), quantile(r, 0.25),
+                quantile(r, 0.75));
+    }
+
+    /** The {@code q} quantile of sorted {@code r}, interpolated between neighbours. */
+    private static double quantile(double[] r, double q) {
+        double at = q * (r.length - 1);
+        int lo = (int) Math.floor(at);
+        int hi = Math.min(r.length - 1, lo + 1);
+        return r[lo] + (r[hi] - r[lo]) * (at - lo);
     }
 
     private static void check(HttpApp.Answered a, String sha, int size) {
