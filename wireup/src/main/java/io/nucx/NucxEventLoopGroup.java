@@ -48,9 +48,9 @@ public final class NucxEventLoopGroup extends MultiThreadIoEventLoopGroup {
 
     /**
      * nucx's I/O engine as configured: the TCP engine of NUCX_TCP_IO wrapped in the shm engine, which spins
-     * NUCX_SHM_SPIN before it parks (for ever with NUCX_BUSY_POLL), yielding its core between idle passes as
-     * NUCX_IDLE_SPINS and NUCX_IDLE_BACKOFF say, by default soon and always: an app's own threads share these loops'
-     * cores. A bad value fails naming its variable.
+     * NUCX_SHM_SPIN (by default 300 us) before it parks (for ever with NUCX_BUSY_POLL), yielding its core between idle
+     * passes as NUCX_IDLE_SPINS and NUCX_IDLE_BACKOFF say, by default soon and always: an app's own threads share
+     * these loops' cores. A bad value fails naming its variable.
      */
     public static IoHandlerFactory newIoHandlerFactory() {
         NucxConfig config = NucxConfig.fromEnvironment().validate();
@@ -64,7 +64,7 @@ public final class NucxEventLoopGroup extends MultiThreadIoEventLoopGroup {
      * socket is ready, and tasks and timers wait for it.
      */
     static IoHandlerFactory newIoHandlerFactory(NucxConfig config, boolean busyPoll, boolean groupLoop) {
-        long spinNanos = ShmConfig.loopSpinNanos(config, busyPoll);
+        long spinNanos = ShmConfig.loopSpinNanos(config, busyPoll, groupLoop);
         return ShmIoHandler.newFactory(IoEngine.configured(config, spinNanos > 0).ioHandlerFactory(), spinNanos,
                 WireupConfig.idleSpins(config, groupLoop), WireupConfig.idleBackoff(config, groupLoop));
     }

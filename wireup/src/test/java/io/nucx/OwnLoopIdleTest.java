@@ -9,27 +9,31 @@ import java.util.Map;
 
 /**
  * The loop a {@link NucxBootstrap} makes for itself idles as a worker's own loop (its thread is its app's: perftest,
- * the demo), not as a {@link NucxEventLoopGroup}'s, whose cores an app's threads share.
+ * the demo), not as a {@link NucxEventLoopGroup}'s, whose cores an app's threads share and which spins longer,
+ * yielding, before it parks.
  */
 class OwnLoopIdleTest {
 
     @Test
-    void aBootstrapsOwnLoopYieldsOnlyWhileTheJitCompilerWorksAfterAThousandIdlePasses() {
+    void aBootstrapsOwnLoopSpinsAHundredMicrosecondsAndYieldsOnlyWhileTheJitCompilerWorks() {
         NucxConfig unset = NucxConfig.of(Map.of(), Map.of());
 
         String own = NucxBootstrap.ownLoopIoHandlerFactory(unset, false).toString();
         String group = NucxEventLoopGroup.newIoHandlerFactory(unset, false, true).toString();
 
-        assertTrue(own.contains("back-off JIT after 1000 idle passes"), own);
-        assertTrue(group.contains("back-off ALWAYS after 100 idle passes"), group);
+        assertTrue(own.contains("(spin 100000 ns, back-off JIT after 1000 idle passes)"), own);
+        assertTrue(group.contains("(spin 300000 ns, back-off ALWAYS after 100 idle passes)"), group);
     }
 
     @Test
     void aValueSetReachesABootstrapsOwnLoop() {
-        NucxConfig set = NucxConfig.of(Map.of(), Map.of("NUCX_IDLE_SPINS", "5", "NUCX_IDLE_BACKOFF", "never"));
+        NucxConfig set = NucxConfig.of(Map.of(), Map.of("NUCX_IDLE_SPINS", "5", "NUCX_IDLE_BACKOFF", "never",
+                "NUCX_SHM_SPIN", "7us"));
 
-        String own = NucxBootstrap.ownLoopIoHandlerFactory(set, true).toString();
+        String own = NucxBootstrap.ownLoopIoHandlerFactory(set, false).toString();
+        String busy = NucxBootstrap.ownLoopIoHandlerFactory(set, true).toString();
 
-        assertTrue(own.contains("back-off NEVER after 5 idle passes"), own);
+        assertTrue(own.contains("(spin 7000 ns, back-off NEVER after 5 idle passes)"), own);
+        assertTrue(busy.contains("(busy-poll, back-off NEVER after 5 idle passes)"), busy);
     }
 }

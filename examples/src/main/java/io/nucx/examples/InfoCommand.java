@@ -163,7 +163,7 @@ final class InfoCommand implements Callable<Integer> {
                                 m.availability()));
                     }
                     IoEngine engine = IoEngine.configured(config,
-                            ShmConfig.loopSpinNanos(config, config.bool(NucxConfig.BUSY_POLL)) > 0);
+                            ShmConfig.loopSpinNanos(config, config.bool(NucxConfig.BUSY_POLL), false) > 0);
                     out.println("#      engine selected: " + engine.configName()
                             + " (NUCX_TCP_IO=" + config.get(TransportConfig.TCP_IO).map(IoEngine::configName)
                             .orElse("auto") + ")");

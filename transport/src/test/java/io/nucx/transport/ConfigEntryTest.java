@@ -124,7 +124,7 @@ class ConfigEntryTest {
         assertEquals("a size, 8k to 16m", TcpConfig.SEG_SIZE.values());
         assertEquals("auto | io_uring | epoll | nio", TransportConfig.TCP_IO.values());
         assertEquals("a size, 64k to 1g, a power of two", ShmConfig.RING_SIZE.values());
-        assertEquals("a duration (ns, us, ms, s), at most 10s", ShmConfig.SPIN.values());
+        assertEquals("auto | a duration (ns, us, ms, s), at most 10s", ShmConfig.SPIN.values());
         assertEquals("y | n", ConfigEntry.bool("TEST_B", "n", "").values());
     }
 

@@ -38,10 +38,10 @@ class NucxEventLoopGroupConfigTest {
     }
 
     @Test
-    void byDefaultItsLoopsYieldSoonAndAlwaysForTheAppsThreadsThatShareTheirCores() {
+    void byDefaultItsLoopsYieldSoonAndAlwaysForTheAppsThreadsThatShareTheirCoresAndParkAfter300Us() {
         String engine = NucxEventLoopGroup.newIoHandlerFactory().toString();
 
-        assertTrue(engine.contains("back-off ALWAYS after 100 idle passes"), engine);
+        assertTrue(engine.contains("(spin 300000 ns, back-off ALWAYS after 100 idle passes)"), engine);
     }
 
     @Test

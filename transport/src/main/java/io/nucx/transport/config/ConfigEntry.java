@@ -182,6 +182,12 @@ public final class ConfigEntry<T> {
                 text -> parseDuration(text, maxNanos));
     }
 
+    /** {@link #duration}, or "auto", which parses to -1: the reader decides (e.g. by the loop it configures). */
+    public static ConfigEntry<Long> durationOrAuto(String name, String defaultValue, String doc, long maxNanos) {
+        return of(name, defaultValue, doc, "auto | a duration (ns, us, ms, s), at most " + durationText(maxNanos),
+                text -> text.trim().equalsIgnoreCase("auto") ? -1L : parseDuration(text, maxNanos));
+    }
+
     /**
      * {@link #duration}, at least {@code minNanos} (a shorter one is refused with {@code tooShort}), or "inf", which
      * parses to {@link Long#MAX_VALUE}.

@@ -8,20 +8,34 @@ import io.nucx.transport.config.ConfigEntry;
 /** The shm transport's settings ({@code NUCX_SHM_*}). */
 public final class ShmConfig extends AbstractConfigTable {
 
+    /** A worker's own loop, whose thread is its app's (perftest, NucxBootstrap): a reply within this is common. */
+    private static final long WORKER_SPIN_NANOS = 100_000L;
+    /**
+     * A NucxEventLoopGroup's loops, which yield their core between idle passes (NUCX_IDLE_BACKOFF): parking costs a
+     * wake-up per message once an app's answer takes longer than the spin (gRPC's, handed through its executor
+     * threads: 1.0-1.1x plain TCP's latency at 100 us, 0.85x at 300 us; BENCHMARKS.md, "in turns").
+     */
+    private static final long GROUP_SPIN_NANOS = 300_000L;
     /**
      * How long an idle loop keeps polling before it parks, in nanoseconds: its shm rings and sockets, and a loop
-     * without shm channels its sockets (a reply within the spin is read without a wake-up).
+     * without shm channels its sockets (a reply within the spin is read without a wake-up); -1: auto.
      */
-    public static final ConfigEntry<Long> SPIN = ConfigEntry.duration("SHM_SPIN", "100us",
+    public static final ConfigEntry<Long> SPIN = ConfigEntry.durationOrAuto("SHM_SPIN", "auto",
             "Time an idle event loop polls before parking: its shm rings and sockets, or its sockets alone in a loop "
-                    + "without shm channels (a reply within it is read without a wake-up; e.g. 0, 50us, 1ms)",
-            10_000_000_000L);
+                    + "without shm channels (a reply within it is read without a wake-up; e.g. 0, 50us, 1ms); auto: "
+                    + WORKER_SPIN_NANOS / 1000 + "us for a worker's own loop, " + GROUP_SPIN_NANOS / 1000
+                    + "us for a NucxEventLoopGroup's", 10_000_000_000L);
     /**
-     * How long a worker's idle loop polls before it parks: for ever when it busy-polls, else {@link #SPIN}. Above 0 the
-     * loop polls, and {@code IoEngine.configured} gives it epoll.
+     * How long an idle loop polls before it parks: for ever when it busy-polls, else {@link #SPIN}, whose auto
+     * depends on whether the loop is a NucxEventLoopGroup's ({@code groupLoop}) or a worker's own. Above 0 the loop
+     * polls, and {@code IoEngine.configured} gives it epoll.
      */
-    public static long loopSpinNanos(NucxConfig config, boolean busyPoll) {
-        return busyPoll ? Long.MAX_VALUE : config.get(SPIN);
+    public static long loopSpinNanos(NucxConfig config, boolean busyPoll, boolean groupLoop) {
+        if (busyPoll) {
+            return Long.MAX_VALUE;
+        }
+        long spin = config.get(SPIN);
+        return spin >= 0 ? spin : groupLoop ? GROUP_SPIN_NANOS : WORKER_SPIN_NANOS;
     }
 
     /** Bytes of each shm ring (one per direction per connection), a power of two. */
