@@ -118,9 +118,12 @@ public final class FrameworkBench {
     }
 
     private static String throughput(int size, long requests, long nanos) {
-        double s = nanos / 1e9;
-        return String.format(Locale.ROOT, "MBps=%.1f rate=%.0f req/s", (double) size * requests / s / (1 << 20),
-                requests / s);
+        return String.format(Locale.ROOT, "MBps=%.1f rate=%.0f req/s", mibPerSecond((long) size * requests, nanos),
+                requests / (nanos / 1e9));
+    }
+
+    private static double mibPerSecond(long bytes, long nanos) {
+        return bytes / (nanos / 1e9) / (1 << 20);
     }
 
     /**
@@ -143,6 +146,7 @@ public final class FrameworkBench {
         double[][] p50 = new double[n][turns];
         double[][] p99 = new double[n][turns];
         double[][] mean = new double[n][turns];
+        double[][] mbps = new double[n][turns];
         Histogram one = new Histogram(3);
         for (int i = 0; i < n; i++) {
             all[i] = new Histogram(3);
@@ -171,7 +175,7 @@ public final class FrameworkBench {
                     long took = System.nanoTime() - t0;
                     nanos[i] += took;
                     requests[i] += count;
-                    mean[i][t] = (double) body.length * count / (took / 1e9) / (1 << 20);
+                    mbps[i][t] = mibPerSecond((long) body.length * count, took);
                 }
             }
         }
@@ -184,7 +188,7 @@ public final class FrameworkBench {
             String ratio = stacks[i] + "/" + stacks[0];
             System.out.println("RESULT " + String.format(Locale.ROOT, head, ratio) + (lat
                     ? "p50 " + ratios(p50[i], p50[0]) + " p99 " + ratios(p99[i], p99[0]) + " mean "
-                    + ratios(mean[i], mean[0]) : "MBps " + ratios(mean[i], mean[0]))
+                    + ratios(mean[i], mean[0]) : "MBps " + ratios(mbps[i], mbps[0]))
                     + " (turn by turn: median (quartiles))");
         }
     }

@@ -13,7 +13,8 @@ public final class ShmConfig extends AbstractConfigTable {
     /**
      * A NucxEventLoopGroup's loops, which yield their core between idle passes (NUCX_IDLE_BACKOFF): parking costs a
      * wake-up per message once an app's answer takes longer than the spin (gRPC's, handed through its executor
-     * threads: 1.0-1.1x plain TCP's latency at 100 us, 0.85x at 300 us; BENCHMARKS.md, "in turns").
+     * threads: 1.02-1.14x plain TCP's median at 100 us, 0.81-0.85x at 300 us; BENCHMARKS.md, "Netty apps against
+     * plain TCP in turns").
      */
     private static final long GROUP_SPIN_NANOS = 300_000L;
     /**
