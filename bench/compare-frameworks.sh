@@ -2,9 +2,13 @@
 # The same apps (Netty HTTP/1.1 codecs, Reactor Netty, gRPC-java; io.nucx.examples.frameworks) over plain Netty TCP on
 # loopback (epoll) and over nucx (the channel pair; NUCX_TLS, default shm,cma: two processes of this host), server and
 # client in two processes. Per framework and stack: latency (one request at a time, 64 B each way) and throughput
-# (8 in flight, 64 KiB and 1 MiB request bodies). Runs every pair ROUNDS times, alternating the stacks, because the
-# machine is shared and noisy. Needs `mvn verify` (examples/target/lib) first.
-# Usage: bench/compare-frameworks.sh [ROUNDS (2)] [LAT_ITERS (20000)] [BW_ITERS_1M (1000)] [NUCX_TLS (shm,cma)]
+# (8 in flight, 64 KiB and 1 MiB request bodies; 64 KiB takes ten times the 1 MiB count). Runs every pair ROUNDS
+# times, alternating the stacks, because the machine is shared and noisy. Each run warms up for WARM (default 20s, a
+# time: the JIT compilers of both processes took over 10 s to settle HTTP's and gRPC's 64 KiB paths here, so a count
+# that warms one test leaves another cold; WARM=count warms up by counts instead, as the figures before 2026-12-05
+# did: a quarter of the latency count, an eighth of the 64 KiB count, a fifth of the 1 MiB count). Needs `mvn verify`
+# (examples/target/lib) first.
+# Usage: bench/compare-frameworks.sh [ROUNDS (2)] [LAT_ITERS (20000)] [BW_ITERS_1M (4000)] [NUCX_TLS (shm,cma)]
 # FRAMEWORKS (default "http reactor grpc"), TESTS (default "lat bw64k bw1m") and STACKS (default "tcp nucx") choose
 # a part; NUCX_* variables in the environment reach both processes (e.g. NUCX_SHM_SPIN=0). A stack written as a list
 # (STACKS=tcp,nucx) runs those stacks in turns within one run (FrameworkBench: 40 turns each, one server process
@@ -13,7 +17,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 rounds=${1:-2}
 lat_n=${2:-20000}
-bw_n=${3:-1000}
+bw_n=${3:-4000}
+warm=${WARM:-20s}
 tls=${4:-shm,cma}
 . bin/jdk25.sh
 cpfile=$(mktemp)
@@ -41,6 +46,10 @@ run() { # framework stack mode size iterations warmup
     rm -f "$fifo" "$out"
 }
 
+warmup() { # the warm-up: WARM, or the count given where WARM=count
+    if [ "$warm" = count ]; then echo "$1"; else echo "$warm"; fi
+}
+
 frameworks=${FRAMEWORKS:-http reactor grpc}
 tests=${TESTS:-lat bw64k bw1m}
 stacks=${STACKS:-tcp nucx}
@@ -52,9 +61,9 @@ for round in $(seq "$rounds"); do
         for stack in $order; do
             for t in $tests; do
                 case $t in
-                    lat) run "$fw" "$stack" lat 64 "$lat_n" $((lat_n / 4)) ;;
-                    bw64k) run "$fw" "$stack" bw 65536 $((bw_n * 8)) $((bw_n)) ;;
-                    bw1m) run "$fw" "$stack" bw 1048576 "$bw_n" $((bw_n / 5)) ;;
+                    lat) run "$fw" "$stack" lat 64 "$lat_n" "$(warmup $((lat_n / 4)))" ;;
+                    bw64k) run "$fw" "$stack" bw 65536 $((bw_n * 10)) "$(warmup $((bw_n * 10 / 8)))" ;;
+                    bw1m) run "$fw" "$stack" bw 1048576 "$bw_n" "$(warmup $((bw_n / 5)))" ;;
                     *) echo "unknown test $t (lat, bw64k, bw1m)" >&2; exit 2 ;;
                 esac
             done

@@ -33,7 +33,8 @@ class FrameworkBenchInTurnsTest {
             assertLine(lat, "RESULT http nucx lat 64 p50=\\d+ us .* in 40 turns with tcp,nucx");
             assertLine(lat, "RESULT http nucx/tcp lat 64 p50 [\\d.]+ \\([\\d.]+, [\\d.]+\\) p99 .* mean .*");
 
-            String bw = bench(ports, "bw", "65536", "80", "16");
+            // A warm-up of a time: both stacks in turns until it has passed.
+            String bw = bench(ports, "bw", "65536", "80", "1s");
             assertLine(bw, "RESULT http tcp bw 65536 MBps=[\\d.]+ rate=\\d+ req/s in 40 turns with tcp,nucx");
             assertLine(bw, "RESULT http nucx/tcp bw 65536 MBps [\\d.]+ \\([\\d.]+, [\\d.]+\\) .*");
 
@@ -44,11 +45,21 @@ class FrameworkBenchInTurnsTest {
 
     @Test
     void stacksAndPortsThatDifferInNumberStopTheBenchSayingSo() throws Exception {
-        try (PeerProcess bench = PeerProcess.start(FrameworkBench.class, SHM, "http", "tcp,nucx", "1", "lat", "64",
-                "10", "0")) {
+        assertBenchStops("stacks 'tcp,nucx' and ports '1' differ in number", "http", "tcp,nucx", "1", "lat", "64",
+                "10", "0");
+    }
+
+    @Test
+    void aWarmupThatIsNeitherCountNorTimeStopsTheBenchSayingSo() throws Exception {
+        assertBenchStops("warm-up '20x': a count of requests (1000) or seconds (20s)", "http", "tcp", "1", "lat",
+                "64", "10", "20x");
+    }
+
+    private static void assertBenchStops(String saying, String... args) throws Exception {
+        try (PeerProcess bench = PeerProcess.start(FrameworkBench.class, SHM, args)) {
             bench.readToEnd();
             assertNotEquals(0, bench.waitFor(60));
-            assertTrue(bench.stderr().contains("stacks 'tcp,nucx' and ports '1' differ in number"), bench.stderr());
+            assertTrue(bench.stderr().contains(saying), bench.stderr());
         }
     }
 

@@ -21,6 +21,7 @@ import java.util.concurrent.atomic.AtomicReference;
  * <pre>
  * FrameworkBench http|reactor|grpc nucx|tcp PORT lat|bw SIZE ITERATIONS WARMUP
  * </pre>
+ * WARMUP is a count of requests or a time ({@code 20s}) before the measured ones.
  * {@code lat}: one request at a time, a SIZE-byte body each way; prints the round trip's median, 99th percentile and
  * mean (microseconds) and requests per second. {@code bw}: {@value #WINDOW} requests in flight with SIZE-byte bodies
  * and 16-byte answers, which the server does not hash (its hash would cost more than the transport); prints MB/s (MiB
@@ -50,7 +51,7 @@ public final class FrameworkBench {
         boolean lat = args[3].equals("lat");
         int size = Integer.parseInt(args[4]);
         int iterations = Integer.parseInt(args[5]);
-        int warmup = Integer.parseInt(args[6]);
+        Warmup warmup = Warmup.parse(args[6]);
         byte[] body = Bodies.of(1, size);
         String sha = Bodies.sha256(body);
         Runner[] runners = new Runner[stacks.length];
@@ -65,11 +66,11 @@ public final class FrameworkBench {
                 String result;
                 if (lat) {
                     Histogram h = new Histogram(3);
-                    roundTrips(r, body, sha, warmup, null, null);
+                    warmup.run(Math.max(1, iterations / TURNS), count -> roundTrips(r, body, sha, count, null, null));
                     roundTrips(r, body, sha, iterations, h, null);
                     result = latency(h);
                 } else {
-                    r.stream(body, sha, warmup);
+                    warmup.run(Math.max(1, iterations / TURNS), count -> r.stream(body, sha, count));
                     long t0 = System.nanoTime();
                     r.stream(body, sha, iterations);
                     result = throughput(size, iterations, System.nanoTime() - t0);
@@ -94,6 +95,46 @@ public final class FrameworkBench {
             case "grpc" -> new GrpcRunner(stack, to);
             default -> throw new IllegalArgumentException("framework '" + framework + "': http, reactor or grpc");
         };
+    }
+
+    /**
+     * The warm-up: a count of requests, or a time ({@code 20s}) for which requests go on, in chunks; a JVM's JIT
+     * compiler takes seconds to settle the apps' paths, on both sides (64 KiB bodies over HTTP kept speeding up for
+     * 10 s), and a count that warms one framework leaves another cold.
+     */
+    record Warmup(int count, long nanos) {
+
+        static Warmup parse(String text) {
+            try {
+                if (text.endsWith("s")) {
+                    long seconds = Long.parseLong(text.substring(0, text.length() - 1));
+                    if (seconds >= 0) {
+                        return new Warmup(0, TimeUnit.SECONDS.toNanos(seconds));
+                    }
+                } else if (Integer.parseInt(text) >= 0) {
+                    return new Warmup(Integer.parseInt(text), 0);
+                }
+            } catch (NumberFormatException e) {
+                // named below
+            }
+            throw new IllegalArgumentException("warm-up '" + text + "': a count of requests (1000) or seconds (20s)");
+        }
+
+        /** Runs {@code chunk} with {@code size} requests until the count is done or the time has passed. */
+        void run(int size, Chunk chunk) throws Exception {
+            for (int done = 0; done < count; done += size) {
+                chunk.run(size);
+            }
+            long end = System.nanoTime() + nanos;
+            while (nanos > 0 && System.nanoTime() - end < 0) {
+                chunk.run(size);
+            }
+        }
+    }
+
+    @FunctionalInterface
+    interface Chunk {
+        void run(int count) throws Exception;
     }
 
     /** {@code count} round trips, each recorded (microseconds) in {@code all} and {@code turn} where given. */
@@ -135,11 +176,10 @@ public final class FrameworkBench {
      * their median and quartiles (a turn's p99 is over a few hundred requests at least, with 100,000 iterations).
      */
     private static void inTurns(Runner[] runners, String[] stacks, String head, boolean lat, byte[] body,
-                                String sha, int iterations, int warmup) throws Exception {
+                                String sha, int iterations, Warmup warmup) throws Exception {
         int n = runners.length;
         int turn = Math.max(1, iterations / TURNS);
         int turns = (iterations + turn - 1) / turn;
-        int warmTurns = (warmup + turn - 1) / turn;
         Histogram[] all = new Histogram[n];
         long[] nanos = new long[n];
         long[] requests = new long[n];
@@ -151,18 +191,22 @@ public final class FrameworkBench {
         for (int i = 0; i < n; i++) {
             all[i] = new Histogram(3);
         }
-        for (int t = -warmTurns; t < turns; t++) {
-            int count = t < 0 ? turn : Math.min(turn, iterations - t * turn);
+        int[] warmTurn = {0};
+        warmup.run(turn, count -> {
+            int t = warmTurn[0]++;
+            for (int k = 0; k < n; k++) {
+                Runner r = runners[(t & 1) == 0 ? k : n - 1 - k];
+                if (lat) {
+                    roundTrips(r, body, sha, count, null, null);
+                } else {
+                    r.stream(body, sha, count);
+                }
+            }
+        });
+        for (int t = 0; t < turns; t++) {
+            int count = Math.min(turn, iterations - t * turn);
             for (int k = 0; k < n; k++) {
                 int i = (t & 1) == 0 ? k : n - 1 - k;
-                if (t < 0) {
-                    if (lat) {
-                        roundTrips(runners[i], body, sha, count, null, null);
-                    } else {
-                        runners[i].stream(body, sha, count);
-                    }
-                    continue;
-                }
                 if (lat) {
                     one.reset();
                     roundTrips(runners[i], body, sha, count, all[i], one);
