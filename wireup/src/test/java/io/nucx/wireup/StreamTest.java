@@ -131,15 +131,7 @@ class StreamTest {
         for (ChannelFuture f : sends) {
             assertTrue(f.await(60, TimeUnit.SECONDS) && f.isSuccess(), () -> "stream write: " + f.cause());
         }
-        Reader r = awaitReader();
-        long expected = total;
-        await(() -> r.bytes >= expected, "all " + expected + " stream bytes");
-        b.eventLoop().submit(() -> {
-            for (int i = 0, at = 0; i < sizes.length; at += sizes[i], i++) {
-                assertContent(i, sizes[i], r.received.slice(at, sizes[i]));
-            }
-        }).get(30, TimeUnit.SECONDS);
-        assertTrue(r.strays.isEmpty(), () -> "not bytes: " + r.strays);
+        awaitInOrder(b, sizes, total);
         // The wildcard receive takes the first tagged message, which was written after the stream: it saw no stream.
         ab.tagSend(77, TestWorkers.pattern(5, 10)).sync();
         TagMessage m = wildcard.get(30, TimeUnit.SECONDS);
@@ -155,6 +147,33 @@ class StreamTest {
             String recv = setting.contains("get_zcopy") ? "recv:rndv/get/zcopy" : "recv:rndv/put/zcopy";
             assertTrue(b.counters().count(recv) > 0, () -> recv + ": " + b.counters().snapshot());
         }
+    }
+
+    /**
+     * Over shm a stream write in fragments, up to 1 MiB, goes from the ring straight into one buffer of the whole, its
+     * first fragment too (a Netty app's writes over nucx: its first 64 KiB were copied out of the ring into a buffer of
+     * the lane's, then again into that one); a bigger one is put together as before. Each arrives whole, in order.
+     */
+    @Test
+    void overShmAStreamWriteInFragmentsGoesFromTheRingStraightIntoOneBuffer() throws Exception {
+        DefaultWorker a = workers.start("a", "TLS", "shm", "RNDV_THRESH", "1g");
+        DefaultWorker b = workers.start("b", reader(true), "TLS", "shm", "RNDV_THRESH", "1g");
+        Endpoint ab = a.connect(b.address());
+        int[] sizes = {100_000, 1 << 20, 2 << 20, 70_000};
+        long total = 0;
+        for (int i = 0; i < sizes.length; i++) {
+            ChannelFuture f = ab.streamSend(content(i, sizes[i], i % 2 == 0));
+            assertTrue(f.await(60, TimeUnit.SECONDS) && f.isSuccess(), () -> "stream write: " + f.cause());
+            total += sizes[i];
+        }
+        awaitInOrder(b, sizes, total);
+        io.nucx.transport.shm.ShmChannel lane = (io.nucx.transport.shm.ShmChannel) TestWorkers.impl(
+                b.endpoints().iterator().next()).amLane();
+        long placed = b.eventLoop().submit(lane::placedBytes).get(10, TimeUnit.SECONDS);
+        // Every byte of the three under 1 MiB but a last fragment under the 1 KiB the ring places from; none of 2 MiB.
+        long whole = 100_000 + (1 << 20) + 70_000;
+        assertTrue(placed <= whole && placed > whole - 3 * 1024, () -> placed + " bytes copied from the ring "
+                + "straight into a write's buffer, of " + whole);
     }
 
     /**
@@ -261,6 +280,18 @@ class StreamTest {
         } catch (Exception e) {
             throw new AssertionError(e);
         }
+    }
+
+    /** The peer's reader got all {@code total} bytes: write i's {@code sizes[i]} after write i - 1's, nothing else. */
+    private void awaitInOrder(DefaultWorker b, int[] sizes, long total) throws Exception {
+        Reader r = awaitReader();
+        await(() -> r.bytes >= total, "all " + total + " stream bytes");
+        b.eventLoop().submit(() -> {
+            for (int i = 0, at = 0; i < sizes.length; at += sizes[i], i++) {
+                assertContent(i, sizes[i], r.received.slice(at, sizes[i]));
+            }
+        }).get(30, TimeUnit.SECONDS);
+        assertTrue(r.strays.isEmpty(), () -> "not bytes: " + r.strays);
     }
 
     private static void await(BooleanSupplier done, String what) throws InterruptedException {

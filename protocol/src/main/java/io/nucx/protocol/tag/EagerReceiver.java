@@ -213,10 +213,18 @@ final class EagerReceiver {
             return placeFirst(header, header.getLongLE(header.readerIndex() + EagerHeaders.FIRST_LENGTH), length);
         }
         if (amId == AmIds.AM_FIRST && header.readableBytes() == EagerHeaders.FIRST_LENGTH) {
-            return placeAmFirst(header, -1, length);
+            return placeUnownedFirst(MessageKind.AM, header, -1, length);
         }
         if (amId == AmIds.AM_ZCOPY_FIRST && header.readableBytes() == EagerHeaders.ZCOPY_FIRST_LENGTH) {
-            return placeAmFirst(header, header.getLongLE(header.readerIndex() + EagerHeaders.FIRST_LENGTH), length);
+            return placeUnownedFirst(MessageKind.AM, header,
+                    header.getLongLE(header.readerIndex() + EagerHeaders.FIRST_LENGTH), length);
+        }
+        if (amId == AmIds.STREAM_FIRST && header.readableBytes() == EagerHeaders.FIRST_LENGTH) {
+            return placeUnownedFirst(MessageKind.STREAM, header, -1, length);
+        }
+        if (amId == AmIds.STREAM_ZCOPY_FIRST && header.readableBytes() == EagerHeaders.ZCOPY_FIRST_LENGTH) {
+            return placeUnownedFirst(MessageKind.STREAM, header,
+                    header.getLongLE(header.readerIndex() + EagerHeaders.FIRST_LENGTH), length);
         }
         if (amId != AmIds.EAGER_MIDDLE || header.readableBytes() != EagerHeaders.MIDDLE_LENGTH) {
             return null;
@@ -285,24 +293,26 @@ final class EagerReceiver {
     }
 
     /**
-     * Where an AM_FIRST's (or AM_ZCOPY_FIRST's) payload goes, before it arrives: the message is started now, in the
-     * one buffer of the whole message {@link #unowned} takes, and the transport writes the fragment there as it does
-     * the middle ones. Nothing of the user's runs before the message is whole, so starting it early changes nothing
-     * but where the bytes go. A header that would fail ({@link #onFirst}), a message too big for one buffer, or a
-     * budget that does not take it all now: left for the frame's arrival, as before.
+     * Where an AM_FIRST's or STREAM_FIRST's (or their ZCOPY_FIRST's) payload goes, before it arrives: the message is
+     * started now, in the one buffer of the whole message {@link #unowned} takes, and the transport writes the
+     * fragment there as it does the middle ones (a 64 KiB copy less per message: a Netty app's writes over shm came
+     * into a buffer of the lane's, then were copied into this one). Nothing of the user's runs before the frame: a
+     * stream write's slot goes up the pipeline when the frame arrives ({@link #onFirst}), as unplaced. A header that
+     * would fail ({@link #onFirst}), a message too big for one buffer, or a budget that does not take it all now:
+     * left for the frame's arrival, as before.
      */
-    private ByteBuf placeAmFirst(ByteBuf h, long zcopyReqId, int length) {
+    private ByteBuf placeUnownedFirst(MessageKind kind, ByteBuf h, long zcopyReqId, int length) {
         int at = h.readerIndex();
-        long tag = h.getLongLE(at + EagerHeaders.TAG_OFFSET);
+        long tag = kind == MessageKind.AM ? h.getLongLE(at + EagerHeaders.TAG_OFFSET) : 0;
         long total = h.getLongLE(at + EagerHeaders.FIRST_TOTAL_OFFSET);
         long msgId = h.getLongLE(at + EagerHeaders.FIRST_MSG_ID_OFFSET);
         if (total > WHOLE_AT_ONCE_MAX || total > maxMessageSize || total < length
-                || AmHeaders.headerLength(tag) > total || reassemblies.containsKey(msgId)
+                || (kind == MessageKind.AM && AmHeaders.headerLength(tag) > total) || reassemblies.containsKey(msgId)
                 || !budget.tryCharge(MemoryBudget.ENTRY_COST)) {
             return null;
         }
         Reassembly ra = reassembly(msgId, tag, (int) total, zcopyReqId);
-        ra.target = AM_TARGET;
+        ra.target = kind == MessageKind.AM ? AM_TARGET : new StreamSlot();
         charged(ra, MemoryBudget.ENTRY_COST);
         ra.parts = unowned(ra);
         if (!ra.wholeOwn) {
@@ -547,10 +557,14 @@ final class EagerReceiver {
             }
             Reassembly started = reassemblies.get(msgId);
             if (started != null && started.firstPlaced && (kind == MessageKind.AM) == (started.target == AM_TARGET)
-                    && kind != MessageKind.STREAM && started.tag == tag && started.total == total
-                    && started.zcopyReqId == zcopyReqId && syncReqId < 0) {
-                // started by placeFirst or placeAmFirst; its bytes are in the receive's buffer or the one taken
+                    && (kind == MessageKind.STREAM) == (started.target instanceof StreamSlot)
+                    && started.tag == tag && started.total == total && started.zcopyReqId == zcopyReqId
+                    && syncReqId < 0) {
+                // started by placeFirst or placeUnownedFirst; its bytes are in the receive's buffer or the one taken
                 started.firstPlaced = false;
+                if (started.target instanceof StreamSlot slot) {
+                    ctx.fireChannelRead(slot); // its place in the stream, as an unplaced first fragment's below
+                }
                 append(started, 0, payload);
                 return;
             }
