@@ -32,6 +32,7 @@ final class PerftestCommand implements Callable<Integer> {
 
     @Option(names = "-t", paramLabel = "TEST",
             description = "Test: tag_lat | tag_bw | tag_sync_lat | tag_sync_bw | ucp_put_bw | ucp_get | am_lat | am_bw "
+                    + "| stream_lat | stream_bw "
                     + "(default: ${DEFAULT-VALUE}).",
             defaultValue = "tag_lat")
     String test;

@@ -124,6 +124,10 @@ public record PerfParams(PerfTestType test, int messageSize, long iterations, lo
         if (messageSize < 0) {
             throw new IllegalArgumentException("message size must be >= 0, got " + messageSize);
         }
+        if (test.stream() && messageSize == 0) {
+            // a write of no bytes puts nothing in the stream: the reader would wait for ever
+            throw new IllegalArgumentException(test.testName() + " needs a message size of at least 1 byte, got 0");
+        }
         if (iterations <= 0) {
             throw new IllegalArgumentException("iterations must be > 0, got " + iterations);
         }

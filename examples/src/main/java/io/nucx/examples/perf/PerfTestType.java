@@ -14,7 +14,11 @@ public enum PerfTestType {
     UCP_GET("ucp_get", "get bandwidth", false, false, true),
     /** Active messages ({@code ucp_am_send_nbx}) to a handler; rendezvous ones received into a buffer. */
     AM_LAT("am_lat", "active message latency", true, false),
-    AM_BW("am_bw", "active message bandwidth", false, false);
+    AM_BW("am_bw", "active message bandwidth", false, false),
+    /** The endpoint's byte stream ({@code ucp_stream_send_nbx}), as a Netty app's writes over nucx go: ping-pong. */
+    STREAM_LAT("stream_lat", "stream latency", true, false),
+    /** The endpoint's byte stream, {@code window} writes outstanding; the server counts what comes up its pipeline. */
+    STREAM_BW("stream_bw", "stream bandwidth", false, false);
 
     private final String name;
     private final String description;
@@ -42,6 +46,11 @@ public enum PerfTestType {
     /** The measured messages are active messages to a handler rather than tagged ones. */
     public boolean am() {
         return this == AM_LAT || this == AM_BW;
+    }
+
+    /** The measured messages are writes to the endpoint's byte stream, read from its pipeline. */
+    public boolean stream() {
+        return this == STREAM_LAT || this == STREAM_BW;
     }
 
     /** Sends are synchronous (complete when the receiver matched). */

@@ -45,12 +45,25 @@ public final class Perftest {
     /** A worker with {@code config}, then the run's own settings ({@code -D bcopy|zcopy}, {@code -e}) on top. */
     static Worker startWorker(String name, Map<String, String> config, PerfParams params, boolean busyPoll)
             throws Exception {
+        return startWorker(name, config, params, busyPoll, null);
+    }
+
+    /** @param stream stream_lat / stream_bw: the reader every endpoint's pipeline gets; null for the other tests */
+    static Worker startWorker(String name, Map<String, String> config, PerfParams params, boolean busyPoll,
+                              PerfStreamReader stream) throws Exception {
         NucxBootstrap b = new NucxBootstrap().name(name).busyPoll(busyPoll);
+        if (stream != null) {
+            b.endpointHandler(stream);
+        }
         config.forEach(b::config);
         params.settings().forEach(b::config);
         Worker w = b.start();
         onWorker.accept(w);
         return w;
+    }
+
+    private static PerfStreamReader streamReader(PerfParams params) {
+        return params.test().stream() ? new PerfStreamReader(params.messageSize(), params.test().pingPong()) : null;
     }
 
     /** Serves one test on {@code port}, printing what ucx_perftest's server prints. */
@@ -67,7 +80,8 @@ public final class Perftest {
                 PrintWriter w = writer(s);
                 PerfParams params = PerfParams.decode(readLine(in, "test parameters"));
                 new PerfReporter(out, false, false).banner(params);
-                Worker worker = startWorker("perftest-server", config, params, busyPoll);
+                PerfStreamReader stream = streamReader(params);
+                Worker worker = startWorker("perftest-server", config, params, busyPoll, stream);
                 try {
                     w.println(worker.address().toHex());
                     // RMA tests: the memory the client puts into or gets from, registered on every RMA device
@@ -82,7 +96,7 @@ public final class Perftest {
                     Endpoint ep = worker.connect(client);
                     try {
                         TagPerfServer server = new TagPerfServer(worker, ep, params.messageSize(),
-                                params.test().sync(), params.test().am(), params.freshData());
+                                params.test().sync(), params.test().am(), params.freshData(), stream);
                         Future<Long> served = server.start();
                         // The client starts only after this line: an active message that came before its handler
                         // was set would be dropped (as UCX drops it), and am_lat would wait for a PONG for ever.
@@ -117,7 +131,8 @@ public final class Perftest {
     public static PerfResult run(String host, int port, PerfParams params, Map<String, String> config,
                                  boolean busyPoll, PerfReporter reporter,
                                  Consumer<Map<String, Long>> protocolCounts) throws Exception {
-        Worker worker = startWorker("perftest-client", config, params, busyPoll);
+        PerfStreamReader stream = streamReader(params);
+        Worker worker = startWorker("perftest-client", config, params, busyPoll, stream);
         try (Socket s = connect(host, port)) {
             BufferedReader in = reader(s);
             PrintWriter w = writer(s);
@@ -134,7 +149,7 @@ public final class Perftest {
                 throw new IOException("perftest server sent '" + ready + "' where '" + READY + "' was expected");
             }
             reporter.header(params);
-            TagPerfClient client = new TagPerfClient(worker, ep, params, reporter, key);
+            TagPerfClient client = new TagPerfClient(worker, ep, params, reporter, key, stream);
             PerfResult r = client.start().get(RUN_TIMEOUT_SECONDS, TimeUnit.SECONDS);
             reporter.finalRow(r);
             ep.tagSend(PerfTags.FINISH, io.netty.buffer.Unpooled.EMPTY_BUFFER).sync();

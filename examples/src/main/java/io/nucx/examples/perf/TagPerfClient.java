@@ -11,6 +11,7 @@ import io.nucx.Endpoint;
 import io.nucx.EndpointOption;
 import io.nucx.Worker;
 import io.nucx.protocol.am.AmData;
+import io.nucx.protocol.stream.StreamData;
 import io.nucx.protocol.tag.TagMessage;
 import io.nucx.protocol.tag.TagReceive;
 import org.HdrHistogram.Histogram;
@@ -36,7 +37,9 @@ import org.HdrHistogram.Histogram;
  * PONG comes to a {@linkplain TagReceive#reusable reusable} receive. The synchronous tests send {@code TagMessage}s
  * (the flag travels in the message), and tag_bw's sends take a promise each (a listener only when not done on return).
  * am_lat and am_bw send the same as active messages ({@code AmData}, no user header) to the server's handlers; the
- * PONG comes to this worker's handler (rendezvous ones received into a pooled buffer).
+ * PONG comes to this worker's handler (rendezvous ones received into a pooled buffer). stream_lat and stream_bw write
+ * to the endpoint's byte stream ({@code StreamData}, a duplicate each), as a Netty app's writes over nucx go, and the
+ * PONG's bytes come up this worker's endpoints' pipelines ({@link PerfStreamReader}).
  */
 final class TagPerfClient {
 
@@ -77,6 +80,8 @@ final class TagPerfClient {
     private final RecentIterations recent;
     private final boolean sync;
     private final boolean am;
+    /** stream_lat / stream_bw: PINGs and DATA go as stream writes, PONGs come through this reader. */
+    private final PerfStreamReader stream;
     /** Null unless the run sends fresh data ({@link PerfParams#freshData}). */
     private final FreshData fresh;
     private final int windowIterations;
@@ -149,6 +154,16 @@ final class TagPerfClient {
     /** @param key the server's registered memory, for an RMA test; null for a tag test */
     TagPerfClient(Worker worker, Endpoint ep, PerfParams params, PerfReporter reporter,
                   io.nucx.protocol.amo.RemoteMemoryKey key) {
+        this(worker, ep, params, reporter, key, null);
+    }
+
+    /**
+     * @param stream stream_lat / stream_bw: the reader in this worker's endpoints' pipelines, where the PONGs come;
+     *               null for the other tests
+     */
+    TagPerfClient(Worker worker, Endpoint ep, PerfParams params, PerfReporter reporter,
+                  io.nucx.protocol.amo.RemoteMemoryKey key, PerfStreamReader stream) {
+        this.stream = stream;
         this.key = key;
         this.worker = worker;
         this.ep = ep;
@@ -179,6 +194,9 @@ final class TagPerfClient {
     }
 
     Future<PerfResult> start() {
+        if (stream != null) {
+            stream.onMessage(this::onPong);
+        }
         if (am) {
             worker.setAmHandler(PerfTags.AM_PONG, this::onAmPong);
             result.addListener(f -> worker.setAmHandler(PerfTags.AM_PONG, null));
@@ -293,7 +311,9 @@ final class TagPerfClient {
         if (fresh != null) {
             fresh.write(payload, payload.readerIndex(), payload.readableBytes());
         }
-        if (am) {
+        if (stream != null) {
+            ep.writeAndFlush(new StreamData(payload.retainedDuplicate()), ep.voidPromise());
+        } else if (am) {
             if (ep.tryAmSendShort(PerfTags.AM_PING, Unpooled.EMPTY_BUFFER, payload, false)) {
                 ep.flush(); // copied into the transport, the payload still ours, as ucx_perftest's ucp_am_send_nbx
             } else {
@@ -372,8 +392,8 @@ final class TagPerfClient {
             if (fresh != null) {
                 fresh.write(payload, payload.readerIndex(), payload.readableBytes());
             }
-            if (!sync && (am ? ep.tryAmSendShort(PerfTags.AM_DATA, Unpooled.EMPTY_BUFFER, payload, false)
-                    : ep.trySendShort(PerfTags.DATA, payload))) {
+            if (!sync && stream == null && (am ? ep.tryAmSendShort(PerfTags.AM_DATA, Unpooled.EMPTY_BUFFER, payload,
+                    false) : ep.trySendShort(PerfTags.DATA, payload))) {
                 // Copied into the transport at once and the payload still ours, as ucx_perftest sends one buffer: no
                 // duplicate, no reference count touched, no future. Counted with one clock reading per batch, below:
                 // System.nanoTime costs 22 ns here, a third of such a send (ucx_perftest reads the TSC, 8 ns).
@@ -390,7 +410,8 @@ final class TagPerfClient {
                 }
                 continue;
             }
-            Object msg = am ? new AmData(PerfTags.AM_DATA, Unpooled.EMPTY_BUFFER, payload.retainedDuplicate(), false)
+            Object msg = stream != null ? new StreamData(payload.retainedDuplicate())
+                    : am ? new AmData(PerfTags.AM_DATA, Unpooled.EMPTY_BUFFER, payload.retainedDuplicate(), false)
                     : sync ? new TagMessage(PerfTags.DATA, payload.retainedDuplicate(), true)
                     : payload.retainedDuplicate();
             Future<Void> f = ep.write(msg);

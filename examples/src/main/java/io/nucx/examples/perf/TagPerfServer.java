@@ -10,6 +10,7 @@ import io.nucx.Endpoint;
 import io.nucx.EndpointOption;
 import io.nucx.Worker;
 import io.nucx.protocol.am.AmData;
+import io.nucx.protocol.stream.StreamData;
 import io.nucx.protocol.tag.TagMessage;
 import io.nucx.protocol.tag.TagReceive;
 
@@ -17,8 +18,9 @@ import io.nucx.protocol.tag.TagReceive;
  * The answering side of a tag test, on the worker's loop: one {@linkplain TagReceive#reusable reusable} receive for
  * any tag into one receive buffer (as ucx_perftest's), posted again after each message, answered by tag
  * ({@link PerfTags}); PONGs are slices of a pooled buffer sent under the endpoint's {@code SEND_TAG}, so a ping-pong
- * allocates nothing here. In am_lat / am_bw PING and DATA
- * come as active messages to its handlers instead (rendezvous ones received into a buffer), PONG goes as one. Completes when FINISH arrives;
+ * allocates nothing here. In am_lat / am_bw PING and DATA come as active messages to its handlers instead (rendezvous
+ * ones received into a buffer), PONG goes as one; in stream_lat / stream_bw as the stream's bytes
+ * ({@link PerfStreamReader}), PONG as a stream write. Completes when FINISH arrives;
  * it counts what its loop thread allocated per message from the client's MEASURE on.
  */
 final class TagPerfServer {
@@ -34,6 +36,7 @@ final class TagPerfServer {
     /** The receive buffer, as ucx_perftest's: every message goes into it (large ones straight from the lane). */
     private final ByteBuf into;
     private final TagReceive any;
+    private final PerfStreamReader stream;
     private long received;
     private long measured;
     private long allocStart = -1;
@@ -50,6 +53,16 @@ final class TagPerfServer {
 
     /** @param fresh each PONG's bytes written before it goes ({@link FreshData}) */
     TagPerfServer(Worker worker, Endpoint ep, int maxSize, boolean sync, boolean am, boolean fresh) {
+        this(worker, ep, maxSize, sync, am, fresh, null);
+    }
+
+    /**
+     * @param stream stream_lat / stream_bw: PING and DATA come as the stream's bytes through this reader, PONG goes as
+     *               a stream write of the same size; null for the other tests
+     */
+    TagPerfServer(Worker worker, Endpoint ep, int maxSize, boolean sync, boolean am, boolean fresh,
+                  PerfStreamReader stream) {
+        this.stream = stream;
         this.fresh = fresh ? new FreshData() : null;
         this.sync = sync;
         this.am = am;
@@ -82,6 +95,9 @@ final class TagPerfServer {
 
     /** Completes with the number of DATA messages received when the client says FINISH. */
     Future<Long> start() {
+        if (stream != null) {
+            stream.onMessage(this::onStream);
+        }
         if (am) {
             worker.setAmHandler(PerfTags.AM_PING, m -> receive(m, PerfTags.PING));
             worker.setAmHandler(PerfTags.AM_DATA, m -> receive(m, PerfTags.DATA));
@@ -136,6 +152,20 @@ final class TagPerfServer {
                 done.tryFailure(f.cause());
             }
         });
+    }
+
+    /** A message's worth of the stream: stream_lat's PING, answered by as many bytes, or a DATA of stream_bw. */
+    private void onStream() {
+        measured++;
+        if (!stream.pingPong()) {
+            received++;
+            return;
+        }
+        int size = stream.messageSize();
+        if (fresh != null) {
+            fresh.write(reply, 0, size);
+        }
+        ep.writeAndFlush(new StreamData(reply.retainedSlice(0, size)), ep.voidPromise());
     }
 
     private void onAm(long as, int size) {

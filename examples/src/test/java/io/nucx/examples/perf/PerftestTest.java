@@ -34,7 +34,11 @@ class PerftestTest {
             "tcp, am_lat, 8, false",
             "tcp, am_lat, 4194304, false",
             "shm, am_bw, 65536, false",
-            "tcp, am_bw, 1048576, false"})
+            "tcp, am_bw, 1048576, false",
+            "shm, stream_lat, 8, false",
+            "tcp, stream_lat, 100000, false",
+            "shm, stream_bw, 65536, true",
+            "shm, stream_bw, 1048576, false"})
     void aRunPrintsTheTableAndAFinalLineWithEightNumbers(String tls, String test, int size, boolean iov)
             throws Exception {
         Server server = Server.start(Map.of("TLS", tls));
@@ -199,6 +203,15 @@ class PerftestTest {
                 "the data's mode is fresh or same");
         assertThrows(IllegalArgumentException.class, () -> PerfParams.decode("tag_lat 8 10 0 1 contig - -"),
                 "an older client's line, without it");
+    }
+
+    @Test
+    void aStreamTestOfEmptyMessagesIsRefusedSayingWhy() {
+        for (String test : new String[] {"stream_lat", "stream_bw"}) {
+            IllegalArgumentException e = assertThrows(IllegalArgumentException.class,
+                    () -> new PerfParams(PerfTestType.of(test), 0, 10, 0, 1, 50.0, false));
+            assertEquals(test + " needs a message size of at least 1 byte, got 0", e.getMessage());
+        }
     }
 
     private static PerfReporter quietReporter() {
