@@ -5,7 +5,7 @@
 # (8 in flight, 64 KiB and 1 MiB request bodies; 64 KiB takes ten times the 1 MiB count). Runs every pair ROUNDS
 # times, alternating the stacks, because the machine is shared and noisy. Each run warms up for WARM (default 20s, a
 # time: the JIT compilers of both processes took over 10 s to settle HTTP's and gRPC's 64 KiB paths here, so a count
-# that warms one test leaves another cold; WARM=count warms up by counts instead, as the figures before 2026-12-05
+# that warms one test leaves another cold; WARM=count warms up by counts instead, as the figures before 2026-12-04 22:40 UTC
 # did: a quarter of the latency count, an eighth of the 64 KiB count, a fifth of the 1 MiB count). Needs `mvn verify`
 # (examples/target/lib) first.
 # Usage: bench/compare-frameworks.sh [ROUNDS (2)] [LAT_ITERS (20000)] [BW_ITERS_1M (4000)] [NUCX_TLS (shm,cma)]
