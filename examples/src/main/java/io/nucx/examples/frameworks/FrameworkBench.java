@@ -52,6 +52,7 @@ public final class FrameworkBench {
         int size = Integer.parseInt(args[4]);
         int iterations = Integer.parseInt(args[5]);
         Warmup warmup = Warmup.parse(args[6]);
+        int turn = Math.max(1, iterations / TURNS); // a turn's requests; the warm-up goes in chunks of as many
         byte[] body = Bodies.of(1, size);
         String sha = Bodies.sha256(body);
         Runner[] runners = new Runner[stacks.length];
@@ -66,18 +67,18 @@ public final class FrameworkBench {
                 String result;
                 if (lat) {
                     Histogram h = new Histogram(3);
-                    warmup.run(Math.max(1, iterations / TURNS), count -> roundTrips(r, body, sha, count, null, null));
+                    warmup.run(turn, count -> roundTrips(r, body, sha, count, null, null));
                     roundTrips(r, body, sha, iterations, h, null);
                     result = latency(h);
                 } else {
-                    warmup.run(Math.max(1, iterations / TURNS), count -> r.stream(body, sha, count));
+                    warmup.run(turn, count -> r.stream(body, sha, count));
                     long t0 = System.nanoTime();
                     r.stream(body, sha, iterations);
                     result = throughput(size, iterations, System.nanoTime() - t0);
                 }
                 System.out.println("RESULT " + String.format(Locale.ROOT, head, args[1]) + result);
             } else {
-                inTurns(runners, stacks, head, lat, body, sha, iterations, warmup);
+                inTurns(runners, stacks, head, lat, body, sha, iterations, turn, warmup);
             }
         } finally {
             for (Runner r : runners) {
@@ -176,9 +177,8 @@ public final class FrameworkBench {
      * their median and quartiles (a turn's p99 is over a few hundred requests at least, with 100,000 iterations).
      */
     private static void inTurns(Runner[] runners, String[] stacks, String head, boolean lat, byte[] body,
-                                String sha, int iterations, Warmup warmup) throws Exception {
+                                String sha, int iterations, int turn, Warmup warmup) throws Exception {
         int n = runners.length;
-        int turn = Math.max(1, iterations / TURNS);
         int turns = (iterations + turn - 1) / turn;
         Histogram[] all = new Histogram[n];
         long[] nanos = new long[n];
