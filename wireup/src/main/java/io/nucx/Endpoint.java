@@ -123,11 +123,22 @@ public interface Endpoint extends Channel {
      * bytes copied into the transport, and {@code data} is still the caller's, its indices and reference count
      * untouched, so one buffer can be sent again and again with no per-message object or atomic reference count. False
      * when they cannot go that way now (over the short protocol's size, a transport that would queue or is full,
-     * writes queued ahead, a handler of the user's in the pipeline, not wired up yet, ended, or not on the endpoint's
+     * writes queued ahead, a handler of the user's that takes writes, not wired up yet, ended, or not on the endpoint's
      * event loop): nothing was sent, and an ordinary {@link #tagSend} or write sends it. The peer sees it after the
      * endpoint's next flush, in order with the endpoint's other writes.
      */
     boolean trySendShort(long tag, ByteBuf data);
+
+    /**
+     * Writes {@code data}'s readable bytes (one or more) to the endpoint's byte stream now if they go as one eager
+     * short message the transport takes at once (UCX's {@code ucp_stream_send_nbx} completing inline): true, the bytes
+     * copied into the transport and their stream credit spent, and {@code data} is still the caller's, untouched, as
+     * with {@link #trySendShort}. False when a {@code StreamData} write would not send them at once (writes waiting for
+     * the peer's credit, the stream's end written) or for {@link #trySendShort}'s reasons; a handler of the user's
+     * that takes no writes (the stream's reader) is no reason: nothing was sent, and a {@code StreamData} write sends
+     * them, in order. The peer reads them as it reads every stream write.
+     */
+    boolean trySendStreamShort(ByteBuf data);
 
     /**
      * Sends a tagged message whose future completes only once the receiver has matched it (UCX's

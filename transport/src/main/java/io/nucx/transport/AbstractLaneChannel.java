@@ -99,8 +99,16 @@ public abstract class AbstractLaneChannel extends AbstractChannel {
      * {@code am_short}, with no header buffer and no frame. The caller keeps {@code payload} either way.
      */
     public final boolean writeShortNow(int amId, long header, ByteBuf payload) {
-        return mayWriteNow(Long.BYTES, Long.BYTES + payload.readableBytes())
+        return writesShortRecords() && mayWriteNow(Long.BYTES, Long.BYTES + payload.readableBytes())
                 && writeShortNow0(amId, header, payload);
+    }
+
+    /**
+     * Whether this transport has a {@link #writeShortNow0}: one without (tcp) is asked nothing else, since a sender
+     * that tries a short write first (every stream write) would otherwise pay the checks for each refusal.
+     */
+    public boolean writesShortRecords() {
+        return false;
     }
 
     private boolean mayWriteNow(int headerLength, int length) {

@@ -134,6 +134,10 @@ final class EndpointChannel extends AbstractChannel implements Endpoint, Endpoin
     private final ChannelFuture sentNow = newSucceededFuture();
     /** EagerCodec's place in the pipeline (null with a registry without it). */
     private final io.netty.channel.ChannelHandlerContext eagerContext;
+    /** The error handler's place: tail-side of it are the user's handlers ({@link UserWriteHandlers}). */
+    private final io.netty.channel.ChannelHandlerContext errorContext;
+    /** The byte stream's codec (null with a registry without it): a short stream write's credit is taken there. */
+    private final io.nucx.protocol.stream.StreamCodec stream;
 
     private EndpointChannel(DefaultWorker worker, long id, WorkerAddress remote, LaneSelector.Lanes selection,
                             ErrorMode errorMode, long remoteEpId, int connSn, boolean wiringUp) {
@@ -177,6 +181,8 @@ final class EndpointChannel extends AbstractChannel implements Endpoint, Endpoin
         this.errorHandler = new ProtocolErrorHandler(this);
         p.addLast(ERRORS, errorHandler);
         this.eagerContext = p.context(io.nucx.protocol.tag.EagerCodec.class);
+        this.errorContext = p.context(errorHandler);
+        this.stream = p.get(io.nucx.protocol.stream.StreamCodec.class);
         ChannelHandler init = worker.endpointInitializer();
         if (init != null) {
             p.addLast(init);
@@ -567,12 +573,12 @@ final class EndpointChannel extends AbstractChannel implements Endpoint, Endpoin
         if (lifecycle.takesSends() && shortNow(msg, false)) {
             return sentNow;
         }
-        return write(msg, newPromise());
+        return write(msg, newPromise(), false);
     }
 
     @Override
     public boolean trySendShort(long tag, ByteBuf data) {
-        return lifecycle.takesSends() && walkNotNeeded()
+        return lifecycle.takesSends() && writeWalkNotNeeded()
                 && ((io.nucx.protocol.tag.EagerCodec) eagerContext.handler()).sendShortNow(eagerContext, tag, data);
     }
 
@@ -582,7 +588,7 @@ final class EndpointChannel extends AbstractChannel implements Endpoint, Endpoin
         if (bad != null) {
             throw new IllegalArgumentException(bad);
         }
-        return lifecycle.takesSends() && walkNotNeeded()
+        return lifecycle.takesSends() && writeWalkNotNeeded()
                 && ((io.nucx.protocol.tag.EagerCodec) eagerContext.handler()).sendAmShortNow(eagerContext,
                         io.nucx.protocol.am.AmHeaders.pack(id, reply ? io.nucx.protocol.am.AmHeaders.FLAG_REPLY : 0,
                                 header.readableBytes()), header, data);
@@ -592,22 +598,63 @@ final class EndpointChannel extends AbstractChannel implements Endpoint, Endpoin
      * A short message sent at once by the endpoint's fast route, before any promise exists ({@link
      * io.nucx.protocol.tag.EagerCodec#writeShortNow}): then the caller gets {@link #sentNow}, one succeeded future
      * for all such sends, as UCX's send returns no request for what it completed inline. False: not sent, the message
-     * untouched for an ordinary write. {@code flushFollows}: a writeAndFlush.
+     * untouched for an ordinary write. {@code flushFollows}: a writeAndFlush. A stream write goes so too, its credit
+     * taken from the stream's codec ({@link #sendStreamShort}).
      */
     private boolean shortNow(Object msg, boolean flushFollows) {
-        if (!fastRoute(msg)) {
+        boolean streamWrite = msg instanceof StreamData;
+        if (streamWrite ? !streamRoute((StreamData) msg) : !fastRoute(msg) || !lanes.takesShortWrites()) {
             return false;
         }
         this.flushFollows = flushFollows;
         try {
-            return ((io.nucx.protocol.tag.EagerCodec) eagerContext.handler()).writeShortNow(eagerContext, msg);
+            if (!streamWrite) {
+                return ((io.nucx.protocol.tag.EagerCodec) eagerContext.handler()).writeShortNow(eagerContext, msg);
+            }
+            StreamData d = (StreamData) msg;
+            if (!sendStreamShort(d.content())) {
+                return false;
+            }
+            d.release();
+            return true;
         } finally {
             this.flushFollows = false;
         }
     }
 
     @Override
+    public boolean trySendStreamShort(ByteBuf data) {
+        return lifecycle.takesSends() && stream != null && writeWalkNotNeeded() && lanes.takesShortWrites()
+                && sendStreamShort(data);
+    }
+
+    /**
+     * A stream write's bytes sent at once, as {@code StreamCodec} would send them through the pipeline: only while
+     * nothing waits for credit and the credit covers them (else its write keeps them waiting, in order), and only
+     * when the engine picks eager short for them and the lane takes them now; then their credit is spent there.
+     */
+    private boolean sendStreamShort(ByteBuf data) {
+        int n = data.readableBytes();
+        if (!stream.takesNow(n) || !((io.nucx.protocol.tag.EagerCodec) eagerContext.handler())
+                .sendStreamShortNow(eagerContext, data)) {
+            return false;
+        }
+        stream.sentPast(n);
+        return true;
+    }
+
+    /** A stream write (not its end) the short route may take: a stream codec, no user handler that takes writes. */
+    private boolean streamRoute(StreamData d) {
+        return stream != null && !d.isEnd() && writeWalkNotNeeded() && lanes.takesShortWrites();
+    }
+
+    @Override
     public ChannelFuture write(Object msg, ChannelPromise promise) {
+        return write(msg, promise, true);
+    }
+
+    /** {@code shortUntried}: a stream write may still go by {@link #shortNow} (not tried already by the caller). */
+    private ChannelFuture write(Object msg, ChannelPromise promise, boolean shortUntried) {
         if (refuses(msg)) {
             return writeAfterEnd(msg, promise);
         }
@@ -615,12 +662,16 @@ final class EndpointChannel extends AbstractChannel implements Endpoint, Endpoin
             writeToEager(msg, promise);
             return promise;
         }
+        if (shortUntried && msg instanceof StreamData && isFresh(promise) && shortNow(msg, false)) {
+            promise.trySuccess(); // a void one (NucxChannel's writes) stays as it is
+            return promise;
+        }
         return super.write(msg, promise);
     }
 
     @Override
     public Channel flush() {
-        if (walkNotNeeded()) {
+        if (writeWalkNotNeeded()) {
             lanes.flush(); // what LaneDispatcher.flush does, the only handler that acts on a flush
             return this;
         }
@@ -633,11 +684,15 @@ final class EndpointChannel extends AbstractChannel implements Endpoint, Endpoin
             lanes.flush();
             return sentNow;
         }
-        return writeAndFlush(msg, newPromise());
+        return writeAndFlush(msg, newPromise(), false);
     }
 
     @Override
     public ChannelFuture writeAndFlush(Object msg, ChannelPromise promise) {
+        return writeAndFlush(msg, promise, true);
+    }
+
+    private ChannelFuture writeAndFlush(Object msg, ChannelPromise promise, boolean shortUntried) {
         if (refuses(msg)) {
             return writeAfterEnd(msg, promise);
         }
@@ -651,28 +706,48 @@ final class EndpointChannel extends AbstractChannel implements Endpoint, Endpoin
             lanes.flush();
             return promise;
         }
+        if (shortUntried && msg instanceof StreamData && isFresh(promise) && shortNow(msg, true)) {
+            lanes.flush();
+            promise.trySuccess();
+            return promise;
+        }
         return super.writeAndFlush(msg, promise);
     }
 
     /**
      * The pipeline's own route taken without the walk, as {@link #frameArrived} does inbound: on the loop of a connected
-     * endpoint whose pipeline has no handler of the user's, a ByteBuf or TagMessage reaches EagerCodec, the first
-     * handler that acts on it (the codecs tail-side of it pass both on untouched), and a flush reaches only
-     * LaneDispatcher. Any other message, a user handler, or a write off the loop walks the pipeline.
+     * endpoint whose pipeline has no handler of the user's that takes writes, a ByteBuf or TagMessage reaches
+     * EagerCodec, the first handler that acts on it (the codecs tail-side of it pass both on untouched), and a flush
+     * reaches only LaneDispatcher. A stream write goes by {@link #shortNow} or walks; any other message, a user handler
+     * that takes writes, or a write off the loop walks the pipeline.
      */
     private boolean walkNotNeeded(Object msg, ChannelPromise promise) {
         return fastRoute(msg) && isFresh(promise);
     }
 
-    /** A ByteBuf or TagMessage, and {@link #walkNotNeeded()}: what the route without the walk takes, promise aside. */
+    /**
+     * A ByteBuf or TagMessage, and {@link #writeWalkNotNeeded()}: what the route without the walk takes, promise
+     * aside.
+     */
     private boolean fastRoute(Object msg) {
-        return (msg instanceof ByteBuf || msg instanceof TagMessage) && walkNotNeeded();
+        return (msg instanceof ByteBuf || msg instanceof TagMessage) && writeWalkNotNeeded();
     }
 
-    /** {@link #walkNotNeeded(Object, ChannelPromise)} for any message: no user handler, connected, on the loop. */
+    /** No user handler at all, connected, on the loop: an inbound event need not walk the pipeline either. */
     private boolean walkNotNeeded() {
-        return lanesDirect && eagerContext != null && pipeline().last() == errorHandler && eventLoop().inEventLoop()
-                && !eagerContext.isRemoved();
+        return pipeline().last() == errorHandler && nucxRouteOpen();
+    }
+
+    /**
+     * No user handler that takes writes (a stream's reader takes none), connected, on the loop: what a write's route
+     * without the walk needs.
+     */
+    private boolean writeWalkNotNeeded() {
+        return nucxRouteOpen() && UserWriteHandlers.noneTakeWrites(pipeline(), errorContext);
+    }
+
+    private boolean nucxRouteOpen() {
+        return lanesDirect && eagerContext != null && eventLoop().inEventLoop() && !eagerContext.isRemoved();
     }
 
     /** A promise the pipeline would take: this endpoint's void promise, or one of its own not yet done. */

@@ -291,6 +291,15 @@ final class EndpointLanes {
     }
 
     /**
+     * Whether {@link #writeShort} could take anything: no failover, and an AM lane whose transport writes short
+     * records (shm, self; not tcp). A sender that tries a short write first asks this before the rest of its checks.
+     */
+    boolean takesShortWrites() {
+        return reliability == null && lanes.get(am).channel() instanceof AbstractLaneChannel direct
+                && direct.writesShortRecords();
+    }
+
+    /**
      * A short frame (see {@link EndpointChannel#writeShortToLane}) straight into the AM lane's transport, or false.
      * Not with failover: its frames are kept until confirmed, which needs the frame. {@code flushNow}: a flush follows
      * at once (a {@code writeAndFlush}), so the lane publishes it before the send's remaining work, not after.

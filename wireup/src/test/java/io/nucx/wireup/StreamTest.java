@@ -50,6 +50,8 @@ class StreamTest {
         final ByteBuf received = ByteBufAllocator.DEFAULT.heapBuffer();
         final CountDownLatch ended = new CountDownLatch(1);
         volatile long bytes;
+        /** ByteBufs that came up: as many as writes, or fewer where short writes arrived gathered. */
+        volatile int reads;
         volatile long endedAt = -1;
         final List<Object> strays = new java.util.concurrent.CopyOnWriteArrayList<>();
         volatile ChannelHandlerContext ctx;
@@ -62,6 +64,7 @@ class StreamTest {
         @Override
         public void channelRead(ChannelHandlerContext ctx, Object msg) {
             if (msg instanceof ByteBuf b) {
+                reads++;
                 bytes += b.readableBytes();
                 received.writeBytes(b);
             } else {
@@ -177,6 +180,101 @@ class StreamTest {
     }
 
     /**
+     * Short writes go straight into the lane ({@code trySendStreamShort}, and a {@code StreamData} write by the same
+     * route: no promise, no walk) and arrive in order with the ordinary writes between them, over a transport whose
+     * short frames are read in place (shm, self) gathered: the short writes of one read batch come up as one buffer,
+     * as a socket's read returns what arrived. Over tcp the same writes take the frame path; the order is the same.
+     */
+    @ParameterizedTest(name = "{0}")
+    @CsvSource({"shm", "self", "tcp"})
+    void shortWritesGoStraightIntoTheLaneAndArriveGatheredInOrder(String tls) throws Exception {
+        DefaultWorker a = workers.start("a", "TLS", tls);
+        DefaultWorker b = workers.start("b", reader(true), "TLS", tls);
+        Endpoint ab = a.connect(b.address());
+        ab.wireupFuture().sync();
+        // Sizes 1 to 40 bytes, every 100th an ordinary large write between the short ones.
+        int count = 3000;
+        int[] sizes = new int[count];
+        for (int i = 0; i < count; i++) {
+            sizes[i] = i % 100 == 99 ? 70_000 + i : 1 + i % 40;
+        }
+        int[] direct = new int[2]; // [0]: trySendStreamShort took it, [1]: a StreamData write done on return
+        List<ChannelFuture> pending = new ArrayList<>();
+        a.eventLoop().submit(() -> {
+            for (int i = 0; i < count; i++) {
+                ByteBuf data = content(i, sizes[i], i % 3 == 0);
+                if (i % 2 == 0 && ab.trySendStreamShort(data)) {
+                    direct[0]++;
+                    data.release(); // still the caller's after the copy
+                    continue;
+                }
+                ChannelFuture f = ab.write(new io.nucx.protocol.stream.StreamData(data));
+                if (f.isDone() && f.isSuccess() && sizes[i] < 1024) {
+                    direct[1]++;
+                } else {
+                    pending.add(f);
+                }
+            }
+            ab.flush();
+        }).get(60, TimeUnit.SECONDS);
+        for (ChannelFuture f : pending) {
+            assertTrue(f.await(60, TimeUnit.SECONDS) && f.isSuccess(), () -> "stream write: " + f.cause());
+        }
+        long total = Arrays.stream(sizes).asLongStream().sum();
+        awaitInOrder(b, sizes, total);
+        int shortWrites = count - count / 100;
+        Reader r = awaitReader();
+        if (!tls.equals("tcp")) {
+            // The route was taken (both ways of asking), and the reader got fewer buffers than there were writes.
+            assertTrue(direct[0] > 0 && direct[1] > 0, () -> "sent at once: " + Arrays.toString(direct));
+            assertTrue(r.reads < shortWrites, () -> r.reads + " buffers came up for " + count + " writes");
+        }
+    }
+
+    /**
+     * The route without the walk is taken only while no handler of the user's takes writes: an outbound handler put
+     * between the user's reader and nucx's handlers after writes went that way (where a cached answer would miss
+     * it) sees every later write, and {@code trySendStreamShort} declines; once it is gone, the route is back.
+     */
+    @Test
+    void aHandlerOfTheUsersThatTakesWritesSeesEveryStreamWrite() throws Exception {
+        DefaultWorker a = workers.start("a", reader(true), "TLS", "shm");
+        DefaultWorker b = workers.start("b", reader(true), "TLS", "shm");
+        Endpoint ab = a.connect(b.address());
+        ab.wireupFuture().sync();
+        ByteBuf data = TestWorkers.pattern(1, 16);
+        java.util.concurrent.atomic.AtomicInteger seen = new java.util.concurrent.atomic.AtomicInteger();
+        io.netty.channel.ChannelOutboundHandlerAdapter counter = new io.netty.channel.ChannelOutboundHandlerAdapter() {
+            @Override
+            public void write(ChannelHandlerContext ctx, Object msg, io.netty.channel.ChannelPromise promise) {
+                seen.incrementAndGet();
+                ctx.write(msg, promise);
+            }
+        };
+        try {
+            await(() -> readers.containsKey(ab), "a's reader");
+            String readerName = ab.pipeline().context(readers.get(ab)).name();
+            assertTrue(onLoop(a, () -> ab.trySendStreamShort(data)), "a reader takes no writes: the route is open");
+            a.eventLoop().submit(() -> ab.pipeline().addBefore(readerName, "counter", counter)).get();
+            assertTrue(!onLoop(a, () -> ab.trySendStreamShort(data)), "a handler that takes writes closes the route");
+            for (int i = 0; i < 5; i++) {
+                ChannelFuture f = a.eventLoop().submit(() -> ab.writeAndFlush(
+                        new io.nucx.protocol.stream.StreamData(data.retainedDuplicate()))).get();
+                assertTrue(f.await(30, TimeUnit.SECONDS) && f.isSuccess(), () -> "write: " + f.cause());
+            }
+            assertEquals(5, seen.get(), "writes the user's outbound handler saw");
+            a.eventLoop().submit(() -> ab.pipeline().remove(counter)).get();
+            assertTrue(onLoop(a, () -> ab.trySendStreamShort(data)), "the route is back once it is gone");
+            onLoop(a, () -> ab.flush() != null);
+            Reader r = readers.entrySet().stream().filter(e -> e.getKey() != ab).map(Map.Entry::getValue)
+                    .findFirst().orElseThrow();
+            await(() -> r.bytes == 7 * 16, "the 7 writes' bytes at b");
+        } finally {
+            data.release();
+        }
+    }
+
+    /**
      * A reader with auto-read off stops the writer: once a window is out, further writes wait at the writer (its
      * endpoint unwritable) and the reader holds at most a window plus one write; each {@code read()} then lets more
      * through, until everything arrived in order.
@@ -202,23 +300,33 @@ class StreamTest {
         assertEquals(0, r.bytes, "nothing may be delivered without a read()");
         int held = b.eventLoop().submit(receiver::undelivered).get();
         assertTrue((long) held * write <= StreamCodec.WINDOW + write, () -> "the reader holds " + held + " writes");
-        // Each read() is a batch; read until everything came.
-        long total = (long) count * write;
-        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
-        while (r.bytes < total) {
-            assertTrue(System.nanoTime() < deadline, () -> "stuck at " + r.bytes + " of " + total);
-            b.eventLoop().submit(() -> ba.read()).get();
-            Thread.sleep(2);
-        }
-        for (ChannelFuture f : sends) {
-            assertTrue(f.await(30, TimeUnit.SECONDS) && f.isSuccess(), () -> "write: " + f.cause());
-        }
-        b.eventLoop().submit(() -> {
-            for (int i = 0; i < count; i++) {
-                assertContent(i, write, r.received.slice(i * write, write));
-            }
-        }).get(30, TimeUnit.SECONDS);
+        readAll(b, ba, r, sends, count, write);
         assertTrue(onLoop(a, ab::isWritable), "writable again once the reader caught up");
+    }
+
+    /**
+     * Short writes a reader with auto-read off has not asked for wait for its {@code read()}s, gathered (over shm their
+     * records are copied out of the ring as they arrive, several writes to a buffer), while the writer runs out of
+     * credit after a window; every byte then comes in order, in fewer buffers than writes.
+     */
+    @Test
+    void shortWritesGatheredForAReaderThatDoesNotReadWaitForItsReads() throws Exception {
+        DefaultWorker a = workers.start("a", "TLS", "shm");
+        DefaultWorker b = workers.start("b", reader(false), "TLS", "shm");
+        Endpoint ab = a.connect(b.address());
+        int write = 200;
+        int count = 3 * StreamCodec.WINDOW / 2 / write;
+        List<ChannelFuture> sends = new ArrayList<>();
+        for (int i = 0; i < count; i++) {
+            sends.add(ab.streamSend(content(i, write, i % 2 == 0)));
+        }
+        Reader r = awaitReader();
+        Endpoint ba = r.ctx.channel() instanceof Endpoint e ? e : null;
+        StreamCodec sender = TestWorkers.impl(ab).pipeline().get(StreamCodec.class);
+        await(() -> onLoop(a, () -> sender.waitingWrites() > 0), "writes waiting for credit");
+        assertEquals(0, r.bytes, "nothing may be delivered without a read()");
+        readAll(b, ba, r, sends, count, write);
+        assertTrue(r.reads < count / 2, () -> r.reads + " buffers came up for " + count + " short writes");
     }
 
     /**
@@ -280,6 +388,29 @@ class StreamTest {
         } catch (Exception e) {
             throw new AssertionError(e);
         }
+    }
+
+    /**
+     * Calls {@code read()} on the reader's endpoint {@code ba} (each one a batch) until all {@code count} writes of
+     * {@code write} bytes came, then checks that every write completed and that they came in order.
+     */
+    private static void readAll(DefaultWorker b, Endpoint ba, Reader r, List<ChannelFuture> sends, int count,
+                                int write) throws Exception {
+        long total = (long) count * write;
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
+        while (r.bytes < total) {
+            assertTrue(System.nanoTime() < deadline, () -> "stuck at " + r.bytes + " of " + total);
+            b.eventLoop().submit(() -> ba.read()).get();
+            Thread.sleep(2);
+        }
+        for (ChannelFuture f : sends) {
+            assertTrue(f.await(30, TimeUnit.SECONDS) && f.isSuccess(), () -> "write: " + f.cause());
+        }
+        b.eventLoop().submit(() -> {
+            for (int i = 0; i < count; i++) {
+                assertContent(i, write, r.received.slice(i * write, write));
+            }
+        }).get(30, TimeUnit.SECONDS);
     }
 
     /** The peer's reader got all {@code total} bytes: write i's {@code sizes[i]} after write i - 1's, nothing else. */

@@ -165,7 +165,11 @@ final class TagPerfServer {
         if (fresh != null) {
             fresh.write(reply, 0, size);
         }
-        ep.writeAndFlush(new StreamData(reply.retainedSlice(0, size)), ep.voidPromise());
+        if (ep.trySendStreamShort(reply.setIndex(0, size))) {
+            ep.flush(); // copied into the transport, the reply buffer still ours
+        } else {
+            ep.writeAndFlush(new StreamData(reply.retainedSlice(0, size)), ep.voidPromise());
+        }
     }
 
     private void onAm(long as, int size) {

@@ -19,6 +19,7 @@ import io.nucx.protocol.ProtocolCodec;
 import io.nucx.protocol.ProtocolException;
 import io.nucx.protocol.ProtocolFamily;
 import io.nucx.transport.AmFrame;
+import io.nucx.transport.ShortPayload;
 
 import java.nio.channels.ClosedChannelException;
 import java.util.ArrayDeque;
@@ -120,6 +121,15 @@ public final class StreamCodec extends ChannelDuplexHandler implements ProtocolC
     private long unreported;
     private boolean finArrived;
     private boolean ended;
+    /**
+     * The inbound queue's last slot while short writes of this read batch are gathered into it ({@link
+     * #shortWriteArrived}); null once the batch ended or the slot was delivered.
+     */
+    private StreamSlot gathering;
+
+    /** A gathering slot's first buffer, and the most bytes one gathers: a socket's read returns a few KiB so. */
+    static final int GATHER_FIRST = 256;
+    static final int GATHER_MOST = 64 * 1024;
 
     public StreamCodec(EndpointServices endpoint) {
         this.endpoint = endpoint;
@@ -298,6 +308,34 @@ public final class StreamCodec extends ChannelDuplexHandler implements ProtocolC
         }
     }
 
+    /**
+     * A whole stream write that arrived as a short frame (STREAM_ONLY), its bytes still where the transport read them:
+     * copied behind those of the short writes before it in this read batch, into one buffer, delivered when the batch
+     * ends (or when something behind it arrives), as a socket's read returns what arrived since the last one: a stream
+     * keeps its bytes' order, not its writes' bounds. Its place in the stream is where a slot would have been, since
+     * slots too reach this codec as their frames arrive. Called by the carrying codec, in a lane's read batch.
+     */
+    public void shortWriteArrived(ShortPayload payload) {
+        if (finArrived || ended) {
+            if (finArrived) {
+                throw new ProtocolException("stream data after STREAM_FIN on " + ctx.channel());
+            }
+            return;
+        }
+        batchOpen = true;
+        StreamSlot g = gathering;
+        if (g != null && inbound.peekLast() == g && g.append(payload)) {
+            return;
+        }
+        int n = payload.length();
+        ByteBuf chunk = ctx.alloc().buffer(Math.max(n, GATHER_FIRST), Math.max(n, GATHER_MOST));
+        payload.copyTo(chunk, 0);
+        chunk.writerIndex(n);
+        gathering = g = StreamSlot.whole(chunk);
+        g.attach(this);
+        inbound.add(g);
+    }
+
     private void onCredit(AmFrame frame) {
         ByteBuf h = frame.header();
         if (h.readableBytes() != CREDIT_LENGTH) {
@@ -323,6 +361,10 @@ public final class StreamCodec extends ChannelDuplexHandler implements ProtocolC
 
     @Override
     public void channelReadComplete(ChannelHandlerContext ctx) {
+        if (gathering != null) {
+            gathering = null;
+            drain(); // in the batch still: the readComplete below is the one
+        }
         batchOpen = false;
         ctx.fireChannelReadComplete();
     }
@@ -359,6 +401,9 @@ public final class StreamCodec extends ChannelDuplexHandler implements ProtocolC
                         reportCredit(true);
                         ctx.fireUserEventTriggered(ChannelInputShutdownEvent.INSTANCE);
                         continue;
+                    }
+                    if (head == gathering) {
+                        gathering = null;
                     }
                     ByteBuf data = ((StreamSlot) head).take();
                     if (data != null) {
@@ -432,6 +477,7 @@ public final class StreamCodec extends ChannelDuplexHandler implements ProtocolC
     }
 
     private void releaseInbound() {
+        gathering = null;
         for (Object o; (o = inbound.poll()) != null; ) {
             if (o instanceof StreamSlot s) {
                 s.detach();
@@ -455,6 +501,20 @@ public final class StreamCodec extends ChannelDuplexHandler implements ProtocolC
      */
     public boolean accepts(int bytes) {
         return !ended && !outputEnded && waiting.isEmpty() && (bytes == 0 || credit >= Math.min(bytes, WINDOW / 2));
+    }
+
+    /**
+     * Whether a write of {@code bytes} (one or more) may go now by the endpoint's short route, past this codec's
+     * {@link #write}: exactly when {@code write} would send it at once rather than keep it waiting for credit.
+     */
+    public boolean takesNow(int bytes) {
+        return bytes > 0 && accepts(bytes);
+    }
+
+    /** {@code bytes} the short route sent ({@link #takesNow}): spent from the credit as {@link #write} spends them. */
+    public void sentPast(int bytes) {
+        credit -= bytes;
+        bytesSent += bytes;
     }
 
     /** Whether the stream's end was written (by a shutdown, or by the endpoint's close): no byte may follow. */

@@ -1,6 +1,7 @@
 package io.nucx.protocol.stream;
 
 import io.netty.buffer.ByteBuf;
+import io.nucx.transport.ShortPayload;
 
 /**
  * The place of one stream write in its endpoint's stream, taken when the write's first frame (or its STREAM_RTS)
@@ -23,6 +24,23 @@ public final class StreamSlot {
         s.data = data;
         s.done = true;
         return s;
+    }
+
+    /**
+     * Appends a short write's bytes, read where the transport holds them, to this whole slot's (one gathering short
+     * writes, {@link StreamCodec#shortWriteArrived}): true if they fit its buffer's limit and the slot is still
+     * undelivered; false, nothing copied, otherwise.
+     */
+    boolean append(ShortPayload payload) {
+        ByteBuf d = data;
+        int n = payload.length();
+        if (d == null || detached || d.maxWritableBytes() < n) {
+            return false;
+        }
+        d.ensureWritable(n);
+        payload.copyTo(d, d.writerIndex());
+        d.writerIndex(d.writerIndex() + n);
+        return true;
     }
 
     /** The write's bytes are all here; owns {@code data}. */

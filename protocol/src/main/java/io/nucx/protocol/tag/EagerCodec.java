@@ -47,6 +47,9 @@ public final class EagerCodec extends ChannelDuplexHandler implements ProtocolCo
     private final WorkerProtocols worker;
     private final EagerSender sender;
     private EagerReceiver receiver;
+    private ChannelHandlerContext ctx;
+    /** See {@link #stream()}; null until a short stream write arrives. */
+    private io.nucx.protocol.stream.StreamCodec stream;
 
     public EagerCodec(EndpointServices endpoint, WorkerProtocols worker) {
         this.endpoint = endpoint;
@@ -57,6 +60,7 @@ public final class EagerCodec extends ChannelDuplexHandler implements ProtocolCo
 
     @Override
     public void handlerAdded(ChannelHandlerContext ctx) {
+        this.ctx = ctx;
         receiver = new EagerReceiver(ctx, endpoint, worker.matcher(), worker.alloc(),
                 worker.settings().maxMessageSize(), sender);
     }
@@ -76,6 +80,15 @@ public final class EagerCodec extends ChannelDuplexHandler implements ProtocolCo
      */
     public boolean sendShortNow(ChannelHandlerContext ctx, long tag, ByteBuf data) {
         return sender.sendShortNow(ctx, tag, data);
+    }
+
+    /**
+     * A stream write's readable bytes sent at once as a STREAM_ONLY short record when the engine picks eager short for
+     * them ({@code STREAM_SEND}) and the AM lane's transport takes them now: true. {@code data} stays the caller's,
+     * untouched; the stream's credit is {@code StreamCodec}'s to take.
+     */
+    public boolean sendStreamShortNow(ChannelHandlerContext ctx, ByteBuf data) {
+        return sender.sendStreamShortNow(ctx, data);
     }
 
     /**
@@ -106,17 +119,31 @@ public final class EagerCodec extends ChannelDuplexHandler implements ProtocolCo
 
     @Override
     public boolean takesShortFrames(int amId) {
-        return receiver != null && (amId == AmIds.EAGER_ONLY || amId == AmIds.AM_ONLY);
+        return receiver != null && (amId == AmIds.EAGER_ONLY || amId == AmIds.AM_ONLY
+                || (amId == AmIds.STREAM_ONLY && stream() != null));
     }
 
     @Override
     public void shortFrameArrived(int amId, long header, io.nucx.transport.ShortPayload payload) {
-        // Each one's header is its tag field alone.
+        // Each one's header is its tag field alone (a stream write's: 0).
         if (amId == AmIds.EAGER_ONLY) {
             receiver.onOnly(header, payload);
-        } else {
+        } else if (amId == AmIds.AM_ONLY) {
             receiver.onAmOnly(header, payload);
+        } else {
+            stream.shortWriteArrived(payload);
         }
+    }
+
+    /**
+     * The endpoint's stream codec, where a short stream write's bytes go straight from the transport (the codecs
+     * between pass a stream's slots on untouched, at once); looked up at the first, since it is added after this one.
+     */
+    private io.nucx.protocol.stream.StreamCodec stream() {
+        if (stream == null && ctx != null) {
+            stream = ctx.pipeline().get(io.nucx.protocol.stream.StreamCodec.class);
+        }
+        return stream;
     }
 
     @Override

@@ -207,10 +207,23 @@ final class EagerSender {
      * count): the transport copied what it took.
      */
     boolean sendShortNow(ChannelHandlerContext ctx, long tag, ByteBuf content) {
+        return sendOnlyNow(ctx, MessageKind.TAG, tag, content);
+    }
+
+    /**
+     * A stream write's bytes sent at once as one STREAM_ONLY short record (tag 0, as every stream frame's) if the
+     * engine picks eager short for them under {@code STREAM_SEND} and the AM lane's transport takes them now: true.
+     * {@code content} stays the caller's, untouched. The stream's credit is its codec's business, not this one's.
+     */
+    boolean sendStreamShortNow(ChannelHandlerContext ctx, ByteBuf content) {
+        return sendOnlyNow(ctx, MessageKind.STREAM, 0, content);
+    }
+
+    private boolean sendOnlyNow(ChannelHandlerContext ctx, MessageKind kind, long tag, ByteBuf content) {
         int length = content.readableBytes();
-        ProtoCandidate chosen = protocols.table(keys[keyIndex(content, false, MessageKind.TAG)]).lookup(length);
+        ProtoCandidate chosen = protocols.table(keys[keyIndex(content, false, kind)]).lookup(length);
         if (chosen == null || chosen.protocol() != EagerProtocols.SHORT
-                || !endpoint.writeShortToLane(MessageKind.TAG.onlyId(), tag, content, ctx.voidPromise())) {
+                || !endpoint.writeShortToLane(kind.onlyId(), tag, content, ctx.voidPromise())) {
             return false;
         }
         shortCount.sent(length);

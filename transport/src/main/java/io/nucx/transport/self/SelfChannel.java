@@ -333,6 +333,11 @@ public final class SelfChannel extends AbstractLaneChannel {
         return AmFrame.of(frame.amId(), frame.flags(), h, p);
     }
 
+    @Override
+    public boolean writesShortRecords() {
+        return true;
+    }
+
     /** UCT self's {@code am_short}: the record copied into the peer's {@link RecordRing}. */
     @Override
     protected boolean writeShortNow0(int amId, long header, ByteBuf payload) {

@@ -213,6 +213,11 @@ public final class ShmChannel extends AbstractLaneChannel {
     }
 
     @Override
+    public boolean writesShortRecords() {
+        return true;
+    }
+
+    @Override
     protected boolean writeShortNow0(int amId, long header, ByteBuf payload) {
         if (writeBlocked || !out.append(amId | Long.BYTES << 16, header, payload)) {
             return false;
