@@ -603,7 +603,9 @@ final class EndpointChannel extends AbstractChannel implements Endpoint, Endpoin
      */
     private boolean shortNow(Object msg, boolean flushFollows) {
         boolean streamWrite = msg instanceof StreamData;
-        if (streamWrite ? !streamRoute((StreamData) msg) : !fastRoute(msg) || !lanes.takesShortWrites()) {
+        boolean open = streamWrite ? !((StreamData) msg).isEnd() && streamRouteOpen()
+                : fastRoute(msg) && lanes.takesShortWrites();
+        if (!open) {
             return false;
         }
         this.flushFollows = flushFollows;
@@ -624,8 +626,7 @@ final class EndpointChannel extends AbstractChannel implements Endpoint, Endpoin
 
     @Override
     public boolean trySendStreamShort(ByteBuf data) {
-        return lifecycle.takesSends() && stream != null && writeWalkNotNeeded() && lanes.takesShortWrites()
-                && sendStreamShort(data);
+        return lifecycle.takesSends() && streamRouteOpen() && sendStreamShort(data);
     }
 
     /**
@@ -643,9 +644,9 @@ final class EndpointChannel extends AbstractChannel implements Endpoint, Endpoin
         return true;
     }
 
-    /** A stream write (not its end) the short route may take: a stream codec, no user handler that takes writes. */
-    private boolean streamRoute(StreamData d) {
-        return stream != null && !d.isEnd() && writeWalkNotNeeded() && lanes.takesShortWrites();
+    /** The short route open to stream writes: a stream codec, no user handler that takes writes, a short lane. */
+    private boolean streamRouteOpen() {
+        return stream != null && writeWalkNotNeeded() && lanes.takesShortWrites();
     }
 
     @Override

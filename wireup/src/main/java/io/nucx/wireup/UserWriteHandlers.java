@@ -58,9 +58,4 @@ final class UserWriteHandlers {
         }
         return true;
     }
-
-    /** Whether the link is readable here: with it false, every write walks the pipeline. For tests. */
-    static boolean linkReadable() {
-        return PREV != null;
-    }
 }
