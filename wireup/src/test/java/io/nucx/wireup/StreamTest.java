@@ -159,10 +159,35 @@ class StreamTest {
      */
     @Test
     void overShmAStreamWriteInFragmentsGoesFromTheRingStraightIntoOneBuffer() throws Exception {
-        DefaultWorker a = workers.start("a", "TLS", "shm", "RNDV_THRESH", "1g");
-        DefaultWorker b = workers.start("b", reader(true), "TLS", "shm", "RNDV_THRESH", "1g");
+        long placed = placedOverShm("1g", 100_000, 1 << 20, 2 << 20, 70_000);
+        // Every byte of the three under 1 MiB but a last fragment under the 1 KiB the ring places from; none of 2 MiB.
+        long whole = 100_000 + (1 << 20) + 70_000;
+        assertTrue(placed <= whole && placed > whole - 3 * 1024, () -> placed + " bytes copied from the ring "
+                + "straight into a write's buffer, of " + whole);
+    }
+
+    /**
+     * A stream write sent by rendezvous over the ring (shm alone: no cma to read it with) is received into one buffer
+     * of the whole, taken when this side asks for the data: the lane copies each fragment from the ring straight
+     * there, where copies of each fragment were put together at the end (two more copies of every byte).
+     */
+    @Test
+    void overShmARendezvousStreamWriteGoesFromTheRingStraightIntoOneBuffer() throws Exception {
+        long all = (4 << 20) + 3 + 300_000 + (1 << 20) + 5;
+        long placed = placedOverShm("64k", (4 << 20) + 3, 300_000, (1 << 20) + 5);
+        // Every byte but each write's last fragment when that is under the 1 KiB the ring places from.
+        assertTrue(placed <= all && placed > all - 3 * 1024, () -> placed + " bytes copied from the ring straight "
+                + "into a write's buffer, of " + all);
+    }
+
+    /**
+     * Writes {@code sizes} over shm alone with the rendezvous from {@code rndvThresh}, checks that they arrive in
+     * order, and returns how many bytes the receiving lane copied from its ring straight into a write's buffer.
+     */
+    private long placedOverShm(String rndvThresh, int... sizes) throws Exception {
+        DefaultWorker a = workers.start("a", "TLS", "shm", "RNDV_THRESH", rndvThresh);
+        DefaultWorker b = workers.start("b", reader(true), "TLS", "shm", "RNDV_THRESH", rndvThresh);
         Endpoint ab = a.connect(b.address());
-        int[] sizes = {100_000, 1 << 20, 2 << 20, 70_000};
         long total = 0;
         for (int i = 0; i < sizes.length; i++) {
             ChannelFuture f = ab.streamSend(content(i, sizes[i], i % 2 == 0));
@@ -172,11 +197,7 @@ class StreamTest {
         awaitInOrder(b, sizes, total);
         io.nucx.transport.shm.ShmChannel lane = (io.nucx.transport.shm.ShmChannel) TestWorkers.impl(
                 b.endpoints().iterator().next()).amLane();
-        long placed = b.eventLoop().submit(lane::placedBytes).get(10, TimeUnit.SECONDS);
-        // Every byte of the three under 1 MiB but a last fragment under the 1 KiB the ring places from; none of 2 MiB.
-        long whole = 100_000 + (1 << 20) + 70_000;
-        assertTrue(placed <= whole && placed > whole - 3 * 1024, () -> placed + " bytes copied from the ring "
-                + "straight into a write's buffer, of " + whole);
+        return b.eventLoop().submit(lane::placedBytes).get(10, TimeUnit.SECONDS);
     }
 
     /**

@@ -135,7 +135,10 @@ final class TagPerfServer {
 
     /**
      * An active message of am_lat / am_bw, handled as the tagged message {@code as}: eager data are here already; a
-     * rendezvous message's are received into a pooled buffer first (a buffer per message: several may be arriving).
+     * rendezvous message's are received into the receive buffer, as ucx_perftest's {@code ucp_am_recv_data_nbx} into
+     * its one buffer (several may be arriving at once, each over the same bytes). A pooled buffer per message was a
+     * new pool chunk per message from 4 MiB (Netty's chunk size): memory the kernel faulted in, page by page, at
+     * every message, a quarter of the copy rate.
      */
     private void receive(AmMessage m, long as) {
         int size = (int) m.dataLength();
@@ -143,9 +146,9 @@ final class TagPerfServer {
             onAm(as, size);
             return;
         }
-        ByteBuf into = PooledByteBufAllocator.DEFAULT.directBuffer(size, size);
-        m.receiveData(into).addListener(f -> {
-            into.release();
+        ByteBuf target = into.retainedSlice(0, size).clear();
+        m.receiveData(target).addListener(f -> {
+            target.release();
             if (f.isSuccess()) {
                 onAm(as, size);
             } else {

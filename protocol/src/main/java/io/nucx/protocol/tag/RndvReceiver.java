@@ -393,9 +393,11 @@ final class RndvReceiver {
     private void askForData(Receive rv) {
         rv.stage = Stage.RTR_SENT;
         if (rv.parts == null) {
-            if (rv.buffer == null && rv.target instanceof TagReceive && placesLargeFrames()) {
-                // The message needs this one buffer at the end anyway; given now, the lanes read it straight in and
-                // nothing is composed from fragment copies.
+            if (rv.buffer == null && rv.target != null) {
+                // The message needs this one buffer at the end anyway (a receive's, a slot's for the pipeline or the
+                // stream); given now, each fragment is copied there once, or read straight in by the lane, where
+                // copies of each composed at the end were two more copies and a buffer per fragment (shm, 4 MiB:
+                // a quarter of the rate). Without room in the budget, the copies, as before.
                 wholeBuffer(rv);
             }
             rv.parts = fragments(rv);
