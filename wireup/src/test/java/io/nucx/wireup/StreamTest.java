@@ -181,6 +181,35 @@ class StreamTest {
     }
 
     /**
+     * Over tcp a stream write in one frame (eager, up to a segment) is read from the socket straight into a buffer of
+     * its own once its header has come, where every read of it was appended to the lane's cumulation first.
+     */
+    @Test
+    void overTcpAWholeStreamWriteIsReadStraightIntoItsBuffer() throws Exception {
+        // epoll: tcp lanes place payloads on epoll and nio, not on io_uring (the default without busy-polling).
+        DefaultWorker a = workers.start("a", "TLS", "tcp", "TCP_IO", "epoll", "RNDV_THRESH", "1g");
+        DefaultWorker b = workers.start("b", reader(true), "TLS", "tcp", "TCP_IO", "epoll", "RNDV_THRESH", "1g");
+        Endpoint ab = a.connect(b.address());
+        int[] sizes = new int[40];
+        long total = 0;
+        for (int i = 0; i < sizes.length; i++) {
+            sizes[i] = 100_000 + i;
+            total += sizes[i];
+        }
+        for (int i = 0; i < sizes.length; i++) {
+            ChannelFuture f = ab.streamSend(content(i, sizes[i], i % 2 == 0));
+            assertTrue(f.await(60, TimeUnit.SECONDS) && f.isSuccess(), () -> "stream write: " + f.cause());
+        }
+        awaitInOrder(b, sizes, total);
+        io.nucx.transport.tcp.AmFrameDecoder decoder = TestWorkers.impl(b.endpoints().iterator().next()).amLane()
+                .pipeline().get(io.nucx.transport.tcp.AmFrameDecoder.class);
+        long placed = b.eventLoop().submit(decoder::placedBytes).get(10, TimeUnit.SECONDS);
+        long all = total;
+        assertTrue(placed > all / 2, () -> "only " + placed + " of " + all + " bytes came from the socket straight "
+                + "into a write's buffer");
+    }
+
+    /**
      * Writes {@code sizes} over shm alone with the rendezvous from {@code rndvThresh}, checks that they arrive in
      * order, and returns how many bytes the receiving lane copied from its ring straight into a write's buffer.
      */
