@@ -189,22 +189,14 @@ class StreamTest {
         // epoll: tcp lanes place payloads on epoll and nio, not on io_uring (the default without busy-polling).
         DefaultWorker a = workers.start("a", "TLS", "tcp", "TCP_IO", "epoll", "RNDV_THRESH", "1g");
         DefaultWorker b = workers.start("b", reader(true), "TLS", "tcp", "TCP_IO", "epoll", "RNDV_THRESH", "1g");
-        Endpoint ab = a.connect(b.address());
         int[] sizes = new int[40];
-        long total = 0;
         for (int i = 0; i < sizes.length; i++) {
             sizes[i] = 100_000 + i;
-            total += sizes[i];
         }
-        for (int i = 0; i < sizes.length; i++) {
-            ChannelFuture f = ab.streamSend(content(i, sizes[i], i % 2 == 0));
-            assertTrue(f.await(60, TimeUnit.SECONDS) && f.isSuccess(), () -> "stream write: " + f.cause());
-        }
-        awaitInOrder(b, sizes, total);
+        long all = writeInOrder(a.connect(b.address()), b, sizes);
         io.nucx.transport.tcp.AmFrameDecoder decoder = TestWorkers.impl(b.endpoints().iterator().next()).amLane()
                 .pipeline().get(io.nucx.transport.tcp.AmFrameDecoder.class);
         long placed = b.eventLoop().submit(decoder::placedBytes).get(10, TimeUnit.SECONDS);
-        long all = total;
         assertTrue(placed > all / 2, () -> "only " + placed + " of " + all + " bytes came from the socket straight "
                 + "into a write's buffer");
     }
@@ -216,7 +208,18 @@ class StreamTest {
     private long placedOverShm(String rndvThresh, int... sizes) throws Exception {
         DefaultWorker a = workers.start("a", "TLS", "shm", "RNDV_THRESH", rndvThresh);
         DefaultWorker b = workers.start("b", reader(true), "TLS", "shm", "RNDV_THRESH", rndvThresh);
-        Endpoint ab = a.connect(b.address());
+        writeInOrder(a.connect(b.address()), b, sizes);
+        io.nucx.transport.shm.ShmChannel lane = (io.nucx.transport.shm.ShmChannel) TestWorkers.impl(
+                b.endpoints().iterator().next()).amLane();
+        return b.eventLoop().submit(lane::placedBytes).get(10, TimeUnit.SECONDS);
+    }
+
+    /**
+     * Writes {@code sizes} (write i: {@link #content} of seed i, direct when i is even) one after another on
+     * {@code ab}, each completed before the next, checks that {@code b}'s reader gets them in order, and returns
+     * their total size.
+     */
+    private long writeInOrder(Endpoint ab, DefaultWorker b, int... sizes) throws Exception {
         long total = 0;
         for (int i = 0; i < sizes.length; i++) {
             ChannelFuture f = ab.streamSend(content(i, sizes[i], i % 2 == 0));
@@ -224,9 +227,7 @@ class StreamTest {
             total += sizes[i];
         }
         awaitInOrder(b, sizes, total);
-        io.nucx.transport.shm.ShmChannel lane = (io.nucx.transport.shm.ShmChannel) TestWorkers.impl(
-                b.endpoints().iterator().next()).amLane();
-        return b.eventLoop().submit(lane::placedBytes).get(10, TimeUnit.SECONDS);
+        return total;
     }
 
     /**
