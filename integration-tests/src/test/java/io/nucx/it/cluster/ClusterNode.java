@@ -18,8 +18,11 @@ interface ClusterNode {
     /** SIGKILL the node's process (docker kill): its sockets close, nothing is said. */
     void kill() throws Exception;
 
-    /** Freezes the node (docker pause / SIGSTOP): sockets stay open, nothing is answered. */
-    void pause() throws Exception;
+    /**
+     * Freezes the node (docker pause / SIGSTOP): sockets stay open, nothing is answered. Returns the time
+     * ({@link System#currentTimeMillis()}) the freeze that took began: the fault's moment.
+     */
+    long pause() throws Exception;
 
     /** Undoes {@link #pause()}. */
     void resume() throws Exception;

@@ -185,8 +185,7 @@ abstract class ClusterScenarios {
         CompletableFuture<String> sync = c.node(1).control().submit("send n4 " + nextStream++ + " 2 100 sync"
                 + SEND_TIMEOUT);
         awaitUnexpected(victim, 5);
-        long faultAt = System.currentTimeMillis();
-        victim.pause();
+        long faultAt = victim.pause();
         try {
             assertFailedWithin(c.node(0).control().await(send, "send", Duration.ofSeconds(60)), 0, 3,
                     "EndpointTimeoutException", faultAt);

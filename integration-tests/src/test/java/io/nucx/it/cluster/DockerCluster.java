@@ -1,6 +1,7 @@
 package io.nucx.it.cluster;
 
 import com.github.dockerjava.api.DockerClient;
+import com.github.dockerjava.api.exception.InternalServerErrorException;
 import com.github.dockerjava.api.model.Capability;
 import com.github.dockerjava.api.model.ContainerNetwork;
 import org.testcontainers.DockerClientFactory;
@@ -157,6 +158,8 @@ final class DockerCluster extends AbstractCluster<DockerCluster.DockerNode> {
 
     /** One container running {@code nucx node}. */
     static final class DockerNode extends AbstractClusterNode {
+        private static final int PAUSE_ATTEMPTS = 5;
+
         private final DockerCluster cluster;
         private final NodeContainer container;
         private final Path controlDir;
@@ -220,8 +223,25 @@ final class DockerCluster extends AbstractCluster<DockerCluster.DockerNode> {
         }
 
         @Override
-        public void pause() {
-            cluster.docker.pauseContainerCmd(container.getContainerId()).exec();
+        public long pause() throws InterruptedException {
+            // The cgroup freezer gives up on a task it cannot stop at that instant ("unable to freeze") and thaws
+            // the rest: nothing was paused, so the engine's refusal is tried again, and the fault starts with
+            // the attempt that took.
+            for (int attempt = 1; ; attempt++) {
+                long at = System.currentTimeMillis();
+                try {
+                    cluster.docker.pauseContainerCmd(container.getContainerId()).exec();
+                    return at;
+                } catch (InternalServerErrorException refused) {
+                    String why = String.valueOf(refused.getMessage()).strip();
+                    if (attempt == PAUSE_ATTEMPTS || !why.contains("unable to freeze")) {
+                        throw refused;
+                    }
+                    System.out.println("cluster: docker pause of " + name + " refused (" + why + "), attempt "
+                            + attempt + " of " + PAUSE_ATTEMPTS);
+                    Thread.sleep(500);
+                }
+            }
         }
 
         @Override

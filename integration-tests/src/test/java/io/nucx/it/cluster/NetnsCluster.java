@@ -223,8 +223,10 @@ final class NetnsCluster extends AbstractCluster<NetnsCluster.NetnsNode> {
         }
 
         @Override
-        public void pause() throws Exception {
+        public long pause() throws Exception {
+            long at = System.currentTimeMillis();
             signal("STOP");
+            return at;
         }
 
         @Override
