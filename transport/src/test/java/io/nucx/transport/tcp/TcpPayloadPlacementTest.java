@@ -27,8 +27,10 @@ import java.util.List;
 import java.util.Map;
 import java.util.concurrent.BlockingQueue;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertInstanceOf;
@@ -224,7 +226,7 @@ class TcpPayloadPlacementTest {
     void aWholeFrameOf64KiBAndTheFrameBeforeItAreTakenInOneRead(IoEngine engine) throws Exception {
         PlacingPair p = placingPair(engine);
         Channel accepted = p.receiver().channel.get(10, TimeUnit.SECONDS);
-        java.util.concurrent.atomic.AtomicInteger reads = new java.util.concurrent.atomic.AtomicInteger();
+        AtomicInteger reads = new AtomicInteger();
         accepted.eventLoop().submit(() -> accepted.pipeline().addFirst("readCounter",
                 new ChannelInboundHandlerAdapter() {
                     @Override
@@ -238,7 +240,7 @@ class TcpPayloadPlacementTest {
         List<Integer> readsPerRound = new ArrayList<>();
         for (int i = 0; i < rounds; i++) {
             // The receiving loop waits while the round is written, so the whole round is in its socket when it reads.
-            java.util.concurrent.CountDownLatch written = new java.util.concurrent.CountDownLatch(1);
+            CountDownLatch written = new CountDownLatch(1);
             accepted.eventLoop().execute(() -> {
                 try {
                     written.await(10, TimeUnit.SECONDS);
