@@ -27,10 +27,8 @@ import java.util.List;
 import java.util.Map;
 import java.util.concurrent.BlockingQueue;
 import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.AtomicInteger;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertInstanceOf;
@@ -213,61 +211,6 @@ class TcpPayloadPlacementTest {
             assertEquals(0, r.placements, "NUCX_TCP_PLACE=" + setting + " on " + engine + " asks no one");
         }
         assertTrue(r.errors.isEmpty(), () -> "errors: " + r.errors);
-    }
-
-    /**
-     * A short frame and a 64 KiB one after it (a Netty app's head and body), written at once and all in the socket
-     * when the lane reads: one read takes both, the large one whole. Netty's reads stopped at 64 KiB, which left the
-     * large frame's end for a second read and its payload to be copied out of the first. The first rounds let the
-     * lane's adaptive read size grow as a busy lane's does.
-     */
-    @ParameterizedTest
-    @EnumSource(value = IoEngine.class, names = {"EPOLL", "NIO"})
-    void aWholeFrameOf64KiBAndTheFrameBeforeItAreTakenInOneRead(IoEngine engine) throws Exception {
-        PlacingPair p = placingPair(engine);
-        Channel accepted = p.receiver().channel.get(10, TimeUnit.SECONDS);
-        AtomicInteger reads = new AtomicInteger();
-        accepted.eventLoop().submit(() -> accepted.pipeline().addFirst("readCounter",
-                new ChannelInboundHandlerAdapter() {
-                    @Override
-                    public void channelRead(ChannelHandlerContext ctx, Object msg) {
-                        reads.incrementAndGet();
-                        ctx.fireChannelRead(msg);
-                    }
-                })).sync();
-        int rounds = 10;
-        int body = 64 * 1024;
-        List<Integer> readsPerRound = new ArrayList<>();
-        for (int i = 0; i < rounds; i++) {
-            // The receiving loop waits while the round is written, so the whole round is in its socket when it reads.
-            CountDownLatch written = new CountDownLatch(1);
-            accepted.eventLoop().execute(() -> {
-                try {
-                    written.await(10, TimeUnit.SECONDS);
-                } catch (InterruptedException e) {
-                    Thread.currentThread().interrupt();
-                }
-            });
-            int before = reads.get();
-            p.sender().write(frame(SMALL, i, i, 100));
-            ChannelFuture w = p.sender().writeAndFlush(frame(UNPLACED, i, i, body));
-            assertTrue(w.await(10, TimeUnit.SECONDS) && w.isSuccess(), () -> "round written: " + w.cause());
-            written.countDown();
-            for (int k = 0; k < 2; k++) {
-                AmFrame f = p.receiver().frames.poll(10, TimeUnit.SECONDS);
-                assertNotNull(f, "frame " + k + " of round " + i + " did not arrive");
-                try {
-                    assertEquals(k == 0 ? SMALL : UNPLACED, f.amId(), "round " + i + ", frame " + k + ": order");
-                    assertPattern(f.payload(), i, k == 0 ? 100 : body, "round " + i + ", frame " + k);
-                } finally {
-                    f.release();
-                }
-            }
-            readsPerRound.add(reads.get() - before);
-        }
-        assertEquals(List.of(1, 1, 1, 1), readsPerRound.subList(rounds - 4, rounds),
-                () -> "reads per round on " + engine + ": " + readsPerRound);
-        assertTrue(p.receiver().errors.isEmpty(), () -> "errors: " + p.receiver().errors);
     }
 
     /** A PLACED frame's prefix, header and the first {@code n} bytes of its payload, as raw bytes. */
