@@ -28,7 +28,9 @@ import static io.nucx.transport.tcp.AmFrameLayout.PREFIX_LENGTH;
  * the payload goes ({@link PayloadPlacement}), the rest of it is read from the socket straight into that memory: the
  * lane's {@link PlacingRecvAllocator} hands the channel a slice of it as the next read's buffer, and the read after
  * the payload is a small one, so that the next frame's header comes with little of its payload and that payload can
- * be placed too. Only where this decoder is the first to see the socket's bytes (not under TLS).
+ * be placed too. A large frame that came whole in a read (with the frames before it) is copied into the place its
+ * handler gives rather than handed up as a slice of the read. Only where this decoder is the first to see the
+ * socket's bytes (not under TLS).
  *
  * <p>A frame flagged {@link AmFrame#FLAG_PLACED} may exceed the payload limit, which bounds what this lane buffers:
  * its receiver asked for it so, and it is read into that receiver's memory. One that nothing here places is refused
@@ -185,6 +187,20 @@ public final class AmFrameDecoder extends ByteToMessageDecoder {
                 }
                 return;
             }
+            if (placing && payloadLength >= PLACE_FROM) {
+                // Whole already (a read brought it with the frames before it): copied into its place, if it has one,
+                // rather than sliced, which would cost an object per message and the receiver the same copy later.
+                int placement = place(ctx, in, amId, flags, headerLength, (int) payloadLength, out);
+                if (placement == LATER) {
+                    return;
+                }
+                if (placement == PLACED) {
+                    if (ctx.isRemoved()) {
+                        return;
+                    }
+                    continue;
+                }
+            }
             ByteBuf header = copy(ctx, in, start + PREFIX_LENGTH, headerLength);
             int payloadAt = start + PREFIX_LENGTH + headerLength;
             ByteBuf payload = payloadLength == 0 ? io.netty.buffer.Unpooled.EMPTY_BUFFER
@@ -199,9 +215,10 @@ public final class AmFrameDecoder extends ByteToMessageDecoder {
     }
 
     /**
-     * The frame at {@code in}'s reader index has its header but not its whole payload: if the lane's handler says
-     * where the payload goes, what has come of it is copied there, the frame is taken out of {@code in}, and the rest
-     * will be read into its place. Frames decoded before it go up first (the handler places by what it knows).
+     * The frame at {@code in}'s reader index has its header and maybe not its whole payload: if the lane's handler
+     * says where the payload goes, what has come of it is copied there and the frame is taken out of {@code in}; a
+     * whole one is added to {@code out} with that buffer as its payload; of one that is not, the rest will be read into
+     * its place. Frames decoded before it go up first (the handler places by what it knows).
      *
      * @return {@link #PLACED}, {@link #LATER} (frames before it go up first) or {@link #REFUSED}
      */
@@ -210,11 +227,15 @@ public final class AmFrameDecoder extends ByteToMessageDecoder {
         if (!out.isEmpty()) {
             return LATER; // decode is called again once they went up
         }
+        int start = in.readerIndex();
+        int payloadAt = start + PREFIX_LENGTH + headerLength;
+        boolean whole = in.writerIndex() - payloadAt >= payloadLength;
         ChannelHandler last = ctx.pipeline().last();
-        if (!(last instanceof PayloadPlacement placement) || ctx.pipeline().first() != this) {
+        // The rest of a payload is read into its place only if this decoder is the first to see the socket's bytes;
+        // a whole one is only copied there.
+        if (!(last instanceof PayloadPlacement placement) || !whole && ctx.pipeline().first() != this) {
             return REFUSED;
         }
-        int start = in.readerIndex();
         ByteBuf header = copy(ctx, in, start + PREFIX_LENGTH, headerLength);
         ByteBuf target;
         try {
@@ -232,10 +253,14 @@ public final class AmFrameDecoder extends ByteToMessageDecoder {
             target.release();
             throw new IllegalStateException("a placement of " + payloadLength + " bytes gave " + target);
         }
-        int payloadAt = start + PREFIX_LENGTH + headerLength;
-        Buffers.append(in, payloadAt, target, in.writerIndex() - payloadAt);
-        in.readerIndex(in.writerIndex());
-        placed = placedFrame.set(amId, flags, header, target);
+        int arrived = whole ? payloadLength : in.writerIndex() - payloadAt;
+        Buffers.append(in, payloadAt, target, arrived);
+        in.readerIndex(payloadAt + arrived);
+        if (whole) {
+            out.add(AmFrame.of(amId, flags, header, target));
+        } else {
+            placed = placedFrame.set(amId, flags, header, target);
+        }
         return PLACED;
     }
 

@@ -2,12 +2,14 @@ package io.nucx.transport.tcp;
 
 import io.netty.bootstrap.Bootstrap;
 import io.netty.bootstrap.ServerBootstrap;
+import io.netty.channel.AdaptiveRecvByteBufAllocator;
 import io.netty.channel.Channel;
 import io.netty.channel.ChannelFuture;
 import io.netty.channel.ChannelHandler;
 import io.netty.channel.ChannelInitializer;
 import io.netty.channel.ChannelOption;
 import io.netty.channel.EventLoop;
+import io.netty.channel.RecvByteBufAllocator;
 import io.netty.channel.WriteBufferWaterMark;
 import io.netty.util.concurrent.Future;
 import io.nucx.transport.AbstractIface;
@@ -121,7 +123,7 @@ final class TcpIface extends AbstractIface {
                 .channel(mode.serverChannel())
                 .option(ChannelOption.SO_REUSEADDR, true)
                 .childOption(ChannelOption.TCP_NODELAY, true)
-                .childOption(ChannelOption.MAX_MESSAGES_PER_READ, READS_PER_TURN)
+                .childOption(ChannelOption.RCVBUF_ALLOCATOR, readSizes())
                 .childOption(ChannelOption.WRITE_BUFFER_WATER_MARK, waterMark(segSize))
                 .childHandler(new ChannelInitializer<>() {
                     @Override
@@ -146,11 +148,27 @@ final class TcpIface extends AbstractIface {
     }
 
     /**
-     * Reads per lane per loop turn (Netty's default is 16): with reads of at most 64 KiB (the adaptive allocator's
-     * ceiling) one lane brings at most 256 KiB of frames per turn, so a peer flooding small frames (a few thousand per
-     * turn) delays the loop's other lanes and timers by milliseconds, not seconds.
+     * Reads per lane per loop turn (Netty's default is 16): with reads of at most {@link #MAX_READ} one lane brings
+     * at most 1 MiB per turn, so a peer flooding its socket delays the loop's other lanes and timers by milliseconds,
+     * not seconds (the frames a lane handles per turn are bounded apart, NUCX_LANE_BATCH).
      */
     static final int READS_PER_TURN = 4;
+
+    /**
+     * The largest read into a lane's own buffer (Netty's adaptive allocator stops at 64 KiB). A frame of a 64 KiB
+     * write (a Netty app's body, a perftest message) is 64 KiB and its headers, and a read of 64 KiB left its last
+     * bytes for a second read, after which the decoder copied the frame's payload out of the first into one buffer
+     * and a third read met an empty socket. A read of up to a tcp segment's frame and what precedes it takes such
+     * frames whole, as their slices; the allocator still sizes reads by what they bring, so a lane of short
+     * messages keeps small buffers.
+     */
+    static final int MAX_READ = 256 * 1024;
+
+    /** A lane's read sizes: adaptive, from Netty's minimum and initial guess up to {@link #MAX_READ}. */
+    private static RecvByteBufAllocator readSizes() {
+        return new AdaptiveRecvByteBufAllocator(AdaptiveRecvByteBufAllocator.DEFAULT_MINIMUM,
+                AdaptiveRecvByteBufAllocator.DEFAULT_INITIAL, MAX_READ).maxMessagesPerRead(READS_PER_TURN);
+    }
 
     /**
      * Every tcp lane, connected or accepted: TLS when configured ({@link TcpTls}, with the server's or the client's
@@ -412,7 +430,7 @@ final class TcpIface extends AbstractIface {
                 .group(eventLoop())
                 .channel(mode.socketChannel())
                 .option(ChannelOption.TCP_NODELAY, true)
-                .option(ChannelOption.MAX_MESSAGES_PER_READ, READS_PER_TURN)
+                .option(ChannelOption.RCVBUF_ALLOCATOR, readSizes())
                 .option(ChannelOption.WRITE_BUFFER_WATER_MARK, waterMark(segSize))
                 .handler(new ChannelInitializer<>() {
                     @Override

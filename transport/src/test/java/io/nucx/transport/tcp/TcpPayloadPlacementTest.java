@@ -27,8 +27,10 @@ import java.util.List;
 import java.util.Map;
 import java.util.concurrent.BlockingQueue;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertInstanceOf;
@@ -211,6 +213,72 @@ class TcpPayloadPlacementTest {
             assertEquals(0, r.placements, "NUCX_TCP_PLACE=" + setting + " on " + engine + " asks no one");
         }
         assertTrue(r.errors.isEmpty(), () -> "errors: " + r.errors);
+    }
+
+    /**
+     * A short frame and a 64 KiB one after it (a Netty app's head and body), written at once and all in the socket
+     * when the lane reads: one read takes both, the large one whole. Netty's reads stopped at 64 KiB, which left the
+     * large frame's end for a second read and its payload to be copied out of the first. The first rounds let the
+     * lane's adaptive read size grow as a busy lane's does. A large frame whose receiver says where it goes arrives
+     * in that memory (copied there from the read), as one read only partly would (the socket writing the rest).
+     */
+    @ParameterizedTest(name = "{0}, placed {1}")
+    @CsvSource({"EPOLL, false", "NIO, false", "EPOLL, true", "NIO, true"})
+    void aWholeFrameOf64KiBAndTheFrameBeforeItAreTakenInOneRead(IoEngine engine, boolean placed) throws Exception {
+        PlacingPair p = placingPair(engine);
+        Channel accepted = p.receiver().channel.get(10, TimeUnit.SECONDS);
+        AtomicInteger reads = new AtomicInteger();
+        accepted.eventLoop().submit(() -> accepted.pipeline().addFirst("readCounter",
+                new ChannelInboundHandlerAdapter() {
+                    @Override
+                    public void channelRead(ChannelHandlerContext ctx, Object msg) {
+                        reads.incrementAndGet();
+                        ctx.fireChannelRead(msg);
+                    }
+                })).sync();
+        int rounds = 10;
+        int body = 64 * 1024;
+        List<Integer> readsPerRound = new ArrayList<>();
+        for (int i = 0; i < rounds; i++) {
+            // The receiving loop waits while the round is written, so the whole round is in its socket when it reads.
+            CountDownLatch written = new CountDownLatch(1);
+            accepted.eventLoop().execute(() -> {
+                try {
+                    written.await(10, TimeUnit.SECONDS);
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                }
+            });
+            int before = reads.get();
+            p.sender().write(frame(SMALL, i, i, 100));
+            int at = i * body;
+            ChannelFuture w = p.sender().writeAndFlush(placed ? frame(PLACED, at, i, body) : frame(UNPLACED, i, i,
+                    body));
+            assertTrue(w.await(10, TimeUnit.SECONDS) && w.isSuccess(), () -> "round written: " + w.cause());
+            written.countDown();
+            for (int k = 0; k < 2; k++) {
+                AmFrame f = p.receiver().frames.poll(10, TimeUnit.SECONDS);
+                assertNotNull(f, "frame " + k + " of round " + i + " did not arrive");
+                try {
+                    assertEquals(k == 0 ? SMALL : placed ? PLACED : UNPLACED, f.amId(), "round " + i + ", frame "
+                            + k + ": order");
+                    assertPattern(f.payload(), i, k == 0 ? 100 : body, "round " + i + ", frame " + k);
+                    if (k == 1 && placed) {
+                        assertEquals(p.receiver().region.memoryAddress() + at, f.payload().memoryAddress()
+                                + f.payload().readerIndex(), "round " + i + ": the payload is the receiver's memory");
+                    }
+                } finally {
+                    f.release();
+                }
+            }
+            readsPerRound.add(reads.get() - before);
+        }
+        assertEquals(List.of(1, 1, 1, 1), readsPerRound.subList(rounds - 4, rounds),
+                () -> "reads per round on " + engine + ": " + readsPerRound);
+        if (placed) {
+            assertEquals(rounds, p.receiver().placements, "every 64 KiB payload was placed");
+        }
+        assertTrue(p.receiver().errors.isEmpty(), () -> "errors: " + p.receiver().errors);
     }
 
     /** A PLACED frame's prefix, header and the first {@code n} bytes of its payload, as raw bytes. */
