@@ -146,8 +146,9 @@ public enum IoEngine {
     /**
      * The engine {@code NUCX_TCP_IO} asks for: auto picks the first available (io_uring, epoll, nio; epoll first
      * for a loop that polls, busy or for a spin before it parks: its non-blocking pass is one epoll_wait, and its
-     * lanes read large payloads straight into the receiver's buffer, which io_uring's do not); a forced engine that
-     * cannot load fails with its reason.
+     * lanes read large payloads straight into the receiver's buffer, which io_uring's do not; and Netty 4.2.18's
+     * io_uring pass allocates its completion callback each time, 16 bytes per pass of a spinning loop, netty#17437,
+     * fixed in a later release); a forced engine that cannot load fails with its reason.
      *
      * @param polls whether the loop makes non-blocking passes (NUCX_BUSY_POLL, or a NUCX_SHM_SPIN above 0)
      */
