@@ -159,8 +159,8 @@ final class TcpIface extends AbstractIface {
      * write (a Netty app's body, a perftest message) is 64 KiB and its headers, and a read of 64 KiB left its last
      * bytes for a second read, after which the decoder copied the frame's payload out of the first into one buffer
      * and a third read met an empty socket. A read of up to a tcp segment's frame and what precedes it takes such
-     * frames whole, as their slices; the allocator still sizes reads by what they bring, so a lane of short
-     * messages keeps small buffers.
+     * frames whole (their payloads copied into the place a posted receive gives, else sliced: {@link AmFrameDecoder});
+     * the allocator still sizes reads by what they bring, so a lane of short messages keeps small buffers.
      */
     static final int MAX_READ = 256 * 1024;
 
