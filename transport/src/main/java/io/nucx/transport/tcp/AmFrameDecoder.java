@@ -28,9 +28,9 @@ import static io.nucx.transport.tcp.AmFrameLayout.PREFIX_LENGTH;
  * the payload goes ({@link PayloadPlacement}), the rest of it is read from the socket straight into that memory: the
  * lane's {@link PlacingRecvAllocator} hands the channel a slice of it as the next read's buffer, and the read after
  * the payload is a small one, so that the next frame's header comes with little of its payload and that payload can
- * be placed too. A large frame that came whole in a read (with the frames before it) is copied into the place its
- * handler gives rather than handed up as a slice of the read. Only where this decoder is the first to see the
- * socket's bytes (not under TLS).
+ * be placed too; that only where this decoder is the first to see the socket's bytes. A large frame that came whole
+ * in a read (with the frames before it) is copied into the place its handler gives rather than handed up as a slice
+ * of the read. Both only on lanes that place (NUCX_TCP_PLACE, not under TLS, not io_uring).
  *
  * <p>A frame flagged {@link AmFrame#FLAG_PLACED} may exceed the payload limit, which bounds what this lane buffers:
  * its receiver asked for it so, and it is read into that receiver's memory. One that nothing here places is refused
