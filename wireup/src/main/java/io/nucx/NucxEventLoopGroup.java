@@ -49,8 +49,8 @@ public final class NucxEventLoopGroup extends MultiThreadIoEventLoopGroup {
     /**
      * nucx's I/O engine as configured: the TCP engine of NUCX_TCP_IO wrapped in the shm engine, which spins
      * NUCX_SHM_SPIN (by default 300 us) before it parks (for ever with NUCX_BUSY_POLL), yielding its core between idle
-     * passes as NUCX_IDLE_SPINS and NUCX_IDLE_BACKOFF say, by default soon and always: an app's own threads share
-     * these loops' cores. A bad value fails naming its variable.
+     * passes as NUCX_IDLE_SPINS and NUCX_IDLE_BACKOFF say, by default soon (at once where a loop has no shm lanes)
+     * and always: an app's own threads share these loops' cores. A bad value fails naming its variable.
      */
     public static IoHandlerFactory newIoHandlerFactory() {
         NucxConfig config = NucxConfig.fromEnvironment().validate();
@@ -66,7 +66,8 @@ public final class NucxEventLoopGroup extends MultiThreadIoEventLoopGroup {
     static IoHandlerFactory newIoHandlerFactory(NucxConfig config, boolean busyPoll, boolean groupLoop) {
         long spinNanos = ShmConfig.loopSpinNanos(config, busyPoll, groupLoop);
         return ShmIoHandler.newFactory(IoEngine.configured(config, spinNanos > 0).ioHandlerFactory(), spinNanos,
-                WireupConfig.idleSpins(config, groupLoop), WireupConfig.idleBackoff(config, groupLoop));
+                WireupConfig.idleSpins(config, groupLoop), WireupConfig.socketIdleSpins(config, groupLoop),
+                WireupConfig.idleBackoff(config, groupLoop));
     }
 
     @Override

@@ -26,11 +26,21 @@ public final class WireupConfig extends AbstractConfigTable {
     private static final int WORKER_IDLE_SPINS = 1000;
     /** A NucxEventLoopGroup's loops give their core away sooner ({@link #idleBackoff} says why). */
     private static final int GROUP_IDLE_SPINS = 100;
+    /**
+     * A NucxEventLoopGroup's loops without rings (tcp lanes, sockets only) give it away from their first idle pass:
+     * there a pass is a system call (epoll_wait) anyway, and a pass that only spins keeps the core from the app's
+     * thread that has the work (gRPC's executor answering). Against 100 passes, in turns with plain TCP: gRPC's
+     * latency over tcp lanes 0.90-0.95x TCP's where it was 1.15-1.27x, HTTP with 64 KiB bodies 0.95x TCP's throughput
+     * where 0.73x. Loops with rings keep 100: an idle pass there is a look at memory, and yielding from the first
+     * cost HTTP 64 KiB over shm ~10 % (BENCHMARKS.md, "Socket-only group loops yield from their first idle pass").
+     */
+    private static final int GROUP_SOCKET_IDLE_SPINS = 0;
     /** Idle passes in a row a polling loop spins before it may yield its core between passes; -1: auto. */
     public static final ConfigEntry<Integer> IDLE_SPINS = ConfigEntry.integerOrAuto("IDLE_SPINS", "auto",
             "Idle passes in a row a polling loop (busy-poll, or NUCX_SHM_SPIN) only spins before it may yield its "
                     + "core between passes (NUCX_IDLE_BACKOFF); auto: " + WORKER_IDLE_SPINS + " for a worker's own "
-                    + "loop, " + GROUP_IDLE_SPINS + " for a NucxEventLoopGroup's", 0, 1_000_000_000);
+                    + "loop, " + GROUP_IDLE_SPINS + " for a NucxEventLoopGroup's (" + GROUP_SOCKET_IDLE_SPINS
+                    + " on its loops without shm lanes)", 0, 1_000_000_000);
     /** When a polling loop past its spin passes yields; empty (auto): as the loop's use says ({@link #idleBackoff}). */
     public static final ConfigEntry<Optional<ShmIoHandler.Backoff>> IDLE_BACKOFF = ConfigEntry.choice("IDLE_BACKOFF",
             "auto", "When an idle polling loop past NUCX_IDLE_SPINS yields its core between passes: jit (while the "
@@ -107,6 +117,12 @@ public final class WireupConfig extends AbstractConfigTable {
     public static int idleSpins(NucxConfig config, boolean groupLoop) {
         int spins = config.get(IDLE_SPINS);
         return spins >= 0 ? spins : groupLoop ? GROUP_IDLE_SPINS : WORKER_IDLE_SPINS;
+    }
+
+    /** As {@link #idleSpins}, for a loop without rings (sockets only: tcp lanes), whose idle pass is a system call. */
+    public static int socketIdleSpins(NucxConfig config, boolean groupLoop) {
+        int spins = config.get(IDLE_SPINS);
+        return spins >= 0 ? spins : groupLoop ? GROUP_SOCKET_IDLE_SPINS : WORKER_IDLE_SPINS;
     }
 
     /**

@@ -38,10 +38,10 @@ class NucxEventLoopGroupConfigTest {
     }
 
     @Test
-    void byDefaultItsLoopsYieldSoonAndAlwaysForTheAppsThreadsThatShareTheirCoresAndParkAfter300Us() {
+    void byDefaultItsLoopsYieldSoonAndAlwaysAtOnceWithSocketsOnlyForTheAppsThreadsAndParkAfter300Us() {
         String engine = NucxEventLoopGroup.newIoHandlerFactory().toString();
 
-        assertTrue(engine.contains("(spin 300000 ns, back-off ALWAYS after 100 idle passes)"), engine);
+        assertTrue(engine.contains("(spin 300000 ns, back-off ALWAYS after 100 idle passes, 0 with sockets only)"), engine);
     }
 
     @Test
@@ -51,15 +51,18 @@ class NucxEventLoopGroupConfigTest {
         assertEquals(1000, WireupConfig.idleSpins(unset, false));
         assertEquals(ShmIoHandler.Backoff.JIT, WireupConfig.idleBackoff(unset, false));
         assertEquals(100, WireupConfig.idleSpins(unset, true));
+        assertEquals(0, WireupConfig.socketIdleSpins(unset, true));
+        assertEquals(1000, WireupConfig.socketIdleSpins(unset, false));
         assertEquals(ShmIoHandler.Backoff.ALWAYS, WireupConfig.idleBackoff(unset, true));
     }
 
     @Test
     void aValueSetIsTakenByBothKindsOfLoop() {
-        NucxConfig set = NucxConfig.of(Map.of(), Map.of("NUCX_IDLE_SPINS", "0", "NUCX_IDLE_BACKOFF", "NEVER"));
+        NucxConfig set = NucxConfig.of(Map.of(), Map.of("NUCX_IDLE_SPINS", "5", "NUCX_IDLE_BACKOFF", "NEVER"));
 
-        for (boolean groupLoop : new boolean[] {false, true}) {
-            assertEquals(0, WireupConfig.idleSpins(set, groupLoop));
+        for (boolean groupLoop : new boolean[] {false, true}) { // 5: no kind's default, for rings or sockets
+            assertEquals(5, WireupConfig.idleSpins(set, groupLoop));
+            assertEquals(5, WireupConfig.socketIdleSpins(set, groupLoop));
             assertEquals(ShmIoHandler.Backoff.NEVER, WireupConfig.idleBackoff(set, groupLoop));
         }
     }

@@ -26,7 +26,8 @@ import java.util.Arrays;
  * before it blocks in it (sockets only: no flags to set, the wrapped engine's own wake-up serves).
  *
  * <p>Idle passes back off as Agrona's {@code BackoffIdleStrategy} does, as far as {@link Backoff} allows: the first
- * {@code spinPasses} in a row only hint the CPU ({@link Thread#onSpinWait}); after that each idle pass gives the core
+ * {@code spinPasses} in a row (a loop without rings: {@code socketSpinPasses}) only hint the CPU
+ * ({@link Thread#onSpinWait}); after that each idle pass gives the core
  * away ({@link Thread#yield}) until work comes or, when the loop may block, the spin time is over. On a machine with as
  * many spinning loops as cores, a loop that never yields leaves the JIT compiler's threads (and the peer it waits for)
  * only what the scheduler takes from it by force, so the first seconds run in the interpreter. But a yield on a
@@ -60,6 +61,10 @@ public final class ShmIoHandler implements IoHandler {
     private final IoHandler delegate;
     private final long spinNanos;
     private final int spinPasses;
+    /** {@link #spinPasses} of a loop without rings, whose idle pass is a system call (a poll of its sockets). */
+    private final int socketSpinPasses;
+    /** Idle passes that gave the core away ({@link Thread#yield}); loop thread only, read by tests. */
+    int yields;
     private final Backoff backoff;
     /** Idle passes in a row (no ring, engine or task work), for the back-off. */
     private int idlePasses;
@@ -115,10 +120,11 @@ public final class ShmIoHandler implements IoHandler {
         }
     }
 
-    private ShmIoHandler(IoHandler delegate, long spinNanos, int spinPasses, Backoff backoff) {
+    private ShmIoHandler(IoHandler delegate, long spinNanos, int spinPasses, int socketSpinPasses, Backoff backoff) {
         this.delegate = delegate;
         this.spinNanos = spinNanos;
         this.spinPasses = spinPasses;
+        this.socketSpinPasses = socketSpinPasses;
         this.backoff = backoff;
     }
 
@@ -141,17 +147,28 @@ public final class ShmIoHandler implements IoHandler {
      */
     public static IoHandlerFactory newFactory(IoHandlerFactory delegate, long spinNanos, int spinPasses,
                                               Backoff backoff) {
+        return newFactory(delegate, spinNanos, spinPasses, spinPasses, backoff);
+    }
+
+    /**
+     * As {@link #newFactory(IoHandlerFactory, long, int, Backoff)}, a loop without rings (sockets only) backing off
+     * after {@code socketSpinPasses} idle passes instead: its idle pass is a system call, not a look at memory.
+     */
+    public static IoHandlerFactory newFactory(IoHandlerFactory delegate, long spinNanos, int spinPasses,
+                                              int socketSpinPasses, Backoff backoff) {
         java.util.Objects.requireNonNull(backoff, "backoff");
         if (spinNanos < 0) {
             throw new IllegalArgumentException("spin time must not be negative: " + spinNanos);
         }
-        if (spinPasses < 0) {
-            throw new IllegalArgumentException("spin passes must not be negative: " + spinPasses);
+        if (spinPasses < 0 || socketSpinPasses < 0) {
+            throw new IllegalArgumentException("spin passes must not be negative: " + spinPasses + ", "
+                    + socketSpinPasses);
         }
         return new IoHandlerFactory() {
             @Override
             public IoHandler newHandler(io.netty.util.concurrent.ThreadAwareExecutor executor) {
-                return new ShmIoHandler(delegate.newHandler(executor), spinNanos, spinPasses, backoff);
+                return new ShmIoHandler(delegate.newHandler(executor), spinNanos, spinPasses, socketSpinPasses,
+                        backoff);
             }
 
             @Override
@@ -163,7 +180,9 @@ public final class ShmIoHandler implements IoHandler {
             @Override
             public String toString() {
                 return "shm engine (" + (spinNanos == Long.MAX_VALUE ? "busy-poll" : "spin " + spinNanos + " ns")
-                        + ", back-off " + backoff + " after " + spinPasses + " idle passes) around " + delegate;
+                        + ", back-off " + backoff + " after " + spinPasses + " idle passes"
+                        + (socketSpinPasses == spinPasses ? "" : ", " + socketSpinPasses + " with sockets only")
+                        + ") around " + delegate;
             }
         };
     }
@@ -193,7 +212,7 @@ public final class ShmIoHandler implements IoHandler {
             idleSince = now;
         }
         if (!context.canBlock() || now - idleSince < spinNanos) {
-            return idleUnlessWork(context, pollDelegate(context));
+            return idleUnlessWork(context, pollDelegate(context), spinPasses);
         }
         boolean park = true;
         int armed = 0;
@@ -219,7 +238,7 @@ public final class ShmIoHandler implements IoHandler {
      */
     private int runSocketsOnly(IoHandlerContext context) {
         if (spinNanos == Long.MAX_VALUE) {
-            return idleUnlessWork(context, delegate.run(nonBlocking.wrap(context)));
+            return idleUnlessWork(context, delegate.run(nonBlocking.wrap(context)), socketSpinPasses);
         }
         if (spinNanos == 0 || !context.canBlock()) { // tasks are waiting: the pass does not block anyway
             idleSince = 0;
@@ -234,7 +253,7 @@ public final class ShmIoHandler implements IoHandler {
             if (work > 0) {
                 idleSince = 0;
             }
-            return idleUnlessWork(context, work);
+            return idleUnlessWork(context, work, socketSpinPasses);
         }
         // Woken by a socket or by a task from another thread ({@link #wakeup}): the next idle pass starts a new spin
         // (a task is often a send, whose reply then comes within it). A wake-up for nothing (an engine's stale one)
@@ -310,17 +329,18 @@ public final class ShmIoHandler implements IoHandler {
 
     /**
      * Ends a spinning pass that found {@code work}: none, and no task waiting either ({@code canBlock}), is an idle
-     * pass, which spins or yields as the class says.
+     * pass, which spins ({@code passes} in a row) or yields as the class says.
      */
-    private int idleUnlessWork(IoHandlerContext context, int work) {
+    private int idleUnlessWork(IoHandlerContext context, int work, int passes) {
         if (work > 0 || !context.canBlock()) {
             idlePasses = 0;
             return work;
         }
-        if (idlePasses < spinPasses) {
+        if (idlePasses < passes) {
             idlePasses++;
             Thread.onSpinWait();
         } else if (backoff == Backoff.ALWAYS || backoff == Backoff.JIT && jitBusy()) {
+            yields++;
             Thread.yield();
         } else {
             Thread.onSpinWait();

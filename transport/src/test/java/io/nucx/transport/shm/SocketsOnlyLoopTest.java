@@ -6,6 +6,7 @@ import io.netty.buffer.Unpooled;
 import io.netty.channel.Channel;
 import io.netty.channel.ChannelInboundHandlerAdapter;
 import io.netty.channel.EventLoopGroup;
+import io.netty.channel.IoHandlerFactory;
 import io.netty.channel.MultiThreadIoEventLoopGroup;
 import io.netty.channel.nio.NioIoHandler;
 import io.netty.channel.socket.nio.NioSocketChannel;
@@ -43,10 +44,15 @@ class SocketsOnlyLoopTest {
 
     @AfterEach
     void tearDown() throws Exception {
+        stopLoop();
+        peer.shutdownGracefully(0, 1, TimeUnit.SECONDS).sync();
+    }
+
+    private void stopLoop() throws Exception {
         if (loop != null) {
             loop.shutdownGracefully(0, 1, TimeUnit.SECONDS).sync();
+            loop = null;
         }
-        peer.shutdownGracefully(0, 1, TimeUnit.SECONDS).sync();
     }
 
     @ParameterizedTest
@@ -91,10 +97,40 @@ class SocketsOnlyLoopTest {
         send(client, "two");
     }
 
+    /**
+     * A loop without rings counts its idle passes before it yields with its own figure ({@code socketSpinPasses}): an
+     * idle pass there is a system call, so a group's loop of tcp lanes yields from the first. Each way round, so the
+     * ring loops' figure cannot pass for it.
+     */
+    @ParameterizedTest
+    @EnumSource(IoEngine.class)
+    void aLoopWithoutRingsYieldsAfterItsOwnCountOfIdlePasses(IoEngine engine) throws Exception {
+        assertTrue(yieldsWithinASpin(engine, 1_000_000_000, 0) > 0, engine + ": no yield with 0 socket passes");
+        stopLoop();
+        assertEquals(0, yieldsWithinASpin(engine, 0, 1_000_000_000),
+                engine + ": yields within 1e9 socket passes (the ring loops' 0 taken instead)");
+    }
+
+    /** The loop's yields in a window of its spin after a message, with the given passes before it yields. */
+    private int yieldsWithinASpin(IoEngine engine, int spinPasses, int socketSpinPasses) throws Exception {
+        ShmIoHandler[] made = new ShmIoHandler[1];
+        IoHandlerFactory shm = ShmIoHandler.newFactory(engine.ioHandlerFactory(),
+                TimeUnit.MILLISECONDS.toNanos(SPIN_MILLIS), spinPasses, socketSpinPasses, ShmIoHandler.Backoff.ALWAYS);
+        IoHandlerFactory capturing = executor -> made[0] = (ShmIoHandler) shm.newHandler(executor);
+        Channel client = start(engine, capturing);
+        send(client, "one");
+        Thread.sleep(WINDOW_MILLIS);
+        return loop.next().submit(() -> made[0].yields).get(10, TimeUnit.SECONDS);
+    }
+
     /** The loop under test (one thread, sockets only) with a listening socket; a connected client from another loop. */
     private Channel start(IoEngine engine, long spinNanos) throws Exception {
+        return start(engine, ShmIoHandler.newFactory(engine.ioHandlerFactory(), spinNanos));
+    }
+
+    private Channel start(IoEngine engine, IoHandlerFactory factory) throws Exception {
         assumeTrue(engine.availability().isAvailable(), () -> engine + ": " + engine.availability().reason());
-        loop = new MultiThreadIoEventLoopGroup(1, ShmIoHandler.newFactory(engine.ioHandlerFactory(), spinNanos));
+        loop = new MultiThreadIoEventLoopGroup(1, factory);
         Channel listener = new ServerBootstrap().group(loop).channel(engine.serverChannel())
                 .childHandler(new ShmChannelTest.LineCollector(lines)).bind("127.0.0.1", 0).sync().channel();
         return new Bootstrap().group(peer).channel(NioSocketChannel.class).handler(new ChannelInboundHandlerAdapter())
