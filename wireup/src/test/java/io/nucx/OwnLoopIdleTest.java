@@ -22,7 +22,8 @@ class OwnLoopIdleTest {
         String group = NucxEventLoopGroup.newIoHandlerFactory(unset, false, true).toString();
 
         assertTrue(own.contains("(spin 100000 ns, back-off JIT after 1000 idle passes)"), own);
-        assertTrue(group.contains("(spin 300000 ns, back-off ALWAYS after 100 idle passes, 0 with sockets only)"), group);
+        assertTrue(group.contains("(spin 300000 ns, back-off ALWAYS after 10 idle passes, 0 with sockets only)"),
+                group);
     }
 
     @Test

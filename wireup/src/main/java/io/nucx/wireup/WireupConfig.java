@@ -24,15 +24,19 @@ public final class WireupConfig extends AbstractConfigTable {
             "Busy-poll the worker's event loop (y) or block until woken (n)");
     /** A worker's own loop is where its app's work runs (perftest, NucxBootstrap's callbacks): it spins long. */
     private static final int WORKER_IDLE_SPINS = 1000;
-    /** A NucxEventLoopGroup's loops give their core away sooner ({@link #idleBackoff} says why). */
-    private static final int GROUP_IDLE_SPINS = 100;
+    /**
+     * A NucxEventLoopGroup's loops give their core away sooner ({@link #idleBackoff} says why): after 10 idle passes
+     * (a look at each ring and now and then the sockets). Against 100, in turns with plain TCP over shm lanes: gRPC's
+     * latency 0.63x TCP's where it was 0.75-0.82x, HTTP with 64 KiB bodies 2.14-2.24x TCP's throughput where
+     * 2.29-2.43x (BENCHMARKS.md, "Socket-only group loops yield from their first idle pass").
+     */
+    private static final int GROUP_IDLE_SPINS = 10;
     /**
      * A NucxEventLoopGroup's loops without rings (tcp lanes, sockets only) give it away from their first idle pass:
      * there a pass is a system call (epoll_wait) anyway, and a pass that only spins keeps the core from the app's
      * thread that has the work (gRPC's executor answering). Against 100 passes, in turns with plain TCP: gRPC's
      * latency over tcp lanes 0.90-0.95x TCP's where it was 1.15-1.27x, HTTP with 64 KiB bodies 0.95x TCP's throughput
-     * where 0.73x. Loops with rings keep 100: an idle pass there is a look at memory, and yielding from the first
-     * cost HTTP 64 KiB over shm ~10 % (BENCHMARKS.md, "Socket-only group loops yield from their first idle pass").
+     * where 0.73x. Loops with rings spin {@link #GROUP_IDLE_SPINS} first: an idle pass there is a look at memory.
      */
     private static final int GROUP_SOCKET_IDLE_SPINS = 0;
     /** Idle passes in a row a polling loop spins before it may yield its core between passes; -1: auto. */

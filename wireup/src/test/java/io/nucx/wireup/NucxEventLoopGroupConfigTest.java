@@ -41,7 +41,8 @@ class NucxEventLoopGroupConfigTest {
     void byDefaultItsLoopsYieldSoonAndAlwaysAtOnceWithSocketsOnlyForTheAppsThreadsAndParkAfter300Us() {
         String engine = NucxEventLoopGroup.newIoHandlerFactory().toString();
 
-        assertTrue(engine.contains("(spin 300000 ns, back-off ALWAYS after 100 idle passes, 0 with sockets only)"), engine);
+        assertTrue(engine.contains("(spin 300000 ns, back-off ALWAYS after 10 idle passes, 0 with sockets only)"),
+                engine);
     }
 
     @Test
@@ -50,7 +51,7 @@ class NucxEventLoopGroupConfigTest {
 
         assertEquals(1000, WireupConfig.idleSpins(unset, false));
         assertEquals(ShmIoHandler.Backoff.JIT, WireupConfig.idleBackoff(unset, false));
-        assertEquals(100, WireupConfig.idleSpins(unset, true));
+        assertEquals(10, WireupConfig.idleSpins(unset, true));
         assertEquals(0, WireupConfig.socketIdleSpins(unset, true));
         assertEquals(1000, WireupConfig.socketIdleSpins(unset, false));
         assertEquals(ShmIoHandler.Backoff.ALWAYS, WireupConfig.idleBackoff(unset, true));

@@ -27,13 +27,13 @@ import java.util.Arrays;
  *
  * <p>Idle passes back off as Agrona's {@code BackoffIdleStrategy} does, as far as {@link Backoff} allows: the first
  * {@code spinPasses} in a row (a loop without rings: {@code socketSpinPasses}) only hint the CPU
- * ({@link Thread#onSpinWait}); after that each idle pass gives the core
- * away ({@link Thread#yield}) until work comes or, when the loop may block, the spin time is over. On a machine with as
- * many spinning loops as cores, a loop that never yields leaves the JIT compiler's threads (and the peer it waits for)
- * only what the scheduler takes from it by force, so the first seconds run in the interpreter. But a yield on a
- * machine busy with other work hands the core away for a whole time slice (milliseconds), so by default loops yield
- * only while the JIT compiler is at work ({@link Backoff#JIT}): during the warm-up. A ping-pong at full speed never
- * gets that far anyway: its loops find work every few passes.
+ * ({@link Thread#onSpinWait}); after that each idle pass gives the core away ({@link Thread#yield}) until work comes
+ * or, when the loop may block, the spin time is over. On a machine with as many spinning loops as cores, a loop that
+ * never yields leaves the JIT compiler's threads (and the peer it waits for) only what the scheduler takes from it by
+ * force, so the first seconds run in the interpreter. But a yield on a machine busy with other work hands the core away
+ * for a whole time slice (milliseconds), so by default loops yield only while the JIT compiler is at work
+ * ({@link Backoff#JIT}): during the warm-up. A ping-pong at full speed never gets that far anyway: its loops find work
+ * every few passes.
  */
 public final class ShmIoHandler implements IoHandler {
 
@@ -63,11 +63,11 @@ public final class ShmIoHandler implements IoHandler {
     private final int spinPasses;
     /** {@link #spinPasses} of a loop without rings, whose idle pass is a system call (a poll of its sockets). */
     private final int socketSpinPasses;
-    /** Idle passes that gave the core away ({@link Thread#yield}); loop thread only, read by tests. */
-    int yields;
     private final Backoff backoff;
     /** Idle passes in a row (no ring, engine or task work), for the back-off. */
     private int idlePasses;
+    /** Idle passes that gave the core away ({@link Thread#yield}); loop thread only, read by tests. */
+    int yields;
     /** JIT back-off: the compilation time last seen, when it last grew, and passes since the last look. */
     private long jitMillis = -1;
     private long jitProgressNanos;
