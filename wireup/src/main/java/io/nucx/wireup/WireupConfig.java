@@ -119,14 +119,18 @@ public final class WireupConfig extends AbstractConfigTable {
 
     /** NUCX_IDLE_SPINS for a loop of a NucxEventLoopGroup ({@code groupLoop}) or a worker's own loop. */
     public static int idleSpins(NucxConfig config, boolean groupLoop) {
-        int spins = config.get(IDLE_SPINS);
-        return spins >= 0 ? spins : groupLoop ? GROUP_IDLE_SPINS : WORKER_IDLE_SPINS;
+        return idleSpinsOr(config, groupLoop ? GROUP_IDLE_SPINS : WORKER_IDLE_SPINS);
     }
 
     /** As {@link #idleSpins}, for a loop without rings (sockets only: tcp lanes), whose idle pass is a system call. */
     public static int socketIdleSpins(NucxConfig config, boolean groupLoop) {
+        return idleSpinsOr(config, groupLoop ? GROUP_SOCKET_IDLE_SPINS : WORKER_IDLE_SPINS);
+    }
+
+    /** NUCX_IDLE_SPINS where set, else {@code auto}. */
+    private static int idleSpinsOr(NucxConfig config, int auto) {
         int spins = config.get(IDLE_SPINS);
-        return spins >= 0 ? spins : groupLoop ? GROUP_SOCKET_IDLE_SPINS : WORKER_IDLE_SPINS;
+        return spins >= 0 ? spins : auto;
     }
 
     /**
