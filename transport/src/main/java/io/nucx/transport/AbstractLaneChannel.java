@@ -104,7 +104,7 @@ public abstract class AbstractLaneChannel extends AbstractChannel {
     }
 
     /**
-     * Whether this transport has a {@link #writeShortNow0}: one without (tcp) is asked nothing else, since a sender
+     * Whether this transport has a {@link #writeShortNow0}: one without (cma) is asked nothing else, since a sender
      * that tries a short write first (every stream write) would otherwise pay the checks for each refusal.
      */
     public boolean writesShortRecords() {

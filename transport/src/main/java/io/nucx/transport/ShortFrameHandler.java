@@ -3,8 +3,10 @@ package io.nucx.transport;
 /**
  * A lane's inbound handler that takes a short frame as its parts: active message {@code amId}, no flags, a header that
  * is one little-endian long, and the payload where the transport read it ({@link ShortPayload}). A transport that
- * reads records out of its own memory (shm's ring) hands them so, with no header buffer and no {@link AmFrame} (UCT's {@code am_short} on the receive side), when the handler
- * is the lane's only one. Anything it does not take comes up the pipeline as a frame, as always.
+ * reads records out of its own memory (shm's ring) hands them so, with no header buffer and no {@link AmFrame} (UCT's
+ * {@code am_short} on the receive side), when the handler is the lane's only one; tcp's frame decoder hands a whole
+ * short frame where it lies in the read, when no inbound handler stands between the decoder and this one. Anything
+ * it does not take comes up the pipeline as a frame, as always.
  */
 public interface ShortFrameHandler {
 

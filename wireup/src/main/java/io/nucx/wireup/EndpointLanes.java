@@ -3,6 +3,7 @@ package io.nucx.wireup;
 import io.netty.channel.Channel;
 import io.netty.channel.ChannelFuture;
 import io.netty.channel.ChannelFutureListener;
+import io.netty.channel.ChannelHandlerContext;
 import io.netty.channel.ChannelPromise;
 import io.netty.channel.DefaultChannelPromise;
 import io.netty.util.concurrent.Future;
@@ -15,6 +16,7 @@ import io.nucx.protocol.RmaRail;
 import io.nucx.transport.AbstractLaneChannel;
 import io.nucx.transport.AmFrame;
 import io.nucx.transport.Capability;
+import io.nucx.transport.ShortFrameWriter;
 import io.nucx.transport.rma.RmaLane;
 
 import java.nio.channels.ClosedChannelException;
@@ -292,11 +294,16 @@ final class EndpointLanes {
 
     /**
      * Whether {@link #writeShort} could take anything: no failover, and an AM lane whose transport writes short
-     * records (shm, self; not tcp). A sender that tries a short write first asks this before the rest of its checks.
+     * records (shm, self) or whose framing writes short frames now (tcp: {@link ShortFrameWriter}). A sender that
+     * tries a short write first asks this before the rest of its checks.
      */
     boolean takesShortWrites() {
-        return reliability == null && lanes.get(am).channel() instanceof AbstractLaneChannel direct
-                && direct.writesShortRecords();
+        if (reliability != null) {
+            return false;
+        }
+        Lane l = lanes.get(am);
+        return l.channel() instanceof AbstractLaneChannel direct ? direct.writesShortRecords()
+                : l.shortWriter() != null;
     }
 
     /**
@@ -309,15 +316,28 @@ final class EndpointLanes {
         if (reliability != null) {
             return false;
         }
-        Channel ch = lanes.get(am).channel();
-        if (ch instanceof AbstractLaneChannel direct && direct.writeShortNow(amId, header, payload)) {
+        Lane l = lanes.get(am);
+        Channel ch = l.channel();
+        if (ch instanceof AbstractLaneChannel direct) {
+            if (!direct.writeShortNow(amId, header, payload)) {
+                return false;
+            }
             if (flushNow) {
                 direct.flushNow(); // the caller's flush follows: the peer may see it now
             }
-            promise.trySuccess();
-            return true;
+        } else {
+            // Into the lane's outbound buffer behind whatever it holds: the order of its frames is kept.
+            ChannelHandlerContext writer = l.shortWriter();
+            if (writer == null || !ch.eventLoop().inEventLoop()
+                    || !((ShortFrameWriter) writer.handler()).writeShort(writer, amId, header, payload)) {
+                return false;
+            }
+            if (flushNow) {
+                ch.flush();
+            }
         }
-        return false;
+        promise.trySuccess();
+        return true;
     }
 
     /** Writes {@code frame} on {@code ch}, the promise completing from the lane's write. */

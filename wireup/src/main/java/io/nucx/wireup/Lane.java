@@ -2,6 +2,8 @@ package io.nucx.wireup;
 
 import io.netty.channel.Channel;
 import io.netty.channel.ChannelFuture;
+import io.netty.channel.ChannelHandlerContext;
+import io.nucx.transport.ShortFrameWriter;
 
 import java.util.ArrayDeque;
 
@@ -48,6 +50,10 @@ final class Lane {
     boolean heard = true;
     int silentTicks;
 
+    /** Its channel's short frame writer's context (tcp's framing), once looked for; null when it has none. */
+    private ChannelHandlerContext shortWriter;
+    private boolean shortWriterLooked;
+
     Lane(int index, LaneSelector.Lane selection) {
         this.index = index;
         this.selection = selection;
@@ -73,6 +79,21 @@ final class Lane {
         assert state == State.UNATTACHED : this;
         channel = ch;
         state = State.ACTIVE;
+    }
+
+    /**
+     * Where a short frame given as its parts may be written on this lane now ({@link ShortFrameWriter#ready}), or null:
+     * none in its pipeline, or not now. The writer is looked for once: a lane's framing is set before it carries frames.
+     */
+    ChannelHandlerContext shortWriter() {
+        if (channel == null) {
+            return null;
+        }
+        if (!shortWriterLooked) {
+            shortWriterLooked = true;
+            shortWriter = ShortFrameWriter.find(channel);
+        }
+        return ShortFrameWriter.ready(channel, shortWriter);
     }
 
     /** Its channel went inactive: from now on its counts settle it. */

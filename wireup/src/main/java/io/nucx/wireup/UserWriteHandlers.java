@@ -3,9 +3,7 @@ package io.nucx.wireup;
 import io.netty.channel.ChannelHandlerContext;
 import io.netty.channel.ChannelOutboundHandler;
 import io.netty.channel.ChannelPipeline;
-
-import java.lang.invoke.MethodHandles;
-import java.lang.invoke.VarHandle;
+import io.nucx.transport.PipelineLinks;
 
 /**
  * Whether a write issued on an endpoint would meet a handler of the user's before nucx's own: the question its routes
@@ -16,29 +14,16 @@ import java.lang.invoke.VarHandle;
  * <p>Netty's pipeline tells no one when a handler is added or removed, and exposes no way from one handler's context
  * to the one before it; a cached answer could miss a handler added between two others (an upgrade's
  * {@code addAfter}). So the user's handlers are looked at on every write, back from the last to nucx's last, through
- * the link Netty's own walk follows (the context's {@code prev}), read here as Netty reads it (a volatile read). A
- * pipeline of nucx's handlers and one reader costs one step. If that link cannot be read (a Netty without the field),
- * every write walks: the answer is then always "a handler may take it", never a wrong "none".
+ * the link Netty's own walk follows ({@link PipelineLinks}). A pipeline of nucx's handlers and one reader costs one
+ * step. If that link cannot be read (a Netty without the field), every write walks: the answer is then always "a
+ * handler may take it", never a wrong "none".
  */
 final class UserWriteHandlers {
-
-    /** {@code AbstractChannelHandlerContext.prev}, or null when this Netty has no such field to read. */
-    private static final VarHandle PREV = previousLink();
 
     /** The most handlers of the user's looked at; beyond that the write walks (a long pipeline's walk is the rest). */
     static final int MOST_LOOKED_AT = 4;
 
     private UserWriteHandlers() {
-    }
-
-    private static VarHandle previousLink() {
-        try {
-            Class<?> context = Class.forName("io.netty.channel.AbstractChannelHandlerContext");
-            return MethodHandles.privateLookupIn(context, MethodHandles.lookup()).findVarHandle(context, "prev",
-                    context);
-        } catch (ReflectiveOperationException | RuntimeException e) {
-            return null;
-        }
     }
 
     /**
@@ -48,14 +33,6 @@ final class UserWriteHandlers {
      * the link between contexts cannot be read.
      */
     static boolean noneTakeWrites(ChannelPipeline pipeline, ChannelHandlerContext last) {
-        ChannelHandlerContext ctx = pipeline.lastContext();
-        for (int looked = 0; ctx != last; looked++) {
-            if (ctx == null || looked == MOST_LOOKED_AT || PREV == null
-                    || ctx.handler() instanceof ChannelOutboundHandler) {
-                return false;
-            }
-            ctx = (ChannelHandlerContext) PREV.getVolatile(ctx);
-        }
-        return true;
+        return PipelineLinks.noneBetween(pipeline.lastContext(), last, ChannelOutboundHandler.class, MOST_LOOKED_AT);
     }
 }

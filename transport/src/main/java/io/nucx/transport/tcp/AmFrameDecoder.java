@@ -2,16 +2,22 @@ package io.nucx.transport.tcp;
 
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.ByteBufAllocator;
+import io.netty.buffer.Unpooled;
 import io.netty.channel.ChannelHandler;
 import io.netty.channel.ChannelHandlerContext;
+import io.netty.channel.ChannelInboundHandler;
 import io.netty.handler.codec.ByteToMessageDecoder;
 import io.netty.handler.codec.CorruptedFrameException;
 import io.netty.handler.codec.TooLongFrameException;
 import io.nucx.transport.AmFrame;
 import io.nucx.transport.Buffers;
 import io.nucx.transport.PayloadPlacement;
+import io.nucx.transport.PipelineLinks;
+import io.nucx.transport.ShortFrameHandler;
+import io.nucx.transport.ShortPayload;
 
 import java.util.List;
+import java.util.Objects;
 
 import static io.nucx.transport.tcp.AmFrameLayout.AM_ID_OFFSET;
 import static io.nucx.transport.tcp.AmFrameLayout.FLAGS_OFFSET;
@@ -32,6 +38,12 @@ import static io.nucx.transport.tcp.AmFrameLayout.PREFIX_LENGTH;
  * in a read (with the frames before it) is copied into the place its handler gives rather than handed up as a slice
  * of the read. Both only on lanes that place (NUCX_TCP_PLACE, not under TLS, not io_uring).
  *
+ * <p>Short frames in place: a whole frame with no flags, a header of one long and a payload of at most
+ * {@link #COPY_PAYLOAD} bytes is offered to the lane's last handler as its parts when that handler takes them
+ * ({@link ShortFrameHandler}: a tagged message, a stream write or an active message copied from the read straight
+ * into the receive buffer, with no header and payload buffers and no {@link AmFrame}, as shm hands its ring records)
+ * and no inbound handler stands between; anything it does not take is decoded as a frame, in the same order.
+ *
  * <p>A frame flagged {@link AmFrame#FLAG_PLACED} may exceed the payload limit, which bounds what this lane buffers:
  * its receiver asked for it so, and it is read into that receiver's memory. One that nothing here places is refused
  * as any frame over the limit (unless it is wholly read already, and costs nothing more to hand up).
@@ -44,6 +56,8 @@ public final class AmFrameDecoder extends ByteToMessageDecoder {
     static final int PLACE_FROM = 16 * 1024;
     /** The read after a placed payload: the next frame's prefix and header, and a little of its payload. */
     static final int HEADER_READ = 512;
+    /** The most handlers looked at between this decoder and the lane's last one; beyond, frames go up as frames. */
+    private static final int MOST_BETWEEN = 4;
 
     /**
      * The largest payload and header of a placed frame ({@link AmFrame#FLAG_PLACED}) this side takes: one Java buffer
@@ -71,6 +85,10 @@ public final class AmFrameDecoder extends ByteToMessageDecoder {
     private boolean placedWithoutFrame;
     /** Payload bytes the socket wrote straight into their place (the rest of a placed payload was copied). */
     private long placedBytes;
+    /** Short frames the lane's handler took as their parts. */
+    private long shortFrames;
+    /** The payload {@link #offerShort} hands, reused. */
+    private final ReadPayload shortPayload = new ReadPayload();
 
     /** A frame waiting for its placed payload; one object per decoder, reused (at most one frame waits at a time). */
     private static final class Placed {
@@ -187,6 +205,20 @@ public final class AmFrameDecoder extends ByteToMessageDecoder {
                 }
                 return;
             }
+            if (flags == 0 && headerLength == Long.BYTES && payloadLength <= COPY_PAYLOAD) {
+                ShortFrameHandler to = shortFrameHandler(ctx);
+                if (to != null) {
+                    if (!out.isEmpty()) {
+                        return; // the frames before it go up first; decode is called again for the rest
+                    }
+                    if (offerShort(ctx, to, in, amId, start, (int) payloadLength)) {
+                        if (ctx.isRemoved()) {
+                            return;
+                        }
+                        continue;
+                    }
+                }
+            }
             if (placing && payloadLength >= PLACE_FROM) {
                 // Whole already (a read brought it with the frames before it): copied into its place, if it has one,
                 // rather than sliced, which would cost an object per message and the receiver the same copy later.
@@ -211,6 +243,100 @@ public final class AmFrameDecoder extends ByteToMessageDecoder {
             if (ctx.isRemoved()) {
                 return;
             }
+        }
+    }
+
+    /**
+     * The lane's last handler, when it takes short frames as their parts ({@link ShortFrameHandler}) and no handler
+     * between this decoder and it would see frames (an inbound one: a p2p lane's first-frame reader, a test's probe);
+     * else null. Looked at per frame, since Netty tells no one of a handler added or removed: a few links' reads.
+     */
+    private static ShortFrameHandler shortFrameHandler(ChannelHandlerContext ctx) {
+        ChannelHandlerContext last = ctx.pipeline().lastContext();
+        if (last == null || !(last.handler() instanceof ShortFrameHandler to)) {
+            return null;
+        }
+        return PipelineLinks.noneBetween(PipelineLinks.previous(last), ctx, ChannelInboundHandler.class, MOST_BETWEEN)
+                ? to : null;
+    }
+
+    /**
+     * Offers the whole short frame at {@code start} to {@code to} as its parts, its payload where it lies in
+     * {@code in} (as shm hands a ring record): true when taken (a throw is reported as one from {@code channelRead}
+     * and the frame is gone), its bytes then read; false, and it is decoded as a frame.
+     */
+    private boolean offerShort(ChannelHandlerContext ctx, ShortFrameHandler to, ByteBuf in, int amId, int start,
+                               int payloadLength) {
+        int headerAt = start + PREFIX_LENGTH;
+        long header = in.getLongLE(headerAt);
+        shortPayload.at(in, headerAt + Long.BYTES, payloadLength, ctx.alloc());
+        boolean taken;
+        try {
+            taken = to.shortFrameArrived(amId, header, shortPayload);
+        } catch (Throwable t) {
+            in.readerIndex(headerAt + Long.BYTES + payloadLength);
+            ctx.fireExceptionCaught(t); // as a throw from the handler's channelRead reaches its exceptionCaught
+            return true;
+        } finally {
+            shortPayload.at(null, 0, 0, null);
+        }
+        if (taken) {
+            in.readerIndex(headerAt + Long.BYTES + payloadLength);
+            shortFrames++;
+        }
+        return taken;
+    }
+
+    /** A short frame's payload where it lies in the cumulation, valid during its handler's call only; reused. */
+    private static final class ReadPayload implements ShortPayload {
+        private ByteBuf in;
+        private int index;
+        private int length;
+        private ByteBufAllocator alloc;
+
+        void at(ByteBuf in, int index, int length, ByteBufAllocator alloc) {
+            this.in = in;
+            this.index = index;
+            this.length = length;
+            this.alloc = alloc;
+        }
+
+        @Override
+        public int length() {
+            return length;
+        }
+
+        @Override
+        public void copyTo(ByteBuf dst, int at) {
+            copyTo(0, length, dst, at);
+        }
+
+        @Override
+        public void copyTo(int from, int n, ByteBuf dst, int at) {
+            ByteBuf read = live();
+            Objects.checkFromIndexSize(from, n, length);
+            if (n != 0) {
+                Buffers.copy(read, index + from, dst, at, n);
+            }
+        }
+
+        @Override
+        public ByteBuf copyOut(int from, int n) {
+            ByteBuf read = live();
+            Objects.checkFromIndexSize(from, n, length);
+            if (n == 0) {
+                return Unpooled.EMPTY_BUFFER;
+            }
+            ByteBuf out = alloc.heapBuffer(n, n);
+            Buffers.copy(read, index + from, out, 0, n);
+            return out.writerIndex(n);
+        }
+
+        private ByteBuf live() {
+            if (in == null) {
+                throw new IllegalStateException("a short payload used after its handler returned");
+            }
+            return in;
         }
     }
 
@@ -286,6 +412,11 @@ public final class AmFrameDecoder extends ByteToMessageDecoder {
             return alloc.ioBuffer(HEADER_READ, HEADER_READ);
         }
         return null;
+    }
+
+    /** Short frames handed to the lane's handler as their parts so far ({@link ShortFrameHandler}). */
+    public long shortFrames() {
+        return shortFrames;
     }
 
     /** Payload bytes the socket wrote straight into their place so far. */

@@ -8,15 +8,17 @@ import io.netty.channel.ChannelPromise;
 import io.nucx.transport.AmFrame;
 import io.nucx.transport.Buffers;
 import io.nucx.transport.IfaceAttributes;
+import io.nucx.transport.ShortFrameWriter;
 
 /**
  * Writes {@link AmFrame}s as {@link AmFrameLayout}. Small frames are copied into one buffer; larger payloads go
  * out as their own buffer behind the prefix, so the socket gathers them without a copy. The frame's promise is
  * completed by the write that carries its last byte. A frame over the iface's limits fails its write
- * ({@link IfaceAttributes#checkFrame}) and nothing of it is written. One per iface.
+ * ({@link IfaceAttributes#checkFrame}) and nothing of it is written. A short frame given as its parts
+ * ({@link ShortFrameWriter}) is written as the same bytes, one buffer. One per iface.
  */
 @ChannelHandler.Sharable
-public final class AmFrameEncoder extends ChannelOutboundHandlerAdapter {
+public final class AmFrameEncoder extends ChannelOutboundHandlerAdapter implements ShortFrameWriter {
 
     /** Payloads up to this size are copied next to the prefix: one small write beats two. */
     static final int COPY_THRESHOLD = 1024;
@@ -68,5 +70,27 @@ public final class AmFrameEncoder extends ChannelOutboundHandlerAdapter {
         } finally {
             frame.release();
         }
+    }
+
+    @Override
+    public boolean writeShort(ChannelHandlerContext ctx, int amId, long header, ByteBuf payload) {
+        int payloadLength = payload.readableBytes();
+        if (!limits.fits(Long.BYTES, Long.BYTES + payloadLength)) {
+            return false;
+        }
+        ByteBuf out = ctx.alloc().directBuffer(AmFrameLayout.PREFIX_LENGTH + Long.BYTES + payloadLength);
+        try {
+            out.writeByte(amId);
+            out.writeByte(0);
+            out.writeShortLE(Long.BYTES);
+            out.writeIntLE(payloadLength);
+            out.writeLongLE(header);
+            Buffers.append(payload, payload.readerIndex(), out, payloadLength);
+        } catch (RuntimeException | Error e) {
+            out.release();
+            throw e;
+        }
+        ctx.write(out, ctx.voidPromise());
+        return true;
     }
 }

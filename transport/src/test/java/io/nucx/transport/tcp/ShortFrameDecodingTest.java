@@ -1,0 +1,177 @@
+package io.nucx.transport.tcp;
+
+import io.netty.buffer.ByteBuf;
+import io.netty.buffer.Unpooled;
+import io.netty.channel.ChannelHandlerContext;
+import io.netty.channel.ChannelInboundHandlerAdapter;
+import io.netty.channel.embedded.EmbeddedChannel;
+import io.nucx.transport.AmFrame;
+import io.nucx.transport.Device;
+import io.nucx.transport.ShortFrameHandler;
+import io.nucx.transport.ShortPayload;
+import org.junit.jupiter.api.Test;
+
+import java.util.ArrayList;
+import java.util.List;
+import java.util.function.IntPredicate;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+/**
+ * {@link AmFrameDecoder}'s short frames in place: a whole frame with no flags, an 8-byte header and a payload of at most
+ * {@link AmFrameDecoder#COPY_PAYLOAD} bytes goes to the lane's last handler as its parts when it takes them, in the
+ * order of the frames around it, and as a frame otherwise.
+ */
+class ShortFrameDecodingTest {
+
+    /** The lane's last handler: takes the short frames of the ids {@code takes} accepts, records every arrival. */
+    private static final class Recorder extends ChannelInboundHandlerAdapter implements ShortFrameHandler {
+        final List<String> arrivals = new ArrayList<>();
+        final List<Throwable> errors = new ArrayList<>();
+        final IntPredicate takes;
+        ShortPayload kept;
+
+        Recorder(IntPredicate takes) {
+            this.takes = takes;
+        }
+
+        @Override
+        public boolean shortFrameArrived(int amId, long header, ShortPayload payload) {
+            if (!takes.test(amId)) {
+                return false;
+            }
+            if (amId == THROWS) {
+                throw new IllegalStateException("handler failed on frame " + header);
+            }
+            ByteBuf into = Unpooled.buffer(payload.length());
+            payload.copyTo(into, 0);
+            into.writerIndex(payload.length());
+            ByteBuf part = payload.length() > 2 ? payload.copyOut(1, 2) : Unpooled.EMPTY_BUFFER;
+            arrivals.add("short " + amId + " " + header + " " + text(into) + " part " + text(part));
+            part.release();
+            kept = payload;
+            return true;
+        }
+
+        @Override
+        public void channelRead(ChannelHandlerContext ctx, Object msg) {
+            AmFrame f = (AmFrame) msg;
+            try {
+                arrivals.add("frame " + f.amId() + " " + (f.header().readableBytes() == 8
+                        ? f.header().getLongLE(f.header().readerIndex()) : -1) + " " + text(f.payload()));
+            } finally {
+                f.release();
+            }
+        }
+
+        @Override
+        public void exceptionCaught(ChannelHandlerContext ctx, Throwable cause) {
+            errors.add(cause);
+        }
+    }
+
+    private static final int THROWS = 99;
+
+    private static String text(ByteBuf b) {
+        return b.toString(b.readerIndex(), b.readableBytes(), java.nio.charset.StandardCharsets.US_ASCII);
+    }
+
+    private static AmFrame frame(int amId, int flags, long header, String payload) {
+        return AmFrame.of(amId, flags, Unpooled.buffer(8).writeLongLE(header),
+                Unpooled.copiedBuffer(payload, java.nio.charset.StandardCharsets.US_ASCII));
+    }
+
+    /** The wire bytes of {@code frames}, as one buffer (one read). */
+    private static ByteBuf wire(AmFrame... frames) {
+        EmbeddedChannel enc = new EmbeddedChannel(new AmFrameEncoder(TcpIface.attributes(new Device("lo", "network"),
+                256 * 1024, false, false)));
+        for (AmFrame f : frames) {
+            assertTrue(enc.writeOutbound(f));
+        }
+        ByteBuf wire = Unpooled.directBuffer();
+        for (ByteBuf b; (b = enc.readOutbound()) != null; ) {
+            wire.writeBytes(b);
+            b.release();
+        }
+        assertFalse(enc.finish());
+        return wire;
+    }
+
+    /** A mix: short frames, one with flags, one with a 16-byte header, one with a payload over the bound. */
+    private static ByteBuf mixedWire() {
+        String big = "x".repeat(AmFrameDecoder.COPY_PAYLOAD + 1);
+        return wire(frame(7, 0, 1, "abcd"), frame(7, 0, 2, ""), frame(8, 1, 3, "flag"),
+                AmFrame.of(7, 0, Unpooled.buffer(16).writeLongLE(4).writeLongLE(5), Unpooled.EMPTY_BUFFER),
+                frame(7, 0, 6, "efgh"), frame(7, 0, 7, big), frame(9, 0, 8, "ijkl"), frame(7, 0, 9, "mnop"));
+    }
+
+    private static AmFrameDecoder decoderOf(EmbeddedChannel ch) {
+        return ch.pipeline().get(AmFrameDecoder.class);
+    }
+
+    @Test
+    void shortFramesGoToTheLastHandlerAsTheirPartsInTheOrderOfTheFramesAroundThem() {
+        Recorder last = new Recorder(id -> id == 7);
+        EmbeddedChannel ch = new EmbeddedChannel(new AmFrameDecoder(64, 256 * 1024), last);
+        ch.writeInbound(mixedWire());
+        String big = "x".repeat(AmFrameDecoder.COPY_PAYLOAD + 1);
+        assertEquals(List.of("short 7 1 abcd part bc", "short 7 2  part ", "frame 8 3 flag", "frame 7 -1 ",
+                "short 7 6 efgh part fg", "frame 7 7 " + big, "frame 9 8 ijkl", "short 7 9 mnop part no"),
+                last.arrivals);
+        assertEquals(4, decoderOf(ch).shortFrames());
+        assertThrows(IllegalStateException.class, () -> last.kept.copyTo(Unpooled.buffer(4), 0),
+                "a payload used after its handler returned");
+        assertTrue(last.errors.isEmpty(), () -> last.errors.toString());
+        assertFalse(ch.finish());
+    }
+
+    @Test
+    void aShortFrameSplitOverReadsGoesInPlaceOnceWhole() {
+        Recorder last = new Recorder(id -> id == 7);
+        EmbeddedChannel ch = new EmbeddedChannel(new AmFrameDecoder(64, 256 * 1024), last);
+        ByteBuf wire = wire(frame(7, 0, 1, "abcd"), frame(7, 0, 2, "efgh"));
+        for (int i = 0; i < wire.readableBytes(); i++) {
+            ch.writeInbound(wire.retainedSlice(i, 1));
+        }
+        wire.release();
+        assertEquals(List.of("short 7 1 abcd part bc", "short 7 2 efgh part fg"), last.arrivals);
+        assertFalse(ch.finish());
+    }
+
+    @Test
+    void anInboundHandlerBetweenTheDecoderAndTheLastSeesEveryFrame() {
+        Recorder last = new Recorder(id -> true);
+        List<Integer> seen = new ArrayList<>();
+        EmbeddedChannel ch = new EmbeddedChannel(new AmFrameDecoder(64, 256 * 1024), last);
+        ch.pipeline().addBefore(ch.pipeline().context(last).name(), "probe", new ChannelInboundHandlerAdapter() {
+            @Override
+            public void channelRead(ChannelHandlerContext ctx, Object msg) {
+                seen.add(((AmFrame) msg).amId());
+                ctx.fireChannelRead(msg);
+            }
+        });
+        ch.writeInbound(wire(frame(7, 0, 1, "abcd"), frame(9, 0, 2, "efgh")));
+        assertEquals(List.of(7, 9), seen);
+        assertEquals(List.of("frame 7 1 abcd", "frame 9 2 efgh"), last.arrivals);
+        assertEquals(0, decoderOf(ch).shortFrames());
+        ch.pipeline().remove("probe"); // gone again: the next short frames go in place
+        ch.writeInbound(wire(frame(7, 0, 3, "ijkl")));
+        assertEquals("short 7 3 ijkl part jk", last.arrivals.get(2));
+        assertEquals(1, decoderOf(ch).shortFrames());
+        assertFalse(ch.finish());
+    }
+
+    @Test
+    void aThrowFromTheHandlerReachesItsExceptionCaughtAndTheNextFramesStillArrive() {
+        Recorder last = new Recorder(id -> true);
+        EmbeddedChannel ch = new EmbeddedChannel(new AmFrameDecoder(64, 256 * 1024), last);
+        ch.writeInbound(wire(frame(7, 0, 1, "abcd"), frame(THROWS, 0, 2, "efgh"), frame(7, 0, 3, "ijkl")));
+        assertEquals(List.of("short 7 1 abcd part bc", "short 7 3 ijkl part jk"), last.arrivals);
+        assertEquals(1, last.errors.size(), () -> last.errors.toString());
+        assertEquals("handler failed on frame 2", last.errors.get(0).getMessage());
+        assertFalse(ch.finish());
+    }
+}
