@@ -10,7 +10,7 @@ import java.lang.invoke.VarHandle;
  * does not expose. Netty's pipeline tells no one when a handler is added or removed, so a route that skips handlers
  * (a short frame handed from a lane's decoder to its last handler, a write that skips the endpoint's pipeline walk)
  * must look at what lies between on every use, and cheaply: through this link, read as Netty reads it (a volatile
- * read). If this Netty has no such field, {@link #available()} is false and such routes are never taken.
+ * read). If this Netty has no such field, {@link #previous} gives null and such routes are never taken.
  */
 public final class PipelineLinks {
 
@@ -28,11 +28,6 @@ public final class PipelineLinks {
         } catch (ReflectiveOperationException | RuntimeException e) {
             return null;
         }
-    }
-
-    /** Whether {@link #previous} can be read in this Netty. */
-    public static boolean available() {
-        return PREV != null;
     }
 
     /**
@@ -53,8 +48,8 @@ public final class PipelineLinks {
     }
 
     /**
-     * The context before {@code ctx} in its pipeline (the head's, for the first handler's), or null when
-     * {@link #available()} is false.
+     * The context before {@code ctx} in its pipeline (the head's, for the first handler's), or null when this Netty
+     * has no such link to read.
      */
     public static ChannelHandlerContext previous(ChannelHandlerContext ctx) {
         return PREV == null ? null : (ChannelHandlerContext) PREV.getVolatile(ctx);

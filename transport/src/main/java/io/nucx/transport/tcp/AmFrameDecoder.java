@@ -85,6 +85,8 @@ public final class AmFrameDecoder extends ByteToMessageDecoder {
     private boolean placedWithoutFrame;
     /** Payload bytes the socket wrote straight into their place (the rest of a placed payload was copied). */
     private long placedBytes;
+    /** Payload bytes of every frame given a place, however they got there (read there, or copied from a read). */
+    private long placedFrameBytes;
     /** Short frames the lane's handler took as their parts. */
     private long shortFrames;
     /** The payload {@link #offerShort} hands, reused. */
@@ -381,6 +383,7 @@ public final class AmFrameDecoder extends ByteToMessageDecoder {
         }
         int arrived = whole ? payloadLength : in.writerIndex() - payloadAt;
         Buffers.append(in, payloadAt, target, arrived);
+        placedFrameBytes += payloadLength;
         in.readerIndex(payloadAt + arrived);
         if (whole) {
             out.add(AmFrame.of(amId, flags, header, target));
@@ -417,6 +420,14 @@ public final class AmFrameDecoder extends ByteToMessageDecoder {
     /** Short frames handed to the lane's handler as their parts so far ({@link ShortFrameHandler}). */
     public long shortFrames() {
         return shortFrames;
+    }
+
+    /**
+     * Payload bytes of the frames given a place so far, read there from the socket or copied there from the read that
+     * brought them (which of the two depends on when the read came: {@link #placedBytes} counts the first).
+     */
+    public long placedFrameBytes() {
+        return placedFrameBytes;
     }
 
     /** Payload bytes the socket wrote straight into their place so far. */

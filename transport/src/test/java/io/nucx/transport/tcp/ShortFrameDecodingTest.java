@@ -47,11 +47,15 @@ class ShortFrameDecodingTest {
                 throw new IllegalStateException("handler failed on frame " + header);
             }
             ByteBuf into = Unpooled.buffer(payload.length());
-            payload.copyTo(into, 0);
-            into.writerIndex(payload.length());
             ByteBuf part = payload.length() > 2 ? payload.copyOut(1, 2) : Unpooled.EMPTY_BUFFER;
-            arrivals.add("short " + amId + " " + header + " " + text(into) + " part " + text(part));
-            part.release();
+            try {
+                payload.copyTo(into, 0);
+                into.writerIndex(payload.length());
+                arrivals.add("short " + amId + " " + header + " " + text(into) + " part " + text(part));
+            } finally {
+                into.release();
+                part.release();
+            }
             kept = payload;
             return true;
         }
@@ -122,8 +126,13 @@ class ShortFrameDecodingTest {
                 "short 7 6 efgh part fg", "frame 7 7 " + big, "frame 9 8 ijkl", "short 7 9 mnop part no"),
                 last.arrivals);
         assertEquals(4, decoderOf(ch).shortFrames());
-        assertThrows(IllegalStateException.class, () -> last.kept.copyTo(Unpooled.buffer(4), 0),
-                "a payload used after its handler returned");
+        ByteBuf late = Unpooled.buffer(4);
+        try {
+            assertThrows(IllegalStateException.class, () -> last.kept.copyTo(late, 0),
+                    "a payload used after its handler returned");
+        } finally {
+            late.release();
+        }
         assertTrue(last.errors.isEmpty(), () -> last.errors.toString());
         assertFalse(ch.finish());
     }
