@@ -14,6 +14,12 @@ import java.lang.invoke.VarHandle;
  */
 public final class PipelineLinks {
 
+    /**
+     * The most handlers a lane's short route looks at between its framing and its last handler (a lane's pipeline
+     * holds none there but a test's probe): beyond, the route is not taken.
+     */
+    public static final int LANE_HANDLERS_LOOKED_AT = 4;
+
     /** {@code AbstractChannelHandlerContext.prev}, or null when this Netty has no such field to read. */
     private static final VarHandle PREV = previousLink();
 

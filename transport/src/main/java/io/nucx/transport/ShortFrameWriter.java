@@ -31,9 +31,8 @@ public interface ShortFrameWriter extends ChannelOutboundHandler {
         if (writer == null || writer.isRemoved() || !lane.isActive() || !lane.isWritable()) {
             return null;
         }
-        // A lane's pipeline ends with its inbound handler; a few more are looked at (a test's probe), not a long walk.
-        return PipelineLinks.noneBetween(lane.pipeline().lastContext(), writer, ChannelOutboundHandler.class, 4)
-                ? writer : null;
+        return PipelineLinks.noneBetween(lane.pipeline().lastContext(), writer, ChannelOutboundHandler.class,
+                PipelineLinks.LANE_HANDLERS_LOOKED_AT) ? writer : null;
     }
 
     /** The context of {@code lane}'s short frame writer, or null when its pipeline holds none. */

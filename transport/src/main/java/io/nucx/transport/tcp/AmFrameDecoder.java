@@ -56,8 +56,6 @@ public final class AmFrameDecoder extends ByteToMessageDecoder {
     static final int PLACE_FROM = 16 * 1024;
     /** The read after a placed payload: the next frame's prefix and header, and a little of its payload. */
     static final int HEADER_READ = 512;
-    /** The most handlers looked at between this decoder and the lane's last one; beyond, frames go up as frames. */
-    private static final int MOST_BETWEEN = 4;
 
     /**
      * The largest payload and header of a placed frame ({@link AmFrame#FLAG_PLACED}) this side takes: one Java buffer
@@ -258,8 +256,8 @@ public final class AmFrameDecoder extends ByteToMessageDecoder {
         if (last == null || !(last.handler() instanceof ShortFrameHandler to)) {
             return null;
         }
-        return PipelineLinks.noneBetween(PipelineLinks.previous(last), ctx, ChannelInboundHandler.class, MOST_BETWEEN)
-                ? to : null;
+        return PipelineLinks.noneBetween(PipelineLinks.previous(last), ctx, ChannelInboundHandler.class,
+                PipelineLinks.LANE_HANDLERS_LOOKED_AT) ? to : null;
     }
 
     /**
