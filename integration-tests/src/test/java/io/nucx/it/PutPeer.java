@@ -7,6 +7,8 @@ import io.nucx.Endpoint;
 import io.nucx.NucxBootstrap;
 import io.nucx.Worker;
 import io.nucx.WorkerAddress;
+import io.nucx.protocol.select.SelectionKey;
+import io.nucx.protocol.tag.RndvProtocols;
 import io.nucx.protocol.tag.TagMessage;
 import io.nucx.transport.testing.LeakRecorder;
 
@@ -26,8 +28,9 @@ import static java.lang.foreign.ValueLayout.JAVA_LONG;
  * {@code ADDRESS <hex>}, then runs one role:
  * <ul>
  *   <li>{@code send SIZES STALL_MS}: reads the receiver's address from standard input, connects, sends a 1-byte
- *       message with tag {@link #HELLO_TAG} and waits for it to go, prints {@code CONNECTED}; waits for a line
- *       {@code GO}; then, if STALL_MS > 0, makes every turn of its event loop {@code STALL_MS} longer (a timer that
+ *       message with tag {@link #HELLO_TAG} and waits for it to go, prints {@code CONNECTED} and
+ *       {@code PUT_FROM <size>} (where rndv/put/zcopy starts in its own table to the receiver, direct memory; -1 if it
+ *       has none); waits for a line {@code GO}, or {@code GO SIZES} that replaces the SIZES it started with; then, if STALL_MS > 0, makes every turn of its event loop {@code STALL_MS} longer (a timer that
  *       sleeps, taken once per turn, standing for a sender busy with other work, so that a large PUT, 2 MiB per turn
  *       over cma, lasts long enough for a test to stop or kill it midway); sends message i = 0.. of the
  *       comma-separated SIZES ({@link MessagePlan} content, tag i) from direct buffers, all at once; prints
@@ -37,7 +40,7 @@ import static java.lang.foreign.ValueLayout.JAVA_LONG;
  *   <li>{@code recv SIZES nondumpable}: receives the {@link #HELLO_TAG} message, then makes this process
  *       non-dumpable ({@code prctl(PR_SET_DUMPABLE, 0)}: from now on the kernel refuses a peer of the same user that
  *       lacks CAP_SYS_PTRACE access to its memory, EPERM, although lane selection allowed it), prints
- *       {@code NONDUMPABLE}; receives message i of SIZES with tag i, checks each, and prints {@code COUNTERS {...}}
+ *       {@code NONDUMPABLE}; SIZES {@code -} reads them from a line of standard input then; receives message i of SIZES with tag i, checks each, and prints {@code COUNTERS {...}}
  *       and {@code REPORT OK} (or the first error); closes and exits 0 (3 on a leak).</li>
  * </ul>
  */
@@ -49,14 +52,14 @@ public final class PutPeer {
     public static void main(String[] args) throws Exception {
         LeakRecorder.install();
         String role = args[0];
-        int[] sizes = java.util.Arrays.stream(args[1].split(",")).mapToInt(Integer::parseInt).toArray();
+        int[] sizes = args[1].equals("-") ? null : sizes(args[1]);
         Worker worker = new NucxBootstrap().name("put-peer").start();
         System.out.println("ADDRESS " + worker.address().toHex());
         System.out.flush();
         BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
         switch (role) {
             case "send" -> send(worker, in, sizes, Long.parseLong(args[2]));
-            case "recv" -> receive(worker, sizes, args.length > 2 && args[2].equals("nondumpable"));
+            case "recv" -> receive(worker, in, sizes, args.length > 2 && args[2].equals("nondumpable"));
             default -> throw new IllegalArgumentException("unknown role " + role);
         }
         System.out.flush();
@@ -69,13 +72,23 @@ public final class PutPeer {
         System.exit(0);
     }
 
+    private static int[] sizes(String commaSeparated) {
+        return java.util.Arrays.stream(commaSeparated.split(",")).mapToInt(Integer::parseInt).toArray();
+    }
+
     private static void send(Worker worker, BufferedReader in, int[] sizes, long stallMillis) throws Exception {
-        Endpoint ep = worker.connect(WorkerAddress.fromHex(in.readLine().trim()));
+        WorkerAddress receiver = WorkerAddress.fromHex(in.readLine().trim());
+        Endpoint ep = worker.connect(receiver);
         ep.tagSend(HELLO_TAG, ByteBufAllocator.DEFAULT.buffer(1).writeByte(1)).sync();
         System.out.println("CONNECTED");
+        System.out.println("PUT_FROM " + worker.protocolTable(receiver, SelectionKey.MemoryType.DIRECT).entries()
+                .stream().filter(e -> e.candidate().protocol() == RndvProtocols.PUT_ZCOPY)
+                .mapToLong(e -> e.start()).findFirst().orElse(-1));
         System.out.flush();
         String go = in.readLine();
-        if (!"GO".equals(go)) {
+        if (go != null && go.startsWith("GO ")) {
+            sizes = sizes(go.substring(3).trim());
+        } else if (!"GO".equals(go)) {
             throw new IllegalStateException("expected GO, got " + go);
         }
         if (stallMillis > 0) {
@@ -110,7 +123,8 @@ public final class PutPeer {
         System.out.println("FAILURES " + worker.rmaFailures().stream().map(Throwable::getMessage).toList());
     }
 
-    private static void receive(Worker worker, int[] sizes, boolean nondumpable) throws Exception {
+    private static void receive(Worker worker, BufferedReader in, int[] sizes, boolean nondumpable)
+            throws Exception {
         worker.tagRecv(HELLO_TAG, -1L).get(60, TimeUnit.SECONDS).release();
         if (nondumpable) {
             int r;
@@ -124,6 +138,9 @@ public final class PutPeer {
             }
             System.out.println("NONDUMPABLE");
             System.out.flush();
+        }
+        if (sizes == null) {
+            sizes = sizes(in.readLine().trim());
         }
         String report = "OK";
         for (int i = 0; i < sizes.length; i++) {
