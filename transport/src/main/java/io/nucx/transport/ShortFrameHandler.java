@@ -16,4 +16,14 @@ public interface ShortFrameHandler {
      * the pipeline. An exception closes the lane, as from {@code channelRead}.
      */
     boolean shortFrameArrived(int amId, long header, ShortPayload payload);
+
+    /**
+     * How many more frames, short or not, this handler takes in the current loop turn before it keeps the rest as
+     * objects for the next turn (a lane's per-turn share). A transport that can leave frames where it read them stops
+     * there, reads no more, and goes on in the next turn: tcp's decoder leaves them in its cumulation. Others need not
+     * ask.
+     */
+    default int turnShareLeft() {
+        return Integer.MAX_VALUE;
+    }
 }

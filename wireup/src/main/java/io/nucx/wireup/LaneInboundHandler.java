@@ -165,6 +165,15 @@ final class LaneInboundHandler extends ChannelInboundHandlerAdapter implements S
     }
 
     /**
+     * Frames this turn's share has left ({@link ShortFrameHandler#turnShareLeft}): tcp's decoder leaves the rest of a
+     * read in its cumulation for the next turn, where {@code channelRead} would keep them in the backlog as objects.
+     */
+    @Override
+    public int turnShareLeft() {
+        return backlog != null ? 0 : Math.max(0, laneBatch - handledThisTurn);
+    }
+
+    /**
      * Where a large payload goes before it arrives ({@link PayloadPlacement}): asked of the endpoint's codec when the
      * frame would go straight to it ({@link #dispatch}); not while frames wait in the backlog (the codec has not seen
      * them yet) nor before the lane is an endpoint's.

@@ -3,6 +3,7 @@ package io.nucx.examples.perf;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.CsvSource;
+import org.junit.jupiter.params.provider.ValueSource;
 
 import java.io.BufferedReader;
 import java.io.InputStreamReader;
@@ -12,6 +13,8 @@ import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.TimeUnit;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -72,6 +75,41 @@ class ZeroAllocationTest {
                     + "per round trip of short active messages (both loops), in the least of three windows; two "
                     + "handles of " + AM_HANDLE + " bytes expected");
         }
+    }
+
+    /**
+     * A sender that outruns its receiver over tcp: perftest's tag_bw and stream_bw of 8 B in one JVM (sends of
+     * {@code trySendShort} / {@code trySendStreamShort}, one flush per batch of them), C1 only, as above. The short
+     * frames written between two flushes share one buffer, and what a read brings beyond the receiving lane's share of
+     * a loop turn waits in the decoder's cumulation as bytes rather than as frames: no object per message on either
+     * loop (an object per send and up to 180 bytes per message received before).
+     */
+    @ParameterizedTest(name = "{0}")
+    @ValueSource(strings = {"tag_bw", "stream_bw"})
+    void aSenderThatOutrunsItsReceiverOverTcpAllocatesNothingPerMessageOnEitherSide(String test) throws Exception {
+        String java = ProcessHandle.current().info().command().orElseThrow();
+        ProcessBuilder pb = new ProcessBuilder(java, "-XX:TieredStopAtLevel=1",
+                "-Dio.netty.leakDetection.level=disabled", "--enable-native-access=ALL-UNNAMED", "-cp",
+                System.getProperty("java.class.path"), io.nucx.examples.NucxMain.class.getName(),
+                "perftest", "--in-process", "-t", test, "-s", "8",
+                "-n", "1000000", "--warmup-time", "2", "-f").redirectErrorStream(true);
+        pb.environment().keySet().removeIf(k -> k.startsWith("NUCX_"));
+        pb.environment().put("NUCX_TLS", "tcp");
+        pb.environment().put("NUCX_TCP_IO", "epoll");
+        Process p = pb.start();
+        String out;
+        try (var in = p.getInputStream()) {
+            out = new String(in.readAllBytes(), StandardCharsets.UTF_8);
+        }
+        assertTrue(p.waitFor(300, TimeUnit.SECONDS), "perftest did not finish");
+        assertEquals(0, p.exitValue(), () -> "perftest failed:\n" + out);
+        Matcher m = Pattern.compile("Allocated \\(bytes per iteration, worker loop thread\\): client ([\\d.]+), "
+                + "server ([\\d.]+)").matcher(out);
+        assertTrue(m.find(), () -> "no allocation line in perftest's output:\n" + out);
+        double client = Double.parseDouble(m.group(1));
+        double server = Double.parseDouble(m.group(2));
+        assertTrue(client < ZERO && server < ZERO, () -> test + " over tcp allocated " + client + " bytes per send on "
+                + "the client's loop and " + server + " per message on the server's:\n" + out);
     }
 
     private static Map<String, Double> probe(String tls, boolean busyPoll, int size, int warm, int measured)

@@ -18,6 +18,7 @@ import io.nucx.transport.ShortPayload;
 
 import java.util.List;
 import java.util.Objects;
+import java.util.concurrent.TimeUnit;
 
 import static io.nucx.transport.tcp.AmFrameLayout.AM_ID_OFFSET;
 import static io.nucx.transport.tcp.AmFrameLayout.FLAGS_OFFSET;
@@ -43,6 +44,11 @@ import static io.nucx.transport.tcp.AmFrameLayout.PREFIX_LENGTH;
  * ({@link ShortFrameHandler}: a tagged message, a stream write or an active message copied from the read straight
  * into the receive buffer, with no header and payload buffers and no {@link AmFrame}, as shm hands its ring records)
  * and no inbound handler stands between; anything it does not take is decoded as a frame, in the same order.
+ *
+ * <p>A turn's share: where this decoder is the first to see the socket's bytes, it decodes no more frames in a loop
+ * turn than the lane's last handler takes in that turn ({@link ShortFrameHandler#turnShareLeft}); the rest stay in
+ * the cumulation as bytes, the channel reads nothing more, and the next turn (a task scheduled after its I/O) goes on
+ * where this one stopped. A sender that outruns the receiver costs that receiver no object per frame.
  *
  * <p>A frame flagged {@link AmFrame#FLAG_PLACED} may exceed the payload limit, which bounds what this lane buffers:
  * its receiver asked for it so, and it is read into that receiver's memory. One that nothing here places is refused
@@ -89,6 +95,14 @@ public final class AmFrameDecoder extends ByteToMessageDecoder {
     private long shortFrames;
     /** The payload {@link #offerShort} hands, reused. */
     private final ReadPayload shortPayload = new ReadPayload();
+    /** Frames wait in the cumulation beyond this turn's share, reads paused: {@link #nextTurn} is scheduled. */
+    private boolean nextTurnScheduled;
+    /** {@link #nextTurn} as a task, made once. */
+    private Runnable nextTurnTask;
+    /** The channel closed: whatever is left is decoded at once, share or not. */
+    private boolean decodingLast;
+    /** Loop turns that ended with frames left in the cumulation for the next ({@link #turnsDeferred()}). */
+    private long turnsDeferred;
 
     /** A frame waiting for its placed payload; one object per decoder, reused (at most one frame waits at a time). */
     private static final class Placed {
@@ -166,7 +180,12 @@ public final class AmFrameDecoder extends ByteToMessageDecoder {
 
     @Override
     protected void decode(ChannelHandlerContext ctx, ByteBuf in, List<Object> out) {
+        int share = turnShare(ctx);
         while (in.readableBytes() >= PREFIX_LENGTH) {
+            if (share <= 0) {
+                deferToNextTurn(ctx);
+                return;
+            }
             int start = in.readerIndex();
             int amId = in.getUnsignedByte(start + AM_ID_OFFSET);
             int flags = in.getUnsignedByte(start + FLAGS_OFFSET);
@@ -209,12 +228,15 @@ public final class AmFrameDecoder extends ByteToMessageDecoder {
                 ShortFrameHandler to = shortFrameHandler(ctx);
                 if (to != null) {
                     if (!out.isEmpty()) {
-                        return; // the frames before it go up first; decode is called again for the rest
-                    }
-                    if (offerShort(ctx, to, in, amId, start, (int) payloadLength)) {
+                        if (!decodingLast) {
+                            return; // the frames before it go up first; decode is called again for the rest
+                        }
+                        // decodeLast is called once: the rest go up as frames, in order
+                    } else if (offerShort(ctx, to, in, amId, start, (int) payloadLength)) {
                         if (ctx.isRemoved()) {
                             return;
                         }
+                        share--;
                         continue;
                     }
                 }
@@ -230,6 +252,7 @@ public final class AmFrameDecoder extends ByteToMessageDecoder {
                     if (ctx.isRemoved()) {
                         return;
                     }
+                    share--;
                     continue;
                 }
             }
@@ -243,7 +266,64 @@ public final class AmFrameDecoder extends ByteToMessageDecoder {
             if (ctx.isRemoved()) {
                 return;
             }
+            share--;
         }
+    }
+
+    /**
+     * Frames the lane's last handler takes in this loop turn, when this decoder reads the socket's bytes first (then
+     * what it leaves waits as bytes; behind TLS the record layer reads on its own) and the channel is open; else no
+     * bound. Asked per decode call: the frames of the call before went up in between.
+     */
+    private int turnShare(ChannelHandlerContext ctx) {
+        if (decodingLast || ctx.pipeline().first() != this) {
+            return Integer.MAX_VALUE;
+        }
+        ChannelHandlerContext last = ctx.pipeline().lastContext();
+        return last != null && last.handler() instanceof ShortFrameHandler to ? to.turnShareLeft() : Integer.MAX_VALUE;
+    }
+
+    /**
+     * This turn's share is used: reads pause and the rest of the cumulation is decoded in the next turn, by a task
+     * scheduled (it runs after that turn's I/O, as the lane's own backlog does, so the loop's other channels and timers
+     * come between two shares).
+     */
+    private void deferToNextTurn(ChannelHandlerContext ctx) {
+        if (nextTurnScheduled) {
+            return;
+        }
+        nextTurnScheduled = true;
+        turnsDeferred++;
+        ctx.channel().config().setAutoRead(false);
+        if (nextTurnTask == null) {
+            nextTurnTask = () -> nextTurn(ctx);
+        }
+        ctx.executor().schedule(nextTurnTask, 0, TimeUnit.NANOSECONDS);
+    }
+
+    /**
+     * The next turn's share of what waits: decoded as a read of nothing new, then the end of a read batch (the lane's
+     * handler confirms what it took and begins a new share); reads resume once nothing waits beyond the share.
+     */
+    private void nextTurn(ChannelHandlerContext ctx) {
+        nextTurnScheduled = false;
+        if (ctx.isRemoved() || !ctx.channel().isActive()) {
+            return; // closing: what is left is decoded (or released) there
+        }
+        try {
+            channelRead(ctx, Unpooled.EMPTY_BUFFER);
+            channelReadComplete(ctx);
+        } catch (Exception e) {
+            ctx.fireExceptionCaught(e); // as Netty reports a throw from channelRead
+        }
+        if (!nextTurnScheduled && ctx.channel().isActive()) {
+            ctx.channel().config().setAutoRead(true);
+        }
+    }
+
+    /** Loop turns that ended with frames left in the cumulation for the next (a turn's share was used). */
+    public long turnsDeferred() {
+        return turnsDeferred;
     }
 
     /**
@@ -351,7 +431,7 @@ public final class AmFrameDecoder extends ByteToMessageDecoder {
     private int place(ChannelHandlerContext ctx, ByteBuf in, int amId, int flags, int headerLength, int payloadLength,
                       List<Object> out) {
         if (!out.isEmpty()) {
-            return LATER; // decode is called again once they went up
+            return decodingLast ? REFUSED : LATER; // decode is called again once they went up; decodeLast is not
         }
         int start = in.readerIndex();
         int payloadAt = start + PREFIX_LENGTH + headerLength;
@@ -505,6 +585,12 @@ public final class AmFrameDecoder extends ByteToMessageDecoder {
                 ctx.read(); // as ByteToMessageDecoder does for bytes that made no frame: whoever reads waits for one
             }
         }
+        if (nextTurnScheduled) {
+            // Frames wait for the next turn with reads paused: no read is asked for (the decoder's own end of batch
+            // would ask one when this batch made no frame), the lane's handler still ends its turn.
+            ctx.fireChannelReadComplete();
+            return;
+        }
         super.channelReadComplete(ctx);
     }
 
@@ -546,6 +632,7 @@ public final class AmFrameDecoder extends ByteToMessageDecoder {
 
     @Override
     protected void decodeLast(ChannelHandlerContext ctx, ByteBuf in, List<Object> out) {
+        decodingLast = true;
         decode(ctx, in, out);
         if (in.isReadable()) {
             int pending = in.readableBytes();

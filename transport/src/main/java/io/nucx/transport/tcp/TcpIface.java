@@ -65,7 +65,6 @@ final class TcpIface extends AbstractIface {
             io.netty.util.internal.logging.InternalLoggerFactory.getInstance(TcpIface.class);
 
     private final IoEngine mode;
-    private final AmFrameEncoder encoder;
     private final Channel server;
     private final int segSize;
     /** TLS on every lane (NUCX_TCP_TLS), or null. */
@@ -87,7 +86,6 @@ final class TcpIface extends AbstractIface {
                      TcpTls tls, boolean place, TcpCongestion congestion) {
         super(transport, params, attributes, deviceAddress, ifaceAddress);
         this.congestion = congestion;
-        this.encoder = new AmFrameEncoder(attributes);
         this.mode = mode;
         this.server = server;
         this.segSize = segSize;
@@ -187,7 +185,7 @@ final class TcpIface extends AbstractIface {
                     decoder));
         }
         ch.pipeline().addLast("nucx.frameDecoder", decoder);
-        ch.pipeline().addLast("nucx.frameEncoder", encoder);
+        ch.pipeline().addLast("nucx.frameEncoder", new AmFrameEncoder(attributes())); // its batch is the channel's
         ch.pipeline().addLast(LANE_HANDLER, laneHandler);
     }
 

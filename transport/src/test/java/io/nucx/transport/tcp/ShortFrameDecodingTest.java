@@ -33,6 +33,10 @@ class ShortFrameDecodingTest {
         final List<Throwable> errors = new ArrayList<>();
         final IntPredicate takes;
         ShortPayload kept;
+        /** Frames taken per loop turn (a lane's share); frames taken this turn; each ended turn's count. */
+        int sharePerTurn = Integer.MAX_VALUE;
+        int thisTurn;
+        final List<Integer> perTurn = new ArrayList<>();
 
         Recorder(IntPredicate takes) {
             this.takes = takes;
@@ -57,12 +61,25 @@ class ShortFrameDecodingTest {
                 part.release();
             }
             kept = payload;
+            thisTurn++;
             return true;
+        }
+
+        @Override
+        public int turnShareLeft() {
+            return sharePerTurn - thisTurn;
+        }
+
+        @Override
+        public void channelReadComplete(ChannelHandlerContext ctx) {
+            perTurn.add(thisTurn);
+            thisTurn = 0;
         }
 
         @Override
         public void channelRead(ChannelHandlerContext ctx, Object msg) {
             AmFrame f = (AmFrame) msg;
+            thisTurn++;
             try {
                 arrivals.add("frame " + f.amId() + " " + (f.header().readableBytes() == 8
                         ? f.header().getLongLE(f.header().readerIndex()) : -1) + " " + text(f.payload()));
@@ -182,5 +199,126 @@ class ShortFrameDecodingTest {
         assertEquals(1, last.errors.size(), () -> last.errors.toString());
         assertEquals("handler failed on frame 2", last.errors.get(0).getMessage());
         assertFalse(ch.finish());
+    }
+
+    /** Ten frames, short ones (id 7) and others (id 9, not taken as parts), the wire of one read. */
+    private static ByteBuf tenFrames() {
+        List<AmFrame> frames = new ArrayList<>();
+        for (int i = 0; i < 10; i++) {
+            frames.add(frame(i % 4 == 3 ? 9 : 7, 0, i, "p" + i));
+        }
+        return wire(frames.toArray(new AmFrame[0]));
+    }
+
+    private static List<String> tenArrivals() {
+        List<String> expected = new ArrayList<>();
+        for (int i = 0; i < 10; i++) {
+            expected.add(i % 4 == 3 ? "frame 9 " + i + " p" + i : "short 7 " + i + " p" + i + " part ");
+        }
+        return expected;
+    }
+
+    @Test
+    void framesBeyondTheTurnsShareWaitInTheCumulationWithReadsPausedAndGoOnTurnByTurnInOrder() {
+        Recorder last = new Recorder(id -> id == 7);
+        last.sharePerTurn = 3;
+        EmbeddedChannel ch = new EmbeddedChannel(new AmFrameDecoder(64, 256 * 1024), last);
+        ch.pipeline().fireChannelRead(tenFrames()); // one read, its batch not ended yet
+        assertEquals(3, last.arrivals.size(), () -> last.arrivals.toString());
+        assertFalse(ch.config().isAutoRead(), "reads pause while frames wait");
+        ch.pipeline().fireChannelReadComplete();
+        for (int turn = 0; turn < 10 && last.arrivals.size() < 10; turn++) {
+            assertFalse(ch.config().isAutoRead(), "reads paused until nothing waits");
+            ch.runPendingTasks();
+        }
+        assertEquals(tenArrivals(), last.arrivals);
+        assertEquals(List.of(3, 3, 3, 1), last.perTurn, "frames per turn");
+        assertEquals(3, decoderOf(ch).turnsDeferred());
+        assertEquals(8, decoderOf(ch).shortFrames(), "every short frame taken as its parts, none made an object");
+        assertTrue(ch.config().isAutoRead(), "reads resume once nothing waits");
+        assertTrue(last.errors.isEmpty(), () -> last.errors.toString());
+        assertFalse(ch.finish());
+    }
+
+    @Test
+    void framesWaitingForTheNextTurnWhenTheConnectionClosesAreDecodedThen() {
+        Recorder last = new Recorder(id -> id == 7);
+        last.sharePerTurn = 2;
+        EmbeddedChannel ch = new EmbeddedChannel(new AmFrameDecoder(64, 256 * 1024), last);
+        ch.pipeline().fireChannelRead(tenFrames());
+        assertEquals(2, last.arrivals.size(), () -> last.arrivals.toString());
+        ch.close(); // the lane's handler decides what it keeps; the decoder hands up the whole stream
+        List<String> expected = new ArrayList<>(tenArrivals());
+        // Netty's last decode is one call: what follows a frame in it goes up as frames too, in order.
+        expected.set(8, "frame 7 8 p8");
+        expected.set(9, "frame 7 9 p9");
+        assertEquals(expected, last.arrivals);
+        assertTrue(last.errors.isEmpty(), () -> last.errors.toString());
+        assertFalse(ch.finish());
+    }
+
+    private static AmFrameEncoder encoder() {
+        return new AmFrameEncoder(TcpIface.attributes(new Device("lo", "network"), 256 * 1024, false, false));
+    }
+
+    @Test
+    void shortFramesWrittenBetweenFlushesShareOneBufferAndKeepTheirPlaceAmongTheLanesOtherFrames() {
+        EmbeddedChannel enc = new EmbeddedChannel(encoder());
+        ChannelHandlerContext writer = enc.pipeline().context(AmFrameEncoder.class);
+        AmFrameEncoder encoder = (AmFrameEncoder) writer.handler();
+        ByteBuf payload = Unpooled.copiedBuffer("abcd", java.nio.charset.StandardCharsets.US_ASCII);
+        List<ByteBuf> written = new ArrayList<>();
+        try {
+            assertTrue(encoder.writeShort(writer, 7, 1, payload));
+            assertTrue(encoder.writeShort(writer, 7, 2, payload));
+            assertEquals(4, payload.readableBytes(), "the payload stays the caller's, untouched");
+            enc.write(frame(9, 0, 3, "frame")); // the ordinary way: behind the two
+            assertTrue(encoder.writeShort(writer, 7, 4, payload));
+            enc.flush();
+            for (ByteBuf b; (b = enc.readOutbound()) != null; ) {
+                written.add(b);
+            }
+            assertEquals(3, written.size(), "the two short frames in one buffer, the frame, the third short frame");
+            assertEquals(2 * 20, written.get(0).readableBytes());
+            ByteBuf all = Unpooled.directBuffer();
+            written.forEach(b -> all.writeBytes(b));
+            Recorder last = new Recorder(id -> id == 7);
+            EmbeddedChannel dec = new EmbeddedChannel(new AmFrameDecoder(64, 256 * 1024), last);
+            dec.writeInbound(all);
+            assertEquals(List.of("short 7 1 abcd part bc", "short 7 2 abcd part bc", "frame 9 3 frame",
+                    "short 7 4 abcd part bc"), last.arrivals);
+            assertFalse(dec.finish());
+        } finally {
+            written.forEach(ByteBuf::release);
+            payload.release();
+        }
+        assertFalse(enc.finish());
+    }
+
+    @Test
+    void aBatchGoesOutWhenFullAndAnUnflushedOneIsReleasedWithTheChannel() {
+        EmbeddedChannel enc = new EmbeddedChannel(encoder());
+        ChannelHandlerContext writer = enc.pipeline().context(AmFrameEncoder.class);
+        AmFrameEncoder encoder = (AmFrameEncoder) writer.handler();
+        ByteBuf payload = Unpooled.wrappedBuffer(new byte[AmFrameDecoder.COPY_PAYLOAD]);
+        int frameLength = 16 + payload.readableBytes();
+        int perBatch = AmFrameEncoder.BATCH_CAPACITY / frameLength;
+        for (int i = 0; i < perBatch + 1; i++) {
+            assertTrue(encoder.writeShort(writer, 7, i, payload));
+        }
+        enc.flush();
+        ByteBuf first = enc.readOutbound();
+        ByteBuf second = enc.readOutbound();
+        try {
+            assertEquals(perBatch * frameLength, first.readableBytes(), "a batch holds what fits its capacity");
+            assertEquals(frameLength, second.readableBytes(), "the frame that did not fit begins the next");
+            assertEquals(null, (Object) enc.readOutbound());
+        } finally {
+            first.release();
+            second.release();
+        }
+        assertTrue(encoder.writeShort(writer, 7, 0, payload)); // never flushed: released when the channel goes
+        assertFalse(enc.finishAndReleaseAll());
+        payload.release();
     }
 }
