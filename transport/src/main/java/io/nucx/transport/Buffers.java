@@ -89,7 +89,7 @@ public final class Buffers {
      * Copies {@code length} bytes from {@code src} at {@code srcIndex} to {@code dst} at {@code dstIndex} (indices left
      * alone; the two ranges do not overlap), after the checks Netty's {@code setBytes} makes: both live, both ranges
      * inside, {@code dst} writable. Past {@link #SMALL}, between two buffers with memory addresses (Netty's direct
-     * buffers), one native copy.
+     * buffers), one native copy; between such a buffer and a heap one, one copy with no NIO view made.
      */
     public static void copy(ByteBuf src, int srcIndex, ByteBuf dst, int dstIndex, int length) {
         if (length <= SMALL) {
@@ -109,6 +109,13 @@ public final class Buffers {
         }
         if (src.hasMemoryAddress() && dst.hasMemoryAddress()) {
             copyMemory(src.memoryAddress() + srcIndex, dst.memoryAddress() + dstIndex, length);
+        } else if (src.hasMemoryAddress() && dst.hasArray()) {
+            // Netty's getBytes into an array copies a direct buffer through a NIO duplicate, an object per call.
+            MemorySegment.copy(ALL_MEMORY, ValueLayout.JAVA_BYTE, src.memoryAddress() + srcIndex, dst.array(),
+                    dst.arrayOffset() + dstIndex, length);
+        } else if (src.hasArray() && dst.hasMemoryAddress()) {
+            MemorySegment.copy(src.array(), src.arrayOffset() + srcIndex, ALL_MEMORY, ValueLayout.JAVA_BYTE,
+                    dst.memoryAddress() + dstIndex, length);
         } else if (dst.hasArray()) {
             src.getBytes(srcIndex, dst.array(), dst.arrayOffset() + dstIndex, length);
         } else {

@@ -23,10 +23,10 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
  * {@link Buffers}' copies give the bytes Netty's own copies would, on every path they take: by longs (up to
- * {@link Buffers#SMALL}), through a heap array, from address to address below {@link Buffers#LIBC_COPY_FROM} and by
- * libc's memmove from it (a critical call up to 1 MiB, an ordinary one above), {@link Buffers#copyMemory} between
- * overlapping ranges too; and they refuse a released buffer, a range outside one or a read-only destination, changing
- * nothing.
+ * {@link Buffers#SMALL}), through a heap array, between an address and a heap array, from address to address below
+ * {@link Buffers#LIBC_COPY_FROM} and by libc's memmove from it (a critical call up to 1 MiB, an ordinary one above),
+ * {@link Buffers#copyMemory} between overlapping ranges too; and they refuse a released buffer, a range outside one or
+ * a read-only destination, changing nothing.
  */
 class BuffersTest {
 

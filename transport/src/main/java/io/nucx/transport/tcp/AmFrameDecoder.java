@@ -40,10 +40,11 @@ import static io.nucx.transport.tcp.AmFrameLayout.PREFIX_LENGTH;
  * of the read. Both only on lanes that place (NUCX_TCP_PLACE, not under TLS, not io_uring).
  *
  * <p>Short frames in place: a whole frame with no flags, a header of one long and a payload of at most
- * {@link #COPY_PAYLOAD} bytes is offered to the lane's last handler as its parts when that handler takes them
- * ({@link ShortFrameHandler}: a tagged message, a stream write or an active message copied from the read straight
- * into the receive buffer, with no header and payload buffers and no {@link AmFrame}, as shm hands its ring records)
- * and no inbound handler stands between; anything it does not take is decoded as a frame, in the same order.
+ * {@link #SHORT_PAYLOAD} bytes (tcp's whole eager short range) is offered to the lane's last handler as its parts when
+ * that handler takes them ({@link ShortFrameHandler}: a tagged message, a stream write or an active message copied
+ * from the read straight into the receive buffer, with no header and payload buffers and no {@link AmFrame}, as shm
+ * hands its ring records) and no inbound handler stands between; anything it does not take is decoded as a frame, in
+ * the same order.
  *
  * <p>A turn's share: where this decoder is the first to see the socket's bytes, it decodes no more frames in a loop
  * turn than the lane's last handler takes in that turn ({@link ShortFrameHandler#turnShareLeft}); the rest stay in
@@ -58,6 +59,12 @@ public final class AmFrameDecoder extends ByteToMessageDecoder {
 
     /** Payloads up to this size are copied out of the cumulation, larger ones sliced ({@link #copy}). */
     static final int COPY_PAYLOAD = 1024;
+    /**
+     * Short frames with payloads up to this size are offered in place ({@link #offerShort}): the most a frame of tcp's
+     * short sends carries (its iface's am_short bound, 8 KiB with the header). Their handler copies them once, where
+     * a frame would cost a slice of the cumulation (over {@link #COPY_PAYLOAD}) and then the same copy.
+     */
+    static final int SHORT_PAYLOAD = 8192;
     /** Payloads from this size on are worth a read of their own ({@link PayloadPlacement}). */
     static final int PLACE_FROM = 16 * 1024;
     /** The read after a placed payload: the next frame's prefix and header, and a little of its payload. */
@@ -224,7 +231,7 @@ public final class AmFrameDecoder extends ByteToMessageDecoder {
                 }
                 return;
             }
-            if (flags == 0 && headerLength == Long.BYTES && payloadLength <= COPY_PAYLOAD) {
+            if (flags == 0 && headerLength == Long.BYTES && payloadLength <= SHORT_PAYLOAD) {
                 ShortFrameHandler to = shortFrameHandler(ctx);
                 if (to != null) {
                     if (!out.isEmpty()) {

@@ -96,11 +96,13 @@ public final class AmFrameEncoder extends ChannelOutboundHandlerAdapter implemen
             out = null;
         }
         if (out == null) {
-            out = ctx.alloc().directBuffer(Math.max(BATCH_START, frameLength), Math.max(BATCH_CAPACITY, frameLength));
+            int max = Math.max(BATCH_CAPACITY, frameLength);
+            out = ctx.alloc().directBuffer(Math.min(Math.max(BATCH_START, 4 * frameLength), max), max);
             batch = out;
+        } else if (out.writableBytes() < frameLength) {
+            out = grow(ctx, out, frameLength);
         }
         int at = out.writerIndex();
-        out.ensureWritable(frameLength);
         out.setByte(at + AmFrameLayout.AM_ID_OFFSET, amId);
         out.setByte(at + AmFrameLayout.FLAGS_OFFSET, 0);
         out.setShortLE(at + AmFrameLayout.HEADER_LENGTH_OFFSET, Long.BYTES);
@@ -109,6 +111,20 @@ public final class AmFrameEncoder extends ChannelOutboundHandlerAdapter implemen
         out.writerIndex(at + AmFrameLayout.PREFIX_LENGTH + Long.BYTES);
         Buffers.append(payload, payload.readerIndex(), out, payloadLength);
         return true;
+    }
+
+    /**
+     * The batch in a buffer twice as large (or as the frame needs, up to its maximum), copied over by {@link Buffers}:
+     * Netty's own growth copies a pooled direct buffer through a NIO view, an object per growth.
+     */
+    private ByteBuf grow(ChannelHandlerContext ctx, ByteBuf out, int frameLength) {
+        int needed = out.writerIndex() + frameLength;
+        int capacity = Math.min(Math.max(2 * out.capacity(), needed), out.maxCapacity());
+        ByteBuf grown = ctx.alloc().directBuffer(capacity, out.maxCapacity());
+        Buffers.append(out, out.readerIndex(), grown, out.readableBytes());
+        out.release();
+        batch = grown;
+        return grown;
     }
 
     @Override

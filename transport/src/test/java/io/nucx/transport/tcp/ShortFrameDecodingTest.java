@@ -22,7 +22,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
  * {@link AmFrameDecoder}'s short frames in place: a whole frame with no flags, an 8-byte header and a payload of at most
- * {@link AmFrameDecoder#COPY_PAYLOAD} bytes goes to the lane's last handler as its parts when it takes them, in the
+ * {@link AmFrameDecoder#SHORT_PAYLOAD} bytes goes to the lane's last handler as its parts when it takes them, in the
  * order of the frames around it, and as a frame otherwise.
  */
 class ShortFrameDecodingTest {
@@ -123,7 +123,7 @@ class ShortFrameDecodingTest {
 
     /** A mix: short frames, one with flags, one with a 16-byte header, one with a payload over the bound. */
     private static ByteBuf mixedWire() {
-        String big = "x".repeat(AmFrameDecoder.COPY_PAYLOAD + 1);
+        String big = "x".repeat(AmFrameDecoder.SHORT_PAYLOAD + 1);
         return wire(frame(7, 0, 1, "abcd"), frame(7, 0, 2, ""), frame(8, 1, 3, "flag"),
                 AmFrame.of(7, 0, Unpooled.buffer(16).writeLongLE(4).writeLongLE(5), Unpooled.EMPTY_BUFFER),
                 frame(7, 0, 6, "efgh"), frame(7, 0, 7, big), frame(9, 0, 8, "ijkl"), frame(7, 0, 9, "mnop"));
@@ -138,7 +138,7 @@ class ShortFrameDecodingTest {
         Recorder last = new Recorder(id -> id == 7);
         EmbeddedChannel ch = new EmbeddedChannel(new AmFrameDecoder(64, 256 * 1024), last);
         ch.writeInbound(mixedWire());
-        String big = "x".repeat(AmFrameDecoder.COPY_PAYLOAD + 1);
+        String big = "x".repeat(AmFrameDecoder.SHORT_PAYLOAD + 1);
         assertEquals(List.of("short 7 1 abcd part bc", "short 7 2  part ", "frame 8 3 flag", "frame 7 -1 ",
                 "short 7 6 efgh part fg", "frame 7 7 " + big, "frame 9 8 ijkl", "short 7 9 mnop part no"),
                 last.arrivals);
@@ -151,6 +151,17 @@ class ShortFrameDecodingTest {
             late.release();
         }
         assertTrue(last.errors.isEmpty(), () -> last.errors.toString());
+        assertFalse(ch.finish());
+    }
+
+    @Test
+    void aFrameOfTcpsLargestShortPayloadGoesInPlaceAndOneByteMoreAsAFrame() {
+        Recorder last = new Recorder(id -> id == 7);
+        EmbeddedChannel ch = new EmbeddedChannel(new AmFrameDecoder(64, 256 * 1024), last);
+        String most = "y".repeat(AmFrameDecoder.SHORT_PAYLOAD);
+        ch.writeInbound(wire(frame(7, 0, 1, most), frame(7, 0, 2, most + "z")));
+        assertEquals(List.of("short 7 1 " + most + " part yy", "frame 7 2 " + most + "z"), last.arrivals);
+        assertEquals(1, decoderOf(ch).shortFrames());
         assertFalse(ch.finish());
     }
 
