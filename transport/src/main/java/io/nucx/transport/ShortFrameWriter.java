@@ -17,7 +17,8 @@ public interface ShortFrameWriter extends ChannelOutboundHandler {
     /**
      * Writes the short frame from this handler's context {@code ctx} (to the handlers before it: TLS, the socket),
      * copying {@code payload}, which stays the caller's, untouched: true. False, having done nothing, when the frame
-     * does not fit the lane's limits. On the lane's loop; not flushed.
+     * does not fit the lane's limits. On the lane's loop; not flushed: the frame may wait in the writer until the next
+     * flush or the next write through it, and goes out before that write.
      */
     boolean writeShort(ChannelHandlerContext ctx, int amId, long header, ByteBuf payload);
 

@@ -24,7 +24,8 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * short frame), 4 KiB (over shm, the bulk copy into the ring) and 64 KiB (several fragments, put together in place)
  * ({@link InProcessPingPong}, a reusable receive on each side, sends of a pooled buffer's duplicates under
  * {@code SEND_TAG}), counted in bytes allocated by both loop threads (ThreadMXBean) over thousands of round trips.
- * Short active messages sent with {@code tryAmSendShort} allocate only the receiving handler's handle.
+ * Short active messages sent with {@code tryAmSendShort} allocate only the receiving handler's handle. And a sender
+ * that outruns its receiver over tcp (perftest's tag_bw and stream_bw) costs neither loop an object per message.
  *
  * <p>It runs in a child JVM for two reasons. Netty's leak detector, at PARANOID in every test JVM, records a stack
  * trace for every pooled buffer by design, so no path that takes a pooled buffer could measure zero under it (the

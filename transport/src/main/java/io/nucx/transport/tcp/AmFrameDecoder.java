@@ -279,8 +279,9 @@ public final class AmFrameDecoder extends ByteToMessageDecoder {
 
     /**
      * Frames the lane's last handler takes in this loop turn, when this decoder reads the socket's bytes first (then
-     * what it leaves waits as bytes; behind TLS the record layer reads on its own) and the channel is open; else no
-     * bound. Asked per decode call: the frames of the call before went up in between.
+     * what it leaves waits as bytes; behind TLS the record layer reads on its own) and the input has not ended (then
+     * everything left goes up at once); else no bound. Asked per decode call: the frames of the call before went up in
+     * between.
      */
     private int turnShare(ChannelHandlerContext ctx) {
         if (decodingLast || ctx.pipeline().first() != this) {
