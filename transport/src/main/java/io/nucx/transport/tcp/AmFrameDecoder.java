@@ -9,6 +9,7 @@ import io.netty.channel.ChannelInboundHandler;
 import io.netty.handler.codec.ByteToMessageDecoder;
 import io.netty.handler.codec.CorruptedFrameException;
 import io.netty.handler.codec.TooLongFrameException;
+import io.netty.handler.ssl.SslHandler;
 import io.nucx.transport.AmFrame;
 import io.nucx.transport.Buffers;
 import io.nucx.transport.PayloadPlacement;
@@ -46,10 +47,11 @@ import static io.nucx.transport.tcp.AmFrameLayout.PREFIX_LENGTH;
  * hands its ring records) and no inbound handler stands between; anything it does not take is decoded as a frame, in
  * the same order.
  *
- * <p>A turn's share: where this decoder is the first to see the socket's bytes, it decodes no more frames in a loop
- * turn than the lane's last handler takes in that turn ({@link ShortFrameHandler#turnShareLeft}); the rest stay in
- * the cumulation as bytes, the channel reads nothing more, and the next turn (a task scheduled after its I/O) goes on
- * where this one stopped. A sender that outruns the receiver costs that receiver no object per frame.
+ * <p>A turn's share: where this decoder is the first to see the socket's bytes, or the first after TLS's record layer
+ * ({@link #readsFirst}), it decodes no more frames in a loop turn than the lane's last handler takes in that turn
+ * ({@link ShortFrameHandler#turnShareLeft}); the rest stay in the cumulation as bytes, the channel reads nothing more,
+ * and the next turn (a task scheduled after its I/O) goes on where this one stopped. A sender that outruns the receiver
+ * costs that receiver no object per frame.
  *
  * <p>A frame flagged {@link AmFrame#FLAG_PLACED} may exceed the payload limit, which bounds what this lane buffers:
  * its receiver asked for it so, and it is read into that receiver's memory. One that nothing here places is refused
@@ -278,17 +280,33 @@ public final class AmFrameDecoder extends ByteToMessageDecoder {
     }
 
     /**
-     * Frames the lane's last handler takes in this loop turn, when this decoder reads the socket's bytes first (then
-     * what it leaves waits as bytes; behind TLS the record layer reads on its own) and the input has not ended (then
+     * Frames the lane's last handler takes in this loop turn, when this decoder reads the socket's bytes first or
+     * right behind TLS ({@link #readsFirst}: then what it leaves waits as bytes) and the input has not ended (then
      * everything left goes up at once); else no bound. Asked per decode call: the frames of the call before went up in
      * between.
      */
     private int turnShare(ChannelHandlerContext ctx) {
-        if (decodingLast || ctx.pipeline().first() != this) {
+        if (decodingLast || !readsFirst(ctx)) {
             return Integer.MAX_VALUE;
         }
         ChannelHandlerContext last = ctx.pipeline().lastContext();
         return last != null && last.handler() instanceof ShortFrameHandler to ? to.turnShareLeft() : Integer.MAX_VALUE;
+    }
+
+    /**
+     * Whether what this decoder leaves in its cumulation is all that waits once reads pause: it is the pipeline's first
+     * handler, or the one right after an {@link SslHandler} that is first (TLS's record layer unwraps every whole
+     * record of a read before the read ends, and with reads paused reads again only while it holds part of a record
+     * and handed nothing up, so nothing whole waits there). Another handler before it might hold bytes of its own
+     * until a read that the pause would not let come.
+     */
+    private boolean readsFirst(ChannelHandlerContext ctx) {
+        ChannelHandler first = ctx.pipeline().first();
+        if (first == this) {
+            return true;
+        }
+        ChannelHandlerContext before = first instanceof SslHandler ? PipelineLinks.previous(ctx) : null;
+        return before != null && before.handler() == first; // read through Netty's link (null: no link, no share)
     }
 
     /**

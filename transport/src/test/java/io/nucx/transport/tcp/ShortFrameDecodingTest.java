@@ -1,10 +1,14 @@
 package io.nucx.transport.tcp;
 
 import io.netty.buffer.ByteBuf;
+import io.netty.buffer.ByteBufAllocator;
 import io.netty.buffer.Unpooled;
 import io.netty.channel.ChannelHandlerContext;
 import io.netty.channel.ChannelInboundHandlerAdapter;
 import io.netty.channel.embedded.EmbeddedChannel;
+import io.netty.handler.ssl.SslContextBuilder;
+import io.netty.handler.ssl.SslHandler;
+import io.netty.handler.ssl.SslProvider;
 import io.nucx.transport.AmFrame;
 import io.nucx.transport.Device;
 import io.nucx.transport.ShortFrameHandler;
@@ -249,6 +253,44 @@ class ShortFrameDecodingTest {
         assertTrue(ch.config().isAutoRead(), "reads resume once nothing waits");
         assertTrue(last.errors.isEmpty(), () -> last.errors.toString());
         assertFalse(ch.finish());
+    }
+
+    /**
+     * Right behind TLS's record layer the share holds as where the decoder reads the socket itself (what the layer
+     * unwrapped is fired from its context here, as it fires it); behind any other handler, which might hold bytes of
+     * its own until a read the pause would not let come, the decoder takes no share.
+     */
+    @Test
+    void theShareHoldsRightBehindTlsAndNotBehindAnyOtherHandler() throws Exception {
+        Recorder last = new Recorder(id -> id == 7);
+        last.sharePerTurn = 3;
+        SslHandler tls = SslContextBuilder.forClient().sslProvider(SslProvider.JDK).build()
+                .newHandler(ByteBufAllocator.DEFAULT);
+        EmbeddedChannel ch = new EmbeddedChannel(tls, new AmFrameDecoder(64, 256 * 1024), last);
+        ChannelHandlerContext unwrapped = ch.pipeline().context(tls);
+        unwrapped.fireChannelRead(tenFrames());
+        assertEquals(3, last.arrivals.size(), () -> last.arrivals.toString());
+        assertFalse(ch.config().isAutoRead(), "reads pause while frames wait");
+        unwrapped.fireChannelReadComplete();
+        for (int turn = 0; turn < 10 && last.arrivals.size() < 10; turn++) {
+            ch.runPendingTasks();
+        }
+        assertEquals(tenArrivals(), last.arrivals);
+        assertEquals(List.of(3, 3, 3, 1), last.perTurn, "frames per turn");
+        assertTrue(ch.config().isAutoRead(), "reads resume once nothing waits");
+        assertTrue(last.errors.isEmpty(), () -> last.errors.toString());
+        ch.finishAndReleaseAll(); // the record layer's hello, never answered
+
+        Recorder behindOther = new Recorder(id -> id == 7);
+        behindOther.sharePerTurn = 3;
+        EmbeddedChannel other = new EmbeddedChannel(new ChannelInboundHandlerAdapter(),
+                new AmFrameDecoder(64, 256 * 1024), behindOther);
+        other.pipeline().fireChannelRead(tenFrames());
+        other.pipeline().fireChannelReadComplete();
+        assertEquals(tenArrivals(), behindOther.arrivals, "all in the read's own turn");
+        assertEquals(0, decoderOf(other).turnsDeferred());
+        assertTrue(other.config().isAutoRead());
+        assertFalse(other.finish());
     }
 
     @Test
