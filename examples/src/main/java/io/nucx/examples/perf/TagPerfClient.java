@@ -35,7 +35,9 @@ import org.HdrHistogram.Histogram;
  * ucx_perftest sends one buffer) and otherwise as retained duplicates (recycled objects) under the endpoint's
  * {@link EndpointOption#SEND_TAG}, and tag_lat's
  * PONG comes to a {@linkplain TagReceive#reusable reusable} receive. The synchronous tests send {@code TagMessage}s
- * (the flag travels in the message), and tag_bw's sends take a promise each (a listener only when not done on return).
+ * (the flag travels in the message), and tag_bw's sends take a promise each (a listener only when not done on return)
+ * unless they go short: a size that went short waits for the endpoint's writability when the lane is full, as a Netty
+ * app that heeds it does, where it wrote a promise the lane completed later.
  * am_lat and am_bw send the same as active messages ({@code AmData}, no user header) to the server's handlers; the
  * PONG comes to this worker's handler (rendezvous ones received into a pooled buffer). stream_lat and stream_bw write
  * to the endpoint's byte stream ({@code StreamData}, a duplicate each), as a Netty app's writes over nucx go, and the
@@ -102,6 +104,10 @@ final class TagPerfClient {
     private int outstanding;
     /** This phase's sends are all done and its end (SYNC or RMA flush) is under way. */
     private boolean sendsFinished;
+    /** A send of this run went short ({@code trySendShort} and kin): a refusal then with no room is a full lane. */
+    private boolean wentShort;
+    /** Sends wait for the endpoint to become writable again ({@link #onWritable}). */
+    private boolean waitingForRoom;
     /** A {@link #sendMore} is queued on the loop already (one at a time). */
     private boolean sendScheduled;
     private final Runnable scheduledSend = () -> {
@@ -201,6 +207,19 @@ final class TagPerfClient {
             worker.setAmHandler(PerfTags.AM_PONG, this::onAmPong);
             result.addListener(f -> worker.setAmHandler(PerfTags.AM_PONG, null));
         }
+        io.netty.channel.ChannelHandler roomWatch = new io.netty.channel.ChannelInboundHandlerAdapter() {
+            @Override
+            public void channelWritabilityChanged(io.netty.channel.ChannelHandlerContext ctx) {
+                onWritable();
+                ctx.fireChannelWritabilityChanged();
+            }
+        };
+        ep.pipeline().addLast(roomWatch);
+        result.addListener(f -> ep.eventLoop().execute(() -> {
+            if (ep.pipeline().context(roomWatch) != null) {
+                ep.pipeline().remove(roomWatch);
+            }
+        }));
         worker.eventLoop().execute(() -> beginPhase(Phase.WARMUP));
         // A server that dies mid-run leaves a receive posted for ever: end with the endpoint's failure instead.
         ep.errorFuture().addListener(f -> {
@@ -249,6 +268,7 @@ final class TagPerfClient {
         sent = 0;
         outstanding = 0;
         sendsFinished = false;
+        waitingForRoom = false;
         atLastReport.reset();
         overall.reset(); // the tail describes the measured run only
         if (recent != null) {
@@ -403,6 +423,7 @@ final class TagPerfClient {
                 // duplicate, no reference count touched, no future. Counted with one clock reading per batch, below:
                 // System.nanoTime costs 22 ns here, a third of such a send (ucx_perftest reads the TSC, 8 ns).
                 wrote = true;
+                wentShort = true;
                 outstanding--;
                 iter++;
                 unclocked++;
@@ -414,6 +435,15 @@ final class TagPerfClient {
                     break;
                 }
                 continue;
+            }
+            if (wentShort && !sync && !ep.isWritable()) {
+                // A size that goes short met a full lane: wait for room, as a Netty app that heeds writability does
+                // (and as UCX puts a send its transport refused on a pending queue, in a request from a pool),
+                // rather than write it with a promise the lane completes later (a promise and a lane write each).
+                outstanding--;
+                sent--;
+                waitingForRoom = true;
+                break;
             }
             Object msg = stream != null ? new StreamData(payload.retainedDuplicate())
                     : am ? new AmData(PerfTags.AM_DATA, Unpooled.EMPTY_BUFFER, payload.retainedDuplicate(), false)
@@ -472,6 +502,14 @@ final class TagPerfClient {
             // ones it is completing (promise, listener, outbound-buffer entry each); from the loop's next task the
             // buffer is empty and sends go straight into the transport again. ucx_perftest, too, sends from its
             // loop and only counts in completion callbacks.
+            scheduleSend();
+        }
+    }
+
+    /** The endpoint's writability changed: sends that waited for room go on. */
+    private void onWritable() {
+        if (waitingForRoom && ep.isWritable()) {
+            waitingForRoom = false;
             scheduleSend();
         }
     }
