@@ -271,6 +271,28 @@ public final class Buffers {
         return buf;
     }
 
+    /**
+     * {@code buf}'s readable bytes in a new buffer from its allocator, of the same kind and maximum, with room for
+     * {@code more} bytes after them (its capacity as Netty's growth would make it), and {@code buf} released: Netty's
+     * own {@code ensureWritable} copies a pooled direct buffer through a NIO view, an object per growth. The caller
+     * has checked the maximum; the new buffer's reader index is 0.
+     */
+    public static ByteBuf grow(ByteBuf buf, int more) {
+        int readable = buf.readableBytes();
+        ByteBufAllocator alloc = buf.alloc();
+        int capacity = alloc.calculateNewCapacity(readable + more, buf.maxCapacity());
+        ByteBuf grown = buf.isDirect() ? alloc.directBuffer(capacity, buf.maxCapacity())
+                : alloc.heapBuffer(capacity, buf.maxCapacity());
+        try {
+            append(buf, buf.readerIndex(), grown, readable);
+        } catch (RuntimeException | Error e) {
+            grown.release();
+            throw e;
+        }
+        buf.release();
+        return grown;
+    }
+
     /** Appends {@code length} bytes of {@code src} at {@code srcIndex} to {@code dst} (its writer index moves). */
     public static ByteBuf append(ByteBuf src, int srcIndex, ByteBuf dst, int length) {
         dst.ensureWritable(length);

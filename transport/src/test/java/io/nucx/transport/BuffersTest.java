@@ -169,6 +169,34 @@ class BuffersTest {
 
     /** Above 1 MiB the copy is an ordinary downcall, not a critical one: the same bytes. */
     @Test
+    void aGrownBufferHoldsTheReadableBytesWithRoomForMoreAndTheOldOneIsReleased() {
+        RandomCases.forAll("a grown buffer holds the readable bytes with room for more", CASES, Case::of, c -> {
+            SplittableRandom r = c.more();
+            boolean direct = r.nextBoolean();
+            int max = 1 << 20;
+            ByteBuf old = direct ? POOLED.directBuffer(c.length() + c.srcAt(), max)
+                    : POOLED.heapBuffer(c.length() + c.srcAt(), max);
+            byte[] content = new byte[c.length() + c.srcAt()];
+            r.nextBytes(content);
+            old.writeBytes(content).readerIndex(c.srcAt()); // bytes before the reader index are not carried over
+            int more = 1 + r.nextInt(64 * 1024);
+            ByteBuf grown = Buffers.grow(old, more);
+            try {
+                assertEquals(0, old.refCnt(), "the old buffer is released");
+                assertEquals(direct, grown.isDirect(), "the same kind of buffer");
+                assertEquals(max, grown.maxCapacity());
+                assertEquals(0, grown.readerIndex());
+                assertTrue(grown.writableBytes() >= more, () -> grown.writableBytes() + " writable, " + more + " asked");
+                byte[] got = new byte[grown.readableBytes()];
+                grown.getBytes(0, got);
+                assertArrayEquals(Arrays.copyOfRange(content, c.srcAt(), content.length), got);
+            } finally {
+                grown.release();
+            }
+        });
+    }
+
+    @Test
     void aCopyOfSeveralMebibytesGivesTheSameBytes() {
         int n = 3 * 1024 * 1024 + 5;
         ByteBuf src = buffer(new SplittableRandom(42), n);

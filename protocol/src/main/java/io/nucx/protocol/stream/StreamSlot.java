@@ -37,7 +37,9 @@ public final class StreamSlot {
         if (d == null || detached || d.maxWritableBytes() < n) {
             return false;
         }
-        d.ensureWritable(n);
+        if (d.writableBytes() < n) {
+            data = d = io.nucx.transport.Buffers.grow(d, n); // not ensureWritable: a NIO view per growth
+        }
         payload.copyTo(d, d.writerIndex());
         d.writerIndex(d.writerIndex() + n);
         return true;

@@ -100,7 +100,7 @@ public final class AmFrameEncoder extends ChannelOutboundHandlerAdapter implemen
             out = ctx.alloc().directBuffer(Math.min(Math.max(BATCH_START, 4 * frameLength), max), max);
             batch = out;
         } else if (out.writableBytes() < frameLength) {
-            out = grow(ctx, out, frameLength);
+            batch = out = Buffers.grow(out, frameLength); // not ensureWritable: a NIO view per growth
         }
         int at = out.writerIndex();
         out.setByte(at + AmFrameLayout.AM_ID_OFFSET, amId);
@@ -111,20 +111,6 @@ public final class AmFrameEncoder extends ChannelOutboundHandlerAdapter implemen
         out.writerIndex(at + AmFrameLayout.PREFIX_LENGTH + Long.BYTES);
         Buffers.append(payload, payload.readerIndex(), out, payloadLength);
         return true;
-    }
-
-    /**
-     * The batch in a buffer twice as large (or as the frame needs, up to its maximum), copied over by {@link Buffers}:
-     * Netty's own growth copies a pooled direct buffer through a NIO view, an object per growth.
-     */
-    private ByteBuf grow(ChannelHandlerContext ctx, ByteBuf out, int frameLength) {
-        int needed = out.writerIndex() + frameLength;
-        int capacity = Math.min(Math.max(2 * out.capacity(), needed), out.maxCapacity());
-        ByteBuf grown = ctx.alloc().directBuffer(capacity, out.maxCapacity());
-        Buffers.append(out, out.readerIndex(), grown, out.readableBytes());
-        out.release();
-        batch = grown;
-        return grown;
     }
 
     @Override
