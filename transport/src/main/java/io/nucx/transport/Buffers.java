@@ -273,9 +273,10 @@ public final class Buffers {
 
     /**
      * {@code buf}'s readable bytes in a new buffer from its allocator, of the same kind and maximum, with room for
-     * {@code more} bytes after them (its capacity as Netty's growth would make it), and {@code buf} released: Netty's
-     * own {@code ensureWritable} copies a pooled direct buffer through a NIO view, an object per growth. The caller
-     * has checked the maximum; the new buffer's reader index is 0.
+     * {@code more} bytes after them (its capacity the allocator's {@code calculateNewCapacity}, a power of two), and
+     * {@code buf} released: Netty's own {@code ensureWritable} copies a pooled direct buffer through a NIO view, an
+     * object per growth. It always copies (Netty may first grow a pooled buffer in place). The caller has checked the
+     * maximum; the new buffer's reader index is 0.
      */
     public static ByteBuf grow(ByteBuf buf, int more) {
         int readable = buf.readableBytes();

@@ -167,7 +167,6 @@ class BuffersTest {
         return out;
     }
 
-    /** Above 1 MiB the copy is an ordinary downcall, not a critical one: the same bytes. */
     @Test
     void aGrownBufferHoldsTheReadableBytesWithRoomForMoreAndTheOldOneIsReleased() {
         RandomCases.forAll("a grown buffer holds the readable bytes with room for more", CASES, Case::of, c -> {
@@ -196,6 +195,7 @@ class BuffersTest {
         });
     }
 
+    /** Above 1 MiB the copy is an ordinary downcall, not a critical one: the same bytes. */
     @Test
     void aCopyOfSeveralMebibytesGivesTheSameBytes() {
         int n = 3 * 1024 * 1024 + 5;

@@ -138,8 +138,17 @@ final class EndpointLanes {
         return null;
     }
 
+    /**
+     * {@code l} carries the endpoint's active messages from now on (failover). The endpoint's writability follows the
+     * AM lane, and neither lane tells of this change (the old one closes as it was, the new one may never change): the
+     * endpoint's handlers hear of it here, or one that waits for room would wait for ever.
+     */
     void amLaneChanged(Lane l) {
+        boolean hadRoom = isWritable();
         am = l.index;
+        if (isWritable() != hadRoom && endpoint.isRegistered()) {
+            endpoint.pipeline().fireChannelWritabilityChanged();
+        }
     }
 
     Lane add(LaneSelector.Lane sel) {

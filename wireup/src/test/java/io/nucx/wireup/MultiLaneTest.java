@@ -119,6 +119,43 @@ class MultiLaneTest {
         assertReceived(back, 7, 100_000, 30);
     }
 
+    /**
+     * A handler that waits for room (Netty's writability) hears of it when failover moves the AM lane from one with
+     * none to one with room: the old lane closes unwritable and the new one never changes, so neither lane's own
+     * writability tells the endpoint anything.
+     */
+    @Test
+    void aWaitForRoomEndsWhenFailoverMovesTheAmLaneToOneWithRoom() throws Exception {
+        String[] settings = {"TLS", "shm,tcp", "ERR_MODE", "failover", "MAX_RNDV_LANES", "2",
+            "MULTI_LANE_MAX_RATIO", "20"};
+        DefaultWorker a = workers.start("a", settings);
+        DefaultWorker b = workers.start("b", settings);
+        Endpoint ab = a.connect(b.address());
+        awaitLanes(a, b, ab, 2);
+        java.util.concurrent.BlockingQueue<Boolean> heard = new java.util.concurrent.LinkedBlockingQueue<>();
+        ab.pipeline().addLast(new io.netty.channel.ChannelInboundHandlerAdapter() {
+            @Override
+            public void channelWritabilityChanged(io.netty.channel.ChannelHandlerContext ctx) {
+                heard.add(ctx.channel().isWritable());
+                ctx.fireChannelWritabilityChanged();
+            }
+        });
+        Channel am = ab.eventLoop().submit(() -> TestWorkers.impl(ab).lanes().am().channel()).get();
+        assertTrue(am.isWritable());
+        // The AM lane full, as one whose peer reads nothing: the endpoint says so.
+        ab.eventLoop().submit(() -> am.unsafe().outboundBuffer().setUserDefinedWritability(1, false)).get();
+        assertEquals(Boolean.FALSE, heard.poll(10, TimeUnit.SECONDS), "the endpoint reported no lack of room");
+        assertFalse(ab.isWritable());
+        ab.eventLoop().submit(() -> am.close()).sync();
+        assertEquals(Boolean.TRUE, heard.poll(30, TimeUnit.SECONDS), "no room reported after the failover");
+        assertTrue(ab.isWritable());
+        String amLane = ab.eventLoop().submit(() -> TestWorkers.impl(ab).lanes().am().name()).get();
+        assertTrue(amLane.startsWith("tcp/"), amLane);
+        Future<TagMessage> r = b.tagRecv(TAG, -1L);
+        ab.tagSend(TAG, pattern(3, 1000)).sync();
+        assertReceived(r, 3, 1000, 30);
+    }
+
     @Test
     void withoutFailoverALostLaneFailsTheEndpoint() throws Exception {
         String[] settings = {"TLS", "shm,tcp", "ERR_MODE", "peer", "MULTI_LANE_MAX_RATIO", "20"};

@@ -295,10 +295,11 @@ public final class AmFrameDecoder extends ByteToMessageDecoder {
 
     /**
      * Whether what this decoder leaves in its cumulation is all that waits once reads pause: it is the pipeline's first
-     * handler, or the one right after an {@link SslHandler} that is first (TLS's record layer unwraps every whole
-     * record of a read before the read ends, and with reads paused reads again only while it holds part of a record
-     * and handed nothing up, so nothing whole waits there). Another handler before it might hold bytes of its own
-     * until a read that the pause would not let come.
+     * handler, or the one right after an {@link SslHandler} that is first. TLS's record layer unwraps every whole
+     * record it holds before its read batch ends (or, while a delegated handshake task runs, unwraps them itself once
+     * it is done), and with reads paused asks for another read only when a batch handed nothing up or its handshake
+     * is not done: nothing whole waits there for a read the pause would not let come, and the reads it asks are few.
+     * Another handler before the decoder might hold bytes of its own until such a read.
      */
     private boolean readsFirst(ChannelHandlerContext ctx) {
         ChannelHandler first = ctx.pipeline().first();
