@@ -440,7 +440,7 @@ final class TagPerfClient {
                 }
                 continue;
             }
-            if (wentShort && !sync && !ep.isWritable()) {
+            if (wentShort && !ep.isWritable()) { // (a sync run never goes short: its flag travels in the message)
                 // A size that goes short met a full lane: wait for room, as a Netty app that heeds writability does
                 // (and as UCX puts a send its transport refused on a pending queue, in a request from a pool),
                 // rather than write it with a promise the lane completes later (a promise and a lane write each).
