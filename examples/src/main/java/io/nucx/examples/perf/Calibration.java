@@ -85,8 +85,11 @@ public final class Calibration {
      * outlying time from moving the switch across the others ({@link ProfileFit#fitRndv}): with only 256 KiB and
      * 1 MiB, a calibration that timed tcp's eager at 1 MiB in its slow runs (medians of [190, 266, 258] us against
      * the rendezvous's [215, 158, 195]) put the switch at 371,927 B, where eager took 0.85 of the rendezvous's time.
+     * 768 KiB halves the span the switch is interpolated over where the winner changes between 512 KiB and 1 MiB: a
+     * calibration that timed tcp's rendezvous the faster at 1 MiB alone put the switch at 835,182 B by the line through
+     * 512 KiB and 1 MiB, where in turns the rendezvous took 1.136 of eager's time (1.169 at 768 KiB).
      */
-    static final long[] RNDV_SIZES = {256 << 10, 512 << 10, 1 << 20};
+    static final long[] RNDV_SIZES = {256 << 10, 512 << 10, 768 << 10, 1 << 20};
 
     private final SweepRunner runner;
     private final Options options;
@@ -177,7 +180,8 @@ public final class Calibration {
                 + Runtime.getRuntime().availableProcessors() + " cores, load average (1 min) "
                 + String.format(Locale.ROOT, "%.2f to %.2f", loads.stream().mapToDouble(d -> d).min().orElse(0),
                 loads.stream().mapToDouble(d -> d).max().orElse(0)));
-        comments.add("medians of " + options.rounds() + " rounds, runs of " + options.runNanos() / 1e9 + " s"
+        comments.add("medians of " + options.rounds() + " rounds (a rendezvous beyond eager: of each round's "
+                + "difference), runs of " + options.runNanos() / 1e9 + " s"
                 + (options.freshData() ? " sending fresh data" : " sending one unchanged buffer") + "; "
                 + "ping-pongs by their " + options.percentile() + "th percentile, streams by their average:");
         for (Step s : steps) {
@@ -200,7 +204,9 @@ public final class Calibration {
 
     /**
      * {@code lane}'s rendezvous {@code protocol}, timed by the steps {@code role}0.. over {@code tls}, against the eager
-     * fragments timed over {@code eagerTls} at {@link #RNDV_SIZES}, with what {@code model} prices the two at.
+     * fragments timed over {@code eagerTls} at {@link #RNDV_SIZES}, with what {@code model} prices the two at. The
+     * rendezvous's time is eager's median plus the median of what it took beyond eager in each round
+     * ({@link #pairedDifference}).
      */
     private static ProfileFit.RndvRuns againstEager(String lane, List<Step> steps, String tls, String role,
                                                     String protocol, String eagerTls, ProtoTable model) {
@@ -210,8 +216,9 @@ public final class Calibration {
         double[] modelled = new double[n];
         double[] eagerModel = new double[n];
         for (int i = 0; i < n; i++) {
-            times[i] = median(steps, tls, role + i);
             eagerTimes[i] = median(steps, eagerTls, "eager" + i);
+            times[i] = eagerTimes[i] + pairedDifference(step(steps, tls, role + i).times,
+                    step(steps, eagerTls, "eager" + i).times);
             modelled[i] = costAt(model, protocol, RNDV_SIZES[i]);
             eagerModel[i] = costAt(model, "egr/multi/bcopy", RNDV_SIZES[i]);
         }
@@ -295,6 +302,25 @@ public final class Calibration {
 
     private static Step step(List<Step> steps, String tls, String role) {
         return steps.stream().filter(s -> s.tls.equals(tls) && s.role.equals(role)).findFirst().orElseThrow();
+    }
+
+    /**
+     * The median over the rounds of what {@code a} took beyond {@code b} in the same round, where they ran seconds
+     * apart (each round runs every step once). This machine switches its speed within seconds and a round's runs are
+     * not all in one mode, so the difference of the two medians compared runs of different modes: in tcp's calibration
+     * of 2026-12-06 08:51 eager at 256 KiB took [51.5, 174.0, 169.7] us and the rendezvous [61.3, 188.0, 73.0]: -96.7
+     * us between the medians, the rendezvous +9.8, +14.1 and -96.7 beyond eager round by round, +9.8 their median.
+     */
+    static double pairedDifference(List<Double> a, List<Double> b) {
+        if (a.size() != b.size() || a.isEmpty()) {
+            throw new IllegalArgumentException("paired runs need as many rounds each, at least one: " + a.size()
+                    + " and " + b.size());
+        }
+        double[] d = new double[a.size()];
+        for (int i = 0; i < d.length; i++) {
+            d[i] = a.get(i) - b.get(i);
+        }
+        return SweepCsv.median(d);
     }
 
     private static double median(List<Step> steps, String tls, String role) {

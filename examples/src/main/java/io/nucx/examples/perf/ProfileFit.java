@@ -30,12 +30,12 @@ import java.util.Locale;
  *   <li>an AM lane's <b>eager surcharge</b>: what its larger one-fragment copy send took beyond the model's price
  *       (fitted at 8 B and from a slope), charged to eager from the smaller send's size on;</li>
  *   <li>an AM lane's <b>rendezvous surcharge</b>: forced {@code tag/rndv} against forced {@code egr/multi/bcopy} at
- *       three sizes ({@link Calibration#RNDV_SIZES}); what the rendezvous took beyond eager less what the model
+ *       four sizes ({@link Calibration#RNDV_SIZES}); what the rendezvous took beyond eager less what the model
  *       (fitted without it) says it takes beyond: a line through the two sizes where the rendezvous begins to win
  *       for good (else the first and the last), charged to the rendezvous where above 0 and to eager's fragments
  *       where below;</li>
  *   <li>an RMA lane's <b>read surcharge</b>: forced {@code rndv/get/zcopy} against its AM lane's forced
- *       {@code egr/multi/bcopy} at the same three sizes, fitted as the rendezvous surcharge is, against what the
+ *       {@code egr/multi/bcopy} at the same four sizes, fitted as the rendezvous surcharge is, against what the
  *       profile with every other figure prices them at; charged to the read where above 0. The read's own figures
  *       come from 64 KiB and 512 KiB, where it meets eager short, and miss how it falls behind eager's copies beyond
  *       (BENCHMARKS.md, "cma's read priced against eager where the two meet").</li>

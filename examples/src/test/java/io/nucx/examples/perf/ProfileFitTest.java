@@ -216,8 +216,7 @@ class ProfileFitTest {
      */
     @Test
     void theSurchargeIsFittedWhereTheRendezvousBeginsToWinForGood() {
-        long[] sizes = Calibration.RNDV_SIZES;
-        assertEquals(3, sizes.length);
+        long[] sizes = {256 << 10, 512 << 10, 1 << 20}; // the calibration's sizes then
         double[] eager = {50e-6, 100e-6, 260e-6};
         double[] rndvModel = {51e-6, 102e-6, 264e-6}; // the model's difference a line: 1, 2, 4 us
         // tcp's calibration of 2026-12-03 06:51: the rendezvous 11-12 us slower up to 512 KiB, 63 us faster at 1 MiB
@@ -242,13 +241,46 @@ class ProfileFitTest {
     }
 
     /**
+     * The calibration's sizes now, and tcp's shape of 2026-12-06: eager the faster up to 768 KiB by more than a line
+     * from 512 KiB to 1 MiB says (in turns the rendezvous took 1.169 of its time at 768 KiB, 1.136 at 835,182 B), the
+     * rendezvous the faster at 1 MiB alone. Through 512 KiB and 1 MiB, as with three sizes, the line put the switch
+     * below 835,182 B; through 768 KiB and 1 MiB it lies above (here the model's difference is 0 at every size, so
+     * the priced difference is the line itself).
+     */
+    @Test
+    void aSizeBetween512KiBAnd1MiBPlacesTheSwitchNearerWhereTheRendezvousWins() {
+        long[] sizes = Calibration.RNDV_SIZES;
+        assertEquals(List.of(256L << 10, 512L << 10, 768L << 10, 1L << 20),
+                java.util.Arrays.stream(sizes).boxed().toList());
+        double[] eager = {60e-6, 100e-6, 120e-6, 141e-6};
+        double[] measured = {75e-6, 110e-6, 140e-6, 134e-6}; // +15, +10, +20, -7 us
+        long miss = 835_182;
+        RndvSurcharge four = fitRndv(sizes, measured, eager, eager);
+        assertEquals(measured[2] - eager[2], four.at(sizes[2]) - four.eagerAt(sizes[2]), 1e-12, "768 KiB kept");
+        assertEquals(measured[3] - eager[3], four.at(sizes[3]) - four.eagerAt(sizes[3]), 1e-12, "1 MiB kept");
+        assertTrue(four.at(miss) - four.eagerAt(miss) > 0, "eager the cheaper at " + miss + " B");
+        int[] three = {0, 1, 3};
+        RndvSurcharge before = fitRndv(pick(sizes, three), pick(measured, three), pick(eager, three),
+                pick(eager, three));
+        assertTrue(before.at(miss) - before.eagerAt(miss) < 0, "three sizes priced the rendezvous the cheaper there");
+    }
+
+    private static long[] pick(long[] values, int[] at) {
+        return java.util.Arrays.stream(at).mapToLong(i -> values[i]).toArray();
+    }
+
+    private static double[] pick(double[] values, int[] at) {
+        return java.util.Arrays.stream(at).mapToDouble(i -> values[i]).toArray();
+    }
+
+    /**
      * Where the rendezvous is not the faster at the last size (or is at every size), the line runs through the first
      * and the last: a middle size the rendezvous won by a little (shm's 512 KiB in the calibration of 2026-12-03 09:24:
      * eager [52.4, 49.2, 82.3] us, the rendezvous [48.7, 51.5, 47.7]) does not place the switch.
      */
     @Test
     void withoutAWinForGoodTheLineRunsThroughTheFirstAndTheLastSize() {
-        long[] sizes = Calibration.RNDV_SIZES;
+        long[] sizes = {256 << 10, 512 << 10, 1 << 20};
         double[] eager = {50e-6, 100e-6, 200e-6};
         double[] rndvModel = {49e-6, 98e-6, 196e-6};
         for (double middle : new double[] {125e-6, 97e-6}) { // slower at the middle, or faster there only
