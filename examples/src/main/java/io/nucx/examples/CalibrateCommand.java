@@ -35,7 +35,8 @@ final class CalibrateCommand implements Callable<Integer> {
     Path out;
 
     @Option(names = "--rounds", paramLabel = "N", description = "Rounds of every measurement, back to back; each "
-            + "figure is the median (default: ${DEFAULT-VALUE}).", defaultValue = "3")
+            + "figure is the median (a rendezvous's excess over eager: the median of each round's difference) "
+            + "(default: ${DEFAULT-VALUE}).", defaultValue = "3")
     int rounds;
 
     @Option(names = "--run-time", paramLabel = "SECONDS", description = "How long each run should take "

@@ -36,7 +36,7 @@ import java.util.concurrent.TimeUnit;
  * a few rounds back to back; then fits the model's figures to the measurements ({@link ProfileFit}) and writes the
  * profile that NUCX_PERF_PROFILE loads. The AM lanes' surcharges are fitted second, the read's third, each against
  * what the profile fitted without it prices the two protocols at (asked of the workers' own tables). A short, bounded
- * run: a warm-up, then {@code rounds} x about twenty runs of {@code runNanos} each.
+ * run: a warm-up, then {@code rounds} x about thirty runs of {@code runNanos} each.
  */
 public final class Calibration {
 
@@ -85,9 +85,8 @@ public final class Calibration {
      * outlying time from moving the switch across the others ({@link ProfileFit#fitRndv}): with only 256 KiB and
      * 1 MiB, a calibration that timed tcp's eager at 1 MiB in its slow runs (medians of [190, 266, 258] us against
      * the rendezvous's [215, 158, 195]) put the switch at 371,927 B, where eager took 0.85 of the rendezvous's time.
-     * 768 KiB halves the span the switch is interpolated over where the winner changes between 512 KiB and 1 MiB: a
-     * calibration that timed tcp's rendezvous the faster at 1 MiB alone put the switch at 835,182 B by the line through
-     * 512 KiB and 1 MiB, where in turns the rendezvous took 1.136 of eager's time (1.169 at 768 KiB).
+     * 768 KiB halves the span the switch is interpolated over where the winner changes between 512 KiB and 1 MiB,
+     * where the two costs are no straight line either (tcp's switch fell at 835,182 B, where eager was still faster).
      */
     static final long[] RNDV_SIZES = {256 << 10, 512 << 10, 768 << 10, 1 << 20};
 
@@ -180,8 +179,8 @@ public final class Calibration {
                 + Runtime.getRuntime().availableProcessors() + " cores, load average (1 min) "
                 + String.format(Locale.ROOT, "%.2f to %.2f", loads.stream().mapToDouble(d -> d).min().orElse(0),
                 loads.stream().mapToDouble(d -> d).max().orElse(0)));
-        comments.add("medians of " + options.rounds() + " rounds (a rendezvous beyond eager: of each round's "
-                + "difference), runs of " + options.runNanos() / 1e9 + " s"
+        comments.add("medians of " + options.rounds() + " rounds (a rendezvous's excess over eager: the median of "
+                + "each round's difference), runs of " + options.runNanos() / 1e9 + " s"
                 + (options.freshData() ? " sending fresh data" : " sending one unchanged buffer") + "; "
                 + "ping-pongs by their " + options.percentile() + "th percentile, streams by their average:");
         for (Step s : steps) {
@@ -216,9 +215,9 @@ public final class Calibration {
         double[] modelled = new double[n];
         double[] eagerModel = new double[n];
         for (int i = 0; i < n; i++) {
-            eagerTimes[i] = median(steps, eagerTls, "eager" + i);
-            times[i] = eagerTimes[i] + pairedDifference(step(steps, tls, role + i).times,
-                    step(steps, eagerTls, "eager" + i).times);
+            List<Double> eagerRounds = step(steps, eagerTls, "eager" + i).times;
+            eagerTimes[i] = SweepCsv.median(eagerRounds.stream().mapToDouble(d -> d).toArray());
+            times[i] = eagerTimes[i] + pairedDifference(step(steps, tls, role + i).times, eagerRounds);
             modelled[i] = costAt(model, protocol, RNDV_SIZES[i]);
             eagerModel[i] = costAt(model, "egr/multi/bcopy", RNDV_SIZES[i]);
         }
@@ -288,8 +287,12 @@ public final class Calibration {
             for (int i = 0; i < RMA_SIZES.length; i++) {
                 steps.add(new Step(tls, "read" + i, "rndv/get/zcopy", PerfTestType.TAG_LAT, RMA_SIZES[i], true));
             }
-            for (int i = 0; i < RNDV_SIZES.length; i++) { // against the AM lane's eager at the same sizes
-                steps.add(new Step(tls, "vsEager" + i, "rndv/get/zcopy", PerfTestType.TAG_LAT, RNDV_SIZES[i], true));
+            for (int i = 0; i < RNDV_SIZES.length; i++) {
+                // Against the AM lane's eager at the same size, run right after it and its rendezvous: each round's
+                // difference is taken (pairedDifference), so the two runs are kept close in time.
+                int eager = steps.indexOf(step(steps, amTransports(tls), "eager" + i));
+                steps.add(eager + 2, new Step(tls, "vsEager" + i, "rndv/get/zcopy", PerfTestType.TAG_LAT,
+                        RNDV_SIZES[i], true));
             }
         }
         return steps;
@@ -305,16 +308,14 @@ public final class Calibration {
     }
 
     /**
-     * The median over the rounds of what {@code a} took beyond {@code b} in the same round, where they ran seconds
-     * apart (each round runs every step once). This machine switches its speed within seconds and a round's runs are
-     * not all in one mode, so the difference of the two medians compared runs of different modes: in tcp's calibration
-     * of 2026-12-06 08:51 eager at 256 KiB took [51.5, 174.0, 169.7] us and the rendezvous [61.3, 188.0, 73.0]: -96.7
-     * us between the medians, the rendezvous +9.8, +14.1 and -96.7 beyond eager round by round, +9.8 their median.
+     * The median over the rounds of what {@code a} took beyond {@code b} in the same round. Why not the difference of
+     * the two medians: this machine changes speed within seconds, so one protocol's median and the other's can come
+     * from different modes, while two runs of one round, close in time ({@link #steps}), share one.
      */
     static double pairedDifference(List<Double> a, List<Double> b) {
         if (a.size() != b.size() || a.isEmpty()) {
-            throw new IllegalArgumentException("paired runs need as many rounds each, at least one: " + a.size()
-                    + " and " + b.size());
+            throw new IllegalArgumentException("paired runs need the same number of rounds (at least one): got "
+                    + a.size() + " and " + b.size());
         }
         double[] d = new double[a.size()];
         for (int i = 0; i < d.length; i++) {
