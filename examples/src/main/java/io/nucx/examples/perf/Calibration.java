@@ -215,9 +215,9 @@ public final class Calibration {
         double[] modelled = new double[n];
         double[] eagerModel = new double[n];
         for (int i = 0; i < n; i++) {
-            List<Double> eagerRounds = step(steps, eagerTls, "eager" + i).times;
-            eagerTimes[i] = SweepCsv.median(eagerRounds.stream().mapToDouble(d -> d).toArray());
-            times[i] = eagerTimes[i] + pairedDifference(step(steps, tls, role + i).times, eagerRounds);
+            eagerTimes[i] = median(steps, eagerTls, "eager" + i);
+            times[i] = eagerTimes[i] + pairedDifference(step(steps, tls, role + i).times,
+                    step(steps, eagerTls, "eager" + i).times);
             modelled[i] = costAt(model, protocol, RNDV_SIZES[i]);
             eagerModel[i] = costAt(model, "egr/multi/bcopy", RNDV_SIZES[i]);
         }
