@@ -113,6 +113,30 @@ class BuffersTest {
     }
 
     @Test
+    void aCopyOneToFifteenBytesPastItsSourceModuloAPageGoesAroundMemmoveAndMovesTheSameBytes() {
+        long src = 0x7f00_0000_1040L;
+        for (long d : new long[] {1, 8, 15, 4096 + 1, 4096 + 15, (1L << 32) + 8}) {
+            assertTrue(Buffers.pageAliased(src, src + d), "distance " + d);
+        }
+        for (long d : new long[] {0, 16, 64, 4095, 4096, -8, (1L << 32) + 16}) {
+            assertEquals(false, Buffers.pageAliased(src, src + d), "distance " + d);
+        }
+        try (Arena arena = Arena.ofConfined()) {
+            int length = 64 * 1024;
+            MemorySegment from = arena.allocate(length + 4096, 4096);
+            MemorySegment to = arena.allocate(length + 4096, 4096);
+            byte[] bytes = new byte[length];
+            new SplittableRandom(15).nextBytes(bytes);
+            MemorySegment.copy(bytes, 0, from, ValueLayout.JAVA_BYTE, 64, length);
+            for (int d : new int[] {1, 8, 15, 16}) {
+                to.fill((byte) 0);
+                Buffers.copyMemory(from.address() + 64, to.address() + 64 + d, length);
+                assertArrayEquals(bytes, to.asSlice(64 + d, length).toArray(ValueLayout.JAVA_BYTE), "distance " + d);
+            }
+        }
+    }
+
+    @Test
     void aCopyOutOfNativeMemoryGivesItsBytes() {
         RandomCases.forAll("a copy out of native memory gives its bytes", CASES, Case::of, c -> {
             try (Arena arena = Arena.ofConfined()) {

@@ -28,8 +28,8 @@ public final class RingDescriptor {
 
     /** "NUCXRING" in ASCII, read as a little-endian long. */
     public static final long MAGIC = 0x474E495258435555L;
-    /** Layout version; a file of another version is refused. */
-    public static final int VERSION = 4;
+    /** Layout version; a file of another version is refused (5: records may be preceded by fillers). */
+    public static final int VERSION = 5;
     public static final int HEADER_LENGTH = 128;
     public static final int MAGIC_OFFSET = 0;
     public static final int VERSION_OFFSET = 8;

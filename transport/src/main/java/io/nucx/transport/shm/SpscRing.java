@@ -15,9 +15,12 @@ import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
 import java.nio.file.attribute.PosixFilePermissions;
 
+import static io.nucx.transport.shm.RecordDescriptor.ALIGNMENT;
+import static io.nucx.transport.shm.RecordDescriptor.FILLER_TYPE;
 import static io.nucx.transport.shm.RecordDescriptor.HEADER_LENGTH;
 import static io.nucx.transport.shm.RecordDescriptor.LENGTH_OFFSET;
 import static io.nucx.transport.shm.RecordDescriptor.PADDING_TYPE;
+import static io.nucx.transport.shm.RecordDescriptor.PAYLOAD_ALIGNMENT;
 import static io.nucx.transport.shm.RecordDescriptor.TYPE_OFFSET;
 import static io.nucx.transport.shm.RecordDescriptor.aligned;
 
@@ -45,6 +48,14 @@ public final class SpscRing implements AutoCloseable {
 
     private static final VarHandle LONG = ValueLayout.JAVA_LONG.varHandle();
     private static final VarHandle INT = ValueLayout.JAVA_INT.varHandle();
+    /**
+     * Payloads of this size on, from a buffer with a memory address, are placed at their source's address modulo
+     * {@link RecordDescriptor#PAYLOAD_ALIGNMENT} (behind a filler); smaller ones cost more in the filler than they
+     * gain.
+     */
+    static final int ALIGN_PAYLOAD_FROM = 1024;
+    /** No placement asked for ({@link #claim}). */
+    private static final long ANYWHERE = -1;
 
     /**
      * Receives each record: its payload is bytes {@code [offset, offset + length)} of {@code ring}, valid only during
@@ -237,7 +248,7 @@ public final class SpscRing implements AutoCloseable {
      * @throws IllegalArgumentException if the payload can never fit ({@link #maxPayload()})
      */
     public boolean write(int type, MemorySegment payload) {
-        long at = claim(type, payload.byteSize());
+        long at = claim(type, payload.byteSize(), ANYWHERE);
         if (at < 0) {
             return false;
         }
@@ -258,7 +269,7 @@ public final class SpscRing implements AutoCloseable {
     public boolean append(int type, ByteBuf first, ByteBuf second) {
         int a = first.readableBytes();
         int b = second.readableBytes();
-        long at = claim(type, (long) a + b);
+        long at = claim(type, (long) a + b, placement(second, a));
         if (at < 0) {
             return false;
         }
@@ -280,7 +291,7 @@ public final class SpscRing implements AutoCloseable {
     /** As {@link #write(int, long, ByteBuf)}, not yet published: the consumer sees it after {@link #publish}. */
     public boolean append(int type, long header, ByteBuf payload) {
         int b = payload.readableBytes();
-        long at = claim(type, Long.BYTES + (long) b);
+        long at = claim(type, Long.BYTES + (long) b, placement(payload, Long.BYTES));
         if (at < 0) {
             return false;
         }
@@ -290,8 +301,36 @@ public final class SpscRing implements AutoCloseable {
         return true;
     }
 
-    /** Reserves room for a record (writing the wrap padding if needed); its offset, or -1 when full. */
-    private long claim(int type, long payloadLength) {
+    /**
+     * Where a record whose payload is {@code before} bytes then {@code bytes}' readable ones should begin its payload,
+     * modulo {@link RecordDescriptor#PAYLOAD_ALIGNMENT}: so that {@code bytes} land where they lie in their own memory;
+     * {@link #ANYWHERE} for small or heap ones.
+     */
+    private static long placement(ByteBuf bytes, int before) {
+        return bytes.readableBytes() >= ALIGN_PAYLOAD_FROM && bytes.hasMemoryAddress()
+                ? (bytes.memoryAddress() + bytes.readerIndex() - before) & (PAYLOAD_ALIGNMENT - 1) : ANYWHERE;
+    }
+
+    /**
+     * The filler a record at {@code index} needs for its payload to begin at {@code placement} modulo
+     * {@link RecordDescriptor#PAYLOAD_ALIGNMENT}: 0, 8, 16 or 24 bytes (records stay 8-byte aligned, so a placement
+     * off by less than 8 is met to the 8 below it).
+     */
+    private int filler(int index, long placement) {
+        if (placement == ANYWHERE) {
+            return 0;
+        }
+        long payloadAt = segment.address() + data + index + HEADER_LENGTH;
+        return (int) ((placement - payloadAt) & (PAYLOAD_ALIGNMENT - 1)) & -ALIGNMENT;
+    }
+
+    /**
+     * Reserves room for a record (writing the wrap padding and a filler if needed); its offset, or -1 when full.
+     *
+     * @param placement where its payload should begin modulo {@link RecordDescriptor#PAYLOAD_ALIGNMENT}, or
+     *                  {@link #ANYWHERE}
+     */
+    private long claim(int type, long payloadLength, long placement) {
         if (type == PADDING_TYPE) {
             throw new IllegalArgumentException("record type " + PADDING_TYPE + " is reserved for padding");
         }
@@ -304,8 +343,12 @@ public final class SpscRing implements AutoCloseable {
         long tail = this.tail;
         int index = (int) (tail & mask);
         int toEnd = capacity - index;
-        int padding = recordLength > toEnd ? toEnd : 0;
-        long needed = (long) padding + recordLength;
+        int filler = filler(index, placement);
+        int padding = filler + recordLength > toEnd ? toEnd : 0;
+        if (padding > 0) {
+            filler = filler(0, placement);
+        }
+        long needed = (long) padding + filler + recordLength;
         // One header word beyond the record stays free: commit zeroes it, and it must not be a record unread yet.
         if (needed + HEADER_LENGTH > capacity - (tail - headCache)) {
             headCache = (long) LONG.getAcquire(segment, headAt);
@@ -317,6 +360,11 @@ public final class SpscRing implements AutoCloseable {
             INT.set(segment, data + index + TYPE_OFFSET, PADDING_TYPE);
             setLength(data + index, padding);
             index = 0;
+        }
+        if (filler > 0) {
+            INT.set(segment, data + index + TYPE_OFFSET, FILLER_TYPE);
+            setLength(data + index, filler);
+            index += filler;
         }
         pendingTail = tail + needed;
         return data + index;
@@ -359,11 +407,16 @@ public final class SpscRing implements AutoCloseable {
         return true;
     }
 
-    /** Producer: whether a record of {@code payloadLength} bytes fits now (reads the consumer's head). */
+    /**
+     * Producer: whether a record of {@code payloadLength} bytes fits now (reads the consumer's head). One that may be
+     * placed ({@link #ALIGN_PAYLOAD_FROM}) is counted with the largest filler, which one it needs depending on its
+     * payload's address: a yes is always right, a no may come a few bytes early.
+     */
     public boolean hasRoomFor(int payloadLength) {
         long tail = this.tail;
         headCache = (long) LONG.getAcquire(segment, headAt);
-        int recordLength = aligned(payloadLength + HEADER_LENGTH);
+        int recordLength = aligned(payloadLength + HEADER_LENGTH)
+                + (payloadLength >= ALIGN_PAYLOAD_FROM ? PAYLOAD_ALIGNMENT - ALIGNMENT : 0);
         int toEnd = capacity - (int) (tail & mask);
         long needed = recordLength > toEnd ? (long) toEnd + recordLength : recordLength;
         return needed + HEADER_LENGTH <= capacity - (tail - headCache);
@@ -467,20 +520,23 @@ public final class SpscRing implements AutoCloseable {
                     break;
                 }
                 int type = (int) INT.get(segment, at + TYPE_OFFSET);
-                int recordLength = type == PADDING_TYPE ? length : aligned(length);
+                boolean skipped = type == PADDING_TYPE || type == FILLER_TYPE;
+                int recordLength = skipped ? length : aligned(length);
                 // The other process writes these words: check them before trusting them with an offset. Padding
-                // fills exactly the rest of the record area; and one pass cannot read more than the ring holds (the
-                // producer reuses nothing before the head moves, at the pass's end): a ring scribbled full of
-                // records would otherwise be read round and round (found by fuzzing: paddings, which the limit
-                // does not count, kept a pass going for ever).
+                // fills exactly the rest of the record area, a filler less than an alignment in whole words; and one
+                // pass cannot read more than the ring holds (the producer reuses nothing before the head moves, at
+                // the pass's end): a ring scribbled full of records would otherwise be read round and round (found by
+                // fuzzing: paddings, which the limit does not count, kept a pass going for ever).
                 if ((type == PADDING_TYPE ? length != capacity - index
+                        : type == FILLER_TYPE ? length < HEADER_LENGTH || length >= PAYLOAD_ALIGNMENT
+                                || (length & (ALIGNMENT - 1)) != 0 || length > capacity - index
                         : length < HEADER_LENGTH || length > maxRecord || recordLength > capacity - index)
                         || head + recordLength - start > capacity) {
                     throw new RingCorruptedException(file + ": record at position " + head + " has length " + length
                             + " (type " + type + "), not possible in a ring of " + capacity + " bytes with "
                             + (head - start) + " read in this pass");
                 }
-                if (type != PADDING_TYPE) {
+                if (!skipped) {
                     count++;
                     handler.onRecord(type, segment, at + HEADER_LENGTH, length - HEADER_LENGTH);
                 }

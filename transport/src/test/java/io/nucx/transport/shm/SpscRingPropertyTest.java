@@ -22,18 +22,22 @@ import java.util.stream.Collectors;
 
 import static io.nucx.transport.shm.RecordDescriptor.ALIGNMENT;
 import static io.nucx.transport.shm.RecordDescriptor.HEADER_LENGTH;
+import static io.nucx.transport.shm.RecordDescriptor.PAYLOAD_ALIGNMENT;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 /**
- * Properties of the shared-memory ring's wrap-around arithmetic, over real ring files of 1 to 8 KiB
+ * Properties of the shared-memory ring's wrap-around arithmetic, over real ring files of 1 to 32 KiB
  * ({@link RandomCases}, 60 cases of 400 steps): a producer mapping writes bursts of records of random sizes (0 to the
  * largest payload, half of them chosen to end exactly at the wrap, just before or just after it), as one segment or
  * as two buffers, heap or direct; a consumer mapping of the same file reads with random limits. Every record comes
- * back intact, with its type, in order and in one piece inside the record area; head and tail stay 8-byte aligned and
- * at most a capacity apart; a write is refused exactly when the record, the wrap's padding and the header word after them do not fit, as
- * {@link SpscRing#hasRoomFor} said beforehand, and a refusal changes nothing.
+ * back intact, with its type, in order and in one piece inside the record area; a direct second buffer of
+ * {@link SpscRing#ALIGN_PAYLOAD_FROM} bytes or more lands at most 7 bytes below its own place modulo
+ * {@link RecordDescriptor#PAYLOAD_ALIGNMENT} (behind a filler); head and tail stay 8-byte aligned and at most a
+ * capacity apart; a write is refused exactly when the record, its filler, the wrap's padding and the header word
+ * after them do not fit, as {@link SpscRing#hasRoomFor} said beforehand (for a record that may be placed, a yes is
+ * never wrong), and a refusal changes nothing.
  */
 class SpscRingPropertyTest {
 
@@ -55,7 +59,7 @@ class SpscRingPropertyTest {
     /** One run: a ring capacity and the random stream its steps draw from. */
     record Run(int capacity, long steps, SplittableRandom random) {
         static Run draw(SplittableRandom r) {
-            return new Run(1024 << r.nextInt(4), STEPS, r.split());
+            return new Run(1024 << r.nextInt(6), STEPS, r.split());
         }
 
         @Override
@@ -64,24 +68,47 @@ class SpscRingPropertyTest {
         }
     }
 
-    private record Record(int type, byte[] payload) {
+    /**
+     * A record to write and how: {@code cut} < 0 as one segment, else as two buffers split there (reused by the next
+     * record: written at once). {@code secondAt}: the second buffer's bytes' address, or -1 when it is not placed;
+     * {@code placement}: where its payload should begin modulo the payload alignment, or -1 (SpscRing.placement).
+     */
+    private record Record(int type, byte[] payload, int cut, ByteBuf first, ByteBuf second, long secondAt,
+                          long placement) {
+
+        static Record of(int type, byte[] payload, int cut, ByteBuf first, ByteBuf second) {
+            boolean placed = second.hasMemoryAddress() && second.readableBytes() >= SpscRing.ALIGN_PAYLOAD_FROM;
+            long at = placed ? second.memoryAddress() + second.readerIndex() : -1;
+            long placement = placed ? (at - cut) & (PAYLOAD_ALIGNMENT - 1) : -1;
+            return new Record(type, payload, cut, first, second, at, placement);
+        }
+
+        /** The filler before it when its header is at {@code index} of the record area (mappings are page-aligned). */
+        int filler(int index) {
+            long placement = placement();
+            return placement < 0 ? 0 : (int) ((placement - (RingDescriptor.HEADER_LENGTH + index + HEADER_LENGTH))
+                    & (PAYLOAD_ALIGNMENT - 1)) & -ALIGNMENT;
+        }
     }
 
     @Test
     void recordsSurviveAnyWrapInOrderAndAFullRingRefusesCleanly() throws Exception {
         int[] index = {0};
-        long[] seen = new long[2]; // runs that filled the ring, runs that wrapped at least 4 times
+        long[] seen = new long[3]; // runs that filled the ring, wrapped at least 4 times, wrote a filler
         RandomCases.forAll("ring wrap-around", CASES, Run::draw, run -> {
             long[] s = check(run, dir.resolve("r" + index[0]++));
             seen[0] += s[0] > 0 ? 1 : 0;
             seen[1] += s[1] >= 4 ? 1 : 0;
+            seen[2] += s[2] > 0 ? 1 : 0;
         });
         // The generator must reach what the properties are about, or they prove little.
         assertTrue(seen[0] > index[0] / 2, () -> seen[0] + " of " + index[0] + " runs filled the ring");
         assertTrue(seen[1] > index[0] / 2, () -> seen[1] + " of " + index[0] + " runs wrapped 4 times");
+        assertTrue(seen[2] > index[0] / 4, () -> seen[2] + " of " + index[0] + " runs placed a payload behind a "
+                + "filler");
     }
 
-    /** Runs the steps; returns {refused writes, laps}. */
+    /** Runs the steps; returns {refused writes, laps, fillers written}. */
     private static long[] check(Run run, Path file) throws Exception {
         SplittableRandom r = run.random();
         int capacity = run.capacity();
@@ -100,28 +127,38 @@ class SpscRingPropertyTest {
             long written = 0;
             long read = 0;
             int refusals = 0;
+            int fillers = 0;
             for (int step = 0; step < run.steps(); step++) {
                 if (r.nextInt(3) != 0) {
                     int burst = 1 + r.nextInt(8);
                     for (int k = 0; k < burst; k++) {
-                        Record rec = record(r, producer.maxPayload(), at.tail(), capacity);
+                        Record rec = record(r, producer.maxPayload(), at.tail(), capacity, buffers);
                         long tail = at.tail();
                         long head = at.head();
                         int recordLength = aligned(rec.payload().length + HEADER_LENGTH);
-                        int toEnd = capacity - (int) (tail & (capacity - 1));
-                        long needed = recordLength + (recordLength > toEnd ? toEnd : 0);
+                        int index = (int) (tail & (capacity - 1));
+                        int toEnd = capacity - index;
+                        boolean wraps = rec.filler(index) + recordLength > toEnd;
+                        int filler = rec.filler(wraps ? 0 : index);
+                        long needed = (wraps ? toEnd : 0) + filler + recordLength;
                         // the producer keeps one header word free beyond the record (the zero the consumer stops at)
                         boolean fits = needed + HEADER_LENGTH <= capacity - (tail - head);
                         boolean room = producer.hasRoomFor(rec.payload().length);
-                        boolean took = write(producer, rec, r, buffers);
-                        log.add(() -> "write type " + rec.type() + ", " + rec.payload().length + " bytes at tail "
-                                + tail + " (" + toEnd + " to the end), head " + head + ": "
-                                + (took ? "taken" : "refused"));
-                        assertEquals(fits, room, () -> "hasRoomFor disagrees with the free space: " + log);
+                        boolean took = write(producer, rec);
+                        log.add(() -> "write type " + rec.type() + ", " + rec.payload().length + " bytes (cut "
+                                + rec.cut() + ", placement " + rec.placement() + ") at tail " + tail + " (" + toEnd
+                                + " to the end), head " + head + ": " + (took ? "taken" : "refused"));
+                        if (rec.payload().length >= SpscRing.ALIGN_PAYLOAD_FROM) {
+                            assertTrue(fits || !room, () -> "hasRoomFor said yes to a record that does not fit: "
+                                    + log);
+                        } else {
+                            assertEquals(fits, room, () -> "hasRoomFor disagrees with the free space: " + log);
+                        }
                         assertEquals(fits, took, () -> "write disagrees with the free space: " + log);
                         if (took) {
                             pending.add(rec);
                             written++;
+                            fillers += filler > 0 ? 1 : 0;
                             assertEquals(tail + needed, at.tail(), () -> "tail moved by other than the record and "
                                     + "its padding: " + log);
                         } else {
@@ -149,6 +186,12 @@ class SpscRingPropertyTest {
                         MemorySegment.copy(segment, ValueLayout.JAVA_BYTE, offset, payload, 0, length);
                         assertArrayEquals(want.payload(), payload, () -> "payload of a " + want.payload().length
                                 + "-byte record: " + log);
+                        if (want.placement() >= 0) {
+                            long off = (want.secondAt() - (segment.address() + offset + want.cut()))
+                                    & (PAYLOAD_ALIGNMENT - 1);
+                            assertTrue(off < ALIGNMENT, () -> "a placed payload lies " + off + " bytes below its "
+                                    + "source's place modulo " + PAYLOAD_ALIGNMENT + ": " + log);
+                        }
                     }, limit);
                     log.add(() -> "read up to " + limit + ": " + n);
                     assertEquals(expected, n, () -> "read handed over other than min(limit, written - read): " + log);
@@ -163,7 +206,7 @@ class SpscRingPropertyTest {
             assertEquals(written, read + left);
             assertEquals(0, producer.size());
             assertTrue(consumer.isEmpty());
-            return new long[] {refusals, at.tail() / capacity};
+            return new long[] {refusals, at.tail() / capacity, fillers};
         } finally {
             if (buffers != null) {
                 for (ByteBuf b : buffers) {
@@ -177,7 +220,7 @@ class SpscRingPropertyTest {
      * A record of 0 to {@code maxPayload} bytes; half the time one that ends exactly at the wrap, or 1 to 8 bytes
      * before or after it (padding), when such a size exists.
      */
-    private static Record record(SplittableRandom r, int maxPayload, long tail, int capacity) {
+    private static Record record(SplittableRandom r, int maxPayload, long tail, int capacity, ByteBuf[] buffers) {
         int type;
         do {
             type = r.nextInt();
@@ -192,19 +235,19 @@ class SpscRingPropertyTest {
         }
         byte[] payload = new byte[length];
         r.nextBytes(payload);
-        return new Record(type, payload);
+        if (r.nextBoolean()) {
+            return new Record(type, payload, -1, null, null, -1, -1);
+        }
+        // Two buffers, heap or direct, split anywhere; a small first part most often (a frame's header).
+        int cut = r.nextBoolean() ? Math.min(length, 8 * r.nextInt(4)) : r.nextInt(length + 1);
+        return Record.of(type, payload, cut, fill(buffers[r.nextInt(2)], r, payload, 0, cut),
+                fill(buffers[2 + r.nextInt(2)], r, payload, cut, length));
     }
 
-    /** Writes as one segment, or as two buffers, heap or direct, split anywhere. */
-    private static boolean write(SpscRing ring, Record rec, SplittableRandom r, ByteBuf[] buffers) {
-        byte[] p = rec.payload();
-        if (r.nextBoolean()) {
-            return ring.write(rec.type(), MemorySegment.ofArray(p));
-        }
-        int cut = r.nextInt(p.length + 1);
-        ByteBuf first = fill(buffers[r.nextInt(2)], r, p, 0, cut);
-        ByteBuf second = fill(buffers[2 + r.nextInt(2)], r, p, cut, p.length);
-        return ring.write(rec.type(), first, second);
+    /** Writes as one segment, or as its two buffers. */
+    private static boolean write(SpscRing ring, Record rec) {
+        return rec.cut() < 0 ? ring.write(rec.type(), MemorySegment.ofArray(rec.payload()))
+                : ring.write(rec.type(), rec.first(), rec.second());
     }
 
     /**

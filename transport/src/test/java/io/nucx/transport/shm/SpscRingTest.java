@@ -174,6 +174,28 @@ class SpscRingTest {
         }
     }
 
+    /** A filler shifts one record by less than a payload alignment, in whole words: any other is corruption. */
+    @Test
+    void aFillerOfAnAlignmentOrMoreOrOffTheWordGridIsReportedAsCorruption() throws Exception {
+        for (int length : new int[] {0, 4, 12, RecordDescriptor.PAYLOAD_ALIGNMENT, 4096}) {
+            Path p = dir.resolve("filler-" + length);
+            try (SpscRing ring = SpscRing.create(p, 4096)) {
+                try (java.nio.channels.FileChannel ch = java.nio.channels.FileChannel.open(p,
+                        java.nio.file.StandardOpenOption.WRITE)) {
+                    ch.write(java.nio.ByteBuffer.allocate(8).order(java.nio.ByteOrder.LITTLE_ENDIAN)
+                            .putInt(0, length).putInt(4, RecordDescriptor.FILLER_TYPE), RingDescriptor.HEADER_LENGTH);
+                }
+                if (length == 0) {
+                    assertEquals(0, ring.read((type, segment, offset, n) -> { }, 10), "a zero length is no record");
+                    continue;
+                }
+                RingCorruptedException e = assertThrows(RingCorruptedException.class,
+                        () -> ring.read((type, segment, offset, n) -> { }, 10), "filler of " + length);
+                assertTrue(e.getMessage().contains("length " + length + " (type -2)"), e.getMessage());
+            }
+        }
+    }
+
     /**
      * The consumer polls the length word at its head: appended records stay out of its sight until {@link
      * SpscRing#publish} (the batch's first length is held back), then the whole batch is there at once; a batch that
