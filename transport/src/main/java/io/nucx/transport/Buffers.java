@@ -67,7 +67,8 @@ public final class Buffers {
      * has checked both ranges and that their memory stays mapped for the call: nothing is checked here.
      */
     public static void copyMemory(long src, long dst, long length) {
-        if (length < LIBC_COPY_FROM || MEMMOVE == null || pageAliased(src, dst)) {
+        if (length < LIBC_COPY_FROM || MEMMOVE == null
+                || (length < ALIASED_BY_STUB_BELOW && pageAliased(src, dst))) {
             MemorySegment.copy(ALL_MEMORY, src, ALL_MEMORY, dst, length);
             return;
         }
@@ -83,12 +84,17 @@ public final class Buffers {
     }
 
     /**
+     * Page-aliased copies ({@link #pageAliased}) below this go through HotSpot's stub; from it glibc leaves {@code rep
+     * movsb} (a 1 MiB copy ran as fast at distance 1 as at 16) and stays the faster copy.
+     */
+    private static final long ALIASED_BY_STUB_BELOW = 1 << 20;
+
+    /**
      * Whether {@code dst} lies 1 to 15 bytes past {@code src} modulo a 4 KiB page. There this machine's {@code rep
-     * movsb}, which glibc's memmove takes from 4 KiB to about 256 KiB, runs at a fifteenth of its rate: 64 KiB in cache
-     * 3.5 GB/s against 40-56 at every other distance (AMD EPYC, glibc 2.36; BENCHMARKS.md), a known flaw of AMD's
-     * fast short {@code rep movsb}. HotSpot's copy stub, a loop of vector moves, runs those at the full rate. A ring's
-     * records are 8-byte aligned and its copies meet every distance in turn: about one in 270 of shm's large copies
-     * had one.
+     * movsb}, which glibc's memmove takes from 4 KiB to about 256 KiB, runs at a tenth to a twentieth of its rate:
+     * 64 KiB in cache took 20-26 us at distance 8 against 1.2-2.2 at 0, 24 and 64 (AMD EPYC, glibc 2.36;
+     * BENCHMARKS.md), a known flaw of AMD's fast short {@code rep movsb}. HotSpot's copy stub, a loop of vector moves,
+     * runs those at the full rate. Before shm's ring placed its payloads, 0.35-0.45 % of its large copies met one.
      */
     static boolean pageAliased(long src, long dst) {
         long distance = (dst - src) & 4095;

@@ -64,7 +64,7 @@ public class CopyDistanceBenchmark {
     private MemorySegment remote;
 
     @Setup(Level.Trial)
-    public void setUp() {
+    public void setUp() throws Throwable {
         arena = Arena.ofShared();
         // Both page-aligned plus 64: the distance modulo a page is the parameter's.
         src = arena.allocate(size + 8192L, 4096).address() + 64;
@@ -72,6 +72,9 @@ public class CopyDistanceBenchmark {
         pid = (int) ProcessHandle.current().pid();
         local = iovec(dst);
         remote = iovec(src);
+        if (kernelRead() != size) { // not timing a failing call (no permission: seccomp, Yama)
+            throw new IllegalStateException("process_vm_readv of this process did not read " + size + " bytes");
+        }
     }
 
     /** One {@code struct iovec}: {@code size} bytes at {@code address}. */

@@ -16,6 +16,7 @@ import org.openjdk.jmh.annotations.Scope;
 import org.openjdk.jmh.annotations.Setup;
 import org.openjdk.jmh.annotations.State;
 import org.openjdk.jmh.annotations.TearDown;
+import org.openjdk.jmh.annotations.Threads;
 import org.openjdk.jmh.annotations.Warmup;
 
 import java.io.IOException;
@@ -36,6 +37,7 @@ import java.util.concurrent.TimeUnit;
 @OutputTimeUnit(TimeUnit.NANOSECONDS)
 @Warmup(iterations = 3, time = 1)
 @Measurement(iterations = 5, time = 1)
+@Threads(1) // the ring has one producer
 @Fork(value = 1, jvmArgsAppend = {"--enable-native-access=ALL-UNNAMED", "-Dio.netty.leakDetection.level=disabled"})
 public class RingHandOffBenchmark {
 
@@ -58,6 +60,8 @@ public class RingHandOffBenchmark {
     private ByteBuf sink;
     private Thread reader;
     private volatile boolean stop;
+    /** What stopped the reader, if it failed: the writer then stops waiting for it. */
+    private volatile Throwable readerFailed;
 
     @Setup(Level.Trial)
     public void setUp() throws IOException {
@@ -72,9 +76,13 @@ public class RingHandOffBenchmark {
         headerBytes = Unpooled.directBuffer(header).writeZero(header);
         int skip = header;
         reader = new Thread(() -> {
-            while (!stop) {
-                consumer.read((type, ring, recordAt, length) -> Buffers.copy(ring, recordAt + skip, into, 0,
-                        length - skip), 64);
+            try {
+                while (!stop) {
+                    consumer.read((type, ring, recordAt, length) -> Buffers.copy(ring, recordAt + skip, into, 0,
+                            length - skip), 64);
+                }
+            } catch (Throwable t) {
+                readerFailed = t;
             }
         }, "ring-reader");
         reader.setDaemon(true);
@@ -90,6 +98,9 @@ public class RingHandOffBenchmark {
     public void tearDown() throws Exception {
         stop = true;
         reader.join(5000);
+        if (reader.isAlive()) {
+            throw new IllegalStateException("the ring's reader did not stop: its rings stay mapped");
+        }
         producer.close();
         consumer.close();
         Files.deleteIfExists(file);
@@ -101,6 +112,9 @@ public class RingHandOffBenchmark {
     @Benchmark
     public void record() {
         while (!producer.write(1, headerBytes, source)) {
+            if (readerFailed != null) {
+                throw new IllegalStateException("the ring's reader failed", readerFailed);
+            }
             Thread.onSpinWait();
         }
     }

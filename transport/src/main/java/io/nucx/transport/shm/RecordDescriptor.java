@@ -7,7 +7,7 @@ package io.nucx.transport.shm;
  *  +---------------------------------------------------------------+
  *  |  length i32 (header + payload; 0 = not yet written)           |
  *  +---------------------------------------------------------------+
- *  |  type i32 ({@link #PADDING_TYPE} for the filler at the wrap)   |
+ *  |  type i32 ({@link #PADDING_TYPE} at the wrap, {@link #FILLER_TYPE}) |
  *  +---------------------------------------------------------------+
  *  |  payload ...                                                   |
  * </pre>
@@ -27,10 +27,11 @@ public final class RecordDescriptor {
     /** Shifts the next record so that its payload lies where its source lay modulo {@link #PAYLOAD_ALIGNMENT}. */
     public static final int FILLER_TYPE = -2;
     /**
-     * A large payload is placed at its source's address modulo this. A copy whose destination lies 8, 16 or 24 bytes
-     * off its source's place in a 32-byte line ran at 0.80 of the rate of one that lies on it, from one core to the
-     * other through a ring (64 KiB records, 19 against 23.6 GB/s in this machine's slow mode; 0.97 in its fast one),
-     * and in one core's cache 40 against 54 GB/s (BENCHMARKS.md). Aeron aligns its frames to 32 bytes too.
+     * A large payload is placed at its source's address modulo this. Handed from one core to the other through a
+     * ring-like region, 64 KiB records whose copies lay 8, 16 or 24 bytes off their source's place in a 32-byte line
+     * moved at 0.80 of the rate of ones that lay on it (19 against 23.6 GB/s in this machine's slow mode; 0.97 in its
+     * fast one); in one core's cache a copy 8 or 24 bytes off ran at 40 against 54 GB/s (BENCHMARKS.md). Aeron aligns
+     * its frames to 32 bytes too.
      */
     public static final int PAYLOAD_ALIGNMENT = 32;
 

@@ -101,6 +101,8 @@ public final class SpscRing implements AutoCloseable {
      */
     private long batchFirstAt = -1;
     private int batchFirstLength;
+    /** Producer side: {@link #batchFirstAt} before the last {@link #claim}, for {@link #abandonClaim}. */
+    private long claimBatchFirstAt = -1;
 
     private SpscRing(Path file, Arena arena, MemorySegment segment, int capacity) {
         this.file = file;
@@ -252,7 +254,12 @@ public final class SpscRing implements AutoCloseable {
         if (at < 0) {
             return false;
         }
-        MemorySegment.copy(payload, 0, segment, at + HEADER_LENGTH, payload.byteSize());
+        try {
+            MemorySegment.copy(payload, 0, segment, at + HEADER_LENGTH, payload.byteSize());
+        } catch (RuntimeException | Error e) {
+            abandonClaim();
+            throw e;
+        }
         commit(at, type, payload.byteSize());
         return publish();
     }
@@ -273,8 +280,13 @@ public final class SpscRing implements AutoCloseable {
         if (at < 0) {
             return false;
         }
-        Buffers.copyIn(first, segment, at + HEADER_LENGTH);
-        Buffers.copyIn(second, segment, at + HEADER_LENGTH + a);
+        try {
+            Buffers.copyIn(first, segment, at + HEADER_LENGTH);
+            Buffers.copyIn(second, segment, at + HEADER_LENGTH + a);
+        } catch (RuntimeException | Error e) {
+            abandonClaim();
+            throw e;
+        }
         commit(at, type, (long) a + b);
         return true;
     }
@@ -296,7 +308,12 @@ public final class SpscRing implements AutoCloseable {
             return false;
         }
         segment.set(LONG_LE, at + HEADER_LENGTH, header);
-        Buffers.copyIn(payload, segment, at + HEADER_LENGTH + Long.BYTES);
+        try {
+            Buffers.copyIn(payload, segment, at + HEADER_LENGTH + Long.BYTES);
+        } catch (RuntimeException | Error e) {
+            abandonClaim();
+            throw e;
+        }
         commit(at, type, Long.BYTES + (long) b);
         return true;
     }
@@ -313,8 +330,9 @@ public final class SpscRing implements AutoCloseable {
 
     /**
      * The filler a record at {@code index} needs for its payload to begin at {@code placement} modulo
-     * {@link RecordDescriptor#PAYLOAD_ALIGNMENT}: 0, 8, 16 or 24 bytes (records stay 8-byte aligned, so a placement
-     * off by less than 8 is met to the 8 below it).
+     * {@link RecordDescriptor#PAYLOAD_ALIGNMENT}: 0, 8, 16 or 24 bytes. Records stay 8-byte aligned, so a placement
+     * off by less than 8 is met to the 8 below it: the payload then lies 0-7 bytes before its source's place, never
+     * the 1-15 bytes after it that {@code Buffers.pageAliased} goes around.
      */
     private int filler(int index, long placement) {
         if (placement == ANYWHERE) {
@@ -331,8 +349,8 @@ public final class SpscRing implements AutoCloseable {
      *                  {@link #ANYWHERE}
      */
     private long claim(int type, long payloadLength, long placement) {
-        if (type == PADDING_TYPE) {
-            throw new IllegalArgumentException("record type " + PADDING_TYPE + " is reserved for padding");
+        if (type == PADDING_TYPE || type == FILLER_TYPE) {
+            throw new IllegalArgumentException("record type " + type + " is reserved for padding and fillers");
         }
         long length = payloadLength + HEADER_LENGTH;
         if (length > maxRecord) {
@@ -356,6 +374,7 @@ public final class SpscRing implements AutoCloseable {
                 return -1;
             }
         }
+        long claimedFirst = batchFirstAt;
         if (padding > 0) {
             INT.set(segment, data + index + TYPE_OFFSET, PADDING_TYPE);
             setLength(data + index, padding);
@@ -366,8 +385,20 @@ public final class SpscRing implements AutoCloseable {
             setLength(data + index, filler);
             index += filler;
         }
+        claimBatchFirstAt = claimedFirst;
         pendingTail = tail + needed;
         return data + index;
+    }
+
+    /**
+     * Undoes what {@link #claim} wrote when the copy after it threw (a released buffer): a padding or filler it wrote
+     * may have taken the batch's held-back first length, or left a length where the consumer must find the zero word.
+     */
+    private void abandonClaim() {
+        if (claimBatchFirstAt < 0) {
+            batchFirstAt = -1;
+        }
+        LONG.set(segment, data + (tail & mask), 0L);
     }
 
     /**
@@ -497,7 +528,8 @@ public final class SpscRing implements AutoCloseable {
     // ---------------------------------------------------------------- consumer
 
     /**
-     * Hands up to {@code limit} records to {@code handler}, in order; returns how many (padding not counted). A record
+     * Hands up to {@code limit} records to {@code handler}, in order; returns how many (padding and fillers not
+     * counted; a filler is followed by a record, so they add at most one step per record). A record
      * is there when the length word at the head reads non-zero (acquire); the zero word the producer left after the
      * last published record ends the pass.
      */
@@ -511,6 +543,7 @@ public final class SpscRing implements AutoCloseable {
         }
         long start = head;
         int count = 0;
+        boolean afterFiller = false;
         try {
             while (count < limit) {
                 int index = (int) (head & mask);
@@ -523,11 +556,12 @@ public final class SpscRing implements AutoCloseable {
                 boolean skipped = type == PADDING_TYPE || type == FILLER_TYPE;
                 int recordLength = skipped ? length : aligned(length);
                 // The other process writes these words: check them before trusting them with an offset. Padding
-                // fills exactly the rest of the record area, a filler less than an alignment in whole words; and one
+                // fills exactly the rest of the record area, a filler less than an alignment in whole words and a
+                // record follows it (so fillers add at most one step per record to a pass); and one
                 // pass cannot read more than the ring holds (the producer reuses nothing before the head moves, at
                 // the pass's end): a ring scribbled full of records would otherwise be read round and round (found by
                 // fuzzing: paddings, which the limit does not count, kept a pass going for ever).
-                if ((type == PADDING_TYPE ? length != capacity - index
+                if ((afterFiller && skipped) || (type == PADDING_TYPE ? length != capacity - index
                         : type == FILLER_TYPE ? length < HEADER_LENGTH || length >= PAYLOAD_ALIGNMENT
                                 || (length & (ALIGNMENT - 1)) != 0 || length > capacity - index
                         : length < HEADER_LENGTH || length > maxRecord || recordLength > capacity - index)
@@ -536,6 +570,7 @@ public final class SpscRing implements AutoCloseable {
                             + " (type " + type + "), not possible in a ring of " + capacity + " bytes with "
                             + (head - start) + " read in this pass");
                 }
+                afterFiller = type == FILLER_TYPE;
                 if (!skipped) {
                     count++;
                     handler.onRecord(type, segment, at + HEADER_LENGTH, length - HEADER_LENGTH);

@@ -94,18 +94,19 @@ class SpscRingPropertyTest {
     @Test
     void recordsSurviveAnyWrapInOrderAndAFullRingRefusesCleanly() throws Exception {
         int[] index = {0};
-        long[] seen = new long[3]; // runs that filled the ring, wrapped at least 4 times, wrote a filler
+        long[] seen = new long[4]; // runs that filled the ring, wrapped 4 times, wrote a filler; could place one
         RandomCases.forAll("ring wrap-around", CASES, Run::draw, run -> {
             long[] s = check(run, dir.resolve("r" + index[0]++));
             seen[0] += s[0] > 0 ? 1 : 0;
             seen[1] += s[1] >= 4 ? 1 : 0;
             seen[2] += s[2] > 0 ? 1 : 0;
+            seen[3] += run.capacity() / 8 - HEADER_LENGTH >= SpscRing.ALIGN_PAYLOAD_FROM ? 1 : 0;
         });
         // The generator must reach what the properties are about, or they prove little.
         assertTrue(seen[0] > index[0] / 2, () -> seen[0] + " of " + index[0] + " runs filled the ring");
         assertTrue(seen[1] > index[0] / 2, () -> seen[1] + " of " + index[0] + " runs wrapped 4 times");
-        assertTrue(seen[2] > index[0] / 4, () -> seen[2] + " of " + index[0] + " runs placed a payload behind a "
-                + "filler");
+        assertTrue(seen[3] > 0 && seen[2] > seen[3] / 2, () -> seen[2] + " of " + seen[3] + " runs whose ring holds "
+                + "records of " + SpscRing.ALIGN_PAYLOAD_FROM + " bytes placed a payload behind a filler");
     }
 
     /** Runs the steps; returns {refused writes, laps, fillers written}. */
@@ -149,6 +150,11 @@ class SpscRingPropertyTest {
                                 + rec.cut() + ", placement " + rec.placement() + ") at tail " + tail + " (" + toEnd
                                 + " to the end), head " + head + ": " + (took ? "taken" : "refused"));
                         if (rec.payload().length >= SpscRing.ALIGN_PAYLOAD_FROM) {
+                            // counted with the largest filler: a yes never wrong, a no at most 24 bytes early
+                            int worst = recordLength + PAYLOAD_ALIGNMENT - ALIGNMENT;
+                            long neededWorst = worst > toEnd ? toEnd + worst : worst;
+                            assertEquals(neededWorst + HEADER_LENGTH <= capacity - (tail - head), room,
+                                    () -> "hasRoomFor is not the room for the record with the largest filler: " + log);
                             assertTrue(fits || !room, () -> "hasRoomFor said yes to a record that does not fit: "
                                     + log);
                         } else {
@@ -224,7 +230,7 @@ class SpscRingPropertyTest {
         int type;
         do {
             type = r.nextInt();
-        } while (type == RecordDescriptor.PADDING_TYPE);
+        } while (type == RecordDescriptor.PADDING_TYPE || type == RecordDescriptor.FILLER_TYPE);
         int length = r.nextInt(maxPayload + 1);
         if (r.nextBoolean()) {
             int toEnd = capacity - (int) (tail & (capacity - 1));

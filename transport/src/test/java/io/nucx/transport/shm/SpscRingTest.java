@@ -174,6 +174,37 @@ class SpscRingTest {
         }
     }
 
+    /**
+     * A write whose copy throws (a released buffer) after its filler was written: the filler must neither keep the
+     * batch's held-back first length (the next record's length would be overwritten with it at publish) nor be left
+     * for the reader. The next record, with no filler, comes out intact.
+     */
+    @Test
+    void aWriteWhoseCopyThrowsLeavesNothingForTheReader() throws Exception {
+        Path p = dir.resolve("abandoned");
+        io.netty.buffer.ByteBuf payload = io.netty.buffer.Unpooled.directBuffer(2048 + 64);
+        try (SpscRing producer = SpscRing.create(p, 32768); SpscRing consumer = SpscRing.open(p)) {
+            for (int shift = 0; shift < 64; shift += 8) { // some of these need a filler wherever the tail is
+                io.netty.buffer.ByteBuf released = io.netty.buffer.Unpooled.directBuffer(8).writeLong(1);
+                released.release();
+                payload.clear().writeZero(shift).writeZero(2048).skipBytes(shift);
+                long before = producer.size();
+                assertThrows(io.netty.util.IllegalReferenceCountException.class,
+                        () -> producer.append(7, released, payload));
+                assertEquals(before, producer.size(), "a failed write moved the tail");
+                io.netty.buffer.ByteBuf small = io.netty.buffer.Unpooled.wrappedBuffer(new byte[] {(byte) shift});
+                assertTrue(producer.write(8, io.netty.buffer.Unpooled.EMPTY_BUFFER, small));
+                List<String> seen = new ArrayList<>();
+                assertEquals(1, consumer.read((type, seg, offset, length) -> seen.add(type + "/" + length + "/"
+                        + seg.get(ValueLayout.JAVA_BYTE, offset)), 10), "shift " + shift + ": " + seen);
+                assertEquals(List.of("8/1/" + shift), seen, "shift " + shift);
+                assertTrue(consumer.isEmpty());
+            }
+        } finally {
+            payload.release();
+        }
+    }
+
     /** A filler shifts one record by less than a payload alignment, in whole words: any other is corruption. */
     @Test
     void aFillerOfAnAlignmentOrMoreOrOffTheWordGridIsReportedAsCorruption() throws Exception {
