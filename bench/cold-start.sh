@@ -4,7 +4,11 @@
 # transport, iterations, the Final line's p50 / average / overall (usec, one-way), the time to steady state (ms from
 # process start until three 10k-iteration windows in a row average within 10 % of the measured run's windows; before
 # 2026-12-04: until each of three was within 10 % of the last tenth of the windows), the
-# client's allocation per iteration, and the 1-minute load average when it started.
+# client's allocation per iteration, the 1-minute load average when it started, and the machine's mode: a cache line's
+# round trip between the two cores before and after the run (`bin/nucx cores`; this VM's host moves its vCPUs between
+# cores that share a level-3 cache, 60-100 ns, and cores that do not, 330-350 ns, and shm latency follows: 0.15 or
+# 0.35-0.65 us one way, for nucx and ucx_perftest alike). At the end, each variant's median by mode and its ratio to
+# ucx_perftest's in the same mode (runs whose mode changed between before and after are left out there).
 # Usage: bench/cold-start.sh [ROUNDS (3)] [SHM_ITERS (50000)] [TCP_ITERS (20000)]
 # VARIANTS overrides the nucx variants: ';'-separated, each "name:ENV=VALUE ENV=VALUE ..." for both processes.
 # CLIENT_ARGS adds perftest options to every nucx client, e.g. "--settle-time 0" to measure without waiting for the
@@ -20,11 +24,19 @@ tcp_n=${3:-20000}
 variants=${VARIANTS:-"plain:NUCX_AOT=n NUCX_WARMUP=0;aot:NUCX_AOT=y NUCX_WARMUP=0;aot+warmup:NUCX_AOT=y NUCX_WARMUP=2s"}
 port=${BENCH_BASE_PORT:-14600}
 load() { cut -d' ' -f1 /proc/loadavg; }
+cores() { NUCX_AOT=y timeout 60 bin/nucx cores --ns 2>/dev/null || echo "?"; }
+mode() { # before after: shared, apart or mixed
+    if [ "$1" = "?" ] || [ "$2" = "?" ]; then echo unknown
+    elif [ "$1" -lt 200 ] && [ "$2" -lt 200 ]; then echo shared
+    elif [ "$1" -ge 200 ] && [ "$2" -ge 200 ]; then echo apart
+    else echo mixed; fi
+}
 
 nucx_run() { # name tls iters env...
     local name=$1 tls=$2 n=$3; shift 3
     port=$((port + 1))
     local l; l=$(load)
+    local before; before=$(cores)
     env "$@" NUCX_TLS="$tls" timeout 600 bin/nucx perftest -p $port >/dev/null 2>&1 &
     local spid=$!
     sleep 1
@@ -37,7 +49,9 @@ nucx_run() { # name tls iters env...
     fin=$(echo "$out" | awk '/^Final:/ {print $3, $4, $5}')
     steady=$(echo "$out" | sed -n 's/^Steady state: \([0-9]*\) ms.*/\1/p')
     alloc=$(echo "$out" | sed -n 's/^Allocated.*client \([0-9.]*\),.*/\1/p')
-    echo "$name $tls $n ${fin:-failed} steady_ms=${steady:-none} alloc=${alloc:-?} load=$l"
+    local after; after=$(cores)
+    echo "$name $tls $n ${fin:-failed} steady_ms=${steady:-none} alloc=${alloc:-?} load=$l" \
+        "cores_ns=$before/$after mode=$(mode "$before" "$after")"
 }
 
 ucx_run() { # tls iters
@@ -45,6 +59,7 @@ ucx_run() { # tls iters
     local ucx_tls=$1 n=$2
     port=$((port + 1))
     local l; l=$(load)
+    local before; before=$(cores)
     UCX_TLS=$ucx_tls timeout 300 ucx_perftest -p $port >/dev/null 2>&1 &
     local spid=$!
     sleep 1
@@ -52,10 +67,12 @@ ucx_run() { # tls iters
     fin=$(UCX_TLS=$ucx_tls timeout 300 ucx_perftest 127.0.0.1 -p $port -t tag_lat -s 8 -n "$n" 2>&1 \
         | awk '/^Final:/ {print $3, $4, $5}' || true)
     wait $spid || true
-    echo "ucx_perftest $ucx_tls $n ${fin:-failed} load=$l"
+    local after; after=$(cores)
+    echo "ucx_perftest $ucx_tls $n ${fin:-failed} steady_ms=- alloc=- load=$l" \
+        "cores_ns=$before/$after mode=$(mode "$before" "$after")"
 }
 
-echo "variant transport iterations p50_us avg_us overall_us steady alloc_B load1"
+echo "variant transport iterations p50_us avg_us overall_us steady alloc_B load1 cores mode"
 for r in $(seq 1 "$rounds"); do
     IFS=';' read -ra vs <<<"$variants"
     for tls in shm tcp; do
@@ -66,4 +83,25 @@ for r in $(seq 1 "$rounds"); do
             nucx_run "${v%%:*}" "$tls" "$n" ${v#*:}
         done
     done
-done
+done | awk '
+    { print; fflush() }
+    # Medians of avg_us by variant, transport and mode; each against ucx_perftest in the same transport and mode.
+    $4 ~ /^[0-9.]+$/ && $NF ~ /^mode=(shared|apart)$/ {
+        m = substr($NF, 6); t = ($2 == "posix,self") ? "shm" : $2; k = $1 SUBSEP t SUBSEP m
+        v[k, ++c[k]] = $5; keys[k] = 1
+    }
+    function median(k,   n, i, j, x, a) {
+        n = c[k]; for (i = 1; i <= n; i++) a[i] = v[k, i]
+        for (i = 2; i <= n; i++) { x = a[i]; for (j = i - 1; j > 0 && a[j] > x; j--) a[j + 1] = a[j]; a[j + 1] = x }
+        return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2
+    }
+    END {
+        print "\nby mode (median of avg_us; runs whose mode did not change):"
+        for (k in keys) {
+            split(k, p, SUBSEP); u = "ucx_perftest" SUBSEP p[2] SUBSEP p[3]
+            if (p[1] == "ucx_perftest") continue
+            r = (u in keys) ? sprintf("%.2f x ucx_perftest (%.3f us, %d runs)", median(k) / median(u), median(u), c[u]) \
+                : "no ucx_perftest run in this mode"
+            printf "%s %s %s: %.3f us (%d runs), %s\n", p[1], p[2], p[3], median(k), c[k], r
+        }
+    }'

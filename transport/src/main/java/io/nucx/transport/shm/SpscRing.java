@@ -101,8 +101,6 @@ public final class SpscRing implements AutoCloseable {
      */
     private long batchFirstAt = -1;
     private int batchFirstLength;
-    /** Producer side: {@link #batchFirstAt} before the last {@link #claim}, for {@link #abandonClaim}. */
-    private long claimBatchFirstAt = -1;
 
     private SpscRing(Path file, Arena arena, MemorySegment segment, int capacity) {
         this.file = file;
@@ -374,7 +372,6 @@ public final class SpscRing implements AutoCloseable {
                 return -1;
             }
         }
-        long claimedFirst = batchFirstAt;
         if (padding > 0) {
             INT.set(segment, data + index + TYPE_OFFSET, PADDING_TYPE);
             setLength(data + index, padding);
@@ -385,7 +382,6 @@ public final class SpscRing implements AutoCloseable {
             setLength(data + index, filler);
             index += filler;
         }
-        claimBatchFirstAt = claimedFirst;
         pendingTail = tail + needed;
         return data + index;
     }
@@ -395,7 +391,9 @@ public final class SpscRing implements AutoCloseable {
      * may have taken the batch's held-back first length, or left a length where the consumer must find the zero word.
      */
     private void abandonClaim() {
-        if (claimBatchFirstAt < 0) {
+        // The batch's first record lies at the claim's start only if the claim wrote it (a padding or filler): an
+        // earlier one lies before it, as a batch never fills the ring round to its own start.
+        if (batchFirstAt == data + (tail & mask)) {
             batchFirstAt = -1;
         }
         LONG.set(segment, data + (tail & mask), 0L);
