@@ -14,6 +14,8 @@ Each pair's rows are then paired with the reference pair's (the first one given,
 and the ratio of each couple is what is reported: its median and quartiles, overall and by the reference's half (the
 faster and the slower half of the reference's rows: the machine's modes).
 With three pairs or more, the others are also compared with the first of them (a build or protocol against another).
+Before the pairs start and after they end it prints a cache line's round trip between the two cores (bin/nucx cores):
+the modes are where the host places the two vCPUs, sharing a level-3 cache (55-100 ns) or not (325-360 ns).
 
 Usage: bench/interleave.py [--slice S] [--warmup S] [--measure S] [--rows CSV] TEST SIZE PAIR...
   PAIR: a checkout built with bin/build (nucx) or the word ucx (ucx_perftest), then any settings for both of its
@@ -163,6 +165,17 @@ def quartiles(xs):
     return (q[0], q[1], q[2])
 
 
+def cores():
+    """A cache line's round trip between the two cores now, in ns, by this checkout's `bin/nucx cores` (the host's
+    placement of the vCPUs: under 200 ns they share a level-3 cache), or '?'."""
+    nucx = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "bin", "nucx")
+    try:
+        out = subprocess.run([nucx, "cores", "--ns"], capture_output=True, text=True, timeout=60).stdout.strip()
+        return out if out.isdigit() else "?"
+    except (OSError, subprocess.SubprocessError):
+        return "?"
+
+
 def main():
     a = parse()
     pairs = pairs_of(a)
@@ -170,6 +183,7 @@ def main():
     print(f"interleave: {a.test} {a.size} B, turns of {a.slice:g} s, warm-up {a.warmup:g} s, measured "
           f"{a.measure:g} s; NUCX_TLS={os.environ.get('NUCX_TLS', 'shm')} "
           f"UCX_TLS={os.environ.get('UCX_TLS', 'posix,self')}")
+    cores_before = cores()
     try:
         for p in pairs:
             p.start()
@@ -192,6 +206,8 @@ def main():
     finally:
         for p in pairs:
             p.signal(signal.SIGKILL)
+    print(f"cores: a cache line's round trip {cores_before} ns before, {cores()} ns after (bin/nucx cores; under "
+          f"200: the vCPUs share a level-3 cache)")
 
     series = {}
     for p in pairs:

@@ -1,5 +1,6 @@
 package io.nucx.examples;
 
+import io.nucx.examples.perf.CoreRoundTrip;
 import io.nucx.examples.perf.PerfDatatype;
 import io.nucx.examples.perf.PerfParams;
 import io.nucx.examples.perf.PerfReporter;
@@ -49,6 +50,10 @@ final class DemoCommand implements Callable<Integer> {
                     + "${DEFAULT-VALUE}).")
     double warmupSeconds;
 
+    /** The core round trip's probe around each run: about 30 ms, or 150 in the slow placement. */
+    private static final int CORE_BATCHES = 21;
+    private static final int CORE_TRIPS = 20_000;
+
     @Override
     public Integer call() throws Exception {
         NucxConfig config = NucxConfig.fromEnvironment().validate();
@@ -74,20 +79,26 @@ final class DemoCommand implements Callable<Integer> {
                 out.printf(Locale.ROOT, "%n=== %s: %s, %d B, %d iterations, %s ===%n", tls, p.test().testName(),
                         p.messageSize(), p.iterations(), sameProcess ? "two workers in this JVM"
                                 : "server in a second JVM process");
+                double coresBefore = CoreRoundTrip.medianNanos(CORE_BATCHES, CORE_TRIPS);
                 PerfResult r = sameProcess ? inProcess(tls, p, out) : twoProcesses(tls, p, out);
+                double coresAfter = CoreRoundTrip.medianNanos(CORE_BATCHES, CORE_TRIPS);
                 summary.add(new String[] {tls, p.test().testName(), Integer.toString(p.messageSize()),
                         String.format(Locale.ROOT, "%.3f", r.overallLatencyUs()),
                         String.format(Locale.ROOT, "%.2f", r.overallBandwidth()),
-                        String.format(Locale.ROOT, "%.0f", r.overallMessageRate())});
+                        String.format(Locale.ROOT, "%.0f", r.overallMessageRate()),
+                        String.format(Locale.ROOT, "%.0f/%.0f", coresBefore, coresAfter)});
             }
         }
         out.println();
         out.println("Summary (overall values of each run's Final line):");
-        out.printf(Locale.ROOT, "%-10s %-8s %9s %14s %14s %14s%n", "transport", "test", "size", "latency(us)",
-                "bw (MB/s)", "msg/s");
+        out.printf(Locale.ROOT, "%-10s %-8s %9s %14s %14s %14s %11s%n", "transport", "test", "size", "latency(us)",
+                "bw (MB/s)", "msg/s", "cores(ns)");
         for (String[] row : summary) {
-            out.printf(Locale.ROOT, "%-10s %-8s %9s %14s %14s %14s%n", (Object[]) row);
+            out.printf(Locale.ROOT, "%-10s %-8s %9s %14s %14s %14s %11s%n", (Object[]) row);
         }
+        out.printf(Locale.ROOT, "cores(ns): a cache line's round trip between two cores before/after the run (nucx "
+                + "cores);%n  under %.0f ns they share a level-3 cache. A VM's host moves its vCPUs, and shared-memory "
+                + "figures follow.%n", CoreRoundTrip.SHARED_CACHE_BELOW_NANOS);
         return 0;
     }
 
