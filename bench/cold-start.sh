@@ -6,8 +6,8 @@
 # 2026-12-04: until each of three was within 10 % of the last tenth of the windows), the
 # client's allocation per iteration, the 1-minute load average when it started, and the machine's mode: a cache line's
 # round trip between the two cores before and after the run (`bin/nucx cores`; this VM's host moves its vCPUs between
-# cores that share a level-3 cache, 60-100 ns, and cores that do not, 330-350 ns, and shm latency follows: 0.15 or
-# 0.35-0.65 us one way, for nucx and ucx_perftest alike). At the end, each variant's median by mode and its ratio to
+# cores that share a level-3 cache, about 55-150 ns, and cores that do not, about 315-360 ns, split at 200; shm latency
+# follows for both nucx and ucx_perftest: about 0.15 us one way, or 0.35-0.65). At the end, each variant's median by mode and its ratio to
 # ucx_perftest's in the same mode (runs whose mode changed between before and after are left out there).
 # Usage: bench/cold-start.sh [ROUNDS (3)] [SHM_ITERS (50000)] [TCP_ITERS (20000)]
 # VARIANTS overrides the nucx variants: ';'-separated, each "name:ENV=VALUE ENV=VALUE ..." for both processes.
@@ -26,7 +26,7 @@ port=${BENCH_BASE_PORT:-14600}
 load() { cut -d' ' -f1 /proc/loadavg; }
 cores() { NUCX_AOT=y timeout 60 bin/nucx cores --ns 2>/dev/null || echo "?"; }
 mode() { # before after: shared, apart or mixed
-    if [ "$1" = "?" ] || [ "$2" = "?" ]; then echo unknown
+    if ! [[ $1 =~ ^[0-9]+$ && $2 =~ ^[0-9]+$ ]]; then echo unknown
     elif [ "$1" -lt 200 ] && [ "$2" -lt 200 ]; then echo shared
     elif [ "$1" -ge 200 ] && [ "$2" -ge 200 ]; then echo apart
     else echo mixed; fi
@@ -88,7 +88,7 @@ done | awk '
     # Medians of avg_us by variant, transport and mode; each against ucx_perftest in the same transport and mode.
     $4 ~ /^[0-9.]+$/ && $NF ~ /^mode=(shared|apart)$/ {
         m = substr($NF, 6); t = ($2 == "posix,self") ? "shm" : $2; k = $1 SUBSEP t SUBSEP m
-        v[k, ++c[k]] = $5; keys[k] = 1
+        v[k, ++c[k]] = $5 + 0; keys[k] = 1
     }
     function median(k,   n, i, j, x, a) {
         n = c[k]; for (i = 1; i <= n; i++) a[i] = v[k, i]
@@ -97,11 +97,13 @@ done | awk '
     }
     END {
         print "\nby mode (median of avg_us; runs whose mode did not change):"
+        sort = "sort"
         for (k in keys) {
             split(k, p, SUBSEP); u = "ucx_perftest" SUBSEP p[2] SUBSEP p[3]
             if (p[1] == "ucx_perftest") continue
             r = (u in keys) ? sprintf("%.2f x ucx_perftest (%.3f us, %d runs)", median(k) / median(u), median(u), c[u]) \
                 : "no ucx_perftest run in this mode"
-            printf "%s %s %s: %.3f us (%d runs), %s\n", p[1], p[2], p[3], median(k), c[k], r
+            printf "%s %s %s: %.3f us (%d runs), %s\n", p[1], p[2], p[3], median(k), c[k], r | sort
         }
+        close(sort)
     }'

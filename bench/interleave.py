@@ -15,7 +15,7 @@ and the ratio of each couple is what is reported: its median and quartiles, over
 faster and the slower half of the reference's rows: the machine's modes).
 With three pairs or more, the others are also compared with the first of them (a build or protocol against another).
 Before the pairs start and after they end it prints a cache line's round trip between the two cores (bin/nucx cores):
-the modes are where the host places the two vCPUs, sharing a level-3 cache (55-100 ns) or not (325-360 ns).
+the modes are where the host places the two vCPUs, sharing a level-3 cache (about 55-150 ns) or not (about 315-360 ns).
 
 Usage: bench/interleave.py [--slice S] [--warmup S] [--measure S] [--rows CSV] TEST SIZE PAIR...
   PAIR: a checkout built with bin/build (nucx) or the word ucx (ucx_perftest), then any settings for both of its

@@ -31,13 +31,22 @@ def main():
     if len(sys.argv) not in (2, 3):
         sys.exit(__doc__.strip().splitlines()[-1])
     pid, seconds = sys.argv[1], float(sys.argv[2]) if len(sys.argv) == 3 else 3.0
+    if not seconds >= 0.01:
+        sys.exit(f"SECONDS must be at least 0.01, got {sys.argv[2]}")
     maps = []
     try:
         found = list(rings(pid))
     except OSError as e:
         sys.exit(f"process {pid}: {e}")
+    seen = set()
     for rng, name in found:
-        fd = os.open(f"/proc/{pid}/map_files/{rng}", os.O_RDONLY)
+        if name in seen:  # one ring mapped twice (both ends in one process): sampled once
+            continue
+        seen.add(name)
+        try:
+            fd = os.open(f"/proc/{pid}/map_files/{rng}", os.O_RDONLY)
+        except OSError as e:
+            sys.exit(f"process {pid}, ring {name}: {e}")
         try:
             m = mmap.mmap(fd, os.fstat(fd).st_size, mmap.MAP_SHARED, mmap.PROT_READ)
         finally:

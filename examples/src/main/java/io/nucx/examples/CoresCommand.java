@@ -1,8 +1,11 @@
 package io.nucx.examples;
 
 import io.nucx.examples.perf.CoreRoundTrip;
+import picocli.CommandLine;
 import picocli.CommandLine.Command;
+import picocli.CommandLine.Model.CommandSpec;
 import picocli.CommandLine.Option;
+import picocli.CommandLine.Spec;
 
 import java.util.Locale;
 import java.util.concurrent.Callable;
@@ -16,10 +19,19 @@ import java.util.concurrent.Callable;
                 + "under shared-memory latency, which a VM's host changes as it places the vCPUs.")
 final class CoresCommand implements Callable<Integer> {
 
-    @Option(names = "--batches", defaultValue = "21", description = "Batches timed; the median is reported (21).")
+    /** Bounds that keep a mistyped count from running for hours or allocating gigabytes. */
+    static final int MAX_BATCHES = 10_001;
+    static final int MAX_TRIPS = 10_000_000;
+
+    @Spec
+    CommandSpec spec;
+
+    @Option(names = "--batches", defaultValue = "21",
+            description = "Batches timed, 1-" + MAX_BATCHES + "; the median is reported (default: ${DEFAULT-VALUE}).")
     int batches;
 
-    @Option(names = "--trips", defaultValue = "20000", description = "Round trips per batch (20000).")
+    @Option(names = "--trips", defaultValue = "20000",
+            description = "Round trips per batch, 1-" + MAX_TRIPS + " (default: ${DEFAULT-VALUE}).")
     int trips;
 
     @Option(names = "--ns", description = "Print the median in nanoseconds alone (for scripts).")
@@ -27,17 +39,23 @@ final class CoresCommand implements Callable<Integer> {
 
     @Override
     public Integer call() throws Exception {
-        if (batches < 1 || trips < 1) {
-            throw new picocli.CommandLine.ParameterException(new picocli.CommandLine(this),
-                    "--batches " + batches + " and --trips " + trips + " must be positive");
+        if (batches < 1 || batches > MAX_BATCHES) {
+            throw new CommandLine.ParameterException(spec.commandLine(), "--batches must be between 1 and "
+                    + MAX_BATCHES + ", got " + batches);
+        }
+        if (trips < 1 || trips > MAX_TRIPS) {
+            throw new CommandLine.ParameterException(spec.commandLine(), "--trips must be between 1 and "
+                    + MAX_TRIPS + ", got " + trips);
         }
         double nanos = CoreRoundTrip.medianNanos(batches, trips);
         if (nanosOnly) {
             System.out.println(Math.round(nanos));
         } else {
             System.out.printf(Locale.ROOT, "core-to-core round trip: %.0f ns (median of %d batches of %d)%s%n",
-                    nanos, batches, trips, CoreRoundTrip.sharedCache(nanos)
-                            ? ": cores that share a level-3 cache" : ": cores that do not share a level-3 cache");
+                    nanos, batches, trips, Runtime.getRuntime().availableProcessors() < 2
+                            ? ": one processor allowed, the two threads took turns on it"
+                            : CoreRoundTrip.sharedCache(nanos) ? ": cores that share a level-3 cache"
+                            : ": cores that do not share a level-3 cache");
         }
         return 0;
     }

@@ -79,14 +79,14 @@ final class DemoCommand implements Callable<Integer> {
                 out.printf(Locale.ROOT, "%n=== %s: %s, %d B, %d iterations, %s ===%n", tls, p.test().testName(),
                         p.messageSize(), p.iterations(), sameProcess ? "two workers in this JVM"
                                 : "server in a second JVM process");
-                double coresBefore = CoreRoundTrip.medianNanos(CORE_BATCHES, CORE_TRIPS);
+                String coresBefore = coreRoundTrip();
                 PerfResult r = sameProcess ? inProcess(tls, p, out) : twoProcesses(tls, p, out);
-                double coresAfter = CoreRoundTrip.medianNanos(CORE_BATCHES, CORE_TRIPS);
+                String coresAfter = coreRoundTrip();
                 summary.add(new String[] {tls, p.test().testName(), Integer.toString(p.messageSize()),
                         String.format(Locale.ROOT, "%.3f", r.overallLatencyUs()),
                         String.format(Locale.ROOT, "%.2f", r.overallBandwidth()),
                         String.format(Locale.ROOT, "%.0f", r.overallMessageRate()),
-                        String.format(Locale.ROOT, "%.0f/%.0f", coresBefore, coresAfter)});
+                        coresBefore + "/" + coresAfter});
             }
         }
         out.println();
@@ -100,6 +100,15 @@ final class DemoCommand implements Callable<Integer> {
                 + "cores);%n  under %.0f ns they share a level-3 cache. A VM's host moves its vCPUs, and shared-memory "
                 + "figures follow.%n", CoreRoundTrip.SHARED_CACHE_BELOW_NANOS);
         return 0;
+    }
+
+    /** The core round trip in whole nanoseconds, or "?" where the probe's second thread could not run. */
+    private static String coreRoundTrip() {
+        try {
+            return String.format(Locale.ROOT, "%.0f", CoreRoundTrip.medianNanos(CORE_BATCHES, CORE_TRIPS));
+        } catch (IllegalStateException e) {
+            return "?";
+        }
     }
 
     /**

@@ -205,6 +205,42 @@ class SpscRingTest {
         }
     }
 
+    /**
+     * As above with the batch begun before the failed write (its first length held back) and the tail anywhere in the
+     * ring: the failed write's padding or filler must not end the batch, and the records around it arrive in order.
+     */
+    @Test
+    void aWriteWhoseCopyThrowsInsideABatchKeepsTheBatchsRecords() throws Exception {
+        Path p = dir.resolve("abandoned-in-batch");
+        io.netty.buffer.ByteBuf payload = io.netty.buffer.Unpooled.directBuffer(2048 + 64);
+        try (SpscRing producer = SpscRing.create(p, 32768); SpscRing consumer = SpscRing.open(p)) {
+            for (int round = 0; round < 96; round++) {
+                // Moves the tail by a size that is no multiple of the payload alignment, to every part of the ring.
+                assertTrue(producer.write(5, io.netty.buffer.Unpooled.EMPTY_BUFFER,
+                        io.netty.buffer.Unpooled.wrappedBuffer(new byte[1 + round * 457 % 3000])));
+                assertEquals(1, consumer.read((type, seg, offset, length) -> { }, 10));
+                io.netty.buffer.ByteBuf released = io.netty.buffer.Unpooled.directBuffer(8).writeLong(1);
+                released.release();
+                int shift = round % 8 * 8;
+                payload.clear().writeZero(shift).writeZero(2048).skipBytes(shift);
+                assertTrue(producer.append(8, io.netty.buffer.Unpooled.EMPTY_BUFFER,
+                        io.netty.buffer.Unpooled.wrappedBuffer(new byte[] {1})));
+                assertThrows(io.netty.util.IllegalReferenceCountException.class,
+                        () -> producer.append(7, released, payload));
+                assertTrue(producer.append(8, io.netty.buffer.Unpooled.EMPTY_BUFFER,
+                        io.netty.buffer.Unpooled.wrappedBuffer(new byte[] {2})));
+                assertTrue(producer.publish());
+                List<String> seen = new ArrayList<>();
+                consumer.read((type, seg, offset, length) -> seen.add(type + "/" + length + "/"
+                        + seg.get(ValueLayout.JAVA_BYTE, offset)), 10);
+                assertEquals(List.of("8/1/1", "8/1/2"), seen, "round " + round);
+                assertTrue(consumer.isEmpty(), "round " + round);
+            }
+        } finally {
+            payload.release();
+        }
+    }
+
     /** A filler shifts one record by less than a payload alignment, in whole words: any other is corruption. */
     @Test
     void aFillerOfAnAlignmentOrMoreOrOffTheWordGridIsReportedAsCorruption() throws Exception {
