@@ -139,6 +139,15 @@ public abstract class AbstractLaneChannel extends AbstractChannel {
     protected void publishNow() {
     }
 
+    /**
+     * What the transport below holds in each direction, for an error that must say where a conversation stopped (a
+     * keepalive timeout: did the peer fall silent, or did this side stop reading what it sent?); empty when it holds
+     * nothing of its own beyond Netty's outbound buffer. Loop only.
+     */
+    public String transportState() {
+        return "";
+    }
+
     /** The pipeline holds no outbound handler (a lane's usually holds one inbound handler, or none). */
     private boolean noOutboundHandler() {
         ChannelPipeline p = pipeline();

@@ -24,6 +24,7 @@ import java.util.ArrayList;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Set;
+import java.util.StringJoiner;
 
 /**
  * The lanes an endpoint is multiplexed over and how its frames go onto them: the message lanes ({@link Lane}: the AM
@@ -433,6 +434,32 @@ final class EndpointLanes {
     boolean isWritable() {
         Channel ch = amChannel();
         return ch == null || ch.isWritable();
+    }
+
+    /**
+     * Each lane's flow as this side sees it (writable or how much waits, reading or paused, what its transport holds),
+     * for a keepalive timeout's message: whether the peer fell silent or this side stopped reading. Loop only.
+     */
+    String flowState() {
+        StringJoiner all = new StringJoiner("; ");
+        for (Lane l : lanes) {
+            Channel ch = l.channel();
+            if (ch == null) {
+                continue;
+            }
+            StringBuilder s = new StringBuilder(l.name()).append(": ");
+            if (!ch.isActive()) {
+                all.add(s.append("closed"));
+                continue;
+            }
+            s.append(ch.isWritable() ? "writable" : "not writable, " + ch.bytesBeforeWritable() + " B to drain");
+            if (!ch.config().isAutoRead()) {
+                s.append(", reading paused");
+            }
+            String held = ch instanceof AbstractLaneChannel direct ? direct.transportState() : "";
+            all.add(held.isEmpty() ? s : s.append(", ").append(held));
+        }
+        return all.toString();
     }
 
     // ------------------------------------------------------------ inbound bookkeeping

@@ -322,7 +322,7 @@ final class EndpointLifecycle {
                     + (sel.keepalive() != null ? sel.keepalive().name() : sel.am().name())
                     + (am == null ? ", lane never connected"
                     : ep.remoteEndpointId() == WireupMessage.INVALID_EP_ID ? ", no REPLY to the wireup REQUEST" : "")
-                    + ": the peer is hung, stopped or unreachable"));
+                    + ": the peer is hung, stopped or unreachable (this side: " + ep.lanes().flowState() + ")"));
             return;
         }
         // An unwritable lane already holds frames for the peer; a probe behind them tells it nothing sooner.

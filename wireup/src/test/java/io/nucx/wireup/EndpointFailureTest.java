@@ -153,6 +153,39 @@ class EndpointFailureTest {
     }
 
     /**
+     * A keepalive timeout says what this side saw on each lane, so a user can tell a silent peer from a side that
+     * stopped reading. Over shm: a peer whose loop is held left this side's inbound ring empty; a side whose lane's
+     * reads stopped (paused here by hand, as a lost read request would leave them) has the peer's probes lying unread
+     * in it, and says that too.
+     */
+    @Test
+    void aKeepaliveTimeoutSaysWhetherThePeerFellSilentOrThisSideStoppedReading() throws Exception {
+        Worker a = start("a", null, "TLS", "shm");
+        Worker b = start("b", null, "TLS", "shm");
+        Endpoint toB = a.connect(b.address());
+        assertTrue(toB.wireupFuture().await(10, TimeUnit.SECONDS));
+        CountDownLatch release = TestWorkers.holdLoop(b);
+        String silent;
+        try {
+            silent = failureOf(toB.errorFuture()).getMessage();
+        } finally {
+            release.countDown();
+        }
+        assertTrue(silent.contains("(this side: shm/memory: ") && silent.contains("inbound ring 0 B unread,"), silent);
+
+        Worker c = start("c", null, "TLS", "shm");
+        Worker d = start("d", null, "TLS", "shm");
+        Endpoint toD = c.connect(d.address());
+        assertTrue(toD.wireupFuture().await(10, TimeUnit.SECONDS));
+        c.eventLoop().submit(() -> TestWorkers.impl(toD).lanes().amChannel().config().setAutoRead(false)).sync();
+        String deaf = failureOf(toD.errorFuture()).getMessage();
+        java.util.regex.Matcher unread = java.util.regex.Pattern
+                .compile("shm/memory: writable, reading paused, inbound ring (\\d+) B unread \\(no read requested\\)")
+                .matcher(deaf);
+        assertTrue(unread.find() && Long.parseLong(unread.group(1)) > 0, deaf);
+    }
+
+    /**
      * b's loop is blocked (a hung process keeps its sockets open, so only keepalive can tell): a's endpoint fails with
      * EndpointTimeoutException within timeout + interval, and so do its waiting rendezvous and synchronous sends;
      * a's endpoint to c keeps working.

@@ -242,6 +242,17 @@ public final class ShmChannel extends AbstractLaneChannel {
         }
     }
 
+    /** Bytes published and not yet read in each ring, whether this side reads, and whether its writes wait for room. */
+    @Override
+    public String transportState() {
+        if (state() != State.CONNECTED) {
+            return "";
+        }
+        return "inbound ring " + in.size() + " B unread" + (readPending ? "" : " (no read requested)")
+                + ", outbound ring " + out.size() + " B unread by the peer"
+                + (writeBlocked ? ", writes waiting for room" : "");
+    }
+
     /** Reads up to a batch of records into the pipeline; returns how many. */
     private int readInbound() {
         if (!readPending || state() != State.CONNECTED) {
