@@ -69,6 +69,7 @@ final class DemoCommand implements Callable<Integer> {
                 warmupSeconds, aot == null ? "without an AOT cache (run bin/build to train one)"
                         : "from the AOT cache " + aot);
         List<String[]> summary = new ArrayList<>();
+        int failed = 0;
         for (String tls : runs(Transports.selected(config))) {
             for (PerfParams p : List.of(
                     new PerfParams(PerfTestType.TAG_LAT, 8, latIterations, 1_000_000_000L, 32, 50.0,
@@ -80,7 +81,18 @@ final class DemoCommand implements Callable<Integer> {
                         p.messageSize(), p.iterations(), sameProcess ? "two workers in this JVM"
                                 : "server in a second JVM process");
                 String coresBefore = coreRoundTrip();
-                PerfResult r = sameProcess ? inProcess(tls, p, out) : twoProcesses(tls, p, out);
+                PerfResult r;
+                try {
+                    r = sameProcess ? inProcess(tls, p, out) : twoProcesses(tls, p, out);
+                } catch (Exception e) {
+                    // One transport's failure is reported and the others still run: a demo that stops at the first
+                    // shows nothing of the transports after it.
+                    failed++;
+                    out.printf(Locale.ROOT, "%s %s failed: %s%n", tls, p.test().testName(), NucxMain.describe(e));
+                    summary.add(new String[] {tls, p.test().testName(), Integer.toString(p.messageSize()), "failed",
+                            "", "", coresBefore + "/" + coreRoundTrip()});
+                    continue;
+                }
                 String coresAfter = coreRoundTrip();
                 summary.add(new String[] {tls, p.test().testName(), Integer.toString(p.messageSize()),
                         String.format(Locale.ROOT, "%.3f", r.overallLatencyUs()),
@@ -99,6 +111,10 @@ final class DemoCommand implements Callable<Integer> {
         out.printf(Locale.ROOT, "cores(ns): a cache line's round trip between two cores before/after the run (nucx "
                 + "cores);%n  under %.0f ns they share a level-3 cache. A VM's host moves its vCPUs, and shared-memory "
                 + "figures follow.%n", CoreRoundTrip.SHARED_CACHE_BELOW_NANOS);
+        if (failed > 0) {
+            out.printf(Locale.ROOT, "%d of %d runs failed (above, each with its reason).%n", failed, summary.size());
+            return 1;
+        }
         return 0;
     }
 
@@ -164,6 +180,7 @@ final class DemoCommand implements Callable<Integer> {
         ProcessBuilder pb = new ProcessBuilder(cmd).redirectErrorStream(true)
                 .redirectOutput(new File(System.getProperty("java.io.tmpdir"), "nucx-demo-server-" + port + ".log"));
         pb.environment().put("NUCX_TLS", tls);
+        File log = pb.redirectOutput().file();
         Process server = pb.start();
         try {
             PerfResult r = Perftest.run("127.0.0.1", port, p, Map.of("TLS", tls), true,
@@ -172,8 +189,30 @@ final class DemoCommand implements Callable<Integer> {
                 throw new IllegalStateException("demo server process did not finish");
             }
             return r;
+        } catch (Exception e) {
+            // What the server saw is half of what went wrong: wait briefly for its last words, then point at them.
+            boolean exited = server.waitFor(2, TimeUnit.SECONDS);
+            throw new IllegalStateException(NucxMain.describe(e) + System.lineSeparator() + "  the server's side (pid "
+                    + server.pid() + (exited ? ", exited with " + server.exitValue() : ", still running")
+                    + ", its output in " + log + "): " + lastWords(log), e);
         } finally {
             server.destroyForcibly();
+        }
+    }
+
+    /** The last line of {@code log} that is not blank nor part of a table, or why there is none. */
+    private static String lastWords(File log) {
+        try {
+            List<String> lines = java.nio.file.Files.readAllLines(log.toPath());
+            for (int i = lines.size() - 1; i >= 0; i--) {
+                String line = lines.get(i);
+                if (!line.isBlank() && !line.startsWith("+") && !line.startsWith("|")) {
+                    return lines.get(i).strip();
+                }
+            }
+            return "(empty)";
+        } catch (java.io.IOException e) {
+            return "(unreadable: " + e.getMessage() + ")";
         }
     }
 }
