@@ -84,6 +84,8 @@ final class DemoCommand implements Callable<Integer> {
                 PerfResult r;
                 try {
                     r = sameProcess ? inProcess(tls, p, out) : twoProcesses(tls, p, out);
+                } catch (InterruptedException e) {
+                    throw e; // the demo was asked to stop, not this run's failure
                 } catch (Exception e) {
                     // One transport's failure is reported and the others still run: a demo that stops at the first
                     // shows nothing of the transports after it.
@@ -189,9 +191,18 @@ final class DemoCommand implements Callable<Integer> {
                 throw new IllegalStateException("demo server process did not finish");
             }
             return r;
+        } catch (InterruptedException e) {
+            throw e;
         } catch (Exception e) {
             // What the server saw is half of what went wrong: wait briefly for its last words, then point at them.
-            boolean exited = server.waitFor(2, TimeUnit.SECONDS);
+            boolean exited;
+            try {
+                exited = server.waitFor(2, TimeUnit.SECONDS);
+            } catch (InterruptedException stop) {
+                e.addSuppressed(stop);
+                Thread.currentThread().interrupt();
+                exited = !server.isAlive();
+            }
             throw new IllegalStateException(NucxMain.describe(e) + System.lineSeparator() + "  the server's side (pid "
                     + server.pid() + (exited ? ", exited with " + server.exitValue() : ", still running")
                     + ", its output in " + log + "): " + lastWords(log), e);
@@ -203,11 +214,13 @@ final class DemoCommand implements Callable<Integer> {
     /** The last line of {@code log} that is not blank nor part of a table, or why there is none. */
     private static String lastWords(File log) {
         try {
-            List<String> lines = java.nio.file.Files.readAllLines(log.toPath());
+            // Latin-1 reads any bytes: a log cut mid-character still shows its last words.
+            List<String> lines = java.nio.file.Files.readAllLines(log.toPath(),
+                    java.nio.charset.StandardCharsets.ISO_8859_1);
             for (int i = lines.size() - 1; i >= 0; i--) {
                 String line = lines.get(i);
                 if (!line.isBlank() && !line.startsWith("+") && !line.startsWith("|")) {
-                    return lines.get(i).strip();
+                    return line.strip();
                 }
             }
             return "(empty)";

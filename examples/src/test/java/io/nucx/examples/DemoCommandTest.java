@@ -25,6 +25,8 @@ class DemoCommandTest {
     @Test
     void aRunWhoseServerDiesIsReportedAndTheRunsAfterItStillRun() throws Exception {
         Path out = Files.createTempFile("nucx-demo", ".log");
+        Process demo = null;
+        java.util.Set<Path> logsBefore = serverLogs();
         try {
             String java = ProcessHandle.current().info().command().orElseThrow();
             // 100 million ping-pongs would take minutes: the run can only end by the kill below.
@@ -33,21 +35,40 @@ class DemoCommandTest {
                     "100000000", "--bw-iters", "50", "--warmup-time", "0"))
                     .redirectErrorStream(true).redirectOutput(out.toFile());
             pb.environment().put("NUCX_TLS", "tcp");
-            Process demo = pb.start();
+            demo = pb.start();
             ProcessHandle server = firstServer(demo);
             Thread.sleep(1500); // into the run, or on a loaded machine its set-up: the run fails either way
             assertTrue(server.destroyForcibly(), "could not kill the server " + server.pid());
-            assertTrue(demo.waitFor(120, TimeUnit.SECONDS), "the demo did not end");
+            assertTrue(demo.waitFor(90, TimeUnit.SECONDS), "the demo did not end");
             String log = Files.readString(out, StandardCharsets.UTF_8);
             assertEquals(1, demo.exitValue(), log);
             assertTrue(log.contains("tcp tag_lat failed: ") && log.contains("the server's side (pid " + server.pid()
                     + ", exited with 137, its output in "), log); // 128 + SIGKILL
-            Matcher bw = Pattern.compile("(?m)^tcp\\s+tag_bw\\s+1048576\\s+(\\d+\\.\\d+)\\s+(\\d+\\.\\d+)").matcher(log);
+            Matcher bw = Pattern.compile("(?m)^tcp\\s+tag_bw\\s+1048576\\s+(\\d+\\.\\d+)\\s+(\\d+\\.\\d+)")
+                    .matcher(log);
             assertTrue(bw.find() && Double.parseDouble(bw.group(2)) > 0, "the bandwidth run after it: " + log);
             assertTrue(Pattern.compile("(?m)^tcp\\s+tag_lat\\s+8\\s+failed").matcher(log).find(), log);
             assertTrue(log.contains("1 of 2 runs failed"), log);
         } finally {
+            if (demo != null) { // a failed assertion must not leave the demo or a server busy-polling the cores
+                demo.descendants().forEach(ProcessHandle::destroyForcibly);
+                demo.destroyForcibly();
+                demo.waitFor(10, TimeUnit.SECONDS);
+            }
             Files.deleteIfExists(out);
+            for (Path log : serverLogs()) {
+                if (!logsBefore.contains(log)) {
+                    Files.deleteIfExists(log);
+                }
+            }
+        }
+    }
+
+    /** The server logs the demo writes ({@code nucx-demo-server-PORT.log} in the temporary directory). */
+    private static java.util.Set<Path> serverLogs() throws java.io.IOException {
+        try (var files = Files.list(Path.of(System.getProperty("java.io.tmpdir")))) {
+            return files.filter(f -> f.getFileName().toString().startsWith("nucx-demo-server-"))
+                    .collect(java.util.stream.Collectors.toSet());
         }
     }
 

@@ -459,7 +459,7 @@ final class EndpointLanes {
             String held = ch instanceof AbstractLaneChannel direct ? direct.transportState() : "";
             all.add(held.isEmpty() ? s : s.append(", ").append(held));
         }
-        return all.toString();
+        return all.length() == 0 ? "no lane connected" : all.toString();
     }
 
     // ------------------------------------------------------------ inbound bookkeeping

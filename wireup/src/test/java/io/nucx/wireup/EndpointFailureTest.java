@@ -30,6 +30,8 @@ import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
 
 import static io.nucx.wireup.TestWorkers.assertReceived;
 import static io.nucx.wireup.TestWorkers.pattern;
@@ -179,9 +181,8 @@ class EndpointFailureTest {
         assertTrue(toD.wireupFuture().await(10, TimeUnit.SECONDS));
         c.eventLoop().submit(() -> TestWorkers.impl(toD).lanes().amChannel().config().setAutoRead(false)).sync();
         String deaf = failureOf(toD.errorFuture()).getMessage();
-        java.util.regex.Matcher unread = java.util.regex.Pattern
-                .compile("shm/memory: writable, reading paused, inbound ring (\\d+) B unread \\(no read requested\\)")
-                .matcher(deaf);
+        Matcher unread = Pattern.compile("shm/memory: writable, reading paused, inbound ring (\\d+) B unread "
+                + "\\(no read requested\\)").matcher(deaf);
         assertTrue(unread.find() && Long.parseLong(unread.group(1)) > 0, deaf);
     }
 

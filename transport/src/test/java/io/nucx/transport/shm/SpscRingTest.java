@@ -16,6 +16,7 @@ import java.nio.file.attribute.PosixFilePermissions;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicReference;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
@@ -381,9 +382,9 @@ class SpscRingTest {
      * The ring as a lane drives it, producer and consumer on two threads: records appended in batches of 1 to 8 and
      * published at a batch's end or when one does not fit (a writer must publish before it waits), a producer that then
      * waits for {@link SpscRing#hasRoomFor} as a blocked lane's poll does, payloads of 1 KiB to the ring's largest from
-     * direct buffers at every offset modulo 32 (so fillers and paddings come in every combination) between small ones.
-     * Every record must arrive whole and in order, and {@code hasRoomFor}'s yes must always be right: the lane resumes
-     * its writes on it, and a no while the ring has room would leave them waiting for ever.
+     * a direct buffer at eight offsets modulo 32 (so fillers of every size and paddings come in every combination)
+     * between small ones. Every record must arrive whole and in order, and {@code hasRoomFor}'s yes must always be
+     * right: the lane resumes its writes on it, and a no while the ring has room would leave them waiting for ever.
      */
     @Test
     void twoThreadsWithPlacedRecordsInBatchesLoseNothingAndRoomIsNeverMisjudged() throws Exception {
@@ -393,77 +394,102 @@ class SpscRingTest {
         new java.util.SplittableRandom(7).nextBytes(pattern);
         MemorySegment expectedBytes = MemorySegment.ofArray(pattern);
         io.netty.buffer.ByteBuf source = io.netty.buffer.Unpooled.directBuffer(8192 + 64);
+        io.netty.buffer.ByteBuf header = io.netty.buffer.Unpooled.directBuffer(8);
+        assertTrue(source.hasMemoryAddress(), "a payload without an address is never placed: no fillers to test");
+        AtomicReference<String> failure = new AtomicReference<>();
         try (SpscRing producer = SpscRing.create(p, 64 * 1024); SpscRing consumer = SpscRing.open(p)) {
             int largest = producer.maxPayload() - 8;
-            String[] failure = {null};
             Thread writer = new Thread(() -> {
-                java.util.SplittableRandom random = new java.util.SplittableRandom(42);
-                int inBatch = 0;
-                int batch = 1;
-                for (int i = 0; i < records && failure[0] == null; ) {
-                    int length = payloadLength(i, largest);
-                    source.clear().writeZero(i % 32).writeBytes(pattern, i % 4096, length).skipBytes(i % 32);
-                    io.netty.buffer.ByteBuf header = io.netty.buffer.Unpooled.buffer(8).writeLongLE(i);
-                    if (producer.append(3, header, source)) {
-                        i++;
-                        if (++inBatch == batch) {
-                            producer.publish();
-                            inBatch = 0;
-                            batch = 1 + random.nextInt(8);
-                        }
-                        continue;
-                    }
-                    producer.publish();
-                    inBatch = 0;
-                    long since = System.nanoTime();
-                    while (!producer.hasRoomFor(8 + length)) {
-                        if (System.nanoTime() - since > TimeUnit.SECONDS.toNanos(30)) {
-                            failure[0] = "record " + i + " of " + length + " B waited 30 s for room, the ring holding "
-                                    + producer.size() + " B unread";
-                            return;
-                        }
-                        Thread.onSpinWait();
-                    }
-                    if (!producer.append(3, header.readerIndex(0), source)) {
-                        failure[0] = "record " + i + " of " + length + " B did not fit after hasRoomFor said it would";
-                        return;
-                    }
-                    i++;
-                    producer.publish();
+                try {
+                    writeInBatches(producer, records, largest, pattern, source, header, failure);
+                } catch (Throwable t) {
+                    failure.compareAndSet(null, "the writer threw " + t);
                 }
-                producer.publish();
             }, "ring-writer");
             writer.start();
-            long[] next = {0};
-            long lastProgress = System.nanoTime();
-            while (next[0] < records && failure[0] == null) {
-                int n = consumer.read((type, seg, offset, length) -> {
-                    long i = next[0]++;
-                    int expected = payloadLength((int) i, largest);
-                    long seq = seg.get(ValueLayout.JAVA_LONG_UNALIGNED, offset);
-                    if (failure[0] == null && (type != 3 || length != 8 + expected || seq != i
-                            || MemorySegment.mismatch(seg, offset + 8, offset + 8 + expected, expectedBytes, i % 4096,
-                            i % 4096 + expected) >= 0)) {
-                        failure[0] = "record " + i + ": type " + type + ", " + length + " B, sequence " + seq;
+            try {
+                long[] next = {0};
+                long lastProgress = System.nanoTime();
+                while (next[0] < records && failure.get() == null) {
+                    int n = consumer.read((type, seg, offset, length) -> {
+                        long i = next[0]++;
+                        int expected = payloadLength((int) i, largest);
+                        long seq = seg.get(ValueLayout.JAVA_LONG_UNALIGNED, offset);
+                        if (type != 3 || length != 8 + expected || seq != i
+                                || MemorySegment.mismatch(seg, offset + 8, offset + 8 + expected, expectedBytes,
+                                i % 4096, i % 4096 + expected) >= 0) {
+                            failure.compareAndSet(null, "record " + i + ": type " + type + ", " + length
+                                    + " B, sequence " + seq);
+                        }
+                    }, 64);
+                    long now = System.nanoTime();
+                    if (n > 0) {
+                        lastProgress = now;
+                    } else if (now - lastProgress > TimeUnit.SECONDS.toNanos(40)) {
+                        failure.compareAndSet(null, "nothing to read for 40 s after " + next[0] + " records, the ring "
+                                + "holding " + consumer.size() + " B unread (writer "
+                                + (writer.isAlive() ? "running" : "ended") + ")");
+                    } else {
+                        Thread.yield();
                     }
-                }, 64);
-                long now = System.nanoTime();
-                if (n > 0) {
-                    lastProgress = now;
-                } else {
-                    assertTrue(now - lastProgress < TimeUnit.SECONDS.toNanos(40), "nothing to read for 40 s after "
-                            + next[0] + " records, the ring holding " + consumer.size() + " B unread (writer "
-                            + (writer.isAlive() ? "running" : "ended") + ")");
-                    Thread.yield();
                 }
+                assertEquals(null, failure.get());
+                assertEquals(records, next[0]);
+                assertTrue(consumer.isEmpty());
+            } finally {
+                failure.compareAndSet(null, "the reader stopped"); // the writer stops too, before the rings close
+                writer.join(TimeUnit.SECONDS.toMillis(60));
+                assertFalse(writer.isAlive(), "the writer did not stop");
             }
-            writer.join(TimeUnit.SECONDS.toMillis(30));
-            assertEquals(null, failure[0]);
-            assertEquals(records, next[0]);
-            assertTrue(consumer.isEmpty());
         } finally {
             source.release();
+            header.release();
         }
+    }
+
+    /** The writer of {@link #twoThreadsWithPlacedRecordsInBatchesLoseNothingAndRoomIsNeverMisjudged}. */
+    private static void writeInBatches(SpscRing producer, int records, int largest, byte[] pattern,
+                                       io.netty.buffer.ByteBuf source, io.netty.buffer.ByteBuf header,
+                                       AtomicReference<String> failure) {
+        java.util.SplittableRandom random = new java.util.SplittableRandom(42);
+        int inBatch = 0;
+        int batch = 1;
+        for (int i = 0; i < records && failure.get() == null; ) {
+            int length = payloadLength(i, largest);
+            source.clear().writeZero(i % 32).writeBytes(pattern, i % 4096, length).skipBytes(i % 32);
+            header.clear().writeLongLE(i);
+            if (producer.append(3, header, source)) {
+                i++;
+                if (++inBatch == batch) {
+                    producer.publish();
+                    inBatch = 0;
+                    batch = 1 + random.nextInt(8);
+                }
+                continue;
+            }
+            producer.publish();
+            inBatch = 0;
+            long since = System.nanoTime();
+            while (!producer.hasRoomFor(8 + length)) {
+                if (failure.get() != null) {
+                    return;
+                }
+                if (System.nanoTime() - since > TimeUnit.SECONDS.toNanos(30)) {
+                    failure.compareAndSet(null, "record " + i + " of " + length + " B waited 30 s for room, the "
+                            + "ring holding " + producer.size() + " B unread");
+                    return;
+                }
+                Thread.onSpinWait();
+            }
+            if (!producer.append(3, header.readerIndex(0), source)) {
+                failure.compareAndSet(null, "record " + i + " of " + length + " B did not fit after hasRoomFor said "
+                        + "it would");
+                return;
+            }
+            i++;
+            producer.publish();
+        }
+        producer.publish();
     }
 
     /** Mostly small records, every fourth from 1 KiB up to {@code largest}, sizes off the alignments. */
