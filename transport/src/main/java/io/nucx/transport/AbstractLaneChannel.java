@@ -148,6 +148,16 @@ public abstract class AbstractLaneChannel extends AbstractChannel {
         return "";
     }
 
+    /**
+     * Whether frames of the peer's wait in the transport for a read this side has asked for: its loop has not got to
+     * them yet (busy with tasks), but the peer spoke. Keepalive counts them as heard, so a loop kept from its I/O
+     * does not take its peer for silent. False where the transport cannot tell (a socket's bytes are the kernel's).
+     * Loop only.
+     */
+    public boolean peerFramesWaiting() {
+        return false;
+    }
+
     /** The pipeline holds no outbound handler (a lane's usually holds one inbound handler, or none). */
     private boolean noOutboundHandler() {
         ChannelPipeline p = pipeline();

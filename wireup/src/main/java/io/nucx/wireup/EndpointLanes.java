@@ -436,6 +436,16 @@ final class EndpointLanes {
         return ch == null || ch.isWritable();
     }
 
+    /** Whether a live lane holds frames of the peer's this side's loop has not read yet (see keepalive). */
+    boolean peerFramesWaiting() {
+        for (Lane l : lanes) {
+            if (l.live() && l.channel() instanceof AbstractLaneChannel direct && direct.peerFramesWaiting()) {
+                return true;
+            }
+        }
+        return false;
+    }
+
     /**
      * Each lane's flow as this side sees it (writable or how much waits, reading or paused, what its transport holds),
      * for a keepalive timeout's message: whether the peer fell silent or this side stopped reading. Loop only.

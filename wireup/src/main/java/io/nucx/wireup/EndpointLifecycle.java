@@ -316,6 +316,11 @@ final class EndpointLifecycle {
         }
         LaneSelector.Lanes sel = ep.selection();
         Channel am = ep.lanes().amChannel();
+        if (ep.lanes().peerFramesWaiting()) {
+            // The peer spoke; this loop was kept from its I/O (an application's tasks queuing one another run for up
+            // to Netty's task quantum and 64 more) and has not read it yet. Silence is the peer's, not ours.
+            liveness.heard();
+        }
         if (keepalive.tick(liveness) == Keepalive.Verdict.EXPIRED) {
             fail(new EndpointTimeoutException(ep.endpointId(), ep.remoteAddress(), "no answer from the peer for "
                     + Duration.ofNanos(keepalive.timeoutNanos()) + " (NUCX_KEEPALIVE_TIMEOUT) on "

@@ -155,6 +155,42 @@ class EndpointFailureTest {
     }
 
     /**
+     * A loop kept from its I/O by tasks that queue one another (20 ms each: Netty checks its one-second task quantum
+     * every 64 tasks, so I/O comes about every 1.3 s) does not take its peer for silent: the peer's probes lie unread
+     * in the shm ring meanwhile, and they count. Without that, 500 ms of unread probes failed the endpoint with
+     * "no answer from the peer" while the peer was fine (perftest's bandwidth client did this to itself).
+     */
+    @Test
+    void aLoopKeptFromItsIoByTasksDoesNotTakeItsPeerForSilent() throws Exception {
+        Worker a = start("a", null, "TLS", "shm");
+        Worker b = start("b", null, "TLS", "shm");
+        Endpoint toB = a.connect(b.address());
+        assertTrue(toB.wireupFuture().await(10, TimeUnit.SECONDS));
+        long end = System.nanoTime() + TimeUnit.SECONDS.toNanos(3);
+        CountDownLatch busyEnded = new CountDownLatch(1);
+        Runnable[] busy = new Runnable[1];
+        busy[0] = () -> {
+            try {
+                Thread.sleep(20);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+            if (System.nanoTime() < end) {
+                a.eventLoop().execute(busy[0]);
+            } else {
+                busyEnded.countDown();
+            }
+        };
+        a.eventLoop().execute(busy[0]);
+        assertTrue(busyEnded.await(20, TimeUnit.SECONDS));
+        Thread.sleep(300); // a tick or two after the I/O that followed
+        assertFalse(toB.errorFuture().isDone(), () -> "failed: " + toB.errorFuture().cause());
+        Future<TagMessage> r = b.tagRecv(9, -1L);
+        assertTrue(toB.tagSend(9, pattern(9, 100)).await(10, TimeUnit.SECONDS));
+        assertReceived(r, 9, 100, 10);
+    }
+
+    /**
      * A keepalive timeout says what this side saw on each lane, so a user can tell a silent peer from a side that
      * stopped reading. Over shm: a peer whose loop is held left this side's inbound ring empty; a side whose lane's
      * reads stopped (paused here by hand, as a lost read request would leave them) has the peer's probes lying unread

@@ -63,6 +63,13 @@ public final class ShmChannel extends AbstractLaneChannel {
     private boolean writeBlocked;
     private boolean reading;
     private int delivered;
+    /**
+     * Polls of this lane, and when every {@link #POLL_SAMPLE}th ran (one clock read per sample, not per poll): a
+     * keepalive timeout's state says whether the loop still polled the lane. Loop only.
+     */
+    private long polls;
+    private long lastPollSample;
+    private static final int POLL_SAMPLE = 1024;
 
     /** @param limits the iface's attributes: frames up to {@code maxBcopy} bytes, header included, one record each */
     ShmChannel(ShmAddress local, IfaceAttributes limits) {
@@ -248,9 +255,22 @@ public final class ShmChannel extends AbstractLaneChannel {
         if (state() != State.CONNECTED) {
             return "";
         }
-        return "inbound ring " + in.size() + " B unread" + (readPending ? "" : " (no read requested)")
+        long unread = in.size();
+        long unpublished = out.unpublished();
+        long sampled = lastPollSample;
+        return "inbound ring " + unread + " B unread" + (readPending ? "" : " (no read requested)")
+                + (unread > 0 && in.lengthAtHead() == 0 ? " (none visible at its head)" : "")
                 + ", outbound ring " + out.size() + " B unread by the peer"
-                + (writeBlocked ? ", writes waiting for room" : "");
+                + (unpublished > 0 ? " and " + unpublished + " B appended, not yet published" : "")
+                + (writeBlocked ? ", writes waiting for room" : "") + ", polled " + polls + " times"
+                + (sampled == 0 ? "" : ", the last " + POLL_SAMPLE + "th "
+                + TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - sampled) + " ms ago");
+    }
+
+    /** A published record at the inbound ring's head, and a read requested. */
+    @Override
+    public boolean peerFramesWaiting() {
+        return state() == State.CONNECTED && readPending && !in.isEmpty();
     }
 
     /** Reads up to a batch of records into the pipeline; returns how many. */
@@ -504,6 +524,9 @@ public final class ShmChannel extends AbstractLaneChannel {
     private final class ShmUnsafe extends LaneUnsafe implements PolledIoHandle {
         @Override
         public int poll() {
+            if ((++polls & (POLL_SAMPLE - 1)) == 0) {
+                lastPollSample = System.nanoTime();
+            }
             if (state() != State.CONNECTED) {
                 return 0;
             }

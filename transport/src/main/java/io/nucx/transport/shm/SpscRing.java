@@ -583,6 +583,17 @@ public final class SpscRing implements AutoCloseable {
         return count;
     }
 
+    /** Producer: bytes appended and not yet published (a diagnostic: the consumer cannot see them). */
+    public long unpublished() {
+        return tail - publishedTail;
+    }
+
+    /** Consumer: the length word at the head, zero while no record is visible there (a diagnostic). */
+    public int lengthAtHead() {
+        long head = (long) LONG.getAcquire(segment, headAt);
+        return (int) INT.getAcquire(segment, data + (head & mask) + LENGTH_OFFSET);
+    }
+
     /** Unmaps; the file stays (the owner deletes it). */
     @Override
     public void close() {
