@@ -12,6 +12,7 @@ import io.nucx.EndpointException;
 import io.nucx.EndpointTimeoutException;
 import io.nucx.ErrorMode;
 import io.nucx.protocol.ProtocolCodec;
+import io.nucx.transport.AbstractLaneChannel;
 import io.nucx.transport.AmFrame;
 import io.nucx.transport.PayloadPlacement;
 
@@ -352,7 +353,9 @@ final class EndpointLifecycle {
         Lane am = ep.lanes().am();
         boolean closed = false;
         for (Lane l : ep.lanes().all()) {
-            if (!l.live() || l.heard || l != am && l.unconfirmed.isEmpty()) {
+            // Frames of the peer's waiting unread on it: this loop was kept from its I/O, the lane is not silent.
+            if (!l.live() || l.heard || l != am && l.unconfirmed.isEmpty()
+                    || l.channel() instanceof AbstractLaneChannel direct && direct.peerFramesWaiting()) {
                 l.heard = false;
                 l.silentTicks = 0;
             } else if (++l.silentTicks >= keepalive.ticksToExpire()) {

@@ -168,8 +168,12 @@ class EndpointFailureTest {
         assertTrue(toB.wireupFuture().await(10, TimeUnit.SECONDS));
         long end = System.nanoTime() + TimeUnit.SECONDS.toNanos(3);
         CountDownLatch busyEnded = new CountDownLatch(1);
+        java.util.concurrent.atomic.AtomicBoolean probesWaited = new java.util.concurrent.atomic.AtomicBoolean();
         Runnable[] busy = new Runnable[1];
         busy[0] = () -> {
+            if (TestWorkers.impl(toB).lanes().peerFramesWaiting()) {
+                probesWaited.set(true); // the loop really was behind: b's probes lay unread
+            }
             try {
                 Thread.sleep(20);
             } catch (InterruptedException e) {
@@ -183,6 +187,7 @@ class EndpointFailureTest {
         };
         a.eventLoop().execute(busy[0]);
         assertTrue(busyEnded.await(20, TimeUnit.SECONDS));
+        assertTrue(probesWaited.get(), "the peer's probes never waited unread: the loop was not kept from its I/O");
         Thread.sleep(300); // a tick or two after the I/O that followed
         assertFalse(toB.errorFuture().isDone(), () -> "failed: " + toB.errorFuture().cause());
         Future<TagMessage> r = b.tagRecv(9, -1L);

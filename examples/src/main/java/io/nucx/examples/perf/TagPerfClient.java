@@ -112,6 +112,8 @@ final class TagPerfClient {
     private boolean waitingForRoom;
     /** A {@link #sendMore} is queued on the loop already (one at a time). */
     private boolean sendScheduled;
+    /** Inside {@link #sendMore}: sends its flush completes must not queue the next batch into this turn's tasks. */
+    private boolean inSendMore;
     private final Runnable scheduledSend = () -> {
         sendScheduled = false;
         sendMore();
@@ -414,6 +416,15 @@ final class TagPerfClient {
     // ---------------------------------------------------------------- tag_bw
 
     private void sendMore() {
+        inSendMore = true;
+        try {
+            sendBatch();
+        } finally {
+            inSendMore = false;
+        }
+    }
+
+    private void sendBatch() {
         boolean wrote = false;
         int inline = 0;
         int batch = (int) Math.max(1, Math.min(INLINE_BATCH, INLINE_BYTES / Math.max(1, params.messageSize())));
@@ -513,8 +524,13 @@ final class TagPerfClient {
             // Not from here: this runs inside the transport's write loop, where a new send can only queue behind the
             // ones it is completing (promise, listener, outbound-buffer entry each); from the loop's next task the
             // buffer is empty and sends go straight into the transport again. ucx_perftest, too, sends from its
-            // loop and only counts in completion callbacks.
-            scheduleSend();
+            // loop and only counts in completion callbacks. Completed by this task's own flush, the next batch waits
+            // for the loop's I/O (continueNextTurn), as one whose sends completed inline does.
+            if (inSendMore) {
+                continueNextTurn();
+            } else {
+                scheduleSend();
+            }
         }
     }
 

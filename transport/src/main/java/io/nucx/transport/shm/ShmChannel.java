@@ -263,8 +263,8 @@ public final class ShmChannel extends AbstractLaneChannel {
                 + ", outbound ring " + out.size() + " B unread by the peer"
                 + (unpublished > 0 ? " and " + unpublished + " B appended, not yet published" : "")
                 + (writeBlocked ? ", writes waiting for room" : "") + ", polled " + polls + " times"
-                + (sampled == 0 ? "" : ", the last " + POLL_SAMPLE + "th "
-                + TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - sampled) + " ms ago");
+                + (sampled == 0 ? "" : " (sampled every " + POLL_SAMPLE + "th: the last sample "
+                + TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - sampled) + " ms ago)");
     }
 
     /** A published record at the inbound ring's head, and a read requested. */
