@@ -439,7 +439,7 @@ final class EndpointLanes {
     /** Whether a live lane holds frames of the peer's this side's loop has not read yet (see keepalive). */
     boolean peerFramesWaiting() {
         for (Lane l : lanes) {
-            if (l.live() && l.channel() instanceof AbstractLaneChannel direct && direct.peerFramesWaiting()) {
+            if (l.peerFramesWaiting()) {
                 return true;
             }
         }

@@ -12,7 +12,6 @@ import io.nucx.EndpointException;
 import io.nucx.EndpointTimeoutException;
 import io.nucx.ErrorMode;
 import io.nucx.protocol.ProtocolCodec;
-import io.nucx.transport.AbstractLaneChannel;
 import io.nucx.transport.AmFrame;
 import io.nucx.transport.PayloadPlacement;
 
@@ -354,8 +353,7 @@ final class EndpointLifecycle {
         boolean closed = false;
         for (Lane l : ep.lanes().all()) {
             // Frames of the peer's waiting unread on it: this loop was kept from its I/O, the lane is not silent.
-            if (!l.live() || l.heard || l != am && l.unconfirmed.isEmpty()
-                    || l.channel() instanceof AbstractLaneChannel direct && direct.peerFramesWaiting()) {
+            if (!l.live() || l.heard || l != am && l.unconfirmed.isEmpty() || l.peerFramesWaiting()) {
                 l.heard = false;
                 l.silentTicks = 0;
             } else if (++l.silentTicks >= keepalive.ticksToExpire()) {

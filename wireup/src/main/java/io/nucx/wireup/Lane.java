@@ -3,6 +3,7 @@ package io.nucx.wireup;
 import io.netty.channel.Channel;
 import io.netty.channel.ChannelFuture;
 import io.netty.channel.ChannelHandlerContext;
+import io.nucx.transport.AbstractLaneChannel;
 import io.nucx.transport.ShortFrameWriter;
 
 import java.util.ArrayDeque;
@@ -115,6 +116,11 @@ final class Lane {
     /** It carries frames now. */
     boolean live() {
         return state == State.ACTIVE && channel.isActive();
+    }
+
+    /** Live, with frames of the peer's unread in its transport and a read requested (keepalive counts them). */
+    boolean peerFramesWaiting() {
+        return live() && channel instanceof AbstractLaneChannel direct && direct.peerFramesWaiting();
     }
 
     String name() {

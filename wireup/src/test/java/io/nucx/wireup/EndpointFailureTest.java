@@ -29,6 +29,7 @@ import java.util.List;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
@@ -164,11 +165,10 @@ class EndpointFailureTest {
     void aLoopKeptFromItsIoByTasksDoesNotTakeItsPeerForSilent() throws Exception {
         Worker a = start("a", null, "TLS", "shm");
         Worker b = start("b", null, "TLS", "shm");
-        Endpoint toB = a.connect(b.address());
-        assertTrue(toB.wireupFuture().await(10, TimeUnit.SECONDS));
+        Endpoint toB = TestWorkers.wiredUp(a, b);
         long end = System.nanoTime() + TimeUnit.SECONDS.toNanos(3);
         CountDownLatch busyEnded = new CountDownLatch(1);
-        java.util.concurrent.atomic.AtomicBoolean probesWaited = new java.util.concurrent.atomic.AtomicBoolean();
+        AtomicBoolean probesWaited = new AtomicBoolean();
         Runnable[] busy = new Runnable[1];
         busy[0] = () -> {
             if (TestWorkers.impl(toB).lanes().peerFramesWaiting()) {
@@ -205,8 +205,7 @@ class EndpointFailureTest {
     void aKeepaliveTimeoutSaysWhetherThePeerFellSilentOrThisSideStoppedReading() throws Exception {
         Worker a = start("a", null, "TLS", "shm");
         Worker b = start("b", null, "TLS", "shm");
-        Endpoint toB = a.connect(b.address());
-        assertTrue(toB.wireupFuture().await(10, TimeUnit.SECONDS));
+        Endpoint toB = TestWorkers.wiredUp(a, b);
         CountDownLatch release = TestWorkers.holdLoop(b);
         String silent;
         try {
@@ -218,8 +217,7 @@ class EndpointFailureTest {
 
         Worker c = start("c", null, "TLS", "shm");
         Worker d = start("d", null, "TLS", "shm");
-        Endpoint toD = c.connect(d.address());
-        assertTrue(toD.wireupFuture().await(10, TimeUnit.SECONDS));
+        Endpoint toD = TestWorkers.wiredUp(c, d);
         c.eventLoop().submit(() -> TestWorkers.impl(toD).lanes().amChannel().config().setAutoRead(false)).sync();
         String deaf = failureOf(toD.errorFuture()).getMessage();
         Matcher unread = Pattern.compile("shm/memory: writable, reading paused, inbound ring (\\d+) B unread "
