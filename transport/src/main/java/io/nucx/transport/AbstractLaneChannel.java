@@ -151,7 +151,7 @@ public abstract class AbstractLaneChannel extends AbstractChannel {
     /**
      * Whether frames of the peer's wait in the transport for a read this side has asked for: its loop has not got to
      * them yet (busy with tasks), but the peer spoke. Keepalive counts them as heard, so a loop kept from its I/O
-     * does not take its peer for silent. False where the transport cannot tell (a socket's bytes are the kernel's).
+     * does not take its peer for silent ({@link LaneBacklog} asks a socket's kernel). False where it cannot tell.
      * Loop only.
      */
     public boolean peerFramesWaiting() {

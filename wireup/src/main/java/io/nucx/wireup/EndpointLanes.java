@@ -16,6 +16,7 @@ import io.nucx.protocol.RmaRail;
 import io.nucx.transport.AbstractLaneChannel;
 import io.nucx.transport.AmFrame;
 import io.nucx.transport.Capability;
+import io.nucx.transport.LaneBacklog;
 import io.nucx.transport.ShortFrameWriter;
 import io.nucx.transport.rma.RmaLane;
 
@@ -466,7 +467,7 @@ final class EndpointLanes {
             if (!ch.config().isAutoRead()) {
                 s.append(", reading paused");
             }
-            String held = ch instanceof AbstractLaneChannel direct ? direct.transportState() : "";
+            String held = LaneBacklog.transportState(ch);
             all.add(held.isEmpty() ? s : s.append(", ").append(held));
         }
         return all.length() == 0 ? "no lane connected" : all.toString();

@@ -316,9 +316,10 @@ final class EndpointLifecycle {
         }
         LaneSelector.Lanes sel = ep.selection();
         Channel am = ep.lanes().amChannel();
-        if (ep.lanes().peerFramesWaiting()) {
+        if (!liveness.heardSinceTick() && ep.lanes().peerFramesWaiting()) {
             // The peer spoke; this loop was kept from its I/O (an application's tasks queuing one another run for up
-            // to Netty's task quantum and 64 more) and has not read it yet. Silence is the peer's, not ours.
+            // to Netty's task quantum and 64 more) and has not read it yet. Silence is the peer's, not ours. Asked
+            // only of a silent tick: over tcp it is a system call per lane.
             liveness.heard();
         }
         if (keepalive.tick(liveness) == Keepalive.Verdict.EXPIRED) {

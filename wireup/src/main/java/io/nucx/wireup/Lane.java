@@ -3,7 +3,7 @@ package io.nucx.wireup;
 import io.netty.channel.Channel;
 import io.netty.channel.ChannelFuture;
 import io.netty.channel.ChannelHandlerContext;
-import io.nucx.transport.AbstractLaneChannel;
+import io.nucx.transport.LaneBacklog;
 import io.nucx.transport.ShortFrameWriter;
 
 import java.util.ArrayDeque;
@@ -120,7 +120,7 @@ final class Lane {
 
     /** Live, with frames of the peer's unread in its transport and a read requested (keepalive counts them). */
     boolean peerFramesWaiting() {
-        return live() && channel instanceof AbstractLaneChannel direct && direct.peerFramesWaiting();
+        return live() && LaneBacklog.peerFramesWaiting(channel);
     }
 
     String name() {

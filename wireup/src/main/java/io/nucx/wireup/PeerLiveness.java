@@ -14,6 +14,11 @@ final class PeerLiveness {
         heard = true;
     }
 
+    /** Whether the peer was heard since the last {@link #takeHeard}, which clears it. */
+    boolean heardSinceTick() {
+        return heard;
+    }
+
     /** Whether the peer was heard since the last call; clears it. */
     boolean takeHeard() {
         boolean h = heard;

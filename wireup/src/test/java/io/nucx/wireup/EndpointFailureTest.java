@@ -17,6 +17,7 @@ import io.nucx.protocol.amo.AtomicOp;
 import io.nucx.protocol.amo.RemoteMemoryKey;
 import io.nucx.protocol.tag.RndvCodec;
 import io.nucx.protocol.tag.TagMessage;
+import io.nucx.transport.IoEngine;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.extension.RegisterExtension;
@@ -26,6 +27,7 @@ import org.junit.jupiter.params.provider.ValueSource;
 import java.lang.foreign.Arena;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Locale;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
@@ -43,6 +45,7 @@ import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertSame;
 import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
 /**
  * Error mode peer inside one JVM: EP_CHECK / EP_REMOVED, keepalive timeout of a hung peer (its event loop blocked),
@@ -158,13 +161,24 @@ class EndpointFailureTest {
     /**
      * A loop kept from its I/O by tasks that queue one another (20 ms each: Netty checks its one-second task quantum
      * every 64 tasks, so I/O comes about every 1.3 s) does not take its peer for silent: the peer's probes lie unread
-     * in the shm ring meanwhile, and they count. Without that, 500 ms of unread probes failed the endpoint with
-     * "no answer from the peer" while the peer was fine (perftest's bandwidth client did this to itself).
+     * in the shm ring or in the socket meanwhile (the kernel counts a socket's), and they count. Without that, 500 ms
+     * of unread probes failed the endpoint with "no answer from the peer" while the peer was fine (perftest's bandwidth
+     * client did this to itself). Not over io_uring: there the busy loop is mute as well (Netty submits its writes at
+     * its next I/O pass), so the peer hears nothing and rightly times out.
      */
-    @Test
-    void aLoopKeptFromItsIoByTasksDoesNotTakeItsPeerForSilent() throws Exception {
-        Worker a = start("a", null, "TLS", "shm");
-        Worker b = start("b", null, "TLS", "shm");
+    @ParameterizedTest
+    @ValueSource(strings = {"shm", "tcp epoll"})
+    void aLoopKeptFromItsIoByTasksDoesNotTakeItsPeerForSilent(String lanes) throws Exception {
+        String[] parts = lanes.split(" ");
+        String[] more = parts.length == 1 ? new String[] {"TLS", parts[0]}
+                : new String[] {"TLS", parts[0], "TCP_IO", parts[1]};
+        if (parts.length > 1) {
+            IoEngine engine = IoEngine.valueOf(parts[1].toUpperCase(Locale.ROOT));
+            assumeTrue(engine.availability().isAvailable(), () -> engine + ": " + engine.availability().reason());
+        }
+        ErrorEvents peerEvents = new ErrorEvents();
+        Worker a = start("a", null, more);
+        Worker b = start("b", peerEvents, more);
         Endpoint toB = TestWorkers.wiredUp(a, b);
         long end = System.nanoTime() + TimeUnit.SECONDS.toNanos(3);
         CountDownLatch busyEnded = new CountDownLatch(1);
@@ -189,7 +203,8 @@ class EndpointFailureTest {
         assertTrue(busyEnded.await(20, TimeUnit.SECONDS));
         assertTrue(probesWaited.get(), "the peer's probes never waited unread: the loop was not kept from its I/O");
         Thread.sleep(300); // a tick or two after the I/O that followed
-        assertFalse(toB.errorFuture().isDone(), () -> "failed: " + toB.errorFuture().cause());
+        assertFalse(toB.errorFuture().isDone(), () -> "failed: " + toB.errorFuture().cause() + "; the peer's: "
+                + peerEvents.causes.values());
         Future<TagMessage> r = b.tagRecv(9, -1L);
         assertTrue(toB.tagSend(9, pattern(9, 100)).await(10, TimeUnit.SECONDS));
         assertReceived(r, 9, 100, 10);
@@ -199,7 +214,7 @@ class EndpointFailureTest {
      * A keepalive timeout says what this side saw on each lane, so a user can tell a silent peer from a side that
      * stopped reading. Over shm: a peer whose loop is held left this side's inbound ring empty; a side whose lane's
      * reads stopped (paused here by hand, as a lost read request would leave them) has the peer's probes lying unread
-     * in it, and says that too.
+     * in it, and says that too; over tcp, in the socket.
      */
     @Test
     void aKeepaliveTimeoutSaysWhetherThePeerFellSilentOrThisSideStoppedReading() throws Exception {
@@ -223,6 +238,16 @@ class EndpointFailureTest {
         Matcher unread = Pattern.compile("shm/memory: writable, reading paused, inbound ring (\\d+) B unread "
                 + "\\(no read requested\\)").matcher(deaf);
         assertTrue(unread.find() && Long.parseLong(unread.group(1)) > 0, deaf);
+
+        // Over tcp the kernel holds them (epoll's and io_uring's sockets say how many).
+        assumeTrue(IoEngine.EPOLL.availability().isAvailable(), () -> "epoll: " + IoEngine.EPOLL.availability());
+        Worker e = start("e", null, "TCP_IO", "epoll");
+        Worker f = start("f", null, "TCP_IO", "epoll");
+        Endpoint toF = TestWorkers.wiredUp(e, f);
+        e.eventLoop().submit(() -> TestWorkers.impl(toF).lanes().amChannel().config().setAutoRead(false)).sync();
+        String deafTcp = failureOf(toF.errorFuture()).getMessage();
+        Matcher inSocket = Pattern.compile("writable, reading paused, socket (\\d+) B unread").matcher(deafTcp);
+        assertTrue(inSocket.find() && Long.parseLong(inSocket.group(1)) > 0, deafTcp);
     }
 
     /**

@@ -12,6 +12,7 @@ import io.netty.handler.codec.TooLongFrameException;
 import io.netty.handler.ssl.SslHandler;
 import io.nucx.transport.AmFrame;
 import io.nucx.transport.Buffers;
+import io.nucx.transport.LaneBacklog;
 import io.nucx.transport.PayloadPlacement;
 import io.nucx.transport.PipelineLinks;
 import io.nucx.transport.ShortFrameHandler;
@@ -57,7 +58,7 @@ import static io.nucx.transport.tcp.AmFrameLayout.PREFIX_LENGTH;
  * its receiver asked for it so, and it is read into that receiver's memory. One that nothing here places is refused
  * as any frame over the limit (unless it is wholly read already, and costs nothing more to hand up).
  */
-public final class AmFrameDecoder extends ByteToMessageDecoder {
+public final class AmFrameDecoder extends ByteToMessageDecoder implements LaneBacklog.FrameHolder {
 
     /** Payloads up to this size are copied out of the cumulation, larger ones sliced ({@link #copy}). */
     static final int COPY_PAYLOAD = 1024;
@@ -308,6 +309,12 @@ public final class AmFrameDecoder extends ByteToMessageDecoder {
         }
         ChannelHandlerContext before = first instanceof SslHandler ? PipelineLinks.previous(ctx) : null;
         return before != null && before.handler() == first; // read through Netty's link (null: no link, no share)
+    }
+
+    /** Whole frames past this turn's share wait in the cumulation for the next turn's task (reads paused). */
+    @Override
+    public boolean holdsPeerFrames() {
+        return nextTurnScheduled;
     }
 
     /**
