@@ -2,14 +2,13 @@ package io.nucx.transport;
 
 import io.netty.channel.Channel;
 import io.netty.channel.ChannelHandler;
+import io.netty.channel.ChannelHandlerContext;
 import io.netty.channel.unix.UnixChannel;
 
-import java.lang.foreign.Arena;
 import java.lang.foreign.FunctionDescriptor;
 import java.lang.foreign.Linker;
 import java.lang.foreign.MemorySegment;
 import java.lang.invoke.MethodHandle;
-import java.util.Map;
 
 import static java.lang.foreign.ValueLayout.ADDRESS;
 import static java.lang.foreign.ValueLayout.JAVA_INT;
@@ -26,23 +25,33 @@ import static java.lang.foreign.ValueLayout.JAVA_LONG;
 public final class LaneBacklog {
 
     /** A handler that may hold whole frames of the peer's for a later turn (reads paused meanwhile). */
-    public interface FrameHolder {
+    public interface FrameHolder extends ChannelHandler {
         /** Whether it holds frames now. Loop only. */
         boolean holdsPeerFrames();
     }
 
-    /** {@code FIONREAD} ({@code SIOCINQ}): the same number on every Linux architecture nucx runs on. */
+    /**
+     * {@code FIONREAD} ({@code SIOCINQ}) of the generic ioctl numbering, which x86-64, arm64, arm and riscv64 use
+     * (powerpc, mips and sparc number it otherwise: there nothing is asked).
+     */
     private static final long FIONREAD = 0x541B;
-    /** {@code int ioctl(int fd, unsigned long request, int *count)} (variadic from its third argument), or null. */
+    /**
+     * {@code int ioctl(int fd, unsigned long request, int *count)} (variadic from its third argument), or null;
+     * critical, as FIONREAD never blocks, so the count goes into a Java array with no thread-state change.
+     */
     private static final MethodHandle IOCTL;
 
     static {
         MethodHandle h = null;
+        String arch = System.getProperty("os.arch", "");
+        boolean generic = arch.equals("amd64") || arch.equals("x86_64") || arch.equals("aarch64")
+                || arch.equals("arm") || arch.equals("riscv64");
         try {
             Linker linker = Linker.nativeLinker();
-            MemorySegment ioctl = linker.defaultLookup().find("ioctl").orElse(null);
+            MemorySegment ioctl = generic ? linker.defaultLookup().find("ioctl").orElse(null) : null;
             h = ioctl == null ? null : linker.downcallHandle(ioctl,
-                    FunctionDescriptor.of(JAVA_INT, JAVA_INT, JAVA_LONG, ADDRESS), Linker.Option.firstVariadicArg(2));
+                    FunctionDescriptor.of(JAVA_INT, JAVA_INT, JAVA_LONG, ADDRESS), Linker.Option.firstVariadicArg(2),
+                    Linker.Option.critical(true));
         } catch (RuntimeException | LinkageError e) {
             h = null; // no count from the kernel: a socket's lane then says nothing waits, as before
         }
@@ -55,10 +64,13 @@ public final class LaneBacklog {
     /**
      * Whether frames of the peer's wait unread on {@code ch} for a read this side has asked for (reads not paused):
      * its loop has not got to them yet, but the peer spoke. False where that cannot be told (an NIO socket).
-     * io_uring keeps one receive posted, so the first bytes to arrive go to its completion, not the socket: there
-     * this tells from the second frame on.
+     * io_uring keeps one receive posted (nucx gives it no buffer ring, so no multishot receive), so the first bytes
+     * to arrive go to its completion, not the socket: there this tells from the second frame on. Frames the lane's
+     * inbound handler queued past a turn's share are not asked about: that turn handed its share up, so the peer was
+     * heard then (tcp's decoder says what it holds all the same, and the timeout's message names it).
      */
     public static boolean peerFramesWaiting(Channel ch) {
+        assert ch.eventLoop().inEventLoop() : "loop only";
         if (!ch.isActive()) {
             return false;
         }
@@ -85,16 +97,13 @@ public final class LaneBacklog {
     }
 
     private static boolean heldByHandler(Channel ch) {
-        for (Map.Entry<String, ChannelHandler> e : ch.pipeline()) {
-            if (e.getValue() instanceof FrameHolder h && h.holdsPeerFrames()) {
-                return true;
-            }
-        }
-        return false;
+        ChannelHandlerContext ctx = ch.pipeline().context(FrameHolder.class); // a lane has one decoder, if any
+        return ctx != null && ((FrameHolder) ctx.handler()).holdsPeerFrames();
     }
 
     /** The bytes the kernel holds unread in {@code ch}'s socket, or -1 if it cannot be asked. */
     static long socketBytesUnread(Channel ch) {
+        assert ch.eventLoop().inEventLoop() : "loop only: the descriptor is valid while the loop has not closed it";
         if (IOCTL == null || !(ch instanceof UnixChannel unix) || !ch.isOpen()) {
             return -1;
         }
@@ -102,12 +111,14 @@ public final class LaneBacklog {
         if (fd < 0) {
             return -1;
         }
-        try (Arena arena = Arena.ofConfined()) {
-            MemorySegment count = arena.allocate(JAVA_INT);
-            int rc = (int) IOCTL.invokeExact(fd, FIONREAD, count);
-            return rc < 0 ? -1 : count.get(JAVA_INT, 0);
+        int[] count = new int[1];
+        try {
+            int rc = (int) IOCTL.invokeExact(fd, FIONREAD, MemorySegment.ofArray(count));
+            return rc < 0 ? -1 : count[0];
+        } catch (RuntimeException | Error e) {
+            throw e;
         } catch (Throwable t) {
-            throw new IllegalStateException("ioctl(FIONREAD) on a lane's socket", t); // the handle's type: a bug
+            throw new IllegalStateException("ioctl(FIONREAD) on a lane's socket", t); // invokeExact's checked throw
         }
     }
 }

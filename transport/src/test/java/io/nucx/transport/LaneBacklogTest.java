@@ -43,10 +43,13 @@ class LaneBacklogTest {
             implements AutoCloseable {
         @Override
         public void close() throws InterruptedException {
-            client.close().sync();
-            accepted.close().sync();
-            clientGroup.shutdownGracefully(0, 1, TimeUnit.SECONDS).sync();
-            group.shutdownGracefully(0, 1, TimeUnit.SECONDS).sync();
+            try {
+                client.close().sync();
+                accepted.close().sync();
+            } finally {
+                clientGroup.shutdownGracefully(0, 1, TimeUnit.SECONDS).sync();
+                group.shutdownGracefully(0, 1, TimeUnit.SECONDS).sync();
+            }
         }
     }
 

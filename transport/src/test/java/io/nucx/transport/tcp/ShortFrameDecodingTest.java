@@ -271,6 +271,7 @@ class ShortFrameDecodingTest {
         unwrapped.fireChannelRead(tenFrames());
         assertEquals(3, last.arrivals.size(), () -> last.arrivals.toString());
         assertFalse(ch.config().isAutoRead(), "reads pause while frames wait");
+        assertTrue(decoderOf(ch).holdsPeerFrames(), "keepalive counts what waits for the next turn");
         unwrapped.fireChannelReadComplete();
         for (int turn = 0; turn < 10 && last.arrivals.size() < 10; turn++) {
             ch.runPendingTasks();
@@ -278,6 +279,7 @@ class ShortFrameDecodingTest {
         assertEquals(tenArrivals(), last.arrivals);
         assertEquals(List.of(3, 3, 3, 1), last.perTurn, "frames per turn");
         assertTrue(ch.config().isAutoRead(), "reads resume once nothing waits");
+        assertFalse(decoderOf(ch).holdsPeerFrames());
         assertTrue(last.errors.isEmpty(), () -> last.errors.toString());
         ch.finishAndReleaseAll(); // the record layer's hello, never answered
 
