@@ -96,7 +96,7 @@ public final class Buffers {
      * BENCHMARKS.md), a known flaw of AMD's fast short {@code rep movsb}. HotSpot's copy stub, a loop of vector moves,
      * runs those at the full rate. Before shm's ring placed its payloads, 0.35-0.45 % of its large copies met one.
      */
-    static boolean pageAliased(long src, long dst) {
+    public static boolean pageAliased(long src, long dst) {
         long distance = (dst - src) & 4095;
         return distance != 0 && distance < 16;
     }

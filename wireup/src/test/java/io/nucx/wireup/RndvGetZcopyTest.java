@@ -82,6 +82,38 @@ class RndvGetZcopyTest {
         assertEquals(0, a.eventLoop().submit(() -> a.sumOverCodecs(RndvCodec.class, RndvCodec::sendsWaiting)).get(), "every send released on ATS");
     }
 
+    /**
+     * The receive's buffer 8 bytes past the send's modulo a page (a slice at an odd offset): the kernel's copy is slow
+     * between such addresses, so cma's read goes through its bounce buffer; every byte lands where it belongs.
+     */
+    @Test
+    void aReadIntoABufferPageAliasedWithTheSendersMovesEveryByte() throws Exception {
+        DefaultWorker a = workers.start("a", "TLS", "tcp,cma");
+        DefaultWorker b = workers.start("b", "TLS", "tcp,cma");
+        Endpoint ep = a.connect(b.address());
+        int size = (3 << 20) + 5; // above the read's threshold, across several of cma's chunks
+        ByteBuf send = TestWorkers.directPattern(7, size);
+        ByteBuf room = io.netty.buffer.ByteBufAllocator.DEFAULT.directBuffer(size + 8192);
+        try {
+            long from = send.memoryAddress() + send.readerIndex();
+            int at = (int) ((from + 8 - room.memoryAddress()) & 4095);
+            ByteBuf into = room.slice(at, size).clear();
+            Future<TagMessage> r = b.eventLoop().submit(() -> b.tagRecv(7, -1L, into)).get(10, TimeUnit.SECONDS);
+            assertTrue(ep.tagSend(7, send).await(30, TimeUnit.SECONDS));
+            TagMessage m = r.get(30, TimeUnit.SECONDS);
+            try {
+                assertEquals(8, (m.content().memoryAddress() + m.content().readerIndex() - from) & 4095,
+                        "the message is in the receive's buffer");
+                TestWorkers.assertPattern(7, size, m.content());
+            } finally {
+                m.release();
+            }
+            assertEquals(1, b.counters().count(RndvProtocols.RECV_GET_COUNTER), "read by cma");
+        } finally {
+            room.release();
+        }
+    }
+
     @Test
     void aCmaLaneThatClosedIsNoLongerARailAndTheNextMessageStillArrives() throws Exception {
         DefaultWorker a = workers.start("a", "TLS", "tcp,cma");

@@ -1,6 +1,10 @@
 package io.nucx.examples.bench;
 
 import io.nucx.transport.Buffers;
+import io.nucx.transport.HostId;
+import io.nucx.transport.cma.Cma;
+import io.nucx.transport.cma.CmaException;
+import io.nucx.transport.cma.CmaKey;
 import org.openjdk.jmh.annotations.Benchmark;
 import org.openjdk.jmh.annotations.BenchmarkMode;
 import org.openjdk.jmh.annotations.Fork;
@@ -62,6 +66,9 @@ public class CopyDistanceBenchmark {
     private int pid;
     private MemorySegment local;
     private MemorySegment remote;
+    private Cma cma;
+    private CmaKey key;
+    private MemorySegment dstSegment;
 
     @Setup(Level.Trial)
     public void setUp() throws Throwable {
@@ -75,6 +82,9 @@ public class CopyDistanceBenchmark {
         if (kernelRead() != size) { // not timing a failing call (no permission: seccomp, Yama)
             throw new IllegalStateException("process_vm_readv of this process did not read " + size + " bytes");
         }
+        cma = new Cma();
+        key = new CmaKey(HostId.get(), pid, src, size);
+        dstSegment = MemorySegment.ofAddress(dst).reinterpret(size);
     }
 
     /** One {@code struct iovec}: {@code size} bytes at {@code address}. */
@@ -87,6 +97,7 @@ public class CopyDistanceBenchmark {
 
     @TearDown(Level.Trial)
     public void tearDown() {
+        cma.close();
         arena.close();
     }
 
@@ -107,5 +118,11 @@ public class CopyDistanceBenchmark {
     @Benchmark
     public long kernelRead() throws Throwable {
         return (long) PROCESS_VM_READV.invokeExact(pid, local, 1L, remote, 1L, 0L);
+    }
+
+    /** nucx's cma read of the same bytes ({@link Cma#get}): at distances 1-15 through its bounce buffer. */
+    @Benchmark
+    public void cmaGet() throws CmaException {
+        cma.get(key, 0, dstSegment);
     }
 }
