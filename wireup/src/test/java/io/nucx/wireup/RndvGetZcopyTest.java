@@ -99,7 +99,9 @@ class RndvGetZcopyTest {
             int at = (int) ((from + 8 - room.memoryAddress()) & 4095);
             ByteBuf into = room.slice(at, size).clear();
             Future<TagMessage> r = b.eventLoop().submit(() -> b.tagRecv(7, -1L, into)).get(10, TimeUnit.SECONDS);
-            assertTrue(ep.tagSend(7, send).await(30, TimeUnit.SECONDS));
+            ChannelFuture sent = ep.tagSend(7, send); // the send's now
+            send = null;
+            assertTrue(sent.await(30, TimeUnit.SECONDS));
             TagMessage m = r.get(30, TimeUnit.SECONDS);
             try {
                 assertEquals(8, (m.content().memoryAddress() + m.content().readerIndex() - from) & 4095,
@@ -111,6 +113,9 @@ class RndvGetZcopyTest {
             assertEquals(1, b.counters().count(RndvProtocols.RECV_GET_COUNTER), "read by cma");
         } finally {
             room.release();
+            if (send != null) {
+                send.release();
+            }
         }
     }
 

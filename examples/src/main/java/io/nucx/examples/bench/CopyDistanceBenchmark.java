@@ -57,7 +57,7 @@ public class CopyDistanceBenchmark {
     @Param({"0", "8", "24", "64"})
     int distance;
 
-    @Param({"65536"})
+    @Param({"4096", "65536"})
     int size;
 
     private Arena arena;

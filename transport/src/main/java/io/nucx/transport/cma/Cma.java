@@ -19,8 +19,8 @@ import java.nio.file.Path;
  *   <tr><th>PUT (write our memory into the peer's)</th><td>process_vm_writev</td></tr>
  * </table>
  * Transfers go in chunks of at most {@link #CHUNK} bytes, as UCX's scopy does, so one call never copies for long;
- * a short transfer continues where it stopped. Where our address lies 1-15 bytes off the peer's modulo a page, the
- * chunks go through a bounce buffer at the peer's place in a page (the kernel's copy is slow at those distances).
+ * a short transfer continues where it stopped. Where the destination lies 1-15 bytes past the source modulo a page,
+ * the chunks go through a bounce buffer at the peer's place in a page (the kernel's copy is slow at those distances).
  */
 public final class Cma implements AutoCloseable {
 
@@ -38,6 +38,12 @@ public final class Cma implements AutoCloseable {
      */
     static final long BOUNCE_FROM = 4096;
     private static final long PAGE = 4096;
+    /**
+     * Each thread's bounce buffer, {@link #CHUNK} bytes and a page, made at its first page-aliased transfer and freed
+     * with the thread: one per loop, not per lane (a loop may carry many endpoints).
+     */
+    private static final ThreadLocal<MemorySegment> BOUNCE = ThreadLocal.withInitial(
+            () -> Arena.ofAuto().allocate(CHUNK + PAGE, PAGE));
 
     private static final int PID = pid0();
     private static final Availability AVAILABILITY = probe();
@@ -46,11 +52,6 @@ public final class Cma implements AutoCloseable {
     private final MemorySegment local = arena.allocate(CmaNative.IOVEC);
     private final MemorySegment remote = arena.allocate(CmaNative.IOVEC);
     private final MemorySegment capture = CmaNative.newCaptureState(arena);
-    private static final ThreadLocal<MemorySegment> BOUNCE = ThreadLocal.withInitial(
-            () -> Arena.ofAuto().allocate(CHUNK + PAGE, PAGE));
-
-    /** This thread's bounce buffer's address, or 0 until a page-aliased transfer needs it ({@link #bounceAt}). */
-    private long bounceBuffer;
     private long bounced;
 
     /** Whether cross-memory attach works here, or why not (bindings, kernel, Yama ptrace_scope, seccomp). */
@@ -164,16 +165,16 @@ public final class Cma implements AutoCloseable {
         }
         boolean read = call == CmaNative.READV;
         long theirs = key.address() + offset;
-        // The kernel copies with rep movsb, at a fifteenth of its rate where the destination lies 1-15 bytes past the
-        // source modulo a page (Buffers.pageAliased): such a transfer goes through a bounce at the peer's place in a
-        // page, and the copy between it and ours is one that goes around the flaw.
+        // The kernel copies with rep movsb, at a quarter of its rate here where the destination lies 1-15 bytes
+        // past the source modulo a page (Buffers.pageAliased): such a transfer goes through a bounce at the peer's
+        // place in a page, and the copy between it and ours is one that goes around the flaw.
         boolean bounce = n >= BOUNCE_FROM && (read ? Buffers.pageAliased(theirs, mine)
                 : Buffers.pageAliased(mine, theirs));
         long done = 0;
         while (done < n) {
             long len = Math.min(CHUNK, n - done);
             long remoteAddress = theirs + done;
-            long through = bounce ? bounceAt(remoteAddress) : mine + done;
+            long through = bounce ? bounceAt(remoteAddress) : mine + done; // ours is valid: checked alive above
             if (bounce && !read) {
                 Buffers.copyMemory(mine + done, through, len);
             }
@@ -208,15 +209,12 @@ public final class Cma implements AutoCloseable {
     }
 
     /**
-     * An address in this thread's bounce buffer at {@code remote}'s place in a page, so the kernel copies between two
-     * addresses at distance 0. One buffer per thread, shared by its lanes' instances (a loop may carry many
-     * endpoints): {@link #CHUNK} bytes and a page, made at the thread's first page-aliased transfer and freed with it.
+     * An address in the calling thread's bounce buffer at {@code remote}'s place in a page, so that the kernel copies
+     * between two addresses at distance 0. Asked per transfer, not kept: an instance is confined to one thread, but
+     * the buffer must be the caller's whatever happens.
      */
-    private long bounceAt(long remote) {
-        if (bounceBuffer == 0) {
-            bounceBuffer = BOUNCE.get().address();
-        }
-        return bounceBuffer + (remote & (PAGE - 1));
+    static long bounceAt(long remote) {
+        return BOUNCE.get().address() + (remote & (PAGE - 1));
     }
 
     /** Transfers that went through the bounce buffer (page-aliased addresses), for tests and diagnostics. */

@@ -112,13 +112,19 @@ class CmaTest {
             MemorySegment src = pages.asSlice((theirs - distance) & 4095, length);
             int seed = (int) (distance + length) | 4;
             fill(src, offset, seed);
-            cma.put(key, offset, src);
-            assertEquals(2 * expected, cma.bounced(), "GETs and PUTs through the bounce");
-            peerIn.println("CHECK " + offset + " " + length + " " + seed);
-            assertEquals("OK", peerOut.readLine());
-            fill(src, offset, 1); // restore for the other tests
-            cma.put(key, offset, src);
+            try {
+                cma.put(key, offset, src);
+                assertEquals(2 * expected, cma.bounced(), "GETs and PUTs through the bounce");
+                peerIn.println("CHECK " + offset + " " + length + " " + seed);
+                assertEquals("OK", peerOut.readLine());
+            } finally {
+                fill(src, offset, 1); // restore for the other tests
+                cma.put(key, offset, src);
+            }
         }
+        // The kernel's side of a bounced copy lies at the peer's place in a page.
+        assertEquals(0, (Cma.bounceAt(theirs) - theirs) & 4095);
+        assertEquals(0, (Cma.bounceAt(theirs + Cma.CHUNK) - theirs) & 4095);
     }
 
     @Test
