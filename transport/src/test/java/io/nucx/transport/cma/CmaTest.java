@@ -1,5 +1,6 @@
 package io.nucx.transport.cma;
 
+import io.nucx.transport.HostId;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
@@ -18,6 +19,7 @@ import java.util.concurrent.TimeUnit;
 
 import static io.nucx.transport.testsuite.Patterns.fill;
 import static io.nucx.transport.testsuite.Patterns.firstMismatch;
+import static io.nucx.transport.testsuite.Patterns.pattern;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertInstanceOf;
@@ -125,6 +127,65 @@ class CmaTest {
         // The kernel's side of a bounced copy lies at the peer's place in a page.
         assertEquals(0, (Cma.bounceAt(theirs) - theirs) & 4095);
         assertEquals(0, (Cma.bounceAt(theirs + Cma.CHUNK) - theirs) & 4095);
+    }
+
+    /**
+     * A transfer the kernel cuts short (the peer's second page unreadable or read-only: {@code process_vm_readv}
+     * and {@code writev} return the first page's count, then EFAULT) moves exactly the bytes it reported, through the
+     * bounce too (distance 8), and fails naming the fault's address. The peer is this process: its pages are ours
+     * to protect.
+     */
+    @ParameterizedTest(name = "{0}, the destination {1} B past the source modulo a page")
+    @CsvSource({"GET, 0", "GET, 8", "PUT, 0", "PUT, 8"})
+    void aTransferCutShortByAFaultMovesWhatTheKernelReportedAndNamesTheFault(String op, long distance)
+            throws Throwable {
+        long page = 4096;
+        long length = 2 * page;
+        boolean get = op.equals("GET");
+        try (Arena arena = Arena.ofConfined(); Cma cma = new Cma()) {
+            MemorySegment region = arena.allocate(4 * page, page).asSlice(page, length); // whole pages of its own
+            MemorySegment pages = arena.allocate(length + 2 * page, page);
+            long theirs = region.address();
+            MemorySegment ours = pages.asSlice(get ? distance : (page - distance) & (page - 1), length);
+            CmaKey self = new CmaKey(HostId.get(), Cma.pid(), theirs, length);
+            fill(region, 0, 3);
+            if (get) {
+                ours.fill((byte) 0x5a);
+            } else {
+                fill(ours, 0, 9);
+            }
+            MemorySegment second = region.asSlice(page, page);
+            protect(second, get ? 0 : 1); // PROT_NONE: nothing to read; PROT_READ: nothing to write
+            CmaException fault;
+            try {
+                fault = assertThrows(CmaException.class,
+                        () -> { if (get) { cma.get(self, 0, ours); } else { cma.put(self, 0, ours); } });
+            } finally {
+                protect(second, 3);
+            }
+            assertEquals(CmaNative.EFAULT, fault.errno(), fault.getMessage());
+            assertTrue(fault.getMessage().contains("remote 0x" + Long.toHexString(second.address())),
+                    "names where it failed: " + fault.getMessage());
+            MemorySegment destination = get ? ours : region;
+            int seed = get ? 3 : 9;
+            assertEquals(-1, firstMismatch(destination.asSlice(0, page), 0, seed), "first wrong byte of page 1");
+            MemorySegment untouched = destination.asSlice(page, page);
+            for (long i = 0; i < page; i++) {
+                byte want = get ? (byte) 0x5a : pattern(page + i, 3);
+                assertEquals(want, untouched.get(java.lang.foreign.ValueLayout.JAVA_BYTE, i),
+                        "byte " + (page + i) + " was not reported moved and must be as it was");
+            }
+        }
+    }
+
+    private static void protect(MemorySegment pages, int prot) throws Throwable {
+        java.lang.foreign.Linker linker = java.lang.foreign.Linker.nativeLinker();
+        java.lang.invoke.MethodHandle mprotect = linker.downcallHandle(
+                linker.defaultLookup().find("mprotect").orElseThrow(),
+                java.lang.foreign.FunctionDescriptor.of(java.lang.foreign.ValueLayout.JAVA_INT,
+                        java.lang.foreign.ValueLayout.ADDRESS, java.lang.foreign.ValueLayout.JAVA_LONG,
+                        java.lang.foreign.ValueLayout.JAVA_INT));
+        assertEquals(0, (int) mprotect.invokeExact(pages, pages.byteSize(), prot), "mprotect");
     }
 
     @Test
