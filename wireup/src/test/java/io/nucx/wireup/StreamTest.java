@@ -29,6 +29,7 @@ import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import java.util.function.BooleanSupplier;
 
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -279,6 +280,89 @@ class StreamTest {
         // The route was taken (both ways of asking), and the reader got fewer buffers than there were writes.
         assertTrue(direct[0] > 0 && direct[1] > 0, () -> "sent at once: " + Arrays.toString(direct));
         assertTrue(r.reads < shortWrites, () -> r.reads + " buffers came up for " + count + " writes");
+    }
+
+    /**
+     * The buffer short writes are gathered into is used again for the next read batch only when the reader let it go:
+     * a reader that keeps every third buffer (reads 0, 3, 6, ...) finds each kept one as it came, and never sees it
+     * come up again, while the ones it released come back (under the tests' paranoid leak detection every pooled
+     * buffer is a new wrapper, so a buffer seen twice is one this codec kept).
+     */
+    @ParameterizedTest(name = "{0}")
+    @CsvSource({"shm", "self", "tcp"})
+    void aGatheredBufferTheReaderKeepsIsNeverWrittenAgain(String tls) throws Exception {
+        List<ByteBuf> came = new ArrayList<>();
+        List<ByteBuf> kept = new ArrayList<>();
+        List<byte[]> keptAs = new ArrayList<>();
+        ByteBuf received = io.netty.buffer.Unpooled.buffer();
+        java.util.concurrent.atomic.AtomicLong arrived = new java.util.concurrent.atomic.AtomicLong();
+        ChannelInitializer<Endpoint> keeper = new ChannelInitializer<>() {
+            @Override
+            protected void initChannel(Endpoint ep) {
+                ep.pipeline().addLast(new ChannelInboundHandlerAdapter() {
+                    @Override
+                    public void channelRead(ChannelHandlerContext ctx, Object msg) {
+                        ByteBuf b = (ByteBuf) msg;
+                        received.writeBytes(b, b.readerIndex(), b.readableBytes());
+                        if (came.size() % 3 == 0) {
+                            kept.add(b);
+                            keptAs.add(io.netty.buffer.ByteBufUtil.getBytes(b));
+                        } else {
+                            b.release();
+                        }
+                        came.add(b);
+                        arrived.set(received.writerIndex());
+                    }
+                });
+            }
+        };
+        DefaultWorker a = workers.start("a", "TLS", tls);
+        DefaultWorker b = workers.start("b", keeper, "TLS", tls);
+        Endpoint ab = a.connect(b.address());
+        ab.wireupFuture().sync();
+        int count = 300;
+        int[] sizes = new int[count];
+        long total = 0;
+        try {
+            for (int i = 0; i < count; i++) {
+                sizes[i] = 1 + i % 40;
+                total += sizes[i];
+                ab.writeAndFlush(new io.nucx.protocol.stream.StreamData(content(i, sizes[i], false)))
+                        .sync();
+                long sent = total;
+                await(() -> arrived.get() >= sent, "write " + i + "'s bytes");
+            }
+            b.eventLoop().submit(() -> {
+                for (int i = 0, at = 0; i < count; at += sizes[i], i++) {
+                    assertContent(i, sizes[i], received.slice(at, sizes[i]));
+                }
+                for (int k = 0; k < kept.size(); k++) {
+                    assertArrayEquals(keptAs.get(k), io.netty.buffer.ByteBufUtil.getBytes(kept.get(k)),
+                            "kept buffer " + k + " changed after it came up");
+                    assertEquals(3 * k, lastIndexOfIdentity(came, kept.get(k)),
+                            "kept buffer " + k + " (read " + 3 * k + ") came up again");
+                }
+                java.util.Set<ByteBuf> seen = java.util.Collections.newSetFromMap(new java.util.IdentityHashMap<>());
+                seen.addAll(came);
+                int distinct = seen.size();
+                assertTrue(distinct < came.size() - kept.size(), () -> came.size() + " buffers came up, "
+                        + distinct + " distinct: the released ones were not used again");
+            }).get(30, TimeUnit.SECONDS);
+        } finally {
+            b.eventLoop().submit(() -> {
+                kept.forEach(ByteBuf::release);
+                received.release();
+            }).get(30, TimeUnit.SECONDS);
+        }
+    }
+
+    private static int lastIndexOfIdentity(List<ByteBuf> list, ByteBuf b) {
+        for (int i = list.size() - 1; i >= 0; i--) {
+            if (list.get(i) == b) {
+                return i;
+            }
+        }
+        return -1;
     }
 
     /**

@@ -126,6 +126,13 @@ public final class StreamCodec extends ChannelDuplexHandler implements ProtocolC
      * #shortWriteArrived}); null once the batch ended or the slot was delivered.
      */
     private StreamSlot gathering;
+    /**
+     * The last gathering slot and its buffer, kept once delivered for the next read batch's short writes: a short
+     * write costs no object and no pool round trip. The buffer only when the reader released it (our reference the
+     * last), as a socket's read buffer goes back to its pool and comes back as the next read's.
+     */
+    private StreamSlot spareSlot;
+    private ByteBuf spareBuffer;
 
     /** A gathering slot's first buffer, and the most bytes one gathers: a socket's read returns a few KiB so. */
     static final int GATHER_FIRST = 256;
@@ -328,10 +335,18 @@ public final class StreamCodec extends ChannelDuplexHandler implements ProtocolC
             return;
         }
         int n = payload.length();
-        ByteBuf chunk = ctx.alloc().buffer(Math.max(n, GATHER_FIRST), Math.max(n, GATHER_MOST));
+        ByteBuf chunk = spareBuffer;
+        spareBuffer = null;
+        if (chunk == null || chunk.capacity() < n) {
+            if (chunk != null) {
+                chunk.release();
+            }
+            chunk = ctx.alloc().buffer(Math.max(n, GATHER_FIRST), Math.max(n, GATHER_MOST));
+        }
         payload.copyTo(chunk, 0);
         chunk.writerIndex(n);
-        gathering = g = StreamSlot.whole(chunk);
+        gathering = g = StreamSlot.gathering(spareSlot, chunk);
+        spareSlot = null;
         g.attach(this);
         inbound.add(g);
     }
@@ -405,10 +420,15 @@ public final class StreamCodec extends ChannelDuplexHandler implements ProtocolC
                     if (head == gathering) {
                         gathering = null;
                     }
-                    ByteBuf data = ((StreamSlot) head).take();
+                    StreamSlot slot = (StreamSlot) head;
+                    ByteBuf data = slot.take();
                     if (data != null) {
                         unreported += data.readableBytes();
-                        ctx.fireChannelRead(data);
+                        if (slot.gathers()) {
+                            deliverGathered(slot, data);
+                        } else {
+                            ctx.fireChannelRead(data);
+                        }
                     }
                     if (ended) {
                         return;
@@ -423,6 +443,22 @@ public final class StreamCodec extends ChannelDuplexHandler implements ProtocolC
             draining = false;
         }
         reportCredit(false);
+    }
+
+    /**
+     * Delivers a gathering slot's bytes and keeps the slot, and the buffer if the reader let it go, for the next
+     * gathering: a reference of ours taken before the read tells (Netty's cumulators look at the same count before
+     * they write into a buffer they were given).
+     */
+    private void deliverGathered(StreamSlot slot, ByteBuf data) {
+        spareSlot = slot;
+        data.retain();
+        ctx.fireChannelRead(data);
+        if (data.refCnt() == 1 && spareBuffer == null && !ended) {
+            spareBuffer = data.clear();
+        } else {
+            data.release();
+        }
     }
 
     private boolean deliverable() {
@@ -478,6 +514,11 @@ public final class StreamCodec extends ChannelDuplexHandler implements ProtocolC
 
     private void releaseInbound() {
         gathering = null;
+        spareSlot = null;
+        if (spareBuffer != null) {
+            spareBuffer.release();
+            spareBuffer = null;
+        }
         for (Object o; (o = inbound.poll()) != null; ) {
             if (o instanceof StreamSlot s) {
                 s.detach();

@@ -17,6 +17,8 @@ public final class StreamSlot {
     private StreamCodec owner;
     /** The stream went away: whatever completes now is released. */
     private boolean detached;
+    /** Made by the codec for short writes it gathers ({@link #gathering}): its own, reused once delivered. */
+    private boolean gathers;
 
     /** A slot whose write arrived whole (one frame). Owns {@code data}. */
     public static StreamSlot whole(ByteBuf data) {
@@ -24,6 +26,22 @@ public final class StreamSlot {
         s.data = data;
         s.done = true;
         return s;
+    }
+
+    /** A whole slot for the short writes a codec gathers into {@code data}, or {@code reused} made so again. */
+    static StreamSlot gathering(StreamSlot reused, ByteBuf data) {
+        StreamSlot s = reused != null ? reused : new StreamSlot();
+        s.data = data;
+        s.done = true;
+        s.owner = null;
+        s.detached = false;
+        s.gathers = true;
+        return s;
+    }
+
+    /** Whether its codec made it ({@link #gathering}): once delivered nothing else refers to it. */
+    boolean gathers() {
+        return gathers;
     }
 
     /**
