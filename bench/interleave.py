@@ -24,9 +24,10 @@ Usage: bench/interleave.py [--slice S] [--warmup S] [--measure S] [--rows CSV] T
   NUCX_TLS (default shm) and UCX_TLS (default posix,self) choose the transports; NUCX_ARGS and UCX_ARGS add client
   options (e.g. NUCX_ARGS='-D bcopy', UCX_ARGS='-O 32').
   nucx's am_lat and am_bw are UCP's active messages (ucp_am_send_nbx): ucx_perftest runs ucp_am_lat and ucp_am_bw for
-  them (its own am_lat and am_bw are UCT's, below any protocol), with -n 200,000,000: ucx_perftest 1.13.1's ucp_am
-  tests stall at start for a time that grows with -n (1 s at 1e8, 3 s at 3e8; at 1e9 nothing in 10 s). That is 12 s
-  of its turns at 64 B (16.8 M msg/s): a longer run needs UCX_ARGS='-n N' (its last -n counts).
+  them (its own am_lat and am_bw are UCT's, below any protocol), with -n 600,000,000: ucx_perftest 1.13.1's ucp_am
+  tests stall at start for a time that grows with -n (1 s at 1e8, 3 s at 3e8, about 6 at 6e8, inside the default
+  warm-up; at 1e9 nothing in 10 s). That is 36 s of its turns at 8 B and 16.8 M msg/s (200,000,000 ended am_bw 8 B
+  after 15 s of warm-up and 40 of turns at 9.3 M): a longer run needs UCX_ARGS='-n N' (its last -n counts).
 Example: bench/interleave.py tag_lat 8 ucx . ../base
 """
 import argparse
@@ -116,7 +117,7 @@ def pairs_of(a):
     ucx_args = shlex.split(os.environ.pop("UCX_ARGS", ""))
     huge = "100000000000"  # the pairs run until stopped here
     ucx_test = UCP_TEST_OF.get(a.test, a.test)
-    ucx_n = "200000000" if ucx_test.startswith("ucp_am") else huge
+    ucx_n = "600000000" if ucx_test.startswith("ucp_am") else huge
     out = []
     for spec in a.pairs:
         port = str(random.randint(20000, 40000))
