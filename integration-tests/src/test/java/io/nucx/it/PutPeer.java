@@ -79,11 +79,14 @@ public final class PutPeer {
     private static void send(Worker worker, BufferedReader in, int[] sizes, long stallMillis) throws Exception {
         WorkerAddress receiver = WorkerAddress.fromHex(in.readLine().trim());
         Endpoint ep = worker.connect(receiver);
+        // Asked before the hello: the table selects lanes anew, and a receiver that turns non-dumpable once the hello
+        // arrives may already refuse the permission probe by then (no cma lane, no PUT: seen once in CI).
+        long putFrom = worker.protocolTable(receiver, SelectionKey.MemoryType.DIRECT).entries().stream()
+                .filter(e -> e.candidate().protocol() == RndvProtocols.PUT_ZCOPY)
+                .mapToLong(e -> e.start()).findFirst().orElse(-1);
         ep.tagSend(HELLO_TAG, ByteBufAllocator.DEFAULT.buffer(1).writeByte(1)).sync();
         System.out.println("CONNECTED");
-        System.out.println("PUT_FROM " + worker.protocolTable(receiver, SelectionKey.MemoryType.DIRECT).entries()
-                .stream().filter(e -> e.candidate().protocol() == RndvProtocols.PUT_ZCOPY)
-                .mapToLong(e -> e.start()).findFirst().orElse(-1));
+        System.out.println("PUT_FROM " + putFrom);
         System.out.flush();
         String go = in.readLine();
         if (go != null && go.startsWith("GO ")) {

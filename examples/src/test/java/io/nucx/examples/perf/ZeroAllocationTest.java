@@ -109,7 +109,10 @@ class ZeroAllocationTest {
         assertPerftestAllocatesNothing("stream_lat", 8, tls, 300_000);
     }
 
-    /** Runs {@code bin/nucx perftest --in-process} in a child JVM (C1 only, leak detection off, as above). */
+    /**
+     * Runs {@code bin/nucx perftest --in-process} in a child JVM, C1 only and Netty's leak detection off (the class
+     * says why), and asserts its loops' bytes per iteration below {@link #ZERO}.
+     */
     private static void assertPerftestAllocatesNothing(String test, int size, String tls, int iterations)
             throws Exception {
         String java = ProcessHandle.current().info().command().orElseThrow();

@@ -66,6 +66,9 @@ import java.util.concurrent.TimeUnit;
  */
 public final class StreamCodec extends ChannelDuplexHandler implements ProtocolCodec {
 
+    private static final io.netty.util.internal.logging.InternalLogger LOG =
+            io.netty.util.internal.logging.InternalLoggerFactory.getInstance(StreamCodec.class);
+
     /** Its name in an endpoint's pipeline. */
     public static final String NAME = "nucx.stream";
 
@@ -129,10 +132,12 @@ public final class StreamCodec extends ChannelDuplexHandler implements ProtocolC
     /**
      * The last gathering slot and its buffer, kept once delivered for the next read batch's short writes: a short
      * write costs no object and no pool round trip. The buffer only when the reader released it (our reference the
-     * last), as a socket's read buffer goes back to its pool and comes back as the next read's.
+     * last) and it is small ({@link #SPARE_MOST}: it is held while the endpoint lives, until its stream ends).
      */
     private StreamSlot spareSlot;
     private ByteBuf spareBuffer;
+    /** The largest gathering buffer kept for the next batch: a batch of short writes' worth, not a grown one's. */
+    static final int SPARE_MOST = 1024;
 
     /** A gathering slot's first buffer, and the most bytes one gathers: a socket's read returns a few KiB so. */
     static final int GATHER_FIRST = 256;
@@ -343,7 +348,12 @@ public final class StreamCodec extends ChannelDuplexHandler implements ProtocolC
             }
             chunk = ctx.alloc().buffer(Math.max(n, GATHER_FIRST), Math.max(n, GATHER_MOST));
         }
-        payload.copyTo(chunk, 0);
+        try {
+            payload.copyTo(chunk, 0);
+        } catch (RuntimeException | Error e) {
+            chunk.release();
+            throw e;
+        }
         chunk.writerIndex(n);
         gathering = g = StreamSlot.gathering(spareSlot, chunk);
         spareSlot = null;
@@ -413,6 +423,7 @@ public final class StreamCodec extends ChannelDuplexHandler implements ProtocolC
                 }
                 for (Object head; deliverable() && (head = inbound.poll()) != null; ) {
                     if (head == FIN) {
+                        dropSpare(); // nothing follows the end
                         reportCredit(true);
                         ctx.fireUserEventTriggered(ChannelInputShutdownEvent.INSTANCE);
                         continue;
@@ -448,16 +459,34 @@ public final class StreamCodec extends ChannelDuplexHandler implements ProtocolC
     /**
      * Delivers a gathering slot's bytes and keeps the slot, and the buffer if the reader let it go, for the next
      * gathering: a reference of ours taken before the read tells (Netty's cumulators look at the same count before
-     * they write into a buffer they were given).
+     * they write into a buffer they were given). A reader releases what it was given once, as any handler must: one
+     * that released it twice (our reference took the second release, where a socket's buffer would have thrown in
+     * the reader) is named in the log, the stream going on; had the freed buffer already come back from the pool
+     * before the count is read, nothing could tell.
      */
     private void deliverGathered(StreamSlot slot, ByteBuf data) {
         spareSlot = slot;
         data.retain();
-        ctx.fireChannelRead(data);
-        if (data.refCnt() == 1 && spareBuffer == null && !ended) {
-            spareBuffer = data.clear();
-        } else {
-            data.release();
+        try {
+            ctx.fireChannelRead(data);
+        } finally {
+            int left = data.refCnt();
+            if (left == 0) {
+                LOG.warn("a reader of {}'s stream released a buffer it was given more than once", ctx.channel());
+            } else if (left == 1 && spareBuffer == null && !ended && data.capacity() <= SPARE_MOST
+                    && data.maxCapacity() == GATHER_MOST) {
+                spareBuffer = data.clear();
+            } else {
+                data.release();
+            }
+        }
+    }
+
+    private void dropSpare() {
+        spareSlot = null;
+        if (spareBuffer != null) {
+            spareBuffer.release();
+            spareBuffer = null;
         }
     }
 
@@ -514,11 +543,7 @@ public final class StreamCodec extends ChannelDuplexHandler implements ProtocolC
 
     private void releaseInbound() {
         gathering = null;
-        spareSlot = null;
-        if (spareBuffer != null) {
-            spareBuffer.release();
-            spareBuffer = null;
-        }
+        dropSpare();
         for (Object o; (o = inbound.poll()) != null; ) {
             if (o instanceof StreamSlot s) {
                 s.detach();
