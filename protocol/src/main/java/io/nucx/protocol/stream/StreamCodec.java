@@ -473,8 +473,7 @@ public final class StreamCodec extends ChannelDuplexHandler implements ProtocolC
             int left = data.refCnt();
             if (left == 0) {
                 LOG.warn("a reader of {}'s stream released a buffer it was given more than once", ctx.channel());
-            } else if (left == 1 && spareBuffer == null && !ended && data.capacity() <= SPARE_MOST
-                    && data.maxCapacity() == GATHER_MOST) {
+            } else if (left == 1 && spareBuffer == null && !ended && data.capacity() <= SPARE_MOST) {
                 spareBuffer = data.clear();
             } else {
                 data.release();
