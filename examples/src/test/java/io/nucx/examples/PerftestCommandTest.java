@@ -83,7 +83,7 @@ class PerftestCommandTest {
         return bytes.toString(java.nio.charset.StandardCharsets.UTF_8);
     }
 
-    /** The warm-up messages of the client's worker in an in-process tag_lat run with {@code options}. */
+    /** The warm-up messages of the first worker of an in-process tag_lat run with {@code options} to start. */
     private static long warmupMessagesOfARun(String... options) throws Exception {
         java.util.List<io.nucx.Worker> started = new java.util.concurrent.CopyOnWriteArrayList<>();
         java.util.List<Long> counts = new java.util.concurrent.CopyOnWriteArrayList<>();

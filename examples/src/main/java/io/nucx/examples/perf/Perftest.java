@@ -132,37 +132,41 @@ public final class Perftest {
                                  boolean busyPoll, PerfReporter reporter,
                                  Consumer<Map<String, Long>> protocolCounts) throws Exception {
         PerfStreamReader stream = streamReader(params);
-        Worker worker = startWorker("perftest-client", config, params, busyPoll, stream);
         try (Socket s = connect(host, port)) {
             BufferedReader in = reader(s);
             PrintWriter w = writer(s);
+            // The parameters before this side's worker starts: the server starts its worker (and warms it up) at
+            // the same time, not after this side's start and warm-up.
             w.println(params.encode());
             w.flush();
-            WorkerAddress server = WorkerAddress.fromHex(readLine(in, "server worker address"));
-            io.nucx.protocol.amo.RemoteMemoryKey key = params.test().rma()
-                    ? io.nucx.protocol.amo.RemoteMemoryKey.fromHex(readLine(in, "server memory key")) : null;
-            w.println(worker.address().toHex());
-            w.flush();
-            Endpoint ep = worker.connect(server);
-            String ready = readLine(in, "ready line");
-            if (!READY.equals(ready)) {
-                throw new IOException("perftest server sent '" + ready + "' where '" + READY + "' was expected");
+            Worker worker = startWorker("perftest-client", config, params, busyPoll, stream);
+            try {
+                WorkerAddress server = WorkerAddress.fromHex(readLine(in, "server worker address"));
+                io.nucx.protocol.amo.RemoteMemoryKey key = params.test().rma()
+                        ? io.nucx.protocol.amo.RemoteMemoryKey.fromHex(readLine(in, "server memory key")) : null;
+                w.println(worker.address().toHex());
+                w.flush();
+                Endpoint ep = worker.connect(server);
+                String ready = readLine(in, "ready line");
+                if (!READY.equals(ready)) {
+                    throw new IOException("perftest server sent '" + ready + "' where '" + READY + "' was expected");
+                }
+                reporter.header(params);
+                TagPerfClient client = new TagPerfClient(worker, ep, params, reporter, key, stream);
+                PerfResult r = client.start().get(RUN_TIMEOUT_SECONDS, TimeUnit.SECONDS);
+                reporter.finalRow(r);
+                ep.tagSend(PerfTags.FINISH, io.netty.buffer.Unpooled.EMPTY_BUFFER).sync();
+                if (reporter.windowIterations() > 0) {
+                    reporter.steadyState();
+                }
+                reporter.allocation(client.allocationPerIteration(), serverAllocation(in));
+                if (protocolCounts != null) {
+                    protocolCounts.accept(worker.counters().snapshot());
+                }
+                return r;
+            } finally {
+                worker.close().get(10, TimeUnit.SECONDS);
             }
-            reporter.header(params);
-            TagPerfClient client = new TagPerfClient(worker, ep, params, reporter, key, stream);
-            PerfResult r = client.start().get(RUN_TIMEOUT_SECONDS, TimeUnit.SECONDS);
-            reporter.finalRow(r);
-            ep.tagSend(PerfTags.FINISH, io.netty.buffer.Unpooled.EMPTY_BUFFER).sync();
-            if (reporter.windowIterations() > 0) {
-                reporter.steadyState();
-            }
-            reporter.allocation(client.allocationPerIteration(), serverAllocation(in));
-            if (protocolCounts != null) {
-                protocolCounts.accept(worker.counters().snapshot());
-            }
-            return r;
-        } finally {
-            worker.close().get(10, TimeUnit.SECONDS);
         }
     }
 

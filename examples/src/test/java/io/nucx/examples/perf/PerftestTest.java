@@ -160,6 +160,38 @@ class PerftestTest {
         assertEquals(2000, r.iterations());
     }
 
+    /**
+     * The client sends its parameters before it starts its worker, so the server starts (and warms up) its own at the
+     * same time rather than after the client's start and warm-up. A stand-in server reads the parameters while the
+     * client's worker, warming up for a second, has not started yet, then hangs up: the run fails naming what it
+     * waited for, and the client's worker, started meanwhile, is closed.
+     */
+    @Test
+    void theParametersReachTheServerBeforeTheClientsWorkerStarts() throws Exception {
+        java.util.List<io.nucx.Worker> started = new java.util.concurrent.CopyOnWriteArrayList<>();
+        Perftest.onWorkerStarted(started::add);
+        try (ServerSocket standIn = new ServerSocket(0)) {
+            CompletableFuture<Integer> startedWhenRead = CompletableFuture.supplyAsync(() -> {
+                try (java.net.Socket s = standIn.accept()) {
+                    PerfParams.decode(Perftest.readLine(Perftest.reader(s), "test parameters"));
+                    return started.size();
+                } catch (IOException e) {
+                    throw new java.io.UncheckedIOException(e);
+                }
+            });
+            PerfParams params = new PerfParams(PerfTestType.TAG_LAT, 8, 100, 0, 1, 50.0, PerfDatatype.CONTIG)
+                    .withJitWarmup("1s");
+            IOException e = assertThrows(IOException.class, () -> Perftest.run("127.0.0.1", standIn.getLocalPort(),
+                    params, Map.of("TLS", "shm"), false, quietReporter()));
+            assertEquals(0, startedWhenRead.get(30, TimeUnit.SECONDS), "workers started when the parameters came");
+            assertTrue(e.getMessage().contains("before sending the server worker address"), e::getMessage);
+            assertEquals(1, started.size(), () -> "workers started: " + started);
+            assertTrue(started.get(0).close().isSuccess(), "the client's worker was closed after the failure");
+        } finally {
+            Perftest.onWorkerStarted(w -> { });
+        }
+    }
+
     /** --fresh-data: the server learns it from the client's line, and a run with it completes. */
     @Test
     void freshDataReachesTheServerAndARunWithItCompletes() throws Exception {
