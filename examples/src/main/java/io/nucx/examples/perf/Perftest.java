@@ -28,6 +28,11 @@ public final class Perftest {
 
     /** How long either side waits for the other at set-up and for the run's end. */
     static final long RUN_TIMEOUT_SECONDS = 600;
+    /**
+     * How long a set-up read waits for the peer's next line: a minute beyond the longest warm-up a worker may do before
+     * it starts (NUCX_WARMUP, at most 60 s), which each side's start, and so its next line, may include.
+     */
+    static final long SETUP_READ_TIMEOUT_SECONDS = 120;
     /** The server's line once its handlers are in place: the client sends nothing before it. */
     static final String READY = "ready";
 
@@ -240,7 +245,7 @@ public final class Perftest {
     }
 
     static BufferedReader reader(Socket s) throws IOException {
-        s.setSoTimeout((int) TimeUnit.SECONDS.toMillis(60));
+        s.setSoTimeout((int) TimeUnit.SECONDS.toMillis(SETUP_READ_TIMEOUT_SECONDS));
         return new BufferedReader(new InputStreamReader(s.getInputStream(), StandardCharsets.US_ASCII));
     }
 
