@@ -16,7 +16,10 @@ import java.net.ServerSocket;
 import java.net.Socket;
 import java.nio.charset.StandardCharsets;
 import java.util.Map;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
 import java.util.function.Consumer;
 
 /**
@@ -26,7 +29,7 @@ import java.util.function.Consumer;
  */
 public final class Perftest {
 
-    /** How long either side waits for the other at set-up and for the run's end. */
+    /** How long either side waits for the run's end. */
     static final long RUN_TIMEOUT_SECONDS = 600;
     /**
      * How long a set-up read waits for the peer's next line: a minute beyond the longest warm-up a worker may do before
@@ -35,6 +38,8 @@ public final class Perftest {
     static final long SETUP_READ_TIMEOUT_SECONDS = 120;
     /** The server's line once its handlers are in place: the client sends nothing before it. */
     static final String READY = "ready";
+    /** What the client sends in place of its worker's address when its worker could not start, then why. */
+    static final String CLIENT_FAILED = "client-failed ";
 
     private Perftest() {
     }
@@ -97,7 +102,12 @@ public final class Perftest {
                         w.println(key.toHex());
                     }
                     w.flush();
-                    WorkerAddress client = WorkerAddress.fromHex(readLine(in, "client worker address"));
+                    String line = readLine(in, "client worker address");
+                    if (line.startsWith(CLIENT_FAILED)) {
+                        throw new IOException("the perftest client could not start its worker: "
+                                + line.substring(CLIENT_FAILED.length()));
+                    }
+                    WorkerAddress client = WorkerAddress.fromHex(line);
                     Endpoint ep = worker.connect(client);
                     try {
                         TagPerfServer server = new TagPerfServer(worker, ep, params.messageSize(),
@@ -137,41 +147,99 @@ public final class Perftest {
                                  boolean busyPoll, PerfReporter reporter,
                                  Consumer<Map<String, Long>> protocolCounts) throws Exception {
         PerfStreamReader stream = streamReader(params);
-        try (Socket s = connect(host, port)) {
+        // This side's worker starts (and warms up) on a thread of its own while the set-up connection is made and the
+        // parameters go: the server starts its worker as they arrive, so the two starts overlap, and a server process
+        // still starting overlaps this side's start too.
+        CompletableFuture<Worker> starting = new CompletableFuture<>();
+        Thread starter = new Thread(() -> {
+            try {
+                starting.complete(startWorker("perftest-client", config, params, busyPoll, stream));
+            } catch (Throwable t) {
+                starting.completeExceptionally(t);
+            }
+        }, "perftest-client-start");
+        starter.setDaemon(true);
+        starter.start();
+        try (Socket s = connect(host, port, starting)) {
             BufferedReader in = reader(s);
             PrintWriter w = writer(s);
-            // The parameters before this side's worker starts: the server starts its worker (and warms it up) at
-            // the same time, not after this side's start and warm-up.
             w.println(params.encode());
             w.flush();
-            Worker worker = startWorker("perftest-client", config, params, busyPoll, stream);
+            Worker worker;
             try {
-                WorkerAddress server = WorkerAddress.fromHex(readLine(in, "server worker address"));
-                io.nucx.protocol.amo.RemoteMemoryKey key = params.test().rma()
-                        ? io.nucx.protocol.amo.RemoteMemoryKey.fromHex(readLine(in, "server memory key")) : null;
-                w.println(worker.address().toHex());
+                worker = started(starting);
+            } catch (Exception e) {
+                // The server started its worker for these parameters: it says why none came from this side.
+                w.println(CLIENT_FAILED + String.valueOf(e).replace('\n', ' '));
                 w.flush();
-                Endpoint ep = worker.connect(server);
-                String ready = readLine(in, "ready line");
-                if (!READY.equals(ready)) {
-                    throw new IOException("perftest server sent '" + ready + "' where '" + READY + "' was expected");
-                }
-                reporter.header(params);
-                TagPerfClient client = new TagPerfClient(worker, ep, params, reporter, key, stream);
-                PerfResult r = client.start().get(RUN_TIMEOUT_SECONDS, TimeUnit.SECONDS);
-                reporter.finalRow(r);
-                ep.tagSend(PerfTags.FINISH, io.netty.buffer.Unpooled.EMPTY_BUFFER).sync();
-                if (reporter.windowIterations() > 0) {
-                    reporter.steadyState();
-                }
-                reporter.allocation(client.allocationPerIteration(), serverAllocation(in));
-                if (protocolCounts != null) {
-                    protocolCounts.accept(worker.counters().snapshot());
-                }
-                return r;
-            } finally {
+                throw e;
+            }
+            WorkerAddress server = WorkerAddress.fromHex(readLine(in, "server worker address"));
+            io.nucx.protocol.amo.RemoteMemoryKey key = params.test().rma()
+                    ? io.nucx.protocol.amo.RemoteMemoryKey.fromHex(readLine(in, "server memory key")) : null;
+            w.println(worker.address().toHex());
+            w.flush();
+            Endpoint ep = worker.connect(server);
+            String ready = readLine(in, "ready line");
+            if (!READY.equals(ready)) {
+                throw new IOException("perftest server sent '" + ready + "' where '" + READY + "' was expected");
+            }
+            reporter.header(params);
+            TagPerfClient client = new TagPerfClient(worker, ep, params, reporter, key, stream);
+            PerfResult r = client.start().get(RUN_TIMEOUT_SECONDS, TimeUnit.SECONDS);
+            reporter.finalRow(r);
+            ep.tagSend(PerfTags.FINISH, io.netty.buffer.Unpooled.EMPTY_BUFFER).sync();
+            if (reporter.windowIterations() > 0) {
+                reporter.steadyState();
+            }
+            reporter.allocation(client.allocationPerIteration(), serverAllocation(in));
+            if (protocolCounts != null) {
+                protocolCounts.accept(worker.counters().snapshot());
+            }
+            return r;
+        } finally {
+            // Whatever failed, the worker is closed once its start is over (a start that failed left none).
+            Worker worker = startedOrNull(starting);
+            if (worker != null) {
                 worker.close().get(10, TimeUnit.SECONDS);
             }
+        }
+    }
+
+    /** The worker {@code starting} gives, or what its start threw. */
+    private static Worker started(CompletableFuture<Worker> starting) throws Exception {
+        try {
+            return starting.get(SETUP_READ_TIMEOUT_SECONDS, TimeUnit.SECONDS);
+        } catch (ExecutionException e) {
+            if (e.getCause() instanceof Exception cause) {
+                throw cause;
+            }
+            if (e.getCause() instanceof Error error) {
+                throw error;
+            }
+            throw e;
+        } catch (TimeoutException e) {
+            throw new TimeoutException("the perftest client's worker did not start within "
+                    + SETUP_READ_TIMEOUT_SECONDS + " s");
+        }
+    }
+
+    /**
+     * Once {@code starting}'s start is over, its worker, or null if the start failed. A start still going after the
+     * set-up wait, or a wait interrupted, leaves its worker to be closed when the start ends.
+     */
+    private static Worker startedOrNull(CompletableFuture<Worker> starting) {
+        try {
+            return starting.get(SETUP_READ_TIMEOUT_SECONDS, TimeUnit.SECONDS);
+        } catch (ExecutionException e) {
+            return null;
+        } catch (TimeoutException e) {
+            starting.thenAccept(Worker::close);
+            return null;
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            starting.thenAccept(Worker::close);
+            return null;
         }
     }
 
@@ -228,9 +296,20 @@ public final class Perftest {
     }
 
     /** The server may still be starting: retry the set-up connection for a while, as a person would. */
-    static Socket connect(String host, int port) throws IOException, InterruptedException {
+    static Socket connect(String host, int port) throws Exception {
+        return connect(host, port, null);
+    }
+
+    /**
+     * As {@link #connect(String, int)}, trying until this side's worker start ({@code starting}, if not null) fails:
+     * then what it threw, a bad setting named, rather than the server not being there yet.
+     */
+    private static Socket connect(String host, int port, CompletableFuture<Worker> starting) throws Exception {
         long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
         while (true) {
+            if (starting != null && starting.isCompletedExceptionally()) {
+                started(starting);
+            }
             try {
                 Socket s = new Socket();
                 s.connect(new InetSocketAddress(host, port), 5000);

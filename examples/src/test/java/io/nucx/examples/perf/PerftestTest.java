@@ -170,13 +170,12 @@ class PerftestTest {
     void theParametersReachTheServerBeforeTheClientsWorkerStarts() throws Exception {
         java.util.List<io.nucx.Worker> started = new java.util.concurrent.CopyOnWriteArrayList<>();
         Perftest.onWorkerStarted(started::add);
+        java.util.concurrent.ExecutorService standInThread = java.util.concurrent.Executors.newSingleThreadExecutor();
         try (ServerSocket standIn = new ServerSocket(0)) {
-            CompletableFuture<Integer> startedWhenRead = CompletableFuture.supplyAsync(() -> {
+            java.util.concurrent.Future<Integer> startedWhenRead = standInThread.submit(() -> {
                 try (java.net.Socket s = standIn.accept()) {
                     PerfParams.decode(Perftest.readLine(Perftest.reader(s), "test parameters"));
                     return started.size();
-                } catch (IOException e) {
-                    throw new java.io.UncheckedIOException(e);
                 }
             });
             PerfParams params = new PerfParams(PerfTestType.TAG_LAT, 8, 100, 0, 1, 50.0, PerfDatatype.CONTIG)
@@ -189,7 +188,25 @@ class PerftestTest {
             assertTrue(started.get(0).close().isSuccess(), "the client's worker was closed after the failure");
         } finally {
             Perftest.onWorkerStarted(w -> { });
+            standInThread.shutdownNow();
         }
+    }
+
+    /**
+     * A client whose worker cannot start (a bad setting) fails naming the setting, though its parameters went first;
+     * the server, which started a worker for them, ends saying why no client worker came.
+     */
+    @Test
+    void aClientWhoseWorkerCannotStartNamesTheSettingAndTheServerSaysWhyNoneCame() throws Exception {
+        Server server = Server.start(Map.of("TLS", "shm"));
+        PerfParams params = new PerfParams(PerfTestType.TAG_LAT, 8, 100, 0, 1, 50.0, PerfDatatype.CONTIG);
+        Exception e = assertThrows(Exception.class, () -> Perftest.run("127.0.0.1", server.port(), params,
+                Map.of("TLS", "shm", "WARMUP", "2"), false, quietReporter()));
+        assertTrue(String.valueOf(e.getMessage()).contains("WARMUP"), () -> String.valueOf(e));
+        java.util.concurrent.ExecutionException served = assertThrows(java.util.concurrent.ExecutionException.class,
+                server::await);
+        String why = String.valueOf(served.getCause());
+        assertTrue(why.contains("the perftest client could not start its worker") && why.contains("WARMUP"), why);
     }
 
     /** --fresh-data: the server learns it from the client's line, and a run with it completes. */
