@@ -301,20 +301,22 @@ public final class Perftest {
     }
 
     /**
-     * As {@link #connect(String, int)}, trying until this side's worker start ({@code starting}, if not null) fails:
-     * then what it threw, a bad setting named, rather than the server not being there yet.
+     * As {@link #connect(String, int)}; an attempt that fails once this side's worker start ({@code starting}, if not
+     * null) has failed ends the retries with what the start threw, a bad setting named, rather than the server not
+     * being there yet. A server that is there is always reached, so that it hears why no worker comes.
      */
     private static Socket connect(String host, int port, CompletableFuture<Worker> starting) throws Exception {
         long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
         while (true) {
-            if (starting != null && starting.isCompletedExceptionally()) {
-                started(starting);
-            }
+            Socket s = new Socket();
             try {
-                Socket s = new Socket();
                 s.connect(new InetSocketAddress(host, port), 5000);
                 return s;
             } catch (IOException e) {
+                s.close();
+                if (starting != null && starting.isCompletedExceptionally()) {
+                    started(starting); // throws what the start threw
+                }
                 if (System.nanoTime() > deadline) {
                     throw new IOException("cannot reach perftest server " + host + ":" + port + ": " + e.getMessage(), e);
                 }

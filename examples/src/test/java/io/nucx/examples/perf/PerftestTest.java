@@ -161,10 +161,10 @@ class PerftestTest {
     }
 
     /**
-     * The client sends its parameters before it starts its worker, so the server starts (and warms up) its own at the
-     * same time rather than after the client's start and warm-up. A stand-in server reads the parameters while the
-     * client's worker, warming up for a second, has not started yet, then hangs up: the run fails naming what it
-     * waited for, and the client's worker, started meanwhile, is closed.
+     * The client's parameters go while its worker starts on a thread of its own, so the server starts (and warms up)
+     * its worker at the same time rather than after the client's start and warm-up. A stand-in server reads the
+     * parameters while the client's worker, warming up for a second, has not started yet, then hangs up: the run fails
+     * naming what it waited for, and the client's worker, started meanwhile, is closed.
      */
     @Test
     void theParametersReachTheServerBeforeTheClientsWorkerStarts() throws Exception {
@@ -194,14 +194,24 @@ class PerftestTest {
 
     /**
      * A client whose worker cannot start (a bad setting) fails naming the setting, though its parameters went first;
-     * the server, which started a worker for them, ends saying why no client worker came.
+     * the server, which started a worker for them, ends saying why no client worker came. With no server there yet,
+     * the setting is named too, not the server's absence after the set-up connection's retries.
      */
     @Test
     void aClientWhoseWorkerCannotStartNamesTheSettingAndTheServerSaysWhyNoneCame() throws Exception {
-        Server server = Server.start(Map.of("TLS", "shm"));
         PerfParams params = new PerfParams(PerfTestType.TAG_LAT, 8, 100, 0, 1, 50.0, PerfDatatype.CONTIG);
-        Exception e = assertThrows(Exception.class, () -> Perftest.run("127.0.0.1", server.port(), params,
-                Map.of("TLS", "shm", "WARMUP", "2"), false, quietReporter()));
+        Map<String, String> bad = Map.of("TLS", "shm", "WARMUP", "2");
+        int nobody;
+        try (ServerSocket s = new ServerSocket(0)) {
+            nobody = s.getLocalPort();
+        }
+        Exception alone = assertThrows(Exception.class, () -> Perftest.run("127.0.0.1", nobody, params, bad, false,
+                quietReporter()));
+        assertTrue(String.valueOf(alone.getMessage()).contains("WARMUP"), () -> String.valueOf(alone));
+
+        Server server = Server.start(Map.of("TLS", "shm"));
+        Exception e = assertThrows(Exception.class, () -> Perftest.run("127.0.0.1", server.port(), params, bad,
+                false, quietReporter()));
         assertTrue(String.valueOf(e.getMessage()).contains("WARMUP"), () -> String.valueOf(e));
         java.util.concurrent.ExecutionException served = assertThrows(java.util.concurrent.ExecutionException.class,
                 server::await);
@@ -277,13 +287,31 @@ class PerftestTest {
                 port = s.getLocalPort();
             }
             ByteArrayOutputStream out = new ByteArrayOutputStream();
+            // A thread of its own: a server left waiting must not hold up the next test's (the common pool may have
+            // one thread).
             CompletableFuture<Void> done = CompletableFuture.runAsync(() -> {
                 try {
                     Perftest.serve(port, env, false, new PrintStream(out, true, StandardCharsets.UTF_8));
                 } catch (Exception e) {
                     throw new RuntimeException(e);
                 }
+            }, task -> {
+                Thread t = new Thread(task, "perftest-test-server-" + port);
+                t.setDaemon(true);
+                t.start();
             });
+            // Listening before the client comes: a client whose worker fails while the server is not up yet leaves
+            // it unaware (a bad setting is named at once instead).
+            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
+            while (!out.toString(StandardCharsets.UTF_8).contains("Waiting for connection") && !done.isDone()
+                    && System.nanoTime() < deadline) {
+                try {
+                    Thread.sleep(5);
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                    break;
+                }
+            }
             return new Server(port, out, done);
         }
 
