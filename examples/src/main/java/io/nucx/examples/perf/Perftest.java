@@ -149,7 +149,9 @@ public final class Perftest {
         PerfStreamReader stream = streamReader(params);
         // This side's worker starts (and warms up) on a thread of its own while the set-up connection is made and the
         // parameters go: the server starts its worker as they arrive, so the two starts overlap, and a server process
-        // still starting overlaps this side's start too.
+        // still starting overlaps this side's start too. Not NucxBootstrap.startAsync(): it validates the settings,
+        // probes the transports and makes the loop on the calling thread first (~0.4 s of a cold JVM's classes),
+        // which would put that before the parameters again.
         CompletableFuture<Worker> starting = new CompletableFuture<>();
         Thread starter = new Thread(() -> {
             try {
@@ -230,15 +232,12 @@ public final class Perftest {
      */
     private static Worker startedOrNull(CompletableFuture<Worker> starting) {
         try {
-            return starting.get(SETUP_READ_TIMEOUT_SECONDS, TimeUnit.SECONDS);
-        } catch (ExecutionException e) {
-            return null;
-        } catch (TimeoutException e) {
-            starting.thenAccept(Worker::close);
-            return null;
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-            starting.thenAccept(Worker::close);
+            return started(starting);
+        } catch (Exception | Error e) {
+            if (e instanceof InterruptedException) {
+                Thread.currentThread().interrupt();
+            }
+            starting.thenAccept(Worker::close); // nothing to close if the start failed
             return null;
         }
     }
