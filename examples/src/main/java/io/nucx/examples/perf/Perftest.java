@@ -232,14 +232,14 @@ public final class Perftest {
      */
     private static Worker startedOrNull(CompletableFuture<Worker> starting) {
         try {
-            return started(starting);
-        } catch (Exception | Error e) {
-            if (e instanceof InterruptedException) {
-                Thread.currentThread().interrupt();
-            }
-            starting.thenAccept(Worker::close); // nothing to close if the start failed
-            return null;
+            return starting.get(SETUP_READ_TIMEOUT_SECONDS, TimeUnit.SECONDS);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt(); // this wait's interrupt, not one the start failed with
+        } catch (ExecutionException | TimeoutException e) {
+            // a failed start left no worker; one still going closes its worker when it ends
         }
+        starting.thenAccept(Worker::close);
+        return null;
     }
 
     /** The server's "allocated N" line after FINISH; -1 if it sends none (an older server). */

@@ -219,6 +219,57 @@ class PerftestTest {
         assertTrue(why.contains("the perftest client could not start its worker") && why.contains("WARMUP"), why);
     }
 
+    /**
+     * A client interrupted while its worker still warms up ends with the interrupt, tells the server why no worker
+     * comes, and closes its worker once the start is over rather than leaving it running behind the failed run.
+     */
+    @Test
+    void aClientInterruptedWhileItsWorkerStartsTellsTheServerAndClosesTheWorker() throws Exception {
+        java.util.List<io.nucx.Worker> started = new java.util.concurrent.CopyOnWriteArrayList<>();
+        Perftest.onWorkerStarted(started::add);
+        java.util.concurrent.ExecutorService threads = java.util.concurrent.Executors.newSingleThreadExecutor();
+        try (ServerSocket standIn = new ServerSocket(0)) {
+            java.util.concurrent.CountDownLatch paramsRead = new java.util.concurrent.CountDownLatch(1);
+            java.util.concurrent.Future<String> told = threads.submit(() -> {
+                try (java.net.Socket s = standIn.accept()) {
+                    java.io.BufferedReader in = Perftest.reader(s);
+                    PerfParams.decode(Perftest.readLine(in, "test parameters"));
+                    paramsRead.countDown();
+                    return Perftest.readLine(in, "client worker address"); // the server's address never comes
+                }
+            });
+            PerfParams params = new PerfParams(PerfTestType.TAG_LAT, 8, 100, 0, 1, 50.0, PerfDatatype.CONTIG)
+                    .withJitWarmup("2s");
+            java.util.concurrent.atomic.AtomicReference<Throwable> failure = new java.util.concurrent.atomic
+                    .AtomicReference<>();
+            java.util.concurrent.CountDownLatch runEnded = new java.util.concurrent.CountDownLatch(1);
+            Thread client = new Thread(() -> {
+                try {
+                    Perftest.run("127.0.0.1", standIn.getLocalPort(), params, Map.of("TLS", "shm"), false,
+                            quietReporter());
+                } catch (Throwable t) {
+                    failure.set(t);
+                } finally {
+                    runEnded.countDown();
+                }
+            }, "perftest-test-client");
+            client.setDaemon(true);
+            client.start();
+            assertTrue(paramsRead.await(30, TimeUnit.SECONDS), "the parameters came");
+            assertTrue(started.isEmpty(), "the client's worker is still warming up when it is interrupted");
+            client.interrupt();
+            String line = told.get(30, TimeUnit.SECONDS);
+            assertTrue(line.startsWith("client-failed ") && line.contains("InterruptedException"), line);
+            assertTrue(runEnded.await(30, TimeUnit.SECONDS), "the interrupted run ended");
+            assertTrue(failure.get() instanceof InterruptedException, () -> "the run ended with " + failure.get());
+            assertEquals(1, started.size(), () -> "workers started: " + started);
+            assertTrue(started.get(0).close().isSuccess(), "the run closed its worker once the start was over");
+        } finally {
+            Perftest.onWorkerStarted(w -> { });
+            threads.shutdownNow();
+        }
+    }
+
     /** --fresh-data: the server learns it from the client's line, and a run with it completes. */
     @Test
     void freshDataReachesTheServerAndARunWithItCompletes() throws Exception {
