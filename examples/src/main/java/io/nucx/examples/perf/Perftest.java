@@ -68,7 +68,12 @@ public final class Perftest {
         config.forEach(b::config);
         params.settings().forEach(b::config);
         Worker w = b.start();
-        onWorker.accept(w);
+        try {
+            onWorker.accept(w);
+        } catch (RuntimeException | Error e) {
+            w.close().awaitUninterruptibly(10, TimeUnit.SECONDS); // a start that fails leaves no worker running
+            throw e;
+        }
         return w;
     }
 

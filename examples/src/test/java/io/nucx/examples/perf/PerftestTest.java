@@ -16,6 +16,7 @@ import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -267,6 +268,31 @@ class PerftestTest {
         } finally {
             Perftest.onWorkerStarted(w -> { });
             threads.shutdownNow();
+        }
+    }
+
+    /**
+     * An observer of started workers that throws (a metrics registry refusing, say) fails the start, and the worker
+     * it was shown is closed rather than left running behind the failed run.
+     */
+    @Test
+    void aWorkerWhoseObserverThrowsIsClosedAndTheRunFailsWithTheObserversError() throws Exception {
+        java.util.List<io.nucx.Worker> shown = new java.util.concurrent.CopyOnWriteArrayList<>();
+        Perftest.onWorkerStarted(w -> {
+            shown.add(w);
+            throw new IllegalStateException("observer refused " + w);
+        });
+        try {
+            PerfParams params = new PerfParams(PerfTestType.TAG_LAT, 8, 100, 0, 1, 50.0, PerfDatatype.CONTIG);
+            Exception e = assertThrows(Exception.class, () -> Perftest.runInProcess(params, Map.of("TLS", "shm"),
+                    false, quietReporter()));
+            assertTrue(String.valueOf(e).contains("observer refused"), () -> String.valueOf(e));
+            assertFalse(shown.isEmpty(), "a worker was shown to the observer");
+            for (io.nucx.Worker w : shown) {
+                assertTrue(w.close().isSuccess(), () -> "closed when its observer threw: " + w);
+            }
+        } finally {
+            Perftest.onWorkerStarted(w -> { });
         }
     }
 
