@@ -1,19 +1,34 @@
 package io.nucx.examples.perf;
 
+import io.netty.buffer.ByteBuf;
+import io.netty.buffer.Unpooled;
+import io.nucx.Worker;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.CsvSource;
 
+import java.io.BufferedReader;
 import java.io.ByteArrayOutputStream;
 import java.io.IOException;
 import java.io.PrintStream;
 import java.net.ServerSocket;
+import java.net.Socket;
 import java.nio.charset.StandardCharsets;
+import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicReference;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
@@ -88,7 +103,7 @@ class PerftestTest {
             String out = clientOut.toString(StandardCharsets.UTF_8);
 
             assertEquals(2_000, r.iterations(), out);
-            java.util.regex.Matcher m = java.util.regex.Pattern.compile("Settle: (\\d+) ms, (until both sides' JIT "
+            Matcher m = Pattern.compile("Settle: (\\d+) ms, (until both sides' JIT "
                     + "compilers had run under 1 % of 200 ms|stopped at its limit with a JIT compiler still at work)")
                     .matcher(out);
             if (settle == 0) {
@@ -169,16 +184,11 @@ class PerftestTest {
      */
     @Test
     void theParametersReachTheServerBeforeTheClientsWorkerStarts() throws Exception {
-        java.util.List<io.nucx.Worker> started = new java.util.concurrent.CopyOnWriteArrayList<>();
+        List<Worker> started = new CopyOnWriteArrayList<>();
         Perftest.onWorkerStarted(started::add);
-        java.util.concurrent.ExecutorService standInThread = java.util.concurrent.Executors.newSingleThreadExecutor();
+        ExecutorService standInThread = Executors.newSingleThreadExecutor();
         try (ServerSocket standIn = new ServerSocket(0)) {
-            java.util.concurrent.Future<Integer> startedWhenRead = standInThread.submit(() -> {
-                try (java.net.Socket s = standIn.accept()) {
-                    PerfParams.decode(Perftest.readLine(Perftest.reader(s), "test parameters"));
-                    return started.size();
-                }
-            });
+            Future<Integer> startedWhenRead = answerOneClient(standIn, standInThread, in -> started.size());
             PerfParams params = new PerfParams(PerfTestType.TAG_LAT, 8, 100, 0, 1, 50.0, PerfDatatype.CONTIG)
                     .withJitWarmup("1s");
             IOException e = assertThrows(IOException.class, () -> Perftest.run("127.0.0.1", standIn.getLocalPort(),
@@ -214,8 +224,7 @@ class PerftestTest {
         Exception e = assertThrows(Exception.class, () -> Perftest.run("127.0.0.1", server.port(), params, bad,
                 false, quietReporter()));
         assertTrue(String.valueOf(e.getMessage()).contains("WARMUP"), () -> String.valueOf(e));
-        java.util.concurrent.ExecutionException served = assertThrows(java.util.concurrent.ExecutionException.class,
-                server::await);
+        ExecutionException served = assertThrows(ExecutionException.class, server::await);
         String why = String.valueOf(served.getCause());
         assertTrue(why.contains("the perftest client could not start its worker") && why.contains("WARMUP"), why);
     }
@@ -226,24 +235,19 @@ class PerftestTest {
      */
     @Test
     void aClientInterruptedWhileItsWorkerStartsTellsTheServerAndClosesTheWorker() throws Exception {
-        java.util.List<io.nucx.Worker> started = new java.util.concurrent.CopyOnWriteArrayList<>();
+        List<Worker> started = new CopyOnWriteArrayList<>();
         Perftest.onWorkerStarted(started::add);
-        java.util.concurrent.ExecutorService threads = java.util.concurrent.Executors.newSingleThreadExecutor();
+        ExecutorService threads = Executors.newSingleThreadExecutor();
         try (ServerSocket standIn = new ServerSocket(0)) {
-            java.util.concurrent.CountDownLatch paramsRead = new java.util.concurrent.CountDownLatch(1);
-            java.util.concurrent.Future<String> told = threads.submit(() -> {
-                try (java.net.Socket s = standIn.accept()) {
-                    java.io.BufferedReader in = Perftest.reader(s);
-                    PerfParams.decode(Perftest.readLine(in, "test parameters"));
-                    paramsRead.countDown();
-                    return Perftest.readLine(in, "client worker address"); // the server's address never comes
-                }
+            CountDownLatch paramsRead = new CountDownLatch(1);
+            Future<String> told = answerOneClient(standIn, threads, in -> {
+                paramsRead.countDown();
+                return Perftest.readLine(in, "client worker address"); // the server's address never comes
             });
             PerfParams params = new PerfParams(PerfTestType.TAG_LAT, 8, 100, 0, 1, 50.0, PerfDatatype.CONTIG)
                     .withJitWarmup("2s");
-            java.util.concurrent.atomic.AtomicReference<Throwable> failure = new java.util.concurrent.atomic
-                    .AtomicReference<>();
-            java.util.concurrent.CountDownLatch runEnded = new java.util.concurrent.CountDownLatch(1);
+            AtomicReference<Throwable> failure = new AtomicReference<>();
+            CountDownLatch runEnded = new CountDownLatch(1);
             Thread client = new Thread(() -> {
                 try {
                     Perftest.run("127.0.0.1", standIn.getLocalPort(), params, Map.of("TLS", "shm"), false,
@@ -277,7 +281,7 @@ class PerftestTest {
      */
     @Test
     void aWorkerWhoseObserverThrowsIsClosedAndTheRunFailsWithTheObserversError() throws Exception {
-        java.util.List<io.nucx.Worker> shown = new java.util.concurrent.CopyOnWriteArrayList<>();
+        List<Worker> shown = new CopyOnWriteArrayList<>();
         Perftest.onWorkerStarted(w -> {
             shown.add(w);
             throw new IllegalStateException("observer refused " + w);
@@ -288,7 +292,7 @@ class PerftestTest {
                     false, quietReporter()));
             assertTrue(String.valueOf(e).contains("observer refused"), () -> String.valueOf(e));
             assertFalse(shown.isEmpty(), "a worker was shown to the observer");
-            for (io.nucx.Worker w : shown) {
+            for (Worker w : shown) {
                 assertTrue(w.close().isSuccess(), () -> "closed when its observer threw: " + w);
             }
         } finally {
@@ -312,7 +316,7 @@ class PerftestTest {
     /** Every cache line of the range gets a new byte, nothing outside it changes. */
     @Test
     void freshDataWritesOneByteInEveryLineOfTheRange() {
-        io.netty.buffer.ByteBuf buf = io.netty.buffer.Unpooled.directBuffer(300).writeZero(300);
+        ByteBuf buf = Unpooled.directBuffer(300).writeZero(300);
         try {
             FreshData fresh = new FreshData();
             fresh.write(buf, 10, 200);
@@ -334,7 +338,8 @@ class PerftestTest {
         assertEquals("unknown datatype 'zerocopy' (contig | iov | bcopy | zcopy)", e.getMessage());
         assertThrows(IllegalArgumentException.class, () -> PerfParams.decode("tag_lat 8 10 0 1 short - - same"),
                 "a server refuses what it does not know too");
-        assertThrows(IllegalArgumentException.class, () -> PerfParams.decode("tag_lat 8 10 0 1 contig sometimes - same"));
+        assertThrows(IllegalArgumentException.class,
+                () -> PerfParams.decode("tag_lat 8 10 0 1 contig sometimes - same"));
         assertThrows(IllegalArgumentException.class, () -> PerfParams.decode("tag_lat 8 10 0 1 contig - - new"),
                 "the data's mode is fresh or same");
         assertThrows(IllegalArgumentException.class, () -> PerfParams.decode("tag_lat 8 10 0 1 contig - -"),
@@ -348,6 +353,26 @@ class PerftestTest {
                     () -> new PerfParams(PerfTestType.of(test), 0, 10, 0, 1, 50.0, false));
             assertEquals(test + " needs a message size of at least 1 byte, got 0", e.getMessage());
         }
+    }
+
+    /** What a stand-in server answers a client once it has read the client's parameters. */
+    @FunctionalInterface
+    private interface StandInAnswer<T> {
+        T afterParameters(BufferedReader in) throws Exception;
+    }
+
+    /**
+     * A stand-in for a perftest server on {@code thread}: accepts one client on {@code socket}, reads the test's
+     * parameters as a server does, then {@code answer} (whose value the future gets); the connection closes after.
+     */
+    private static <T> Future<T> answerOneClient(ServerSocket socket, ExecutorService thread, StandInAnswer<T> answer) {
+        return thread.submit(() -> {
+            try (Socket s = socket.accept()) {
+                BufferedReader in = Perftest.reader(s);
+                PerfParams.decode(Perftest.readLine(in, "test parameters"));
+                return answer.afterParameters(in);
+            }
+        });
     }
 
     private static PerfReporter quietReporter() {
