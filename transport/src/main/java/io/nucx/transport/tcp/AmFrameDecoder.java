@@ -111,6 +111,8 @@ public final class AmFrameDecoder extends ByteToMessageDecoder implements LaneBa
     private Runnable nextTurnTask;
     /** The channel closed: whatever is left is decoded at once, share or not. */
     private boolean decodingLast;
+    /** The channel went inactive: no partial payload is given a place any more (decodeLast reports the cut frame). */
+    private boolean inputEnded;
     /** Loop turns that ended with frames left in the cumulation for the next ({@link #turnsDeferred()}). */
     private long turnsDeferred;
 
@@ -223,7 +225,8 @@ public final class AmFrameDecoder extends ByteToMessageDecoder implements LaneBa
             }
             int frameLength = PREFIX_LENGTH + headerLength + (int) payloadLength;
             if (in.readableBytes() < frameLength) {
-                if (placing && (payloadLength >= PLACE_FROM || overLimit)
+                // Once the input has ended no payload is begun in a place: the frame is cut, decodeLast reports it.
+                if (placing && !inputEnded && !decodingLast && (payloadLength >= PLACE_FROM || overLimit)
                         && in.readableBytes() >= PREFIX_LENGTH + headerLength
                         && place(ctx, in, amId, flags, headerLength, (int) payloadLength, out) == REFUSED
                         && overLimit) {
@@ -630,6 +633,7 @@ public final class AmFrameDecoder extends ByteToMessageDecoder implements LaneBa
 
     @Override
     public void channelInactive(ChannelHandlerContext ctx) throws Exception {
+        inputEnded = true; // what is left is decoded now: nothing of it is begun in a place (its frame is cut)
         Placed p = placed;
         if (p != null) {
             placed = null;
