@@ -9,7 +9,7 @@ import picocli.CommandLine.Command;
         description = "UCX's communication model on Netty.",
         subcommands = {InfoCommand.class, PerftestCommand.class, CalibrateCommand.class, DemoCommand.class,
                 NodeCommand.class, ConfigDocs.class, SweepReportCommand.class, AotTrainCommand.class,
-                io.nucx.examples.soak.SoakCommand.class, CoresCommand.class})
+                io.nucx.examples.soak.SoakCommand.class, CoresCommand.class, FirstMessageCommand.class})
 public final class NucxMain implements Runnable {
 
     @Override
