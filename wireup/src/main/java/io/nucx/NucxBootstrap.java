@@ -153,16 +153,12 @@ public final class NucxBootstrap {
         return result;
     }
 
-    /**
-     * Starts workers for {@link #startAsync()} (a blocking start may take a few milliseconds: sockets, shm files), and
-     * primes the allocator for the first ({@link AllocatorPrimer}).
-     */
+    /** Starts workers for {@link #startAsync()}: a blocking start may take a few milliseconds (sockets, shm files). */
     private static final ExecutorService STARTER = new ThreadPoolExecutor(0, Integer.MAX_VALUE, 10, TimeUnit.SECONDS,
             new SynchronousQueue<>(), new DefaultThreadFactory("nucx-start", true));
 
     /** The configuration parsed and the loop chosen (or made): what a start needs before it may block. */
     private Prepared prepare() {
-        AllocatorPrimer.primeOnce(STARTER);
         Context ctx = context;
         if (ctx == null) {
             ctx = Context.create(NucxConfig.of(overrides));
@@ -198,6 +194,7 @@ public final class NucxBootstrap {
         Worker start() throws Exception {
             Worker w;
             try {
+                AllocatorPrimer.primeOnce(); // before the worker has a loop it could hold up
                 w = DefaultWorker.start(ctx, loop, owned, name, handler);
             } catch (Exception | Error e) {
                 abandon();
