@@ -3,8 +3,8 @@ package io.nucx;
 import io.netty.buffer.ByteBufAllocator;
 
 /**
- * Takes a JVM's first direct buffer from Netty's default allocator while the first worker starts, before it has a
- * loop to hold up, so that the first message sent does not wait for it on the loop.
+ * Takes a JVM's first direct buffer from Netty's default allocator while the first worker starts, before its loop
+ * has work, so that the first message sent does not wait for it on the loop.
  *
  * <p>Why: Netty 4.2.18's allocators make JFR events ({@code io.netty.buffer.AllocateChunkEvent} and its kin) at their
  * first chunk, whether or not a recording runs, and loading an event class goes through JFR's class instrumentation,
@@ -34,7 +34,7 @@ final class AllocatorPrimer {
             if (!primed) {
                 try {
                     ByteBufAllocator.DEFAULT.directBuffer(1).release();
-                } catch (RuntimeException | OutOfMemoryError e) {
+                } catch (RuntimeException | LinkageError | OutOfMemoryError e) {
                     // the allocator will say so to whoever takes a buffer next
                 } finally {
                     primed = true;

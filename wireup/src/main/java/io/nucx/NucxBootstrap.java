@@ -194,7 +194,7 @@ public final class NucxBootstrap {
         Worker start() throws Exception {
             Worker w;
             try {
-                AllocatorPrimer.primeOnce(); // before the worker has a loop it could hold up
+                AllocatorPrimer.primeOnce(); // here, not on the loop: before the worker's loop has its work
                 w = DefaultWorker.start(ctx, loop, owned, name, handler);
             } catch (Exception | Error e) {
                 abandon();

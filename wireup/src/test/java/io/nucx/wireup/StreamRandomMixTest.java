@@ -30,6 +30,7 @@ import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import java.util.function.BooleanSupplier;
+import java.util.function.LongSupplier;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -295,9 +296,10 @@ class StreamRandomMixTest {
                 writes += batch;
                 int pause = plan.nextInt(10);
                 if (pause == 0) {
-                    b.eventLoop().submit(() -> ba.config().setAutoRead(false)).get();
+                    b.eventLoop().submit(() -> ba.config().setAutoRead(false)).get(30, TimeUnit.SECONDS);
                     Thread.sleep(plan.nextInt(1, 8));
-                    b.eventLoop().submit(() -> ba.config().setAutoRead(autoRead || plan.nextBoolean())).get();
+                    boolean resume = autoRead || plan.nextBoolean();
+                    b.eventLoop().submit(() -> ba.config().setAutoRead(resume)).get(30, TimeUnit.SECONDS);
                 } else if (pause < 3) {
                     Thread.sleep(plan.nextInt(3));
                 }
@@ -314,7 +316,8 @@ class StreamRandomMixTest {
             if (finish.equals("peer")) {
                 // The reader's endpoint closes mid-stream, holding what it holds: every write completes either way,
                 // what was read is what was written, and nothing leaks (the extension checks).
-                b.eventLoop().submit(() -> ba.close()).get().await(30, TimeUnit.SECONDS);
+                assertTrue(b.eventLoop().submit(() -> ba.close()).get(30, TimeUnit.SECONDS).await(30, TimeUnit.SECONDS),
+                        () -> what + ": the reader's close did not complete");
                 for (ChannelFuture f : futures) {
                     assertTrue(f.await(30, TimeUnit.SECONDS), () -> what + ": a write never completed");
                 }
@@ -328,9 +331,9 @@ class StreamRandomMixTest {
                 return;
             }
             if (finish.equals("end")) {
-                futures.add(a.eventLoop().submit(() -> ab.writeAndFlush(StreamData.end())).get());
+                futures.add(a.eventLoop().submit(() -> ab.writeAndFlush(StreamData.end())).get(30, TimeUnit.SECONDS));
             } else {
-                closed = a.eventLoop().submit(() -> ab.close()).get();
+                closed = a.eventLoop().submit(() -> ab.close()).get(30, TimeUnit.SECONDS);
             }
             // A reader that does not read on its own is asked until everything came.
             long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
@@ -339,7 +342,7 @@ class StreamRandomMixTest {
                     String state = a.eventLoop().submit(() -> TestWorkers.impl(ab).pipeline()
                             .get(StreamCodec.class).credit() + " credit, "
                             + TestWorkers.impl(ab).pipeline().get(StreamCodec.class).waitingWrites()
-                            + " waiting").get();
+                            + " waiting").get(30, TimeUnit.SECONDS);
                     fail(what + ": stuck at " + r.at + " B read, " + r.buffers + " buffers (writer: " + state
                             + "); last writes " + log.subList(Math.max(0, log.size() - 12), log.size()));
                 }
@@ -375,7 +378,8 @@ class StreamRandomMixTest {
                 StreamCodec receiver = TestWorkers.impl(ba).pipeline().get(StreamCodec.class);
                 await(() -> onLoop(a, () -> sender.credit() == StreamCodec.WINDOW), what + ": all credit back "
                         + "(" + onLoop(a, () -> sender.credit()) + ")", seed);
-                assertEquals(0, (int) b.eventLoop().submit(receiver::undelivered).get(), what + ": undelivered");
+                assertEquals(0, (int) b.eventLoop().submit(receiver::undelivered).get(30, TimeUnit.SECONDS),
+                        what + ": undelivered");
             }
         } finally {
             b.eventLoop().submit(r::releaseHeld).get(10, TimeUnit.SECONDS);
@@ -442,7 +446,7 @@ class StreamRandomMixTest {
         }
     }
 
-    private static long onLoop(DefaultWorker w, java.util.function.LongSupplier value) {
+    private static long onLoop(DefaultWorker w, LongSupplier value) {
         try {
             return w.eventLoop().submit(value::getAsLong).get(10, TimeUnit.SECONDS);
         } catch (Exception e) {

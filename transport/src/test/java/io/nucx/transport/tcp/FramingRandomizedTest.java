@@ -61,8 +61,7 @@ class FramingRandomizedTest {
     private static final int MAX_PLACED = TcpIface.maxPlacedFrame(SEG);
     private static final long RUN_NANOS = TimeUnit.SECONDS.toNanos(4);
     private static final int MIN_STREAMS = 60;
-    private static final AtomicLong SOCKET_PLACED =
-            new AtomicLong();
+    private static final AtomicLong SOCKET_PLACED = new AtomicLong();
 
     private enum Mode { PLAIN, PLACING, TLS }
 
@@ -104,6 +103,8 @@ class FramingRandomizedTest {
         int share = Integer.MAX_VALUE;
         /** Short frames declined one in this many (0: none). */
         int declineOneIn = 4;
+        /** Whether a placement that need not be taken is refused at random (else every one is taken). */
+        boolean refusePlacements = true;
         int thisTurn;
         int turn;
         boolean closing;
@@ -221,7 +222,7 @@ class FramingRandomizedTest {
             assertTrue(targetFor == -1, at + ": frame " + targetFor + " already has a place");
             boolean mustPlace = length > SEG; // a placed frame over the limit: refusing it fails the stream
             int how = rnd.nextInt(3);
-            if (how == 0 && !mustPlace) {
+            if (how == 0 && !mustPlace && refusePlacements) {
                 return null;
             }
             ByteBuf t = how == 2 ? Unpooled.buffer(length, length)
@@ -413,10 +414,12 @@ class FramingRandomizedTest {
         byte[] wire = encode(rnd, specs, true, seed);
         Lane lane = new Lane(rnd, seed, specs, true);
         lane.declineOneIn = 0;
+        lane.refusePlacements = false; // a lane that would take the payload: so the decoder must not ask
         lane.share = 1;
         AmFrameDecoder decoder = new AmFrameDecoder(MAX_HEADER, SEG, true);
         EmbeddedChannel ch = new EmbeddedChannel(decoder, lane);
-        int cut = 20 + 16 + 1000; // the short frame, the large one's prefix and header and 1000 bytes of its payload
+        // the short frame, the large one's prefix and header and 1000 bytes of its payload
+        int cut = specs.get(0).wireLength() + AmFrameLayout.PREFIX_LENGTH + Long.BYTES + 1000;
         ch.pipeline().fireChannelRead(Unpooled.directBuffer(cut).writeBytes(wire, 0, cut));
         ch.pipeline().fireChannelReadComplete();
         assertFalse(ch.config().isAutoRead(), seed + ": the large frame waits for the next turn");
