@@ -21,6 +21,7 @@ import io.nucx.NucxClosedException;
 import io.nucx.ErrorMode;
 import io.nucx.WorkerAddress;
 import io.nucx.protocol.EndpointConfig;
+import io.nucx.protocol.am.AmSendRefusedException;
 import io.nucx.protocol.EndpointServices;
 import io.nucx.protocol.LimitExceededException;
 import io.nucx.protocol.MemoryBudget;
@@ -586,7 +587,7 @@ final class EndpointChannel extends AbstractChannel implements Endpoint, Endpoin
     public boolean tryAmSendShort(int id, ByteBuf header, ByteBuf data, boolean reply) {
         String bad = io.nucx.protocol.am.AmCodec.refusal(id, header.readableBytes());
         if (bad != null) {
-            throw new IllegalArgumentException(bad);
+            throw new AmSendRefusedException(bad);
         }
         return lifecycle.takesSends() && writeWalkNotNeeded()
                 && ((io.nucx.protocol.tag.EagerCodec) eagerContext.handler()).sendAmShortNow(eagerContext,

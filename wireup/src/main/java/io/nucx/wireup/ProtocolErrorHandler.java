@@ -4,6 +4,8 @@ import io.netty.channel.ChannelHandlerContext;
 import io.netty.channel.ChannelInboundHandlerAdapter;
 import io.netty.channel.socket.ChannelOutputShutdownException;
 import io.nucx.EndpointException;
+import io.nucx.protocol.am.AmSendRefusedException;
+import io.nucx.protocol.am.NoAmHandlerException;
 
 import java.nio.channels.ClosedChannelException;
 
@@ -29,9 +31,11 @@ final class ProtocolErrorHandler extends ChannelInboundHandlerAdapter {
     @Override
     public void exceptionCaught(ChannelHandlerContext ctx, Throwable cause) {
         if (cause instanceof ClosedChannelException || cause instanceof ChannelOutputShutdownException
-                || cause instanceof EndpointException) {
+                || cause instanceof EndpointException || cause instanceof AmSendRefusedException
+                || cause instanceof NoAmHandlerException) {
             // A user's write with the endpoint's void promise failed because the endpoint or its stream is ending or
-            // has failed: no frame is to blame. The user's handlers see it, as on any Netty channel.
+            // has failed, or the send was refused (an active message's id or header here, or no handler for it at the
+            // peer): no frame is to blame. The user's handlers see it, as on any Netty channel.
             ctx.fireExceptionCaught(cause);
             return;
         }

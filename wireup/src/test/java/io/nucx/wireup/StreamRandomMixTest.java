@@ -44,7 +44,8 @@ import static org.junit.jupiter.api.Assertions.fail;
  * buffers), to a reader that holds some buffers and consumes them later in odd chunks, pauses (auto-read off, then
  * {@code read()}s) and resumes. The concatenated bytes must be exactly those written, no buffer may come up again
  * while the reader holds it, every write completes, and once the end arrived all credit is back and nothing leaks.
- * Seed: {@code -Dnucx.stream.seed=N} repeats a run; every assertion names the seed.
+ * Seed: {@code -Dtest.stream.seed=N} repeats a run (not nucx.*: a worker's start
+ * refuses nucx.* properties it does not know); every assertion names the seed.
  */
 @Timeout(120)
 class StreamRandomMixTest {
@@ -60,7 +61,7 @@ class StreamRandomMixTest {
     private static final int MOST_WRITES = 1000;
 
     private static long seed() {
-        String s = System.getProperty("nucx.stream.seed");
+        String s = System.getProperty("test.stream.seed");
         return s != null ? Long.parseLong(s) : System.nanoTime();
     }
 

@@ -66,7 +66,7 @@ public final class AmCodec extends ChannelDuplexHandler implements ProtocolCodec
             String bad = refusal(d.id(), d.header().readableBytes());
             if (bad != null) {
                 d.release();
-                promise.tryFailure(new IllegalArgumentException(bad));
+                promise.tryFailure(new AmSendRefusedException(bad));
                 return;
             }
         }

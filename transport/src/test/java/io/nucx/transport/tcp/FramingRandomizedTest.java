@@ -50,7 +50,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
  * {@link AmFrameDecoder#nextRead} buffer when it gives one). Plain, placing, and right behind TLS's record layer.
  * Some streams are cut anywhere and the channel closed at any point of a turn. Every frame's id, flags, header,
  * payload and order is checked, every buffer handed out is released exactly once. Each stream's seed is in every
- * message; {@code -Dnucx.framing.seed=N} replays from N.
+ * message; {@code -Dtest.framing.seed=N} replays from N.
  */
 @Timeout(60)
 class FramingRandomizedTest {
@@ -379,7 +379,7 @@ class FramingRandomizedTest {
 
     @Test
     void randomStreamsSplitAnywhereArriveWholeAndInOrderAndNothingLeaks() throws Exception {
-        long base = Long.getLong("nucx.framing.seed", System.nanoTime());
+        long base = Long.getLong("test.framing.seed", System.nanoTime());
         System.out.println("FramingRandomizedTest base seed " + base);
         long deadline = System.nanoTime() + RUN_NANOS;
         int streams = 0;
