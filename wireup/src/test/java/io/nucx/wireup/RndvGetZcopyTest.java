@@ -166,4 +166,44 @@ class RndvGetZcopyTest {
         assertReceived(r, 3, 1 << 20, 10);
         assertEquals(1, b.counters().count(RndvProtocols.RECV_GET_COUNTER));
     }
+
+    /**
+     * A graceful close of the receiving worker while it reads a rendezvous message out of the sender's buffer waits
+     * for the read: the sender hears of the close only once the read is over, so it never lets go of a buffer still
+     * being read. (The close went out mid-read: the sender's send failed, its application was free to write over the
+     * buffer, and the read then completed the receive, successfully, with whatever the buffer held by then. Found by
+     * TagMatchingRandomTest.) Here the sender's application writes over its buffer, from the end, as soon as its send
+     * fails, so a read still going would bring back those bytes.
+     */
+    @Test
+    void aReceiverClosingWhileItReadsWaitsForTheReadBeforeTheSenderLetsGoOfItsBuffer() throws Exception {
+        DefaultWorker a = workers.start("a", "TLS", "tcp,cma");
+        DefaultWorker b = workers.start("b", "TLS", "tcp,cma");
+        Endpoint ep = a.connect(b.address());
+        int size = 64 << 20;
+        ByteBuf data = TestWorkers.directPattern(9, size);
+        ByteBuf sendersMemory = data.retainedDuplicate(); // the application's hold on its buffer
+        try {
+            ChannelFuture sent = ep.tagSend(9, data);
+            sent.addListener(f -> {
+                if (!f.isSuccess()) {
+                    for (int at = size - (1 << 20); at >= 0; at -= 1 << 20) {
+                        sendersMemory.setZero(at, 1 << 20); // the buffer used again for something else
+                    }
+                }
+            });
+            TestWorkers.awaitUnexpected(b);
+            Future<Future<TagMessage>> posted = b.eventLoop().submit(() -> {
+                Future<TagMessage> r = b.tagRecv(9, -1L); // matched at once: the read begins
+                b.close();
+                return r;
+            });
+            Future<TagMessage> received = posted.get(30, TimeUnit.SECONDS);
+            assertReceived(received, 9, size, 60);
+            assertTrue(sent.await(30, TimeUnit.SECONDS) && sent.isSuccess(), () -> "the send: " + sent.cause());
+            assertEquals(1, b.counters().count(RndvProtocols.RECV_GET_COUNTER), "the receiver read the message");
+        } finally {
+            sendersMemory.release();
+        }
+    }
 }

@@ -92,6 +92,8 @@ final class RndvReceiver {
         int received;
         /** The GET reading the sender's memory, or null. */
         Get get;
+        /** Completes when the GET no longer reads the sender's memory: a graceful close waits for it. */
+        Promise<Void> getOver;
         /** The buffer offered for PUT (one registration per device of ours), and the promise a graceful close waits
          *  for, or null. */
         List<MemoryRegistration> offer;
@@ -353,6 +355,7 @@ final class RndvReceiver {
                     : RndvKeys.live(key); // an RTS that waited unexpected may outlive a lane
             if (!live.isEmpty() && wholeBuffer(rv)) {
                 rv.stage = Stage.GET;
+                rv.getOver = ctx.executor().newPromise();
                 rv.get = new Get(rv, live);
                 rv.get.start();
                 return;
@@ -588,6 +591,7 @@ final class RndvReceiver {
         @Override
         protected void failed(Throwable cause) {
             rv.get = null;
+            rv.getOver.trySuccess(null);
             getFallbackCount.increment();
             endpoint.rmaFailed("rndv/get/zcopy fell back to RTR", cause);
             askForData(rv);
@@ -601,6 +605,7 @@ final class RndvReceiver {
             getCount.increment();
             complete(rv);
             sendAts(rv.senderReqId, RndvHeaders.STATUS_OK);
+            rv.getOver.trySuccess(null); // after the ATS: a close waiting for it goes out behind it, not before
         }
     }
 
@@ -632,6 +637,7 @@ final class RndvReceiver {
         if (rv.get != null) {
             rv.get.cancel();
             rv.get = null;
+            rv.getOver.trySuccess(null);
         }
         if (rv.buffer != null) {
             rv.buffer.release();
@@ -668,11 +674,16 @@ final class RndvReceiver {
 
     // ------------------------------------------------------------ the end of the endpoint
 
-    /** Offered receives a graceful close waits for: the sender is writing into them. */
+    /**
+     * What a graceful close waits for: offered receives (the sender is writing into them) and reads of the sender's
+     * buffer still going (its sender hears of the close only after them, so it never lets go of a buffer being read).
+     */
     void collectOutstanding(List<Future<?>> out) {
         for (Receive rv : receives.values()) {
             if (rv.stage == Stage.OFFERED) {
                 out.add(rv.offerOver);
+            } else if (rv.get != null) {
+                out.add(rv.getOver); // reading the sender's buffer: its owner must not free it before the read ends
             }
         }
     }
