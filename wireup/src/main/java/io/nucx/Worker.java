@@ -100,8 +100,9 @@ public interface Worker {
      * that handler returns, so a receive that reposts itself takes a backlog of waiting messages one handler call at a
      * time, not nested one call deep per message.
      *
-     * @throws IllegalStateException on the loop, if {@code receive} is posted already (from another thread, its
-     *                               handler's {@code failed} gets that)
+     * @throws io.nucx.protocol.tag.ReceivePostedAlreadyException on the loop, if {@code receive} is posted already;
+     *         from another thread that second post is refused with a warning in the log: the first stands, and its
+     *         handler's {@code failed} would say the receive is no longer posted, which it still is
      */
     void tagRecv(TagReceive receive);
 

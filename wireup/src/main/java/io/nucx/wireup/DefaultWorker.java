@@ -23,6 +23,7 @@ import io.nucx.protocol.WorkerProtocols;
 import io.nucx.protocol.amo.RemoteMemoryKey;
 import io.nucx.protocol.select.ProtoTable;
 import io.nucx.protocol.select.SelectionKey;
+import io.nucx.protocol.tag.ReceivePostedAlreadyException;
 import io.nucx.protocol.tag.TagMessage;
 import io.nucx.protocol.tag.TagReceive;
 import io.nucx.transport.Availability;
@@ -384,6 +385,11 @@ public final class DefaultWorker implements Worker {
             loop.execute(() -> {
                 try {
                     protocols.matcher().post(receive);
+                } catch (ReceivePostedAlreadyException e) {
+                    // The first post stands, and nobody is left to throw to. Failing the receive would clear its
+                    // posted state, and the first copy, still queued, would come back to life ahead of later
+                    // receives once it is posted again.
+                    LOG.warn("worker {}: {}", name, e.getMessage());
                 } catch (IllegalStateException e) {
                     receive.fail(e);
                 }

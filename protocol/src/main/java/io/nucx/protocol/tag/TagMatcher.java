@@ -69,12 +69,14 @@ public final class TagMatcher {
      * waiting arrivals is so taken in a loop, not one nested call per arrival: 20,000 of them overflowed the loop's
      * stack. Posts keep their order; arrivals meanwhile go to receives posted before, or wait.
      *
-     * @throws IllegalStateException if {@code r} is a {@linkplain TagReceive#reusable reusable} receive posted already
+     * @throws ReceivePostedAlreadyException if {@code r} is a {@linkplain TagReceive#reusable reusable} receive posted
+     *                                       already (the first post stands)
      */
     public void post(TagReceive r) {
         assert loop.inEventLoop();
         if (!r.markPosted()) {
-            throw new IllegalStateException("receive for tag 0x" + Long.toHexString(r.tag()) + " is posted already");
+            throw new ReceivePostedAlreadyException("receive for tag 0x" + Long.toHexString(r.tag())
+                    + " is posted already");
         }
         if (posting) {
             postedMeanwhile.add(r);
