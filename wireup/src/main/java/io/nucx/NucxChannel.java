@@ -548,6 +548,30 @@ public final class NucxChannel extends AbstractChannel implements SocketChannel 
         }
     }
 
+    /**
+     * Auto-read was turned off: a read asked and not yet served is withdrawn, as a socket channel clears its pending
+     * read, so nothing comes up until the next {@code read()}.
+     */
+    void clearReadPending() {
+        if (!isRegistered()) {
+            readAskedBeforeActive = false;
+        } else if (eventLoop().inEventLoop()) {
+            clearReadPending0();
+        } else {
+            eventLoop().execute(this::clearReadPending0);
+        }
+    }
+
+    private void clearReadPending0() {
+        if (config.isAutoRead()) {
+            return; // turned on again meanwhile
+        }
+        readAskedBeforeActive = false;
+        if (stream != null) {
+            stream.clearReadDemand();
+        }
+    }
+
     /** Connected: a read the pipeline asked for while connecting goes to the endpoint now. */
     private void passReadAskedBeforeActive() {
         if (readAskedBeforeActive) {

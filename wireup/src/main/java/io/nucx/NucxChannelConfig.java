@@ -230,6 +230,11 @@ final class NucxChannelConfig extends DefaultChannelConfig implements SocketChan
     }
 
     @Override
+    protected void autoReadCleared() {
+        ((NucxChannel) channel).clearReadPending();
+    }
+
+    @Override
     public NucxChannelConfig setAutoClose(boolean autoClose) {
         super.setAutoClose(autoClose);
         return this;

@@ -130,8 +130,11 @@ public interface Worker {
     }
 
     /**
-     * Peers can no longer reach that region: its device registrations end (rdma keys stop working), and atomics sent
-     * as active messages are answered "no such region".
+     * Ends the region's registrations: rdma keys stop working at once, and atomics sent as active messages are
+     * answered "no such region". A cma key cannot be taken back: {@code process_vm_readv}/{@code writev} need nothing
+     * of this worker, so a peer holding the key can still read and write the region's addresses until this process
+     * ends (as in UCX, where an rkey used after its memory is unmapped is undefined); keep the memory mapped, or stop
+     * the peers using the key first, before giving it to something else.
      */
     void unregisterMemory(RemoteMemoryKey key);
 

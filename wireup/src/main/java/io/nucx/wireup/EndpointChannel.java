@@ -151,7 +151,7 @@ final class EndpointChannel extends AbstractChannel implements Endpoint, Endpoin
         this.remoteEpId = remoteEpId;
         this.selection = selection;
         // Failover lanes place no payload (placePayload), so neither this side's RTRs nor its model may count on it.
-        this.endpointConfig = errorMode == ErrorMode.FAILOVER ? selection.endpointConfig().withoutPlacement()
+        this.endpointConfig = errorMode == ErrorMode.FAILOVER ? failoverConfig(selection)
                 : selection.endpointConfig();
         this.lanes = new EndpointLanes(this, selection, errorMode == ErrorMode.FAILOVER);
         this.errorPromise = worker.eventLoop().newPromise();
@@ -417,6 +417,25 @@ final class EndpointChannel extends AbstractChannel implements Endpoint, Endpoin
     }
 
     // ------------------------------------------------------------ EndpointServices (for the codecs)
+
+    /**
+     * Error mode failover's configuration: no payload placed, and the AM lane's size limits the tightest of the
+     * message lanes', as any of them may carry the active messages after a takeover (an eager frame sized for self or
+     * a 128k tcp segment does not fit a lane of 8k: its write fails, it never arrives, and the count it was kept for
+     * is off by one from then on).
+     */
+    private static EndpointConfig failoverConfig(LaneSelector.Lanes selection) {
+        EndpointConfig c = selection.endpointConfig().withoutPlacement();
+        int maxShort = Integer.MAX_VALUE;
+        int maxBcopy = Integer.MAX_VALUE;
+        for (int i = 0; i < selection.count(); i++) {
+            maxShort = Math.min(maxShort, selection.lane(i).maxShort());
+            maxBcopy = Math.min(maxBcopy, selection.lane(i).maxBcopy());
+        }
+        return new EndpointConfig(c.amLane(), c.amLaneAttrs().withAmLimits(maxShort, maxBcopy), c.rmaLane(),
+                c.rmaLaneAttrs(), c.bwLanes(), c.rmaBwLanes(), c.rndvSurcharge(), c.eagerSurcharge(),
+                c.readSurcharge());
+    }
 
     @Override
     public EndpointConfig endpointConfig() {
@@ -1043,6 +1062,27 @@ final class EndpointChannel extends AbstractChannel implements Endpoint, Endpoin
     @Override
     protected void doBeginRead() {
         // Frames are pushed up the pipeline by the lanes as they arrive.
+    }
+
+    /**
+     * Auto-read was turned off: the stream's read asked and not yet served is withdrawn, as a socket channel clears
+     * its pending read, so no more of the stream comes up until the next {@code read()}.
+     */
+    void autoReadCleared() {
+        if (stream == null || !isRegistered()) {
+            return; // no stream, or no read asked of it yet
+        }
+        if (eventLoop().inEventLoop()) {
+            clearStreamDemand();
+        } else {
+            eventLoop().execute(this::clearStreamDemand);
+        }
+    }
+
+    private void clearStreamDemand() {
+        if (!config().isAutoRead()) { // not turned on again meanwhile
+            stream.clearReadDemand();
+        }
     }
 
     @Override

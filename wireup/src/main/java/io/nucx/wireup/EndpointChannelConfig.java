@@ -17,6 +17,11 @@ final class EndpointChannelConfig extends DefaultChannelConfig {
         super(endpoint);
     }
 
+    @Override
+    protected void autoReadCleared() {
+        ((EndpointChannel) channel).autoReadCleared();
+    }
+
     long sendTag() {
         return sendTag;
     }

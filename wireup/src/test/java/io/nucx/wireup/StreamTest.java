@@ -547,6 +547,31 @@ class StreamTest {
     }
 
     /**
+     * Auto-read turned off between batches withdraws the read auto-read had asked for, as a socket channel clears its
+     * pending read: what arrives after waits for a {@code read()}. (The read stayed asked, and the next batch came up
+     * with auto-read off. Found by NucxChannelRandomTest.)
+     */
+    @ParameterizedTest(name = "{0}")
+    @CsvSource({"self", "shm", "tcp"})
+    void autoReadTurnedOffBetweenBatchesWithdrawsTheReadItHadAsked(String tls) throws Exception {
+        DefaultWorker a = workers.start("a", "TLS", tls);
+        DefaultWorker b = workers.start("b", reader(true), "TLS", tls);
+        Endpoint ab = a.connect(b.address());
+        assertTrue(ab.streamSend(content(1, 100, true)).await(10, TimeUnit.SECONDS));
+        Reader r = awaitReader();
+        await(() -> r.bytes == 100, "the first write, read by auto-read");
+        Endpoint ba = (Endpoint) r.ctx.channel();
+        b.eventLoop().submit(() -> ba.config().setAutoRead(false)).get(10, TimeUnit.SECONDS);
+        assertTrue(ab.streamSend(content(2, 100, true)).await(10, TimeUnit.SECONDS));
+        StreamCodec receiver = TestWorkers.impl(ba).pipeline().get(StreamCodec.class);
+        await(() -> r.bytes > 100 || onLoop(b, () -> receiver.undelivered() > 0),
+                "the second write at the reader's endpoint");
+        assertEquals(100, r.bytes, "nothing more may come up without a read()");
+        b.eventLoop().execute(ba::read);
+        await(() -> r.bytes == 200, "the second write, once read() asked for it");
+    }
+
+    /**
      * The end of the stream arrives after its last byte, even when the last write is a rendezvous still being read;
      * a write after the end fails naming why.
      */

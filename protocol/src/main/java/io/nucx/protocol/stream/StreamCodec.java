@@ -401,6 +401,14 @@ public final class StreamCodec extends ChannelDuplexHandler implements ProtocolC
         ctx.read();
     }
 
+    /**
+     * Withdraws a {@code read()} not yet served (its reader turned auto-read off, as a socket channel clears its
+     * pending read): nothing more is delivered until the next {@code read()}. On the endpoint's loop.
+     */
+    public void clearReadDemand() {
+        demand = false;
+    }
+
     /** A slot completed (its last byte arrived, maybe outside any read batch): deliver what is now in order. */
     void slotDone() {
         drain();

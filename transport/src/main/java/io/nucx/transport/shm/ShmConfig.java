@@ -46,7 +46,8 @@ public final class ShmConfig extends AbstractConfigTable {
     /** Largest active-message frame one shm record carries; at most an eighth of the ring (checked with it). */
     public static final ConfigEntry<Long> SEG_SIZE = ConfigEntry.size("SHM_SEG_SIZE", "64k",
             "Largest payload of one shm active-message record (eager short and bcopy limit, fragment size); "
-                    + "at most ring size / 8", 4096, 128L << 20);
+                    + "at most ring size / 8 - 64 (a record with its header takes at most an eighth of the ring)",
+            4096, 128L << 20);
 
     /**
      * Bytes/second at which payloads are copied into a ring and out of it, for the cost model; -1 (auto): measured
