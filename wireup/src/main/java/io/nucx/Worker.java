@@ -7,6 +7,7 @@ import io.nucx.protocol.ProtocolCounters;
 import io.nucx.protocol.amo.RemoteMemoryKey;
 import io.nucx.protocol.select.ProtoTable;
 import io.nucx.protocol.select.SelectionKey;
+import io.nucx.protocol.tag.ReceivePostedAlreadyException;
 import io.nucx.protocol.tag.TagMessage;
 import io.nucx.protocol.tag.TagReceive;
 
@@ -100,7 +101,7 @@ public interface Worker {
      * that handler returns, so a receive that reposts itself takes a backlog of waiting messages one handler call at a
      * time, not nested one call deep per message.
      *
-     * @throws io.nucx.protocol.tag.ReceivePostedAlreadyException on the loop, if {@code receive} is posted already;
+     * @throws ReceivePostedAlreadyException on the loop, if {@code receive} is posted already;
      *         from another thread that second post is refused with a warning in the log: the first stands, and its
      *         handler's {@code failed} would say the receive is no longer posted, which it still is
      */

@@ -6,6 +6,7 @@ import io.netty.channel.socket.ChannelOutputShutdownException;
 import io.nucx.EndpointException;
 import io.nucx.protocol.am.AmSendRefusedException;
 import io.nucx.protocol.am.NoAmHandlerException;
+import io.nucx.protocol.tag.MessageTruncatedException;
 
 import java.nio.channels.ClosedChannelException;
 
@@ -32,10 +33,11 @@ final class ProtocolErrorHandler extends ChannelInboundHandlerAdapter {
     public void exceptionCaught(ChannelHandlerContext ctx, Throwable cause) {
         if (cause instanceof ClosedChannelException || cause instanceof ChannelOutputShutdownException
                 || cause instanceof EndpointException || cause instanceof AmSendRefusedException
-                || cause instanceof NoAmHandlerException) {
+                || cause instanceof NoAmHandlerException || cause instanceof MessageTruncatedException) {
             // A user's write with the endpoint's void promise failed because the endpoint or its stream is ending or
-            // has failed, or the send was refused (an active message's id or header here, or no handler for it at the
-            // peer): no frame is to blame. The user's handlers see it, as on any Netty channel.
+            // has failed, or the send was refused (an active message's id or header here; at the peer, no handler
+            // for it, or a receive too small for it): no frame is to blame. The user's handlers see it, as on any
+            // Netty channel.
             ctx.fireExceptionCaught(cause);
             return;
         }

@@ -3,6 +3,8 @@ package io.nucx.wireup;
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.Unpooled;
 import io.netty.channel.ChannelFuture;
+import io.netty.channel.ChannelHandlerContext;
+import io.netty.channel.ChannelInboundHandlerAdapter;
 import io.netty.util.concurrent.Future;
 import io.nucx.Endpoint;
 import io.nucx.protocol.tag.EagerProtocols;
@@ -16,6 +18,7 @@ import org.junit.jupiter.params.provider.ValueSource;
 
 import java.util.ArrayList;
 import java.util.List;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
@@ -84,6 +87,43 @@ class RendezvousTest {
             Future<TagMessage> next = b.tagRecv(8, -1L);
             a.endpoints().iterator().next().tagSend(8, pattern(8, 3000)).sync();
             assertReceived(next, 8, 3000, 30);
+        } finally {
+            small.release();
+        }
+    }
+
+    /**
+     * The same refusal for a send written with the endpoint's void promise: the user's handlers hear it, and the
+     * endpoint goes on (it reached the pipeline as an exception and was taken for a protocol error, which failed the
+     * endpoint).
+     */
+    @ParameterizedTest(name = "{0}")
+    @ValueSource(strings = {"tcp", "self"})
+    void aTruncatedSendWithTheVoidPromiseFailsOnlyItself(String tls) throws Exception {
+        DefaultWorker a = workers.start("a", "TLS", tls, "RNDV_THRESH", "1k");
+        DefaultWorker b = workers.start("b", "TLS", tls, "RNDV_THRESH", "1k");
+        ByteBuf small = Unpooled.buffer(100);
+        try {
+            Future<TagMessage> recv = b.tagRecv(7, -1L, small);
+            Endpoint ab = a.connect(b.address());
+            CompletableFuture<Throwable> heard = new CompletableFuture<>();
+            a.eventLoop().submit(() -> {
+                ab.pipeline().addLast(new ChannelInboundHandlerAdapter() {
+                    @Override
+                    public void exceptionCaught(ChannelHandlerContext ctx, Throwable cause) {
+                        heard.complete(cause);
+                    }
+                });
+                ab.writeAndFlush(new TagMessage(7, pattern(7, 5000)), ab.voidPromise());
+            }).sync();
+            ExecutionException re = assertThrows(ExecutionException.class, () -> recv.get(30, TimeUnit.SECONDS));
+            assertInstanceOf(MessageTruncatedException.class, re.getCause());
+            assertInstanceOf(MessageTruncatedException.class, heard.get(30, TimeUnit.SECONDS), "the user's handler");
+            Future<TagMessage> next = b.tagRecv(8, -1L);
+            ChannelFuture sent = ab.tagSend(8, pattern(8, 3000));
+            assertReceived(next, 8, 3000, 30);
+            assertTrue(sent.await(10, TimeUnit.SECONDS) && sent.isSuccess(), () -> "the endpoint went on: "
+                    + sent.cause());
         } finally {
             small.release();
         }

@@ -603,9 +603,11 @@ final class RndvReceiver {
             receives.remove(rv.id);
             rv.received = rv.total;
             getCount.increment();
-            complete(rv);
+            // The ATS first, then the close may go (behind it), then the receive's owner hears: its code may close
+            // the endpoint or throw, and neither may keep the ATS from going before the close does.
             sendAts(rv.senderReqId, RndvHeaders.STATUS_OK);
-            rv.getOver.trySuccess(null); // after the ATS: a close waiting for it goes out behind it, not before
+            rv.getOver.trySuccess(null);
+            complete(rv);
         }
     }
 
