@@ -62,7 +62,7 @@ class FailoverRandomTest {
         DefaultWorker a = workers.start("a", settings);
         DefaultWorker b = workers.start("b", settings);
         Endpoint ab = a.connect(b.address());
-        Endpoint ba = awaitLanes(a, b, ab, lanes, id);
+        Endpoint ba = TestWorkers.awaitLanes(b, ab, lanes, id + ": ");
         Endpoint[] eps = {ab, ba};
         DefaultWorker[] ws = {a, b};
 
@@ -271,35 +271,5 @@ class FailoverRandomTest {
             case 8 -> rnd.nextInt(thresh, 1 << 20);
             default -> rnd.nextInt(1 << 20, 3 << 20);
         };
-    }
-
-    /** Waits until both sides have {@code lanes} lanes up; returns the peer's endpoint. */
-    private static Endpoint awaitLanes(DefaultWorker a, DefaultWorker b, Endpoint ab, int lanes, String id)
-            throws Exception {
-        assertTrue(ab.wireupFuture().await(10, TimeUnit.SECONDS), id + ": wireup");
-        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
-        while (true) {
-            long remoteId = ab.eventLoop().submit(() -> (Long) TestWorkers.impl(ab).remoteEndpointId()).get();
-            Endpoint ba = b.eventLoop().submit(() -> (Endpoint) b.endpoint(remoteId)).get();
-            if (ab.eventLoop().submit(() -> allUp(ab, lanes)).get()
-                    && ba != null && b.eventLoop().submit(() -> allUp(ba, lanes)).get()) {
-                return ba;
-            }
-            assertTrue(System.nanoTime() < deadline, id + ": lanes did not come up");
-            Thread.sleep(5);
-        }
-    }
-
-    private static boolean allUp(Endpoint ep, int lanes) {
-        EndpointLanes l = TestWorkers.impl(ep).lanes();
-        if (l.size() != lanes) {
-            return false;
-        }
-        for (int i = 0; i < lanes; i++) {
-            if (!l.lane(i).live()) {
-                return false;
-            }
-        }
-        return true;
     }
 }

@@ -44,7 +44,7 @@ class MultiLaneTest {
         DefaultWorker a = workers.start("a", "TLS", "shm,tcp", "MULTI_LANE_MAX_RATIO", "20", "RNDV_THRESH", "64k");
         DefaultWorker b = workers.start("b", "TLS", "shm,tcp", "MULTI_LANE_MAX_RATIO", "20", "RNDV_THRESH", "64k");
         Endpoint ab = a.connect(b.address());
-        Endpoint ba = awaitLanes(a, b, ab, 2);
+        Endpoint ba = TestWorkers.awaitLanes(b, ab, 2, "");
         assertTrue(TestWorkers.impl(ab).selection().describe().startsWith("shm/") && TestWorkers.impl(ab).selection().describe().contains(" + tcp/"),
                 TestWorkers.impl(ab).selection().describe());
         assertTrue(a.laneInfo(b.address(), ErrorMode.PEER).contains("CHOSEN: AM_BW lane[1] tcp/"));
@@ -81,7 +81,7 @@ class MultiLaneTest {
         DefaultWorker a = workers.start("a", settings);
         DefaultWorker b = workers.start("b", settings);
         Endpoint ab = a.connect(b.address());
-        Endpoint ba = awaitLanes(a, b, ab, lanes);
+        Endpoint ba = TestWorkers.awaitLanes(b, ab, lanes, "");
         int count = 12_000;
         List<Future<TagMessage>> recvs = new ArrayList<>();
         for (int i = 0; i < count; i++) {
@@ -131,7 +131,7 @@ class MultiLaneTest {
         DefaultWorker a = workers.start("a", settings);
         DefaultWorker b = workers.start("b", settings);
         Endpoint ab = a.connect(b.address());
-        awaitLanes(a, b, ab, 2);
+        TestWorkers.awaitLanes(b, ab, 2, "");
         java.util.concurrent.BlockingQueue<Boolean> heard = new java.util.concurrent.LinkedBlockingQueue<>();
         ab.pipeline().addLast(new io.netty.channel.ChannelInboundHandlerAdapter() {
             @Override
@@ -162,7 +162,7 @@ class MultiLaneTest {
         DefaultWorker a = workers.start("a", settings);
         DefaultWorker b = workers.start("b", settings);
         Endpoint ab = a.connect(b.address());
-        awaitLanes(a, b, ab, 2);
+        TestWorkers.awaitLanes(b, ab, 2, "");
         Channel tcp = ab.eventLoop().submit(() -> TestWorkers.impl(ab).lanes().lane(1).channel()).get();
         tcp.close().sync();
         Throwable cause = ab.errorFuture().await(10, TimeUnit.SECONDS) ? ab.errorFuture().cause() : null;
@@ -182,7 +182,7 @@ class MultiLaneTest {
         DefaultWorker a = workers.start("a", settings);
         DefaultWorker b = workers.start("b", settings);
         Endpoint ab = a.connect(b.address());
-        Endpoint ba = awaitLanes(a, b, ab, 3);
+        Endpoint ba = TestWorkers.awaitLanes(b, ab, 3, "");
         List<String> before = ab.laneNames().get();
         assertEquals(3, before.size(), before.toString());
         int count = 9000;
@@ -225,7 +225,7 @@ class MultiLaneTest {
         DefaultWorker a = workers.start("a", settings);
         DefaultWorker b = workers.start("b", settings);
         Endpoint ab = a.connect(b.address());
-        awaitLanes(a, b, ab, 2);
+        TestWorkers.awaitLanes(b, ab, 2, "");
         int n = 8;
         int size = 4 << 20;
         List<Future<TagMessage>> recvs = new ArrayList<>();
@@ -290,37 +290,5 @@ class MultiLaneTest {
         // In failover mode a send completes once the peer confirmed it (LANE_ACK, after the read batch that carried
         // it), and a confirmation covers every frame before it on its lane: unconfirmed frames are counted after it.
         assertTrue(sent.await(10, TimeUnit.SECONDS) && sent.isSuccess(), () -> "fence: " + sent.cause());
-    }
-
-    /** Waits until both sides of the endpoint have {@code lanes} lanes up; returns the peer's endpoint. */
-    private static Endpoint awaitLanes(Worker a, DefaultWorker b, Endpoint ab, int lanes) throws Exception {
-        ab.wireupFuture().sync();
-        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
-        Endpoint ba = null;
-        while (true) {
-            long remoteId = ab.eventLoop().submit(() -> (Long) TestWorkers.impl(ab).remoteEndpointId()).get();
-            ba = b.eventLoop().submit(() -> (Endpoint) b.endpoint(remoteId)).get();
-            Endpoint peer = ba;
-            boolean up = ab.eventLoop().submit(() -> allUp(ab, lanes)).get()
-                    && peer != null && b.eventLoop().submit(() -> allUp(peer, lanes)).get();
-            if (up) {
-                return ba;
-            }
-            assertTrue(System.nanoTime() < deadline, "lanes did not come up");
-            Thread.sleep(5);
-        }
-    }
-
-    private static boolean allUp(Endpoint ep, int lanes) {
-        EndpointLanes l = TestWorkers.impl(ep).lanes();
-        if (l.size() != lanes) {
-            return false;
-        }
-        for (int i = 0; i < lanes; i++) {
-            if (!l.lane(i).live()) {
-                return false;
-            }
-        }
-        return true;
     }
 }

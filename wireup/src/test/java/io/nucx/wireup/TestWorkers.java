@@ -172,4 +172,38 @@ final class TestWorkers implements AfterEachCallback {
             Thread.sleep(5);
         }
     }
+
+    /**
+     * Waits until both sides of {@code ab} (its peer on {@code b}) have {@code lanes} lanes up; returns the peer's
+     * endpoint. {@code what} prefixes a failure's message.
+     */
+    static Endpoint awaitLanes(DefaultWorker b, Endpoint ab, int lanes, String what) throws Exception {
+        assertTrue(ab.wireupFuture().await(10, TimeUnit.SECONDS), what + "wireup");
+        ab.wireupFuture().sync(); // a wireup that failed says why
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+        while (true) {
+            long remoteId = ab.eventLoop().submit(() -> (Long) impl(ab).remoteEndpointId()).get();
+            Endpoint ba = b.eventLoop().submit(() -> (Endpoint) b.endpoint(remoteId)).get();
+            if (ab.eventLoop().submit(() -> allLanesUp(ab, lanes)).get()
+                    && ba != null && b.eventLoop().submit(() -> allLanesUp(ba, lanes)).get()) {
+                return ba;
+            }
+            assertTrue(System.nanoTime() < deadline, what + "lanes did not come up");
+            Thread.sleep(5);
+        }
+    }
+
+    /** Whether {@code ep} has exactly {@code lanes} lanes, all live (on its loop). */
+    private static boolean allLanesUp(Endpoint ep, int lanes) {
+        EndpointLanes l = impl(ep).lanes();
+        if (l.size() != lanes) {
+            return false;
+        }
+        for (int i = 0; i < lanes; i++) {
+            if (!l.lane(i).live()) {
+                return false;
+            }
+        }
+        return true;
+    }
 }

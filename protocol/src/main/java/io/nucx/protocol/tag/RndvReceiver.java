@@ -92,7 +92,10 @@ final class RndvReceiver {
         int received;
         /** The GET reading the sender's memory, or null. */
         Get get;
-        /** Completes when the GET no longer reads the sender's memory: a graceful close waits for it. */
+        /**
+         * Completes when the GET no longer reads the sender's memory; made only when a graceful close asks to wait for
+         * it ({@link #collectOutstanding}), so a read no close waits for costs nothing more.
+         */
         Promise<Void> getOver;
         /** The buffer offered for PUT (one registration per device of ours), and the promise a graceful close waits
          *  for, or null. */
@@ -355,7 +358,6 @@ final class RndvReceiver {
                     : RndvKeys.live(key); // an RTS that waited unexpected may outlive a lane
             if (!live.isEmpty() && wholeBuffer(rv)) {
                 rv.stage = Stage.GET;
-                rv.getOver = ctx.executor().newPromise();
                 rv.get = new Get(rv, live);
                 rv.get.start();
                 return;
@@ -591,7 +593,7 @@ final class RndvReceiver {
         @Override
         protected void failed(Throwable cause) {
             rv.get = null;
-            rv.getOver.trySuccess(null);
+            getOver(rv);
             getFallbackCount.increment();
             endpoint.rmaFailed("rndv/get/zcopy fell back to RTR", cause);
             askForData(rv);
@@ -606,8 +608,15 @@ final class RndvReceiver {
             // The ATS first, then the close may go (behind it), then the receive's owner hears: its code may close
             // the endpoint or throw, and neither may keep the ATS from going before the close does.
             sendAts(rv.senderReqId, RndvHeaders.STATUS_OK);
-            rv.getOver.trySuccess(null);
+            getOver(rv);
             complete(rv);
+        }
+    }
+
+    /** The GET of {@code rv} no longer reads the sender's memory: a close waiting for it may go. */
+    private static void getOver(Receive rv) {
+        if (rv.getOver != null) {
+            rv.getOver.trySuccess(null);
         }
     }
 
@@ -639,7 +648,7 @@ final class RndvReceiver {
         if (rv.get != null) {
             rv.get.cancel();
             rv.get = null;
-            rv.getOver.trySuccess(null);
+            getOver(rv);
         }
         if (rv.buffer != null) {
             rv.buffer.release();
@@ -685,7 +694,11 @@ final class RndvReceiver {
             if (rv.stage == Stage.OFFERED) {
                 out.add(rv.offerOver);
             } else if (rv.get != null) {
-                out.add(rv.getOver); // reading the sender's buffer: its owner must not free it before the read ends
+                // reading the sender's buffer: its owner must not free it before the read ends
+                if (rv.getOver == null) {
+                    rv.getOver = ctx.executor().newPromise();
+                }
+                out.add(rv.getOver);
             }
         }
     }
