@@ -86,7 +86,9 @@ public interface Endpoint extends Channel {
      * Sends an active message to the peer worker's handler for {@code id} ({@link Worker#setAmHandler}; UCX's
      * {@code ucp_am_send_nbx}): {@code header} (at most 4096 bytes) reaches the handler with the message, {@code data}
      * eagerly or, above the rendezvous threshold the protocol table sets, by rendezvous (the handler receives it into a
-     * buffer of its own, {@link AmMessage#receiveData}). Messages of one endpoint reach the peer's handlers in the
+     * buffer of its own, {@link AmMessage#receiveData}); a header the rendezvous RTS cannot hold on the AM lane (its
+     * frame size, header included) goes eagerly instead, or fails the send, saying so, where NUCX_PROTOS leaves out
+     * {@code egr/multi/bcopy}. Messages of one endpoint reach the peer's handlers in the
      * order they were sent. The future completes when the buffers may be reused; it fails with
      * {@link IllegalArgumentException} naming the limit for an id outside 0 to 65535 or a header over 4096 bytes
      * (nothing is sent). Owns {@code header} and {@code data}.

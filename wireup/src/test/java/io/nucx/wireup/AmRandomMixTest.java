@@ -112,8 +112,11 @@ class AmRandomMixTest {
         };
     }
 
-    /** Data in a buffer of {@code kind}: wrapped with bytes around, pooled heap, direct, direct offset, composite. */
-    private static ByteBuf buffer(byte[] b, int kind) {
+    /**
+     * Data in a buffer of {@code kind}: wrapped with bytes around, pooled heap, direct, direct offset, composite (4 and
+     * above). Also ProtocolForcedRandomTest's.
+     */
+    static ByteBuf buffer(byte[] b, int kind) {
         ByteBufAllocator alloc = ByteBufAllocator.DEFAULT;
         int n = b.length;
         return switch (kind) {

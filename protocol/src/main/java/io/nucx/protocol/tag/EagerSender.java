@@ -315,6 +315,21 @@ final class EagerSender {
             int keyIndex = keyIndex(content, sync, kind);
             ProtoCandidate chosen = protocols.table(keys[keyIndex]).lookup(length);
             Protocol p = chosen == null ? null : chosen.protocol();
+            if (amHeader != null && (p == RndvProtocols.TAG_RNDV || p == RndvProtocols.PUT_ZCOPY
+                    || p == RndvProtocols.GET_ZCOPY)
+                    && RndvHeaders.RTS_LENGTH + amHeader.readableBytes() > lane.maxBcopy()) {
+                // The RTS carries the user header in its one frame, which this lane cannot hold (the send waited for
+                // an answer that never came): the message goes eagerly in fragments instead, if it may.
+                if (protocols.table(keys[keyIndex]).candidates().stream()
+                        .noneMatch(c -> c.protocol() == EagerProtocols.MULTI_BCOPY)) {
+                    promise.tryFailure(new IllegalStateException("an active message's user header of "
+                            + amHeader.readableBytes() + " bytes does not fit a rendezvous RTS on "
+                            + protocols.config().amLane() + " (frames of at most " + lane.maxBcopy()
+                            + " bytes), and egr/multi/bcopy, which would carry it, is not enabled (NUCX_PROTOS)"));
+                    return;
+                }
+                p = EagerProtocols.MULTI_BCOPY;
+            }
             if (p == EagerProtocols.SHORT || p == EagerProtocols.SINGLE_BCOPY) {
                 (p == EagerProtocols.SHORT ? shortCount : singleCount).sent(length);
                 // The tag is the whole header: a transport that copies as it writes takes it as a number, no frame.

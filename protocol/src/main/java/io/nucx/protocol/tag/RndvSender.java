@@ -127,9 +127,17 @@ final class RndvSender {
                         : RndvKeys.offerOnDomains(domains, run, s.getOffers);
             }
         }
+        ByteBuf payload = req.rtsPayload() == null ? Unpooled.EMPTY_BUFFER : req.rtsPayload();
+        if (key != null && RndvHeaders.rtsLength(key) + payload.readableBytes()
+                > endpoint.endpointConfig().amLaneAttrs().maxBcopy()) {
+            // The key and an active message's user header do not fit the RTS's one frame together (a frame the lane
+            // cannot hold is lost, and the send with it): no offer, the receiver asks by RTR as for heap memory.
+            s.getOffers.forEach(MemoryRegistration::close);
+            s.getOffers = List.of();
+            key = null;
+        }
         ByteBuf header = RndvHeaders.writeRts(ctx.alloc().buffer(RndvHeaders.rtsLength(key)), req.tag(), s.id,
                 content.readableBytes(), key);
-        ByteBuf payload = req.rtsPayload() == null ? Unpooled.EMPTY_BUFFER : req.rtsPayload();
         endpoint.writeFrame(ctx, AmFrame.of(req.kind().rtsId(), 0, header, payload), ProtocolCodec.quietPromise(ctx));
     }
 
