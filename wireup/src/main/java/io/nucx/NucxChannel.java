@@ -84,6 +84,14 @@ public final class NucxChannel extends AbstractChannel implements SocketChannel 
     private ScheduledFuture<?> connectTimeout;
     private volatile boolean inputShutdown;
     private volatile boolean outputShutdown;
+    /**
+     * Inside {@link #doWrite}: buffers it gathered have had their promises completed and are not on the endpoint yet,
+     * so a listener of those promises that shuts the output down or closes the channel must not send the end ahead of
+     * them; the end ({@link #endAfterWrite}) and the endpoint's close ({@link #closeAfterWrite}) wait for doWrite.
+     */
+    private boolean writing;
+    private boolean endAfterWrite;
+    private boolean closeAfterWrite;
 
     /** A channel to connect, as {@code Bootstrap} makes it. */
     public NucxChannel() {
@@ -524,12 +532,28 @@ public final class NucxChannel extends AbstractChannel implements SocketChannel 
         if (exchange != null) {
             exchange.close();
         }
+        // the peer reads to the end, then sees it
+        endEndpoint(!outputShutdown && was == State.CONNECTED, true);
+    }
+
+    /**
+     * Ends the stream ({@code end}) and closes the endpoint ({@code close}), or, asked inside {@link #doWrite}, once
+     * it has handed the endpoint what it took.
+     */
+    private void endEndpoint(boolean end, boolean close) {
+        if (writing) {
+            endAfterWrite |= end;
+            closeAfterWrite |= close;
+            return;
+        }
         Endpoint ep = endpoint;
         if (ep != null && ep.isOpen()) {
-            if (!outputShutdown && was == State.CONNECTED) {
-                ep.writeAndFlush(StreamData.end(), noNotice(ep)); // the peer reads to the end, then sees it
+            if (end) {
+                ep.writeAndFlush(StreamData.end(), noNotice(ep));
             }
-            ep.close();
+            if (close) {
+                ep.close();
+            }
         }
     }
 
@@ -611,6 +635,27 @@ public final class NucxChannel extends AbstractChannel implements SocketChannel 
      */
     @Override
     protected void doWrite(ChannelOutboundBuffer in) throws Exception {
+        writing = true;
+        try {
+            writeToStream(in);
+        } finally {
+            writing = false;
+            if (endAfterWrite || closeAfterWrite) {
+                boolean end = endAfterWrite;
+                boolean close = closeAfterWrite;
+                endAfterWrite = false;
+                closeAfterWrite = false;
+                endEndpoint(end, close);
+            }
+        }
+    }
+
+    /**
+     * {@link #doWrite}'s loop. A buffer's promise completes as it leaves the outbound buffer, and a gathered one's
+     * bytes reach the endpoint later, with the gathering: a listener may shut down or close meanwhile (see
+     * {@link #writing}).
+     */
+    private void writeToStream(ChannelOutboundBuffer in) throws Exception {
         Endpoint ep = endpoint;
         io.netty.buffer.CompositeByteBuf gathered = null;
         int gatheredBytes = 0;
@@ -618,10 +663,16 @@ public final class NucxChannel extends AbstractChannel implements SocketChannel 
         for (Object m; (m = in.current()) != null; ) {
             ByteBuf buf = (ByteBuf) m;
             if (!ep.isOpen()) {
+                if (gathered != null) {
+                    gathered.release(); // the endpoint is gone: the bytes with it, as a reset socket's
+                }
                 Throwable why = ep.errorFuture().cause();
                 throw why instanceof Exception e ? e : new java.nio.channels.ClosedChannelException();
             }
             if (stream.outputEnded()) {
+                if (gathered != null) {
+                    gathered.release();
+                }
                 // Closed under this channel (its worker closes, e.g. with its event loop group): nothing may follow.
                 throw new io.netty.channel.socket.ChannelOutputShutdownException("the endpoint under " + this
                         + " is closing (its worker closes): nothing more can be written");
@@ -742,10 +793,7 @@ public final class NucxChannel extends AbstractChannel implements SocketChannel 
             return;
         }
         outputShutdown = true;
-        Endpoint ep = endpoint;
-        if (ep != null && ep.isOpen()) {
-            ep.writeAndFlush(StreamData.end(), noNotice(ep));
-        }
+        endEndpoint(true, false);
     }
 
     @Override

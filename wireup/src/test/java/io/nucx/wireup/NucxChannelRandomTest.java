@@ -51,9 +51,10 @@ import static org.junit.jupiter.api.Assertions.fail;
  * Replay one run with {@code -Dtest.channel.seed=<seed>}.
  */
 // Quarantined, an open fault: in a CI run of 35838ce, case seed 39917266449495 (self, half-closure) ended the server's
-// input after 6,206,130 of the 6,252,548 bytes whose writes had all succeeded; the replay did not repeat it, nor did
-// ~60 other cases. Until that loss is found, CI would fail on it at random. The auto-read fault this test found stays
-// covered by StreamTest.autoReadTurnedOffBetweenBatchesWithdrawsTheReadItHadAsked. Run it by hand (remove this line).
+// input after 6,206,130 of the 6,252,548 bytes whose writes had all succeeded. Found since: gathered bytes whose
+// write's listener shut the output down went behind the end (fixed; NucxChannelTest.aWriteWhoseListenerEnds...), and
+// the end itself is lost when the peer's endpoint closes before a reader with auto-read off reads it (about 1 case in
+// 150, over tcp; a fix, STREAM_FIN_ACK, is on branch wip-fin-ack-lifecycle, not yet through CI). Run it by hand.
 @Disabled("an open, intermittent fault: the stream's last bytes lost at a half-closure over self (see above)")
 @Timeout(400)
 class NucxChannelRandomTest {

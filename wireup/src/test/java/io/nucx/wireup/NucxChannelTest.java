@@ -10,6 +10,7 @@ import io.netty.channel.ChannelHandlerContext;
 import io.netty.channel.ChannelInboundHandlerAdapter;
 import io.netty.channel.ChannelInitializer;
 import io.netty.channel.ChannelOption;
+import io.netty.channel.ChannelPromise;
 import io.netty.channel.EventLoopGroup;
 import io.netty.channel.SimpleChannelInboundHandler;
 import io.netty.channel.socket.ChannelInputShutdownEvent;
@@ -20,13 +21,17 @@ import io.netty.handler.codec.string.StringDecoder;
 import io.netty.handler.codec.string.StringEncoder;
 import io.netty.util.AttributeKey;
 import io.netty.util.CharsetUtil;
+import io.nucx.Endpoint;
 import io.nucx.NucxChannel;
 import io.nucx.NucxEventLoopGroup;
 import io.nucx.NucxServerChannel;
+import io.nucx.protocol.stream.StreamCodec;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
 
 import java.net.ConnectException;
 import java.net.InetSocketAddress;
@@ -192,6 +197,80 @@ class NucxChannelTest {
         assertTrue(closed.await(30, TimeUnit.SECONDS), "the server's close did not reach the client");
     }
 
+    /**
+     * A half-closing child that answers how many bytes came before the end ({@code "end after N"}), or that the
+     * channel closed without an end ({@code "inactive after N"}); {@code child} gets the channel.
+     */
+    private Channel endCounter(boolean autoRead, BlockingQueue<String> outcome, AtomicReference<Channel> child,
+            BlockingQueue<Integer> sizes) throws InterruptedException {
+        return new ServerBootstrap().group(boss, workers).channel(NucxServerChannel.class)
+                .childOption(ChannelOption.ALLOW_HALF_CLOSURE, true)
+                .childOption(ChannelOption.AUTO_READ, autoRead)
+                .childHandler(new ChannelInboundHandlerAdapter() {
+                    long bytes;
+                    boolean ended;
+
+                    @Override
+                    public void channelActive(ChannelHandlerContext ctx) {
+                        child.set(ctx.channel());
+                    }
+
+                    @Override
+                    public void channelRead(ChannelHandlerContext ctx, Object msg) {
+                        int n = ((ByteBuf) msg).readableBytes();
+                        bytes += n;
+                        sizes.add(n);
+                        ((ByteBuf) msg).release();
+                    }
+
+                    @Override
+                    public void userEventTriggered(ChannelHandlerContext ctx, Object evt) {
+                        if (evt instanceof ChannelInputShutdownEvent) {
+                            ended = true;
+                            outcome.add("end after " + bytes);
+                        }
+                    }
+
+                    @Override
+                    public void channelInactive(ChannelHandlerContext ctx) {
+                        if (!ended) {
+                            outcome.add("inactive after " + bytes);
+                        }
+                    }
+                }).bind(new InetSocketAddress("127.0.0.1", 0)).sync().channel();
+    }
+
+    private SocketChannel plainClient() throws InterruptedException {
+        return (SocketChannel) new Bootstrap().group(workers).channel(NucxChannel.class)
+                .handler(new ChannelInboundHandlerAdapter()).connect(server.localAddress()).sync().channel();
+    }
+
+    /**
+     * Small writes go to the stream gathered, after their promises completed: a listener of one that shuts the output
+     * down or closes the channel must not send the end ahead of them (it did: the gathered bytes were then refused
+     * behind the end, lost while their writes had succeeded).
+     */
+    @ParameterizedTest
+    @ValueSource(booleans = {false, true})
+    void aWriteWhoseListenerEndsTheStreamStillArrivesBeforeTheEnd(boolean close) throws Exception {
+        BlockingQueue<String> outcome = new LinkedBlockingQueue<>();
+        server = endCounter(true, outcome, new AtomicReference<>(), new LinkedBlockingQueue<>());
+        SocketChannel client = plainClient();
+        client.eventLoop().submit(() -> {
+            ChannelPromise last = client.newPromise();
+            last.addListener(f -> {
+                if (close) {
+                    client.close();
+                } else {
+                    client.shutdownOutput();
+                }
+            });
+            client.write(Unpooled.wrappedBuffer(new byte[100]));
+            client.writeAndFlush(Unpooled.wrappedBuffer(new byte[200]), last);
+        }).sync();
+        assertEquals("end after 300", outcome.poll(30, TimeUnit.SECONDS));
+    }
+
     @Test
     void aReaderThatDoesNotReadMakesTheWriterUnwritable() throws Exception {
         AtomicReference<Channel> child = new AtomicReference<>();
@@ -213,7 +292,7 @@ class NucxChannelTest {
         Channel client = new Bootstrap().group(workers).channel(NucxChannel.class)
                 .handler(new ChannelInboundHandlerAdapter()).connect(server.localAddress()).sync().channel();
         int write = 64 * 1024;
-        int written = 3 * io.nucx.protocol.stream.StreamCodec.WINDOW / write;
+        int written = 3 * StreamCodec.WINDOW / write;
         for (int i = 0; i < written; i++) {
             client.write(Unpooled.wrappedBuffer(new byte[write]));
         }
@@ -222,7 +301,7 @@ class NucxChannelTest {
         // water mark: unwritable until the reader reads.
         long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
         while (client.isWritable() || client.unsafe().outboundBuffer().totalPendingWriteBytes()
-                > (long) written * write - io.nucx.protocol.stream.StreamCodec.WINDOW / 2) { // + entries' overhead
+                > (long) written * write - StreamCodec.WINDOW / 2) { // + entries' overhead
             assertTrue(System.nanoTime() < deadline, () -> "the stream did not take a window, or the writer stayed "
                     + "writable: " + client.isWritable() + "; pending " + client.unsafe().outboundBuffer()
                     .totalPendingWriteBytes() + "; " + describe(((NucxChannel) client).endpoint()));
@@ -246,7 +325,7 @@ class NucxChannelTest {
         if (!(ch instanceof NucxChannel nc) || nc.endpoint() == null) {
             return String.valueOf(ch);
         }
-        io.nucx.Endpoint ep = nc.endpoint();
+        Endpoint ep = nc.endpoint();
         try {
             return ep.eventLoop().submit(() -> {
                 java.util.List<String> out = new java.util.ArrayList<>();
@@ -277,10 +356,10 @@ class NucxChannelTest {
         }
     }
 
-    private static String describe(io.nucx.Endpoint ep) {
+    private static String describe(Endpoint ep) {
         try {
             return ep.eventLoop().submit(() -> {
-                io.nucx.protocol.stream.StreamCodec c = ep.pipeline().get(io.nucx.protocol.stream.StreamCodec.class);
+                StreamCodec c = ep.pipeline().get(StreamCodec.class);
                 return ep + " writable " + ep.isWritable() + " lanes " + TestWorkers.impl(ep).lanes().isWritable()
                         + " credit " + c.credit() + " waiting " + c.waitingWrites();
             }).get();
