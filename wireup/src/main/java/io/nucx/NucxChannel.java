@@ -418,7 +418,7 @@ public final class NucxChannel extends AbstractChannel implements SocketChannel 
     private void attach(Endpoint ep) {
         endpoint = ep;
         stream = ep.pipeline().get(StreamCodec.class);
-        ep.config().setAutoRead(false); // this channel's read() paces the stream
+        ep.config().setAutoRead(inputShutdown); // this channel's read() paces the stream (see shutdownInput)
         ep.pipeline().addLast("nucx.channel", new Bridge());
         ep.closeFuture().addListener(f -> endpointClosed());
     }
@@ -531,6 +531,12 @@ public final class NucxChannel extends AbstractChannel implements SocketChannel 
         }
         if (exchange != null) {
             exchange.close();
+        }
+        Endpoint ep = endpoint;
+        if (ep != null && ep.isOpen()) {
+            // Nothing reads any more: the endpoint reads by itself (the Bridge drops it), so the peer's credit and the
+            // end of its stream are acknowledged (STREAM_FIN_ACK), as a closed socket does not hold its peer up.
+            ep.config().setAutoRead(true);
         }
         // the peer reads to the end, then sees it
         endEndpoint(!outputShutdown && was == State.CONNECTED, true);
@@ -752,11 +758,18 @@ public final class NucxChannel extends AbstractChannel implements SocketChannel 
         return shutdownInput(newPromise());
     }
 
-    /** Stops reading: what the peer still sends is dropped (its writes still complete), as SHUT_RD does. */
+    /**
+     * Stops reading: what the peer still sends is dropped (its writes still complete), as SHUT_RD does. The endpoint
+     * then reads by itself, so its window keeps coming back and the peer's writes, end and close are not held up.
+     */
     @Override
     public ChannelFuture shutdownInput(ChannelPromise promise) {
         return onLoop(promise, p -> {
             inputShutdown = true;
+            Endpoint ep = endpoint;
+            if (ep != null && ep.isOpen()) {
+                ep.config().setAutoRead(true);
+            }
             p.trySuccess();
         });
     }

@@ -70,6 +70,11 @@ public final class AmIds {
     public static final int STREAM_CREDIT = 45;
     /** End of the sender's stream (its output shut down), behind every byte it wrote: no header, no payload. */
     public static final int STREAM_FIN = 46;
+    /**
+     * The receiver delivered the sender's STREAM_FIN (every byte before it too): {@code bytes:u64}, the last credit (0
+     * or more). A graceful close of the sender waits for it, so the peer sees the end before the endpoint goes.
+     */
+    public static final int STREAM_FIN_ACK = 47;
 
     /**
      * Active messages of the user (UCX's {@code ucp_am_send_nbx}), one id per first frame of the carrying protocol,
@@ -119,6 +124,7 @@ public final class AmIds {
             case STREAM_RTS -> "STREAM_RTS";
             case STREAM_CREDIT -> "STREAM_CREDIT";
             case STREAM_FIN -> "STREAM_FIN";
+            case STREAM_FIN_ACK -> "STREAM_FIN_ACK";
             case AM_ONLY -> "AM_ONLY";
             case AM_FIRST -> "AM_FIRST";
             case AM_ZCOPY_ONLY -> "AM_ZCOPY_ONLY";

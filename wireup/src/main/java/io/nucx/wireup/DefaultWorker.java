@@ -540,8 +540,9 @@ public final class DefaultWorker implements Worker {
 
     /**
      * Endpoints close gracefully, ifaces close; then every posted receive fails and every unexpected message is
-     * released; endpoints still lingering for a peer's last word get the close bound (NUCX_KEEPALIVE_TIMEOUT), then
-     * what they hold is parked.
+     * released; endpoints still lingering for a peer's last word, and endpoints made while the close ran, get the close
+     * bound (NUCX_KEEPALIVE_TIMEOUT); then any of the latter still open ends at once, and what the lingering hold is
+     * parked.
      */
     private void close0() {
         reaperTask.cancel(); // keepalive runs on until the endpoints are closed (below)
@@ -566,10 +567,17 @@ public final class DefaultWorker implements Worker {
             Promise<Void> lingered = loop.newPromise();
             PromiseCombiner waits = new PromiseCombiner(loop);
             lingering.forEach(ep -> waits.add(ep.lifecycle().closedFuture()));
+            // Endpoints made while the close ran (a peer's connect, closed as it was made) close on their own: their
+            // graceful close is waited for as well, not cut off by the loop's end.
+            endpoints.values().forEach(ep -> waits.add(ep.closeFuture()));
             waits.finish(lingered);
             Future<?> bound = loop.schedule(() -> lingered.trySuccess(null), closeWaitNanos(), TimeUnit.NANOSECONDS);
             lingered.addListener(h -> {
                 bound.cancel(false);
+                for (EndpointChannel ep : List.copyOf(endpoints.values())) {
+                    // Past the bound an endpoint still open ends now (what it had fails), before its loop goes
+                    ep.unsafe().close(ep.unsafe().voidPromise());
+                }
                 for (EndpointChannel ep : List.copyOf(lingering)) {
                     ep.lifecycle().park();
                 }
@@ -690,6 +698,14 @@ public final class DefaultWorker implements Worker {
     /** The endpoint no longer waits to be matched: paired with its peer, failed or closed. */
     void endpointMatched(EndpointChannel ep) {
         match.remove(ep.remoteWorkerAddress().uuid(), ep.connSn(), ep);
+    }
+
+    /**
+     * Its owner closes {@code ep}: a {@code connect} must not adopt it from now on (it would return an endpoint that
+     * refuses every send), even before the close reaches the loop. Any thread.
+     */
+    void endpointClosing(EndpointChannel ep) {
+        match.removeUnexpected(ep.remoteWorkerAddress().uuid(), ep.connSn(), ep);
     }
 
     void endpointClosed(EndpointChannel ep) {

@@ -42,6 +42,7 @@ import io.nucx.transport.rma.RmaLane;
 
 import java.lang.foreign.MemorySegment;
 import java.net.SocketAddress;
+import java.nio.channels.ClosedChannelException;
 import java.util.List;
 
 /**
@@ -687,7 +688,8 @@ final class EndpointChannel extends AbstractChannel implements Endpoint, Endpoin
             promise.trySuccess(); // a void one (NucxChannel's writes) stays as it is
             return promise;
         }
-        return super.write(msg, promise);
+        super.write(msg, namingTheEnd(promise));
+        return promise;
     }
 
     @Override
@@ -732,7 +734,31 @@ final class EndpointChannel extends AbstractChannel implements Endpoint, Endpoin
             promise.trySuccess();
             return promise;
         }
-        return super.writeAndFlush(msg, promise);
+        super.writeAndFlush(msg, namingTheEnd(promise));
+        return promise;
+    }
+
+    /**
+     * A write off the loop walks the pipeline later, as a task; if the endpoint ends and deregisters before it runs,
+     * its pipeline is emptied (WriteAfterEndHandler gone with it) and Netty's head fails it with a
+     * ClosedChannelException that says nothing. Such a write's promise then fails with why the endpoint ended, as one
+     * refused at once does. On the loop, or with a void promise, {@code promise} itself.
+     */
+    private ChannelPromise namingTheEnd(ChannelPromise promise) {
+        if (promise.isVoid() || eventLoop().inEventLoop()) {
+            return promise;
+        }
+        ChannelPromise walk = newPromise();
+        walk.addListener(f -> {
+            if (f.isSuccess()) {
+                promise.trySuccess();
+            } else {
+                Throwable c = f.cause();
+                promise.tryFailure(c instanceof ClosedChannelException && c.getMessage() == null && !isOpen()
+                        ? endCause() : c);
+            }
+        });
+        return walk;
     }
 
     /**
@@ -808,11 +834,15 @@ final class EndpointChannel extends AbstractChannel implements Endpoint, Endpoin
     /** A write on an ended endpoint fails with why it ended (Netty's own says "closed", without a message). */
     ChannelFuture writeAfterEnd(Object msg, ChannelPromise promise) {
         io.netty.util.ReferenceCountUtil.release(msg);
-        EndpointException failed = lifecycle.failure();
-        promise.tryFailure(failed != null ? new NucxClosedException(this + " failed before this write: "
-                + failed.getMessage(), failed) : new NucxClosedException(this + " was closed by its owner before "
-                + "this write", null));
+        promise.tryFailure(endCause());
         return promise;
+    }
+
+    /** Why a write on this ended endpoint fails. */
+    private NucxClosedException endCause() {
+        EndpointException failed = lifecycle.failure();
+        return failed != null ? new NucxClosedException(this + " failed before this write: " + failed.getMessage(),
+                failed) : new NucxClosedException(this + " was closed by its owner before this write", null);
     }
 
     @Override
@@ -1051,6 +1081,19 @@ final class EndpointChannel extends AbstractChannel implements Endpoint, Endpoin
     @Override
     protected void doDisconnect() {
         doClose();
+    }
+
+    /** Its owner's close: from now on no {@code connect} adopts it ({@link DefaultWorker#endpointClosing}). */
+    @Override
+    public ChannelFuture close() {
+        worker.endpointClosing(this);
+        return super.close();
+    }
+
+    @Override
+    public ChannelFuture close(ChannelPromise promise) {
+        worker.endpointClosing(this);
+        return super.close(promise);
     }
 
     /** The end, whatever led here: {@link EndpointLifecycle#end}. */

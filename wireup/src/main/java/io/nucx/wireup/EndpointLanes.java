@@ -9,6 +9,7 @@ import io.netty.channel.DefaultChannelPromise;
 import io.netty.util.concurrent.Future;
 import io.netty.util.concurrent.Promise;
 import io.netty.util.concurrent.PromiseCombiner;
+import io.nucx.NucxClosedException;
 import io.nucx.WireupException;
 import io.nucx.protocol.AmIds;
 import io.nucx.protocol.ProtocolException;
@@ -399,13 +400,26 @@ final class EndpointLanes {
         }
         Throwable why = endpoint.failure();
         if (why != null || !endpoint.isOpen()) {
-            promise.tryFailure(why != null ? why : lane.cause());
+            promise.tryFailure(why != null ? why : laneCause(lane));
             return;
         }
         endpoint.errorFuture().addListener(f -> {
             Throwable cause = endpoint.failure();
-            promise.tryFailure(cause != null ? cause : lane.cause());
+            promise.tryFailure(cause != null ? cause : laneCause(lane));
         });
+    }
+
+    /**
+     * Why a lane's write failed, as the send reports it when its endpoint closed rather than failed: Netty's closed
+     * channel says nothing, so its lane and endpoint are named.
+     */
+    private Throwable laneCause(Future<?> lane) {
+        Throwable c = lane.cause();
+        if (c instanceof ClosedChannelException && c.getMessage() == null) {
+            return new NucxClosedException((lane instanceof ChannelFuture f ? "lane " + f.channel() : "a lane") + " of "
+                    + endpoint + " closed before this write went out", c);
+        }
+        return c;
     }
 
     /** The send's last fragment: done when every lane has written its last fragment. */

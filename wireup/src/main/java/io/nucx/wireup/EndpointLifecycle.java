@@ -11,12 +11,12 @@ import io.nucx.EndpointErrorEvent;
 import io.nucx.EndpointException;
 import io.nucx.EndpointTimeoutException;
 import io.nucx.ErrorMode;
+import io.nucx.NucxClosedException;
 import io.nucx.protocol.ProtocolCodec;
 import io.nucx.transport.AmFrame;
 import io.nucx.transport.PayloadPlacement;
 
 import java.io.IOException;
-import java.nio.channels.ClosedChannelException;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
@@ -180,6 +180,13 @@ final class EndpointLifecycle {
      * waits (as long again at most) for the peer to close. {@code promise} completes when the endpoint is closed.
      */
     void closeGracefully(ChannelPromise promise) {
+        ep.worker().endpointClosing(ep); // a handler's ctx.close() comes here without the channel's close()
+        if (failure == null && (state == State.DRAINING || state == State.CLOSING)) {
+            // Closed again (its owner, then its worker's close): ending it now would cut the graceful close short and
+            // fail what it waits for; this close completes with that one, which is bounded.
+            ep.closeFuture().addListener(f -> promise.trySuccess());
+            return;
+        }
         EndpointLanes lanes = ep.lanes();
         Channel am = lanes.amChannel();
         if (failure != null || state != State.CONNECTED || am == null || (!am.isActive() && !lanes.holding())) {
@@ -242,8 +249,11 @@ final class EndpointLifecycle {
             lingerEnded(); // the goodbye it may have been waiting for
             return;
         }
-        if (state == State.CLOSING) {
-            closeNow(); // both sides said goodbye: nothing more will come either way
+        if (state == State.CLOSING || graceful && state == State.DRAINING) {
+            // Both sides said goodbye: nothing more will come either way. Still draining, this side's close waited for
+            // acknowledgements the peer, gone by its own close, no longer gives (the end of a stream it will not
+            // read): a close, not a reset; what this side still had fails as a close's.
+            closeNow();
             return;
         }
         fail(new ConnectionResetException(ep.endpointId(), ep.remoteAddress(), "the peer removed its endpoint: "
@@ -401,8 +411,8 @@ final class EndpointLifecycle {
 
     /**
      * The end, whatever led here (the channel's {@code doClose}): every request still outstanding is aborted by its
-     * codec as its stage says (failed with the endpoint's failure, or {@link ClosedChannelException} for a close),
-     * then the endpoint lingers if a codec must hear the peer's last word, else its lanes close.
+     * codec as its stage says (failed with the endpoint's failure, or for a close with a {@link NucxClosedException}
+     * naming the endpoint), then the endpoint lingers if a codec must hear the peer's last word, else its lanes close.
      */
     void end() {
         openness = ENDED;
@@ -410,7 +420,10 @@ final class EndpointLifecycle {
         if (closeTimer != null) {
             closeTimer.cancel(false);
         }
-        Throwable cause = failure != null ? failure : new ClosedChannelException();
+        // A close's: what it still had (a graceful close's bound ran out, or the close was not graceful) names it
+        Throwable cause = failure != null ? failure : new NucxClosedException(ep + " was closed here (by its owner or "
+                + "its worker" + (peerRemoved ? "; its peer removed its side too" : "") + ") before this operation "
+                + "completed", null);
         StubHandler stub = ep.pipeline().get(StubHandler.class);
         if (stub != null) {
             stub.fail(cause);

@@ -69,6 +69,14 @@ final class EndpointMatch<E> {
         }
     }
 
+    /** Takes {@code ep} out of the on-demand queue: no {@code connect} adopts it any more. */
+    synchronized void removeUnexpected(long uuid, int sn, E ep) {
+        Peer<E> p = peers.get(uuid);
+        if (p != null) {
+            p.unexpected.remove(sn, ep);
+        }
+    }
+
     /** Takes {@code ep} out of both queues (it was paired, failed or closed); the sequence numbers stay. */
     synchronized void remove(long uuid, int sn, E ep) {
         Peer<E> p = peers.get(uuid);

@@ -36,16 +36,19 @@ import org.junit.jupiter.params.provider.ValueSource;
 import java.net.ConnectException;
 import java.net.InetSocketAddress;
 import java.net.ServerSocket;
+import java.util.List;
 import java.util.concurrent.BlockingQueue;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicReference;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertInstanceOf;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
+import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertSame;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -245,6 +248,15 @@ class NucxChannelTest {
                 .handler(new ChannelInboundHandlerAdapter()).connect(server.localAddress()).sync().channel();
     }
 
+    private static Channel awaitChild(AtomicReference<Channel> child) throws InterruptedException {
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
+        while (child.get() == null) {
+            assertTrue(System.nanoTime() < deadline, "no child");
+            Thread.sleep(5);
+        }
+        return child.get();
+    }
+
     /**
      * Small writes go to the stream gathered, after their promises completed: a listener of one that shuts the output
      * down or closes the channel must not send the end ahead of them (it did: the gathered bytes were then refused
@@ -269,6 +281,97 @@ class NucxChannelTest {
             client.writeAndFlush(Unpooled.wrappedBuffer(new byte[200]), last);
         }).sync();
         assertEquals("end after 300", outcome.poll(30, TimeUnit.SECONDS));
+    }
+
+    /**
+     * A reader with auto-read off that has read every byte, all credited back, and not yet the end: its peer's close
+     * waits for the end to be read (STREAM_FIN_ACK), so the reader still finds it, as a socket's reader finds the FIN
+     * after its peer closed (the peer's endpoint went at once, and the channel closed with the end unread).
+     */
+    @Test
+    void theEndReachesAReaderThatReadsOnlyAfterThePeerClosed() throws Exception {
+        BlockingQueue<String> outcome = new LinkedBlockingQueue<>();
+        AtomicReference<Channel> child = new AtomicReference<>();
+        BlockingQueue<Integer> sizes = new LinkedBlockingQueue<>();
+        server = endCounter(false, outcome, child, sizes);
+        SocketChannel client = plainClient();
+        int quarter = StreamCodec.WINDOW / 4; // delivered at once, it is credited at once
+        client.writeAndFlush(Unpooled.wrappedBuffer(new byte[quarter])).sync();
+        awaitChild(child).read();
+        long got = 0;
+        while (got < quarter) {
+            Integer n = sizes.poll(30, TimeUnit.SECONDS);
+            assertNotNull(n, "stuck at " + got + " of " + quarter);
+            got += n;
+        }
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
+        AtomicLong credit = new AtomicLong();
+        StreamCodec clientStream = ((NucxChannel) client).endpoint().pipeline().get(StreamCodec.class);
+        while (credit.get() < StreamCodec.WINDOW) {
+            assertTrue(System.nanoTime() < deadline, () -> "the credit did not come back: " + credit);
+            client.eventLoop().submit(() -> credit.set(clientStream.credit())).sync();
+            Thread.sleep(5);
+        }
+        client.shutdownOutput().sync();
+        client.close().sync();
+        // The end arrives and waits for a read(); give the peer's endpoint time to go if it does not wait for that.
+        assertNull(outcome.poll(1, TimeUnit.SECONDS), "the reader did not read, yet");
+        child.get().read();
+        assertEquals("end after " + quarter, outcome.poll(30, TimeUnit.SECONDS));
+        assertTrue(child.get().closeFuture().await(30, TimeUnit.SECONDS), "the peer's close did not follow");
+    }
+
+    /**
+     * The common close: one side closes, the other (half-closure off, Netty's default) closes as it sees the end. Both
+     * endpoints end cleanly and at once: each side's end is acknowledged though nobody reads it any more (a closed
+     * channel's endpoint reads by itself), and a goodbye that crosses a close still waiting for it is a close, not a
+     * reset (the answering side's endpoint failed "the peer removed its endpoint", or waited out its bound).
+     */
+    @Test
+    void aCloseAnsweredByThePeersCloseEndsBothEndpointsCleanly() throws Exception {
+        AtomicReference<Channel> child = new AtomicReference<>();
+        server = new ServerBootstrap().group(boss, workers).channel(NucxServerChannel.class)
+                .childHandler(new ChannelInboundHandlerAdapter() {
+                    @Override
+                    public void channelActive(ChannelHandlerContext ctx) {
+                        child.set(ctx.channel());
+                    }
+                }).bind(new InetSocketAddress("127.0.0.1", 0)).sync().channel();
+        SocketChannel client = plainClient();
+        Channel c = awaitChild(child);
+        Endpoint clientEndpoint = ((NucxChannel) client).endpoint();
+        Endpoint childEndpoint = ((NucxChannel) c).endpoint();
+        long start = System.nanoTime();
+        client.close().sync();
+        for (Endpoint ep : List.of(clientEndpoint, childEndpoint)) {
+            assertTrue(ep.closeFuture().await(30, TimeUnit.SECONDS), () -> ep + " did not close");
+            assertTrue(ep.errorFuture().await(5, TimeUnit.SECONDS) && ep.errorFuture().isSuccess(),
+                    () -> ep + " failed: " + ep.errorFuture().cause());
+        }
+        long ms = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - start);
+        // NUCX_KEEPALIVE_TIMEOUT (5 s here) bounds a close's wait: a close that waited it out took that long
+        assertTrue(ms < 2_500, () -> "the closes took " + ms + " ms");
+        assertFalse(c.isOpen());
+    }
+
+    /** A shut input drops what comes, as SHUT_RD does, and the writer goes on: its writes beyond a window complete. */
+    @Test
+    void aShutInputDropsWhatComesAndTheWriterGoesOn() throws Exception {
+        BlockingQueue<String> outcome = new LinkedBlockingQueue<>();
+        AtomicReference<Channel> child = new AtomicReference<>();
+        BlockingQueue<Integer> sizes = new LinkedBlockingQueue<>();
+        server = endCounter(false, outcome, child, sizes);
+        SocketChannel client = plainClient();
+        ((SocketChannel) awaitChild(child)).shutdownInput().sync();
+        ChannelFuture last = null;
+        for (int i = 0; i < 3 * StreamCodec.WINDOW / (256 * 1024); i++) {
+            last = client.writeAndFlush(Unpooled.wrappedBuffer(new byte[256 * 1024]));
+        }
+        assertTrue(last.await(30, TimeUnit.SECONDS) && last.isSuccess(), () -> "three windows to a shut input: "
+                + state(client) + "; " + state(child.get()));
+        assertTrue(sizes.isEmpty(), "delivered after shutdownInput: " + sizes);
+        client.close().sync();
+        assertTrue(child.get().closeFuture().await(30, TimeUnit.SECONDS), "the peer's close did not follow");
     }
 
     @Test

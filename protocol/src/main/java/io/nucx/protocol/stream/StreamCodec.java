@@ -59,10 +59,13 @@ import java.util.concurrent.TimeUnit;
  * the receiver has read everything: no deadlock, and the receiver holds at most one window plus one write.
  *
  * <p><b>End of stream.</b> {@link StreamData#end()} (a socket's {@code shutdownOutput}) sends STREAM_FIN behind every
- * byte; the peer fires {@link ChannelInputShutdownEvent} once it has delivered them, and returns all its credit at
- * once. A close of an endpoint whose stream carried bytes sends the end first (after the writes still waiting for
- * credit, at most NUCX_KEEPALIVE_TIMEOUT), and the endpoint's graceful close waits until the peer has delivered
- * every byte (all credit back), so a close loses nothing the peer is still reading. Loop only.
+ * byte; the peer fires {@link ChannelInputShutdownEvent} once it has delivered them, and answers STREAM_FIN_ACK with
+ * the rest of its credit. A close of an endpoint whose stream carried bytes sends the end first (after the writes
+ * still waiting for credit, at most NUCX_KEEPALIVE_TIMEOUT), and the endpoint's graceful close waits until the peer
+ * has delivered every byte (all credit back) and the end (its STREAM_FIN_ACK), so a close loses nothing the peer is
+ * still reading: a reader with auto-read off that has every byte and not yet the end still sees the end when it
+ * reads within that bound, as a socket's reader finds the FIN after its peer closed. A closed NucxChannel keeps its
+ * endpoint reading, so its peer's end is acknowledged without a read. Loop only.
  */
 public final class StreamCodec extends ChannelDuplexHandler implements ProtocolCodec {
 
@@ -78,7 +81,7 @@ public final class StreamCodec extends ChannelDuplexHandler implements ProtocolC
     /** STREAM_CREDIT's header: {@code bytes:u64}. */
     static final int CREDIT_LENGTH = 8;
 
-    static final int[] AM_IDS = {AmIds.STREAM_CREDIT, AmIds.STREAM_FIN};
+    static final int[] AM_IDS = {AmIds.STREAM_CREDIT, AmIds.STREAM_FIN, AmIds.STREAM_FIN_ACK};
 
     /**
      * The stream family: no protocol of its own (stream writes take the tag eager and rendezvous protocols, selected
@@ -106,7 +109,13 @@ public final class StreamCodec extends ChannelDuplexHandler implements ProtocolC
     private boolean outputEnded;
     /** The last write's future: an empty write completes after it, keeping completions in write order. */
     private ChannelFuture lastWrite;
-    /** Completes when the peer has delivered every byte sent (all credit back); made for a graceful close. */
+    /** STREAM_FIN went down; the peer's STREAM_FIN_ACK came back. */
+    private boolean finSent;
+    private boolean finAcked;
+    /**
+     * Completes when the peer has delivered every byte sent (all credit back) and the end if one went (its
+     * STREAM_FIN_ACK); made for a graceful close.
+     */
     private Promise<Void> allDelivered;
     /** A close waiting for the writes that wait for credit; its bound. */
     private ChannelPromise deferredClose;
@@ -190,6 +199,7 @@ public final class StreamCodec extends ChannelDuplexHandler implements ProtocolC
             boolean end = d.isEnd();
             d.release();
             if (end) {
+                finSent = true;
                 ctx.write(AmFrame.of(AmIds.STREAM_FIN, Unpooled.EMPTY_BUFFER), promise);
             } else {
                 completeAfterLast(promise); // no frame for no bytes, as a socket writes none
@@ -299,6 +309,12 @@ public final class StreamCodec extends ChannelDuplexHandler implements ProtocolC
             } finally {
                 frame.release();
             }
+        } else if (msg instanceof AmFrame frame && frame.amId() == AmIds.STREAM_FIN_ACK) {
+            try {
+                onFinAck(frame);
+            } finally {
+                frame.release();
+            }
         } else if (msg instanceof AmFrame frame && frame.amId() == AmIds.STREAM_FIN) {
             try {
                 if (frame.header().isReadable() || frame.payload().isReadable()) {
@@ -362,19 +378,46 @@ public final class StreamCodec extends ChannelDuplexHandler implements ProtocolC
     }
 
     private void onCredit(AmFrame frame) {
-        ByteBuf h = frame.header();
-        if (h.readableBytes() != CREDIT_LENGTH) {
-            throw new ProtocolException("STREAM_CREDIT header is " + h.readableBytes() + " bytes, expected "
-                    + CREDIT_LENGTH);
-        }
-        long bytes = h.getLongLE(h.readerIndex());
-        if (bytes <= 0 || credit + bytes > WINDOW) {
-            throw new ProtocolException("STREAM_CREDIT of " + bytes + " bytes, but " + (WINDOW - credit)
-                    + " are unconfirmed");
+        long bytes = creditOf(frame, "STREAM_CREDIT");
+        if (bytes == 0) {
+            throw new ProtocolException("STREAM_CREDIT of 0 bytes");
         }
         credit += bytes;
         sendWaiting();
-        if (credit == WINDOW && allDelivered != null) {
+        checkAllDelivered();
+    }
+
+    private void onFinAck(AmFrame frame) {
+        long bytes = creditOf(frame, "STREAM_FIN_ACK");
+        if (!finSent || finAcked) {
+            throw new ProtocolException((finAcked ? "second STREAM_FIN_ACK" : "STREAM_FIN_ACK before any STREAM_FIN")
+                    + " on " + ctx.channel());
+        }
+        finAcked = true;
+        credit += bytes;
+        checkAllDelivered();
+    }
+
+    /** A credit header's {@code bytes:u64}, checked against what is unconfirmed. */
+    private long creditOf(AmFrame frame, String what) {
+        ByteBuf h = frame.header();
+        if (h.readableBytes() != CREDIT_LENGTH) {
+            throw new ProtocolException(what + " header is " + h.readableBytes() + " bytes, expected " + CREDIT_LENGTH);
+        }
+        long bytes = h.getLongLE(h.readerIndex());
+        if (bytes < 0 || credit + bytes > WINDOW) {
+            throw new ProtocolException(what + " of " + bytes + " bytes, but " + (WINDOW - credit)
+                    + " are unconfirmed");
+        }
+        return bytes;
+    }
+
+    private boolean peerHasAll() {
+        return credit == WINDOW && (!finSent || finAcked);
+    }
+
+    private void checkAllDelivered() {
+        if (allDelivered != null && peerHasAll()) {
             allDelivered.trySuccess(null);
         }
     }
@@ -432,7 +475,7 @@ public final class StreamCodec extends ChannelDuplexHandler implements ProtocolC
                 for (Object head; deliverable() && (head = inbound.poll()) != null; ) {
                     if (head == FIN) {
                         dropSpare(); // nothing follows the end
-                        reportCredit(true);
+                        acknowledgeEnd();
                         ctx.fireUserEventTriggered(ChannelInputShutdownEvent.INSTANCE);
                         continue;
                     }
@@ -461,7 +504,7 @@ public final class StreamCodec extends ChannelDuplexHandler implements ProtocolC
         } finally {
             draining = false;
         }
-        reportCredit(false);
+        reportCredit();
     }
 
     /**
@@ -502,22 +545,36 @@ public final class StreamCodec extends ChannelDuplexHandler implements ProtocolC
         return head == FIN || (head instanceof StreamSlot s && s.isDone());
     }
 
-    /** Gives delivered bytes back to the sender once a quarter window piled up, or all at the end of the stream. */
-    private void reportCredit(boolean all) {
-        if (unreported == 0 || ended || (!all && unreported < WINDOW / 4) || !ctx.channel().isOpen()) {
+    /** Gives delivered bytes back to the sender once a quarter window piled up. */
+    private void reportCredit() {
+        if (unreported >= WINDOW / 4) {
+            sendCredit(AmIds.STREAM_CREDIT);
+        }
+    }
+
+    /** The end was delivered: the sender hears it, with the rest of its credit (STREAM_FIN_ACK). */
+    private void acknowledgeEnd() {
+        sendCredit(AmIds.STREAM_FIN_ACK);
+    }
+
+    private void sendCredit(int amId) {
+        if (ended || !ctx.channel().isOpen()) {
             return;
         }
         ByteBuf h = ctx.alloc().buffer(CREDIT_LENGTH).writeLongLE(unreported);
         unreported = 0;
-        ctx.writeAndFlush(AmFrame.of(AmIds.STREAM_CREDIT, h), ProtocolCodec.quietPromise(ctx));
+        ctx.writeAndFlush(AmFrame.of(amId, h), ProtocolCodec.quietPromise(ctx));
     }
 
     // ---------------------------------------------------------------- the end of the endpoint
 
-    /** A graceful close waits until the peer has delivered every byte this side sent (all credit back). */
+    /**
+     * A graceful close waits until the peer has delivered every byte this side sent (all credit back) and its end, if
+     * one went.
+     */
     @Override
     public void collectOutstanding(List<Future<?>> out) {
-        if (bytesSent > 0 && credit < WINDOW) {
+        if (!peerHasAll()) {
             if (allDelivered == null) {
                 allDelivered = ctx.executor().newPromise();
             }
