@@ -32,8 +32,9 @@ import java.util.Set;
  * <p><b>Settling.</b> Each side, once the lost lane is closed on its side (so no more frames can come from it), sends
  * LANE_FAILED with the number of frames it received on it — final, hence no duplicate. On the peer's number a side
  * completes what the peer had (it arrived), sends the rest again on the new lane, in order, then replays the held
- * writes — hence no loss. LANE_FAILED for every lost lane not yet settled is sent again on each lane that takes over
- * (a takeover lane may die before the peer read it), and a repeat of the same count is accepted. Loop only.
+ * writes — hence no loss. LANE_FAILED for every lost lane, settled here or not, is sent again on each lane that takes
+ * over (a takeover lane may die before the peer read it, and this side settling tells nothing of whether the peer
+ * has our count), and a repeat of the same count is accepted. Loop only.
  */
 final class FailoverReliability {
 
@@ -163,7 +164,9 @@ final class FailoverReliability {
     void takeOver(Lane target) {
         lanes.amLaneChanged(target);
         for (Lane l : lanes.all()) {
-            if (l.state() == Lane.State.LOST) {
+            // Settled ones too: that the peer's count reached us says nothing of ours, which may have gone on a lane
+            // that died before the peer read it; without it the peer holds its writes for ever. It takes a repeat.
+            if (l.isLost()) {
                 l.finalSent = true;
                 target.channel().writeAndFlush(WireupMessage.laneFailed(endpoint.endpointId(),
                         endpoint.remoteEndpointId(), l.index, l.received).toFrame(target.channel().alloc()),

@@ -2,6 +2,9 @@ package io.nucx.wireup;
 
 import io.netty.channel.Channel;
 import io.netty.channel.ChannelFuture;
+import io.netty.channel.ChannelHandlerContext;
+import io.netty.channel.ChannelInboundHandlerAdapter;
+import io.netty.util.ReferenceCountUtil;
 import io.netty.util.concurrent.Future;
 import io.nucx.Endpoint;
 import io.nucx.EndpointException;
@@ -212,6 +215,51 @@ class MultiLaneTest {
         assertTrue(a.counters().count(FailoverReliability.FAILOVER_COUNTER) >= 2);
         fence(ab, b);
         assertEquals(0, b.eventLoop().submit(b::unexpectedCount).get().intValue());
+        assertTrue(ab.isActive() && ba.isActive());
+    }
+
+    /**
+     * Each side's LANE_FAILED for a lost lane goes on the lane that took over. When that lane dies too before the peer
+     * read it, the count goes again on the next one, also from a side that has settled the first lost lane (the
+     * peer's count reached it): the peer cannot settle without it and would hold every write for ever.
+     */
+    @Test
+    void aLaneFailedCountLostWithTheLaneThatTookOverIsSentAgainOnTheNext() throws Exception {
+        String[] settings = {"TLS", "self,shm,tcp", "ERR_MODE", "failover", "MAX_RNDV_LANES", "3",
+                "MULTI_LANE_MAX_RATIO", "1000", "RNDV_THRESH", "32k"};
+        DefaultWorker a = workers.start("a", settings);
+        DefaultWorker b = workers.start("b", settings);
+        Endpoint ab = a.connect(b.address());
+        Endpoint ba = TestWorkers.awaitLanes(b, ab, 3, "");
+        EndpointLanes aLanes = TestWorkers.impl(ab).lanes();
+        EndpointLanes bLanes = TestWorkers.impl(ba).lanes();
+        List<String> names = ab.eventLoop().submit(() -> List.of(aLanes.lane(0).name(), aLanes.lane(1).name(),
+                aLanes.lane(2).name())).get();
+        assertTrue(names.get(0).startsWith("self/") && names.get(1).startsWith("shm/")
+                && names.get(2).startsWith("tcp/"), names.toString());
+        // From now on a reads nothing of shm (as if it were lost with the lane), then drops the AM lane (self): b's
+        // count for it goes on shm, which takes over, and never reaches a, while a's count reaches b, which settles.
+        ab.eventLoop().submit(() -> aLanes.lane(1).channel().pipeline().addFirst(new ChannelInboundHandlerAdapter() {
+            @Override
+            public void channelRead(ChannelHandlerContext ctx, Object msg) {
+                ReferenceCountUtil.release(msg);
+            }
+        })).sync();
+        ab.closeLane(0).sync();
+        TestWorkers.awaitOnLoop(b, () -> bLanes.lane(0).state() == Lane.State.SETTLED, "b did not settle self");
+        // Then a drops shm: tcp carries everything.
+        ab.closeLane(1).sync();
+        int size = 100_000; // by rendezvous
+        Future<TagMessage> atB = b.tagRecv(TAG, -1L);
+        Future<TagMessage> atA = a.tagRecv(TAG, -1L);
+        ChannelFuture toB = ab.tagSend(TAG, pattern(1, size));
+        ChannelFuture toA = ba.tagSend(TAG, pattern(2, size));
+        assertReceived(atA, 2, size, 10);
+        assertReceived(atB, 1, size, 10);
+        assertTrue(toB.await(10, TimeUnit.SECONDS) && toB.isSuccess(), () -> "a's send: " + toB.cause());
+        assertTrue(toA.await(10, TimeUnit.SECONDS) && toA.isSuccess(), () -> "b's send: " + toA.cause());
+        assertFalse(ab.eventLoop().submit(aLanes::holding).get(), "a still holds its writes");
+        assertEquals(List.of(names.get(2)), ab.laneNames().get(), "one lane left: tcp");
         assertTrue(ab.isActive() && ba.isActive());
     }
 
