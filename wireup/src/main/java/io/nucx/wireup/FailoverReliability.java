@@ -27,7 +27,8 @@ import java.util.Set;
  * <p><b>Takeover.</b> When a lane goes inactive the endpoint does not fail: writes are held, the first live lane
  * becomes the AM lane (keepalive moves with it) or, with none left, the side that dialled the lanes at wireup connects
  * a replacement over a lane that did not fail (announced by LANE_ATTACH at the next index): failed lanes are excluded
- * by transport and device, so a node with two tcp networks fails over from one to the other.
+ * by transport and device, so a node with two tcp networks fails over from one to the other. A lane whose channel
+ * closed is lost from then on, before its channelInactive runs: the AM lane never moves ahead of its frames.
  *
  * <p><b>Settling.</b> Each side, once the lost lane is closed on its side (so no more frames can come from it), sends
  * LANE_FAILED with the number of frames it received on it — final, hence no duplicate. On the peer's number a side
@@ -130,12 +131,9 @@ final class FailoverReliability {
         if (lost.isLost()) {
             return true;
         }
-        lost.lost();
+        markLost(lost);
         startFailover();
-        if (lost.selection != null) {
-            failedLanes.add(lost.name());
-        }
-        endpoint.worker().counters().counter(FAILOVER_COUNTER).increment();
+        noticeClosedLanes();
         Lane target = lanes.target();
         if (target == null) {
             if (!lanes.dialsLanes()) {
@@ -145,6 +143,29 @@ final class FailoverReliability {
         }
         takeOver(target);
         return true;
+    }
+
+    /** {@code l} is given up: counted, and a replacement is not taken over its transport and device. */
+    private void markLost(Lane l) {
+        l.lost();
+        if (l.selection != null) {
+            failedLanes.add(l.name());
+        }
+        endpoint.worker().counters().counter(FAILOVER_COUNTER).increment();
+    }
+
+    /**
+     * Lost too: a lane whose channel closed while its channelInactive (which runs {@link #laneLost}) still waits in
+     * the loop's queue. {@link EndpointLanes#target} passes it over already; were it not counted lost, a takeover
+     * would move the AM lane off it and, the lanes known lost settled, go back to STEADY: writes would go on the new
+     * AM lane ahead of the closed one's unconfirmed frames, sent again only once its inactive ran (out of order).
+     */
+    private void noticeClosedLanes() {
+        for (Lane l : lanes.all()) {
+            if (l.state() == Lane.State.ACTIVE && !l.channel().isActive()) {
+                markLost(l);
+            }
+        }
     }
 
     private void startFailover() {
@@ -162,6 +183,7 @@ final class FailoverReliability {
 
     /** {@code target} is the AM lane now: tell the peer what we received on each lost lane, resend what we can. */
     void takeOver(Lane target) {
+        noticeClosedLanes();
         lanes.amLaneChanged(target);
         for (Lane l : lanes.all()) {
             // Settled ones too: that the peer's count reached us says nothing of ours, which may have gone on a lane

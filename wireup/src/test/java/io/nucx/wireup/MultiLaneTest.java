@@ -19,7 +19,10 @@ import org.junit.jupiter.params.provider.CsvSource;
 
 import java.util.ArrayList;
 import java.util.List;
+import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicReference;
 
 import static io.nucx.wireup.TestWorkers.assertReceived;
 import static io.nucx.wireup.TestWorkers.pattern;
@@ -225,26 +228,17 @@ class MultiLaneTest {
      */
     @Test
     void aLaneFailedCountLostWithTheLaneThatTookOverIsSentAgainOnTheNext() throws Exception {
-        String[] settings = {"TLS", "self,shm,tcp", "ERR_MODE", "failover", "MAX_RNDV_LANES", "3",
-                "MULTI_LANE_MAX_RATIO", "1000", "RNDV_THRESH", "32k"};
-        DefaultWorker a = workers.start("a", settings);
-        DefaultWorker b = workers.start("b", settings);
-        Endpoint ab = a.connect(b.address());
-        Endpoint ba = TestWorkers.awaitLanes(b, ab, 3, "");
-        EndpointLanes aLanes = TestWorkers.impl(ab).lanes();
-        EndpointLanes bLanes = TestWorkers.impl(ba).lanes();
-        List<String> names = ab.eventLoop().submit(() -> List.of(aLanes.lane(0).name(), aLanes.lane(1).name(),
-                aLanes.lane(2).name())).get();
-        assertTrue(names.get(0).startsWith("self/") && names.get(1).startsWith("shm/")
-                && names.get(2).startsWith("tcp/"), names.toString());
+        ThreeLanes t = threeFailoverLanes();
+        DefaultWorker a = t.a();
+        DefaultWorker b = t.b();
+        Endpoint ab = t.ab();
+        Endpoint ba = t.ba();
+        EndpointLanes aLanes = t.aLanes();
+        EndpointLanes bLanes = t.bLanes();
+        List<String> names = t.names();
         // From now on a reads nothing of shm (as if it were lost with the lane), then drops the AM lane (self): b's
         // count for it goes on shm, which takes over, and never reaches a, while a's count reaches b, which settles.
-        ab.eventLoop().submit(() -> aLanes.lane(1).channel().pipeline().addFirst(new ChannelInboundHandlerAdapter() {
-            @Override
-            public void channelRead(ChannelHandlerContext ctx, Object msg) {
-                ReferenceCountUtil.release(msg);
-            }
-        })).sync();
+        dropEverythingRead(ab, aLanes.lane(1));
         ab.closeLane(0).sync();
         TestWorkers.awaitOnLoop(b, () -> bLanes.lane(0).state() == Lane.State.SETTLED, "b did not settle self");
         // Then a drops shm: tcp carries everything.
@@ -260,6 +254,72 @@ class MultiLaneTest {
         assertTrue(toA.await(10, TimeUnit.SECONDS) && toA.isSuccess(), () -> "b's send: " + toA.cause());
         assertFalse(ab.eventLoop().submit(aLanes::holding).get(), "a still holds its writes");
         assertEquals(List.of(names.get(2)), ab.laneNames().get(), "one lane left: tcp");
+        assertTrue(ab.isActive() && ba.isActive());
+    }
+
+    /**
+     * A lane whose channel closed while its inactive event still waits in the loop's queue is lost already: a takeover
+     * for another lane, settled at once, must not move the AM lane off it and send new writes ahead of its unconfirmed
+     * frames. Here a's tcp lane settles (b's count came first) while a's AM lane (self) is closed with a message on it
+     * b never read: a message sent right then must still arrive behind it (FailoverRandomTest seeds
+     * 51448729066930 case 3, 56827306802422 case 2).
+     */
+    @Test
+    void aMessageSentWhileAClosedLaneAwaitsItsInactiveEventArrivesBehindTheClosedLanesFrames() throws Exception {
+        ThreeLanes t = threeFailoverLanes();
+        DefaultWorker a = t.a();
+        DefaultWorker b = t.b();
+        Endpoint ab = t.ab();
+        Endpoint ba = t.ba();
+        EndpointLanes aLanes = t.aLanes();
+        EndpointLanes bLanes = t.bLanes();
+        List<String> names = t.names();
+        // b reads nothing more of self: the first message stays unconfirmed there, to be sent again.
+        dropEverythingRead(ba, bLanes.lane(0));
+        Future<TagMessage> first = b.tagRecv(TAG, -1L);
+        Future<TagMessage> second = b.tagRecv(TAG, -1L);
+        ChannelFuture sent1 = ab.tagSend(TAG, pattern(1, 1000));
+        TestWorkers.awaitOnLoop(a, () -> !aLanes.lane(0).unconfirmed.isEmpty(), "the first message was not sent");
+        // a's tcp lane goes inactive after b's count for it came (it settles at once); self closes just before, its
+        // own inactive event queued behind; the second message is sent between the two.
+        AtomicReference<ChannelFuture> sent2 = new AtomicReference<>();
+        AtomicBoolean countFirst = new AtomicBoolean();
+        ab.eventLoop().submit(() -> aLanes.lane(2).channel().pipeline().addFirst(new ChannelInboundHandlerAdapter() {
+            @Override
+            public void channelInactive(ChannelHandlerContext ctx) {
+                countFirst.set(aLanes.lane(2).peerFinal >= 0);
+                aLanes.lane(0).channel().close();
+                ctx.fireChannelInactive();
+                sent2.set(ab.tagSend(TAG, pattern(2, 2000)));
+            }
+        })).sync();
+        // b's count (on self) and its tcp close both wait while a's loop is held; a polls its rings before its
+        // sockets, so it reads the count first.
+        CountDownLatch held = new CountDownLatch(1);
+        CountDownLatch hold = new CountDownLatch(1);
+        a.eventLoop().execute(() -> {
+            held.countDown();
+            try {
+                hold.await();
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+        });
+        try {
+            assertTrue(held.await(10, TimeUnit.SECONDS), "a's loop was not held");
+            ba.closeLane(2).sync();
+            TestWorkers.awaitOnLoop(b, () -> bLanes.lane(2).finalSent, "b did not send its count for tcp");
+        } finally {
+            hold.countDown();
+        }
+        TestWorkers.awaitOnLoop(a, () -> sent2.get() != null, "a's tcp lane did not go inactive");
+        assertTrue(countFirst.get(), "b's count for tcp came after tcp's end: the case is not made");
+        assertReceived(first, 1, 1000, 10);
+        assertReceived(second, 2, 2000, 10);
+        assertTrue(sent1.await(10, TimeUnit.SECONDS) && sent1.isSuccess(), () -> "first send: " + sent1.cause());
+        assertTrue(sent2.get().await(10, TimeUnit.SECONDS) && sent2.get().isSuccess(),
+                () -> "second send: " + sent2.get().cause());
+        assertEquals(List.of(names.get(1)), ab.laneNames().get(), "one lane left: shm");
         assertTrue(ab.isActive() && ba.isActive());
     }
 
@@ -338,5 +398,35 @@ class MultiLaneTest {
         // In failover mode a send completes once the peer confirmed it (LANE_ACK, after the read batch that carried
         // it), and a confirmation covers every frame before it on its lane: unconfirmed frames are counted after it.
         assertTrue(sent.await(10, TimeUnit.SECONDS) && sent.isSuccess(), () -> "fence: " + sent.cause());
+    }
+
+    /** Two workers in error mode failover with self, shm and tcp lanes, in that order, between them. */
+    private record ThreeLanes(DefaultWorker a, DefaultWorker b, Endpoint ab, Endpoint ba, EndpointLanes aLanes,
+                              EndpointLanes bLanes, List<String> names) {
+    }
+
+    private ThreeLanes threeFailoverLanes() throws Exception {
+        String[] settings = {"TLS", "self,shm,tcp", "ERR_MODE", "failover", "MAX_RNDV_LANES", "3",
+                "MULTI_LANE_MAX_RATIO", "1000", "RNDV_THRESH", "32k"};
+        DefaultWorker a = workers.start("a", settings);
+        DefaultWorker b = workers.start("b", settings);
+        Endpoint ab = a.connect(b.address());
+        Endpoint ba = TestWorkers.awaitLanes(b, ab, 3, "");
+        EndpointLanes aLanes = TestWorkers.impl(ab).lanes();
+        List<String> names = ab.eventLoop().submit(() -> List.of(aLanes.lane(0).name(), aLanes.lane(1).name(),
+                aLanes.lane(2).name())).get();
+        assertTrue(names.get(0).startsWith("self/") && names.get(1).startsWith("shm/")
+                && names.get(2).startsWith("tcp/"), names.toString());
+        return new ThreeLanes(a, b, ab, ba, aLanes, TestWorkers.impl(ba).lanes(), names);
+    }
+
+    /** From now on {@code lane} of {@code ep} reads nothing: what arrives is released at its pipeline's head. */
+    private static void dropEverythingRead(Endpoint ep, Lane lane) throws Exception {
+        ep.eventLoop().submit(() -> lane.channel().pipeline().addFirst(new ChannelInboundHandlerAdapter() {
+            @Override
+            public void channelRead(ChannelHandlerContext ctx, Object msg) {
+                ReferenceCountUtil.release(msg);
+            }
+        })).sync();
     }
 }
