@@ -18,7 +18,7 @@ import java.util.Set;
  * lane selection on the packed values (floats included), so both compute the same lanes.
  *
  * <pre>
- * version 2, little-endian:
+ * version 3, little-endian:
  *  +---------+---------+-----------------+----------+------------+----------+
  *  | version |  flags  |   worker uuid   | name len |    name    | tl count |
  *  |   u8    |   u8    |       u64       |    u8    |  (utf-8)   |    u8    |
@@ -38,9 +38,10 @@ public record WorkerAddress(long uuid, String name, List<Entry> entries) {
 
     /**
      * The only version this code writes and reads: of this layout and of the protocols' headers behind it, so that
-     * workers that would not understand each other's frames do not connect (2: RNDV_RTR carries the placed fragment).
+     * workers that would not understand each other's frames do not connect (2: RNDV_RTR carries the placed fragment;
+     * 3: a stream's end is acknowledged, STREAM_FIN_ACK).
      */
-    public static final int VERSION = 2;
+    public static final int VERSION = 3;
     /** The largest blob accepted. */
     public static final int MAX_LENGTH = 4096;
 

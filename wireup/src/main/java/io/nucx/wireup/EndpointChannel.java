@@ -742,13 +742,19 @@ final class EndpointChannel extends AbstractChannel implements Endpoint, Endpoin
      * A write off the loop walks the pipeline later, as a task; if the endpoint ends and deregisters before it runs,
      * its pipeline is emptied (WriteAfterEndHandler gone with it) and Netty's head fails it with a
      * ClosedChannelException that says nothing. Such a write's promise then fails with why the endpoint ended, as one
-     * refused at once does. On the loop, or with a void promise, {@code promise} itself.
+     * refused at once does. On the loop, with a void promise, or one the pipeline would refuse (done, another
+     * channel's), {@code promise} itself. A cancel of {@code promise} reaches the write, as it would have.
      */
     private ChannelPromise namingTheEnd(ChannelPromise promise) {
-        if (promise.isVoid() || eventLoop().inEventLoop()) {
+        if (promise.isVoid() || eventLoop().inEventLoop() || !isFresh(promise)) {
             return promise;
         }
         ChannelPromise walk = newPromise();
+        promise.addListener(f -> {
+            if (f.isCancelled()) {
+                walk.cancel(false);
+            }
+        });
         walk.addListener(f -> {
             if (f.isSuccess()) {
                 promise.trySuccess();

@@ -28,9 +28,11 @@ import java.util.Set;
  * becomes the AM lane (keepalive moves with it) or, with none left, the side that dialled the lanes at wireup connects
  * a replacement over a lane that did not fail (announced by LANE_ATTACH at the next index): failed lanes are excluded
  * by transport and device, so a node with two tcp networks fails over from one to the other. A lane whose channel
- * closed is lost from then on, before its channelInactive runs: the AM lane never moves ahead of its frames.
+ * closed counts as lost as soon as a takeover or a loss looks at the lanes, even before its channelInactive runs, so
+ * the AM lane never moves ahead of its unconfirmed frames; its count goes only once that inactive ran.
  *
- * <p><b>Settling.</b> Each side, once the lost lane is closed on its side (so no more frames can come from it), sends
+ * <p><b>Settling.</b> Each side, once the lost lane is closed on its side and its channelInactive ran (so no more
+ * frames can come from it), sends
  * LANE_FAILED with the number of frames it received on it — final, hence no duplicate. On the peer's number a side
  * completes what the peer had (it arrived), sends the rest again on the new lane, in order, then replays the held
  * writes — hence no loss. LANE_FAILED for every lost lane, settled here or not, is sent again on each lane that takes
@@ -129,8 +131,17 @@ final class FailoverReliability {
             return false;
         }
         if (lost.isLost()) {
+            if (!lost.countFinal) { // noticed closed by a failover before (noticeClosedLanes): its count is final now
+                lost.countFinal = true;
+                Lane target = lanes.target();
+                if (target != null) {
+                    sendCount(target, lost);
+                    resendIfReady(lost);
+                }
+            }
             return true;
         }
+        lost.countFinal = true;
         markLost(lost);
         startFailover();
         noticeClosedLanes();
@@ -159,6 +170,7 @@ final class FailoverReliability {
      * the loop's queue. {@link EndpointLanes#target} passes it over already; were it not counted lost, a takeover
      * would move the AM lane off it and, the lanes known lost settled, go back to STEADY: writes would go on the new
      * AM lane ahead of the closed one's unconfirmed frames, sent again only once its inactive ran (out of order).
+     * Its count waits for that inactive ({@link Lane#countFinal}): tcp's decoder may still hand up frames it held.
      */
     private void noticeClosedLanes() {
         for (Lane l : lanes.all()) {
@@ -188,11 +200,8 @@ final class FailoverReliability {
         for (Lane l : lanes.all()) {
             // Settled ones too: that the peer's count reached us says nothing of ours, which may have gone on a lane
             // that died before the peer read it; without it the peer holds its writes for ever. It takes a repeat.
-            if (l.isLost()) {
-                l.finalSent = true;
-                target.channel().writeAndFlush(WireupMessage.laneFailed(endpoint.endpointId(),
-                        endpoint.remoteEndpointId(), l.index, l.received).toFrame(target.channel().alloc()),
-                        target.channel().voidPromise());
+            if (l.isLost() && l.countFinal) {
+                sendCount(target, l);
             }
         }
         for (Lane l : lanes.all()) {
@@ -200,6 +209,13 @@ final class FailoverReliability {
                 resendIfReady(l);
             }
         }
+    }
+
+    /** Our final count of what we received on lost lane {@code l}, to the peer on {@code target} (LANE_FAILED). */
+    private void sendCount(Lane target, Lane l) {
+        l.finalSent = true;
+        target.channel().writeAndFlush(WireupMessage.laneFailed(endpoint.endpointId(), endpoint.remoteEndpointId(),
+                l.index, l.received).toFrame(target.channel().alloc()), target.channel().voidPromise());
     }
 
     /** No lane is left: connect one from the transports that did not fail (the dialling side only). */
@@ -256,7 +272,7 @@ final class FailoverReliability {
             l.channel().close(); // the peer gave it up; its channelInactive runs laneLost, which counts ours
             return;
         }
-        if (!l.finalSent) { // never attached here: we received nothing on it
+        if (!l.finalSent) { // never attached here (we received nothing on it), or closed and its inactive not run
             startFailover();
             Lane target = lanes.target();
             if (target != null) {

@@ -17,7 +17,7 @@ final class Lane {
 
     /**
      * UNATTACHED until its channel is connected (or, on the accepting side, announced by LANE_ATTACH); ACTIVE while it
-     * carries frames; LOST once its channel went inactive (failover counts still to settle); SETTLED when both sides'
+     * carries frames; LOST once its channel closed (failover counts still to settle); SETTLED when both sides'
      * counts were exchanged and what the peer lacked was sent again.
      */
     enum State { UNATTACHED, ACTIVE, LOST, SETTLED }
@@ -47,6 +47,11 @@ final class Lane {
     /** Failover: our final count went to the peer; the peer's final count of what it received from us (-1: none). */
     boolean finalSent;
     long peerFinal = -1;
+    /**
+     * Failover: nothing more can come from this lane, so {@link #received} is final: its channelInactive ran (tcp's
+     * decoder hands up what it still held before that), or it never had a channel.
+     */
+    boolean countFinal;
     /** Failover keepalive: a frame came on this lane since the last tick; ticks it has been silent with work on it. */
     boolean heard = true;
     int silentTicks;
@@ -65,6 +70,7 @@ final class Lane {
     static Lane neverAttached(int index) {
         Lane l = new Lane(index, null);
         l.state = State.LOST;
+        l.countFinal = true;
         return l;
     }
 
@@ -97,7 +103,7 @@ final class Lane {
         return ShortFrameWriter.ready(channel, shortWriter);
     }
 
-    /** Its channel went inactive: from now on its counts settle it. */
+    /** Its channel closed (or it never came): from now on its counts settle it. */
     void lost() {
         if (state == State.ACTIVE || state == State.UNATTACHED) {
             state = State.LOST;
