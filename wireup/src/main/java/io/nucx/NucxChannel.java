@@ -532,14 +532,21 @@ public final class NucxChannel extends AbstractChannel implements SocketChannel 
         if (exchange != null) {
             exchange.close();
         }
-        Endpoint ep = endpoint;
-        if (ep != null && ep.isOpen()) {
-            // Nothing reads any more: the endpoint reads by itself (the Bridge drops it), so the peer's credit and the
-            // end of its stream are acknowledged (STREAM_FIN_ACK), as a closed socket does not hold its peer up.
-            ep.config().setAutoRead(true);
-        }
+        endpointReadsByItself();
         // the peer reads to the end, then sees it
         endEndpoint(!outputShutdown && was == State.CONNECTED, true);
+    }
+
+    /**
+     * Nothing reads any more (closed, or input shut down): the endpoint reads by itself and the Bridge drops what
+     * comes, so the peer's window keeps coming back and its end is acknowledged (STREAM_FIN_ACK), as a closed socket
+     * does not hold its peer up.
+     */
+    private void endpointReadsByItself() {
+        Endpoint ep = endpoint;
+        if (ep != null && ep.isOpen()) {
+            ep.config().setAutoRead(true);
+        }
     }
 
     /**
@@ -766,10 +773,7 @@ public final class NucxChannel extends AbstractChannel implements SocketChannel 
     public ChannelFuture shutdownInput(ChannelPromise promise) {
         return onLoop(promise, p -> {
             inputShutdown = true;
-            Endpoint ep = endpoint;
-            if (ep != null && ep.isOpen()) {
-                ep.config().setAutoRead(true);
-            }
+            endpointReadsByItself();
             p.trySuccess();
         });
     }

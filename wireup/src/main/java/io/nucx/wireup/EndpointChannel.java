@@ -760,8 +760,7 @@ final class EndpointChannel extends AbstractChannel implements Endpoint, Endpoin
                 promise.trySuccess();
             } else {
                 Throwable c = f.cause();
-                promise.tryFailure(c instanceof ClosedChannelException && c.getMessage() == null && !isOpen()
-                        ? endCause() : c);
+                promise.tryFailure(saysNothing(c) && !isOpen() ? endCause() : c);
             }
         });
         return walk;
@@ -842,6 +841,11 @@ final class EndpointChannel extends AbstractChannel implements Endpoint, Endpoin
         io.netty.util.ReferenceCountUtil.release(msg);
         promise.tryFailure(endCause());
         return promise;
+    }
+
+    /** Netty's own closed channel exception, which names neither the channel nor why it closed. */
+    static boolean saysNothing(Throwable c) {
+        return c instanceof ClosedChannelException && c.getMessage() == null;
     }
 
     /** Why a write on this ended endpoint fails. */

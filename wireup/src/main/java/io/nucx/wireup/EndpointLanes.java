@@ -415,7 +415,7 @@ final class EndpointLanes {
      */
     private Throwable laneCause(Future<?> lane) {
         Throwable c = lane.cause();
-        if (c instanceof ClosedChannelException && c.getMessage() == null) {
+        if (EndpointChannel.saysNothing(c)) {
             return new NucxClosedException((lane instanceof ChannelFuture f ? "lane " + f.channel() : "a lane") + " of "
                     + endpoint + " closed before this write went out", c);
         }

@@ -32,10 +32,9 @@ import java.util.Set;
  * the AM lane never moves ahead of its unconfirmed frames; its count goes only once that inactive ran.
  *
  * <p><b>Settling.</b> Each side, once the lost lane is closed on its side and its channelInactive ran (so no more
- * frames can come from it), sends
- * LANE_FAILED with the number of frames it received on it — final, hence no duplicate. On the peer's number a side
- * completes what the peer had (it arrived), sends the rest again on the new lane, in order, then replays the held
- * writes — hence no loss. LANE_FAILED for every lost lane, settled here or not, is sent again on each lane that takes
+ * frames can come from it), sends LANE_FAILED with the number of frames it received on it — final, hence no
+ * duplicate. On the peer's number a side completes what the peer had (it arrived), sends the rest again on the new
+ * lane, in order, then replays the held writes — hence no loss. LANE_FAILED for every lost lane, settled here or not, is sent again on each lane that takes
  * over (a takeover lane may die before the peer read it, and this side settling tells nothing of whether the peer
  * has our count), and a repeat of the same count is accepted. Loop only.
  */
