@@ -152,7 +152,8 @@ final class EndpointChannel extends AbstractChannel implements Endpoint, Endpoin
         this.remoteEpId = remoteEpId;
         this.selection = selection;
         // Failover lanes place no payload (placePayload), so neither this side's RTRs nor its model may count on it.
-        this.endpointConfig = errorMode == ErrorMode.FAILOVER ? failoverConfig(selection)
+        this.endpointConfig = errorMode == ErrorMode.FAILOVER
+                ? failoverConfig(selection, worker.replacementCandidates(remote, errorMode))
                 : selection.endpointConfig();
         this.lanes = new EndpointLanes(this, selection, errorMode == ErrorMode.FAILOVER);
         this.errorPromise = worker.eventLoop().newPromise();
@@ -421,17 +422,22 @@ final class EndpointChannel extends AbstractChannel implements Endpoint, Endpoin
 
     /**
      * Error mode failover's configuration: no payload placed, and the AM lane's size limits the tightest of the
-     * message lanes', as any of them may carry the active messages after a takeover (an eager frame sized for self or
-     * a 128k tcp segment does not fit a lane of 8k: its write fails, it never arrives, and the count it was kept for
-     * is off by one from then on).
+     * message lanes' and of the replacements a failover may connect, as any of them may carry the active messages and
+     * what is sent again after a takeover (an eager frame sized for self or a 128k tcp segment does not fit a lane of
+     * 8k: its write fails and closes that lane, and with no other replacement the endpoint fails).
      */
-    private static EndpointConfig failoverConfig(LaneSelector.Lanes selection) {
+    private static EndpointConfig failoverConfig(LaneSelector.Lanes selection,
+                                                 List<LaneSelector.Lane> replacements) {
         EndpointConfig c = selection.endpointConfig().withoutPlacement();
         int maxShort = Integer.MAX_VALUE;
         int maxBcopy = Integer.MAX_VALUE;
         for (int i = 0; i < selection.count(); i++) {
             maxShort = Math.min(maxShort, selection.lane(i).maxShort());
             maxBcopy = Math.min(maxBcopy, selection.lane(i).maxBcopy());
+        }
+        for (LaneSelector.Lane r : replacements) {
+            maxShort = Math.min(maxShort, r.maxShort());
+            maxBcopy = Math.min(maxBcopy, r.maxBcopy());
         }
         return new EndpointConfig(c.amLane(), c.amLaneAttrs().withAmLimits(maxShort, maxBcopy), c.rmaLane(),
                 c.rmaLaneAttrs(), c.bwLanes(), c.rmaBwLanes(), c.rndvSurcharge(), c.eagerSurcharge(),

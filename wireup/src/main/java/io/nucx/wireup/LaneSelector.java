@@ -480,10 +480,45 @@ public final class LaneSelector {
         return selectAmLane(ifaces, local, remote, mode, excluded, true, null, null);
     }
 
+    /**
+     * Every lane a failover of an endpoint to {@code remote} could connect as a replacement: what
+     * {@link #selectReplacement} chooses from when nothing has failed yet.
+     */
+    static List<Lane> replacementCandidates(List<Iface> ifaces, WorkerAddress local, WorkerAddress remote,
+                                            ErrorMode mode) {
+        return amCandidates(ifaces, local, remote, mode, Set.of(), true, null, new ArrayList<>(), null);
+    }
+
     private static Lane selectAmLane(List<Iface> ifaces, WorkerAddress local, WorkerAddress remote, ErrorMode mode,
                                      Set<String> excluded, boolean toIfaceOnly, Lane wireupAux, List<String> trace) {
-        Lane best = null;
         List<String> reasons = new ArrayList<>();
+        List<Lane> fitting = amCandidates(ifaces, local, remote, mode, excluded, toIfaceOnly, wireupAux, reasons,
+                trace);
+        Lane best = null;
+        for (Lane cand : fitting) {
+            if (best == null || better(local, remote, cand, best)) {
+                best = cand;
+            }
+        }
+        if (best == null) {
+            List<String> remoteTls = remote.entries().stream().map(WorkerAddress.Entry::transport).toList();
+            throw new UnreachableException("no AM transport to " + remote.name() + " (" + Long.toHexString(remote.uuid())
+                    + ", offers " + remoteTls + "): " + (reasons.isEmpty() ? "no transport in common" : reasons));
+        }
+        for (Lane c : fitting) {
+            double latency = ((double) c.local().latency() + (double) c.remote().latency()) / 2;
+            String formula = String.format(Locale.ROOT, "= 1e-3 / (latency %.3g s + overheads %.3g + %.3g s)",
+                    latency, (double) c.local().overhead(), (double) c.remote().overhead());
+            note(trace, "am", c.local(), c.remote(), c.score(), (c == best ? "CHOSEN: AM lane " + c.name() + " "
+                    : "lower than " + best.name() + " (score, then priority, then name) ") + formula);
+        }
+        return best;
+    }
+
+    /** The AM lanes that fit, each refusal's reason added to {@code reasons} (and {@code trace}). */
+    private static List<Lane> amCandidates(List<Iface> ifaces, WorkerAddress local, WorkerAddress remote,
+                                           ErrorMode mode, Set<String> excluded, boolean toIfaceOnly, Lane wireupAux,
+                                           List<String> reasons, List<String> trace) {
         List<Lane> fitting = new ArrayList<>();
         for (int i = 0; i < ifaces.size(); i++) {
             Iface iface = ifaces.get(i);
@@ -526,24 +561,9 @@ public final class LaneSelector {
                     continue;
                 }
                 fitting.add(cand);
-                if (best == null || better(local, remote, cand, best)) {
-                    best = cand;
-                }
             }
         }
-        if (best == null) {
-            List<String> remoteTls = remote.entries().stream().map(WorkerAddress.Entry::transport).toList();
-            throw new UnreachableException("no AM transport to " + remote.name() + " (" + Long.toHexString(remote.uuid())
-                    + ", offers " + remoteTls + "): " + (reasons.isEmpty() ? "no transport in common" : reasons));
-        }
-        for (Lane c : fitting) {
-            double latency = ((double) c.local().latency() + (double) c.remote().latency()) / 2;
-            String formula = String.format(Locale.ROOT, "= 1e-3 / (latency %.3g s + overheads %.3g + %.3g s)",
-                    latency, (double) c.local().overhead(), (double) c.remote().overhead());
-            note(trace, "am", c.local(), c.remote(), c.score(), (c == best ? "CHOSEN: AM lane " + c.name() + " "
-                    : "lower than " + best.name() + " (score, then priority, then name) ") + formula);
-        }
-        return best;
+        return fitting;
     }
 
     /**

@@ -388,6 +388,38 @@ class MultiLaneTest {
     }
 
     /**
+     * The one lane (self, 64 KiB frames) is lost with a message's frames unconfirmed, and the replacement the dialling
+     * side connects is shm with 8 KiB segments, a transport the endpoint never selected: what goes again on it must
+     * fit, so the endpoint's frames were sized for it from the start and the message arrives over shm.
+     */
+    @Test
+    void aReplacementWithSmallerFramesThanTheLostLaneCarriesWhatWasLostWithIt() throws Exception {
+        String[] settings = {"TLS", "self,shm", "SHM_SEG_SIZE", "8k", "ERR_MODE", "failover", "MAX_RNDV_LANES", "1",
+                "RNDV_THRESH", "1m"};
+        DefaultWorker a = workers.start("a", settings);
+        DefaultWorker b = workers.start("b", settings);
+        Endpoint ab = a.connect(b.address());
+        Endpoint ba = TestWorkers.awaitLanes(b, ab, 1, "");
+        EndpointLanes aLanes = TestWorkers.impl(ab).lanes();
+        assertEquals(1, ab.laneNames().get().size(), () -> "one lane: " + ab.laneNames());
+        assertTrue(ab.laneNames().get().get(0).startsWith("self/"), () -> "the lane: " + ab.laneNames());
+        dropEverythingRead(ba, TestWorkers.impl(ba).lanes().lane(0)); // b confirms nothing that came on self
+        int size = 200_000; // eager, in fragments
+        Future<TagMessage> atB = b.tagRecv(TAG, -1L);
+        ChannelFuture toB = ab.tagSend(TAG, pattern(1, size));
+        TestWorkers.awaitOnLoop(a, () -> aLanes.unconfirmed() > 1, "a's fragments did not go on self");
+        ab.closeLane(0).sync();
+        assertReceived(atB, 1, size, 30);
+        assertTrue(toB.await(10, TimeUnit.SECONDS) && toB.isSuccess(), () -> "a's send: " + toB.cause());
+        List<String> now = ab.laneNames().get();
+        assertTrue(now.size() == 1 && now.get(0).startsWith("shm/"), now::toString);
+        Future<TagMessage> atA = a.tagRecv(TAG, -1L);
+        ba.tagSend(TAG, pattern(2, size)).sync();
+        assertReceived(atA, 2, size, 30);
+        assertTrue(ab.isActive() && ba.isActive());
+    }
+
+    /**
      * A message written after everything else and received by {@code b}: a duplicate of anything written before it
      * (a resend on the lane that took over) would have been read before it. A causal barrier instead of a sleep.
      */
