@@ -205,6 +205,9 @@ final class ShmHandshake extends ByteToMessageDecoder {
     }
 
     private void finish(ChannelHandlerContext ctx) {
+        if (done) {
+            return; // failed already: the REPLY could not be written (the peer went), and its rings were let go
+        }
         done = true;
         timeout.cancel(false);
         Result r = new Result(peer, in, out);

@@ -26,6 +26,10 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayDeque;
 import java.util.EnumSet;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Set;
+import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.atomic.AtomicLong;
 
 /**
@@ -65,6 +69,12 @@ final class ShmIface extends AbstractIface {
     private int pendingHandshakes;
     /** Connections accepted while every slot was taken, in arrival order. Loop only. */
     private final ArrayDeque<Channel> waiting = new ArrayDeque<>();
+    /**
+     * Doorbell sockets not yet a lane's, both ways: accepted ones in their handshake or waiting for a slot, ours in
+     * their connect's handshake. The iface's close ends them (a lane's connect fails then), so none is left for the
+     * loop's end to close (Netty warns of each there). Loop only.
+     */
+    private final Set<Channel> handshaking = new HashSet<>();
 
     private ShmIface(Transport transport, IfaceParams params, IoEngine engine, Path dir, ShmAddress local,
                      int ringSize, int segSize, double copyBandwidth, long handshakeTimeoutNanos, int maxHandshakes) {
@@ -125,6 +135,7 @@ final class ShmIface extends AbstractIface {
      * ring, for one (only connections accepted in the same turn as the bound was reached: accepting pauses there).
      */
     private void admit(Channel doorbell) {
+        handshaking(doorbell);
         if (pendingHandshakes < maxHandshakes) {
             startHandshake(doorbell);
             return;
@@ -140,6 +151,7 @@ final class ShmIface extends AbstractIface {
         }
         doorbell.pipeline().addLast("nucx.shm.handshake", new ShmHandshake(false, dir, local, ringSize,
                 handshakeTimeoutNanos, r -> {
+                    handshaking.remove(doorbell); // the lane's from here: it closes with it
                     handshakeEnded();
                     ShmChannel ch = newChannel();
                     ch.pipeline().addLast(LANE_HANDLER, newAcceptedLaneHandler());
@@ -149,6 +161,12 @@ final class ShmIface extends AbstractIface {
                         }
                     });
                 }, cause -> handshakeEnded()));
+    }
+
+    /** {@code doorbell} is in a handshake, or waits for one: until it closes or becomes a lane's. */
+    private void handshaking(Channel doorbell) {
+        handshaking.add(doorbell);
+        doorbell.closeFuture().addListener(f -> handshaking.remove(doorbell));
     }
 
     /** A handshake finished or failed: its slot goes to a waiting connection, else accepting goes on. */
@@ -218,15 +236,19 @@ final class ShmIface extends AbstractIface {
                 .handler(new ChannelInitializer<>() {
                     @Override
                     protected void initChannel(Channel doorbell) {
+                        handshaking(doorbell);
                         doorbell.pipeline().addLast("nucx.shm.handshake", new ShmHandshake(true, dir, local,
-                                ringSize, handshakeTimeoutNanos, r -> attach(ch, r, doorbell).addListener(f -> {
-                                    if (f.isSuccess()) {
-                                        promise.trySuccess();
-                                    } else {
-                                        doorbell.close();
-                                        promise.tryFailure(f.cause());
-                                    }
-                                }), cause -> {
+                                ringSize, handshakeTimeoutNanos, r -> {
+                                    handshaking.remove(doorbell); // the lane's from here: it closes with it
+                                    attach(ch, r, doorbell).addListener(f -> {
+                                        if (f.isSuccess()) {
+                                            promise.trySuccess();
+                                        } else {
+                                            doorbell.close();
+                                            promise.tryFailure(f.cause());
+                                        }
+                                    });
+                                }, cause -> {
                                     ch.unsafe().closeForcibly();
                                     promise.tryFailure(cause);
                                 }));
@@ -244,8 +266,24 @@ final class ShmIface extends AbstractIface {
 
     @Override
     protected Future<?> doClose() {
-        return server.close().addListener(f -> Files.deleteIfExists(ShmFiles.socket(dir, local.pid(),
+        Future<?> closed = server.close().addListener(f -> Files.deleteIfExists(ShmFiles.socket(dir, local.pid(),
                 local.ifaceId())));
+        if (eventLoop().inEventLoop()) {
+            endHandshakes();
+        } else {
+            try {
+                eventLoop().execute(this::endHandshakes);
+            } catch (RejectedExecutionException ended) {
+                // the loop has ended: it closed every socket it had
+            }
+        }
+        return closed;
+    }
+
+    private void endHandshakes() {
+        for (Channel doorbell : List.copyOf(handshaking)) {
+            doorbell.close();
+        }
     }
 
     @Override

@@ -1,8 +1,14 @@
 package io.nucx.transport.shm;
 
+import io.netty.buffer.Unpooled;
 import io.netty.channel.ChannelFuture;
 import io.netty.channel.ChannelHandler;
+import io.netty.channel.ChannelHandlerContext;
 import io.netty.channel.ChannelInboundHandlerAdapter;
+import io.netty.channel.ChannelOutboundHandlerAdapter;
+import io.netty.channel.ChannelPromise;
+import io.netty.channel.embedded.EmbeddedChannel;
+import io.netty.util.ReferenceCountUtil;
 import io.nucx.transport.HostId;
 import io.nucx.transport.Iface;
 import org.junit.jupiter.api.AfterEach;
@@ -14,6 +20,8 @@ import java.net.StandardProtocolFamily;
 import java.net.UnixDomainSocketAddress;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
+import java.nio.channels.ClosedChannelException;
+import java.nio.channels.ServerSocketChannel;
 import java.nio.channels.SocketChannel;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.FileAlreadyExistsException;
@@ -29,6 +37,7 @@ import java.util.stream.Stream;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertInstanceOf;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -71,6 +80,79 @@ class HostileShmTest {
         String prefix = "nucx-" + ShmFiles.pid() + "-" + ifaceId(iface) + "-";
         try (Stream<Path> s = Files.list(ShmFiles.DIR)) {
             return s.filter(p -> p.getFileName().toString().startsWith(prefix)).count();
+        }
+    }
+
+    /**
+     * A connector that closes its socket right after its HELLO (its worker shutting down): the acceptor's REPLY
+     * fails as it is written. The handshake ends once, as a failure. It used to go on to finish with the rings its
+     * failure had let go, so the iface attached a lane without rings (polled by its loop, each poll a
+     * NullPointerException and a close that failed, logged for as long as the loop ran; {@code bin/nucx first-message}
+     * showed it at its close) and gave its handshake slot back twice.
+     */
+    @Test
+    void aReplyThatCannotBeWrittenEndsTheHandshakeOnceAsAFailure() throws Exception {
+        long pid = ShmFiles.pid();
+        SpscRing first = SpscRing.create(ShmFiles.newRing(ShmFiles.DIR, 7), 64 * 1024);
+        SpscRing second = SpscRing.create(ShmFiles.newRing(ShmFiles.DIR, 7), 64 * 1024);
+        files.add(first.file());
+        files.add(second.file());
+        List<ShmHandshake.Result> finished = new ArrayList<>();
+        List<Throwable> failed = new ArrayList<>();
+        EmbeddedChannel doorbell = new EmbeddedChannel(new ChannelOutboundHandlerAdapter() {
+            @Override
+            public void write(ChannelHandlerContext ctx, Object msg, ChannelPromise promise) {
+                ReferenceCountUtil.release(msg);
+                promise.setFailure(new ClosedChannelException()); // the peer is gone
+            }
+        });
+        try {
+            doorbell.pipeline().addLast(new ShmHandshake(false, ShmFiles.DIR, new ShmAddress(pid, 8), 64 * 1024,
+                    TimeUnit.SECONDS.toNanos(5), finished::add, failed::add));
+            doorbell.writeInbound(Unpooled.wrappedBuffer(hello(pid, 7, first.file(), second.file())));
+            assertEquals(List.of(), finished, "finished");
+            assertEquals(1, failed.size(), () -> "failures: " + failed);
+            assertInstanceOf(ClosedChannelException.class, failed.get(0));
+            assertFalse(doorbell.isOpen(), "the doorbell closes");
+        } finally {
+            doorbell.finishAndReleaseAll();
+            first.close();
+            second.close();
+        }
+    }
+
+    /**
+     * An iface that closes ends the handshakes under way, both ways: a connection it accepted that has not said HELLO
+     * yet closes, and its own connect to an iface that never answers fails, both at once rather than at the handshake
+     * timeout (10 s). Left open, they stayed until their loop ended, which closed them and warned of each ("Can't
+     * invoke task later as EventLoop rejected it": {@code bin/nucx first-message} at its close, a lane still in its
+     * handshake).
+     */
+    @Test
+    void anIfaceThatClosesEndsItsHandshakesUnderWayBothWays() throws Exception {
+        Iface iface = iface();
+        long silentId = 777_777;
+        Path silentSocket = ShmFiles.socket(ShmFiles.DIR, ShmFiles.pid(), silentId);
+        files.add(silentSocket);
+        try (SocketChannel accepted = SocketChannel.open(StandardProtocolFamily.UNIX);
+             ServerSocketChannel silent = ServerSocketChannel.open(StandardProtocolFamily.UNIX)) {
+            accepted.connect(UnixDomainSocketAddress.of(socketOf(iface)));
+            silent.bind(UnixDomainSocketAddress.of(silentSocket));
+            byte[] silentAddress = ByteBuffer.allocate(8).order(ByteOrder.LITTLE_ENDIAN).putInt((int) ShmFiles.pid())
+                    .putInt((int) silentId).array();
+            ChannelFuture connecting = iface.connect(iface.deviceAddress(), silentAddress,
+                    new ChannelInboundHandlerAdapter());
+            try (SocketChannel dialled = silent.accept()) {
+                assertFalse(closedWithin(accepted, 200), "closed before the iface was");
+                assertFalse(connecting.isDone(), "the connect ended before the iface closed");
+                long start = System.nanoTime();
+                iface.close().sync();
+                assertTrue(closedWithin(accepted, 3_000), "the accepted connection outlived the iface's close");
+                assertTrue(connecting.await(3, TimeUnit.SECONDS), "the connect outlived the iface's close");
+                assertFalse(connecting.isSuccess());
+                assertTrue(closedWithin(dialled, 3_000), "the connect's socket outlived the iface's close");
+                assertTrue(System.nanoTime() - start < TimeUnit.SECONDS.toNanos(5), "ended by the timeout");
+            }
         }
     }
 
