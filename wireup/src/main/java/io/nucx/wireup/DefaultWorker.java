@@ -648,6 +648,11 @@ public final class DefaultWorker implements Worker {
         return nextEndpointId.getAndIncrement();
     }
 
+    /** Whether {@code id} was given to an endpoint of this worker (which may have closed since). */
+    boolean hadEndpoint(long id) {
+        return id >= 0 && id < nextEndpointId.get();
+    }
+
     /** An endpoint created on demand: registered on the loop (we are on it) and filed by id. */
     void registerEndpoint(EndpointChannel ep) {
         endpoints.put(ep.endpointId(), ep);
@@ -677,9 +682,13 @@ public final class DefaultWorker implements Worker {
 
     /**
      * The lane a peer dialled over {@code transport} to {@code acceptedBy} (which of our ifaces took it, so which of
-     * our devices), or null when this worker has no such transport or cannot reach the peer with it.
+     * our devices), or null when this worker has no such transport or the peer's address offers none. The peer's
+     * entry is the first this iface reaches; when it reaches none, the first of the transport: the peer reached us,
+     * and reachability is a dialler's question (a peer that closes has deleted its shm socket already, while its
+     * last lane's LANE_ATTACH may still be on its way).
      */
     LaneSelector.Lane laneTo(WorkerAddress remote, String transport, Iface acceptedBy) {
+        LaneSelector.Lane unreached = null;
         for (int i = 0; i < ifaces.size(); i++) {
             WorkerAddress.Entry l = address.entries().get(i);
             if (!l.transport().equals(transport) || (acceptedBy != null && ifaces.get(i) != acceptedBy)) {
@@ -687,12 +696,18 @@ public final class DefaultWorker implements Worker {
             }
             for (int j = 0; j < remote.entries().size(); j++) {
                 WorkerAddress.Entry r = remote.entries().get(j);
-                if (r.transport().equals(transport) && ifaces.get(i).isReachable(r.deviceAddress(), r.ifaceAddress())) {
+                if (!r.transport().equals(transport)) {
+                    continue;
+                }
+                if (ifaces.get(i).isReachable(r.deviceAddress(), r.ifaceAddress())) {
                     return new LaneSelector.Lane(ifaces.get(i), l, r, 0, i, j);
+                }
+                if (unreached == null && acceptedBy != null) {
+                    unreached = new LaneSelector.Lane(ifaces.get(i), l, r, 0, i, j);
                 }
             }
         }
-        return null;
+        return unreached;
     }
 
     /** The open endpoint with this id, or null. */

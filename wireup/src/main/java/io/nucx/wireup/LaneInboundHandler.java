@@ -460,6 +460,17 @@ final class LaneInboundHandler extends ChannelInboundHandlerAdapter implements S
             worker.auth().checkLane(m.proof(), m.value(), worker.uuid(), m.srcEpId(), m.dstEpId(), m.lane());
         }
         EndpointChannel target = worker.endpoint(m.dstEpId());
+        if (target == null && worker.hadEndpoint(m.dstEpId())) {
+            // Closed here while the peer's lane connected: its EP_REMOVED went on the lanes we knew of, so the peer's
+            // announcement crossed the close. Not a fault of the peer's: the lane goes, saying so, without a warning.
+            role = Role.REFUSED;
+            failure = new WireupException("LANE_ATTACH for endpoint #" + m.dstEpId() + ", closed", null);
+            LOG.debug("closing lane {} -> {} of worker {}: it was announced for endpoint #{}, closed since",
+                    ctx.channel().localAddress(), ctx.channel().remoteAddress(), worker.name(), m.dstEpId());
+            tellAndClose(ctx, m.srcEpId(), "worker " + worker.name() + " (" + Long.toHexString(worker.uuid())
+                    + ") has closed endpoint #" + m.dstEpId());
+            return;
+        }
         if (target == null || target.remoteWorkerAddress().uuid() != m.value()
                 || target.remoteEndpointId() != m.srcEpId()) {
             throw new ProtocolException("LANE_ATTACH from endpoint #" + m.srcEpId() + " of "
