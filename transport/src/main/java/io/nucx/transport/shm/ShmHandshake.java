@@ -1,6 +1,7 @@
 package io.nucx.transport.shm;
 
 import io.netty.buffer.ByteBuf;
+import io.netty.channel.Channel;
 import io.netty.channel.ChannelHandlerContext;
 import io.netty.channel.ChannelInboundHandlerAdapter;
 import io.netty.handler.codec.ByteToMessageDecoder;
@@ -242,6 +243,14 @@ final class ShmHandshake extends ByteToMessageDecoder {
     @Override
     public void exceptionCaught(ChannelHandlerContext ctx, Throwable cause) {
         fail(ctx, cause);
+    }
+
+    /** Ends the handshake under way with {@code cause} (its iface closes): rings let go, socket closed. Loop only. */
+    void abort(Channel doorbell, Throwable cause) {
+        ChannelHandlerContext ctx = doorbell.pipeline().context(this);
+        if (ctx != null) {
+            fail(ctx, cause);
+        }
     }
 
     private void fail(ChannelHandlerContext ctx, Throwable cause) {

@@ -282,6 +282,11 @@ final class ShmIface extends AbstractIface {
 
     private void endHandshakes() {
         for (Channel doorbell : List.copyOf(handshaking)) {
+            ShmHandshake h = doorbell.pipeline().get(ShmHandshake.class);
+            if (h != null) { // a connect's fails saying so, not "the peer closed the socket"
+                h.abort(doorbell, new IOException("shm iface " + describe() + " closed during the handshake with "
+                        + doorbell.remoteAddress()));
+            }
             doorbell.close();
         }
     }
