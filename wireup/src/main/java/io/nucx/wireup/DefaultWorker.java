@@ -675,11 +675,6 @@ public final class DefaultWorker implements Worker {
         return LaneSelector.selectReplacement(ifaces, address, remote, mode, failedLanes);
     }
 
-    /** The lanes a failover of an endpoint to {@code remote} could connect as a replacement. */
-    List<LaneSelector.Lane> replacementCandidates(WorkerAddress remote, ErrorMode mode) {
-        return LaneSelector.replacementCandidates(ifaces, address, remote, mode);
-    }
-
     /**
      * The lane a peer dialled over {@code transport} to {@code acceptedBy} (which of our ifaces took it, so which of
      * our devices), or null when this worker has no such transport or the peer's address offers none. The peer's

@@ -152,8 +152,7 @@ final class EndpointChannel extends AbstractChannel implements Endpoint, Endpoin
         this.remoteEpId = remoteEpId;
         this.selection = selection;
         // Failover lanes place no payload (placePayload), so neither this side's RTRs nor its model may count on it.
-        this.endpointConfig = errorMode == ErrorMode.FAILOVER
-                ? failoverConfig(selection, worker.replacementCandidates(remote, errorMode))
+        this.endpointConfig = errorMode == ErrorMode.FAILOVER ? failoverConfig(selection)
                 : selection.endpointConfig();
         this.lanes = new EndpointLanes(this, selection, errorMode == ErrorMode.FAILOVER);
         this.errorPromise = worker.eventLoop().newPromise();
@@ -426,8 +425,7 @@ final class EndpointChannel extends AbstractChannel implements Endpoint, Endpoin
      * what is sent again after a takeover (an eager frame sized for self or a 128k tcp segment does not fit a lane of
      * 8k: its write fails and closes that lane, and with no other replacement the endpoint fails).
      */
-    private static EndpointConfig failoverConfig(LaneSelector.Lanes selection,
-                                                 List<LaneSelector.Lane> replacements) {
+    private static EndpointConfig failoverConfig(LaneSelector.Lanes selection) {
         EndpointConfig c = selection.endpointConfig().withoutPlacement();
         int maxShort = Integer.MAX_VALUE;
         int maxBcopy = Integer.MAX_VALUE;
@@ -435,7 +433,7 @@ final class EndpointChannel extends AbstractChannel implements Endpoint, Endpoin
             maxShort = Math.min(maxShort, selection.lane(i).maxShort());
             maxBcopy = Math.min(maxBcopy, selection.lane(i).maxBcopy());
         }
-        for (LaneSelector.Lane r : replacements) {
+        for (LaneSelector.Lane r : selection.replacements()) {
             maxShort = Math.min(maxShort, r.maxShort());
             maxBcopy = Math.min(maxBcopy, r.maxBcopy());
         }

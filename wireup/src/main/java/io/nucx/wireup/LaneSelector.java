@@ -145,16 +145,19 @@ public final class LaneSelector {
      * @param amo        the lane of device atomics (ATOMIC64 on both sides), or null
      * @param wireup     the lane REQUEST and REPLY go on: the AM lane when it connects to the peer's iface, else an
      *                   auxiliary lane of a connect-to-iface transport
+     * @param replacements in error mode failover, every lane a failover may connect as a replacement
+     *                     ({@link #replacementCandidates}): its frames must fit them too; empty in the other modes
      */
     public record Lanes(Lane am, List<RmaLane> rmaLanes, String rmaRefusal, Lane keepalive, List<Lane> bw,
-                        RmaLane amo, Lane wireup) {
+                        RmaLane amo, Lane wireup, List<Lane> replacements) {
         public Lanes(Lane am, RmaLane rma, String rmaRefusal, Lane keepalive) {
-            this(am, rma == null ? List.of() : List.of(rma), rmaRefusal, keepalive, List.of(), null, am);
+            this(am, rma == null ? List.of() : List.of(rma), rmaRefusal, keepalive, List.of(), null, am, List.of());
         }
 
         public Lanes {
             rmaLanes = List.copyOf(rmaLanes);
             bw = List.copyOf(bw);
+            replacements = List.copyOf(replacements);
         }
 
         /** The first (best) RMA lane, or null. */
@@ -275,7 +278,8 @@ public final class LaneSelector {
                     + "it every NUCX_KEEPALIVE_INTERVAL)" : "keepalive  none (error mode none)");
         }
         return new Lanes(am, rma, rma.isEmpty() && !refusals.isEmpty() ? String.join("; ", refusals) : null,
-                keepalive, bw, amo, wireup);
+                keepalive, bw, amo, wireup, mode == ErrorMode.FAILOVER
+                        ? replacementCandidates(ifaces, local, remote, mode) : List.of());
     }
 
     /**
