@@ -1,30 +1,53 @@
 package io.nucx.examples;
 
-import picocli.CommandLine;
 import io.nucx.examples.node.NodeCommand;
+import io.nucx.examples.soak.SoakCommand;
+import picocli.CommandLine;
 import picocli.CommandLine.Command;
 
-/** {@code bin/nucx}: the tools, each a thin front over the library. */
+import java.util.List;
+
+/**
+ * {@code bin/nucx}: the tools, each a thin front over the library. The command line holds only the subcommand named
+ * (every one for help or a name it does not know): picocli reads every option of every subcommand it is given, some
+ * 30 ms of each start.
+ */
 @Command(name = "nucx", mixinStandardHelpOptions = true, version = "nucx 0.1.0",
-        description = "UCX's communication model on Netty.",
-        subcommands = {InfoCommand.class, PerftestCommand.class, CalibrateCommand.class, DemoCommand.class,
-                NodeCommand.class, ConfigDocs.class, SweepReportCommand.class, AotTrainCommand.class,
-                io.nucx.examples.soak.SoakCommand.class, CoresCommand.class, FirstMessageCommand.class})
+        description = "UCX's communication model on Netty.")
 public final class NucxMain implements Runnable {
+
+    private static final List<Class<?>> SUBCOMMANDS = List.of(InfoCommand.class, PerftestCommand.class,
+            CalibrateCommand.class, DemoCommand.class, NodeCommand.class, ConfigDocs.class, SweepReportCommand.class,
+            AotTrainCommand.class, SoakCommand.class, CoresCommand.class, FirstMessageCommand.class);
 
     @Override
     public void run() {
-        new CommandLine(this).usage(System.out);
+        commandLine().usage(System.out);
     }
 
     public static void main(String[] args) {
-        int code = new CommandLine(new NucxMain())
+        int code = commandLine(args)
                 .setExecutionExceptionHandler((ex, cmd, parsed) -> {
                     cmd.getErr().println("nucx " + cmd.getCommandName() + ": " + describe(ex));
                     return 255;
                 })
                 .execute(args);
         System.exit(code);
+    }
+
+    /** The command line for {@code args}: with the subcommand their first word names, else with every one. */
+    static CommandLine commandLine(String... args) {
+        CommandLine top = new CommandLine(new NucxMain());
+        Class<?> named = null;
+        for (Class<?> c : SUBCOMMANDS) {
+            if (args.length > 0 && c.getAnnotation(Command.class).name().equals(args[0])) {
+                named = c;
+            }
+        }
+        for (Class<?> c : named == null ? SUBCOMMANDS : List.of(named)) {
+            top.addSubcommand(c);
+        }
+        return top;
     }
 
     static String describe(Throwable t) {

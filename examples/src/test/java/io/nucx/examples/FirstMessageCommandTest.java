@@ -2,7 +2,6 @@ package io.nucx.examples;
 
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
-import picocli.CommandLine;
 
 import java.io.ByteArrayOutputStream;
 import java.io.PrintStream;
@@ -29,7 +28,7 @@ class FirstMessageCommandTest {
             int code;
             try {
                 System.setOut(new PrintStream(out, true, StandardCharsets.UTF_8));
-                code = new CommandLine(new NucxMain()).execute("first-message", "--tls", tls);
+                code = NucxMain.commandLine("first-message").execute("first-message", "--tls", tls);
             } finally {
                 System.setOut(was);
             }
