@@ -423,7 +423,7 @@ final class EndpointChannel extends AbstractChannel implements Endpoint, Endpoin
      * Error mode failover's configuration: no payload placed, and the AM lane's size limits the tightest of the
      * message lanes' and of the replacements a failover may connect, as any of them may carry the active messages and
      * what is sent again after a takeover (an eager frame sized for self or a 128k tcp segment does not fit a lane of
-     * 8k: its write fails and closes that lane, and with no other replacement the endpoint fails).
+     * 8k: its write fails and that lane closes, but a smaller frame behind it may reach the peer first).
      */
     private static EndpointConfig failoverConfig(LaneSelector.Lanes selection) {
         EndpointConfig c = selection.endpointConfig().withoutPlacement();

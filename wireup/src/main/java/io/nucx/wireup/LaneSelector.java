@@ -145,8 +145,10 @@ public final class LaneSelector {
      * @param amo        the lane of device atomics (ATOMIC64 on both sides), or null
      * @param wireup     the lane REQUEST and REPLY go on: the AM lane when it connects to the peer's iface, else an
      *                   auxiliary lane of a connect-to-iface transport
-     * @param replacements in error mode failover, every lane a failover may connect as a replacement
-     *                     ({@link #replacementCandidates}): its frames must fit them too; empty in the other modes
+     * @param replacements in error mode failover, every lane a failover may connect as a replacement (what
+     *                     {@link #selectReplacement} chooses from when nothing has failed yet: the AM lane's
+     *                     candidates that connect to the peer's iface): its frames must fit them too; empty in the
+     *                     other modes
      */
     public record Lanes(Lane am, List<RmaLane> rmaLanes, String rmaRefusal, Lane keepalive, List<Lane> bw,
                         RmaLane amo, Lane wireup, List<Lane> replacements) {
@@ -260,7 +262,9 @@ public final class LaneSelector {
     public static Lanes selectLanes(List<Iface> ifaces, WorkerAddress local, WorkerAddress remote, ErrorMode mode,
                                     BwLimits limits, List<String> trace) {
         Lane wireupAux = selectWireupLane(ifaces, local, remote, null);
-        Lane am = selectAmLane(ifaces, local, remote, mode, Set.of(), false, wireupAux, trace);
+        List<String> amReasons = new ArrayList<>();
+        List<Lane> amFitting = amCandidates(ifaces, local, remote, mode, Set.of(), false, wireupAux, amReasons, trace);
+        Lane am = chooseAmLane(local, remote, amFitting, amReasons, trace);
         Lane wireup = am.toIface() ? am : wireupAux;
         if (trace != null && am.p2p()) {
             trace.add("wireup     " + wireup.name() + ": " + (wireup == am ? "the AM lane's transport connects to "
@@ -279,7 +283,7 @@ public final class LaneSelector {
         }
         return new Lanes(am, rma, rma.isEmpty() && !refusals.isEmpty() ? String.join("; ", refusals) : null,
                 keepalive, bw, amo, wireup, mode == ErrorMode.FAILOVER
-                        ? replacementCandidates(ifaces, local, remote, mode) : List.of());
+                        ? amFitting.stream().filter(Lane::toIface).toList() : List.of());
     }
 
     /**
@@ -484,20 +488,17 @@ public final class LaneSelector {
         return selectAmLane(ifaces, local, remote, mode, excluded, true, null, null);
     }
 
-    /**
-     * Every lane a failover of an endpoint to {@code remote} could connect as a replacement: what
-     * {@link #selectReplacement} chooses from when nothing has failed yet.
-     */
-    static List<Lane> replacementCandidates(List<Iface> ifaces, WorkerAddress local, WorkerAddress remote,
-                                            ErrorMode mode) {
-        return amCandidates(ifaces, local, remote, mode, Set.of(), true, null, new ArrayList<>(), null);
-    }
-
     private static Lane selectAmLane(List<Iface> ifaces, WorkerAddress local, WorkerAddress remote, ErrorMode mode,
                                      Set<String> excluded, boolean toIfaceOnly, Lane wireupAux, List<String> trace) {
         List<String> reasons = new ArrayList<>();
         List<Lane> fitting = amCandidates(ifaces, local, remote, mode, excluded, toIfaceOnly, wireupAux, reasons,
                 trace);
+        return chooseAmLane(local, remote, fitting, reasons, trace);
+    }
+
+    /** The best of the AM candidates {@code fitting}; with none, why, from {@code reasons}. */
+    private static Lane chooseAmLane(WorkerAddress local, WorkerAddress remote, List<Lane> fitting,
+                                     List<String> reasons, List<String> trace) {
         Lane best = null;
         for (Lane cand : fitting) {
             if (best == null || better(local, remote, cand, best)) {
