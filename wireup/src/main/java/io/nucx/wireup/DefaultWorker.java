@@ -37,6 +37,7 @@ import java.lang.foreign.MemorySegment;
 import java.util.ArrayList;
 import java.util.Collection;
 import java.util.Deque;
+import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
@@ -73,6 +74,16 @@ public final class DefaultWorker implements Worker {
     private final EndpointMatch<EndpointChannel> match = new EndpointMatch<>();
     private final RequestProcessor requests = new RequestProcessor(this);
     private final AtomicLong nextEndpointId = new AtomicLong();
+    /**
+     * The last {@link #GOODBYES_KEPT} endpoints that closed gracefully (said goodbye on every lane), by id: a lane the
+     * peer announced as the close crossed it is told the same. Loop only.
+     */
+    private final Map<Long, Boolean> saidGoodbye = new LinkedHashMap<>() {
+        @Override
+        protected boolean removeEldestEntry(Map.Entry<Long, Boolean> eldest) {
+            return size() > GOODBYES_KEPT;
+        }
+    };
     private final AtomicBoolean closed = new AtomicBoolean();
     private final Promise<Void> closeFuture;
     private final ErrorMode defaultErrorMode;
@@ -100,6 +111,8 @@ public final class DefaultWorker implements Worker {
             io.netty.util.internal.logging.InternalLoggerFactory.getInstance(DefaultWorker.class);
     /** Lane failures logged per second at most ({@link #laneFailed}). */
     private static final int LANE_WARNINGS_PER_SECOND = 16;
+    /** How many gracefully closed endpoints are remembered ({@link #saidGoodbye}): a late lane comes within moments. */
+    private static final int GOODBYES_KEPT = 1024;
     private long laneWarningsSince = System.nanoTime();
     private int laneWarnings;
     private long laneWarningsSuppressed;
@@ -653,6 +666,11 @@ public final class DefaultWorker implements Worker {
         return id >= 0 && id < nextEndpointId.get();
     }
 
+    /** Whether endpoint {@code id}, closed, was among the last {@link #GOODBYES_KEPT} to close gracefully. Loop only. */
+    boolean saidGoodbye(long id) {
+        return saidGoodbye.containsKey(id);
+    }
+
     /** An endpoint created on demand: registered on the loop (we are on it) and filed by id. */
     void registerEndpoint(EndpointChannel ep) {
         endpoints.put(ep.endpointId(), ep);
@@ -723,7 +741,11 @@ public final class DefaultWorker implements Worker {
         match.removeUnexpected(ep.remoteWorkerAddress().uuid(), ep.connSn(), ep);
     }
 
-    void endpointClosed(EndpointChannel ep) {
+    /** {@code ep} ended; {@code saidGoodbye}: it closed gracefully, its EP_REMOVED on every lane. */
+    void endpointClosed(EndpointChannel ep, boolean saidGoodbye) {
+        if (saidGoodbye) {
+            this.saidGoodbye.put(ep.endpointId(), Boolean.TRUE);
+        }
         endpoints.remove(ep.endpointId());
         endpointMatched(ep);
     }

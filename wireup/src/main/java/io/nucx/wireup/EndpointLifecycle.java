@@ -232,11 +232,26 @@ final class EndpointLifecycle {
         transition(State.CLOSING);
         // On every lane, behind what each carries: the peer acts once it has read it on all of them.
         for (Channel ch : ep.lanes().liveChannels()) {
-            ch.writeAndFlush(WireupMessage.epRemoved(ep.endpointId(), ep.remoteEndpointId(), "endpoint #"
-                    + ep.endpointId() + " of " + ep.localAddress() + " closed by its owner").toFrame(ch.alloc()),
-                    ch.voidPromise());
+            sayGoodbyeOn(ch);
         }
         closeTimer = ep.eventLoop().schedule(this::closeNow, ep.closeWaitNanos(), TimeUnit.NANOSECONDS);
+    }
+
+    private void sayGoodbyeOn(Channel ch) {
+        ch.writeAndFlush(WireupMessage.epRemoved(ep.endpointId(), ep.remoteEndpointId(), "endpoint #"
+                + ep.endpointId() + " of " + ep.localAddress() + " closed by its owner").toFrame(ch.alloc()),
+                ch.voidPromise());
+    }
+
+    /**
+     * The peer attached lane {@code ch} (its LANE_ATTACH crossed our close): once this side has said goodbye, the new
+     * lane hears it too. The peer acts on a graceful EP_REMOVED only once every lane of its own has brought one, so
+     * without it the peer would wait for the lane's close, and take that for a reset.
+     */
+    void laneAttached(Channel ch) {
+        if (state == State.CLOSING && ch.isActive()) {
+            sayGoodbyeOn(ch);
+        }
     }
 
     /** The peer sent EP_REMOVED on {@code on}: it closed this endpoint's other side, or does not know it. */
@@ -446,7 +461,7 @@ final class EndpointLifecycle {
         if (failure == null) {
             ep.errorPromise().trySuccess(null); // a failure fails it once its event has gone through the pipeline
         }
-        ep.worker().endpointClosed(ep);
+        ep.worker().endpointClosed(ep, before == State.CLOSING); // the peer was told goodbye: a late lane hears it too
         Channel am = lanes.amChannel();
         if (lingers && am != null && am.isActive()) {
             transition(State.LINGER);

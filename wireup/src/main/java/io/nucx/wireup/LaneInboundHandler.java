@@ -43,7 +43,12 @@ final class LaneInboundHandler extends ChannelInboundHandlerAdapter implements S
      * comes next on it. REFUSED: its REQUEST was answered with the reason it cannot be accepted; the lane closes
      * once that is written. ENDPOINT: it is one of an endpoint's lanes.
      */
-    private enum Role { NEW, RETRYING, IGNORED, REFUSED, ENDPOINT }
+    /**
+     * What the lane is: not yet known, waiting to ask again, a simultaneous connect's ignored one, refused, an
+     * endpoint's, or announced for an endpoint that closed gracefully since ({@link #onLaneAttach}: told so, open until
+     * the peer closes it, what it brings dropped).
+     */
+    private enum Role { NEW, RETRYING, IGNORED, REFUSED, ENDPOINT, GOODBYE }
 
     private final DefaultWorker worker;
     /** NUCX_LANE_BATCH, read once: it is asked per frame. */
@@ -68,6 +73,8 @@ final class LaneInboundHandler extends ChannelInboundHandlerAdapter implements S
     private boolean answered;
     /** A lane a peer connected must carry its wireup within NUCX_WIREUP_TIMEOUT; null once it has (or ours). */
     private ScheduledFuture<?> wireupTimer;
+    /** GOODBYE: closes the lane if the peer has not by the close bound. */
+    private ScheduledFuture<?> goodbyeBound;
 
     LaneInboundHandler(DefaultWorker worker, EndpointChannel endpoint, int laneIndex) {
         this(worker, endpoint, laneIndex, null);
@@ -130,6 +137,10 @@ final class LaneInboundHandler extends ChannelInboundHandlerAdapter implements S
         }
         if (role == Role.RETRYING) {
             held.add(frame); // behind a REQUEST that waits: keep the lane's order
+            return;
+        }
+        if (role == Role.GOODBYE) {
+            frame.release(); // sent before the peer read our goodbye, to an endpoint that is gone
             return;
         }
         if (backlog != null) {
@@ -460,9 +471,23 @@ final class LaneInboundHandler extends ChannelInboundHandlerAdapter implements S
             worker.auth().checkLane(m.proof(), m.value(), worker.uuid(), m.srcEpId(), m.dstEpId(), m.lane());
         }
         EndpointChannel target = worker.endpoint(m.dstEpId());
+        if (target == null && worker.saidGoodbye(m.dstEpId())) {
+            // Closed gracefully here while the peer's lane connected: the goodbye went on the lanes we knew of. The
+            // peer acts on a goodbye once each of its lanes has brought one, so this lane says it too, and stays open
+            // until the peer closes it (at most the close bound): closed now, the peer could take its close for a
+            // reset before it has read what our other lanes carried ahead of their goodbye.
+            role = Role.GOODBYE;
+            cancelWireupTimer();
+            LOG.debug("lane {} -> {} of worker {} was announced for endpoint #{}, closed gracefully since",
+                    ctx.channel().localAddress(), ctx.channel().remoteAddress(), worker.name(), m.dstEpId());
+            ctx.writeAndFlush(WireupMessage.epRemoved(m.dstEpId(), m.srcEpId(), "endpoint #" + m.dstEpId()
+                    + " of worker " + worker.name() + " closed by its owner").toFrame(ctx.alloc()), ctx.voidPromise());
+            goodbyeBound = ctx.executor().schedule(() -> ctx.close(), worker.closeWaitNanos(), TimeUnit.NANOSECONDS);
+            return;
+        }
         if (target == null && worker.hadEndpoint(m.dstEpId())) {
-            // Closed here while the peer's lane connected: its EP_REMOVED went on the lanes we knew of, so the peer's
-            // announcement crossed the close. Not a fault of the peer's: the lane goes, saying so, without a warning.
+            // Closed here (not gracefully) while the peer's lane connected: the peer's announcement crossed the close.
+            // Not a fault of the peer's: the lane goes, saying so, without a warning.
             role = Role.REFUSED;
             failure = new WireupException("LANE_ATTACH for endpoint #" + m.dstEpId() + ", closed", null);
             LOG.debug("closing lane {} -> {} of worker {}: it was announced for endpoint #{}, closed since",
@@ -480,6 +505,7 @@ final class LaneInboundHandler extends ChannelInboundHandlerAdapter implements S
         }
         target.heard();
         target.lanes().onAttach(m.lane(), m.reason(), ctx.channel(), acceptedBy);
+        target.lifecycle().laneAttached(ctx.channel());
         endpoint = target;
         role = Role.ENDPOINT;
         laneIndex = m.lane();
@@ -565,6 +591,9 @@ final class LaneInboundHandler extends ChannelInboundHandlerAdapter implements S
     @Override
     public void channelInactive(ChannelHandlerContext ctx) {
         cancelWireupTimer();
+        if (goodbyeBound != null) {
+            goodbyeBound.cancel(false);
+        }
         if (backlog != null) {
             releaseAll(backlog);
             backlog = null;

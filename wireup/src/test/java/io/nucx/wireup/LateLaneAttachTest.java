@@ -8,9 +8,13 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.extension.RegisterExtension;
 
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -39,10 +43,9 @@ class LateLaneAttachTest {
         TestWorkers.awaitTrue(() -> b.endpoints().isEmpty(), "b still has " + b.endpoints());
 
         try (RawPeer raw = RawPeer.connect(b)) {
-            raw.frame(WireupMessage.laneAttach(ab.endpointId(), closed, 1, a.uuid(), "tcp")
-                    .toFrame(UnpooledByteBufAllocator.DEFAULT)).flush();
-            byte[] answer = raw.awaitFrame(RawPeer.wireup());
-            assertEquals(WireupMessage.EP_REMOVED, answer[0] & 0xff, "an EP_REMOVED answers it");
+            byte[] answer = announce(raw, a, ab, closed);
+            assertEquals(WireupMessage.INVALID_EP_ID, source(answer), "not a goodbye: b's endpoint was reset, "
+                    + "not closed by its owner");
             assertTrue(raw.closedByPeerWithin(10_000), "and the lane closes");
         }
         assertTrue(b.laneFailures().stream().noneMatch(t -> String.valueOf(t.getMessage()).contains("LANE_ATTACH")),
@@ -57,6 +60,80 @@ class LateLaneAttachTest {
         TestWorkers.awaitTrue(() -> b.laneFailures().stream().anyMatch(t -> String.valueOf(t.getMessage())
                 .contains("for endpoint #" + never + ", which does not exist")), "no lane failure for #" + never
                 + ": " + b.laneFailures());
+    }
+
+    /**
+     * An endpoint that closed gracefully said goodbye (a graceful EP_REMOVED) on the lanes it knew of; the peer acts on
+     * it once every lane of its own has brought one. A lane the peer announced as that close crossed it hears the same
+     * goodbye and stays open until the peer closes it, at most the close bound: closed at once, the peer would take
+     * its close for a reset, maybe before it has read what the other lanes carried ahead of their goodbye.
+     */
+    @Test
+    void aLaneAnnouncedForAnEndpointClosedGracefullySinceHearsItsGoodbyeAndStaysUntilTheBound() throws Exception {
+        DefaultWorker a = workers.start("a", "TLS", "tcp");
+        DefaultWorker b = workers.start("b", "TLS", "tcp", "KEEPALIVE_INTERVAL", "500ms", "KEEPALIVE_TIMEOUT", "2s");
+        Endpoint ab = TestWorkers.wiredUp(a, b);
+        Endpoint ba = TestWorkers.awaitLanes(b, ab, 1, "");
+        long closed = ba.endpointId();
+        assertTrue(ba.close().await(10, TimeUnit.SECONDS), "b's close");
+        assertTrue(ba.errorFuture().isSuccess(), () -> "b's close was graceful: " + ba.errorFuture().cause());
+        TestWorkers.awaitTrue(() -> b.endpoints().isEmpty(), "b still has " + b.endpoints());
+
+        try (RawPeer raw = RawPeer.connect(b)) {
+            byte[] answer = announce(raw, a, ab, closed);
+            assertEquals(closed, source(answer), "a goodbye: it names the endpoint that closed");
+            long answeredAt = System.nanoTime();
+            raw.frame(RawPeer.epCheck(closed)).flush(); // what the peer sends before it reads the goodbye is dropped
+            assertFalse(raw.closedByPeerWithin(1_000), "the lane waits for the peer's close");
+            assertTrue(raw.closedByPeerWithin(10_000), "until the close bound");
+            long waited = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - answeredAt);
+            assertTrue(waited >= 1_500, "closed after " + waited + " ms, before the 2 s bound");
+        }
+        assertTrue(b.laneFailures().isEmpty(), () -> "a lane failure: " + b.laneFailures());
+    }
+
+    /**
+     * A lane the peer attaches while this side's graceful close waits for the peer (CLOSING: the goodbye went out on
+     * the lanes there were) hears the goodbye at once, rather than nothing until the close bound ends the endpoint.
+     * a's loop is held, so the peer reads nothing and b's close stays CLOSING.
+     */
+    @Test
+    void aLaneAttachedWhileTheEndpointSaysGoodbyeHearsItToo() throws Exception {
+        DefaultWorker a = workers.start("a", "TLS", "tcp");
+        DefaultWorker b = workers.start("b", "TLS", "tcp", "KEEPALIVE_INTERVAL", "2s", "KEEPALIVE_TIMEOUT", "10s");
+        Endpoint ab = TestWorkers.wiredUp(a, b);
+        Endpoint ba = TestWorkers.awaitLanes(b, ab, 1, "");
+        CountDownLatch go = TestWorkers.holdLoop(a);
+        try {
+            ba.close();
+            TestWorkers.awaitOnLoop(b, () -> TestWorkers.impl(ba).state() == EndpointLifecycle.State.CLOSING,
+                    "b's close said goodbye");
+            try (RawPeer raw = RawPeer.connect(b)) {
+                long sent = System.nanoTime();
+                byte[] answer = announce(raw, a, ab, ba.endpointId());
+                long took = TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - sent);
+                assertEquals(ba.endpointId(), source(answer), "b's endpoint says it");
+                assertTrue(took < 5_000, "it came after " + took + " ms: at the close bound, not at once");
+                assertTrue(ba.isOpen(), "b's close still waits for a");
+            }
+        } finally {
+            go.countDown();
+        }
+        assertTrue(ba.closeFuture().await(20, TimeUnit.SECONDS), "b's close");
+    }
+
+    /** Announces lane 1 of {@code ab} (a's) for b's endpoint {@code dst}, as a would; returns the EP_REMOVED answer. */
+    private static byte[] announce(RawPeer raw, DefaultWorker a, Endpoint ab, long dst) throws Exception {
+        raw.frame(WireupMessage.laneAttach(ab.endpointId(), dst, 1, a.uuid(), "tcp")
+                .toFrame(UnpooledByteBufAllocator.DEFAULT)).flush();
+        byte[] answer = raw.awaitFrame(RawPeer.wireup());
+        assertEquals(WireupMessage.EP_REMOVED, answer[0] & 0xff, "an EP_REMOVED answers it");
+        return answer;
+    }
+
+    /** The source endpoint id of a wireup message's header: a goodbye names it, any other EP_REMOVED none. */
+    private static long source(byte[] wireupHeader) {
+        return ByteBuffer.wrap(wireupHeader).order(ByteOrder.LITTLE_ENDIAN).getLong(4);
     }
 
     /**
