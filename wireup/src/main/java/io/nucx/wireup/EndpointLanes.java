@@ -21,6 +21,7 @@ import io.nucx.transport.LaneBacklog;
 import io.nucx.transport.ShortFrameWriter;
 import io.nucx.transport.rma.RmaLane;
 
+import java.io.IOException;
 import java.nio.channels.ClosedChannelException;
 import java.util.ArrayList;
 import java.util.HashSet;
@@ -397,6 +398,12 @@ final class EndpointLanes {
         if (lane.isSuccess()) {
             promise.trySuccess();
             return;
+        }
+        if (lane instanceof ChannelFuture f && f.channel().isOpen() && !(f.cause() instanceof IOException)) {
+            // Refused, the lane open (a frame over its limits, an encoder's error): nothing else would end the
+            // endpoint this send waits for. It closes as after a void promise's failed write (its handler's
+            // exceptionCaught), naming the cause; an I/O error closes the lane by itself.
+            f.channel().pipeline().fireExceptionCaught(f.cause());
         }
         Throwable why = endpoint.failure();
         if (why != null || !endpoint.isOpen()) {

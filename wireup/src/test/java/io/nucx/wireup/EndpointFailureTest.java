@@ -1,9 +1,11 @@
 package io.nucx.wireup;
 
+import io.netty.buffer.Unpooled;
 import io.netty.channel.ChannelFuture;
 import io.netty.channel.ChannelHandler;
 import io.netty.channel.ChannelHandlerContext;
 import io.netty.channel.ChannelInboundHandlerAdapter;
+import io.netty.channel.ChannelPromise;
 import io.netty.util.concurrent.Future;
 import io.nucx.ConnectionResetException;
 import io.nucx.Endpoint;
@@ -13,10 +15,12 @@ import io.nucx.EndpointTimeoutException;
 import io.nucx.ErrorMode;
 import io.nucx.NucxClosedException;
 import io.nucx.Worker;
+import io.nucx.protocol.AmIds;
 import io.nucx.protocol.amo.AtomicOp;
 import io.nucx.protocol.amo.RemoteMemoryKey;
 import io.nucx.protocol.tag.RndvCodec;
 import io.nucx.protocol.tag.TagMessage;
+import io.nucx.transport.AmFrame;
 import io.nucx.transport.IoEngine;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
@@ -327,6 +331,30 @@ class EndpointFailureTest {
         Throwable cause = failureOf(ep.errorFuture());
         assertFalse(cause.getMessage().contains("every lane"), cause.getMessage());
         assertTrue(cause.getMessage().contains(lane), () -> "names the lane " + lane + ": " + cause.getMessage());
+    }
+
+    /**
+     * A lane that refuses a frame (over its limits) stays open by itself: a send with a promise of its own waited for
+     * an endpoint failure nothing would cause. The lane closes as after a void promise's failed write, and the send
+     * and the endpoint fail naming the refusal.
+     */
+    @ParameterizedTest
+    @ValueSource(strings = {"tcp", "shm", "self"})
+    void aFrameTheLaneRefusesFailsItsSendAndTheEndpointNamingWhy(String tls) throws Exception {
+        Worker a = workers.start("a", "TLS", tls);
+        Worker b = workers.start("b", "TLS", tls);
+        EndpointChannel ep = TestWorkers.impl(TestWorkers.wiredUp(a, b));
+        int tooLong = a.eventLoop().submit(() -> ep.selection().am().iface().attributes().maxBcopy()).get() + 1;
+        ChannelPromise send = a.eventLoop().submit(() -> {
+            ChannelPromise p = ep.newPromise();
+            ep.lanes().write(AmFrame.of(AmIds.EAGER_ONLY, 0, Unpooled.buffer(8).writeLongLE(1),
+                    Unpooled.wrappedBuffer(new byte[tooLong])), p);
+            return p;
+        }).get();
+        Throwable cause = failureOf(send);
+        assertTrue(String.valueOf(cause.getMessage()).contains("exceeds the limits"), () -> "the send: " + cause);
+        Throwable endpoint = failureOf(ep.errorFuture());
+        assertTrue(endpoint.getMessage().contains("exceeds the limits"), () -> "the endpoint: " + endpoint);
     }
 
     /**
