@@ -75,15 +75,18 @@ public final class DefaultWorker implements Worker {
     private final RequestProcessor requests = new RequestProcessor(this);
     private final AtomicLong nextEndpointId = new AtomicLong();
     /**
-     * The last {@link #GOODBYES_KEPT} endpoints that closed gracefully (said goodbye on every lane), by id: a lane the
-     * peer announced as the close crossed it is told the same. Loop only.
+     * The last {@link #GOODBYES_KEPT} endpoints that closed gracefully (said goodbye on every lane), by id, with the
+     * peer they were wired to: a lane that peer announced as the close crossed it is told the same. Loop only.
      */
-    private final Map<Long, Boolean> saidGoodbye = new LinkedHashMap<>() {
+    private final Map<Long, Peer> saidGoodbye = new LinkedHashMap<>() {
         @Override
-        protected boolean removeEldestEntry(Map.Entry<Long, Boolean> eldest) {
+        protected boolean removeEldestEntry(Map.Entry<Long, Peer> eldest) {
             return size() > GOODBYES_KEPT;
         }
     };
+
+    /** The other side of an endpoint: the peer worker's uuid and its endpoint's id. */
+    private record Peer(long uuid, long endpointId) { }
     private final AtomicBoolean closed = new AtomicBoolean();
     private final Promise<Void> closeFuture;
     private final ErrorMode defaultErrorMode;
@@ -666,9 +669,13 @@ public final class DefaultWorker implements Worker {
         return id >= 0 && id < nextEndpointId.get();
     }
 
-    /** Whether endpoint {@code id}, closed, was among the last {@link #GOODBYES_KEPT} to close gracefully. Loop only. */
-    boolean saidGoodbye(long id) {
-        return saidGoodbye.containsKey(id);
+    /**
+     * Whether endpoint {@code id}, closed, was among the last {@link #GOODBYES_KEPT} to close gracefully, wired to
+     * endpoint {@code peerEpId} of the worker {@code peerUuid}. Loop only.
+     */
+    boolean saidGoodbye(long id, long peerUuid, long peerEpId) {
+        Peer p = saidGoodbye.get(id);
+        return p != null && p.uuid() == peerUuid && p.endpointId() == peerEpId;
     }
 
     /** An endpoint created on demand: registered on the loop (we are on it) and filed by id. */
@@ -744,7 +751,7 @@ public final class DefaultWorker implements Worker {
     /** {@code ep} ended; {@code saidGoodbye}: it closed gracefully, its EP_REMOVED on every lane. */
     void endpointClosed(EndpointChannel ep, boolean saidGoodbye) {
         if (saidGoodbye) {
-            this.saidGoodbye.put(ep.endpointId(), Boolean.TRUE);
+            this.saidGoodbye.put(ep.endpointId(), new Peer(ep.remoteWorkerAddress().uuid(), ep.remoteEndpointId()));
         }
         endpoints.remove(ep.endpointId());
         endpointMatched(ep);

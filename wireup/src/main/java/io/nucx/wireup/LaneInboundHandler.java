@@ -41,12 +41,8 @@ final class LaneInboundHandler extends ChannelInboundHandlerAdapter implements S
      * NEW: a lane a peer connected, before its first frame. RETRYING: its REQUEST waits behind another thread's
      * connect, later frames held in order. IGNORED: its REQUEST lost a simultaneous connect; the peer's REPLY to ours
      * comes next on it. REFUSED: its REQUEST was answered with the reason it cannot be accepted; the lane closes
-     * once that is written. ENDPOINT: it is one of an endpoint's lanes.
-     */
-    /**
-     * What the lane is: not yet known, waiting to ask again, a simultaneous connect's ignored one, refused, an
-     * endpoint's, or announced for an endpoint that closed gracefully since ({@link #onLaneAttach}: told so, open until
-     * the peer closes it, what it brings dropped).
+     * once that is written. ENDPOINT: it is one of an endpoint's lanes. GOODBYE: announced for an endpoint that closed
+     * gracefully since ({@link #onLaneAttach}): told so, open until the peer closes it, what it brings dropped.
      */
     private enum Role { NEW, RETRYING, IGNORED, REFUSED, ENDPOINT, GOODBYE }
 
@@ -471,7 +467,7 @@ final class LaneInboundHandler extends ChannelInboundHandlerAdapter implements S
             worker.auth().checkLane(m.proof(), m.value(), worker.uuid(), m.srcEpId(), m.dstEpId(), m.lane());
         }
         EndpointChannel target = worker.endpoint(m.dstEpId());
-        if (target == null && worker.saidGoodbye(m.dstEpId())) {
+        if (target == null && worker.saidGoodbye(m.dstEpId(), m.value(), m.srcEpId())) {
             // Closed gracefully here while the peer's lane connected: the goodbye went on the lanes we knew of. The
             // peer acts on a goodbye once each of its lanes has brought one, so this lane says it too, and stays open
             // until the peer closes it (at most the close bound): closed now, the peer could take its close for a
@@ -554,6 +550,14 @@ final class LaneInboundHandler extends ChannelInboundHandlerAdapter implements S
     @Override
     public void exceptionCaught(ChannelHandlerContext ctx, Throwable cause) {
         if (failure != null) {
+            return;
+        }
+        if (role == Role.GOODBYE) {
+            // The peer's close of a lane it may not have read (a reset): the endpoint is gone and the peer told.
+            failure = cause;
+            LOG.debug("closing lane {} -> {} of worker {}, told goodbye: {}", ctx.channel().localAddress(),
+                    ctx.channel().remoteAddress(), worker.name(), cause.toString());
+            ctx.close();
             return;
         }
         if (cause instanceof ClosedChannelException && !ctx.channel().isOpen()) {

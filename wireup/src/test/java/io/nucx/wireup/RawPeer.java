@@ -159,6 +159,19 @@ final class RawPeer implements AutoCloseable {
         }
     }
 
+    /** Whether the worker sent nothing and kept the connection open for {@code millis}. */
+    boolean silentFor(long millis) throws IOException {
+        socket.setSoTimeout((int) millis);
+        try {
+            in.read();
+            return false; // a byte, or the end
+        } catch (SocketTimeoutException e) {
+            return true;
+        } catch (SocketException reset) {
+            return false;
+        }
+    }
+
     @Override
     public void close() throws IOException {
         socket.close();
