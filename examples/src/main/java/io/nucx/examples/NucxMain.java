@@ -10,7 +10,7 @@ import java.util.List;
 /**
  * {@code bin/nucx}: the tools, each a thin front over the library. The command line holds only the subcommand named
  * (every one for help or a name it does not know): picocli reads every option of every subcommand it is given, some
- * 30 ms of each start.
+ * 40 ms of each start (BENCHMARKS.md, first-message).
  */
 @Command(name = "nucx", mixinStandardHelpOptions = true, version = "nucx 0.1.0",
         description = "UCX's communication model on Netty.")
