@@ -63,12 +63,19 @@ public abstract class AbstractLaneChannel extends AbstractChannel {
 
     /**
      * Takes {@link AmFrame}s within the iface's limits; a larger frame fails its write with the
-     * {@link io.netty.handler.codec.TooLongFrameException} naming both, and anything else is refused.
+     * {@link io.netty.handler.codec.TooLongFrameException} naming both, which the pipeline hears of too
+     * ({@code exceptionCaught}, as tcp's encoder reports it): Netty drops a void promise's failure here, and the
+     * frame's writer would never learn it was lost. Anything else is refused.
      */
     @Override
     protected Object filterOutboundMessage(Object msg) {
         if (msg instanceof AmFrame f && limits != null) {
-            limits.checkFrame(f, this);
+            try {
+                limits.checkFrame(f, this);
+            } catch (RuntimeException tooLong) {
+                pipeline().fireExceptionCaught(tooLong);
+                throw tooLong;
+            }
             return msg;
         }
         throw new UnsupportedOperationException(getClass().getSimpleName() + " carries "

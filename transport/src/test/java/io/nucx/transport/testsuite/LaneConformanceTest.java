@@ -369,7 +369,11 @@ public abstract class LaneConformanceTest {
         l.bSide().assertDrained();
     }
 
-    /** A frame over the limits fails its own write with a clear error; nothing of it arrives; the lane goes on. */
+    /**
+     * A frame over the limits fails its own write with a clear error; nothing of it arrives; the lane goes on. Written
+     * with a void promise, the lane's pipeline hears of it (its handler would close the lane): Netty drops a void
+     * promise's failure where a channel filters its messages, and the writer would never learn the frame was lost.
+     */
     @Test
     void aFrameOverTheIfaceLimitsIsRefusedWithAClearErrorAndTheLaneGoesOn() throws Exception {
         IfaceAttributes at = a.attributes();
@@ -382,10 +386,21 @@ public abstract class LaneConformanceTest {
         TooLongFrameException h = assertInstanceOf(TooLongFrameException.class, header.cause());
         assertTrue(h.getMessage().contains("header <= " + at.maxHeader()), h.getMessage());
         assertInstanceOf(UnsupportedOperationException.class, awaited(l.a().writeAndFlush("not a frame")).cause());
+        long heard = tooLongHeard(l.aSide());
+        l.a().writeAndFlush(Frames.sized(3, 8, at.maxBcopy() - 7, true), l.a().voidPromise());
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(Recorder.DEADLINE_SECONDS);
+        while (tooLongHeard(l.aSide()) == heard && System.nanoTime() < deadline) {
+            Thread.sleep(5);
+        }
+        assertEquals(heard + 1, tooLongHeard(l.aSide()), () -> "the pipeline heard: " + l.aSide().errors());
         assertTrue(l.a().isActive(), "the lane stays up");
         l.a().writeAndFlush(Frames.numbered(7));
         l.bSide().expect(7, 1);
         l.bSide().assertDrained();
+    }
+
+    private static long tooLongHeard(Recorder r) {
+        return r.errors().stream().filter(TooLongFrameException.class::isInstance).count();
     }
 
     // ---------------------------------------------------------------- backpressure
