@@ -21,7 +21,6 @@ import io.nucx.transport.LaneBacklog;
 import io.nucx.transport.ShortFrameWriter;
 import io.nucx.transport.rma.RmaLane;
 
-import java.io.IOException;
 import java.nio.channels.ClosedChannelException;
 import java.util.ArrayList;
 import java.util.HashSet;
@@ -390,20 +389,14 @@ final class EndpointLanes {
 
     /**
      * A send's promise from its lane write. A failed write fails it with the endpoint's failure: a lane whose channel
-     * fails its writes before it goes inactive (rdma fails the writes of a dead queue pair first) is about to fail the
-     * endpoint, so the send waits for that (or for the close) and reports the endpoint's cause, as every other
+     * fails its writes before it goes inactive (rdma fails the writes of a dead queue pair first; a lane that refuses
+     * a frame tells its pipeline, whose handler closes it) is about to fail the endpoint, so the send waits for that (or for the close) and reports the endpoint's cause, as every other
      * outstanding operation does.
      */
     private void complete(Future<?> lane, ChannelPromise promise) {
         if (lane.isSuccess()) {
             promise.trySuccess();
             return;
-        }
-        if (lane instanceof ChannelFuture f && f.channel().isOpen() && !(f.cause() instanceof IOException)) {
-            // Refused, the lane open (a frame over its limits, an encoder's error): nothing else would end the
-            // endpoint this send waits for. It closes as after a void promise's failed write (its handler's
-            // exceptionCaught), naming the cause; an I/O error closes the lane by itself.
-            f.channel().pipeline().fireExceptionCaught(f.cause());
         }
         Throwable why = endpoint.failure();
         if (why != null || !endpoint.isOpen()) {

@@ -13,7 +13,8 @@ import io.nucx.transport.ShortFrameWriter;
  * Writes {@link AmFrame}s as {@link AmFrameLayout}. Small frames are copied into one buffer; larger payloads go
  * out as their own buffer behind the prefix, so the socket gathers them without a copy. The frame's promise is
  * completed by the write that carries its last byte. A frame over the iface's limits fails its write
- * ({@link IfaceAttributes#checkFrame}) and nothing of it is written.
+ * ({@link IfaceAttributes#checkFrame}), the pipeline hears of it ({@code exceptionCaught}, as from any lane:
+ * {@link io.nucx.transport.AbstractLaneChannel}), and nothing of it is written.
  *
  * <p>Short frames given as their parts ({@link ShortFrameWriter}) between two flushes are copied one after the other
  * into a shared buffer of up to {@link #BATCH_CAPACITY} bytes, which goes into the channel's outbound buffer at the
@@ -76,7 +77,10 @@ public final class AmFrameEncoder extends ChannelOutboundHandlerAdapter implemen
             if (prefix != null) {
                 prefix.release();
             }
-            promise.tryFailure(t);
+            promise.tryFailure(t); // a void promise tells the pipeline itself
+            if (!promise.isVoid()) {
+                ctx.fireExceptionCaught(t); // as every lane does: the frame is lost, the lane's handler decides
+            }
         } finally {
             frame.release();
         }
