@@ -35,8 +35,8 @@ import java.util.concurrent.TimeUnit;
  *   <tr><td>{@code nucx.endpoint.errors}</td><td>counter</td><td>endpoints failed, by cause</td></tr>
  *   <tr><td>{@code nucx.lane.failovers}, {@code nucx.lane.resent}</td><td>counter</td><td>lanes lost and taken over;
  *       frames sent again</td></tr>
- *   <tr><td>{@code nucx.rendezvous.fallbacks}</td><td>counter</td><td>rendezvous that could not use RMA, by
- *       kind</td></tr>
+ *   <tr><td>{@code nucx.rendezvous.fallbacks}</td><td>counter</td><td>rendezvous that could not use RMA, or went
+ *       eager (an active message's user header fills the RTS), by kind</td></tr>
  * </table>
  * Plus Micrometer's own Netty meters for the worker's event loop and the pooled allocator. Nothing here runs on the
  * send or receive path: counting is done anyway (a {@code LongAdder} add per message), and these functions read it
@@ -81,8 +81,9 @@ public final class WorkerMetrics implements MeterBinder {
                 .register(registry);
         FunctionCounter.builder("nucx.lane.resent", counters, c -> c.count("lane/resent")).tags(tags)
                 .description("frames sent again after a lane was lost").register(registry);
-        for (String kind : List.of(RndvProtocols.RECV_GET_FALLBACK_COUNTER, RndvProtocols.PUT_FALLBACK_COUNTER,
-                RndvProtocols.RECV_PUT_FALLBACK_COUNTER)) {
+        for (String kind : List.of(RndvProtocols.GET_FALLBACK_COUNTER, RndvProtocols.RECV_GET_FALLBACK_COUNTER,
+                RndvProtocols.PUT_FALLBACK_COUNTER, RndvProtocols.RECV_PUT_FALLBACK_COUNTER,
+                RndvProtocols.AM_HEADER_FALLBACK_COUNTER)) {
             FunctionCounter.builder("nucx.rendezvous.fallbacks", counters, c -> c.count(kind))
                     .tags(tags.and("kind", kind)).register(registry);
         }

@@ -138,6 +138,8 @@ class TwoProcessCmaTest {
                         || counters.contains(RndvProtocols.RECV_GET_COUNTER + "=0"), counters);
                 assertEquals(sizes.length, worker.counters().count(RndvProtocols.GET_ZCOPY.name()),
                         "root may read the peer, so it offered its buffers");
+                assertEquals(sizes.length, worker.counters().count(RndvProtocols.GET_FALLBACK_COUNTER),
+                        "and heard an RTR for each offer");
                 assertEquals(0, peer.waitFor(60), () -> "peer exit code; stderr:\n" + peer.stderr());
             }
         } finally {

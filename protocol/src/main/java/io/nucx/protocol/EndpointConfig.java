@@ -77,6 +77,12 @@ public record EndpointConfig(String amLane, IfaceAttributes amLaneAttrs, String 
         rmaBwLanes = List.copyOf(rmaBwLanes);
     }
 
+    /** The AM lane's transport, as traffic is counted by: "tcp" of "tcp/lo". */
+    public String amTransport() {
+        int slash = amLane.indexOf('/');
+        return slash < 0 ? amLane : amLane.substring(0, slash);
+    }
+
     /** The RMA lanes' bandwidth summed: what a rendezvous split over all of them reaches (the seed's multi-lane sum). */
     public double rmaBandwidth() {
         return summed(rmaLaneAttrs, rmaBwLanes);

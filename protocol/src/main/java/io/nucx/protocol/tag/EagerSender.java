@@ -26,6 +26,7 @@ import io.nucx.transport.Buffers;
 import io.nucx.transport.IfaceAttributes;
 
 import java.util.List;
+import java.util.concurrent.atomic.LongAdder;
 import java.util.function.LongSupplier;
 
 /**
@@ -114,12 +115,12 @@ final class EagerSender {
     private final ProtocolCounters.Traffic shortCount;
     private final ProtocolCounters.Traffic singleCount;
     private final ProtocolCounters.Traffic multiCount;
-    private final ProtocolCounters.Traffic rndvCount;
-    private final ProtocolCounters.Traffic getZcopyCount;
     private final ProtocolCounters.Traffic syncSingleCount;
     private final ProtocolCounters.Traffic syncMultiCount;
     private final ProtocolCounters.Traffic singleZcopyCount;
     private final ProtocolCounters.Traffic multiZcopyCount;
+    /** Active messages the tables gave a rendezvous, sent as egr/multi/bcopy: their user header fills the RTS. */
+    private final LongAdder amHeaderFallbackCount;
     /** Synchronous sends waiting for EAGER_SYNC_ACK, and zero-copy sends waiting for EAGER_ZCOPY_ACK. */
     private final PendingRequests<AckedSend> syncSends = new PendingRequests<>();
     private final PendingRequests<AckedSend> zcopySends = new PendingRequests<>();
@@ -135,8 +136,7 @@ final class EagerSender {
         this.endpoint = endpoint;
         EndpointConfig config = endpoint.endpointConfig();
         this.lane = config.amLaneAttrs();
-        int slash = config.amLane().indexOf('/');
-        String transport = slash < 0 ? config.amLane() : config.amLane().substring(0, slash); // "tcp" of "tcp/lo"
+        String transport = config.amTransport();
         int maxBcopy = lane.maxBcopy();
         if (maxBcopy <= EagerHeaders.FIRST_LENGTH) {
             throw new IllegalArgumentException("AM lane " + config.amLane() + " max bcopy " + maxBcopy
@@ -159,12 +159,11 @@ final class EagerSender {
         this.shortCount = counters.traffic(EagerProtocols.SHORT.name(), transport);
         this.singleCount = counters.traffic(EagerProtocols.SINGLE_BCOPY.name(), transport);
         this.multiCount = counters.traffic(EagerProtocols.MULTI_BCOPY.name(), transport);
-        this.rndvCount = counters.traffic(RndvProtocols.TAG_RNDV.name(), transport);
-        this.getZcopyCount = counters.traffic(RndvProtocols.GET_ZCOPY.name(), transport);
         this.syncSingleCount = counters.traffic(EagerProtocols.SYNC_SINGLE_BCOPY.name(), transport);
         this.syncMultiCount = counters.traffic(EagerProtocols.SYNC_MULTI_BCOPY.name(), transport);
         this.singleZcopyCount = counters.traffic(EagerProtocols.SINGLE_ZCOPY.name(), transport);
         this.multiZcopyCount = counters.traffic(EagerProtocols.MULTI_ZCOPY.name(), transport);
+        this.amHeaderFallbackCount = counters.counter(RndvProtocols.AM_HEADER_FALLBACK_COUNTER);
     }
 
     /** The selection key of a send: its memory (isDirect, not hasArray: a composite of heap parts is heap too). */
@@ -329,6 +328,7 @@ final class EagerSender {
                     return;
                 }
                 p = EagerProtocols.MULTI_BCOPY;
+                amHeaderFallbackCount.increment();
             }
             if (p == EagerProtocols.SHORT || p == EagerProtocols.SINGLE_BCOPY) {
                 (p == EagerProtocols.SHORT ? shortCount : singleCount).sent(length);
@@ -347,13 +347,13 @@ final class EagerSender {
             } else if (p == EagerProtocols.SYNC_SINGLE_BCOPY || p == EagerProtocols.SYNC_MULTI_BCOPY) {
                 writeSync(ctx, tag, content, length, p == EagerProtocols.SYNC_MULTI_BCOPY, promise);
             } else if (p == RndvProtocols.TAG_RNDV || p == RndvProtocols.PUT_ZCOPY) {
-                // put/zcopy's RTS is tag/rndv's: the receiver answers with its buffer's key
-                rndvCount.sent(length);
+                // put/zcopy's RTS is tag/rndv's: the receiver answers with its buffer's key. Counted by the RndvSender,
+                // which knows what its RTS offers.
                 ctx.write(new RndvSendRequest(tag, content.retain(), false, kind, rtsPayload(ctx, amHeader)), promise);
             } else if (p == RndvProtocols.GET_ZCOPY) {
-                boolean offer = RndvSendRequest.offersKey(content);
-                (offer ? getZcopyCount : rndvCount).sent(length); // not one native run: the receiver asks by RTR
-                ctx.write(new RndvSendRequest(tag, content.retain(), offer, kind, rtsPayload(ctx, amHeader)), promise);
+                // not one native run: the receiver asks by RTR
+                ctx.write(new RndvSendRequest(tag, content.retain(), RndvSendRequest.offersKey(content), kind,
+                        rtsPayload(ctx, amHeader)), promise);
             } else {
                 promise.tryFailure(new IllegalStateException("no protocol sends a " + length + "-byte "
                         + SelectionKey.describe(keys[keyIndex]) + " on " + protocols.config().amLane()

@@ -154,6 +154,18 @@ public final class RndvProtocols {
         }
     }
 
+    /**
+     * Sender-side counter: a send the tables gave {@code rndv/get/zcopy} whose RTS went without its key (the key and an
+     * active message's user header do not fit one frame; no device to register with) or whose receiver asked for the
+     * data by RTR although the key came. The traffic of {@code rndv/get/zcopy} counts RTSes that carried a key;
+     * those without count as {@code tag/rndv}.
+     */
+    public static final String GET_FALLBACK_COUNTER = "rndv/get/zcopy(fallback)";
+    /**
+     * Sender-side counter: active messages the tables gave a rendezvous that went as {@code egr/multi/bcopy} (counted
+     * there too), since their user header does not fit the RTS's one frame.
+     */
+    public static final String AM_HEADER_FALLBACK_COUNTER = "am:rndv(fallback: user header)";
     /** Receiver-side counters: data read from the sender by cma, or asked for by RTR although a key came. */
     public static final String RECV_GET_COUNTER = "recv:rndv/get/zcopy";
     public static final String RECV_GET_FALLBACK_COUNTER = "recv:rndv/rtr(fallback)";

@@ -87,6 +87,10 @@ final class RndvSender {
     private final PendingRequests<Send> sends;
     private final LongAdder putCount;
     private final LongAdder putFallbackCount;
+    private final LongAdder getFallbackCount;
+    /** What the RTSes went as: {@code rndv/get/zcopy} with the send buffer's key, else {@code tag/rndv}. */
+    private final ProtocolCounters.Traffic getCount;
+    private final ProtocolCounters.Traffic rndvCount;
     private final ProtocolCounters counters;
     /** ATP(cancelled) frames written at the end and not yet gone; the endpoint lingers until they are. */
     private int lastWordsPending;
@@ -104,6 +108,10 @@ final class RndvSender {
         this.counters = counters;
         this.putCount = counters.counter(RndvProtocols.PUT_COUNTER);
         this.putFallbackCount = counters.counter(RndvProtocols.PUT_FALLBACK_COUNTER);
+        this.getFallbackCount = counters.counter(RndvProtocols.GET_FALLBACK_COUNTER);
+        String transport = endpoint.endpointConfig().amTransport();
+        this.getCount = counters.traffic(RndvProtocols.GET_ZCOPY.name(), transport);
+        this.rndvCount = counters.traffic(RndvProtocols.TAG_RNDV.name(), transport);
     }
 
     /** Sends the RTS of {@code req} and keeps it until the receiver answers. Owns the request's reference. */
@@ -136,6 +144,10 @@ final class RndvSender {
             s.getOffers = List.of();
             key = null;
         }
+        if (req.offerGet() && key == null) {
+            getFallbackCount.increment();
+        }
+        (key != null ? getCount : rndvCount).sent(content.readableBytes() + payload.readableBytes());
         ByteBuf header = RndvHeaders.writeRts(ctx.alloc().buffer(RndvHeaders.rtsLength(key)), req.tag(), s.id,
                 content.readableBytes(), key);
         endpoint.writeFrame(ctx, AmFrame.of(req.kind().rtsId(), 0, header, payload), ProtocolCodec.quietPromise(ctx));
@@ -164,6 +176,9 @@ final class RndvSender {
         Send s = find(senderReqId, "RTR");
         if (s.stage == Stage.DATA_SENT) {
             throw new ProtocolException("RTR for rendezvous send " + senderReqId + ", whose data were sent already");
+        }
+        if (!s.getOffers.isEmpty()) {
+            getFallbackCount.increment(); // the receiver did not read what we offered
         }
         if (size != s.content.readableBytes()) {
             sends.remove(senderReqId);

@@ -14,6 +14,7 @@ import io.nucx.protocol.ProtocolRegistry;
 import io.nucx.protocol.ProtocolSettings;
 import io.nucx.protocol.TestEndpoint;
 import io.nucx.protocol.WorkerProtocols;
+import io.nucx.protocol.am.AmData;
 import io.nucx.protocol.select.ProtoCandidate;
 import io.nucx.transport.AmFrame;
 import io.nucx.transport.Capability;
@@ -397,6 +398,75 @@ class RndvCodecSendTest {
         codecs.forEach(c -> c.endpointEnded(new ClosedChannelException()));
         assertInstanceOf(ClosedChannelException.class, heap.cause());
         rts.release();
+        lane.close();
+        assertFalse(ch.finishAndReleaseAll());
+    }
+
+    /**
+     * The traffic of {@code rndv/get/zcopy} counts RTSes that carried the send buffer's key: an offer withdrawn before
+     * its RTS (an active message's user header leaves the key no room in the frame) goes, and is counted, as
+     * {@code tag/rndv}, and a fallback; so does an offer the receiver answers by RTR rather than reading it.
+     */
+    @Test
+    void getZcopyCountsOnlyTheOffersThatWentAndTheReceiverReadAndFallbacksApart() {
+        assumeTrue(Cma.availability().isAvailable(), () -> Cma.availability().reason());
+        IfaceAttributes cmaLike = new IfaceAttributes(EnumSet.of(Capability.GET_ZCOPY, Capability.PUT_ZCOPY), 0, 0,
+                0, 80e-9, 0, 11145e6, 0, 2e-6, 0, Long.MAX_VALUE, Integer.MAX_VALUE, Cma.CHUNK);
+        // Frames of 4 KiB, as shm's: an active message's user header (at most 4 KiB) may fill an RTS.
+        EndpointConfig withRma = new EndpointConfig("test/lo", TestEndpoint.amLane(1024, 4096).amLaneAttrs(),
+                "cma/memory", cmaLike);
+        EmbeddedChannel ch = new EmbeddedChannel();
+        WorkerProtocols w = TestEndpoint.worker(ch, new ProtocolSettings(1 << 30, ProtoCandidate.AUTO,
+                ProtoCandidate.AUTO, 4096, false, RndvScheme.AUTO, ProtocolRegistry.DEFAULT.protocols()));
+        CmaChannel lane = TestEndpoint.cmaLane(ch, Cma.pid());
+        List<ProtocolCodec> codecs = ProtocolRegistry.DEFAULT.initPipeline(ch.pipeline(),
+                new TestEndpoint(ch, withRma).rma(lane), w);
+        int roomForHeader = withRma.amLaneAttrs().maxBcopy() - RndvHeaders.RTS_LENGTH;
+        // An active message whose user header fills the RTS: the tables' rndv/get/zcopy, its key left out.
+        ChannelFuture[] f = {ch.writeAndFlush(new AmData(7, Unpooled.wrappedBuffer(pattern(15, roomForHeader)),
+                direct(pattern(16, 1 << 20)), false))};
+        AmFrame rts = ch.readOutbound();
+        assertEquals(MessageKind.AM.rtsId(), rts.amId());
+        assertEquals(RndvHeaders.RTS_LENGTH + roomForHeader, rts.header().readableBytes()
+                + rts.payload().readableBytes(), "the RTS went without a key");
+        ch.writeInbound(ats(senderReqId(rts), RndvHeaders.STATUS_OK));
+        assertTrue(f[0].isSuccess());
+        assertEquals(0, w.counters().count(RndvProtocols.GET_ZCOPY.name()));
+        assertEquals(1, w.counters().count(RndvProtocols.TAG_RNDV.name()));
+        assertEquals(1, w.counters().count(RndvProtocols.GET_FALLBACK_COUNTER));
+        // One byte more of user header, and no RTS holds it: the message goes by eager fragments, counted apart.
+        f[0] = ch.writeAndFlush(new AmData(7, Unpooled.wrappedBuffer(pattern(18, roomForHeader + 1)),
+                direct(pattern(19, 1 << 20)), false));
+        AmFrame first = ch.readOutbound();
+        assertEquals(MessageKind.AM.firstId(), first.amId(), "an eager first fragment, not an RTS");
+        first.release();
+        for (AmFrame d; (d = ch.readOutbound()) != null; ) {
+            d.release();
+        }
+        assertTrue(f[0].isSuccess());
+        assertEquals(1, w.counters().count(RndvProtocols.AM_HEADER_FALLBACK_COUNTER));
+        assertEquals(1, w.counters().count(EagerProtocols.MULTI_BCOPY.name()));
+        assertEquals(1, w.counters().count(RndvProtocols.TAG_RNDV.name()));
+
+        byte[] data = pattern(17, 100_000);
+        rts = send(ch, new RndvSendRequest(0x75, direct(data), true), f);
+        assertEquals(RndvHeaders.rtsLength(RndvEndpoint.bundle(new byte[CmaKey.PACKED_LENGTH])),
+                rts.header().readableBytes(), "the key went");
+        assertEquals(1, w.counters().count(RndvProtocols.GET_ZCOPY.name()));
+        assertEquals(1, w.counters().count(RndvProtocols.GET_FALLBACK_COUNTER), "not until the receiver says");
+        ch.writeInbound(rtr(senderReqId(rts), 900, data.length, null)); // it asks for the data instead
+        assertEquals(2, w.counters().count(RndvProtocols.GET_FALLBACK_COUNTER));
+        ByteBuf received = Unpooled.buffer(data.length);
+        for (AmFrame d; (d = ch.readOutbound()) != null; ) {
+            assertEquals(AmIds.RNDV_DATA, d.amId());
+            received.writeBytes(d.payload());
+            d.release();
+        }
+        assertArrayEquals(data, bytes(received));
+        assertTrue(f[0].isSuccess());
+        assertEquals(1, w.counters().count(RndvProtocols.GET_ZCOPY.name()));
+        assertEquals(1, w.counters().count(RndvProtocols.TAG_RNDV.name()));
+        codecs.forEach(c -> c.endpointEnded(new ClosedChannelException()));
         lane.close();
         assertFalse(ch.finishAndReleaseAll());
     }
