@@ -8,6 +8,7 @@ import io.nucx.protocol.amo.AtomicOp;
 import io.nucx.protocol.amo.RemoteMemoryKey;
 import io.nucx.protocol.tag.TagMessage;
 
+import java.lang.foreign.MemorySegment;
 import java.util.List;
 
 /**
@@ -168,13 +169,13 @@ public interface Endpoint extends Channel {
      * no RMA lane to this peer (and why not), or the endpoint's failure. Keep {@code local} alive and unchanged until
      * then. Operations written while the endpoint wires up wait for it.
      */
-    Future<Void> put(java.lang.foreign.MemorySegment local, RemoteMemoryKey key, long remoteAddress);
+    Future<Void> put(MemorySegment local, RemoteMemoryKey key, long remoteAddress);
 
     /**
      * Reads {@code local.byteSize()} bytes at {@code remoteAddress} of the peer's memory registered as {@code key}
      * into {@code local} (UCX's {@code ucp_get_nbx}); as {@link #put}, the future completes when they are there.
      */
-    Future<Void> get(java.lang.foreign.MemorySegment local, RemoteMemoryKey key, long remoteAddress);
+    Future<Void> get(MemorySegment local, RemoteMemoryKey key, long remoteAddress);
 
     /**
      * Completes when every {@link #put}, {@link #get} and atomic written on this endpoint before it is complete (UCX's

@@ -1,5 +1,7 @@
 package io.nucx;
 
+import io.nucx.protocol.ProtocolException;
+
 /**
  * An endpoint's error handling (UCX's {@code ucp_err_handling_mode_t}), carried in the wireup header so that the
  * accepting side takes the connecting side's mode.
@@ -36,6 +38,6 @@ public enum ErrorMode {
                 return m;
             }
         }
-        throw new io.nucx.protocol.ProtocolException("wireup message with unknown error mode " + value);
+        throw new ProtocolException("wireup message with unknown error mode " + value);
     }
 }

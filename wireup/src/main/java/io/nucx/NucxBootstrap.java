@@ -10,10 +10,13 @@ import io.netty.util.concurrent.DefaultThreadFactory;
 import io.netty.util.concurrent.Future;
 import io.netty.util.concurrent.GlobalEventExecutor;
 import io.netty.util.concurrent.Promise;
+import io.netty.util.internal.logging.InternalLogger;
+import io.netty.util.internal.logging.InternalLoggerFactory;
 import io.nucx.transport.NucxConfig;
 import io.nucx.transport.shm.ShmIoHandler;
 import io.nucx.wireup.Context;
 import io.nucx.wireup.DefaultWorker;
+import io.nucx.wireup.WireupConfig;
 
 import java.util.LinkedHashMap;
 import java.util.Map;
@@ -42,8 +45,8 @@ import java.util.concurrent.TimeUnit;
  */
 public final class NucxBootstrap {
 
-    private static final io.netty.util.internal.logging.InternalLogger LOG =
-            io.netty.util.internal.logging.InternalLoggerFactory.getInstance(NucxBootstrap.class);
+    private static final InternalLogger LOG =
+            InternalLoggerFactory.getInstance(NucxBootstrap.class);
 
     private EventLoopGroup group;
     private Context context;
@@ -171,13 +174,13 @@ public final class NucxBootstrap {
         if (group != null) {
             loop = group.next();
         } else {
-            boolean spin = busyPoll != null ? busyPoll : ctx.config().get(io.nucx.wireup.WireupConfig.BUSY_POLL);
+            boolean spin = busyPoll != null ? busyPoll : ctx.config().get(WireupConfig.BUSY_POLL);
             // The shm engine wraps the TCP one, so one thread serves both kinds of lane.
             owned = new MultiThreadIoEventLoopGroup(1, new DefaultThreadFactory("nucx-" + name, true),
                     ownLoopIoHandlerFactory(ctx.config(), spin));
             loop = owned.next();
         }
-        long warmup = warmingUp ? 0 : ctx.config().get(io.nucx.wireup.WireupConfig.WARMUP);
+        long warmup = warmingUp ? 0 : ctx.config().get(WireupConfig.WARMUP);
         return new Prepared(ctx, loop, owned, name, endpointHandler, busyPoll, warmup);
     }
 

@@ -2,12 +2,14 @@ package io.nucx;
 
 import io.netty.bootstrap.Bootstrap;
 import io.netty.buffer.ByteBuf;
+import io.netty.buffer.CompositeByteBuf;
 import io.netty.channel.AbstractChannel;
 import io.netty.channel.Channel;
 import io.netty.channel.ChannelFuture;
 import io.netty.channel.ChannelFutureListener;
 import io.netty.channel.ChannelHandlerContext;
 import io.netty.channel.ChannelInboundHandlerAdapter;
+import io.netty.channel.ChannelInitializer;
 import io.netty.channel.ChannelMetadata;
 import io.netty.channel.ChannelOutboundBuffer;
 import io.netty.channel.ChannelPromise;
@@ -15,6 +17,7 @@ import io.netty.channel.ConnectTimeoutException;
 import io.netty.channel.EventLoop;
 import io.netty.channel.socket.ChannelInputShutdownEvent;
 import io.netty.channel.socket.ChannelInputShutdownReadComplete;
+import io.netty.channel.socket.ChannelOutputShutdownException;
 import io.netty.channel.socket.ServerSocketChannel;
 import io.netty.channel.socket.SocketChannel;
 import io.netty.handler.codec.UnsupportedMessageTypeException;
@@ -30,9 +33,11 @@ import java.net.ConnectException;
 import java.net.InetSocketAddress;
 import java.net.SocketAddress;
 import java.nio.channels.AlreadyConnectedException;
+import java.nio.channels.ClosedChannelException;
 import java.nio.channels.ConnectionPendingException;
 import java.nio.channels.UnresolvedAddressException;
 import java.nio.channels.UnsupportedAddressTypeException;
+import java.nio.charset.StandardCharsets;
 import java.util.concurrent.TimeUnit;
 import java.util.function.Consumer;
 
@@ -300,7 +305,7 @@ public final class NucxChannel extends AbstractChannel implements SocketChannel 
     }
 
     /** The client's side of the exchange: it waits for ACCEPT, then connects the endpoint. */
-    private final class ClientExchange extends io.netty.channel.ChannelInitializer<Channel> {
+    private final class ClientExchange extends ChannelInitializer<Channel> {
         private final DefaultWorker worker;
         private final InetSocketAddress to;
 
@@ -324,7 +329,7 @@ public final class NucxChannel extends AbstractChannel implements SocketChannel 
                             accepted(worker, WorkerAddress.decode(address), t);
                         } else if (type == ListenerHandshake.REJECT) {
                             connectFailed(connectError(to, "the listener refused: "
-                                    + frame.toString(java.nio.charset.StandardCharsets.UTF_8), null));
+                                    + frame.toString(StandardCharsets.UTF_8), null));
                         } else {
                             connectFailed(connectError(to, "unexpected listener message type " + type, null));
                         }
@@ -523,7 +528,7 @@ public final class NucxChannel extends AbstractChannel implements SocketChannel 
         ChannelPromise p = connectPromise;
         if (p != null) {
             connectPromise = null;
-            p.tryFailure(new java.nio.channels.ClosedChannelException());
+            p.tryFailure(new ClosedChannelException());
         }
         if (token >= 0 && acceptingWorker != null) {
             acceptingWorker.cancelListened(token);
@@ -670,7 +675,7 @@ public final class NucxChannel extends AbstractChannel implements SocketChannel 
      */
     private void writeToStream(ChannelOutboundBuffer in) throws Exception {
         Endpoint ep = endpoint;
-        io.netty.buffer.CompositeByteBuf gathered = null;
+        CompositeByteBuf gathered = null;
         int gatheredBytes = 0;
         boolean wrote = false;
         for (Object m; (m = in.current()) != null; ) {
@@ -680,14 +685,14 @@ public final class NucxChannel extends AbstractChannel implements SocketChannel 
                     gathered.release(); // the endpoint is gone: the bytes with it, as a reset socket's
                 }
                 Throwable why = ep.errorFuture().cause();
-                throw why instanceof Exception e ? e : new java.nio.channels.ClosedChannelException();
+                throw why instanceof Exception e ? e : new ClosedChannelException();
             }
             if (stream.outputEnded()) {
                 if (gathered != null) {
                     gathered.release();
                 }
                 // Closed under this channel (its worker closes, e.g. with its event loop group): nothing may follow.
-                throw new io.netty.channel.socket.ChannelOutputShutdownException("the endpoint under " + this
+                throw new ChannelOutputShutdownException("the endpoint under " + this
                         + " is closing (its worker closes): nothing more can be written");
             }
             int n = buf.readableBytes();

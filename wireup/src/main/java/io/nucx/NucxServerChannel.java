@@ -1,8 +1,10 @@
 package io.nucx;
 
+import io.netty.buffer.ByteBuf;
 import io.netty.channel.AbstractServerChannel;
 import io.netty.channel.Channel;
 import io.netty.channel.ChannelFuture;
+import io.netty.channel.ChannelFutureListener;
 import io.netty.channel.ChannelHandlerContext;
 import io.netty.channel.ChannelInboundHandlerAdapter;
 import io.netty.channel.ChannelInitializer;
@@ -14,6 +16,7 @@ import io.netty.util.ReferenceCountUtil;
 import io.netty.util.concurrent.ScheduledFuture;
 import io.nucx.transport.IoEngine;
 
+import java.net.BindException;
 import java.net.InetSocketAddress;
 import java.net.SocketAddress;
 import java.util.ArrayDeque;
@@ -104,7 +107,7 @@ public final class NucxServerChannel extends AbstractServerChannel implements Se
             throw new IllegalStateException("the listening socket did not register at once on " + eventLoop());
         }
         if (!registered.isSuccess()) {
-            throw new java.net.BindException("cannot register the listening socket: " + registered.cause());
+            throw new BindException("cannot register the listening socket: " + registered.cause());
         }
         ChannelFuture bound = ch.bind(localAddress);
         if (!bound.isDone() || !bound.isSuccess()) {
@@ -113,7 +116,7 @@ public final class NucxServerChannel extends AbstractServerChannel implements Se
             if (why instanceof Exception e) {
                 throw e;
             }
-            throw new java.net.BindException("cannot bind " + localAddress + (why != null ? ": " + why : ""));
+            throw new BindException("cannot bind " + localAddress + (why != null ? ": " + why : ""));
         }
         listener = ch;
         local = (InetSocketAddress) ch.localAddress();
@@ -151,14 +154,14 @@ public final class NucxServerChannel extends AbstractServerChannel implements Se
 
         @Override
         public void channelRead(ChannelHandlerContext ctx, Object msg) {
-            io.netty.buffer.ByteBuf frame = (io.netty.buffer.ByteBuf) msg;
+            ByteBuf frame = (ByteBuf) msg;
             try {
                 if (ListenerHandshake.read(frame) != ListenerHandshake.HELLO) {
                     throw new IllegalArgumentException("a client must say HELLO first");
                 }
             } catch (RuntimeException e) {
                 ctx.writeAndFlush(ListenerHandshake.reject(ctx.alloc(), e.getMessage()))
-                        .addListener(io.netty.channel.ChannelFutureListener.CLOSE);
+                        .addListener(ChannelFutureListener.CLOSE);
                 return;
             } finally {
                 ReferenceCountUtil.release(frame);

@@ -12,6 +12,7 @@ import io.nucx.protocol.tag.TagMessage;
 import io.nucx.protocol.tag.TagReceive;
 
 import java.lang.foreign.MemorySegment;
+import java.nio.ByteBuffer;
 import java.util.Collection;
 import java.util.List;
 
@@ -122,7 +123,7 @@ public interface Worker {
     RemoteMemoryKey registerMemory(MemorySegment segment);
 
     /** {@link #registerMemory(MemorySegment)} for a direct buffer's bytes from 0 to its capacity. */
-    default RemoteMemoryKey registerMemory(java.nio.ByteBuffer direct) {
+    default RemoteMemoryKey registerMemory(ByteBuffer direct) {
         if (!direct.isDirect()) {
             throw new IllegalArgumentException("only a direct buffer can be registered for remote access (a heap "
                     + "buffer's array moves)");

@@ -2,6 +2,7 @@ package io.nucx;
 
 import io.nucx.transport.Capability;
 
+import java.nio.BufferOverflowException;
 import java.nio.BufferUnderflowException;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
@@ -79,7 +80,7 @@ public record WorkerAddress(long uuid, String name, List<Entry> entries) {
                 putBytes(b, e.deviceAddress());
                 putBytes(b, e.ifaceAddress());
             }
-        } catch (java.nio.BufferOverflowException ex) {
+        } catch (BufferOverflowException ex) {
             throw new IllegalStateException("worker address exceeds " + MAX_LENGTH + " bytes");
         }
         byte[] out = new byte[b.position()];

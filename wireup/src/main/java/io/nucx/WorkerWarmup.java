@@ -3,13 +3,17 @@ package io.nucx;
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.PooledByteBufAllocator;
 import io.netty.buffer.Unpooled;
+import io.netty.util.concurrent.Future;
 import io.netty.util.concurrent.Promise;
 import io.nucx.protocol.tag.TagMessage;
 import io.nucx.protocol.tag.TagReceive;
 import io.nucx.wireup.Context;
 
+import java.util.Queue;
+import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
+import java.util.concurrent.atomic.LongAdder;
 
 /**
  * Warms the JIT compiler up before a worker is handed over ({@code NUCX_WARMUP}): the started worker ping-pongs tagged
@@ -66,15 +70,15 @@ final class WorkerWarmup {
     private volatile Endpoint toPinger;
     private volatile Promise<Void> round;
     /** The pinger's receives waiting for pongs, oldest first (cancelled from the caller when a round fails). */
-    private final java.util.Queue<io.netty.util.concurrent.Future<TagMessage>> pendingPongs =
-            new java.util.concurrent.ConcurrentLinkedQueue<>();
+    private final Queue<Future<TagMessage>> pendingPongs =
+            new ConcurrentLinkedQueue<>();
     /** Round trips done, pings not yet answered (pinger's loop), pongs sent (ponger's loop). */
     private long exchanged;
     private int inFlight;
     private long answered;
     /** Sends trySendShort took (both loops), pings received into {@link #pingsInto} (the ponger's loop). */
-    private final java.util.concurrent.atomic.LongAdder shortSends = new java.util.concurrent.atomic.LongAdder();
-    private final java.util.concurrent.atomic.LongAdder receivedInto = new java.util.concurrent.atomic.LongAdder();
+    private final LongAdder shortSends = new LongAdder();
+    private final LongAdder receivedInto = new LongAdder();
 
     private WorkerWarmup(Worker pinger, Worker ponger) {
         this.pinger = pinger;
@@ -138,7 +142,7 @@ final class WorkerWarmup {
             }
             round.sync();
         } finally {
-            for (io.netty.util.concurrent.Future<TagMessage> pong; (pong = pendingPongs.poll()) != null; ) {
+            for (Future<TagMessage> pong; (pong = pendingPongs.poll()) != null; ) {
                 pong.cancel(false); // a failed round: the started worker keeps no receive of the warm-up's
             }
             toPonger.close().await(10, TimeUnit.SECONDS);
@@ -148,10 +152,10 @@ final class WorkerWarmup {
 
     /** The pinger's next ping, with a future receive for its pong; a pong sends the next until the round ends. */
     private void ping() {
-        io.netty.util.concurrent.Future<TagMessage> pong = pinger.tagRecv(PONG, -1L);
+        Future<TagMessage> pong = pinger.tagRecv(PONG, -1L);
         pendingPongs.add(pong);
         inFlight++;
-        pong.addListener((io.netty.util.concurrent.Future<TagMessage> f) -> {
+        pong.addListener((Future<TagMessage> f) -> {
             pendingPongs.remove(f);
             inFlight--;
             if (!f.isSuccess()) {

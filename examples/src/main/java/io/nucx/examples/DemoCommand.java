@@ -15,9 +15,12 @@ import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
 
 import java.io.File;
+import java.io.IOException;
 import java.io.PrintStream;
 import java.lang.management.ManagementFactory;
 import java.net.ServerSocket;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
@@ -215,8 +218,8 @@ final class DemoCommand implements Callable<Integer> {
     private static String lastWords(File log) {
         try {
             // Latin-1 reads any bytes: a log cut mid-character still shows its last words.
-            List<String> lines = java.nio.file.Files.readAllLines(log.toPath(),
-                    java.nio.charset.StandardCharsets.ISO_8859_1);
+            List<String> lines = Files.readAllLines(log.toPath(),
+                    StandardCharsets.ISO_8859_1);
             for (int i = lines.size() - 1; i >= 0; i--) {
                 String line = lines.get(i);
                 if (!line.isBlank() && !line.startsWith("+") && !line.startsWith("|")) {
@@ -224,7 +227,7 @@ final class DemoCommand implements Callable<Integer> {
                 }
             }
             return "(empty)";
-        } catch (java.io.IOException e) {
+        } catch (IOException e) {
             return "(unreadable: " + e.getMessage() + ")";
         }
     }

@@ -1,30 +1,48 @@
 package io.nucx.examples;
 
 import io.netty.channel.ChannelInboundHandlerAdapter;
+import io.netty.channel.EventLoop;
 import io.netty.channel.EventLoopGroup;
 import io.netty.channel.MultiThreadIoEventLoopGroup;
+import io.netty.channel.epoll.Epoll;
+import io.netty.channel.epoll.EpollIoHandler;
 import io.netty.channel.nio.NioIoHandler;
+import io.nucx.ErrorMode;
+import io.nucx.NucxBootstrap;
+import io.nucx.Worker;
+import io.nucx.WorkerAddress;
+import io.nucx.protocol.select.SelectionKey;
 import io.nucx.transport.Capability;
 import io.nucx.transport.Device;
+import io.nucx.transport.HandOffRate;
 import io.nucx.transport.Iface;
 import io.nucx.transport.IfaceAttributes;
 import io.nucx.transport.IfaceParams;
 import io.nucx.transport.IoEngine;
 import io.nucx.transport.NucxConfig;
 import io.nucx.transport.SharedRates;
+import io.nucx.transport.cma.Cma;
+import io.nucx.transport.cma.CmaConfig;
+import io.nucx.transport.cma.CmaTransport;
+import io.nucx.transport.rdma.RdmaTransport;
 import io.nucx.transport.shm.ShmConfig;
 import io.nucx.transport.Transport;
 import io.nucx.transport.TransportConfig;
 import io.nucx.transport.Transports;
+import io.nucx.transport.shm.ShmIoHandler;
+import io.nucx.transport.tcp.TcpConfig;
 import io.nucx.transport.tcp.TcpTransport;
 import picocli.CommandLine.Command;
+import picocli.CommandLine;
 
+import java.io.File;
 import java.io.PrintStream;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
 import java.util.TreeMap;
 import java.util.concurrent.Callable;
+import java.util.concurrent.TimeUnit;
 
 /** {@code nucx info}: every transport, whether it runs here (or why not), its devices and attributes, as ucx_info -d. */
 @Command(name = "info", mixinStandardHelpOptions = true,
@@ -47,39 +65,39 @@ final class InfoCommand implements Callable<Integer> {
 
     @picocli.CommandLine.Option(names = "--plot", paramLabel = "FILE.png",
             description = "With --proto: also draw the heap-memory table's envelope (time vs size per protocol).")
-    java.io.File plot;
+    File plot;
 
     @Override
     public Integer call() throws Exception {
         NucxConfig config = NucxConfig.fromEnvironment().validate();
         if (plot != null && protoAddress == null) {
-            throw new picocli.CommandLine.ParameterException(new picocli.CommandLine(this), "--plot needs --proto");
+            throw new CommandLine.ParameterException(new CommandLine(this), "--plot needs --proto");
         }
         if (errMode != null && lanesAddress == null) {
-            throw new picocli.CommandLine.ParameterException(new picocli.CommandLine(this), "--err-mode needs --lanes");
+            throw new CommandLine.ParameterException(new CommandLine(this), "--err-mode needs --lanes");
         }
         if (lanesAddress != null) {
-            io.nucx.WorkerAddress peer = io.nucx.WorkerAddress.fromHex(lanesAddress);
-            io.nucx.Worker w = new io.nucx.NucxBootstrap().name("info").start();
+            WorkerAddress peer = WorkerAddress.fromHex(lanesAddress);
+            Worker w = new NucxBootstrap().name("info").start();
             try {
                 System.out.print(lanes(w, peer, errMode));
             } finally {
-                w.close().get(10, java.util.concurrent.TimeUnit.SECONDS);
+                w.close().get(10, TimeUnit.SECONDS);
             }
             return 0;
         }
         if (protoAddress != null) {
-            io.nucx.Worker w = new io.nucx.NucxBootstrap().name("info").start();
+            Worker w = new NucxBootstrap().name("info").start();
             try {
-                io.nucx.WorkerAddress peer = io.nucx.WorkerAddress.fromHex(protoAddress);
+                WorkerAddress peer = WorkerAddress.fromHex(protoAddress);
                 System.out.print(w.protocolInfo(peer));
                 if (plot != null) {
-                    ProtoPlot.write(w.protocolTable(peer, io.nucx.protocol.select.SelectionKey.MemoryType.HEAP),
+                    ProtoPlot.write(w.protocolTable(peer, SelectionKey.MemoryType.HEAP),
                             "nucx", plot);
                     System.out.println("plot written to " + plot);
                 }
             } finally {
-                w.close().get(10, java.util.concurrent.TimeUnit.SECONDS);
+                w.close().get(10, TimeUnit.SECONDS);
             }
             return 0;
         }
@@ -88,11 +106,11 @@ final class InfoCommand implements Callable<Integer> {
     }
 
     /** What {@code --lanes} prints: the worker's own lane selection toward {@code peer}, with its trace. */
-    static String lanes(io.nucx.Worker w, io.nucx.WorkerAddress peer, String errMode) {
-        io.nucx.ErrorMode mode = errMode == null ? w.defaultErrorMode() : switch (errMode.toLowerCase(Locale.ROOT)) {
-            case "peer" -> io.nucx.ErrorMode.PEER;
-            case "failover" -> io.nucx.ErrorMode.FAILOVER;
-            case "none" -> io.nucx.ErrorMode.NONE;
+    static String lanes(Worker w, WorkerAddress peer, String errMode) {
+        ErrorMode mode = errMode == null ? w.defaultErrorMode() : switch (errMode.toLowerCase(Locale.ROOT)) {
+            case "peer" -> ErrorMode.PEER;
+            case "failover" -> ErrorMode.FAILOVER;
+            case "none" -> ErrorMode.NONE;
             default -> throw new IllegalArgumentException("--err-mode: '" + errMode
                     + "' is not peer, failover or none");
         };
@@ -102,7 +120,7 @@ final class InfoCommand implements Callable<Integer> {
     static void print(NucxConfig config, PrintStream out) throws Exception {
         // The loop workers get (the shm engine around a tcp one), so that every transport can open an iface on it.
         EventLoopGroup group = new MultiThreadIoEventLoopGroup(1,
-                io.nucx.transport.shm.ShmIoHandler.newFactory(NioIoHandler.newFactory(), 0));
+                ShmIoHandler.newFactory(NioIoHandler.newFactory(), 0));
         // rdma watches its completion channel's fd, which a NIO loop cannot poll: it gets an epoll loop here.
         EventLoopGroup epollGroup = null;
         try {
@@ -114,11 +132,11 @@ final class InfoCommand implements Callable<Integer> {
                     continue;
                 }
                 out.println("#   Availability: available");
-                io.netty.channel.EventLoop loop = group.next();
-                if (!t.availabilityOn(loop).isAvailable() && io.netty.channel.epoll.Epoll.isAvailable()) {
+                EventLoop loop = group.next();
+                if (!t.availabilityOn(loop).isAvailable() && Epoll.isAvailable()) {
                     if (epollGroup == null) {
                         epollGroup = new MultiThreadIoEventLoopGroup(1,
-                                io.netty.channel.epoll.EpollIoHandler.newFactory());
+                                EpollIoHandler.newFactory());
                     }
                     loop = epollGroup.next();
                 }
@@ -126,11 +144,11 @@ final class InfoCommand implements Callable<Integer> {
                     out.println("#     Event loop: " + t.availabilityOn(loop).reason());
                     continue;
                 }
-                if (t instanceof io.nucx.transport.rdma.RdmaTransport r) {
+                if (t instanceof RdmaTransport r) {
                     out.println("#        Library: " + r.library() + "  (NUCX_VERBS_LIB)");
                 }
-                if (t.name().equals(io.nucx.transport.cma.CmaTransport.NAME)) {
-                    out.println("#         Access: " + io.nucx.transport.cma.Cma.accessSummary());
+                if (t.name().equals(CmaTransport.NAME)) {
+                    out.println("#         Access: " + Cma.accessSummary());
                 }
                 Device dev = t.defaultDevice(config);
                 List<String> devices = new ArrayList<>();
@@ -149,12 +167,12 @@ final class InfoCommand implements Callable<Integer> {
                 } finally {
                     iface.close().sync();
                 }
-                if (t.name().equals(io.nucx.transport.cma.CmaTransport.NAME)) {
-                    boolean fresh = io.nucx.transport.cma.CmaConfig.pricesFreshData(config);
+                if (t.name().equals(CmaTransport.NAME)) {
+                    boolean fresh = CmaConfig.pricesFreshData(config);
                     out.println(String.format(Locale.ROOT, "#    %17s: %s", "data priced", fresh
                             ? String.format(Locale.ROOT, "fresh (NUCX_CMA_DATA): the rates above are a read's plus "
                             + "the hand-off's two transfers at %.2f MB/sec a copy",
-                            io.nucx.transport.HandOffRate.measured(config) / 1e6)
+                            HandOffRate.measured(config) / 1e6)
                             : "the same bytes (NUCX_CMA_DATA): the rates above are a read's own"));
                 }
                 if (t.name().equals(TcpTransport.NAME)) {
@@ -168,7 +186,7 @@ final class InfoCommand implements Callable<Integer> {
                             + " (NUCX_TCP_IO=" + config.get(TransportConfig.TCP_IO).map(IoEngine::configName)
                             .orElse("auto") + ")");
                     out.println("#   congestion control: " + TcpTransport.congestionControl(config, engine)
-                            + " (NUCX_TCP_CONGESTION=" + config.get(io.nucx.transport.tcp.TcpConfig.CONGESTION) + ")");
+                            + " (NUCX_TCP_CONGESTION=" + config.get(TcpConfig.CONGESTION) + ")");
                 }
             }
             out.println("#");
@@ -180,9 +198,9 @@ final class InfoCommand implements Callable<Integer> {
                 out.println("#");
             }
         } finally {
-            group.shutdownGracefully(0, 0, java.util.concurrent.TimeUnit.SECONDS).sync();
+            group.shutdownGracefully(0, 0, TimeUnit.SECONDS).sync();
             if (epollGroup != null) {
-                epollGroup.shutdownGracefully(0, 0, java.util.concurrent.TimeUnit.SECONDS).sync();
+                epollGroup.shutdownGracefully(0, 0, TimeUnit.SECONDS).sync();
             }
         }
     }

@@ -6,6 +6,7 @@ import picocli.CommandLine;
 import picocli.CommandLine.Command;
 
 import java.util.List;
+import java.util.concurrent.ExecutionException;
 
 /**
  * {@code bin/nucx}: the tools, each a thin front over the library. The command line holds only the subcommand named
@@ -52,7 +53,7 @@ public final class NucxMain implements Runnable {
 
     static String describe(Throwable t) {
         Throwable root = t;
-        while (root.getCause() != null && (root instanceof java.util.concurrent.ExecutionException
+        while (root.getCause() != null && (root instanceof ExecutionException
                 || root.getMessage() == null)) {
             root = root.getCause();
         }

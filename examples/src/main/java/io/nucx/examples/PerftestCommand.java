@@ -1,17 +1,25 @@
 package io.nucx.examples;
 
+import io.netty.util.ResourceLeakDetector;
 import io.nucx.examples.perf.PerfDatatype;
 import io.nucx.examples.perf.PerfParams;
 import io.nucx.examples.perf.PerfReporter;
 import io.nucx.examples.perf.PerfResult;
 import io.nucx.examples.perf.PerfTestType;
 import io.nucx.examples.perf.Perftest;
+import io.nucx.examples.perf.SweepServer;
 import io.nucx.transport.NucxConfig;
+import io.nucx.transport.NucxConfigException;
+import io.nucx.transport.config.ConfigEntry;
+import io.nucx.wireup.WireupConfig;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
 import picocli.CommandLine.Parameters;
 import picocli.CommandLine;
 
+import java.io.Console;
+import java.nio.file.Path;
+import java.util.List;
 import java.util.Map;
 import java.util.concurrent.Callable;
 
@@ -139,7 +147,7 @@ final class PerftestCommand implements Callable<Integer> {
 
     @Option(names = "--tls", paramLabel = "TLS", split = ";", description = "With --sweep: transport sets, "
             + "';'-separated NUCX_TLS values (default: ${DEFAULT-VALUE}).", defaultValue = "tcp;shm;shm,cma")
-    java.util.List<String> sweepTls;
+    List<String> sweepTls;
 
     @Option(names = "--min-size", paramLabel = "BYTES", description = "With --sweep: smallest size "
             + "(default: ${DEFAULT-VALUE}).", defaultValue = "1")
@@ -169,7 +177,7 @@ final class PerftestCommand implements Callable<Integer> {
 
     @Option(names = "--out", paramLabel = "DIR", description = "With --sweep: where its files go "
             + "(default: ${DEFAULT-VALUE}).", defaultValue = "bench/out/sweep")
-    java.nio.file.Path sweepOut;
+    Path sweepOut;
 
     /** This command as picocli runs it: usage errors go to its error stream. */
     @CommandLine.Spec
@@ -196,7 +204,7 @@ final class PerftestCommand implements Callable<Integer> {
 
     private int run(PerfDatatype sendDatatype, boolean busyPoll) throws Exception {
         if (sweepServer) {
-            io.nucx.examples.perf.SweepServer.serve(port, busyPoll, System.out);
+            SweepServer.serve(port, busyPoll, System.out);
             return 0;
         }
         if (sweep) {
@@ -242,8 +250,8 @@ final class PerftestCommand implements Callable<Integer> {
             return;
         }
         try {
-            NucxConfig.of(Map.of("WARMUP", jitWarmup)).get(io.nucx.wireup.WireupConfig.WARMUP);
-        } catch (io.nucx.transport.NucxConfigException e) {
+            NucxConfig.of(Map.of("WARMUP", jitWarmup)).get(WireupConfig.WARMUP);
+        } catch (NucxConfigException e) {
             throw new CommandLine.ParameterException(spec.commandLine(), "--jit-warmup: '" + jitWarmup
                     + "' is not a duration with a unit (e.g. 500ms, 2s; 0 for none)");
         }
@@ -279,24 +287,24 @@ final class PerftestCommand implements Callable<Integer> {
     static void measuringLeakDetection() {
         if (System.getProperty("io.netty.leakDetection.level") == null
                 && System.getProperty("io.netty.leakDetectionLevel") == null) {
-            io.netty.util.ResourceLeakDetector.setLevel(io.netty.util.ResourceLeakDetector.Level.DISABLED);
+            ResourceLeakDetector.setLevel(ResourceLeakDetector.Level.DISABLED);
         }
     }
 
     /** Like ucx_perftest, spin by default; NUCX_BUSY_POLL=n makes the loops block instead. */
     static boolean busyPoll(NucxConfig config) {
-        return !givenOutside("BUSY_POLL") || config.get(io.nucx.wireup.WireupConfig.BUSY_POLL);
+        return !givenOutside("BUSY_POLL") || config.get(WireupConfig.BUSY_POLL);
     }
 
     /** Whether setting {@code name} was given as NUCX_name or as its system property, not left to its default. */
     private static boolean givenOutside(String name) {
-        return System.getenv(io.nucx.transport.config.ConfigEntry.envName(name)) != null
-                || System.getProperty(io.nucx.transport.config.ConfigEntry.propertyName(name)) != null;
+        return System.getenv(ConfigEntry.envName(name)) != null
+                || System.getProperty(ConfigEntry.propertyName(name)) != null;
     }
 
     /** Progress rows only when a person is watching. */
     static boolean onTerminal() {
-        java.io.Console c = System.console();
+        Console c = System.console();
         return c != null && c.isTerminal();
     }
 }

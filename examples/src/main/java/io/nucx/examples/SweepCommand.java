@@ -4,6 +4,7 @@ import io.nucx.examples.perf.PerfTestType;
 import io.nucx.examples.perf.ServerProcess;
 import io.nucx.examples.perf.Sweep;
 import io.nucx.examples.perf.SweepRunner;
+import io.nucx.examples.perf.SweepSummary;
 import io.nucx.protocol.ProtocolConfig;
 import io.nucx.transport.NucxConfig;
 import picocli.CommandLine;
@@ -28,7 +29,7 @@ final class SweepCommand {
             options = new Sweep.Options(c.sweepTls, PerfTestType.of(c.test), c.sweepMin, c.sweepMax, c.sweepRounds,
                     (long) (c.sweepRunSeconds * 1e9), (long) (c.sweepWarmupSeconds * 1e9), c.window, c.sweepOut,
                     NucxConfig.fromEnvironment().get(ProtocolConfig.PERF_PROFILE), c.percentile,
-                    io.nucx.examples.perf.SweepSummary.Metric.of(c.sweepMetric),
+                    SweepSummary.Metric.of(c.sweepMetric),
                     "bin/nucx " + String.join(" ", cmd.getParseResult().originalArgs()), c.freshData);
         } catch (IllegalArgumentException e) {
             throw new CommandLine.ParameterException(cmd, e.getMessage());

@@ -1,6 +1,7 @@
 package io.nucx.examples;
 
 import io.nucx.examples.perf.SweepReport;
+import io.nucx.examples.perf.SweepSummary;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
 import picocli.CommandLine.Parameters;
@@ -31,7 +32,7 @@ final class SweepReportCommand implements Callable<Integer> {
 
     @Override
     public Integer call() throws Exception {
-        SweepReport.write(runs, out, plotPrefix, io.nucx.examples.perf.SweepSummary.Metric.of(metric));
+        SweepReport.write(runs, out, plotPrefix, SweepSummary.Metric.of(metric));
         System.out.println("report: " + out.resolve("report.md"));
         return 0;
     }

@@ -3,13 +3,16 @@ package io.nucx.examples;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
+import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.List;
+import java.util.Set;
 import java.util.concurrent.TimeUnit;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
+import java.util.stream.Collectors;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -26,7 +29,7 @@ class DemoCommandTest {
     void aRunWhoseServerDiesIsReportedAndTheRunsAfterItStillRun() throws Exception {
         Path out = Files.createTempFile("nucx-demo", ".log");
         Process demo = null;
-        java.util.Set<Path> logsBefore = serverLogs();
+        Set<Path> logsBefore = serverLogs();
         try {
             String java = ProcessHandle.current().info().command().orElseThrow();
             // 100 million ping-pongs would take minutes: the run can only end by the kill below.
@@ -65,10 +68,10 @@ class DemoCommandTest {
     }
 
     /** The server logs the demo writes ({@code nucx-demo-server-PORT.log} in the temporary directory). */
-    private static java.util.Set<Path> serverLogs() throws java.io.IOException {
+    private static Set<Path> serverLogs() throws IOException {
         try (var files = Files.list(Path.of(System.getProperty("java.io.tmpdir")))) {
             return files.filter(f -> f.getFileName().toString().startsWith("nucx-demo-server-"))
-                    .collect(java.util.stream.Collectors.toSet());
+                    .collect(Collectors.toSet());
         }
     }
 

@@ -1,5 +1,7 @@
 package io.nucx.examples;
 
+import io.nucx.NucxBootstrap;
+import io.nucx.Worker;
 import io.nucx.transport.NucxConfig;
 import io.nucx.transport.Transport;
 import io.nucx.transport.Transports;
@@ -10,6 +12,7 @@ import java.io.PrintStream;
 import java.nio.charset.StandardCharsets;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.TimeUnit;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -46,8 +49,8 @@ class InfoCommandTest {
      */
     @Test
     void lanesArePrintedWithScoresAndAreTheSameFromBothSides() throws Exception {
-        io.nucx.Worker a = new io.nucx.NucxBootstrap().name("a").config("TLS", "tcp,self").start();
-        io.nucx.Worker b = new io.nucx.NucxBootstrap().name("b").config("TLS", "tcp,self").start();
+        Worker a = new NucxBootstrap().name("a").config("TLS", "tcp,self").start();
+        Worker b = new NucxBootstrap().name("b").config("TLS", "tcp,self").start();
         try {
             String fromA = InfoCommand.lanes(a, b.address(), "peer");
             String fromB = InfoCommand.lanes(b, a.address(), "peer");
@@ -68,8 +71,8 @@ class InfoCommandTest {
             String failover = InfoCommand.lanes(a, b.address(), "failover");
             assertTrue(failover.contains("error mode failover") && failover.contains("keepalive  self/"), failover);
         } finally {
-            a.close().get(10, java.util.concurrent.TimeUnit.SECONDS);
-            b.close().get(10, java.util.concurrent.TimeUnit.SECONDS);
+            a.close().get(10, TimeUnit.SECONDS);
+            b.close().get(10, TimeUnit.SECONDS);
         }
     }
 

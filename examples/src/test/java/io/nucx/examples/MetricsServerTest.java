@@ -1,6 +1,7 @@
 package io.nucx.examples;
 
 import io.netty.buffer.Unpooled;
+import io.netty.util.concurrent.Future;
 import io.nucx.Endpoint;
 import io.nucx.NucxBootstrap;
 import io.nucx.Worker;
@@ -54,7 +55,7 @@ class MetricsServerTest {
                     ep.tagSend(1, Unpooled.wrappedBuffer(new byte[8])).sync();
                     b.tagRecv(1, -1L).get(10, TimeUnit.SECONDS).release();
                 }
-                io.netty.util.concurrent.Future<TagMessage> big = b.tagRecv(2, -1L);
+                Future<TagMessage> big = b.tagRecv(2, -1L);
                 ep.tagSend(2, Unpooled.wrappedBuffer(new byte[8 << 20])).sync(); // rendezvous over tcp
                 big.get(30, TimeUnit.SECONDS).release();
                 assertTrue(ep.wireupFuture().await(10, TimeUnit.SECONDS));

@@ -1,11 +1,19 @@
 package io.nucx.examples;
 
+import io.nucx.NucxBootstrap;
+import io.nucx.Worker;
+import io.nucx.examples.perf.Perftest;
 import org.junit.jupiter.api.Test;
 import picocli.CommandLine;
 
+import java.io.ByteArrayOutputStream;
+import java.io.PrintStream;
 import java.io.PrintWriter;
 import java.io.StringWriter;
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
 import java.util.List;
+import java.util.concurrent.CopyOnWriteArrayList;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -70,9 +78,9 @@ class PerftestCommandTest {
     }
 
     private static String outputOf(String... options) throws Exception {
-        java.io.ByteArrayOutputStream bytes = new java.io.ByteArrayOutputStream();
-        java.io.PrintStream was = System.out;
-        System.setOut(new java.io.PrintStream(bytes, true, java.nio.charset.StandardCharsets.UTF_8));
+        ByteArrayOutputStream bytes = new ByteArrayOutputStream();
+        PrintStream was = System.out;
+        System.setOut(new PrintStream(bytes, true, StandardCharsets.UTF_8));
         try {
             PerftestCommand c = parsed(List.of("--in-process", "-t", "tag_lat", "-s", "8", "-n", "1000000",
                     "--warmup-time", "0.2", "--jit-warmup", "0"), options);
@@ -80,21 +88,21 @@ class PerftestCommandTest {
         } finally {
             System.setOut(was);
         }
-        return bytes.toString(java.nio.charset.StandardCharsets.UTF_8);
+        return bytes.toString(StandardCharsets.UTF_8);
     }
 
     /** The warm-up messages of the first worker of an in-process tag_lat run with {@code options} to start. */
     private static long warmupMessagesOfARun(String... options) throws Exception {
-        java.util.List<io.nucx.Worker> started = new java.util.concurrent.CopyOnWriteArrayList<>();
-        java.util.List<Long> counts = new java.util.concurrent.CopyOnWriteArrayList<>();
-        io.nucx.examples.perf.Perftest.onWorkerStarted(w -> {
+        List<Worker> started = new CopyOnWriteArrayList<>();
+        List<Long> counts = new CopyOnWriteArrayList<>();
+        Perftest.onWorkerStarted(w -> {
             started.add(w);
-            counts.add(w.counters().count(io.nucx.NucxBootstrap.WARMUP_MESSAGES));
+            counts.add(w.counters().count(NucxBootstrap.WARMUP_MESSAGES));
         });
         try {
             assertEquals(0, (int) args(options).call());
         } finally {
-            io.nucx.examples.perf.Perftest.onWorkerStarted(w -> { });
+            Perftest.onWorkerStarted(w -> { });
         }
         assertEquals(2, started.size(), "workers started: " + started);
         assertEquals(counts.get(0) > 0, counts.get(1) > 0, "both workers warm up or neither: " + counts);
@@ -107,7 +115,7 @@ class PerftestCommandTest {
 
     /** A command with {@code base}, then {@code options}, parsed into it. */
     private static PerftestCommand parsed(List<String> base, String... options) {
-        List<String> args = new java.util.ArrayList<>(base);
+        List<String> args = new ArrayList<>(base);
         args.addAll(List.of(options));
         PerftestCommand c = new PerftestCommand();
         new CommandLine(c).parseArgs(args.toArray(String[]::new));

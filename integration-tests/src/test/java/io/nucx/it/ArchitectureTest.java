@@ -6,6 +6,8 @@ import com.tngtech.archunit.core.importer.ImportOption;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 
+import java.util.stream.Stream;
+
 import static com.tngtech.archunit.lang.syntax.ArchRuleDefinition.noClasses;
 import static com.tngtech.archunit.library.Architectures.layeredArchitecture;
 
@@ -60,7 +62,7 @@ class ArchitectureTest {
         for (String t : new String[] {"tcp", "shm", "self", "cma", "rdma"}) {
             noClasses().that().resideInAPackage("io.nucx.transport." + t + "..")
                     .should().dependOnClassesThat().resideInAnyPackage(
-                            java.util.stream.Stream.of("tcp", "shm", "self", "cma", "rdma")
+                            Stream.of("tcp", "shm", "self", "cma", "rdma")
                                     .filter(o -> !o.equals(t)).map(o -> "io.nucx.transport." + o + "..")
                                     .toArray(String[]::new))
                     .check(nucx);

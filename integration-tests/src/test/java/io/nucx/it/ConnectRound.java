@@ -2,6 +2,7 @@ package io.nucx.it;
 
 import io.netty.channel.ChannelFuture;
 import io.netty.util.concurrent.Future;
+import io.nucx.ConnectionResetException;
 import io.nucx.Endpoint;
 import io.nucx.Worker;
 import io.nucx.WorkerAddress;
@@ -108,7 +109,7 @@ final class ConnectRound {
             return "not closed in 20 s";
         }
         Throwable cause = ep.errorFuture().cause();
-        if (cause == null || (cause instanceof io.nucx.ConnectionResetException
+        if (cause == null || (cause instanceof ConnectionResetException
                 && cause.getMessage().contains("closed by its owner"))) {
             return null;
         }

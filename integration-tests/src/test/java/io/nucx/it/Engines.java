@@ -1,6 +1,7 @@
 package io.nucx.it;
 
 import io.nucx.transport.IoEngine;
+import org.junit.jupiter.api.Assumptions;
 
 import java.util.Arrays;
 import java.util.stream.Stream;
@@ -17,7 +18,7 @@ final class Engines {
     static void assumeAvailable(String engine) {
         IoEngine mode = Arrays.stream(IoEngine.values()).filter(m -> m.configName().equals(engine)).findFirst()
                 .orElseThrow();
-        org.junit.jupiter.api.Assumptions.assumeTrue(mode.availability().isAvailable(),
+        Assumptions.assumeTrue(mode.availability().isAvailable(),
                 () -> engine + " unavailable here: " + mode.availability().reason());
     }
 }

@@ -1,6 +1,7 @@
 package io.nucx.it;
 
 import io.netty.channel.ChannelFuture;
+import io.netty.util.concurrent.Future;
 import io.nucx.Endpoint;
 import io.nucx.NucxBootstrap;
 import io.nucx.Worker;
@@ -102,7 +103,7 @@ public final class FailurePeer {
     }
 
     private static void serve(Worker worker, int n) throws Exception {
-        List<io.netty.util.concurrent.Future<TagMessage>> recvs = new ArrayList<>();
+        List<Future<TagMessage>> recvs = new ArrayList<>();
         for (int i = 0; i < n; i++) {
             recvs.add(worker.tagRecv(0, 0));
         }

@@ -5,6 +5,7 @@ import io.nucx.NucxChannel;
 import io.nucx.transport.testing.LeakRecorder;
 
 import java.util.Map;
+import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -64,7 +65,7 @@ final class FrameworkTransport implements AutoCloseable {
         }
     }
 
-    static void await(java.util.concurrent.Future<?> f) throws Exception {
+    static void await(Future<?> f) throws Exception {
         f.get(60, TimeUnit.SECONDS);
     }
 }

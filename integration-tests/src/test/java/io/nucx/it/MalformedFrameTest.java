@@ -16,6 +16,7 @@ import java.io.InputStream;
 import java.io.OutputStream;
 import java.net.InetSocketAddress;
 import java.net.Socket;
+import java.net.SocketException;
 import java.net.SocketTimeoutException;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
@@ -92,7 +93,7 @@ class MalformedFrameTest {
                     assertEquals(-1, in.read(), "the worker must close the bad connection");
                 } catch (SocketTimeoutException e) {
                     fail("the worker kept the connection open after " + name);
-                } catch (java.net.SocketException reset) {
+                } catch (SocketException reset) {
                     // closed with RST: also closed
                 }
             }

@@ -4,6 +4,7 @@ import io.netty.buffer.ByteBuf;
 import io.netty.buffer.ByteBufAllocator;
 import io.netty.buffer.Unpooled;
 
+import java.util.Arrays;
 import java.util.SplittableRandom;
 
 /**
@@ -79,7 +80,7 @@ final class MessagePlan {
         }
         byte[] got = new byte[n];
         actual.getBytes(actual.readerIndex(), got);
-        int at = java.util.Arrays.mismatch(bytes(index, n), got);
+        int at = Arrays.mismatch(bytes(index, n), got);
         return at < 0 ? null : "message " + index + ": byte " + at + " differs";
     }
 }

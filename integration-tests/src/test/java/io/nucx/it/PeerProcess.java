@@ -1,12 +1,15 @@
 package io.nucx.it;
 
 import java.io.BufferedReader;
+import java.io.File;
 import java.io.IOException;
 import java.io.InputStreamReader;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.nio.file.attribute.PosixFilePermissions;
 import java.util.ArrayList;
+import java.util.Comparator;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.TimeUnit;
@@ -37,7 +40,7 @@ final class PeerProcess implements AutoCloseable {
         Path dir = Files.createTempDirectory("nucx-peer-cp");
         List<String> entries = new ArrayList<>();
         int n = 0;
-        for (String entry : System.getProperty("java.class.path").split(java.io.File.pathSeparator)) {
+        for (String entry : System.getProperty("java.class.path").split(File.pathSeparator)) {
             Path src = Path.of(entry);
             if (!Files.exists(src)) {
                 continue;
@@ -57,12 +60,12 @@ final class PeerProcess implements AutoCloseable {
         }
         try (var walk = Files.walk(dir)) {
             for (Path p : (Iterable<Path>) walk::iterator) {
-                Files.setPosixFilePermissions(p, java.nio.file.attribute.PosixFilePermissions.fromString(
+                Files.setPosixFilePermissions(p, PosixFilePermissions.fromString(
                         Files.isDirectory(p) ? "rwxr-xr-x" : "rw-r--r--"));
             }
         }
         PeerProcess peer = start(List.of("setpriv", "--reuid=" + uid, "--regid=" + uid, "--clear-groups"),
-                String.join(java.io.File.pathSeparator, entries), main, env, args);
+                String.join(File.pathSeparator, entries), main, env, args);
         peer.copiedClassPath = dir;
         return peer;
     }
@@ -157,7 +160,7 @@ final class PeerProcess implements AutoCloseable {
         Files.deleteIfExists(stderr);
         if (copiedClassPath != null) {
             try (var walk = Files.walk(copiedClassPath)) {
-                for (Path p : walk.sorted(java.util.Comparator.reverseOrder()).toList()) {
+                for (Path p : walk.sorted(Comparator.reverseOrder()).toList()) {
                     Files.deleteIfExists(p);
                 }
             }

@@ -18,6 +18,7 @@ import java.lang.foreign.FunctionDescriptor;
 import java.lang.foreign.Linker;
 import java.lang.invoke.MethodHandle;
 import java.nio.charset.StandardCharsets;
+import java.util.Arrays;
 import java.util.concurrent.TimeUnit;
 
 import static java.lang.foreign.ValueLayout.JAVA_INT;
@@ -73,7 +74,7 @@ public final class PutPeer {
     }
 
     private static int[] sizes(String commaSeparated) {
-        return java.util.Arrays.stream(commaSeparated.split(",")).mapToInt(Integer::parseInt).toArray();
+        return Arrays.stream(commaSeparated.split(",")).mapToInt(Integer::parseInt).toArray();
     }
 
     private static void send(Worker worker, BufferedReader in, int[] sizes, long stallMillis) throws Exception {

@@ -1,10 +1,12 @@
 package io.nucx.it;
 
 import io.netty.buffer.ByteBuf;
+import io.netty.buffer.ByteBufAllocator;
 import io.netty.channel.ChannelFuture;
 import io.netty.channel.ChannelHandler;
 import io.netty.channel.ChannelHandlerContext;
 import io.netty.channel.ChannelInboundHandlerAdapter;
+import io.netty.util.concurrent.Future;
 import io.nucx.ConnectionResetException;
 import io.nucx.Endpoint;
 import io.nucx.EndpointException;
@@ -27,7 +29,9 @@ import org.junit.jupiter.api.Timeout;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.BitSet;
 import java.util.HashMap;
 import java.util.List;
@@ -166,7 +170,7 @@ class RdmaTwoProcessLanesTest {
     @Test
     void rendezvousGetAndPutFromOneByteTo256MiBSplitOverBothRails() throws Exception {
         int[] sizes = {1, 7, 4096, 65537, (1 << 20) + 3, 16 << 20, 256 << 20};
-        String sizesArg = String.join(",", java.util.Arrays.stream(sizes).mapToObj(String::valueOf).toList());
+        String sizesArg = String.join(",", Arrays.stream(sizes).mapToObj(String::valueOf).toList());
         for (String scheme : List.of("get_zcopy", "put_zcopy")) {
             // rendezvous from 1 byte on, and zero-copy only (where fragments would cost less, at 1 B, too)
             String[] settings = {"RNDV_THRESH", "1", "RNDV_SCHEME", scheme, "PROTOS", "^tag/rndv"};
@@ -177,7 +181,7 @@ class RdmaTwoProcessLanesTest {
             long total = 0;
             for (int i = 0; i < sizes.length; i++) {
                 ByteBuf heap = MessagePlan.content(i, sizes[i]);
-                ByteBuf direct = io.netty.buffer.ByteBufAllocator.DEFAULT.directBuffer(sizes[i]).writeBytes(heap);
+                ByteBuf direct = ByteBufAllocator.DEFAULT.directBuffer(sizes[i]).writeBytes(heap);
                 heap.release();
                 assertTrue(ep.tagSend(i, direct).await(120, TimeUnit.SECONDS), scheme + " send " + i);
                 total += sizes[i];
@@ -226,7 +230,7 @@ class RdmaTwoProcessLanesTest {
         Endpoint ep = w.connect(WorkerAddress.fromHex(p.awaitLine("ADDRESS")));
         RemoteMemoryKey key = RemoteMemoryKey.fromHex(ask(p, "REGION 4096", "KEY"));
         int n = 10_000;
-        List<io.netty.util.concurrent.Future<Long>> adds = new ArrayList<>(n);
+        List<Future<Long>> adds = new ArrayList<>(n);
         for (int i = 0; i < n; i++) {
             adds.add(ep.atomic(AtomicOp.ADD, key, key.base() + 64, 3));
         }
@@ -274,8 +278,8 @@ class RdmaTwoProcessLanesTest {
                 assertEquals("", ask(p, "FILL 100 5000000 77", "FILLED"));
                 MemorySegment into = arena.allocate(5_000_000);
                 ep.get(into, key, key.base() + 100).get(60, TimeUnit.SECONDS);
-                assertTrue(java.util.Arrays.equals(RdmaWorkerPeer.bytes(77, 5_000_000),
-                        into.toArray(java.lang.foreign.ValueLayout.JAVA_BYTE)), tls + ": get");
+                assertTrue(Arrays.equals(RdmaWorkerPeer.bytes(77, 5_000_000),
+                        into.toArray(ValueLayout.JAVA_BYTE)), tls + ": get");
                 // fence: a small put behind a large one lands last
                 MemorySegment big = arena.allocate(8 << 20);
                 big.copyFrom(MemorySegment.ofArray(RdmaWorkerPeer.bytes(5, 8 << 20)));
@@ -335,7 +339,7 @@ class RdmaTwoProcessLanesTest {
         assertEquals(before[VerbsEmulator.RNR_NAK_RECEIVED], after[VerbsEmulator.RNR_NAK_RECEIVED],
                 "no receiver-not-ready NAK reached this side");
         String emu = ask(p, "COUNTERS", "EMU");
-        long[] theirs = java.util.Arrays.stream(emu.replaceAll("[\\[\\] ]", "").split(","))
+        long[] theirs = Arrays.stream(emu.replaceAll("[\\[\\] ]", "").split(","))
                 .mapToLong(Long::parseLong).toArray();
         assertEquals(0, theirs[VerbsEmulator.RNR_NAK_SENT], "the receiver never answered a SEND with RNR NAK");
         p.send("END");

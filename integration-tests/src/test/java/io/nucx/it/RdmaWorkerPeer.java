@@ -15,7 +15,9 @@ import java.io.InputStreamReader;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
+import java.nio.file.Path;
 import java.util.Arrays;
+import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 
 /**
@@ -48,7 +50,7 @@ public final class RdmaWorkerPeer {
     public static void main(String[] args) throws Exception {
         LeakRecorder.install();
         // the emulator's counters are read from the library NUCX_VERBS_LIB names
-        System.setProperty("verbs.emu.dir", java.nio.file.Path.of(System.getenv("NUCX_VERBS_LIB")).getParent()
+        System.setProperty("verbs.emu.dir", Path.of(System.getenv("NUCX_VERBS_LIB")).getParent()
                 .toString());
         Worker worker = new NucxBootstrap().name("rdma-peer").start();
         System.out.println("ADDRESS " + worker.address().toHex());
@@ -100,7 +102,7 @@ public final class RdmaWorkerPeer {
                 }
                 case "STALL" -> {
                     long ms = Long.parseLong(w[1]);
-                    java.util.concurrent.CountDownLatch blocked = new java.util.concurrent.CountDownLatch(1);
+                    CountDownLatch blocked = new CountDownLatch(1);
                     worker.eventLoop().execute(() -> {
                         blocked.countDown();
                         try {

@@ -5,6 +5,7 @@ import io.nucx.NucxBootstrap;
 import io.nucx.Worker;
 import io.nucx.WorkerAddress;
 
+import java.io.IOException;
 import java.net.StandardProtocolFamily;
 import java.net.UnixDomainSocketAddress;
 import java.nio.channels.SocketChannel;
@@ -27,7 +28,7 @@ public final class ShmStranger {
             try (SocketChannel ch = SocketChannel.open(StandardProtocolFamily.UNIX)) {
                 ch.connect(UnixDomainSocketAddress.of(socket));
                 System.out.println("CONNECT ok");
-            } catch (java.io.IOException e) {
+            } catch (IOException e) {
                 System.out.println("CONNECT refused " + e.getMessage());
             }
             String info = w.laneInfo(target, ErrorMode.PEER);

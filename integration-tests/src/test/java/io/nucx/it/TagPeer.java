@@ -10,6 +10,7 @@ import io.nucx.protocol.tag.TagMessage;
 import io.nucx.transport.testing.LeakRecorder;
 
 import java.nio.charset.StandardCharsets;
+import java.util.Arrays;
 import java.util.concurrent.TimeUnit;
 
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -27,7 +28,7 @@ public final class TagPeer {
     static final long REPORT_TAG = 0x7fff_0000_0000_0000L;
 
     /** The peer's report text, once it arrived (at most {@code seconds}); the message is released. */
-    static String report(io.netty.util.concurrent.Future<TagMessage> report, long seconds) throws Exception {
+    static String report(Future<TagMessage> report, long seconds) throws Exception {
         TagMessage m = report.get(seconds, TimeUnit.SECONDS);
         try {
             return m.content().toString(StandardCharsets.UTF_8);
@@ -40,7 +41,7 @@ public final class TagPeer {
         LeakRecorder.install();
         int count = Integer.parseInt(args[0]);
         // Message i has size sizes[i % n] if sizes are given (comma-separated), else MessagePlan's size.
-        int[] sizes = args.length > 1 ? java.util.Arrays.stream(args[1].split(",")).mapToInt(Integer::parseInt)
+        int[] sizes = args.length > 1 ? Arrays.stream(args[1].split(",")).mapToInt(Integer::parseInt)
                 .toArray() : null;
         Worker worker = new NucxBootstrap().name("peer").start();
         System.out.println("ADDRESS " + worker.address().toHex());

@@ -1,6 +1,7 @@
 package io.nucx.it;
 
 import io.netty.channel.ChannelFuture;
+import io.netty.util.concurrent.Future;
 import io.nucx.Endpoint;
 import io.nucx.NucxBootstrap;
 import io.nucx.Worker;
@@ -14,6 +15,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
+import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -73,7 +75,7 @@ class ThousandEndpointsTest {
                 List<Endpoint> burstEps = new ArrayList<>();
                 long[] starts = new long[ENDPOINTS];
                 long[] ends = new long[ENDPOINTS];
-                java.util.concurrent.CountDownLatch recorded = new java.util.concurrent.CountDownLatch(ENDPOINTS);
+                CountDownLatch recorded = new CountDownLatch(ENDPOINTS);
                 long t1 = System.nanoTime();
                 for (int i = 0; i < ENDPOINTS; i++) {
                     int k = i;
@@ -112,7 +114,7 @@ class ThousandEndpointsTest {
                     assertTrue(!ep.errorFuture().isDone(), () -> ep + " failed: " + ep.errorFuture().cause());
                 }
                 long t2 = System.nanoTime();
-                List<io.netty.util.concurrent.Future<Void>> closes = new ArrayList<>();
+                List<Future<Void>> closes = new ArrayList<>();
                 for (Endpoint ep : eps) {
                     closes.add(ep.close());
                 }

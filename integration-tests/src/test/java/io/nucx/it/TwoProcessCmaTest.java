@@ -3,6 +3,7 @@ package io.nucx.it;
 import io.nucx.NucxBootstrap;
 import io.nucx.Worker;
 import io.nucx.WorkerAddress;
+import io.nucx.examples.NucxMain;
 import io.nucx.protocol.select.ProtoTable;
 import io.nucx.protocol.select.SelectionKey;
 import io.nucx.protocol.tag.RndvProtocols;
@@ -12,8 +13,11 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
 
+import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.Arrays;
+import java.util.HashMap;
 import java.util.Map;
 import java.util.concurrent.TimeUnit;
 
@@ -43,7 +47,7 @@ class TwoProcessCmaTest {
     }
 
     private static String join(int[] sizes) {
-        return String.join(",", java.util.Arrays.stream(sizes).mapToObj(Integer::toString).toList());
+        return String.join(",", Arrays.stream(sizes).mapToObj(Integer::toString).toList());
     }
 
     @Test
@@ -58,7 +62,7 @@ class TwoProcessCmaTest {
                 WorkerAddress peerAddress = WorkerAddress.fromHex(peer.awaitLine("ADDRESS"));
                 assertEquals(threshold, getZcopyThreshold(worker, peerAddress), "same table to the real peer");
                 String report = TagPeer.sendAll(worker, peer, peerAddress, sizes);
-                long total = java.util.Arrays.stream(sizes).asLongStream().sum();
+                long total = Arrays.stream(sizes).asLongStream().sum();
                 assertEquals("OK " + sizes.length + " " + total, report, () -> report + "\n" + peer.stderr());
                 assertEquals(sizes.length, worker.counters().count(RndvProtocols.GET_ZCOPY.name()));
                 assertEquals(0, worker.counters().count(RndvProtocols.TAG_RNDV.name()));
@@ -97,7 +101,7 @@ class TwoProcessCmaTest {
                         .anyMatch(e -> e.candidate().protocol() == RndvProtocols.GET_ZCOPY);
                 assertEquals(cma, offersGet, () -> rate + ":\n" + table.format("to peer"));
                 String report = TagPeer.sendAll(worker, peer, peerAddress, sizes);
-                long total = java.util.Arrays.stream(sizes).asLongStream().sum();
+                long total = Arrays.stream(sizes).asLongStream().sum();
                 assertEquals("OK " + sizes.length + " " + total, report, () -> report + "\n" + peer.stderr());
                 assertEquals(cma ? sizes.length : 0, worker.counters().count(RndvProtocols.GET_ZCOPY.name()), rate);
                 String counters = peer.awaitLine("COUNTERS");
@@ -127,7 +131,7 @@ class TwoProcessCmaTest {
                     join(sizes))) {
                 WorkerAddress peerAddress = WorkerAddress.fromHex(peer.awaitLine("ADDRESS"));
                 String report = TagPeer.sendAll(worker, peer, peerAddress, sizes);
-                long total = java.util.Arrays.stream(sizes).asLongStream().sum();
+                long total = Arrays.stream(sizes).asLongStream().sum();
                 assertEquals("OK " + sizes.length + " " + total, report, () -> report + "\n" + peer.stderr());
                 String lanes = peer.awaitLine("LANES");
                 assertTrue(lanes.startsWith("rma=null refusal=cma: process_vm_readv(pid "), lanes);
@@ -167,7 +171,7 @@ class TwoProcessCmaTest {
      */
     @Test
     void overShmCmasReadIsPricedForFreshDataUnlessTheSettingSaysTheSameBytes(@TempDir Path rates) throws Exception {
-        Map<String, String> env = new java.util.HashMap<>(Map.of("NUCX_TLS", "shm,cma", "NUCX_RATES_DIR",
+        Map<String, String> env = new HashMap<>(Map.of("NUCX_TLS", "shm,cma", "NUCX_RATES_DIR",
                 rates.toString(), "NUCX_SHM_COPY_BW", "4g"));
         try (PeerProcess peer = PeerProcess.start(TagPeer.class, env, "1")) {
             String address = peer.awaitLine("ADDRESS");
@@ -175,7 +179,7 @@ class TwoProcessCmaTest {
             rewriteShared(rates, "cma-read", "1.0E10");
             for (String data : new String[] {"same", "fresh"}) {
                 env.put("NUCX_CMA_DATA", data);
-                try (PeerProcess info = PeerProcess.start(io.nucx.examples.NucxMain.class, env, "info",
+                try (PeerProcess info = PeerProcess.start(NucxMain.class, env, "info",
                         "--proto=" + address)) {
                     String tables = info.readToEnd();
                     assertEquals(0, info.waitFor(60), () -> "info exit code; stderr:\n" + info.stderr());
@@ -188,7 +192,7 @@ class TwoProcessCmaTest {
     }
 
     /** Rewrites the figures of the shared rates file named {@code name} in {@code dir}: its {@code values=} line. */
-    private static void rewriteShared(Path dir, String name, String values) throws java.io.IOException {
+    private static void rewriteShared(Path dir, String name, String values) throws IOException {
         try (var files = Files.list(dir)) {
             Path file = files.filter(f -> f.getFileName().toString().contains("-" + name + "-")).findFirst()
                     .orElseThrow(() -> new AssertionError("no shared " + name + " figure in " + dir));

@@ -21,16 +21,21 @@ import org.junit.jupiter.api.extension.RegisterExtension;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
 
+import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
@@ -83,7 +88,7 @@ class TwoProcessPutTest {
     }
 
     private static String join(int[] sizes) {
-        return String.join(",", java.util.Arrays.stream(sizes).mapToObj(Integer::toString).toList());
+        return String.join(",", Arrays.stream(sizes).mapToObj(Integer::toString).toList());
     }
 
     private static boolean isRoot() throws Exception {
@@ -101,13 +106,13 @@ class TwoProcessPutTest {
             String stat = Files.readString(Path.of("/proc/" + pid + "/stat"));
             char state = stat.charAt(stat.lastIndexOf(')') + 2);
             return state == 'Z' || state == 'X';
-        } catch (java.io.IOException e) {
+        } catch (IOException e) {
             return true;
         }
     }
 
     private static int count(String counters, String name) {
-        java.util.regex.Matcher m = java.util.regex.Pattern.compile("(?:^|[{ ])" + java.util.regex.Pattern.quote(name)
+        Matcher m = Pattern.compile("(?:^|[{ ])" + Pattern.quote(name)
                 + "=(\\d+)").matcher(counters);
         return m.find() ? Integer.parseInt(m.group(1)) : 0;
     }
@@ -121,7 +126,7 @@ class TwoProcessPutTest {
         WorkerAddress peerAddress = WorkerAddress.fromHex(peer.awaitLine("ADDRESS"));
         assertEquals(threshold, putThreshold(worker, peerAddress), "same table to the real peer");
         String report = TagPeer.sendAll(worker, peer, peerAddress, sizes);
-        long total = java.util.Arrays.stream(sizes).asLongStream().sum();
+        long total = Arrays.stream(sizes).asLongStream().sum();
         assertEquals("OK " + sizes.length + " " + total, report, () -> report + "\n" + peer.stderr());
         assertEquals(sizes.length, worker.counters().count(RndvProtocols.PUT_COUNTER), "written by PUT");
         assertEquals(0, worker.counters().count(RndvProtocols.PUT_FALLBACK_COUNTER));
@@ -147,7 +152,7 @@ class TwoProcessPutTest {
                 join(sizes)));
         WorkerAddress peerAddress = WorkerAddress.fromHex(peer.awaitLine("ADDRESS"));
         String report = TagPeer.sendAll(worker, peer, peerAddress, sizes);
-        long total = java.util.Arrays.stream(sizes).asLongStream().sum();
+        long total = Arrays.stream(sizes).asLongStream().sum();
         assertEquals("OK " + sizes.length + " " + total, report, () -> report + "\n" + peer.stderr());
         String lanes = peer.awaitLine("LANES");
         assertTrue(lanes.startsWith("rma=null refusal=cma: process_vm_readv(pid ") && lanes.contains("EPERM"), lanes);
@@ -244,7 +249,7 @@ class TwoProcessPutTest {
         final AtomicLong doneAt = new AtomicLong();
         final AtomicBoolean senderGoneWhenDone = new AtomicBoolean();
         /** Counted down by the receive's listener, after it noted when and in which state of the sender. */
-        final java.util.concurrent.CountDownLatch ended = new java.util.concurrent.CountDownLatch(1);
+        final CountDownLatch ended = new CountDownLatch(1);
         final int n;
 
         SlowPut(int n) throws Exception {

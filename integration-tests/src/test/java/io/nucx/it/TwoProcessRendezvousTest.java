@@ -1,5 +1,7 @@
 package io.nucx.it;
 
+import io.netty.buffer.ByteBuf;
+import io.netty.buffer.Unpooled;
 import io.nucx.Endpoint;
 import io.nucx.NucxBootstrap;
 import io.nucx.Worker;
@@ -11,7 +13,10 @@ import io.nucx.protocol.tag.RndvProtocols;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
+import java.util.ArrayList;
+import java.util.List;
 import java.util.Map;
+import java.util.TreeMap;
 import java.util.concurrent.TimeUnit;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -87,13 +92,13 @@ class TwoProcessRendezvousTest {
         Worker worker = new NucxBootstrap().name("sender").config("TLS", "tcp").start();
         try {
             ProtoTable t = worker.protocolTable(worker.address(), SelectionKey.MemoryType.DIRECT);
-            java.util.List<ProtoTable.Entry> entries = t.entries();
+            List<ProtoTable.Entry> entries = t.entries();
             assertTrue(entries.stream().anyMatch(e -> e.candidate().protocol().name().equals("egr/multi/bcopy")),
                     () -> t.format("direct"));
             assertTrue(entries.stream().anyMatch(e -> e.candidate().protocol().name().equals("tag/rndv")),
                     () -> t.format("direct"));
-            java.util.List<Integer> sizes = new java.util.ArrayList<>();
-            Map<String, Long> expected = new java.util.TreeMap<>();
+            List<Integer> sizes = new ArrayList<>();
+            Map<String, Long> expected = new TreeMap<>();
             for (int k = 1; k < entries.size(); k++) {
                 long b = entries.get(k).start();
                 assertTrue(b < (64 << 20), "boundary " + b);
@@ -110,8 +115,8 @@ class TwoProcessRendezvousTest {
                 Endpoint ep = worker.connect(peerAddress);
                 long total = 0;
                 for (int i = 0; i < sizes.size(); i++) {
-                    io.netty.buffer.ByteBuf heap = MessagePlan.content(i, sizes.get(i));
-                    io.netty.buffer.ByteBuf direct = io.netty.buffer.Unpooled.directBuffer(sizes.get(i))
+                    ByteBuf heap = MessagePlan.content(i, sizes.get(i));
+                    ByteBuf direct = Unpooled.directBuffer(sizes.get(i))
                             .writeBytes(heap);
                     heap.release();
                     assertTrue(ep.tagSend(i, direct).await(60, TimeUnit.SECONDS), "send " + i);
@@ -119,7 +124,7 @@ class TwoProcessRendezvousTest {
                 }
                 String text = TagPeer.awaitReport(report, 60);
                 assertEquals("OK " + sizes.size() + " " + total, text, () -> "peer: " + text + "\n" + peer.stderr());
-                Map<String, Long> counted = new java.util.TreeMap<>();
+                Map<String, Long> counted = new TreeMap<>();
                 for (String name : expected.keySet()) {
                     counted.put(name, worker.counters().count(name));
                 }

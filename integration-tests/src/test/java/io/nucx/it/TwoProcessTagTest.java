@@ -5,14 +5,20 @@ import io.nucx.Endpoint;
 import io.nucx.NucxBootstrap;
 import io.nucx.Worker;
 import io.nucx.WorkerAddress;
+import io.nucx.protocol.select.PerfProfile;
 import io.nucx.protocol.tag.EagerProtocols;
+import io.nucx.protocol.tag.RndvProtocols;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.MethodSource;
 
+import java.nio.file.Path;
 import java.util.ArrayDeque;
+import java.util.HashMap;
+import java.util.List;
 import java.util.Map;
 import java.util.concurrent.TimeUnit;
+import java.util.stream.Stream;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
@@ -31,7 +37,7 @@ class TwoProcessTagTest {
     static final int WINDOW = 64;
     static final int WRITTEN_BEFORE_CONNECT = 200;
 
-    static java.util.stream.Stream<String> engines() {
+    static Stream<String> engines() {
         return Engines.all();
     }
 
@@ -70,12 +76,12 @@ class TwoProcessTagTest {
      */
     @org.junit.jupiter.api.Test
     void aSenderAheadOfItsReceiverIsHeldBackThoughTheModelPricesEagerCheaper(
-            @org.junit.jupiter.api.io.TempDir java.nio.file.Path dir) throws Exception {
-        java.nio.file.Path profile = dir.resolve("profile.txt");
-        io.nucx.protocol.select.PerfProfile.builder("test")
-                .figure("shm", io.nucx.protocol.select.PerfProfile.Figure.RNDV_COST, 1)
-                .figure("shm", io.nucx.protocol.select.PerfProfile.Figure.RNDV_GROWTH, 0)
-                .build().write(profile, java.util.List.of("the ring's rendezvous priced a second dearer"));
+            @org.junit.jupiter.api.io.TempDir Path dir) throws Exception {
+        Path profile = dir.resolve("profile.txt");
+        PerfProfile.builder("test")
+                .figure("shm", PerfProfile.Figure.RNDV_COST, 1)
+                .figure("shm", PerfProfile.Figure.RNDV_GROWTH, 0)
+                .build().write(profile, List.of("the ring's rendezvous priced a second dearer"));
         exchange("shm", "nio", SHM_COUNT, "iface", Map.of("PERF_PROFILE", profile.toString()));
     }
 
@@ -87,7 +93,7 @@ class TwoProcessTagTest {
     private void exchange(String tls, String engine, int count, String connect, Map<String, String> more)
             throws Exception {
         Engines.assumeAvailable(engine);
-        Map<String, String> env = new java.util.HashMap<>(Map.of("NUCX_TLS", tls, "NUCX_TCP_IO", engine,
+        Map<String, String> env = new HashMap<>(Map.of("NUCX_TLS", tls, "NUCX_TCP_IO", engine,
                 "NUCX_TCP_CONNECT", connect));
         more.forEach((k, v) -> env.put("NUCX_" + k, v));
         try (PeerProcess peer = PeerProcess.start(TagPeer.class, env, Integer.toString(count))) {
@@ -135,7 +141,7 @@ class TwoProcessTagTest {
                             + worker.counters().count(protocol) + " of the messages");
                 }
                 if (more.containsKey("PERF_PROFILE")) {
-                    long rndv = worker.counters().count(io.nucx.protocol.tag.RndvProtocols.TAG_RNDV.name());
+                    long rndv = worker.counters().count(RndvProtocols.TAG_RNDV.name());
                     assertTrue(rndv > 0 && rndv < count / 50, "the 1 MiB messages, every hundredth, by rendezvous: "
                             + rndv);
                 }

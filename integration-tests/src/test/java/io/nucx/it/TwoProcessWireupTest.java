@@ -6,6 +6,8 @@ import io.nucx.WorkerAddress;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
+import java.util.HashMap;
+import java.util.List;
 import java.util.Map;
 import java.util.concurrent.TimeUnit;
 
@@ -37,7 +39,7 @@ class TwoProcessWireupTest {
     }
 
     static void simultaneousRounds(Map<String, String> settings, int rounds) throws Exception {
-        Map<String, String> env = new java.util.HashMap<>(Map.of("NUCX_TLS", "tcp", "NUCX_RNDV_THRESH", "1k"));
+        Map<String, String> env = new HashMap<>(Map.of("NUCX_TLS", "tcp", "NUCX_RNDV_THRESH", "1k"));
         NucxBootstrap b = new NucxBootstrap().name("test").config("TLS", "tcp").config("RNDV_THRESH", "1k");
         for (var s : settings.entrySet()) {
             env.put("NUCX_" + s.getKey(), s.getValue());
@@ -55,7 +57,7 @@ class TwoProcessWireupTest {
                     ConnectRound mine = ConnectRound.run(w, address, r, 0);
                     assertNull(mine.error(), mine.error());
                     assertEquals("p2p".equals(settings.get("TCP_CONNECT")), mine.endpoint().describeLanes().contains("(p2p)"));
-                    assertEquals(java.util.List.of(mine.endpoint()), java.util.List.copyOf(w.endpoints()),
+                    assertEquals(List.of(mine.endpoint()), List.copyOf(w.endpoints()),
                             () -> "round " + round + ": exactly one endpoint here, the one connect returned");
                     String[] theirs = peer.awaitLine("RESULT " + r + " ").split(" ", 2);
                     assertEquals("1 OK", theirs[0] + " " + theirs[1], () -> "round " + round + " at the peer "

@@ -4,6 +4,7 @@ import io.netty.buffer.ByteBuf;
 import io.netty.channel.ChannelFuture;
 import io.netty.channel.ChannelHandlerContext;
 import io.netty.channel.ChannelPromise;
+import io.netty.util.concurrent.Future;
 import io.nucx.protocol.select.SelectionKey;
 import io.nucx.transport.AmFrame;
 import io.nucx.transport.Capability;
@@ -78,7 +79,7 @@ public interface EndpointServices {
      * Completes when the endpoint is wired up (its lanes connected both ways); null when it was from the start.
      * Operations that need the lanes (the RMA API) wait for it.
      */
-    default io.netty.util.concurrent.Future<Void> wireupFuture() {
+    default Future<Void> wireupFuture() {
         return null;
     }
 

@@ -6,6 +6,7 @@ import io.netty.channel.ChannelHandlerContext;
 import io.netty.channel.ChannelPromise;
 import io.netty.util.concurrent.Future;
 import io.nucx.transport.AmFrame;
+import io.nucx.transport.ShortPayload;
 
 import java.util.List;
 
@@ -49,7 +50,7 @@ public interface ProtocolCodec extends ChannelHandler {
      * where the transport read it, valid during the call only: copied where it goes, or out; an exception closes the
      * lane.
      */
-    default void shortFrameArrived(int amId, long header, io.nucx.transport.ShortPayload payload) {
+    default void shortFrameArrived(int amId, long header, ShortPayload payload) {
         throw new UnsupportedOperationException("short frames of " + amId);
     }
 

@@ -1,9 +1,14 @@
 package io.nucx.protocol;
 
+import java.lang.invoke.MethodHandles;
+import java.lang.invoke.VarHandle;
+import java.util.List;
 import java.util.Map;
 import java.util.TreeMap;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.atomic.LongAdder;
+import java.util.function.Consumer;
 
 /**
  * A worker's counts: how many messages and bytes each protocol sent over each transport (the observable proof of
@@ -20,12 +25,12 @@ public final class ProtocolCounters {
      * ring to drain). Other threads read a recent value.
      */
     public static final class Traffic {
-        private static final java.lang.invoke.VarHandle MESSAGES;
-        private static final java.lang.invoke.VarHandle BYTES;
+        private static final VarHandle MESSAGES;
+        private static final VarHandle BYTES;
 
         static {
             try {
-                java.lang.invoke.MethodHandles.Lookup l = java.lang.invoke.MethodHandles.lookup();
+                MethodHandles.Lookup l = MethodHandles.lookup();
                 MESSAGES = l.findVarHandle(Traffic.class, "messages", long.class);
                 BYTES = l.findVarHandle(Traffic.class, "bytes", long.class);
             } catch (ReflectiveOperationException e) {
@@ -73,8 +78,8 @@ public final class ProtocolCounters {
     /** {@link RmaTransfer#RAIL_BYTES_COUNTER} counters by rail name: no name is built per transfer. */
     private final Map<String, LongAdder> railBytes = new ConcurrentHashMap<>();
     private final Map<Key, Traffic> traffic = new ConcurrentHashMap<>();
-    private final java.util.List<java.util.function.Consumer<Traffic>> listeners =
-            new java.util.concurrent.CopyOnWriteArrayList<>();
+    private final List<Consumer<Traffic>> listeners =
+            new CopyOnWriteArrayList<>();
 
     /** The bytes moved over the RMA rail {@code railName} ({@link RmaTransfer#RAIL_BYTES_COUNTER} + the name). */
     public LongAdder railBytes(String railName) {
@@ -107,7 +112,7 @@ public final class ProtocolCounters {
      * Calls {@code listener} with every traffic counted so far and with each one added later (when an endpoint first
      * uses a protocol over a transport), so metrics can publish them as they appear.
      */
-    public void onTraffic(java.util.function.Consumer<Traffic> listener) {
+    public void onTraffic(Consumer<Traffic> listener) {
         listeners.add(listener);
         traffic.values().forEach(listener);
     }

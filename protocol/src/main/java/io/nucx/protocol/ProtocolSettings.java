@@ -7,8 +7,10 @@ import io.nucx.protocol.tag.RndvProtocols;
 import io.nucx.protocol.tag.RndvScheme;
 import io.nucx.transport.NucxConfig;
 
+import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Objects;
 import java.util.regex.Pattern;
 
 /**
@@ -32,7 +34,7 @@ public record ProtocolSettings(long maxMessageSize, long bcopyThresh, long zcopy
 
     public ProtocolSettings {
         protocols = List.copyOf(protocols);
-        java.util.Objects.requireNonNull(profile, "profile");
+        Objects.requireNonNull(profile, "profile");
     }
 
     /** Settings with no bound on eager sizes (cost decides at every size). */
@@ -75,7 +77,7 @@ public record ProtocolSettings(long maxMessageSize, long bcopyThresh, long zcopy
             return PerfProfile.NONE;
         }
         try {
-            return PerfProfile.read(java.nio.file.Path.of(path));
+            return PerfProfile.read(Path.of(path));
         } catch (IllegalArgumentException e) {
             throw config.invalid(ProtocolConfig.PERF_PROFILE, e.getMessage());
         }

@@ -1,8 +1,10 @@
 package io.nucx.protocol;
 
 import com.code_intelligence.jazzer.junit.FuzzTest;
+import io.netty.buffer.ByteBuf;
 import io.netty.buffer.Unpooled;
 import io.netty.channel.embedded.EmbeddedChannel;
+import io.netty.util.concurrent.Promise;
 import io.nucx.protocol.tag.RndvScheme;
 import io.nucx.transport.AmFrame;
 
@@ -10,6 +12,8 @@ import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
+import java.nio.channels.ClosedChannelException;
+import java.util.List;
 
 /**
  * Coverage-guided fuzzing (Jazzer) of the protocol codecs' inbound side on one endpoint: a sequence of frames of the
@@ -45,14 +49,14 @@ class CodecFuzzTest {
         for (int id = 0; id < 16; id += 2) {
             worker.amHandlers().set(id, (m, endpoint) -> {
                 if (m.isRendezvous()) {
-                    io.netty.buffer.ByteBuf into = Unpooled.buffer((int) m.dataLength());
-                    io.netty.util.concurrent.Promise<Void> done = ch.eventLoop().newPromise();
+                    ByteBuf into = Unpooled.buffer((int) m.dataLength());
+                    Promise<Void> done = ch.eventLoop().newPromise();
                     done.addListener(f -> into.release());
                     m.receive(into, done);
                 }
             });
         }
-        java.util.List<ProtocolCodec> codecs = ProtocolRegistry.DEFAULT.initPipeline(ch.pipeline(), ep, worker);
+        List<ProtocolCodec> codecs = ProtocolRegistry.DEFAULT.initPipeline(ch.pipeline(), ep, worker);
         try {
             worker.memory().register(WORDS);
             ByteBuffer in = ByteBuffer.wrap(data).order(ByteOrder.LITTLE_ENDIAN);
@@ -74,9 +78,9 @@ class CodecFuzzTest {
             }
         } finally {
             for (ProtocolCodec c : codecs) {
-                c.endpointEnded(new java.nio.channels.ClosedChannelException());
+                c.endpointEnded(new ClosedChannelException());
             }
-            worker.matcher().close(new java.nio.channels.ClosedChannelException());
+            worker.matcher().close(new ClosedChannelException());
             ch.finishAndReleaseAll();
         }
         if (ep.receiveBudget().used() != 0) {

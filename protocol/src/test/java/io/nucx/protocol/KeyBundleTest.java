@@ -5,6 +5,7 @@ import io.netty.buffer.ByteBufUtil;
 import io.netty.buffer.Unpooled;
 import org.junit.jupiter.api.Test;
 
+import java.util.Arrays;
 import java.util.List;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
@@ -50,8 +51,8 @@ class KeyBundleTest {
         byte[] good = KeyBundle.pack(List.of(new KeyBundle.Key(4, A), new KeyBundle.Key(5, B)));
         byte[] twice = good.clone();
         twice[1 + 2 + A.length] = 4; // the second key names device 4 again
-        byte[] trailing = java.util.Arrays.copyOf(good, good.length + 1);
-        byte[] cut = java.util.Arrays.copyOf(good, good.length - 1);
+        byte[] trailing = Arrays.copyOf(good, good.length + 1);
+        byte[] cut = Arrays.copyOf(good, good.length - 1);
         byte[] countZero = {0};
         byte[] countHigh = {(byte) (KeyBundle.MAX_KEYS + 1)};
         byte[] lengthZero = {1, 4, 0};

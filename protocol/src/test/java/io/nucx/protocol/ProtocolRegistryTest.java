@@ -2,6 +2,7 @@ package io.nucx.protocol;
 
 import io.nucx.protocol.am.AmCodec;
 import io.nucx.protocol.amo.AmoCodec;
+import io.nucx.protocol.rma.RmaCodec;
 import io.nucx.protocol.select.Protocol;
 import io.nucx.protocol.stream.StreamCodec;
 import io.nucx.protocol.tag.EagerProtocols;
@@ -51,7 +52,7 @@ class ProtocolRegistryTest {
             assertNull(r.owner(id), "id " + id);
         }
         assertEquals(List.of(StreamCodec.FAMILY, AmCodec.FAMILY, EagerProtocols.FAMILY, RndvProtocols.FAMILY,
-                AmoCodec.FAMILY, io.nucx.protocol.rma.RmaCodec.FAMILY), r.families());
+                AmoCodec.FAMILY, RmaCodec.FAMILY), r.families());
         assertEquals(EagerProtocols.ALL, r.protocols().subList(0, EagerProtocols.ALL.size()),
                 "the families' protocols in registry order: their tie-break order");
     }

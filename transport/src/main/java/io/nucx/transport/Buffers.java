@@ -2,12 +2,15 @@ package io.nucx.transport;
 
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.ByteBufAllocator;
+import io.netty.util.IllegalReferenceCountException;
 
 import java.lang.foreign.FunctionDescriptor;
 import java.lang.foreign.Linker;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.lang.invoke.MethodHandle;
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
 import java.nio.ReadOnlyBufferException;
 import java.util.Objects;
 
@@ -37,7 +40,7 @@ public final class Buffers {
      */
     static final int WORD_COPY_UP_TO = 16;
     private static final ValueLayout.OfLong LONG_LE = ValueLayout.JAVA_LONG_UNALIGNED
-            .withOrder(java.nio.ByteOrder.LITTLE_ENDIAN);
+            .withOrder(ByteOrder.LITTLE_ENDIAN);
 
     /**
      * Copies of this many bytes or more go through libc's {@code memmove}; smaller ones through
@@ -190,7 +193,7 @@ public final class Buffers {
         }
         if (buf.hasMemoryAddress()) {
             if (buf.refCnt() == 0) {
-                throw new io.netty.util.IllegalReferenceCountException(0);
+                throw new IllegalReferenceCountException(0);
             }
             Objects.checkFromIndexSize(index, length, buf.capacity());
             return ALL_MEMORY.asSlice(buf.memoryAddress() + index, length);
@@ -219,7 +222,7 @@ public final class Buffers {
             // word, a third of a small copy's time, and nioBuffers allocates a view per call. One check here that the
             // buffer is live, which those made.
             if (src.refCnt() == 0) {
-                throw new io.netty.util.IllegalReferenceCountException(0);
+                throw new IllegalReferenceCountException(0);
             }
             long address = src.memoryAddress() + from;
             if (length > WORD_COPY_UP_TO && dst.isNative()) {
@@ -250,7 +253,7 @@ public final class Buffers {
             }
             return;
         }
-        for (java.nio.ByteBuffer nio : src.nioBuffers(from, length)) {
+        for (ByteBuffer nio : src.nioBuffers(from, length)) {
             int n = nio.remaining();
             MemorySegment.copy(MemorySegment.ofBuffer(nio), 0, dst, at, n);
             at += n;
@@ -259,7 +262,7 @@ public final class Buffers {
 
     private static void checkRange(ByteBuf buf, int index, int length) {
         if (buf.refCnt() == 0) {
-            throw new io.netty.util.IllegalReferenceCountException(0);
+            throw new IllegalReferenceCountException(0);
         }
         if (length < 0 || index < 0 || index > buf.capacity() - length) {
             throw new IndexOutOfBoundsException("index " + index + " + " + length + " > " + buf.capacity());

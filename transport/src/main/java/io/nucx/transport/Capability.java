@@ -1,5 +1,8 @@
 package io.nucx.transport;
 
+import java.util.EnumSet;
+import java.util.Set;
+
 /**
  * Iface capability flags, named and numbered as UCT's {@code UCT_IFACE_FLAG_*} bits
  * (research/ucx-internals.md §5) so that a UCX user reads them the same way.
@@ -35,7 +38,7 @@ public enum Capability {
     }
 
     /** Packs a set into UCT's 64-bit flag word. */
-    public static long pack(java.util.Set<Capability> caps) {
+    public static long pack(Set<Capability> caps) {
         long v = 0;
         for (Capability c : caps) {
             v |= 1L << c.bit;
@@ -44,8 +47,8 @@ public enum Capability {
     }
 
     /** Unpacks UCT's flag word; unknown bits are ignored. */
-    public static java.util.EnumSet<Capability> unpack(long flags) {
-        java.util.EnumSet<Capability> set = java.util.EnumSet.noneOf(Capability.class);
+    public static EnumSet<Capability> unpack(long flags) {
+        EnumSet<Capability> set = EnumSet.noneOf(Capability.class);
         for (Capability c : values()) {
             if ((flags & (1L << c.bit)) != 0) {
                 set.add(c);

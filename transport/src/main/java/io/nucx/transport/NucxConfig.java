@@ -6,6 +6,7 @@ import io.nucx.transport.config.ConfigTable;
 
 import java.util.Collections;
 import java.util.List;
+import java.util.Locale;
 import java.util.Map;
 import java.util.Objects;
 import java.util.TreeMap;
@@ -334,7 +335,7 @@ public final class NucxConfig {
         }
         for (String key : System.getProperties().stringPropertyNames()) {
             if (key.startsWith("nucx.") && schema.entries().stream().noneMatch(e -> e.propertyName().equals(key))) {
-                String name = key.substring(5).toUpperCase(java.util.Locale.ROOT).replace('.', '_');
+                String name = key.substring(5).toUpperCase(Locale.ROOT).replace('.', '_');
                 throw new NucxConfigException("unknown system property " + key + "; did you mean "
                         + ConfigEntry.propertyName(schema.closest(name)) + "?");
             }

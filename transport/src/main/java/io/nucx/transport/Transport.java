@@ -1,5 +1,6 @@
 package io.nucx.transport;
 
+import io.netty.channel.EventLoop;
 import io.nucx.transport.config.ConfigTable;
 
 import java.util.List;
@@ -64,7 +65,7 @@ public interface Transport {
      * Whether an iface can be opened on {@code loop}: some transports need their own kind of event loop (shm
      * polls rings, so its loops run a {@code ShmIoHandler}).
      */
-    default Availability availabilityOn(io.netty.channel.EventLoop loop) {
+    default Availability availabilityOn(EventLoop loop) {
         return Availability.available();
     }
 

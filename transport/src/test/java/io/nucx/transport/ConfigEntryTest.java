@@ -1,5 +1,6 @@
 package io.nucx.transport;
 
+import io.nucx.transport.cma.CmaConfig;
 import io.nucx.transport.config.ConfigEntry;
 import io.nucx.transport.config.ConfigSchema;
 import io.nucx.transport.config.ConfigTable;
@@ -39,7 +40,7 @@ class ConfigEntryTest {
         assertSame(TransportConfig.TCP_IO, schema.entry("TCP_IO"));
         assertSame(ShmConfig.RING_SIZE, schema.entry("SHM_RING_SIZE"));
         assertSame(SelfConfig.QUEUE_BYTES, schema.entry("SELF_QUEUE_BYTES"));
-        assertSame(io.nucx.transport.cma.CmaConfig.DATA, schema.entry("CMA_DATA"));
+        assertSame(CmaConfig.DATA, schema.entry("CMA_DATA"));
         for (ConfigEntry<?> e : schema.entries()) {
             assertTrue(e.doc().length() > 10 && !e.values().isEmpty(), e.envName());
             config(Map.of()).get(e); // every default parses

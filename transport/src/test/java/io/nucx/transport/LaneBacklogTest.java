@@ -18,6 +18,7 @@ import org.junit.jupiter.params.provider.EnumSource;
 
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
+import java.util.concurrent.Callable;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
@@ -80,7 +81,7 @@ class LaneBacklogTest {
         }
     }
 
-    private static <T> T onLoop(Channel ch, java.util.concurrent.Callable<T> task) throws Exception {
+    private static <T> T onLoop(Channel ch, Callable<T> task) throws Exception {
         return ch.eventLoop().submit(task).get(10, TimeUnit.SECONDS);
     }
 

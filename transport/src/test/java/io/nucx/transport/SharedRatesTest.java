@@ -4,9 +4,11 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
 import java.io.IOException;
+import java.nio.channels.FileChannel;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.nio.file.StandardOpenOption;
 import java.nio.file.attribute.PosixFilePermissions;
 import java.util.ArrayList;
 import java.util.List;
@@ -171,8 +173,8 @@ class SharedRatesTest {
     /** Locks the file it is given, says so, and sleeps. */
     public static final class LockHolder {
         public static void main(String[] args) throws Exception {
-            try (var channel = java.nio.channels.FileChannel.open(Path.of(args[0]),
-                    java.nio.file.StandardOpenOption.CREATE, java.nio.file.StandardOpenOption.WRITE);
+            try (var channel = FileChannel.open(Path.of(args[0]),
+                    StandardOpenOption.CREATE, StandardOpenOption.WRITE);
                  var lock = channel.lock()) {
                 System.out.print("locked");
                 System.out.flush();

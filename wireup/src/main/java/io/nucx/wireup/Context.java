@@ -2,6 +2,7 @@ package io.nucx.wireup;
 
 import io.nucx.transport.NucxConfig;
 import io.nucx.transport.Transport;
+import io.nucx.transport.TransportConfig;
 import io.nucx.transport.Transports;
 
 import java.util.List;
@@ -19,7 +20,7 @@ public final class Context {
         this.config = config.validate();
         this.transports = List.copyOf(Transports.selected(config));
         if (transports.isEmpty()) {
-            throw config.invalid(io.nucx.transport.TransportConfig.TLS, "selects no available transport");
+            throw config.invalid(TransportConfig.TLS, "selects no available transport");
         }
     }
 
@@ -38,7 +39,7 @@ public final class Context {
 
     /** Whether NUCX_TLS is "all": transports that cannot run on a worker's loop are then left out, not refused. */
     public boolean allTransports() {
-        return config.get(io.nucx.transport.TransportConfig.TLS).equals(java.util.List.of("all"));
+        return config.get(TransportConfig.TLS).equals(List.of("all"));
     }
 
     /** The selected transports, sorted by name. */

@@ -8,14 +8,19 @@ import io.netty.channel.EventLoopGroup;
 import io.netty.util.concurrent.Future;
 import io.netty.util.concurrent.Promise;
 import io.netty.util.concurrent.PromiseCombiner;
+import io.netty.util.internal.logging.InternalLogger;
+import io.netty.util.internal.logging.InternalLoggerFactory;
 import io.nucx.AmHandler;
 import io.nucx.Endpoint;
 import io.nucx.ErrorMode;
+import io.nucx.NucxClosedException;
 import io.nucx.WireupException;
 import io.nucx.Worker;
 import io.nucx.WorkerAddress;
 import io.nucx.WorkerStats;
 import io.nucx.protocol.MemoryBudget;
+import io.nucx.protocol.MemoryDomain;
+import io.nucx.protocol.ProtocolCodec;
 import io.nucx.protocol.ProtocolCounters;
 import io.nucx.protocol.ProtocolRegistry;
 import io.nucx.protocol.ProtocolSettings;
@@ -27,26 +32,38 @@ import io.nucx.protocol.tag.ReceivePostedAlreadyException;
 import io.nucx.protocol.tag.TagMessage;
 import io.nucx.protocol.tag.TagReceive;
 import io.nucx.transport.Availability;
+import io.nucx.transport.Device;
 import io.nucx.transport.Iface;
 import io.nucx.transport.IfaceAttributes;
 import io.nucx.transport.IfaceParams;
 import io.nucx.transport.NucxConfig;
 import io.nucx.transport.Transport;
+import io.nucx.transport.TransportConfig;
+import io.nucx.transport.rma.RmaIface;
 
 import java.lang.foreign.MemorySegment;
 import java.util.ArrayList;
 import java.util.Collection;
 import java.util.Deque;
+import java.util.HashMap;
 import java.util.LinkedHashMap;
+import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
+import java.util.TreeMap;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ConcurrentLinkedDeque;
+import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.ThreadLocalRandom;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.atomic.LongAdder;
+import java.util.function.Consumer;
+import java.util.function.Function;
+import java.util.function.ToIntFunction;
 
 /**
  * The {@link Worker} implementation. It owns the worker's ifaces (one per device of each transport: two RDMA ports are
@@ -102,16 +119,16 @@ public final class DefaultWorker implements Worker {
     private final MemoryBudget stubPool;
     private final Deque<Throwable> laneFailures = new ConcurrentLinkedDeque<>();
     /** Writes waiting in stubs of endpoints still wiring up; wireups and their time; failures by cause. */
-    private final java.util.concurrent.atomic.AtomicInteger pendingWrites = new java.util.concurrent.atomic.AtomicInteger();
-    private final java.util.concurrent.atomic.LongAdder wireups = new java.util.concurrent.atomic.LongAdder();
-    private final java.util.concurrent.atomic.LongAdder wireupNanos = new java.util.concurrent.atomic.LongAdder();
-    private final Map<String, java.util.concurrent.atomic.LongAdder> endpointErrors = new ConcurrentHashMap<>();
+    private final AtomicInteger pendingWrites = new AtomicInteger();
+    private final LongAdder wireups = new LongAdder();
+    private final LongAdder wireupNanos = new LongAdder();
+    private final Map<String, LongAdder> endpointErrors = new ConcurrentHashMap<>();
     /** Listeners waiting for the endpoint a client connects with the token they gave it (loop only). */
-    private final Map<Integer, java.util.function.Consumer<Endpoint>> listened = new java.util.HashMap<>();
+    private final Map<Integer, Consumer<Endpoint>> listened = new HashMap<>();
     private int nextToken;
     private final Deque<Throwable> rmaFailures = new ConcurrentLinkedDeque<>();
-    private static final io.netty.util.internal.logging.InternalLogger LOG =
-            io.netty.util.internal.logging.InternalLoggerFactory.getInstance(DefaultWorker.class);
+    private static final InternalLogger LOG =
+            InternalLoggerFactory.getInstance(DefaultWorker.class);
     /** Lane failures logged per second at most ({@link #laneFailed}). */
     private static final int LANE_WARNINGS_PER_SECOND = 16;
     /** How many gracefully closed endpoints are remembered ({@link #saidGoodbye}): a late lane comes within moments. */
@@ -146,9 +163,9 @@ public final class DefaultWorker implements Worker {
                     if (context.allTransports()) {
                         continue; // "all" means all that can run here; a named transport must run
                     }
-                    throw config.invalid(io.nucx.transport.TransportConfig.TLS, onLoop.reason());
+                    throw config.invalid(TransportConfig.TLS, onLoop.reason());
                 }
-                for (io.nucx.transport.Device device : t.ifaceDevices(config)) {
+                for (Device device : t.ifaceDevices(config)) {
                     Iface[] opened = new Iface[1]; // lanes a peer connects to it learn which iface took them
                     Iface iface = t.openIface(new IfaceParams(loop, device,
                             () -> LaneInboundHandler.accepted(this, opened[0]), config));
@@ -168,10 +185,10 @@ public final class DefaultWorker implements Worker {
         }
         this.address = new WorkerAddress(uuid, name, entries);
         // Registered memory is reached by every RMA device (UCX's ucp_mem_map registers on each memory domain).
-        List<io.nucx.protocol.MemoryDomain> domains = new ArrayList<>();
+        List<MemoryDomain> domains = new ArrayList<>();
         for (int i = 0; i < ifaces.size(); i++) {
-            if (ifaces.get(i) instanceof io.nucx.transport.rma.RmaIface rma) {
-                domains.add(new io.nucx.protocol.MemoryDomain(i, rma, LaneSelector.nameOf(ifaces.get(i))));
+            if (ifaces.get(i) instanceof RmaIface rma) {
+                domains.add(new MemoryDomain(i, rma, LaneSelector.nameOf(ifaces.get(i))));
             }
         }
         protocols.memory().domains(domains);
@@ -319,7 +336,7 @@ public final class DefaultWorker implements Worker {
      * client ({@link #connectListened}), or -1 when 65,536 are already waiting. {@code onEndpoint} gets the endpoint
      * when the client's REQUEST arrives, after the REPLY. Loop only.
      */
-    public int expectListened(java.util.function.Consumer<Endpoint> onEndpoint) {
+    public int expectListened(Consumer<Endpoint> onEndpoint) {
         assert loop.inEventLoop();
         for (int i = 0; i <= 0xffff; i++) {
             int token = (nextToken + i) & 0xffff;
@@ -343,7 +360,7 @@ public final class DefaultWorker implements Worker {
     }
 
     void takeListened(int token, EndpointChannel ep) {
-        java.util.function.Consumer<Endpoint> l = listened.remove(token);
+        Consumer<Endpoint> l = listened.remove(token);
         if (l != null) {
             l.accept(ep);
         }
@@ -372,7 +389,7 @@ public final class DefaultWorker implements Worker {
         } else {
             try {
                 loop.execute(() -> protocols.matcher().post(r));
-            } catch (java.util.concurrent.RejectedExecutionException e) {
+            } catch (RejectedExecutionException e) {
                 p.tryFailure(closedError());
             }
         }
@@ -380,8 +397,8 @@ public final class DefaultWorker implements Worker {
     }
 
     /** Why a receive on this worker fails once it closed. */
-    private io.nucx.NucxClosedException closedError() {
-        return new io.nucx.NucxClosedException("worker " + name + " is closed: its receives fail, and no more may be "
+    private NucxClosedException closedError() {
+        return new NucxClosedException("worker " + name + " is closed: its receives fail, and no more may be "
                 + "posted", null);
     }
 
@@ -410,7 +427,7 @@ public final class DefaultWorker implements Worker {
                     receive.fail(e);
                 }
             });
-        } catch (java.util.concurrent.RejectedExecutionException e) {
+        } catch (RejectedExecutionException e) {
             receive.fail(closedError());
         }
     }
@@ -436,7 +453,7 @@ public final class DefaultWorker implements Worker {
     }
 
     /** Completes when {@code op}'s future on every endpoint open now has; fails with the first failure. */
-    private Future<Void> onEveryEndpoint(java.util.function.Function<EndpointChannel, Future<Void>> op) {
+    private Future<Void> onEveryEndpoint(Function<EndpointChannel, Future<Void>> op) {
         Promise<Void> done = loop.newPromise();
         List<Future<Void>> each = new ArrayList<>();
         for (EndpointChannel ep : endpoints.values()) {
@@ -499,7 +516,7 @@ public final class DefaultWorker implements Worker {
 
             @Override
             public Map<String, Long> endpointErrors() {
-                Map<String, Long> out = new java.util.TreeMap<>();
+                Map<String, Long> out = new TreeMap<>();
                 endpointErrors.forEach((k, v) -> out.put(k, v.sum()));
                 return out;
             }
@@ -812,13 +829,13 @@ public final class DefaultWorker implements Worker {
      * {@code count} summed over the codecs of class {@code codec} of every endpoint, lingering ones included; on the
      * loop. For tests and diagnostics.
      */
-    <C> int sumOverCodecs(Class<C> codec, java.util.function.ToIntFunction<C> count) {
+    <C> int sumOverCodecs(Class<C> codec, ToIntFunction<C> count) {
         assert loop.inEventLoop();
         int n = 0;
-        Set<EndpointChannel> all = new java.util.LinkedHashSet<>(endpoints.values());
+        Set<EndpointChannel> all = new LinkedHashSet<>(endpoints.values());
         all.addAll(lingering);
         for (EndpointChannel ep : all) {
-            for (io.nucx.protocol.ProtocolCodec c : ep.codecs()) {
+            for (ProtocolCodec c : ep.codecs()) {
                 if (codec.isInstance(c)) {
                     n += count.applyAsInt(codec.cast(c));
                 }
@@ -828,7 +845,7 @@ public final class DefaultWorker implements Worker {
     }
 
     /** The count of writes waiting in endpoints' stubs. */
-    java.util.concurrent.atomic.AtomicInteger pendingWrites() {
+    AtomicInteger pendingWrites() {
         return pendingWrites;
     }
 
@@ -840,7 +857,7 @@ public final class DefaultWorker implements Worker {
 
     /** An endpoint failed with {@code cause}. */
     void endpointFailed(Throwable cause) {
-        endpointErrors.computeIfAbsent(cause.getClass().getSimpleName(), k -> new java.util.concurrent.atomic.LongAdder())
+        endpointErrors.computeIfAbsent(cause.getClass().getSimpleName(), k -> new LongAdder())
                 .increment();
     }
 

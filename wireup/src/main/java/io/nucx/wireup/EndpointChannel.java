@@ -5,12 +5,15 @@ import io.netty.channel.AbstractChannel;
 import io.netty.channel.Channel;
 import io.netty.channel.ChannelFuture;
 import io.netty.channel.ChannelHandler;
+import io.netty.channel.ChannelHandlerContext;
 import io.netty.channel.ChannelMetadata;
 import io.netty.channel.ChannelOutboundBuffer;
+import io.netty.channel.ChannelOutboundHandler;
 import io.netty.channel.ChannelPipeline;
 import io.netty.channel.ChannelPromise;
 import io.netty.channel.EventLoop;
 import io.netty.handler.codec.UnsupportedMessageTypeException;
+import io.netty.util.ReferenceCountUtil;
 import io.netty.util.concurrent.Future;
 import io.netty.util.concurrent.Promise;
 import io.netty.util.concurrent.PromiseCombiner;
@@ -24,25 +27,35 @@ import io.nucx.protocol.EndpointConfig;
 import io.nucx.protocol.EndpointServices;
 import io.nucx.protocol.LimitExceededException;
 import io.nucx.protocol.MemoryBudget;
+import io.nucx.protocol.MemoryDomain;
 import io.nucx.protocol.ProtocolCodec;
 import io.nucx.protocol.ProtocolException;
+import io.nucx.protocol.ProtocolFamily;
 import io.nucx.protocol.RmaRail;
+import io.nucx.protocol.am.AmCodec;
 import io.nucx.protocol.am.AmData;
+import io.nucx.protocol.am.AmHeaders;
 import io.nucx.protocol.am.AmSendRefusedException;
+import io.nucx.protocol.amo.AmoCodec;
 import io.nucx.protocol.amo.AtomicOp;
 import io.nucx.protocol.amo.AtomicRequest;
 import io.nucx.protocol.amo.RemoteMemoryKey;
 import io.nucx.protocol.rma.RmaRequest;
 import io.nucx.protocol.select.SelectionKey;
+import io.nucx.protocol.stream.StreamCodec;
 import io.nucx.protocol.stream.StreamData;
+import io.nucx.protocol.tag.EagerCodec;
 import io.nucx.protocol.tag.TagMessage;
 import io.nucx.transport.AmFrame;
 import io.nucx.transport.Capability;
+import io.nucx.transport.ShortPayload;
 import io.nucx.transport.rma.RmaLane;
 
 import java.lang.foreign.MemorySegment;
 import java.net.SocketAddress;
 import java.nio.channels.ClosedChannelException;
+import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.List;
 
 /**
@@ -71,7 +84,7 @@ final class EndpointChannel extends AbstractChannel implements Endpoint, Endpoin
     private static final ClassValue<Boolean> ACTS_ON_READ_COMPLETE = new ClassValue<>() {
         @Override
         protected Boolean computeValue(Class<?> type) {
-            return overrides(type, "channelReadComplete", io.netty.channel.ChannelHandlerContext.class);
+            return overrides(type, "channelReadComplete", ChannelHandlerContext.class);
         }
     };
 
@@ -135,11 +148,11 @@ final class EndpointChannel extends AbstractChannel implements Endpoint, Endpoin
     /** What {@code write(msg)} returns for a send done at once: Netty's cached succeeded future of this channel. */
     private final ChannelFuture sentNow = newSucceededFuture();
     /** EagerCodec's place in the pipeline (null with a registry without it). */
-    private final io.netty.channel.ChannelHandlerContext eagerContext;
+    private final ChannelHandlerContext eagerContext;
     /** The error handler's place: tail-side of it are the user's handlers ({@link UserWriteHandlers}). */
-    private final io.netty.channel.ChannelHandlerContext errorContext;
+    private final ChannelHandlerContext errorContext;
     /** The byte stream's codec (null with a registry without it): a short stream write's credit is taken there. */
-    private final io.nucx.protocol.stream.StreamCodec stream;
+    private final StreamCodec stream;
 
     private EndpointChannel(DefaultWorker worker, long id, WorkerAddress remote, LaneSelector.Lanes selection,
                             ErrorMode errorMode, long remoteEpId, int connSn, boolean wiringUp) {
@@ -170,21 +183,21 @@ final class EndpointChannel extends AbstractChannel implements Endpoint, Endpoin
             lanesDirect = true;
         }
         this.codecs = worker.registry().initPipeline(p, this, worker.protocols());
-        List<io.nucx.protocol.ProtocolFamily> families = worker.registry().families();
+        List<ProtocolFamily> families = worker.registry().families();
         for (int amId = 0; amId < frameOwners.length; amId++) {
-            io.nucx.protocol.ProtocolFamily owner = worker.registry().owner(amId);
+            ProtocolFamily owner = worker.registry().owner(amId);
             frameOwners[amId] = owner == null ? null : codecs.get(families.indexOf(owner));
         }
         this.readCompleteCodecs = codecs.stream().filter(c -> ACTS_ON_READ_COMPLETE.get(c.getClass()))
                 .toArray(ProtocolCodec[]::new);
-        this.alwaysReadComplete = java.util.Arrays.stream(readCompleteCodecs)
+        this.alwaysReadComplete = Arrays.stream(readCompleteCodecs)
                 .anyMatch(c -> !overrides(c.getClass(), "readCompletePending"));
         p.addLast(ENDED, new WriteAfterEndHandler(this));
         this.errorHandler = new ProtocolErrorHandler(this);
         p.addLast(ERRORS, errorHandler);
-        this.eagerContext = p.context(io.nucx.protocol.tag.EagerCodec.class);
+        this.eagerContext = p.context(EagerCodec.class);
         this.errorContext = p.context(errorHandler);
-        this.stream = p.get(io.nucx.protocol.stream.StreamCodec.class);
+        this.stream = p.get(StreamCodec.class);
         ChannelHandler init = worker.endpointInitializer();
         if (init != null) {
             p.addLast(init);
@@ -321,7 +334,7 @@ final class EndpointChannel extends AbstractChannel implements Endpoint, Endpoin
      * frame); false, having done nothing, otherwise.
      */
     boolean shortFrameArrived(LaneInboundHandler from, int amId, long header,
-                              io.nucx.transport.ShortPayload payload) {
+                              ShortPayload payload) {
         ProtocolCodec owner = frameOwners[amId];
         if (!isOpen() || owner == null || !owner.takesShortFrames(amId)) {
             return false;
@@ -469,7 +482,7 @@ final class EndpointChannel extends AbstractChannel implements Endpoint, Endpoin
     }
 
     @Override
-    public List<io.nucx.protocol.MemoryDomain> memoryDomains(Capability capability) {
+    public List<MemoryDomain> memoryDomains(Capability capability) {
         return lifecycle.ended() ? List.of() : lanes.memoryDomains(capability);
     }
 
@@ -604,18 +617,18 @@ final class EndpointChannel extends AbstractChannel implements Endpoint, Endpoin
     @Override
     public boolean trySendShort(long tag, ByteBuf data) {
         return lifecycle.takesSends() && writeWalkNotNeeded()
-                && ((io.nucx.protocol.tag.EagerCodec) eagerContext.handler()).sendShortNow(eagerContext, tag, data);
+                && ((EagerCodec) eagerContext.handler()).sendShortNow(eagerContext, tag, data);
     }
 
     @Override
     public boolean tryAmSendShort(int id, ByteBuf header, ByteBuf data, boolean reply) {
-        String bad = io.nucx.protocol.am.AmCodec.refusal(id, header.readableBytes());
+        String bad = AmCodec.refusal(id, header.readableBytes());
         if (bad != null) {
             throw new AmSendRefusedException(bad);
         }
         return lifecycle.takesSends() && writeWalkNotNeeded()
-                && ((io.nucx.protocol.tag.EagerCodec) eagerContext.handler()).sendAmShortNow(eagerContext,
-                        io.nucx.protocol.am.AmHeaders.pack(id, reply ? io.nucx.protocol.am.AmHeaders.FLAG_REPLY : 0,
+                && ((EagerCodec) eagerContext.handler()).sendAmShortNow(eagerContext,
+                        AmHeaders.pack(id, reply ? AmHeaders.FLAG_REPLY : 0,
                                 header.readableBytes()), header, data);
     }
 
@@ -636,7 +649,7 @@ final class EndpointChannel extends AbstractChannel implements Endpoint, Endpoin
         this.flushFollows = flushFollows;
         try {
             if (!streamWrite) {
-                return ((io.nucx.protocol.tag.EagerCodec) eagerContext.handler()).writeShortNow(eagerContext, msg);
+                return ((EagerCodec) eagerContext.handler()).writeShortNow(eagerContext, msg);
             }
             StreamData d = (StreamData) msg;
             if (!sendStreamShort(d.content())) {
@@ -661,7 +674,7 @@ final class EndpointChannel extends AbstractChannel implements Endpoint, Endpoin
      */
     private boolean sendStreamShort(ByteBuf data) {
         int n = data.readableBytes();
-        if (!stream.takesNow(n) || !((io.nucx.protocol.tag.EagerCodec) eagerContext.handler())
+        if (!stream.takesNow(n) || !((EagerCodec) eagerContext.handler())
                 .sendStreamShortNow(eagerContext, data)) {
             return false;
         }
@@ -814,7 +827,7 @@ final class EndpointChannel extends AbstractChannel implements Endpoint, Endpoin
     /** EagerCodec's write, as the pipeline invokes a handler's (a throw fails the promise). */
     private void writeToEager(Object msg, ChannelPromise promise) {
         try {
-            ((io.netty.channel.ChannelOutboundHandler) eagerContext.handler()).write(eagerContext, msg, promise);
+            ((ChannelOutboundHandler) eagerContext.handler()).write(eagerContext, msg, promise);
         } catch (Throwable t) {
             promise.tryFailure(t);
         }
@@ -842,7 +855,7 @@ final class EndpointChannel extends AbstractChannel implements Endpoint, Endpoin
 
     /** A write on an ended endpoint fails with why it ended (Netty's own says "closed", without a message). */
     ChannelFuture writeAfterEnd(Object msg, ChannelPromise promise) {
-        io.netty.util.ReferenceCountUtil.release(msg);
+        ReferenceCountUtil.release(msg);
         promise.tryFailure(endCause());
         return promise;
     }
@@ -921,9 +934,9 @@ final class EndpointChannel extends AbstractChannel implements Endpoint, Endpoin
      * ended and failed them, and a flush must not succeed over operations that failed.
      */
     private void flushRma(Promise<Void> done) {
-        java.util.List<Future<?>> atomics = new java.util.ArrayList<>();
+        List<Future<?>> atomics = new ArrayList<>();
         for (ProtocolCodec c : codecs) {
-            if (c instanceof io.nucx.protocol.amo.AmoCodec) {
+            if (c instanceof AmoCodec) {
                 c.collectOutstanding(atomics);
             }
         }

@@ -1,5 +1,6 @@
 package io.nucx.wireup;
 
+import io.netty.channel.Channel;
 import io.netty.channel.ChannelOption;
 import io.netty.channel.DefaultChannelConfig;
 import io.nucx.EndpointOption;
@@ -13,7 +14,7 @@ final class EndpointChannelConfig extends DefaultChannelConfig {
     private volatile long pipelineTag;
     private volatile Long pipelineTagMask;
 
-    EndpointChannelConfig(io.netty.channel.Channel endpoint) {
+    EndpointChannelConfig(Channel endpoint) {
         super(endpoint);
     }
 

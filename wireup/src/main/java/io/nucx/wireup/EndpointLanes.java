@@ -1,5 +1,6 @@
 package io.nucx.wireup;
 
+import io.netty.buffer.ByteBuf;
 import io.netty.channel.Channel;
 import io.netty.channel.ChannelFuture;
 import io.netty.channel.ChannelFutureListener;
@@ -12,19 +13,24 @@ import io.netty.util.concurrent.PromiseCombiner;
 import io.nucx.NucxClosedException;
 import io.nucx.WireupException;
 import io.nucx.protocol.AmIds;
+import io.nucx.protocol.MemoryDomain;
 import io.nucx.protocol.ProtocolException;
 import io.nucx.protocol.RmaRail;
 import io.nucx.transport.AbstractLaneChannel;
 import io.nucx.transport.AmFrame;
 import io.nucx.transport.Capability;
+import io.nucx.transport.Iface;
 import io.nucx.transport.LaneBacklog;
 import io.nucx.transport.ShortFrameWriter;
+import io.nucx.transport.rma.RmaIface;
 import io.nucx.transport.rma.RmaLane;
 
 import java.nio.channels.ClosedChannelException;
 import java.util.ArrayList;
+import java.util.HashMap;
 import java.util.HashSet;
 import java.util.List;
+import java.util.Map;
 import java.util.Set;
 import java.util.StringJoiner;
 
@@ -53,7 +59,7 @@ final class EndpointLanes {
     /** A graceful EP_REMOVED goes on every lane; the lanes it arrived on (acted on once all have it). */
     private Set<Channel> removedOn;
     /** RMA and AMO lanes that connect to the peer's iface (cma), connected on first use, by pair of entries. */
-    private final java.util.Map<LaneSelector.Pair, Channel> rmaChannels = new java.util.HashMap<>();
+    private final Map<LaneSelector.Pair, Channel> rmaChannels = new HashMap<>();
     /** The p2p connections (rdma's queue pairs; tcp p2p), made with wireup's REQUEST / REPLY. */
     private P2pConnections p2p;
     /** Wireup's leftovers that carry no data (a lane dropped after a simultaneous connect, a p2p auxiliary lane). */
@@ -225,7 +231,7 @@ final class EndpointLanes {
      * {@code ch}, naming its transport. The dialler's list is the pair's: our own limits may have chosen another lane
      * at that index, or none.
      */
-    void onAttach(int index, String transport, Channel ch, io.nucx.transport.Iface acceptedBy) {
+    void onAttach(int index, String transport, Channel ch, Iface acceptedBy) {
         if (index == 0 || index > MAX_LANES) {
             throw new ProtocolException("LANE_ATTACH for lane " + index + " of " + endpoint);
         }
@@ -323,7 +329,7 @@ final class EndpointLanes {
      * Not with failover: its frames are kept until confirmed, which needs the frame. {@code flushNow}: a flush follows
      * at once (a {@code writeAndFlush}), so the lane publishes it before the send's remaining work, not after.
      */
-    boolean writeShort(int amId, long header, io.netty.buffer.ByteBuf payload, ChannelPromise promise,
+    boolean writeShort(int amId, long header, ByteBuf payload, ChannelPromise promise,
                        boolean flushNow) {
         if (reliability != null) {
             return false;
@@ -582,16 +588,16 @@ final class EndpointLanes {
 
     /** The local devices of the selected RMA lanes with {@code capability} on both sides, as memory domains. */
     @SuppressWarnings("unchecked")
-    List<io.nucx.protocol.MemoryDomain> memoryDomains(Capability capability) {
-        List<io.nucx.protocol.MemoryDomain> kept = (List<io.nucx.protocol.MemoryDomain>) domainsBy[capability.ordinal()];
+    List<MemoryDomain> memoryDomains(Capability capability) {
+        List<MemoryDomain> kept = (List<MemoryDomain>) domainsBy[capability.ordinal()];
         if (kept != null) {
             return kept;
         }
-        List<io.nucx.protocol.MemoryDomain> out = new ArrayList<>(selection.rmaLanes().size());
+        List<MemoryDomain> out = new ArrayList<>(selection.rmaLanes().size());
         for (LaneSelector.RmaLane sel : selection.rmaLanes()) {
             if (sel.local().has(capability) && sel.remote().has(capability)
-                    && sel.iface() instanceof io.nucx.transport.rma.RmaIface domain) {
-                out.add(new io.nucx.protocol.MemoryDomain(sel.localIndex(), domain, sel.name()));
+                    && sel.iface() instanceof RmaIface domain) {
+                out.add(new MemoryDomain(sel.localIndex(), domain, sel.name()));
             }
         }
         kept = List.copyOf(out);

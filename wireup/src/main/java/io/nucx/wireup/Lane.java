@@ -3,6 +3,8 @@ package io.nucx.wireup;
 import io.netty.channel.Channel;
 import io.netty.channel.ChannelFuture;
 import io.netty.channel.ChannelHandlerContext;
+import io.netty.channel.ChannelPromise;
+import io.nucx.transport.AmFrame;
 import io.nucx.transport.LaneBacklog;
 import io.nucx.transport.ShortFrameWriter;
 
@@ -23,7 +25,7 @@ final class Lane {
     enum State { UNATTACHED, ACTIVE, LOST, SETTLED }
 
     /** A frame kept for the peer's confirmation (failover), with the promise of its send. */
-    record Sent(io.nucx.transport.AmFrame frame, io.netty.channel.ChannelPromise promise) {
+    record Sent(AmFrame frame, ChannelPromise promise) {
     }
 
     final int index;

@@ -11,6 +11,7 @@ import io.nucx.Worker;
 import io.nucx.protocol.AmIds;
 import io.nucx.protocol.ProtocolException;
 import io.nucx.transport.AmFrame;
+import io.nucx.transport.Iface;
 import io.nucx.transport.PayloadPlacement;
 import io.nucx.transport.ShortFrameHandler;
 import io.nucx.transport.ShortPayload;
@@ -19,6 +20,7 @@ import io.netty.util.concurrent.ScheduledFuture;
 import io.nucx.WireupException;
 
 import java.nio.channels.ClosedChannelException;
+import java.time.Duration;
 import java.util.ArrayDeque;
 import java.util.concurrent.TimeUnit;
 
@@ -50,7 +52,7 @@ final class LaneInboundHandler extends ChannelInboundHandlerAdapter implements S
     /** NUCX_LANE_BATCH, read once: it is asked per frame. */
     private final int laneBatch;
     /** The iface that accepted this lane from a peer; null for lanes we connected. */
-    private final io.nucx.transport.Iface acceptedBy;
+    private final Iface acceptedBy;
     private Role role;
     private EndpointChannel endpoint;
     /** This lane's index among its endpoint's message lanes (0: the AM lane chosen at wireup). */
@@ -77,7 +79,7 @@ final class LaneInboundHandler extends ChannelInboundHandlerAdapter implements S
     }
 
     private LaneInboundHandler(DefaultWorker worker, EndpointChannel endpoint, int laneIndex,
-                               io.nucx.transport.Iface acceptedBy) {
+                               Iface acceptedBy) {
         this.worker = worker;
         this.laneBatch = worker.settings().laneBatch();
         this.endpoint = endpoint;
@@ -89,7 +91,7 @@ final class LaneInboundHandler extends ChannelInboundHandlerAdapter implements S
     /**
      * The handler of a lane a peer connected to our iface {@code iface}: it learns its endpoint from the first frame.
      */
-    static LaneInboundHandler accepted(DefaultWorker worker, io.nucx.transport.Iface iface) {
+    static LaneInboundHandler accepted(DefaultWorker worker, Iface iface) {
         return new LaneInboundHandler(worker, null, 0, iface);
     }
 
@@ -103,7 +105,7 @@ final class LaneInboundHandler extends ChannelInboundHandlerAdapter implements S
                 if (endpoint == null && ctx.channel().isOpen()) {
                     exceptionCaught(ctx, new WireupException("connection from " + ctx.channel().remoteAddress()
                             + " carried no wireup " + (role == Role.IGNORED ? "REPLY" : "REQUEST") + " within "
-                            + java.time.Duration.ofNanos(timeout) + " (NUCX_WIREUP_TIMEOUT)", null));
+                            + Duration.ofNanos(timeout) + " (NUCX_WIREUP_TIMEOUT)", null));
                 }
             }, timeout, TimeUnit.NANOSECONDS);
         }

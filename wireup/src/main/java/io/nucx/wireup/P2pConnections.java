@@ -4,6 +4,7 @@ import io.netty.channel.Channel;
 import io.netty.channel.ChannelFutureListener;
 import io.netty.channel.ChannelHandler;
 import io.netty.util.concurrent.Future;
+import io.nucx.EndpointException;
 import io.nucx.WireupException;
 import io.nucx.protocol.ProtocolException;
 import io.nucx.transport.Iface;
@@ -159,7 +160,7 @@ final class P2pConnections {
 
     private void connectFailed(Conn c, Throwable cause) {
         if (c.pair.equals(endpoint.selection().am().pair())) {
-            endpoint.fail(new io.nucx.EndpointException(endpoint.endpointId(), endpoint.remoteAddress(),
+            endpoint.fail(new EndpointException(endpoint.endpointId(), endpoint.remoteAddress(),
                     "connecting the p2p lane " + c.name + " to the peer's endpoint failed: " + cause, cause));
         } else {
             // Only RMA goes on it: transfers use the other rails, or active messages.

@@ -1,6 +1,7 @@
 package io.nucx.wireup;
 
 import io.netty.channel.Channel;
+import io.netty.channel.ChannelFutureListener;
 import io.nucx.ErrorMode;
 import io.nucx.Worker;
 import io.nucx.WorkerAddress;
@@ -65,7 +66,7 @@ final class RequestProcessor {
             lane.writeAndFlush(WireupMessage.epRemoved(WireupMessage.INVALID_EP_ID, request.srcEpId(), "worker "
                     + worker.name() + " has no listener waiting for connection token " + request.connSn()
                     + " (the listener closed, or its accepted channel did)").toFrame(lane.alloc()))
-                    .addListener(io.netty.channel.ChannelFutureListener.CLOSE);
+                    .addListener(ChannelFutureListener.CLOSE);
             return new Outcome.Refused();
         }
         EndpointMatch<EndpointChannel> match = worker.match();

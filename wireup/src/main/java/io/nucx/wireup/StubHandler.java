@@ -13,6 +13,7 @@ import io.nucx.protocol.LimitExceededException;
 import io.nucx.protocol.MemoryBudget;
 
 import java.nio.channels.ClosedChannelException;
+import java.util.concurrent.atomic.AtomicInteger;
 
 /**
  * The first handler of an endpoint that is still wiring up (UCX's wireup_ep proxy). Every write is queued with its
@@ -29,7 +30,7 @@ final class StubHandler extends ChannelOutboundHandlerAdapter {
     private long charged;
     private PendingWriteQueue pending;
     /** The worker's count of writes waiting in stubs, for metrics; null when nobody asks. */
-    private final java.util.concurrent.atomic.AtomicInteger waiting;
+    private final AtomicInteger waiting;
     private boolean flushRequested;
     private boolean ready;
     private Throwable failure;
@@ -44,7 +45,7 @@ final class StubHandler extends ChannelOutboundHandlerAdapter {
      * @param waiting counts the writes waiting here (for metrics read from other threads), or null
      * @param budget  bounds the bytes waiting here (NUCX_STUB_EP_BYTES, inside the worker's NUCX_STUB_WORKER_BYTES)
      */
-    StubHandler(java.util.concurrent.atomic.AtomicInteger waiting, MemoryBudget budget) {
+    StubHandler(AtomicInteger waiting, MemoryBudget budget) {
         this.waiting = waiting;
         this.budget = budget;
     }

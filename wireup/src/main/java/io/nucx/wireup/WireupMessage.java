@@ -11,6 +11,8 @@ import io.nucx.protocol.AmIds;
 import io.nucx.protocol.ProtocolException;
 import io.nucx.transport.AmFrame;
 
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.List;
@@ -203,18 +205,18 @@ record WireupMessage(int type, int errMode, int connSn, long srcEpId, long dstEp
             byte[] a = address.encode();
             byte[] ep = packAddresses(epAddresses);
             byte[] p = proof != null ? proof : NO_PROOF;
-            payload = Unpooled.wrappedBuffer(java.nio.ByteBuffer.allocate(2 + a.length + 2 + ep.length + p.length)
-                    .order(java.nio.ByteOrder.LITTLE_ENDIAN).putShort((short) a.length).put(a)
+            payload = Unpooled.wrappedBuffer(ByteBuffer.allocate(2 + a.length + 2 + ep.length + p.length)
+                    .order(ByteOrder.LITTLE_ENDIAN).putShort((short) a.length).put(a)
                     .putShort((short) ep.length).put(ep).put(p).flip());
         } else if (type == LANE_ATTACH) {
             byte[] name = reason.getBytes(StandardCharsets.US_ASCII);
             byte[] p = proof != null ? proof : NO_PROOF;
-            payload = Unpooled.wrappedBuffer(java.nio.ByteBuffer.allocate(LANE_PAYLOAD + 1 + name.length + p.length)
-                    .order(java.nio.ByteOrder.LITTLE_ENDIAN).put((byte) lane).putLong(value).put((byte) name.length)
+            payload = Unpooled.wrappedBuffer(ByteBuffer.allocate(LANE_PAYLOAD + 1 + name.length + p.length)
+                    .order(ByteOrder.LITTLE_ENDIAN).put((byte) lane).putLong(value).put((byte) name.length)
                     .put(name).put(p).flip());
         } else if (type == LANE_ACK || type == LANE_FAILED) {
-            payload = Unpooled.wrappedBuffer(java.nio.ByteBuffer.allocate(LANE_PAYLOAD)
-                    .order(java.nio.ByteOrder.LITTLE_ENDIAN).put((byte) lane).putLong(value).flip());
+            payload = Unpooled.wrappedBuffer(ByteBuffer.allocate(LANE_PAYLOAD)
+                    .order(ByteOrder.LITTLE_ENDIAN).put((byte) lane).putLong(value).flip());
         } else if (type == REPLY && epAddresses != null && !epAddresses.isEmpty()) {
             payload = Unpooled.wrappedBuffer(packAddresses(epAddresses));
         } else if (reason != null) {
@@ -340,7 +342,7 @@ record WireupMessage(int type, int errMode, int connSn, long srcEpId, long dstEp
         for (P2pAddress a : addresses) {
             n += 3 + a.address().length;
         }
-        java.nio.ByteBuffer b = java.nio.ByteBuffer.allocate(n).put((byte) addresses.size());
+        ByteBuffer b = ByteBuffer.allocate(n).put((byte) addresses.size());
         for (P2pAddress a : addresses) {
             b.put((byte) a.senderEntry()).put((byte) a.receiverEntry()).put((byte) a.address().length)
                     .put(a.address());

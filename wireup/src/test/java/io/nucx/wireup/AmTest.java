@@ -12,6 +12,7 @@ import io.nucx.protocol.am.AmCodec;
 import io.nucx.protocol.am.NoAmHandlerException;
 import io.nucx.protocol.tag.RndvProtocols;
 import io.nucx.protocol.tag.TagMessage;
+import io.nucx.transport.shm.ShmChannel;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.extension.RegisterExtension;
@@ -563,7 +564,7 @@ class AmTest {
                 s.data().release();
             }
         }
-        io.nucx.transport.shm.ShmChannel lane = (io.nucx.transport.shm.ShmChannel) TestWorkers.impl(accepted)
+        ShmChannel lane = (ShmChannel) TestWorkers.impl(accepted)
                 .amLane();
         long placed = b.eventLoop().submit(lane::placedBytes).get(10, TimeUnit.SECONDS);
         // Every byte of the first two but a last fragment under the 1 KiB the ring places from; none of the third.

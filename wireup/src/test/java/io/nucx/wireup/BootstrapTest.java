@@ -7,17 +7,22 @@ import io.netty.channel.EventLoopGroup;
 import io.netty.channel.MultiThreadIoEventLoopGroup;
 import io.netty.channel.SimpleChannelInboundHandler;
 import io.netty.channel.nio.NioIoHandler;
+import io.netty.util.concurrent.Future;
 import io.nucx.Endpoint;
 import io.nucx.EndpointOption;
 import io.nucx.NucxBootstrap;
 import io.nucx.Worker;
+import io.nucx.protocol.ProtocolCounters;
 import io.nucx.protocol.tag.TagMessage;
 import io.nucx.transport.IoEngine;
 import io.nucx.transport.NucxConfigException;
+import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
 import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
@@ -87,9 +92,9 @@ class BootstrapTest {
 
     @Test
     void aMalformedPerformanceProfileStopsStartUpNamingTheFileAndTheFault(@org.junit.jupiter.api.io.TempDir
-                                                                           java.nio.file.Path dir) throws Exception {
-        java.nio.file.Path file = dir.resolve("profile.txt");
-        java.nio.file.Files.writeString(file, "format = nucx-perf-profile 1\nshm/memory.bandwidth = -5\n");
+                                                                           Path dir) throws Exception {
+        Path file = dir.resolve("profile.txt");
+        Files.writeString(file, "format = nucx-perf-profile 1\nshm/memory.bandwidth = -5\n");
         NucxConfigException e = assertThrows(NucxConfigException.class,
                 () -> new NucxBootstrap().config("TLS", "tcp").config("PERF_PROFILE", file.toString()).start());
         assertTrue(e.getMessage().contains("PERF_PROFILE") && e.getMessage().contains(file + " line 2")
@@ -102,7 +107,7 @@ class BootstrapTest {
      */
     @Test
     void autoGivesPollingLoopsEpollAndParkingLoopsIoUring() throws Exception {
-        org.junit.jupiter.api.Assumptions.assumeTrue(IoEngine.EPOLL.availability().isAvailable()
+        Assumptions.assumeTrue(IoEngine.EPOLL.availability().isAvailable()
                 && IoEngine.IO_URING.availability().isAvailable(), "needs both epoll and io_uring");
         String[][] cases = {
                 {"SHM_SPIN", "100us", "EPOLL"},
@@ -254,7 +259,7 @@ class BootstrapTest {
             // and the worker serves as any other
             Worker peer = new NucxBootstrap().name("peer").config("TLS", "shm").start();
             workers.add(peer);
-            io.netty.util.concurrent.Future<TagMessage> got = warm.tagRecv(5, -1L);
+            Future<TagMessage> got = warm.tagRecv(5, -1L);
             peer.connect(warm.address()).tagSend(5, Unpooled.copiedBuffer("after the warm-up",
                     StandardCharsets.UTF_8)).sync();
             TagMessage m = got.get(10, TimeUnit.SECONDS);
@@ -274,7 +279,7 @@ class BootstrapTest {
 
     private static long trafficMessages(Worker w) {
         long n = 0;
-        for (io.nucx.protocol.ProtocolCounters.Traffic t : w.counters().traffic()) {
+        for (ProtocolCounters.Traffic t : w.counters().traffic()) {
             n += t.messages();
         }
         return n;

@@ -8,6 +8,7 @@ import io.nucx.EndpointTimeoutException;
 import io.nucx.Worker;
 import io.nucx.protocol.select.ProtoTable;
 import io.nucx.protocol.select.SelectionKey;
+import io.nucx.protocol.tag.EagerCodec;
 import io.nucx.protocol.tag.EagerProtocols;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
@@ -53,8 +54,8 @@ class EagerZcopyTest {
 
     private static int zcopySends(Worker w) throws Exception {
         DefaultWorker d = (DefaultWorker) w;
-        return d.eventLoop().submit(() -> d.sumOverCodecs(io.nucx.protocol.tag.EagerCodec.class,
-                io.nucx.protocol.tag.EagerCodec::zcopyWaiting)).get(10, TimeUnit.SECONDS);
+        return d.eventLoop().submit(() -> d.sumOverCodecs(EagerCodec.class,
+                EagerCodec::zcopyWaiting)).get(10, TimeUnit.SECONDS);
     }
 
     /** Sends {@code sizes} (tag = index), receives each on {@code b} and checks its content and its send. */
@@ -144,8 +145,8 @@ class EagerZcopyTest {
             // a wrote what the socket takes: all of it, or until the lane turned unwritable (b does not read). The
             // send is still not done: that needs b's acknowledgement.
             Channel lane = TestWorkers.impl(ep).amLane();
-            TestWorkers.awaitOnLoop(a, () -> a.sumOverCodecs(io.nucx.protocol.tag.EagerCodec.class,
-                    io.nucx.protocol.tag.EagerCodec::zcopyWaiting) == 1
+            TestWorkers.awaitOnLoop(a, () -> a.sumOverCodecs(EagerCodec.class,
+                    EagerCodec::zcopyWaiting) == 1
                     && (lane.unsafe().outboundBuffer().totalPendingWriteBytes() == 0 || !lane.isWritable()),
                     "a's lane did not write the message");
             assertFalse(a.eventLoop().submit(send::isDone).get(), "done while the receiver could not have read it");

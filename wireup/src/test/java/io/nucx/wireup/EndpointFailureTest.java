@@ -34,6 +34,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
@@ -407,7 +408,7 @@ class EndpointFailureTest {
         Endpoint ep = TestWorkers.wiredUp(a, b);
         EndpointChannel impl = TestWorkers.impl(ep);
         ConnectionResetException reset = peerClosed(impl);
-        List<ChannelFuture> resent = new java.util.concurrent.CopyOnWriteArrayList<>();
+        List<ChannelFuture> resent = new CopyOnWriteArrayList<>();
         a.eventLoop().submit(() -> {
             // Both wait for b, which posts no receive: a rendezvous for its RTR, a synchronous send for its match.
             List<ChannelFuture> waiting = List.of(ep.tagSend(1, pattern(1, 100_000)), ep.tagSendSync(2, pattern(2, 100)));

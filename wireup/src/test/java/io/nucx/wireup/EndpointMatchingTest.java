@@ -14,6 +14,7 @@ import org.junit.jupiter.params.provider.ValueSource;
 import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.List;
+import java.util.concurrent.Callable;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 
@@ -53,7 +54,7 @@ class EndpointMatchingTest {
         return eps;
     }
 
-    private static <T> T onLoop(Worker w, java.util.concurrent.Callable<T> task) throws Exception {
+    private static <T> T onLoop(Worker w, Callable<T> task) throws Exception {
         return w.eventLoop().submit(task).get(10, TimeUnit.SECONDS);
     }
 

@@ -6,6 +6,7 @@ import io.netty.buffer.Unpooled;
 import io.netty.channel.Channel;
 import io.netty.channel.ChannelFuture;
 import io.netty.channel.ChannelInboundHandlerAdapter;
+import io.netty.channel.ChannelInitializer;
 import io.netty.channel.EventLoopGroup;
 import io.netty.handler.codec.UnsupportedMessageTypeException;
 import io.netty.util.concurrent.BlockingOperationException;
@@ -26,6 +27,7 @@ import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
 
 import java.net.InetSocketAddress;
+import java.util.List;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 
@@ -96,7 +98,7 @@ class ErrorMessagesTest {
         Future<TagMessage> posted = a.tagRecv(1, -1L);
         a.close().get(10, TimeUnit.SECONDS);
         Future<TagMessage> after = a.tagRecv(2, -1L);
-        for (Future<TagMessage> f : java.util.List.of(posted, after)) {
+        for (Future<TagMessage> f : List.of(posted, after)) {
             assertTrue(f.await(10, TimeUnit.SECONDS));
             assertInstanceOf(NucxClosedException.class, f.cause());
             assertTrue(f.cause().getMessage().contains("worker closing is closed"), f.cause().getMessage());
@@ -167,7 +169,7 @@ class ErrorMessagesTest {
         EventLoopGroup group = new NucxEventLoopGroup(1);
         try {
             Channel server = new ServerBootstrap().group(group).channel(NucxServerChannel.class)
-                    .childHandler(new io.netty.channel.ChannelInitializer<>() {
+                    .childHandler(new ChannelInitializer<>() {
                         @Override
                         protected void initChannel(Channel ch) {
                         }

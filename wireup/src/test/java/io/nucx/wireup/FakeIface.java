@@ -9,6 +9,7 @@ import io.nucx.transport.Capability;
 import io.nucx.transport.Device;
 import io.nucx.transport.Iface;
 import io.nucx.transport.IfaceAttributes;
+import io.nucx.transport.IfaceParams;
 import io.nucx.transport.NucxConfig;
 import io.nucx.transport.Transport;
 
@@ -65,7 +66,7 @@ final class FakeIface implements Iface {
             }
 
             @Override
-            public Iface openIface(io.nucx.transport.IfaceParams params) {
+            public Iface openIface(IfaceParams params) {
                 throw new UnsupportedOperationException();
             }
         };

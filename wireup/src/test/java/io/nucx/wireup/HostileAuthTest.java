@@ -1,5 +1,6 @@
 package io.nucx.wireup;
 
+import io.netty.buffer.UnpooledByteBufAllocator;
 import io.netty.util.concurrent.Future;
 import io.nucx.Endpoint;
 import io.nucx.ErrorMode;
@@ -154,7 +155,7 @@ class HostileAuthTest {
         long peerEp = ab.eventLoop().submit(() -> TestWorkers.impl(ab).endpointId()).get();
         try (RawPeer raw = RawPeer.connect(b)) {
             raw.frame(WireupMessage.laneAttach(peerEp, target, 2, a.uuid(), "tcp")
-                    .toFrame(io.netty.buffer.UnpooledByteBufAllocator.DEFAULT)).flush();
+                    .toFrame(UnpooledByteBufAllocator.DEFAULT)).flush();
             assertTrue(raw.closedByPeerWithin(10_000), "a LANE_ATTACH without proof must be refused");
         }
         awaitRefusal(b, "LANE_ATTACH from " + Long.toHexString(a.uuid()) + " refused");

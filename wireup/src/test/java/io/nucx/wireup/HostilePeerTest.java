@@ -2,13 +2,17 @@ package io.nucx.wireup;
 
 import io.netty.buffer.ByteBufAllocator;
 import io.netty.buffer.ByteBufAllocatorMetricProvider;
+import io.netty.channel.ChannelFuture;
 import io.netty.util.concurrent.Future;
 import io.nucx.Endpoint;
 import io.nucx.EndpointException;
 import io.nucx.ErrorMode;
 import io.nucx.Worker;
+import io.nucx.WorkerAddress;
 import io.nucx.protocol.AmIds;
+import io.nucx.protocol.MemoryBudget;
 import io.nucx.protocol.am.AmHeaders;
+import io.nucx.protocol.tag.EagerCodec;
 import io.nucx.protocol.tag.EagerHeaders;
 import io.nucx.protocol.tag.RndvHeaders;
 import io.nucx.protocol.tag.TagMessage;
@@ -19,6 +23,8 @@ import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
 
 import java.io.IOException;
+import java.net.InetAddress;
+import java.net.ServerSocket;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.ExecutionException;
@@ -96,7 +102,7 @@ class HostilePeerTest {
         await(() -> {
             try {
                 return target.eventLoop().submit(() -> target.sumOverCodecs(
-                        io.nucx.protocol.tag.EagerCodec.class, io.nucx.protocol.tag.EagerCodec::reassemblies))
+                        EagerCodec.class, EagerCodec::reassemblies))
                         .get() == n;
             } catch (Exception ex) {
                 throw new IllegalStateException(ex);
@@ -186,7 +192,7 @@ class HostilePeerTest {
             raw.flush();
             Endpoint victim = endpointOf(target, raw.uuid);
             awaitReassemblies(target, 2, "the two messages did not start");
-            assertEquals(io.nucx.protocol.MemoryBudget.ENTRY_COST + 1, held(target),
+            assertEquals(MemoryBudget.ENTRY_COST + 1, held(target),
                     "the unexpected one holds its byte and its bookkeeping");
             long grown = directMemory() - before;
             assertTrue(grown < 16 * MIB, "direct memory grew by " + grown + " bytes for two bytes received");
@@ -217,7 +223,7 @@ class HostilePeerTest {
             raw.flush();
             Endpoint victim = endpointOf(target, raw.uuid);
             awaitReassemblies(target, 6, "the six messages did not start");
-            assertEquals(6L * io.nucx.protocol.MemoryBudget.ENTRY_COST + (512 << 10) + 3 * MIB + 2, held(target),
+            assertEquals(6L * MemoryBudget.ENTRY_COST + (512 << 10) + 3 * MIB + 2, held(target),
                     "512 KiB and three of 1 MiB charged whole (3.5 of the 4 MiB), the other two their one byte");
             assertTrue(victim.isActive());
         }
@@ -306,19 +312,19 @@ class HostilePeerTest {
     @Test
     void writesQueuedForAPeerThatNeverAnswersAreBounded() throws Exception {
         DefaultWorker a = workers.start("a", "TLS", "tcp", "STUB_EP_BYTES", "1m", "KEEPALIVE_INTERVAL", "inf");
-        try (java.net.ServerSocket silent = new java.net.ServerSocket(0, 50,
-                java.net.InetAddress.getLoopbackAddress())) {
+        try (ServerSocket silent = new ServerSocket(0, 50,
+                InetAddress.getLoopbackAddress())) {
             DefaultWorker shape = workers.start("shape", "TLS", "tcp");
-            io.nucx.WorkerAddress real = shape.address();
-            io.nucx.WorkerAddress.Entry e = real.entries().get(0);
+            WorkerAddress real = shape.address();
+            WorkerAddress.Entry e = real.entries().get(0);
             byte[] iface = RawPeer.le(2).putShort((short) silent.getLocalPort()).array();
             // The lowest uuid: a (higher) waits for the REPLY with its writes in the stub; a lower-uuid connector
             // would use its own lane at once, and its writes would wait in the lane (its writability says so).
-            io.nucx.WorkerAddress mute = new io.nucx.WorkerAddress(1, "mute", List.of(
-                    new io.nucx.WorkerAddress.Entry(e.transport(), e.capabilities(), e.maxShort(), e.maxBcopy(),
+            WorkerAddress mute = new WorkerAddress(1, "mute", List.of(
+                    new WorkerAddress.Entry(e.transport(), e.capabilities(), e.maxShort(), e.maxBcopy(),
                             e.latency(), e.overhead(), e.bandwidth(), e.priority(), e.deviceAddress(), iface)));
             Endpoint ep = a.connect(mute);
-            List<io.netty.channel.ChannelFuture> writes = new ArrayList<>();
+            List<ChannelFuture> writes = new ArrayList<>();
             for (int i = 0; i < 64 && !ep.errorFuture().isDone(); i++) {
                 writes.add(ep.tagSend(i, TestWorkers.directPattern(i, 64 << 10)));
             }
@@ -326,7 +332,7 @@ class HostilePeerTest {
             assertTrue(f.getMessage().contains("NUCX_STUB_EP_BYTES"), f.getMessage());
             assertTrue(f.getMessage().matches("(?s).*writes queued while wiring up \\(\\d+ writes, \\d+ bytes\\).*"),
                     f.getMessage()); // the text the budget builds only when it refuses
-            for (io.netty.channel.ChannelFuture w : writes) {
+            for (ChannelFuture w : writes) {
                 assertTrue(w.await(10, TimeUnit.SECONDS) && !w.isSuccess(), "a queued write did not fail");
             }
         }

@@ -2,6 +2,8 @@ package io.nucx.wireup;
 
 import io.netty.buffer.ByteBufAllocator;
 import io.netty.buffer.ByteBufAllocatorMetricProvider;
+import io.netty.channel.ChannelFuture;
+import io.netty.util.concurrent.Future;
 import io.nucx.Endpoint;
 import io.nucx.ErrorMode;
 import io.nucx.Worker;
@@ -10,6 +12,8 @@ import io.nucx.protocol.AmIds;
 import io.nucx.protocol.amo.AmoHeaders;
 import io.nucx.protocol.amo.RemoteMemoryKey;
 import io.nucx.protocol.tag.TagMessage;
+import io.nucx.transport.IoEngine;
+import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.extension.RegisterExtension;
@@ -20,8 +24,13 @@ import java.io.IOException;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.logging.Handler;
+import java.util.logging.LogRecord;
+import java.util.logging.Logger;
 
 import static io.nucx.wireup.HostilePeerTest.await;
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -44,8 +53,8 @@ class HostileWireupTest {
     }
 
     private static void exchange(Worker receiver, Endpoint ep, long tag) throws Exception {
-        io.netty.util.concurrent.Future<TagMessage> r = receiver.tagRecv(tag, -1L);
-        io.netty.channel.ChannelFuture sent = ep.tagSend(tag, TestWorkers.pattern(tag, 100)).await();
+        Future<TagMessage> r = receiver.tagRecv(tag, -1L);
+        ChannelFuture sent = ep.tagSend(tag, TestWorkers.pattern(tag, 100)).await();
         if (!sent.isSuccess()) {
             throw new AssertionError("the legitimate peer's send failed; its endpoint: "
                     + ep.errorFuture().cause(), sent.cause());
@@ -61,11 +70,11 @@ class HostileWireupTest {
     @Test
     void replayedRequestsLeaveNoEndpointBehind() throws Exception {
         OverflowWatch overflow = new OverflowWatch();
-        java.util.logging.Logger.getLogger("").addHandler(overflow);
+        Logger.getLogger("").addHandler(overflow);
         try {
             replayedRequests();
         } finally {
-            java.util.logging.Logger.getLogger("").removeHandler(overflow);
+            Logger.getLogger("").removeHandler(overflow);
         }
         assertEquals(0, overflow.count.get(), "io_uring's completion queue overflowed");
     }
@@ -212,12 +221,12 @@ class HostileWireupTest {
     @ParameterizedTest
     @ValueSource(strings = {"nio", "epoll", "io_uring"})
     void pipelinedAtomicsDoNotHoldTheLoop(String engine) throws Exception {
-        io.nucx.transport.IoEngine mode = java.util.Arrays.stream(io.nucx.transport.IoEngine.values())
+        IoEngine mode = Arrays.stream(IoEngine.values())
                 .filter(m -> m.configName().equals(engine)).findFirst().orElseThrow();
-        org.junit.jupiter.api.Assumptions.assumeTrue(mode.availability().isAvailable(),
+        Assumptions.assumeTrue(mode.availability().isAvailable(),
                 () -> engine + " unavailable here: " + mode.availability().reason());
         OverflowWatch overflow = new OverflowWatch();
-        java.util.logging.Logger.getLogger("").addHandler(overflow);
+        Logger.getLogger("").addHandler(overflow);
         try {
             String[] keepalive = {"KEEPALIVE_INTERVAL", "1s", "KEEPALIVE_TIMEOUT", "5s"}; // the defaults, stated
             DefaultWorker target = workers.start("target", "TLS", "tcp", "TCP_IO", engine, "REPLY_BACKLOG", "4096",
@@ -273,17 +282,17 @@ class HostileWireupTest {
                 arena.close();
             }
         } finally {
-            java.util.logging.Logger.getLogger("").removeHandler(overflow);
+            Logger.getLogger("").removeHandler(overflow);
         }
         assertEquals(0, overflow.count.get(), "io_uring's completion queue overflowed");
     }
 
     /** Counts Netty's "CompletionQueue overflow" warnings (Netty logs through java.util.logging here). */
-    static final class OverflowWatch extends java.util.logging.Handler {
-        final java.util.concurrent.atomic.AtomicInteger count = new java.util.concurrent.atomic.AtomicInteger();
+    static final class OverflowWatch extends Handler {
+        final AtomicInteger count = new AtomicInteger();
 
         @Override
-        public void publish(java.util.logging.LogRecord r) {
+        public void publish(LogRecord r) {
             if (String.valueOf(r.getMessage()).contains("CompletionQueue overflow")) {
                 count.incrementAndGet();
             }

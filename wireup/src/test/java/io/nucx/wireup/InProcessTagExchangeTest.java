@@ -2,8 +2,11 @@ package io.nucx.wireup;
 
 import io.netty.buffer.ByteBuf;
 import io.netty.channel.ChannelFuture;
+import io.netty.channel.ChannelOutboundHandlerAdapter;
 import io.netty.util.concurrent.Future;
 import io.nucx.Endpoint;
+import io.nucx.protocol.select.ProtoTable;
+import io.nucx.protocol.select.SelectionKey;
 import io.nucx.protocol.tag.EagerProtocols;
 import io.nucx.protocol.tag.TagMessage;
 import org.junit.jupiter.api.Timeout;
@@ -95,7 +98,7 @@ class InProcessTagExchangeTest {
                 assertEquals(8, buf.writerIndex());
             }
             assertEquals(false, ep.trySendShort(n + 1, heap), "off the endpoint's loop");
-            ep.pipeline().addLast(new io.netty.channel.ChannelOutboundHandlerAdapter());
+            ep.pipeline().addLast(new ChannelOutboundHandlerAdapter());
             assertEquals(false, ep.eventLoop().submit(() -> ep.trySendShort(n + 2, heap)).get(10, TimeUnit.SECONDS),
                     "a user's handler in the pipeline must see every write");
             ep.close().sync();
@@ -123,14 +126,14 @@ class InProcessTagExchangeTest {
         DefaultWorker b = workers.start("b", "TLS", "shm", "BCOPY_THRESH", "1000");
         Endpoint ep = a.connect(b.address());
         ep.wireupFuture().get(10, TimeUnit.SECONDS);
-        for (io.nucx.protocol.select.SelectionKey.MemoryType memory : List.of(
-                io.nucx.protocol.select.SelectionKey.MemoryType.HEAP,
-                io.nucx.protocol.select.SelectionKey.MemoryType.DIRECT)) {
+        for (SelectionKey.MemoryType memory : List.of(
+                SelectionKey.MemoryType.HEAP,
+                SelectionKey.MemoryType.DIRECT)) {
             int last = (int) a.protocolTable(b.address(), memory).entries().stream()
                     .filter(e -> e.candidate().protocol() == EagerProtocols.SHORT)
-                    .mapToLong(io.nucx.protocol.select.ProtoTable.Entry::end).max().orElseThrow();
+                    .mapToLong(ProtoTable.Entry::end).max().orElseThrow();
             assertTrue(last < 1000, "eager short ends below NUCX_BCOPY_THRESH: " + last);
-            boolean direct = memory == io.nucx.protocol.select.SelectionKey.MemoryType.DIRECT;
+            boolean direct = memory == SelectionKey.MemoryType.DIRECT;
             ByteBuf atLast = direct ? TestWorkers.directPattern(3, last) : pattern(3, last);
             ByteBuf past = direct ? TestWorkers.directPattern(4, last + 1) : pattern(4, last + 1);
             try {

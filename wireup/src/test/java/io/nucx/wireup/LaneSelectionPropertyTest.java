@@ -11,6 +11,7 @@ import org.junit.jupiter.api.Test;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.EnumSet;
+import java.util.HashSet;
 import java.util.List;
 import java.util.Locale;
 import java.util.Set;
@@ -43,7 +44,7 @@ class LaneSelectionPropertyTest {
     /** Two workers, an error mode, lane limits and which (transport, network) pairs refuse memory access. */
     record Pair(Side a, Side b, ErrorMode mode, LaneSelector.BwLimits limits, Set<String> refused) {
         static Pair draw(SplittableRandom r) {
-            Set<String> refused = new java.util.HashSet<>();
+            Set<String> refused = new HashSet<>();
             for (String t : TRANSPORTS) {
                 for (int net = 0; net < 2; net++) {
                     if (r.nextInt(4) == 0) {

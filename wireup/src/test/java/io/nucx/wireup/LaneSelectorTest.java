@@ -3,14 +3,17 @@ package io.nucx.wireup;
 import io.nucx.ErrorMode;
 import io.nucx.UnreachableException;
 import io.nucx.WorkerAddress;
+import io.nucx.protocol.EndpointConfig;
 import io.nucx.transport.Capability;
 import io.nucx.transport.Iface;
 import org.junit.jupiter.api.Test;
 
+import java.util.ArrayList;
 import java.util.EnumSet;
 import java.util.List;
 import java.util.Set;
 import java.util.SplittableRandom;
+import java.util.function.BiFunction;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertSame;
@@ -221,8 +224,8 @@ class LaneSelectorTest {
                 Capability.ERRHANDLE_PEER_FAILURE);
         WorkerAddress pa = worker("a", 1, entry("tcp", handled, 8192, 65536, 5.2e-6f, 50e-6f, 0), self());
         WorkerAddress pb = worker("b", 2, entry("tcp", handled, 8192, 65536, 5.2e-6f, 50e-6f, 0), self());
-        List<String> traceA = new java.util.ArrayList<>();
-        List<String> traceB = new java.util.ArrayList<>();
+        List<String> traceA = new ArrayList<>();
+        List<String> traceB = new ArrayList<>();
         LaneSelector.Lanes fromA = LaneSelector.selectLanes(ifaces(true, true), pa, pb, ErrorMode.PEER, traceA);
         LaneSelector.Lanes fromB = LaneSelector.selectLanes(ifaces(true, true), pb, pa, ErrorMode.PEER, traceB);
         // self would win on score but handles no peer failure in these addresses: tcp is chosen, on both sides.
@@ -259,9 +262,9 @@ class LaneSelectorTest {
         WorkerAddress pb = worker("b", 2, withBandwidth("fast", 1e-7f, 10e9f), withBandwidth("mid", 1e-6f, 2e9f),
                 withBandwidth("slow", 1e-6f, 1e8f));
         List<Iface> f = List.of(new FakeIface("fast", true), new FakeIface("mid", true), new FakeIface("slow", true));
-        java.util.function.BiFunction<Integer, Double, List<String>> bw = (max, ratio) -> {
-            List<String> ta = new java.util.ArrayList<>();
-            List<String> tb = new java.util.ArrayList<>();
+        BiFunction<Integer, Double, List<String>> bw = (max, ratio) -> {
+            List<String> ta = new ArrayList<>();
+            List<String> tb = new ArrayList<>();
             LaneSelector.Lanes fromA = LaneSelector.selectLanes(f, pa, pb, ErrorMode.NONE,
                     new LaneSelector.BwLimits(max, ratio), ta);
             LaneSelector.Lanes fromB = LaneSelector.selectLanes(f, pb, pa, ErrorMode.NONE,
@@ -280,7 +283,7 @@ class LaneSelectorTest {
                 null);
         assertEquals(3, l.count());
         assertEquals(List.of("mid/fake0", "slow/fake0"), l.endpointConfig().bwLanes().stream()
-                .map(io.nucx.protocol.EndpointConfig.BwLane::name).toList());
+                .map(EndpointConfig.BwLane::name).toList());
         // Each fake iface says 1 GB/s: the protocols see the three lanes' bandwidth summed.
         assertEquals(3e9, l.endpointConfig().messageBandwidth(), 1e3);
     }

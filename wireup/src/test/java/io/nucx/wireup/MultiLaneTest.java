@@ -19,7 +19,9 @@ import org.junit.jupiter.params.provider.CsvSource;
 
 import java.util.ArrayList;
 import java.util.List;
+import java.util.concurrent.BlockingQueue;
 import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicReference;
@@ -138,10 +140,10 @@ class MultiLaneTest {
         DefaultWorker b = workers.start("b", settings);
         Endpoint ab = a.connect(b.address());
         TestWorkers.awaitLanes(b, ab, 2, "");
-        java.util.concurrent.BlockingQueue<Boolean> heard = new java.util.concurrent.LinkedBlockingQueue<>();
-        ab.pipeline().addLast(new io.netty.channel.ChannelInboundHandlerAdapter() {
+        BlockingQueue<Boolean> heard = new LinkedBlockingQueue<>();
+        ab.pipeline().addLast(new ChannelInboundHandlerAdapter() {
             @Override
-            public void channelWritabilityChanged(io.netty.channel.ChannelHandlerContext ctx) {
+            public void channelWritabilityChanged(ChannelHandlerContext ctx) {
                 heard.add(ctx.channel().isWritable());
                 ctx.fireChannelWritabilityChanged();
             }
@@ -360,7 +362,7 @@ class MultiLaneTest {
         DefaultWorker b = workers.start("b", "TLS", "tcp");
         // Both loops held, so both endpoints wait EXPECTED and pair with each other's REQUEST (had one REQUEST come
         // first, the other connect would adopt the endpoint it created, in the requester's mode).
-        java.util.concurrent.CountDownLatch hold = new java.util.concurrent.CountDownLatch(1);
+        CountDownLatch hold = new CountDownLatch(1);
         for (Worker w : List.of(a, b)) {
             w.eventLoop().execute(() -> {
                 try {

@@ -25,6 +25,7 @@ import io.nucx.Endpoint;
 import io.nucx.NucxChannel;
 import io.nucx.NucxEventLoopGroup;
 import io.nucx.NucxServerChannel;
+import io.nucx.protocol.ProtocolCodec;
 import io.nucx.protocol.stream.StreamCodec;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
@@ -34,8 +35,10 @@ import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
 
 import java.net.ConnectException;
+import java.net.InetAddress;
 import java.net.InetSocketAddress;
 import java.net.ServerSocket;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.BlockingQueue;
 import java.util.concurrent.CountDownLatch;
@@ -431,9 +434,9 @@ class NucxChannelTest {
         Endpoint ep = nc.endpoint();
         try {
             return ep.eventLoop().submit(() -> {
-                java.util.List<String> out = new java.util.ArrayList<>();
+                List<String> out = new ArrayList<>();
                 ep.pipeline().forEach(e -> {
-                    if (e.getValue() instanceof io.nucx.protocol.ProtocolCodec c) {
+                    if (e.getValue() instanceof ProtocolCodec c) {
                         c.describeRequests(out);
                     }
                 });
@@ -487,7 +490,7 @@ class NucxChannelTest {
 
     @Test
     void aTcpServerThatIsNotNucxIsNamedAsSuch() throws Exception {
-        try (ServerSocket s = new ServerSocket(0, 1, java.net.InetAddress.getLoopbackAddress())) {
+        try (ServerSocket s = new ServerSocket(0, 1, InetAddress.getLoopbackAddress())) {
             Thread t = new Thread(() -> {
                 try (var c = s.accept()) {
                     c.getOutputStream().write(new byte[] {0, 0, 0, 8, 'H', 'T', 'T', 'P', '/', '1', '.', '1'});

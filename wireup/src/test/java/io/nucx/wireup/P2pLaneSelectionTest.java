@@ -5,6 +5,8 @@ import io.nucx.Worker;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.RegisterExtension;
 
+import java.util.concurrent.TimeUnit;
+
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -38,7 +40,7 @@ class P2pLaneSelectionTest {
         Endpoint ep = p1.connect(i1.address());
         var recv = i1.tagRecv(1, -1L);
         ep.tagSend(1, TestWorkers.pattern(1, 100));
-        var m = recv.get(10, java.util.concurrent.TimeUnit.SECONDS);
+        var m = recv.get(10, TimeUnit.SECONDS);
         try {
             TestWorkers.assertPattern(1, 100, m.content());
         } finally {

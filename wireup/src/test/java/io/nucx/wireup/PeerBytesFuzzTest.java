@@ -3,6 +3,7 @@ package io.nucx.wireup;
 import com.code_intelligence.jazzer.junit.FuzzTest;
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.Unpooled;
+import io.netty.buffer.UnpooledByteBufAllocator;
 import io.nucx.InvalidAddressException;
 import io.nucx.WorkerAddress;
 import io.nucx.protocol.AmIds;
@@ -46,7 +47,7 @@ class PeerBytesFuzzTest {
         AmFrame frame = AmFrame.of(AmIds.WIREUP, 0, header, payload);
         try {
             WireupMessage m = WireupMessage.from(frame);
-            AmFrame back = m.toFrame(io.netty.buffer.UnpooledByteBufAllocator.DEFAULT);
+            AmFrame back = m.toFrame(UnpooledByteBufAllocator.DEFAULT);
             try {
                 WireupMessage again = WireupMessage.from(back);
                 if (again.type() != m.type() || again.srcEpId() != m.srcEpId() || again.dstEpId() != m.dstEpId()) {

@@ -6,6 +6,8 @@ import io.netty.channel.ChannelFuture;
 import io.netty.channel.ChannelHandlerContext;
 import io.netty.channel.ChannelInboundHandlerAdapter;
 import io.netty.channel.ChannelInitializer;
+import io.netty.channel.ChannelOutboundHandlerAdapter;
+import io.netty.channel.ChannelPromise;
 import io.netty.util.ReferenceCountUtil;
 import io.nucx.Endpoint;
 import io.nucx.EndpointOption;
@@ -23,6 +25,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.TreeSet;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.TimeUnit;
 
@@ -121,13 +124,13 @@ class PipelineOrderTest {
     @ParameterizedTest(name = "{0}")
     @CsvSource({"tcp, -", "shm, -"})
     void userHandlersSeeWritesGoDownAndMessagesComeUp(String tls, String unused) throws Exception {
-        List<Object> seenGoingDown = new java.util.concurrent.CopyOnWriteArrayList<>();
+        List<Object> seenGoingDown = new CopyOnWriteArrayList<>();
         ChannelInitializer<Endpoint> sender = new ChannelInitializer<>() {
             @Override
             protected void initChannel(Endpoint ep) {
-                ep.pipeline().addLast(new io.netty.channel.ChannelOutboundHandlerAdapter() {
+                ep.pipeline().addLast(new ChannelOutboundHandlerAdapter() {
                     @Override
-                    public void write(ChannelHandlerContext ctx, Object msg, io.netty.channel.ChannelPromise p) {
+                    public void write(ChannelHandlerContext ctx, Object msg, ChannelPromise p) {
                         seenGoingDown.add(msg.toString());
                         TagMessage m = (TagMessage) msg;
                         ctx.write(new TagMessage(m.tag() + 100, m.content()), p);

@@ -11,6 +11,7 @@ import io.nucx.transport.tcp.TcpAddresses;
 
 import java.io.BufferedOutputStream;
 import java.io.DataInputStream;
+import java.io.EOFException;
 import java.io.IOException;
 import java.io.OutputStream;
 import java.net.InetSocketAddress;
@@ -99,7 +100,7 @@ final class RawPeer implements AutoCloseable {
         byte[] prefix = new byte[8];
         try {
             in.readFully(prefix);
-        } catch (java.io.EOFException e) {
+        } catch (EOFException e) {
             return false;
         }
         ByteBuffer p = ByteBuffer.wrap(prefix).order(ByteOrder.LITTLE_ENDIAN);

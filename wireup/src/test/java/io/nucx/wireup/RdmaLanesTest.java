@@ -1,6 +1,16 @@
 package io.nucx.wireup;
 
+import io.netty.buffer.ByteBuf;
+import io.netty.buffer.ByteBufAllocator;
+import io.netty.util.concurrent.Future;
 import io.nucx.Endpoint;
+import io.nucx.ErrorMode;
+import io.nucx.NucxBootstrap;
+import io.nucx.protocol.RmaTransfer;
+import io.nucx.protocol.amo.AmoCodec;
+import io.nucx.protocol.amo.AtomicOp;
+import io.nucx.protocol.amo.RemoteMemoryKey;
+import io.nucx.protocol.tag.RndvProtocols;
 import io.nucx.protocol.tag.TagMessage;
 import io.nucx.transport.rdma.VerbsEmulator;
 import org.junit.jupiter.api.BeforeEach;
@@ -8,7 +18,19 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.extension.RegisterExtension;
 
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Set;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.TimeUnit;
+import java.util.stream.Collectors;
+import java.util.stream.LongStream;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
@@ -75,7 +97,7 @@ class RdmaLanesTest {
             ba.tagSend(1000 + i, TestWorkers.pattern(1000 + i, 50)).sync();
             back.get(10, TimeUnit.SECONDS).release();
         }
-        assertEquals(java.util.List.of("rdma/emu0:1"), ab.laneNames().get());
+        assertEquals(List.of("rdma/emu0:1"), ab.laneNames().get());
     }
 
     /**
@@ -93,7 +115,7 @@ class RdmaLanesTest {
             assertEquals("rdma/emu0:1 + rdma/emu1:1", ab.rmaLane());
             int[] sizes = {1, 100, 32 * 1024, (1 << 20) + 7, 16 << 20};
             for (int i = 0; i < sizes.length; i++) {
-                io.netty.buffer.ByteBuf into = io.netty.buffer.ByteBufAllocator.DEFAULT.directBuffer(sizes[i]);
+                ByteBuf into = ByteBufAllocator.DEFAULT.directBuffer(sizes[i]);
                 try {
                     var got = b.tagRecv(i, -1L, into);
                     ab.tagSend(i, TestWorkers.directPattern(i, sizes[i])).sync();
@@ -108,12 +130,12 @@ class RdmaLanesTest {
                 }
             }
             DefaultWorker mover = scheme.equals("get_zcopy") ? b : a;
-            String counter = scheme.equals("get_zcopy") ? io.nucx.protocol.tag.RndvProtocols.RECV_GET_COUNTER
-                    : io.nucx.protocol.tag.RndvProtocols.PUT_COUNTER;
+            String counter = scheme.equals("get_zcopy") ? RndvProtocols.RECV_GET_COUNTER
+                    : RndvProtocols.PUT_COUNTER;
             assertEquals(sizes.length, mover.counters().count(counter), scheme + ": " + mover.counters().snapshot());
-            long rail0 = mover.counters().count(io.nucx.protocol.RmaTransfer.RAIL_BYTES_COUNTER + "rdma/emu0:1");
-            long rail1 = mover.counters().count(io.nucx.protocol.RmaTransfer.RAIL_BYTES_COUNTER + "rdma/emu1:1");
-            long total = java.util.Arrays.stream(sizes).asLongStream().sum();
+            long rail0 = mover.counters().count(RmaTransfer.RAIL_BYTES_COUNTER + "rdma/emu0:1");
+            long rail1 = mover.counters().count(RmaTransfer.RAIL_BYTES_COUNTER + "rdma/emu1:1");
+            long total = Arrays.stream(sizes).asLongStream().sum();
             assertEquals(total, rail0 + rail1, "every byte went on a rail");
             // below 2 x 16 KiB a message takes the first rail alone; the rest splits half and half
             long split = (1 << 20) + 7 + (16 << 20) + 32 * 1024;
@@ -129,34 +151,34 @@ class RdmaLanesTest {
     void fetchAddAndCompareAndSwapRunOnTheDeviceAndSwapAsAnActiveMessage() throws Exception {
         DefaultWorker a = rdmaWorker("a");
         DefaultWorker b = rdmaWorker("b");
-        try (java.lang.foreign.Arena arena = java.lang.foreign.Arena.ofShared()) {
-            java.lang.foreign.MemorySegment words = arena.allocate(64, 8);
-            io.nucx.protocol.amo.RemoteMemoryKey key = b.registerMemory(words);
+        try (Arena arena = Arena.ofShared()) {
+            MemorySegment words = arena.allocate(64, 8);
+            RemoteMemoryKey key = b.registerMemory(words);
             assertEquals(2, key.keys().size(), "a key per rdma device of b");
-            assertEquals(key, io.nucx.protocol.amo.RemoteMemoryKey.fromHex(key.toHex()), "the key travels as text");
+            assertEquals(key, RemoteMemoryKey.fromHex(key.toHex()), "the key travels as text");
             Endpoint ab = a.connect(b.address());
             ab.wireupFuture().get(30, TimeUnit.SECONDS);
             int n = 2000;
-            java.util.List<io.netty.util.concurrent.Future<Long>> adds = new java.util.ArrayList<>();
+            List<Future<Long>> adds = new ArrayList<>();
             for (int i = 0; i < n; i++) {
-                adds.add(ab.atomic(io.nucx.protocol.amo.AtomicOp.ADD, key, key.base() + 8, 1));
+                adds.add(ab.atomic(AtomicOp.ADD, key, key.base() + 8, 1));
             }
-            java.util.Set<Long> previous = new java.util.HashSet<>();
+            Set<Long> previous = new HashSet<>();
             for (var f : adds) {
                 previous.add(f.get(30, TimeUnit.SECONDS));
             }
             assertEquals(n, previous.size(), "every previous value distinct");
-            assertEquals(java.util.stream.LongStream.range(0, n).boxed().collect(java.util.stream.Collectors.toSet()),
+            assertEquals(LongStream.range(0, n).boxed().collect(Collectors.toSet()),
                     previous);
-            assertEquals(n, words.get(java.lang.foreign.ValueLayout.JAVA_LONG, 8));
+            assertEquals(n, words.get(ValueLayout.JAVA_LONG, 8));
             assertEquals((long) n, ab.compareAndSwap(key, key.base() + 8, n, -5).get(10, TimeUnit.SECONDS));
             assertEquals(-5L, ab.compareAndSwap(key, key.base() + 8, n, 7).get(10, TimeUnit.SECONDS), "no swap");
-            assertEquals(-5L, ab.atomic(io.nucx.protocol.amo.AtomicOp.SWAP, key, key.base() + 8, 9)
+            assertEquals(-5L, ab.atomic(AtomicOp.SWAP, key, key.base() + 8, 9)
                     .get(10, TimeUnit.SECONDS));
-            assertEquals(9, words.get(java.lang.foreign.ValueLayout.JAVA_LONG, 8));
-            assertEquals(n + 2, a.counters().count(io.nucx.protocol.amo.AmoCodec.DEVICE_COUNTER));
-            assertEquals(1, a.counters().count(io.nucx.protocol.amo.AmoCodec.AM_COUNTER));
-            String info = a.laneInfo(b.address(), io.nucx.ErrorMode.PEER);
+            assertEquals(9, words.get(ValueLayout.JAVA_LONG, 8));
+            assertEquals(n + 2, a.counters().count(AmoCodec.DEVICE_COUNTER));
+            assertEquals(1, a.counters().count(AmoCodec.AM_COUNTER));
+            String info = a.laneInfo(b.address(), ErrorMode.PEER);
             assertTrue(info.contains("CHOSEN: AMO lane rdma/emu0:1") && info.contains("# amo lane rdma/emu0:1"), info);
             b.unregisterMemory(key);
         }
@@ -170,34 +192,34 @@ class RdmaLanesTest {
     void atomicsWrittenDuringTheWireupGoOutInBatchesWithTheLoopsTurnsBetween() throws Exception {
         DefaultWorker a = rdmaWorker("a");
         DefaultWorker b = rdmaWorker("b");
-        try (java.lang.foreign.Arena arena = java.lang.foreign.Arena.ofShared()) {
-            java.lang.foreign.MemorySegment words = arena.allocate(64, 8);
-            io.nucx.protocol.amo.RemoteMemoryKey key = b.registerMemory(words);
+        try (Arena arena = Arena.ofShared()) {
+            MemorySegment words = arena.allocate(64, 8);
+            RemoteMemoryKey key = b.registerMemory(words);
             int n = 2000; // about eight of AmoCodec's replay batches
-            java.util.concurrent.CompletableFuture<Long> sentWhenTimerRan = new java.util.concurrent.CompletableFuture<>();
-            java.util.List<io.netty.util.concurrent.Future<Long>> adds = a.eventLoop().submit(() -> {
+            CompletableFuture<Long> sentWhenTimerRan = new CompletableFuture<>();
+            List<Future<Long>> adds = a.eventLoop().submit(() -> {
                 Endpoint ab = connectOnItsLoop(a, b);
-                java.util.List<io.netty.util.concurrent.Future<Long>> written = new java.util.ArrayList<>(n);
+                List<Future<Long>> written = new ArrayList<>(n);
                 for (int i = 0; i < n; i++) {
-                    written.add(ab.atomic(io.nucx.protocol.amo.AtomicOp.ADD, key, key.base() + 8, 1));
+                    written.add(ab.atomic(AtomicOp.ADD, key, key.base() + 8, 1));
                 }
                 // After the codec's own listener, which starts the replay: a task that sets a timer due at once.
                 ab.wireupFuture().addListener(f -> a.eventLoop().execute(() -> a.eventLoop().schedule(
                         () -> sentWhenTimerRan.complete(
-                                a.counters().count(io.nucx.protocol.amo.AmoCodec.DEVICE_COUNTER)),
+                                a.counters().count(AmoCodec.DEVICE_COUNTER)),
                         0, TimeUnit.NANOSECONDS)));
                 return written;
             }).get(10, TimeUnit.SECONDS);
             long sent = sentWhenTimerRan.get(30, TimeUnit.SECONDS);
             assertTrue(sent > 0 && sent < n, "atomics sent when a timer set as the replay began ran: " + sent + " of "
                     + n);
-            java.util.Set<Long> previous = new java.util.HashSet<>();
+            Set<Long> previous = new HashSet<>();
             for (var f : adds) {
                 previous.add(f.get(30, TimeUnit.SECONDS));
             }
-            assertEquals(java.util.stream.LongStream.range(0, n).boxed().collect(java.util.stream.Collectors.toSet()),
+            assertEquals(LongStream.range(0, n).boxed().collect(Collectors.toSet()),
                     previous, "every atomic applied once");
-            assertEquals(n, words.get(java.lang.foreign.ValueLayout.JAVA_LONG, 8));
+            assertEquals(n, words.get(ValueLayout.JAVA_LONG, 8));
             b.unregisterMemory(key);
         }
     }
@@ -212,24 +234,24 @@ class RdmaLanesTest {
     void atomicsWaitingForTheWireupFailWhenTheLoopShutsDownBetweenBatches() throws Exception {
         DefaultWorker b = rdmaWorker("b");
         // Not one of the test's workers: its loop is shut down under it, and nothing closes it after.
-        DefaultWorker a = (DefaultWorker) new io.nucx.NucxBootstrap().name("a").config("TLS", "rdma,tcp")
+        DefaultWorker a = (DefaultWorker) new NucxBootstrap().name("a").config("TLS", "rdma,tcp")
                 .config("VERBS_LIB", VerbsEmulator.library()).start();
-        try (java.lang.foreign.Arena arena = java.lang.foreign.Arena.ofShared()) {
-            java.lang.foreign.MemorySegment words = arena.allocate(64, 8);
-            io.nucx.protocol.amo.RemoteMemoryKey key = b.registerMemory(words);
+        try (Arena arena = Arena.ofShared()) {
+            MemorySegment words = arena.allocate(64, 8);
+            RemoteMemoryKey key = b.registerMemory(words);
             int n = 2000;
-            java.util.List<io.netty.util.concurrent.Future<Long>> adds = a.eventLoop().submit(() -> {
+            List<Future<Long>> adds = a.eventLoop().submit(() -> {
                 Endpoint ab = connectOnItsLoop(a, b);
-                java.util.List<io.netty.util.concurrent.Future<Long>> written = new java.util.ArrayList<>(n);
+                List<Future<Long>> written = new ArrayList<>(n);
                 for (int i = 0; i < n; i++) {
-                    written.add(ab.atomic(io.nucx.protocol.amo.AtomicOp.ADD, key, key.base() + 8, 1));
+                    written.add(ab.atomic(AtomicOp.ADD, key, key.base() + 8, 1));
                 }
                 // After the codec's own listener: the shutdown begins once the replay's first batch went out.
                 ab.wireupFuture().addListener(f -> a.eventLoop().execute(
                         () -> a.eventLoop().parent().shutdownGracefully(0, 5, TimeUnit.SECONDS)));
                 return written;
             }).get(10, TimeUnit.SECONDS);
-            java.util.List<Throwable> failures = new java.util.ArrayList<>();
+            List<Throwable> failures = new ArrayList<>();
             for (var f : adds) {
                 assertTrue(f.await(10, TimeUnit.SECONDS), "an atomic never ended");
                 if (!f.isSuccess()) {
@@ -238,7 +260,7 @@ class RdmaLanesTest {
             }
             assertFalse(failures.isEmpty(), "every atomic completed on a loop shut down during the replay");
             Throwable last = failures.get(failures.size() - 1);
-            assertInstanceOf(java.util.concurrent.RejectedExecutionException.class, last, String.valueOf(last));
+            assertInstanceOf(RejectedExecutionException.class, last, String.valueOf(last));
             assertTrue(last.getMessage().contains("event loop shut down"), last.getMessage());
         } finally {
             a.eventLoop().parent().shutdownGracefully(0, 1, TimeUnit.SECONDS).await(10, TimeUnit.SECONDS);
@@ -263,7 +285,7 @@ class RdmaLanesTest {
         assertEquals("shm/memory; rma rdma/emu0:1 + rdma/emu1:1; amo rdma/emu0:1; keepalive shm/memory",
                 ab.describeLanes());
         int size = 3 << 20;
-        io.netty.buffer.ByteBuf into = io.netty.buffer.ByteBufAllocator.DEFAULT.directBuffer(size);
+        ByteBuf into = ByteBufAllocator.DEFAULT.directBuffer(size);
         try {
             var got = b.tagRecv(5, -1L, into);
             ab.tagSend(5, TestWorkers.directPattern(5, size)).sync();
@@ -276,14 +298,14 @@ class RdmaLanesTest {
         } finally {
             into.release();
         }
-        assertEquals(1, b.counters().count(io.nucx.protocol.tag.RndvProtocols.RECV_GET_COUNTER));
-        assertTrue(b.counters().count(io.nucx.protocol.RmaTransfer.RAIL_BYTES_COUNTER + "rdma/emu1:1") > 0);
-        try (java.lang.foreign.Arena arena = java.lang.foreign.Arena.ofShared()) {
-            java.lang.foreign.MemorySegment word = arena.allocate(8, 8);
-            io.nucx.protocol.amo.RemoteMemoryKey key = b.registerMemory(word);
-            assertEquals(0L, ab.atomic(io.nucx.protocol.amo.AtomicOp.ADD, key, key.base(), 4).get(10,
+        assertEquals(1, b.counters().count(RndvProtocols.RECV_GET_COUNTER));
+        assertTrue(b.counters().count(RmaTransfer.RAIL_BYTES_COUNTER + "rdma/emu1:1") > 0);
+        try (Arena arena = Arena.ofShared()) {
+            MemorySegment word = arena.allocate(8, 8);
+            RemoteMemoryKey key = b.registerMemory(word);
+            assertEquals(0L, ab.atomic(AtomicOp.ADD, key, key.base(), 4).get(10,
                     TimeUnit.SECONDS));
-            assertEquals(1, a.counters().count(io.nucx.protocol.amo.AmoCodec.DEVICE_COUNTER));
+            assertEquals(1, a.counters().count(AmoCodec.DEVICE_COUNTER));
             b.unregisterMemory(key);
         }
     }
@@ -314,8 +336,8 @@ class RdmaLanesTest {
         }
         assertEquals(1, a.endpoints().size());
         assertEquals(1, b.endpoints().size());
-        assertEquals(java.util.List.of("rdma/emu0:1"), ab.laneNames().get());
-        assertEquals(java.util.List.of("rdma/emu0:1"), ba.laneNames().get());
+        assertEquals(List.of("rdma/emu0:1"), ab.laneNames().get());
+        assertEquals(List.of("rdma/emu0:1"), ba.laneNames().get());
     }
 
     /**
@@ -329,8 +351,8 @@ class RdmaLanesTest {
         Endpoint ab = a.connect(b.address());
         ab.wireupFuture().get(30, TimeUnit.SECONDS);
         assertEquals("self/memory; rma cma/memory; keepalive self/memory", ab.describeLanes());
-        java.util.List<String> trace = new java.util.ArrayList<>();
-        LaneSelector.selectLanes(a.ifaces(), a.address(), b.address(), io.nucx.ErrorMode.PEER,
+        List<String> trace = new ArrayList<>();
+        LaneSelector.selectLanes(a.ifaces(), a.address(), b.address(), ErrorMode.PEER,
                 a.bwLimits(), trace);
         assertTrue(trace.stream().anyMatch(t -> t.contains("rdma") && t.contains(LaneSelector.IN_PROCESS)),
                 () -> String.join("\n", trace));

@@ -1,5 +1,6 @@
 package io.nucx.wireup;
 
+import io.netty.util.concurrent.Future;
 import io.nucx.Endpoint;
 import io.nucx.protocol.RmaTransfer;
 import io.nucx.protocol.amo.RemoteMemoryKey;
@@ -15,6 +16,7 @@ import org.junit.jupiter.params.provider.ValueSource;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
+import java.nio.ByteBuffer;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.SplittableRandom;
@@ -96,7 +98,7 @@ class RdmaRmaApiTest {
             assertArrayEquals(region.asSlice(17, 8000).toArray(ValueLayout.JAVA_LONG_UNALIGNED), words);
 
             // many puts in flight, then one flush: done means every byte is there
-            List<io.netty.util.concurrent.Future<Void>> puts = new ArrayList<>();
+            List<Future<Void>> puts = new ArrayList<>();
             for (int i = 0; i < 64; i++) {
                 MemorySegment src = arena.allocate(65536);
                 src.copyFrom(MemorySegment.ofArray(pattern(1000 + i, 65536)));
@@ -175,7 +177,7 @@ class RdmaRmaApiTest {
                     () -> b.registerMemory(MemorySegment.ofArray(new byte[64])));
             assertTrue(heap.getMessage().contains("native"), heap.getMessage());
             assertThrows(IllegalArgumentException.class,
-                    () -> b.registerMemory(java.nio.ByteBuffer.allocate(64)));
+                    () -> b.registerMemory(ByteBuffer.allocate(64)));
             local.fill((byte) 5);
             ab.put(local, key, key.base()).get(30, TimeUnit.SECONDS);
             assertEquals(5, region.get(ValueLayout.JAVA_BYTE, 63));
@@ -190,7 +192,7 @@ class RdmaRmaApiTest {
         }
     }
 
-    private static Throwable cause(io.netty.util.concurrent.Future<Void> f) throws Exception {
+    private static Throwable cause(Future<Void> f) throws Exception {
         ExecutionException e = assertThrows(ExecutionException.class, () -> f.get(30, TimeUnit.SECONDS));
         return e.getCause();
     }

@@ -2,16 +2,23 @@ package io.nucx.wireup;
 
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.PooledByteBufAllocator;
+import io.netty.buffer.Unpooled;
 import io.netty.channel.Channel;
+import io.netty.channel.ChannelFuture;
 import io.netty.channel.ChannelHandlerContext;
 import io.netty.channel.ChannelInboundHandlerAdapter;
+import io.netty.util.concurrent.Future;
 import io.nucx.Endpoint;
+import io.nucx.ErrorMode;
 import io.nucx.Worker;
 import io.nucx.protocol.AmIds;
 import io.nucx.protocol.ProtocolCounters;
 import io.nucx.protocol.tag.MessageTruncatedException;
+import io.nucx.protocol.tag.TagMessage;
 import io.nucx.protocol.tag.TagReceive;
 import io.nucx.transport.AmFrame;
+import io.nucx.transport.PayloadPlacement;
+import io.nucx.transport.shm.ShmChannel;
 import io.nucx.transport.tcp.AmFrameDecoder;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
@@ -19,6 +26,9 @@ import org.junit.jupiter.api.extension.RegisterExtension;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
 
+import java.io.IOException;
+import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.List;
 import java.util.concurrent.BlockingQueue;
 import java.util.concurrent.CopyOnWriteArrayList;
@@ -122,21 +132,21 @@ class ReceiveIntoBufferTest {
         Endpoint accepted = b.endpoints().iterator().next();
         int n = 6;
         int size = 300_000;
-        List<ByteBuf> buffers = new java.util.ArrayList<>();
-        List<io.netty.util.concurrent.Future<io.nucx.protocol.tag.TagMessage>> received = new java.util.ArrayList<>();
+        List<ByteBuf> buffers = new ArrayList<>();
+        List<Future<TagMessage>> received = new ArrayList<>();
         try {
             for (int i = 0; i < n; i++) {
                 ByteBuf buffer = PooledByteBufAllocator.DEFAULT.directBuffer(size, size);
                 buffers.add(buffer);
                 received.add(b.eventLoop().submit(() -> b.tagRecv(7, -1L, buffer)).get(10, TimeUnit.SECONDS));
             }
-            List<io.netty.channel.ChannelFuture> sent = new java.util.ArrayList<>();
+            List<ChannelFuture> sent = new ArrayList<>();
             for (int i = 0; i < n; i++) {
                 sent.add(ep.tagSend(7, pattern(i, i % 2 == 0 ? size : 50_000)));
             }
             for (int i = 0; i < n; i++) {
                 assertTrue(sent.get(i).await(30, TimeUnit.SECONDS) && sent.get(i).isSuccess(), "send " + i);
-                io.nucx.protocol.tag.TagMessage m = received.get(i).get(30, TimeUnit.SECONDS);
+                TagMessage m = received.get(i).get(30, TimeUnit.SECONDS);
                 try {
                     assertPattern(i, i % 2 == 0 ? size : 50_000, m.content()); // message i, in receive i's buffer
                     assertEquals(buffers.get(i).memoryAddress(),
@@ -170,7 +180,7 @@ class ReceiveIntoBufferTest {
         ByteBuf buffer = PooledByteBufAllocator.DEFAULT.directBuffer(4 << 20, 4 << 20);
         try {
             sendEachInto(ep, b, buffer, 100, 8, 2_000, 65_528, 100_000, 1 << 20, 3, 3 << 20);
-            io.nucx.transport.shm.ShmChannel lane = (io.nucx.transport.shm.ShmChannel) TestWorkers.impl(accepted)
+            ShmChannel lane = (ShmChannel) TestWorkers.impl(accepted)
                     .amLane();
             long placed = b.eventLoop().submit(lane::placedBytes).get(10, TimeUnit.SECONDS);
             // Every byte of the three messages over 64 KiB but a last fragment under the 1 KiB the ring places
@@ -247,12 +257,12 @@ class ReceiveIntoBufferTest {
         Worker b = workers.start("b", "TLS", "tcp", "TCP_IO", "epoll");
         TestWorkers.wiredUp(a, b);
         Endpoint accepted = b.endpoints().iterator().next();
-        java.util.List<Object> seen = new java.util.concurrent.CopyOnWriteArrayList<>();
+        List<Object> seen = new CopyOnWriteArrayList<>();
         b.eventLoop().submit(() -> TestWorkers.impl(accepted).amLane().pipeline().addLast(
-                new io.netty.channel.ChannelInboundHandlerAdapter() {
+                new ChannelInboundHandlerAdapter() {
                     @Override
-                    public void userEventTriggered(io.netty.channel.ChannelHandlerContext ctx, Object evt) {
-                        if (evt == io.nucx.transport.PayloadPlacement.RELINQUISH) {
+                    public void userEventTriggered(ChannelHandlerContext ctx, Object evt) {
+                        if (evt == PayloadPlacement.RELINQUISH) {
                             seen.add(evt);
                         }
                         ctx.fireUserEventTriggered(evt);
@@ -260,14 +270,14 @@ class ReceiveIntoBufferTest {
                 })).get(10, TimeUnit.SECONDS);
         if (failed) { // an EP_CHECK for an id the peer never gave out: it answers EP_REMOVED, the endpoint fails
             b.eventLoop().submit(() -> TestWorkers.impl(accepted).amLane().writeAndFlush(WireupMessage.epCheck(
-                    io.nucx.ErrorMode.PEER, accepted.endpointId(), 999_999).toFrame(
+                    ErrorMode.PEER, accepted.endpointId(), 999_999).toFrame(
                     TestWorkers.impl(accepted).amLane().alloc()))).get(10, TimeUnit.SECONDS);
             assertTrue(accepted.errorFuture().await(30, TimeUnit.SECONDS));
         } else {
             assertTrue(accepted.close().await(30, TimeUnit.SECONDS));
         }
         assertTrue(accepted.closeFuture().await(30, TimeUnit.SECONDS));
-        assertEquals(java.util.List.of(io.nucx.transport.PayloadPlacement.RELINQUISH), seen, "RELINQUISH, once");
+        assertEquals(List.of(PayloadPlacement.RELINQUISH), seen, "RELINQUISH, once");
     }
 
     /**
@@ -288,7 +298,7 @@ class ReceiveIntoBufferTest {
             // bytes first (the receiver matches the message and copies those into the buffer), then 9,000 more (read
             // by the socket straight into the buffer: what placedBytes counts).
             Channel lane = TestWorkers.impl(ep).amLane();
-            ByteBuf head = io.netty.buffer.Unpooled.buffer();
+            ByteBuf head = Unpooled.buffer();
             head.writeByte(AmIds.EAGER_ONLY).writeByte(0).writeShortLE(8).writeIntLE(50_000).writeLongLE(9)
                     .writeZero(1_000);
             lane.eventLoop().submit(() -> lane.pipeline().firstContext().writeAndFlush(head))
@@ -296,7 +306,7 @@ class ReceiveIntoBufferTest {
             AmFrameDecoder decoder = TestWorkers.impl(accepted).amLane().pipeline().get(AmFrameDecoder.class);
             Thread.sleep(200);
             lane.eventLoop().submit(() -> lane.pipeline().firstContext().writeAndFlush(
-                    io.netty.buffer.Unpooled.buffer(9_000).writeZero(9_000))).get(10, TimeUnit.SECONDS);
+                    Unpooled.buffer(9_000).writeZero(9_000))).get(10, TimeUnit.SECONDS);
             long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
             while (b.eventLoop().submit(decoder::placedBytes).get(10, TimeUnit.SECONDS) == 0) {
                 assertTrue(System.nanoTime() < deadline, "the payload was never placed");
@@ -305,7 +315,7 @@ class ReceiveIntoBufferTest {
             assertTrue(accepted.close().await(30, TimeUnit.SECONDS));
             assertTrue(received.await(30, TimeUnit.SECONDS));
             Throwable cause = received.cause();
-            assertInstanceOf(java.io.IOException.class, cause);
+            assertInstanceOf(IOException.class, cause);
             assertTrue(cause.getMessage().contains("before the message of tag 9 had arrived"), cause::toString);
         } finally {
             buffer.release();
@@ -349,8 +359,8 @@ class ReceiveIntoBufferTest {
                 assertTrue(ep.tagSend(50 + i, pattern(i, sizes[i])).await(30, TimeUnit.SECONDS));
                 long[] g = got.poll(30, TimeUnit.SECONDS);
                 assertNotNull(g, "message " + i + " of " + sizes[i] + " bytes did not arrive");
-                assertEquals(java.util.List.of(50L + i, (long) at, (long) sizes[i], (long) at + sizes[i]),
-                        java.util.Arrays.stream(g).boxed().toList(), "tag, index, length, writer index");
+                assertEquals(List.of(50L + i, (long) at, (long) sizes[i], (long) at + sizes[i]),
+                        Arrays.stream(g).boxed().toList(), "tag, index, length, writer index");
                 assertPattern(i, sizes[i], buffer.slice(at, sizes[i]));
                 at += sizes[i]; // not cleared: each message goes after the last
             }

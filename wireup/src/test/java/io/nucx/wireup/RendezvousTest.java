@@ -1,6 +1,7 @@
 package io.nucx.wireup;
 
 import io.netty.buffer.ByteBuf;
+import io.netty.buffer.ByteBufAllocator;
 import io.netty.buffer.Unpooled;
 import io.netty.channel.ChannelFuture;
 import io.netty.channel.ChannelHandlerContext;
@@ -258,7 +259,7 @@ class RendezvousTest {
         int[] sizes = {700 << 10, 3 << 20};
         for (int i = 0; i < sizes.length; i++) {
             Future<TagMessage> plain = b.tagRecv(10 + i, -1L);
-            ByteBuf into = io.netty.buffer.ByteBufAllocator.DEFAULT.directBuffer(sizes[i]);
+            ByteBuf into = ByteBufAllocator.DEFAULT.directBuffer(sizes[i]);
             try {
                 Future<TagMessage> inPlace = b.tagRecv(20 + i, -1L, into);
                 ep.tagSend(10 + i, TestWorkers.directPattern(10 + i, sizes[i]));

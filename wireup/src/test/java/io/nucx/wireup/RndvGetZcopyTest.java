@@ -1,10 +1,12 @@
 package io.nucx.wireup;
 
 import io.netty.buffer.ByteBuf;
+import io.netty.buffer.ByteBufAllocator;
 import io.netty.channel.ChannelFuture;
 import io.netty.util.concurrent.Future;
 import io.nucx.Endpoint;
 import io.nucx.protocol.AmIds;
+import io.nucx.protocol.select.SelectionKey;
 import io.nucx.protocol.tag.RndvCodec;
 import io.nucx.protocol.tag.RndvHeaders;
 import io.nucx.protocol.tag.RndvProtocols;
@@ -54,7 +56,7 @@ class RndvGetZcopyTest {
         Endpoint ep = a.connect(b.address());
         assertEquals("cma/memory", ep.rmaLane());
         assertNull(ep.rmaRefusal());
-        long threshold = a.protocolTable(b.address(), io.nucx.protocol.select.SelectionKey.MemoryType.DIRECT)
+        long threshold = a.protocolTable(b.address(), SelectionKey.MemoryType.DIRECT)
                 .entries().stream().filter(e -> e.candidate().protocol() == RndvProtocols.GET_ZCOPY).findFirst()
                 .orElseThrow().start();
         int[] sizes = {(int) threshold, (int) threshold + 1, 3 << 20, (8 << 20) + 5};
@@ -93,7 +95,7 @@ class RndvGetZcopyTest {
         Endpoint ep = a.connect(b.address());
         int size = (3 << 20) + 5; // above the read's threshold, across several of cma's chunks
         ByteBuf send = TestWorkers.directPattern(7, size);
-        ByteBuf room = io.netty.buffer.ByteBufAllocator.DEFAULT.directBuffer(size + 8192);
+        ByteBuf room = ByteBufAllocator.DEFAULT.directBuffer(size + 8192);
         try {
             long from = send.memoryAddress() + send.readerIndex();
             int at = (int) ((from + 8 - room.memoryAddress()) & 4095);

@@ -3,6 +3,7 @@ package io.nucx.wireup;
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.ByteBufAllocator;
 import io.netty.buffer.Unpooled;
+import io.netty.channel.Channel;
 import io.netty.channel.ChannelFuture;
 import io.netty.util.concurrent.Future;
 import io.nucx.ConnectionResetException;
@@ -32,9 +33,11 @@ import org.junit.jupiter.api.extension.RegisterExtension;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
 
+import java.io.IOException;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 
 import static io.nucx.wireup.TestWorkers.assertReceived;
@@ -187,7 +190,7 @@ class RndvPutZcopyTest {
         ChannelFuture s = ep.tagSend(2, TestWorkers.directPattern(2, n));
         TestWorkers.awaitUnexpected(b); // the RTS is here; a waits for the RTR
         // Hold the sender's loop, so the RTR waits there and the offer is still open when b closes.
-        java.util.concurrent.CountDownLatch go = TestWorkers.holdLoop(a);
+        CountDownLatch go = TestWorkers.holdLoop(a);
         Future<TagMessage> r;
         ChannelFuture closed;
         try {
@@ -225,9 +228,9 @@ class RndvPutZcopyTest {
         int n = 64 << 20;
         ChannelFuture s = ep.tagSend(2, TestWorkers.directPattern(2, n));
         TestWorkers.awaitUnexpected(b);
-        java.util.concurrent.CountDownLatch go = TestWorkers.holdLoop(a);
+        CountDownLatch go = TestWorkers.holdLoop(a);
         Future<TagMessage> r;
-        io.netty.channel.Channel lane = TestWorkers.impl(back).amLane();
+        Channel lane = TestWorkers.impl(back).amLane();
         try {
             r = b.tagRecv(2, -1L);
             failAsIfSilent(b, back);
@@ -242,7 +245,7 @@ class RndvPutZcopyTest {
             go.countDown();
         }
         assertTrue(r.await(30, TimeUnit.SECONDS), "released after the sender's ATP");
-        assertTrue(r.cause() instanceof java.io.IOException, () -> "cause: " + r.cause());
+        assertTrue(r.cause() instanceof IOException, () -> "cause: " + r.cause());
         assertTrue(r.cause().getCause() instanceof EndpointTimeoutException, () -> "cause: " + r.cause());
         assertTrue(lane.closeFuture().await(10, TimeUnit.SECONDS), "then the lane closed");
         assertTrue(s.await(10, TimeUnit.SECONDS));
@@ -278,7 +281,7 @@ class RndvPutZcopyTest {
         // a will offer for it and hold that offer past its end (see above for what the kind of buffer changes).
         ChannelFuture fromB = back.tagSend(2, heapSend ? pattern(2, n) : TestWorkers.directPattern(2, n));
         TestWorkers.awaitUnexpected(a);
-        java.util.concurrent.CountDownLatch go = TestWorkers.holdLoop(b);
+        CountDownLatch go = TestWorkers.holdLoop(b);
         Future<TagMessage> intoA;
         Future<TagMessage> intoB;
         try {
@@ -292,7 +295,7 @@ class RndvPutZcopyTest {
             go.countDown();
         }
         assertTrue(intoB.await(20, TimeUnit.SECONDS), "b's receive ended, it was not held");
-        assertTrue(intoB.cause() instanceof java.io.IOException && (intoB.cause().getMessage().contains("stopped "
+        assertTrue(intoB.cause() instanceof IOException && (intoB.cause().getMessage().contains("stopped "
                 + "writing") || intoB.cause().getMessage().contains("went away")), () -> "cause: " + intoB.cause());
         assertTrue(intoA.await(20, TimeUnit.SECONDS), "a's held receive is released by b's last word");
         assertTrue(fromB.await(20, TimeUnit.SECONDS));
@@ -313,7 +316,7 @@ class RndvPutZcopyTest {
         TestWorkers.Pair pair = TestWorkers.connected(a, b);
         Endpoint ep = pair.ab();
         int n = 8 << 20;
-        java.util.concurrent.CountDownLatch go = TestWorkers.holdLoop(b);
+        CountDownLatch go = TestWorkers.holdLoop(b);
         Future<TagMessage> intoB;
         ChannelFuture send;
         try {
@@ -326,7 +329,7 @@ class RndvPutZcopyTest {
             go.countDown();
         }
         assertTrue(intoB.await(20, TimeUnit.SECONDS), "b's receive ended, it was not held");
-        assertTrue(intoB.cause() instanceof java.io.IOException, () -> "cause: " + intoB.cause());
+        assertTrue(intoB.cause() instanceof IOException, () -> "cause: " + intoB.cause());
         assertEquals(0, (int) b.eventLoop().submit(b::heldReceives).get());
         assertTrue(TestWorkers.impl(ep).amLane().closeFuture().await(10, TimeUnit.SECONDS),
                 "a's lane closed once b said goodbye");

@@ -8,7 +8,10 @@ import io.netty.channel.ChannelFuture;
 import io.netty.channel.ChannelHandlerContext;
 import io.netty.channel.ChannelInboundHandlerAdapter;
 import io.netty.channel.ChannelInitializer;
+import io.netty.channel.ChannelOutboundHandlerAdapter;
+import io.netty.channel.ChannelPromise;
 import io.netty.channel.socket.ChannelInputShutdownEvent;
+import io.netty.channel.socket.ChannelOutputShutdownException;
 import io.netty.util.ReferenceCountUtil;
 import io.netty.util.ResourceLeakDetector;
 import io.netty.util.concurrent.Future;
@@ -16,6 +19,8 @@ import io.nucx.Endpoint;
 import io.nucx.protocol.stream.StreamCodec;
 import io.nucx.protocol.stream.StreamData;
 import io.nucx.protocol.tag.TagMessage;
+import io.nucx.transport.shm.ShmChannel;
+import io.nucx.transport.tcp.AmFrameDecoder;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.extension.RegisterExtension;
@@ -31,10 +36,13 @@ import java.util.Map;
 import java.util.Set;
 import java.util.SplittableRandom;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.BooleanSupplier;
+import java.util.function.Consumer;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -61,7 +69,7 @@ class StreamTest {
         /** ByteBufs that came up: as many as writes, or fewer where short writes arrived gathered. */
         volatile int reads;
         volatile long endedAt = -1;
-        final List<Object> strays = new java.util.concurrent.CopyOnWriteArrayList<>();
+        final List<Object> strays = new CopyOnWriteArrayList<>();
         volatile ChannelHandlerContext ctx;
 
         @Override
@@ -204,8 +212,8 @@ class StreamTest {
             sizes[i] = 100_000 + i;
         }
         long all = writeInOrder(a.connect(b.address()), b, sizes);
-        io.nucx.transport.tcp.AmFrameDecoder decoder = TestWorkers.impl(b.endpoints().iterator().next()).amLane()
-                .pipeline().get(io.nucx.transport.tcp.AmFrameDecoder.class);
+        AmFrameDecoder decoder = TestWorkers.impl(b.endpoints().iterator().next()).amLane()
+                .pipeline().get(AmFrameDecoder.class);
         long placed = b.eventLoop().submit(decoder::placedFrameBytes).get(10, TimeUnit.SECONDS);
         assertTrue(placed > all / 2, () -> "only " + placed + " of " + all + " bytes went into a write's own buffer");
     }
@@ -218,7 +226,7 @@ class StreamTest {
         DefaultWorker a = workers.start("a", "TLS", "shm", "RNDV_THRESH", rndvThresh);
         DefaultWorker b = workers.start("b", reader(true), "TLS", "shm", "RNDV_THRESH", rndvThresh);
         writeInOrder(a.connect(b.address()), b, sizes);
-        io.nucx.transport.shm.ShmChannel lane = (io.nucx.transport.shm.ShmChannel) TestWorkers.impl(
+        ShmChannel lane = (ShmChannel) TestWorkers.impl(
                 b.endpoints().iterator().next()).amLane();
         return b.eventLoop().submit(lane::placedBytes).get(10, TimeUnit.SECONDS);
     }
@@ -268,7 +276,7 @@ class StreamTest {
                     data.release(); // still the caller's after the copy
                     continue;
                 }
-                ChannelFuture f = ab.write(new io.nucx.protocol.stream.StreamData(data));
+                ChannelFuture f = ab.write(new StreamData(data));
                 if (f.isDone() && f.isSuccess() && sizes[i] < 1024) {
                     direct[1]++;
                 } else {
@@ -304,7 +312,7 @@ class StreamTest {
         List<byte[]> keptAs = new ArrayList<>();
         ByteBuf received = Unpooled.buffer();
         AtomicLong arrived = new AtomicLong();
-        List<Throwable> caught = new java.util.concurrent.CopyOnWriteArrayList<>();
+        List<Throwable> caught = new CopyOnWriteArrayList<>();
         ChannelInitializer<Endpoint> keeper = readingWith(b -> {
             received.writeBytes(b, b.readerIndex(), b.readableBytes());
             if (came.size() % 3 == 0) {
@@ -382,7 +390,7 @@ class StreamTest {
     void aReaderThatReleasesAGatheredBufferTwiceLosesNothingElse() throws Exception {
         ByteBuf received = Unpooled.buffer();
         AtomicLong arrived = new AtomicLong();
-        List<Throwable> caught = new java.util.concurrent.CopyOnWriteArrayList<>();
+        List<Throwable> caught = new CopyOnWriteArrayList<>();
         ChannelInitializer<Endpoint> twiceFirst = readingWith(b -> {
             received.writeBytes(b, b.readerIndex(), b.readableBytes());
             b.release();
@@ -419,7 +427,7 @@ class StreamTest {
      * Puts a reader into every endpoint's pipeline that hands each ByteBuf to {@code read} (the buffer is then
      * {@code read}'s) and adds what reaches its {@code exceptionCaught} to {@code caught}.
      */
-    private static ChannelInitializer<Endpoint> readingWith(java.util.function.Consumer<ByteBuf> read,
+    private static ChannelInitializer<Endpoint> readingWith(Consumer<ByteBuf> read,
                                                            List<Throwable> caught) {
         return new ChannelInitializer<>() {
             @Override
@@ -460,10 +468,10 @@ class StreamTest {
         Endpoint ab = a.connect(b.address());
         ab.wireupFuture().sync();
         ByteBuf data = TestWorkers.pattern(1, 16);
-        java.util.concurrent.atomic.AtomicInteger seen = new java.util.concurrent.atomic.AtomicInteger();
-        io.netty.channel.ChannelOutboundHandlerAdapter counter = new io.netty.channel.ChannelOutboundHandlerAdapter() {
+        AtomicInteger seen = new AtomicInteger();
+        ChannelOutboundHandlerAdapter counter = new ChannelOutboundHandlerAdapter() {
             @Override
-            public void write(ChannelHandlerContext ctx, Object msg, io.netty.channel.ChannelPromise promise) {
+            public void write(ChannelHandlerContext ctx, Object msg, ChannelPromise promise) {
                 seen.incrementAndGet();
                 ctx.write(msg, promise);
             }
@@ -476,7 +484,7 @@ class StreamTest {
             assertTrue(!onLoop(a, () -> ab.trySendStreamShort(data)), "a handler that takes writes closes the route");
             for (int i = 0; i < 5; i++) {
                 ChannelFuture f = a.eventLoop().submit(() -> ab.writeAndFlush(
-                        new io.nucx.protocol.stream.StreamData(data.retainedDuplicate()))).get();
+                        new StreamData(data.retainedDuplicate()))).get();
                 assertTrue(f.await(30, TimeUnit.SECONDS) && f.isSuccess(), () -> "write: " + f.cause());
             }
             assertEquals(5, seen.get(), "writes the user's outbound handler saw");
@@ -585,7 +593,7 @@ class StreamTest {
         ab.writeAndFlush(StreamData.end()).sync();
         ChannelFuture after = ab.streamSend(content(2, 10, false));
         assertTrue(after.await(10, TimeUnit.SECONDS));
-        assertTrue(after.cause() instanceof io.netty.channel.socket.ChannelOutputShutdownException,
+        assertTrue(after.cause() instanceof ChannelOutputShutdownException,
                 () -> "write after the end: " + after.cause());
         Reader r = awaitReader();
         assertTrue(r.ended.await(30, TimeUnit.SECONDS), "no end of stream");

@@ -5,6 +5,7 @@ import io.netty.buffer.Unpooled;
 import io.netty.channel.ChannelFuture;
 import io.netty.channel.ChannelFutureListener;
 import io.netty.channel.ChannelOutboundHandlerAdapter;
+import io.netty.channel.WriteBufferWaterMark;
 import io.netty.channel.embedded.EmbeddedChannel;
 import org.junit.jupiter.api.Test;
 
@@ -104,7 +105,7 @@ class StubHandlerTest {
 
     @Test
     void queuedWritesCountTowardTheEndpointsWritability() {
-        ch.config().setWriteBufferWaterMark(new io.netty.channel.WriteBufferWaterMark(8, 16));
+        ch.config().setWriteBufferWaterMark(new WriteBufferWaterMark(8, 16));
         ByteBuf big = Unpooled.buffer(64).writeZero(64);
         ch.write(big);
         assertFalse(ch.isWritable(), "queued bytes make the endpoint unwritable");

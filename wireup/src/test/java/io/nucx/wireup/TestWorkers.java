@@ -1,10 +1,14 @@
 package io.nucx.wireup;
 
 import io.netty.buffer.ByteBuf;
+import io.netty.buffer.ByteBufAllocator;
 import io.netty.buffer.Unpooled;
+import io.netty.channel.ChannelHandler;
+import io.netty.util.concurrent.Future;
 import io.nucx.Endpoint;
 import io.nucx.NucxBootstrap;
 import io.nucx.Worker;
+import io.nucx.protocol.tag.TagMessage;
 import org.junit.jupiter.api.extension.AfterEachCallback;
 import org.junit.jupiter.api.extension.ExtensionContext;
 
@@ -12,7 +16,10 @@ import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
 import java.util.SplittableRandom;
+import java.util.concurrent.Callable;
+import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
+import java.util.function.BooleanSupplier;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -42,7 +49,7 @@ final class TestWorkers implements AfterEachCallback {
     }
 
     /** As {@link #start(String, String...)}, adding {@code endpointHandler} to every endpoint's pipeline. */
-    DefaultWorker start(String name, io.netty.channel.ChannelHandler endpointHandler, String... settings)
+    DefaultWorker start(String name, ChannelHandler endpointHandler, String... settings)
             throws Exception {
         NucxBootstrap b = new NucxBootstrap().name(name).endpointHandler(endpointHandler);
         for (int i = 0; i < settings.length; i += 2) {
@@ -65,9 +72,9 @@ final class TestWorkers implements AfterEachCallback {
      * Blocks {@code w}'s loop until the returned latch is counted down (at most 30 s), and returns only once the loop
      * is blocked: frames sent to it from now on stay unread.
      */
-    static java.util.concurrent.CountDownLatch holdLoop(Worker w) throws InterruptedException {
-        java.util.concurrent.CountDownLatch go = new java.util.concurrent.CountDownLatch(1);
-        java.util.concurrent.CountDownLatch held = new java.util.concurrent.CountDownLatch(1);
+    static CountDownLatch holdLoop(Worker w) throws InterruptedException {
+        CountDownLatch go = new CountDownLatch(1);
+        CountDownLatch held = new CountDownLatch(1);
         w.eventLoop().execute(() -> {
             held.countDown();
             try {
@@ -96,7 +103,7 @@ final class TestWorkers implements AfterEachCallback {
     static ByteBuf directPattern(long seed, int length) {
         ByteBuf heap = pattern(seed, length);
         try {
-            return io.netty.buffer.ByteBufAllocator.DEFAULT.directBuffer(Math.max(length, 1)).writeBytes(heap);
+            return ByteBufAllocator.DEFAULT.directBuffer(Math.max(length, 1)).writeBytes(heap);
         } finally {
             heap.release();
         }
@@ -116,7 +123,7 @@ final class TestWorkers implements AfterEachCallback {
     /** Connects a to b and sends one small message, so both sides have their endpoint; returns both. */
     static Pair connected(Worker a, Worker b) throws Exception {
         Endpoint ab = a.connect(b.address());
-        io.netty.util.concurrent.Future<io.nucx.protocol.tag.TagMessage> first = b.tagRecv(Long.MIN_VALUE, -1L);
+        Future<TagMessage> first = b.tagRecv(Long.MIN_VALUE, -1L);
         ab.tagSend(Long.MIN_VALUE, pattern(1, 10)).sync();
         first.get(10, TimeUnit.SECONDS).release();
         return new Pair(ab, b.endpoints().iterator().next());
@@ -137,9 +144,9 @@ final class TestWorkers implements AfterEachCallback {
      * Waits at most {@code seconds} for {@code receive}, checks its content is {@link #pattern pattern(seed, length)}
      * and releases it.
      */
-    static void assertReceived(io.netty.util.concurrent.Future<io.nucx.protocol.tag.TagMessage> receive, long seed,
+    static void assertReceived(Future<TagMessage> receive, long seed,
                                int length, int seconds) throws Exception {
-        io.nucx.protocol.tag.TagMessage m = receive.get(seconds, TimeUnit.SECONDS);
+        TagMessage m = receive.get(seconds, TimeUnit.SECONDS);
         try {
             assertPattern(seed, length, m.content());
         } finally {
@@ -153,7 +160,7 @@ final class TestWorkers implements AfterEachCallback {
     }
 
     /** Waits (30 s at most) until {@code condition}, asked on {@code w}'s loop, holds; fails saying {@code what}. */
-    static void awaitOnLoop(Worker w, java.util.concurrent.Callable<Boolean> condition, String what)
+    static void awaitOnLoop(Worker w, Callable<Boolean> condition, String what)
             throws Exception {
         awaitTrue(() -> {
             try {
@@ -165,7 +172,7 @@ final class TestWorkers implements AfterEachCallback {
     }
 
     /** Waits (30 s at most) until {@code condition} holds; fails saying {@code what}. */
-    static void awaitTrue(java.util.function.BooleanSupplier condition, String what) throws InterruptedException {
+    static void awaitTrue(BooleanSupplier condition, String what) throws InterruptedException {
         long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
         while (!condition.getAsBoolean()) {
             assertTrue(System.nanoTime() < deadline, what);

@@ -1,8 +1,12 @@
 package io.nucx.wireup;
 
 import io.netty.handler.ssl.OpenSsl;
+import io.netty.util.concurrent.Future;
 import io.nucx.Endpoint;
+import io.nucx.ErrorMode;
+import io.nucx.protocol.tag.TagMessage;
 import io.nucx.transport.tcp.AmFrameDecoder;
+import org.junit.jupiter.api.Assertions;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
@@ -88,9 +92,9 @@ class TlsLaneTest {
         assertTrue(a.ifaces().get(0).toString().contains("tls/" + provider), a.ifaces().toString());
         Endpoint ab = a.connect(b.address());
         for (int size : new int[] {0, 100, 70_000, 4 << 20}) {
-            io.netty.util.concurrent.Future<io.nucx.protocol.tag.TagMessage> r = b.tagRecv(size, -1L);
+            Future<TagMessage> r = b.tagRecv(size, -1L);
             ab.tagSend(size, TestWorkers.pattern(size, size)).sync();
-            io.nucx.protocol.tag.TagMessage m = r.get(30, TimeUnit.SECONDS);
+            TagMessage m = r.get(30, TimeUnit.SECONDS);
             try {
                 TestWorkers.assertPattern(size, size, m.content());
             } finally {
@@ -125,7 +129,7 @@ class TlsLaneTest {
         long deferredBefore = b.eventLoop().submit(decoder::turnsDeferred).get(10, TimeUnit.SECONDS);
 
         int n = 2000;
-        List<io.netty.util.concurrent.Future<io.nucx.protocol.tag.TagMessage>> posted = new ArrayList<>();
+        List<Future<TagMessage>> posted = new ArrayList<>();
         for (int i = 0; i < n; i++) {
             posted.add(b.tagRecv(5, -1L));
         }
@@ -160,7 +164,7 @@ class TlsLaneTest {
                 "a plaintext peer must not wire up with a TLS worker");
 
         try (RawPeer raw = RawPeer.connect(target)) {
-            raw.request(raw.uuid, 0, friend.address(), io.nucx.ErrorMode.PEER).flush();
+            raw.request(raw.uuid, 0, friend.address(), ErrorMode.PEER).flush();
             assertTrue(raw.closedByPeerWithin(10_000), "frames in the clear must close the connection");
         }
         await(() -> target.laneFailures().stream().anyMatch(t -> String.valueOf(t).contains("SSL")
@@ -171,12 +175,12 @@ class TlsLaneTest {
 
     @Test
     void missingFilesStopStartNamingTheSetting() {
-        Exception e = org.junit.jupiter.api.Assertions.assertThrows(Exception.class,
+        Exception e = Assertions.assertThrows(Exception.class,
                 () -> workers.start("w", "TLS", "tcp", "TCP_TLS", "y"));
         assertTrue(e.getMessage().contains("TCP_TLS_CERT"), e.getMessage());
         List<String> s = new ArrayList<>(List.of(tls("node", "good", "auto", false)));
         s.set(s.indexOf("TCP_TLS_CA") + 1, file("absent.pem"));
-        Exception missing = org.junit.jupiter.api.Assertions.assertThrows(Exception.class,
+        Exception missing = Assertions.assertThrows(Exception.class,
                 () -> workers.start("w", s.toArray(String[]::new)));
         assertTrue(missing.getMessage().contains("TCP_TLS_CA") && missing.getMessage().contains("absent.pem"),
                 missing.getMessage());

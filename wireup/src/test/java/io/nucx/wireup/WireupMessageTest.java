@@ -8,6 +8,10 @@ import io.nucx.protocol.ProtocolException;
 import io.nucx.transport.AmFrame;
 import org.junit.jupiter.api.Test;
 
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNull;
@@ -30,9 +34,9 @@ class WireupMessageTest {
     void requestCarriesConnSnIdsAddressAndEndpointAddresses() {
         byte[] ep = {1, 2, 3, 4, 5, 6, 7, 8};
         byte[] rma = new byte[48];
-        java.util.Arrays.fill(rma, (byte) 7);
+        Arrays.fill(rma, (byte) 7);
         WireupMessage back = roundTrip(WireupMessage.request(ErrorMode.PEER, 65535, 42, WorkerAddressTest.sample(),
-                java.util.List.of(new WireupMessage.P2pAddress(0, 2, ep), new WireupMessage.P2pAddress(1, 3, rma))));
+                List.of(new WireupMessage.P2pAddress(0, 2, ep), new WireupMessage.P2pAddress(1, 3, rma))));
         assertEquals(WireupMessage.REQUEST, back.type());
         assertEquals(65535, back.connSn());
         assertEquals(42, back.srcEpId());
@@ -52,14 +56,14 @@ class WireupMessageTest {
      */
     @Test
     void requestCarriesListenedFlagEndpointAddressesBeyond255BytesAndTheProof() {
-        java.util.List<WireupMessage.P2pAddress> eps = new java.util.ArrayList<>();
+        List<WireupMessage.P2pAddress> eps = new ArrayList<>();
         for (int i = 0; i < 3; i++) {
             byte[] a = new byte[WireupMessage.MAX_EP_ADDRESS];
-            java.util.Arrays.fill(a, (byte) i);
+            Arrays.fill(a, (byte) i);
             eps.add(new WireupMessage.P2pAddress(i, i + 1, a));
         }
         byte[] proof = new byte[WireupAuth.PROOF_LENGTH];
-        java.util.Arrays.fill(proof, (byte) 0x5a);
+        Arrays.fill(proof, (byte) 0x5a);
         WireupMessage back = roundTrip(WireupMessage.request(ErrorMode.FAILOVER, true, 17, 42,
                 WorkerAddressTest.sample(), eps, proof));
         assertTrue(back.listened());
@@ -77,7 +81,7 @@ class WireupMessageTest {
     @Test
     void replyCarriesTheEndpointAddressesAndAckNothing() {
         WireupMessage reply = roundTrip(WireupMessage.reply(ErrorMode.PEER, 3, 7, 9,
-                java.util.List.of(new WireupMessage.P2pAddress(1, 0, new byte[] {9, 9}))));
+                List.of(new WireupMessage.P2pAddress(1, 0, new byte[] {9, 9}))));
         assertEquals(3, reply.connSn());
         assertEquals(7, reply.srcEpId());
         assertEquals(9, reply.dstEpId());
@@ -98,7 +102,7 @@ class WireupMessageTest {
                     Unpooled.wrappedBuffer(bad));
             try {
                 ProtocolException e = assertThrows(ProtocolException.class, () -> WireupMessage.from(f),
-                        () -> java.util.Arrays.toString(bad));
+                        () -> Arrays.toString(bad));
                 assertTrue(e.getMessage().contains("p2p"), e.getMessage());
             } finally {
                 f.release();

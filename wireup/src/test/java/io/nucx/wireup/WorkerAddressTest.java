@@ -7,8 +7,10 @@ import org.junit.jupiter.api.Test;
 
 import java.util.Arrays;
 import java.util.EnumSet;
+import java.util.HexFormat;
 import java.util.List;
 import java.util.SplittableRandom;
+import java.util.stream.IntStream;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
@@ -157,7 +159,7 @@ class WorkerAddressTest {
     @Test
     void addressTooLargeToEncodeIsRefused() {
         byte[] big = new byte[255];
-        List<WorkerAddress.Entry> many = java.util.stream.IntStream.range(0, 20).mapToObj(i ->
+        List<WorkerAddress.Entry> many = IntStream.range(0, 20).mapToObj(i ->
                 new WorkerAddress.Entry("t" + i, EnumSet.of(Capability.AM_BCOPY), 1, 1, 0, 0, 1, 0, big, big)).toList();
         IllegalStateException e = assertThrows(IllegalStateException.class,
                 () -> new WorkerAddress(1, "w", many).encode());
@@ -170,7 +172,7 @@ class WorkerAddressTest {
         } catch (InvalidAddressException expected) {
             // fine
         } catch (RuntimeException other) {
-            throw new AssertionError(what + " threw " + other + " for " + java.util.HexFormat.of().formatHex(blob),
+            throw new AssertionError(what + " threw " + other + " for " + HexFormat.of().formatHex(blob),
                     other);
         }
     }

@@ -1,6 +1,10 @@
 package io.nucx.examples.bench;
 
+import io.netty.channel.EventLoopGroup;
+import io.netty.channel.MultiThreadIoEventLoopGroup;
+import io.netty.channel.nio.NioIoHandler;
 import io.nucx.examples.perf.InProcessPingPong;
+import io.nucx.transport.shm.ShmIoHandler;
 import org.openjdk.jmh.annotations.Benchmark;
 import org.openjdk.jmh.annotations.BenchmarkMode;
 import org.openjdk.jmh.annotations.Fork;
@@ -52,13 +56,13 @@ public class TagPingPongBenchmark {
     String loops;
 
     private InProcessPingPong pingPong;
-    private io.netty.channel.EventLoopGroup shared;
+    private EventLoopGroup shared;
 
     @Setup(Level.Trial)
     public void setUp() throws Exception {
         if (loops.equals("one")) {
-            shared = new io.netty.channel.MultiThreadIoEventLoopGroup(1, io.nucx.transport.shm.ShmIoHandler.newFactory(
-                    io.netty.channel.nio.NioIoHandler.newFactory(), Long.MAX_VALUE));
+            shared = new MultiThreadIoEventLoopGroup(1, ShmIoHandler.newFactory(
+                    NioIoHandler.newFactory(), Long.MAX_VALUE));
         } else if (!loops.equals("two")) {
             throw new IllegalArgumentException("loops: one or two, not " + loops);
         }

@@ -3,6 +3,7 @@ package io.nucx.examples.frameworks;
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.ByteBufUtil;
 
+import java.nio.ByteBuffer;
 import java.security.MessageDigest;
 import java.security.NoSuchAlgorithmException;
 import java.util.HexFormat;
@@ -35,7 +36,7 @@ public final class Bodies {
     public static String sha256(ByteBuf buf) {
         MessageDigest d = digest();
         if (buf.nioBufferCount() > 0) {
-            for (java.nio.ByteBuffer b : buf.nioBuffers()) {
+            for (ByteBuffer b : buf.nioBuffers()) {
                 d.update(b);
             }
         } else {

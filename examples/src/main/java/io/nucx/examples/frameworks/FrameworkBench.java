@@ -5,13 +5,17 @@ import io.grpc.stub.StreamObserver;
 import io.netty.channel.EventLoopGroup;
 import org.HdrHistogram.Histogram;
 import reactor.core.publisher.Flux;
+import reactor.core.publisher.Mono;
+import reactor.core.scheduler.Schedulers;
 import reactor.netty.http.client.HttpClient;
 import reactor.netty.resources.LoopResources;
 
 import java.net.InetSocketAddress;
+import java.nio.ByteBuffer;
 import java.time.Duration;
 import java.util.Arrays;
 import java.util.Locale;
+import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.Semaphore;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicReference;
@@ -324,9 +328,9 @@ public final class FrameworkBench {
 
         @Override
         public void stream(byte[] body, String sha, int count) {
-            Flux.range(0, count).flatMap(i -> reactor.core.publisher.Mono.fromCallable(() ->
+            Flux.range(0, count).flatMap(i -> Mono.fromCallable(() ->
                             ReactorApp.post(client, body, 16, 2, false, Duration.ofSeconds(30)))
-                    .subscribeOn(reactor.core.scheduler.Schedulers.boundedElastic()), WINDOW)
+                    .subscribeOn(Schedulers.boundedElastic()), WINDOW)
                     .doOnNext(a -> check(a, null, body.length)).blockLast(Duration.ofMinutes(5));
         }
 
@@ -357,12 +361,12 @@ public final class FrameworkBench {
         public void stream(byte[] body, String sha, int count) throws Exception {
             Semaphore window = new Semaphore(WINDOW);
             AtomicReference<Throwable> failed = new AtomicReference<>();
-            java.util.concurrent.CountDownLatch done = new java.util.concurrent.CountDownLatch(1);
+            CountDownLatch done = new CountDownLatch(1);
             StreamObserver<byte[]> out = GrpcApp.sizes(channel, new StreamObserver<>() {
                 @Override
                 public void onNext(byte[] a) {
-                    if (a.length != 4 || java.nio.ByteBuffer.wrap(a).getInt() != body.length) {
-                        failed.set(new IllegalStateException("wrong answer: " + java.util.Arrays.toString(a)));
+                    if (a.length != 4 || ByteBuffer.wrap(a).getInt() != body.length) {
+                        failed.set(new IllegalStateException("wrong answer: " + Arrays.toString(a)));
                     }
                     window.release();
                 }

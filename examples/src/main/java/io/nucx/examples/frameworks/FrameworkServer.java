@@ -10,6 +10,7 @@ import java.io.BufferedReader;
 import java.io.InputStreamReader;
 import java.net.InetSocketAddress;
 import java.nio.charset.StandardCharsets;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.StringJoiner;
@@ -88,8 +89,8 @@ public final class FrameworkServer {
                 DisposableServer s = ReactorApp.server(loops, at);
                 port = ((InetSocketAddress) s.address()).getPort();
                 stop = () -> {
-                    s.disposeNow(java.time.Duration.ofSeconds(10));
-                    loops.disposeLater().block(java.time.Duration.ofSeconds(10));
+                    s.disposeNow(Duration.ofSeconds(10));
+                    loops.disposeLater().block(Duration.ofSeconds(10));
                 };
             }
             case "grpc" -> {

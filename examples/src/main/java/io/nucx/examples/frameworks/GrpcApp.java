@@ -19,8 +19,11 @@ import java.io.IOException;
 import java.io.InputStream;
 import java.io.UncheckedIOException;
 import java.net.InetSocketAddress;
+import java.nio.ByteBuffer;
 import java.security.MessageDigest;
+import java.security.NoSuchAlgorithmException;
 import java.util.Arrays;
+import java.util.function.UnaryOperator;
 
 /**
  * A gRPC-java service on grpc-netty, with a unary method and a bidirectional-streaming one, both answering each
@@ -70,7 +73,7 @@ public final class GrpcApp {
             byte[] out = Arrays.copyOf(h, h.length + m.length);
             System.arraycopy(m, 0, out, h.length, m.length);
             return out;
-        } catch (java.security.NoSuchAlgorithmException e) {
+        } catch (NoSuchAlgorithmException e) {
             throw new IllegalStateException(e);
         }
     }
@@ -82,7 +85,7 @@ public final class GrpcApp {
                     out.onNext(answer(req));
                     out.onCompleted();
                 }))
-                .addMethod(SIZE, ServerCalls.asyncBidiStreamingCall(out -> relay(out, m -> java.nio.ByteBuffer
+                .addMethod(SIZE, ServerCalls.asyncBidiStreamingCall(out -> relay(out, m -> ByteBuffer
                         .allocate(4).putInt(m.length).array())))
                 .addMethod(CHAT, ServerCalls.asyncBidiStreamingCall(out -> relay(out, GrpcApp::answer))).build();
         return NettyServerBuilder.forAddress(at).channelType(type).bossEventLoopGroup(boss)
@@ -90,7 +93,7 @@ public final class GrpcApp {
     }
 
     private static StreamObserver<byte[]> relay(StreamObserver<byte[]> out,
-                                                java.util.function.UnaryOperator<byte[]> answer) {
+                                                UnaryOperator<byte[]> answer) {
         return new StreamObserver<>() {
             @Override
             public void onNext(byte[] m) {

@@ -23,10 +23,12 @@ import io.netty.handler.codec.http.HttpServerCodec;
 import io.netty.handler.codec.http.HttpUtil;
 import io.netty.handler.codec.http.HttpVersion;
 
+import java.io.IOException;
 import java.net.SocketAddress;
 import java.util.concurrent.BlockingQueue;
 import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
 
 /**
  * An ordinary HTTP/1.1 server and client on Netty's own codecs ({@code HttpServerCodec}, {@code HttpClientCodec},
@@ -139,10 +141,10 @@ public final class HttpApp {
         public Answered next(long timeout, TimeUnit unit) throws Exception {
             Object o = answers.poll(timeout, unit);
             if (o == null) {
-                throw new java.util.concurrent.TimeoutException("no HTTP answer within " + timeout + " " + unit);
+                throw new TimeoutException("no HTTP answer within " + timeout + " " + unit);
             }
             if (o instanceof Throwable t) {
-                throw new java.io.IOException("the HTTP client failed: " + t, t);
+                throw new IOException("the HTTP client failed: " + t, t);
             }
             return (Answered) o;
         }

@@ -16,6 +16,7 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.Arrays;
 import java.util.List;
+import java.util.concurrent.ExecutionException;
 
 /**
  * The node's control channel: a line protocol on a Unix socket or a TCP port. A request is {@code ID VERB ARG...};
@@ -107,7 +108,7 @@ final class ControlServer implements AutoCloseable {
                     try {
                         reply(out, id, "OK", executor.execute(verb, args));
                     } catch (Throwable t) {
-                        Throwable root = t instanceof java.util.concurrent.ExecutionException && t.getCause() != null
+                        Throwable root = t instanceof ExecutionException && t.getCause() != null
                                 ? t.getCause() : t;
                         reply(out, id, "ERR", root.getClass().getSimpleName() + ": " + root.getMessage());
                     }

@@ -4,6 +4,7 @@ import io.nucx.transport.diag.LeakLog;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
 
+import java.net.InetAddress;
 import java.util.concurrent.Callable;
 
 /**
@@ -34,7 +35,7 @@ public final class NodeCommand implements Callable<Integer> {
     @Override
     public Integer call() throws Exception {
         LeakLog.install(); // before any buffer class initialises
-        String workerName = name != null ? name : java.net.InetAddress.getLocalHost().getHostName();
+        String workerName = name != null ? name : InetAddress.getLocalHost().getHostName();
         NodeCommands node = NodeCommands.start(workerName);
         ControlServer server = ControlServer.open(control, node);
         Thread hook = new Thread(() -> {

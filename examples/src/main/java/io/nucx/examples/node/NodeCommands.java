@@ -12,12 +12,14 @@ import io.nucx.WorkerAddress;
 import io.nucx.protocol.tag.TagMessage;
 import io.nucx.transport.diag.LeakLog;
 
+import java.time.Instant;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 import java.util.TreeMap;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.Semaphore;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
@@ -60,7 +62,7 @@ final class NodeCommands implements ControlServer.Executor {
     private final Worker worker;
     private final Map<String, Peer> peers = new ConcurrentHashMap<>();
     private final Map<Integer, AtomicInteger> progress = new ConcurrentHashMap<>();
-    private final java.util.concurrent.CountDownLatch stopped = new java.util.concurrent.CountDownLatch(1);
+    private final CountDownLatch stopped = new CountDownLatch(1);
 
     /** An endpoint and when it failed (epoch ms, 0 while it works). */
     private static final class Peer {
@@ -71,7 +73,7 @@ final class NodeCommands implements ControlServer.Executor {
             this.ep = ep;
             ep.errorFuture().addListener(f -> {
                 errorAt = System.currentTimeMillis();
-                System.err.println(java.time.Instant.ofEpochMilli(errorAt) + " endpoint to " + name + " failed: "
+                System.err.println(Instant.ofEpochMilli(errorAt) + " endpoint to " + name + " failed: "
                         + f.cause());
             });
         }

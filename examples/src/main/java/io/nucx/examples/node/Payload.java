@@ -1,6 +1,7 @@
 package io.nucx.examples.node;
 
 import io.netty.buffer.ByteBuf;
+import io.netty.buffer.ByteBufUtil;
 import io.netty.buffer.Unpooled;
 
 import java.nio.ByteBuffer;
@@ -59,7 +60,7 @@ final class Payload {
             return "stream " + stream + " message " + seq + ": " + actual.readableBytes() + " bytes, expected " + size;
         }
         ByteBuffer b = actual.nioBufferCount() == 1 ? actual.nioBuffer()
-                : ByteBuffer.wrap(io.netty.buffer.ByteBufUtil.getBytes(actual));
+                : ByteBuffer.wrap(ByteBufUtil.getBytes(actual));
         long at = mismatch(b.order(ByteOrder.LITTLE_ENDIAN), seed(stream, seq));
         return at < 0 ? null : "stream " + stream + " message " + seq + ": byte " + at + " differs";
     }

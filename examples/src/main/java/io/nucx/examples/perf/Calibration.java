@@ -12,17 +12,21 @@ import io.nucx.transport.CopyRate;
 import io.nucx.transport.Iface;
 import io.nucx.transport.IfaceParams;
 import io.nucx.transport.NucxConfig;
+import io.nucx.transport.cma.Cma;
 import io.nucx.transport.cma.CmaTransport;
 import io.nucx.transport.rma.MemoryRegistration;
 import io.nucx.transport.rma.RmaIface;
 
+import java.io.IOException;
 import java.io.PrintStream;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
+import java.net.InetAddress;
 import java.nio.file.Path;
 import java.time.Instant;
 import java.time.temporal.ChronoUnit;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Locale;
@@ -140,7 +144,7 @@ public final class Calibration {
             for (int i = 0; i < times.length; i++) {
                 times[i] = median(steps, tls, "read" + i);
             }
-            rma.add(new ProfileFit.RmaRuns(rmaLane(t), amLane(t), io.nucx.transport.cma.Cma.CHUNK, 80e-9,
+            rma.add(new ProfileFit.RmaRuns(rmaLane(t), amLane(t), Cma.CHUNK, 80e-9,
                     RMA_SIZES, times, reg[0], reg[1]));
         }
         ProfileFit.Result fit = ProfileFit.fit(options.out().toString(), copyBandwidth, am, rma);
@@ -300,7 +304,7 @@ public final class Calibration {
 
     /** "shm" of "shm,cma": the AM transports of an RMA set. */
     private static String amTransports(String tls) {
-        return String.join(",", java.util.Arrays.stream(tls.split(",")).filter(t -> !t.equals("cma")).toList());
+        return String.join(",", Arrays.stream(tls.split(",")).filter(t -> !t.equals("cma")).toList());
     }
 
     private static Step step(List<Step> steps, String tls, String role) {
@@ -440,8 +444,8 @@ public final class Calibration {
 
     private static String hostName() {
         try {
-            return java.net.InetAddress.getLocalHost().getHostName();
-        } catch (java.io.IOException e) {
+            return InetAddress.getLocalHost().getHostName();
+        } catch (IOException e) {
             return "(unknown host)";
         }
     }

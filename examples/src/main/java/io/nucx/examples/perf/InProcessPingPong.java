@@ -2,6 +2,7 @@ package io.nucx.examples.perf;
 
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.PooledByteBufAllocator;
+import io.netty.channel.EventLoopGroup;
 import io.netty.util.concurrent.Future;
 import io.netty.util.concurrent.GenericFutureListener;
 import io.netty.util.concurrent.Promise;
@@ -120,7 +121,7 @@ public final class InProcessPingPong implements AutoCloseable {
      * transfer and no spinning wait in it.
      */
     public static InProcessPingPong start(String tls, int size, Api api, boolean busyPoll,
-                                          io.netty.channel.EventLoopGroup group) throws Exception {
+                                          EventLoopGroup group) throws Exception {
         Worker server = new NucxBootstrap().name("pp-server").busyPoll(busyPoll).group(group).config("TLS", tls)
                 .start();
         Worker client = null;

@@ -3,6 +3,7 @@ package io.nucx.examples.perf;
 import java.io.IOException;
 import java.lang.management.ManagementFactory;
 import java.nio.charset.StandardCharsets;
+import java.nio.file.AccessDeniedException;
 import java.nio.file.DirectoryStream;
 import java.nio.file.Files;
 import java.nio.file.NoSuchFileException;
@@ -152,7 +153,7 @@ public final class JitActivity {
                 if (at >= 0) {
                     return digits(sched, at + SUM_EXEC_RUNTIME.length); // ms with 6 decimals: its digits are ns
                 }
-            } catch (NoSuchFileException | java.nio.file.AccessDeniedException noSched) {
+            } catch (NoSuchFileException | AccessDeniedException noSched) {
                 // a kernel without CONFIG_SCHED_DEBUG (or the thread ended: stat says which)
             }
             // "pid (comm) state ppid ... utime stime": utime and stime are the 12th and 13th fields after the ')'

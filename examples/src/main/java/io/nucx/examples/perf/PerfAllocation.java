@@ -1,12 +1,14 @@
 package io.nucx.examples.perf;
 
+import com.sun.management.ThreadMXBean;
+
 import java.lang.management.ManagementFactory;
 
 /** Bytes the calling thread has allocated so far (HotSpot's per-thread TLAB accounting), for per-message figures. */
 final class PerfAllocation {
 
-    private static final com.sun.management.ThreadMXBean THREADS =
-            (com.sun.management.ThreadMXBean) ManagementFactory.getThreadMXBean();
+    private static final ThreadMXBean THREADS =
+            (ThreadMXBean) ManagementFactory.getThreadMXBean();
 
     private PerfAllocation() {
     }

@@ -1,5 +1,10 @@
 package io.nucx.examples.perf;
 
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Objects;
+
 /**
  * One perftest run ({@code datatype}: ucx_perftest's {@code -D}, see {@link PerfDatatype}), with ucx_perftest's
  * defaults: 1,000,000 iterations, 10,000 warm-up iterations (bounded by a 100 ms warm-up budget, which
@@ -24,7 +29,7 @@ public record PerfParams(PerfTestType test, int messageSize, long iterations, lo
     }
 
     /** The error modes {@code -e} takes (ucx_perftest's). */
-    public static final java.util.List<String> ERROR_MODES = java.util.List.of("none", "peer", "failover");
+    public static final List<String> ERROR_MODES = List.of("none", "peer", "failover");
 
     /** Warm-up by iterations and time only (no steady-state rule). */
     public PerfParams(PerfTestType test, int messageSize, long iterations, long warmup, int window, double percentile,
@@ -104,7 +109,7 @@ public record PerfParams(PerfTestType test, int messageSize, long iterations, lo
     }
 
     public PerfParams {
-        java.util.Objects.requireNonNull(datatype, "datatype");
+        Objects.requireNonNull(datatype, "datatype");
         if (errorMode != null && !ERROR_MODES.contains(errorMode)) {
             throw new IllegalArgumentException("error mode must be one of " + ERROR_MODES + ", got '" + errorMode
                     + "'");
@@ -151,8 +156,8 @@ public record PerfParams(PerfTestType test, int messageSize, long iterations, lo
      * The worker settings of this run ({@code -D}'s, NUCX_ERR_MODE for {@code -e}, NUCX_WARMUP for the JIT warm-up),
      * both sides alike.
      */
-    public java.util.Map<String, String> settings() {
-        java.util.Map<String, String> out = new java.util.LinkedHashMap<>(datatype.settings());
+    public Map<String, String> settings() {
+        Map<String, String> out = new LinkedHashMap<>(datatype.settings());
         if (errorMode != null) {
             out.put("ERR_MODE", errorMode);
         }

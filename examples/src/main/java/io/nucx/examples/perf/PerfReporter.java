@@ -1,6 +1,8 @@
 package io.nucx.examples.perf;
 
 import java.io.PrintStream;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.Locale;
 
 /** Prints ucx_perftest's table, progress rows and {@code Final:} line with its exact formats (UCX 1.13.1). */
@@ -19,7 +21,7 @@ public final class PerfReporter {
     private final boolean finalOnly;
     private final boolean progress;
     private int windowIterations;
-    private final java.util.List<Window> windows = new java.util.ArrayList<>();
+    private final List<Window> windows = new ArrayList<>();
 
     /** One window's report: its phase, the run's iterations at its end, ms since process start, usec per iteration. */
     private record Window(String phase, long iterations, long millis, double averageUs) {

@@ -1,5 +1,7 @@
 package io.nucx.examples.perf;
 
+import org.HdrHistogram.Histogram;
+
 /**
  * One row of the results table, computed as ucx_perftest's {@code ucx_perf_calc_result}: latency in usec (one-way
  * for ping-pong), bandwidth in MB/s meaning MiB/s, message rate in messages per second; "average" covers the interval
@@ -30,7 +32,7 @@ public record PerfResult(long iterations, double percentileLatencyUs, double ave
 
     /** The same with the run's tail, taken from {@code overall} (per-iteration times in ns). */
     static PerfResult of(boolean pingPong, int messageSize, long iterations, long intervalIters, long intervalNanos,
-                         long totalNanos, double percentileNs, org.HdrHistogram.Histogram overall) {
+                         long totalNanos, double percentileNs, Histogram overall) {
         double factor = pingPong ? 2.0 : 1.0;
         double avgLat = intervalIters == 0 ? 0 : intervalNanos / 1000.0 / intervalIters / factor;
         double allLat = iterations == 0 ? 0 : totalNanos / 1000.0 / iterations / factor;

@@ -1,16 +1,20 @@
 package io.nucx.examples.perf;
 
+import io.netty.buffer.Unpooled;
 import io.netty.util.concurrent.Future;
 import io.nucx.Endpoint;
 import io.nucx.NucxBootstrap;
 import io.nucx.Worker;
 import io.nucx.WorkerAddress;
+import io.nucx.protocol.amo.RemoteMemoryKey;
 
 import java.io.BufferedReader;
 import java.io.IOException;
 import java.io.InputStreamReader;
+import java.io.OutputStream;
 import java.io.PrintStream;
 import java.io.PrintWriter;
+import java.lang.foreign.Arena;
 import java.net.InetSocketAddress;
 import java.net.ServerSocket;
 import java.net.Socket;
@@ -18,6 +22,8 @@ import java.nio.charset.StandardCharsets;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutionException;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 import java.util.function.Consumer;
@@ -100,8 +106,8 @@ public final class Perftest {
                 try {
                     w.println(worker.address().toHex());
                     // RMA tests: the memory the client puts into or gets from, registered on every RMA device
-                    java.lang.foreign.Arena arena = java.lang.foreign.Arena.ofShared();
-                    io.nucx.protocol.amo.RemoteMemoryKey key = null;
+                    Arena arena = Arena.ofShared();
+                    RemoteMemoryKey key = null;
                     if (params.test().rma()) {
                         key = worker.registerMemory(arena.allocate(Math.max(params.messageSize(), 8), 4096));
                         w.println(key.toHex());
@@ -182,8 +188,8 @@ public final class Perftest {
                 throw e;
             }
             WorkerAddress server = WorkerAddress.fromHex(readLine(in, "server worker address"));
-            io.nucx.protocol.amo.RemoteMemoryKey key = params.test().rma()
-                    ? io.nucx.protocol.amo.RemoteMemoryKey.fromHex(readLine(in, "server memory key")) : null;
+            RemoteMemoryKey key = params.test().rma()
+                    ? RemoteMemoryKey.fromHex(readLine(in, "server memory key")) : null;
             w.println(worker.address().toHex());
             w.flush();
             Endpoint ep = worker.connect(server);
@@ -195,7 +201,7 @@ public final class Perftest {
             TagPerfClient client = new TagPerfClient(worker, ep, params, reporter, key, stream);
             PerfResult r = client.start().get(RUN_TIMEOUT_SECONDS, TimeUnit.SECONDS);
             reporter.finalRow(r);
-            ep.tagSend(PerfTags.FINISH, io.netty.buffer.Unpooled.EMPTY_BUFFER).sync();
+            ep.tagSend(PerfTags.FINISH, Unpooled.EMPTY_BUFFER).sync();
             if (reporter.windowIterations() > 0) {
                 reporter.steadyState();
             }
@@ -267,9 +273,9 @@ public final class Perftest {
         try (ServerSocket s = new ServerSocket(0)) {
             port = s.getLocalPort();
         }
-        java.util.concurrent.ExecutorService server = java.util.concurrent.Executors.newSingleThreadExecutor();
+        ExecutorService server = Executors.newSingleThreadExecutor();
         try {
-            PrintStream quiet = new PrintStream(java.io.OutputStream.nullOutputStream());
+            PrintStream quiet = new PrintStream(OutputStream.nullOutputStream());
             int p = port;
             java.util.concurrent.Future<?> served = server.submit(() -> {
                 serve(p, config, busyPoll, quiet);
@@ -283,9 +289,9 @@ public final class Perftest {
                 // server's own failure is the cause to report.
                 try {
                     served.get(10, TimeUnit.SECONDS);
-                } catch (java.util.concurrent.ExecutionException serverFailure) {
+                } catch (ExecutionException serverFailure) {
                     clientFailure.addSuppressed(serverFailure.getCause());
-                } catch (java.util.concurrent.TimeoutException stillServing) {
+                } catch (TimeoutException stillServing) {
                     // the server saw nothing wrong yet: the client's failure is the whole story
                 } catch (InterruptedException e) {
                     Thread.currentThread().interrupt(); // the client's failure still goes up

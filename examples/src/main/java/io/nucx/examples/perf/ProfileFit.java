@@ -4,8 +4,12 @@ import io.nucx.protocol.select.PerfProfile;
 import io.nucx.protocol.tag.EagerProtocols;
 import io.nucx.protocol.tag.RndvProtocols;
 
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.HashMap;
 import java.util.List;
 import java.util.Locale;
+import java.util.Map;
 
 /**
  * The cost model run backwards: from what calibration measured with protocols forced one at a time, the lane figures
@@ -79,7 +83,7 @@ public final class ProfileFit {
             }
             for (int i = 1; i < sizes.length; i++) {
                 if (sizes[i] <= sizes[i - 1]) {
-                    throw new IllegalArgumentException("the sizes must ascend: " + java.util.Arrays.toString(sizes));
+                    throw new IllegalArgumentException("the sizes must ascend: " + Arrays.toString(sizes));
                 }
             }
         }
@@ -108,7 +112,7 @@ public final class ProfileFit {
                     || eagerModel.length != n) {
                 throw new IllegalArgumentException("a rendezvous surcharge is fitted from two or more ascending sizes "
                         + "with a time and a model cost of each protocol at each, got sizes "
-                        + java.util.Arrays.toString(sizes));
+                        + Arrays.toString(sizes));
             }
         }
     }
@@ -203,9 +207,9 @@ public final class ProfileFit {
     public static Result fit(String source, double copyBandwidth, List<AmRuns> am, List<RmaRuns> rma,
                              List<RndvRuns> rndv, List<EagerRuns> eager, List<RndvRuns> reads) {
         PerfProfile.Builder b = PerfProfile.builder(source).copyBandwidth(copyBandwidth);
-        List<String> notes = new java.util.ArrayList<>();
+        List<String> notes = new ArrayList<>();
         double copy = 1 / copyBandwidth;
-        java.util.Map<String, double[]> amFigures = new java.util.HashMap<>();
+        Map<String, double[]> amFigures = new HashMap<>();
         for (AmRuns r : am) {
             double slope = (r.time2() - r.time1()) / (r.size2() - r.size1());
             double wire = slope - 2 * copy;
@@ -276,7 +280,7 @@ public final class ProfileFit {
                 fitBulk(r, slope, intercept, perCall, b, notes);
             }
         }
-        java.util.Map<String, Double> eagerCosts = new java.util.HashMap<>();
+        Map<String, Double> eagerCosts = new HashMap<>();
         for (EagerRuns e : eager) {
             eagerCosts.put(e.lane(), fitEager(e, b, notes));
         }

@@ -6,6 +6,7 @@ import io.nucx.protocol.select.ProtoTable;
 import java.io.BufferedWriter;
 import java.io.IOException;
 import java.io.PrintStream;
+import java.lang.management.ManagementFactory;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -275,7 +276,7 @@ public final class Sweep {
         try {
             return Double.parseDouble(Files.readString(Path.of("/proc/loadavg")).trim().split("\\s+")[0]);
         } catch (IOException | RuntimeException e) {
-            return java.lang.management.ManagementFactory.getOperatingSystemMXBean().getSystemLoadAverage();
+            return ManagementFactory.getOperatingSystemMXBean().getSystemLoadAverage();
         }
     }
 

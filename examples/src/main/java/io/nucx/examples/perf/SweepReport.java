@@ -5,6 +5,7 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.List;
 import java.util.TreeSet;
 
@@ -49,7 +50,7 @@ public final class SweepReport {
             double[] ucx = ps.stream().mapToDouble(SweepSummary.Point::ucxUs).toArray();
             double[] ratio = ps.stream().mapToDouble(SweepSummary.Point::ucxRatio).toArray();
             double[] ones = new double[x.length];
-            java.util.Arrays.fill(ones, 1.0);
+            Arrays.fill(ones, 1.0);
             SweepPlot.write(out.resolve(name).toFile(), "nucx (engine's choice) and ucx_perftest 1.13, " + test
                     + " over " + tls + ", same run; " + ps.get(0).metric(), List.of(new SweepPlot.Series("ucx_perftest", x, ucx, false, false),
                     new SweepPlot.Series("nucx", x, nucx, true, false)),

@@ -1,6 +1,7 @@
 package io.nucx.examples.perf;
 
 import java.util.ArrayList;
+import java.util.Comparator;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Locale;
@@ -138,7 +139,7 @@ public final class SweepSummary {
             out.add(new Point(e.getKey().tls(), e.getKey().test(), e.getKey().size(), chosen, auto, forced, best,
                     bestUs, ucx, median(loads), metric.describe(e.getValue().get(0).percentile())));
         }
-        out.sort(java.util.Comparator.comparing(Point::tls).thenComparing(Point::test)
+        out.sort(Comparator.comparing(Point::tls).thenComparing(Point::test)
                 .thenComparingLong(Point::size));
         return out;
     }

@@ -3,6 +3,9 @@ package io.nucx.examples.perf;
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.PooledByteBufAllocator;
 import io.netty.buffer.Unpooled;
+import io.netty.channel.ChannelHandler;
+import io.netty.channel.ChannelHandlerContext;
+import io.netty.channel.ChannelInboundHandlerAdapter;
 import io.netty.util.concurrent.Future;
 import io.netty.util.concurrent.GenericFutureListener;
 import io.netty.util.concurrent.Promise;
@@ -11,11 +14,15 @@ import io.nucx.Endpoint;
 import io.nucx.EndpointOption;
 import io.nucx.Worker;
 import io.nucx.protocol.am.AmData;
+import io.nucx.protocol.amo.RemoteMemoryKey;
 import io.nucx.protocol.stream.StreamData;
 import io.nucx.protocol.tag.TagMessage;
 import io.nucx.protocol.tag.TagReceive;
 import org.HdrHistogram.Histogram;
 
+import java.lang.foreign.MemorySegment;
+import java.lang.management.ManagementFactory;
+import java.time.Instant;
 import java.util.concurrent.TimeUnit;
 
 /**
@@ -90,7 +97,7 @@ final class TagPerfClient {
     private final FreshData fresh;
     private final int windowIterations;
     private final long processStartMillis = ProcessHandle.current().info().startInstant()
-            .map(java.time.Instant::toEpochMilli).orElse(System.currentTimeMillis());
+            .map(Instant::toEpochMilli).orElse(System.currentTimeMillis());
 
     private Phase phase = Phase.WARMUP;
     private long phaseStart;
@@ -159,8 +166,8 @@ final class TagPerfClient {
     private final ByteBuf pongBuffer;
     private final TagReceive pong;
     /** RMA tests: the server's memory and ours, the same size. */
-    private final io.nucx.protocol.amo.RemoteMemoryKey key;
-    private final java.lang.foreign.MemorySegment local;
+    private final RemoteMemoryKey key;
+    private final MemorySegment local;
 
     TagPerfClient(Worker worker, Endpoint ep, PerfParams params, PerfReporter reporter) {
         this(worker, ep, params, reporter, null);
@@ -168,7 +175,7 @@ final class TagPerfClient {
 
     /** @param key the server's registered memory, for an RMA test; null for a tag test */
     TagPerfClient(Worker worker, Endpoint ep, PerfParams params, PerfReporter reporter,
-                  io.nucx.protocol.amo.RemoteMemoryKey key) {
+                  RemoteMemoryKey key) {
         this(worker, ep, params, reporter, key, null);
     }
 
@@ -177,7 +184,7 @@ final class TagPerfClient {
      *               null for the other tests
      */
     TagPerfClient(Worker worker, Endpoint ep, PerfParams params, PerfReporter reporter,
-                  io.nucx.protocol.amo.RemoteMemoryKey key, PerfStreamReader stream) {
+                  RemoteMemoryKey key, PerfStreamReader stream) {
         this.stream = stream;
         this.key = key;
         this.worker = worker;
@@ -205,7 +212,7 @@ final class TagPerfClient {
         this.pongBuffer = PooledByteBufAllocator.DEFAULT.directBuffer(size, size);
         this.pong = PerfTags.discarding(PerfTags.PONG, pongBuffer, this::onPong, this::fail);
         ep.config().setOption(EndpointOption.SEND_TAG, params.test().pingPong() ? PerfTags.PING : PerfTags.DATA);
-        this.local = key == null ? null : java.lang.foreign.MemorySegment.ofBuffer(contig.nioBuffer(0, size));
+        this.local = key == null ? null : MemorySegment.ofBuffer(contig.nioBuffer(0, size));
     }
 
     Future<PerfResult> start() {
@@ -219,9 +226,9 @@ final class TagPerfClient {
         if (!params.test().pingPong() && !sync && key == null) {
             // Only where sends may wait for room: a handler of the user's at the pipeline's end costs every read
             // batch a walk of the endpoint's pipeline (EndpointChannel.readBatchEnded), which a ping-pong would pay.
-            io.netty.channel.ChannelHandler roomWatch = new io.netty.channel.ChannelInboundHandlerAdapter() {
+            ChannelHandler roomWatch = new ChannelInboundHandlerAdapter() {
                 @Override
-                public void channelWritabilityChanged(io.netty.channel.ChannelHandlerContext ctx) {
+                public void channelWritabilityChanged(ChannelHandlerContext ctx) {
                     onWritable();
                     ctx.fireChannelWritabilityChanged();
                 }
@@ -313,7 +320,7 @@ final class TagPerfClient {
 
     /** Reads the JIT compiler's total time (a JMX call); {@link #jitChanged} is when it last grew. */
     private void lookAtJit(long now) {
-        long jit = java.lang.management.ManagementFactory.getCompilationMXBean().getTotalCompilationTime();
+        long jit = ManagementFactory.getCompilationMXBean().getTotalCompilationTime();
         if (jit != jitMillis) {
             jitMillis = jit;
             jitChanged = now;

@@ -2,6 +2,8 @@ package io.nucx.examples.perf;
 
 import org.junit.jupiter.api.Test;
 
+import java.util.concurrent.TimeUnit;
+
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
@@ -27,7 +29,7 @@ class CoreRoundTripTest {
                 "-cp", System.getProperty("java.class.path"), CoreRoundTrip.class.getName())
                 .redirectErrorStream(true).start();
         // Its output is one line, which the pipe holds until it ends.
-        boolean ended = p.waitFor(60, java.util.concurrent.TimeUnit.SECONDS);
+        boolean ended = p.waitFor(60, TimeUnit.SECONDS);
         if (!ended) {
             p.destroyForcibly().waitFor();
         }

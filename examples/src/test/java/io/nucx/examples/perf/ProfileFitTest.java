@@ -13,6 +13,8 @@ import io.nucx.transport.Capability;
 import io.nucx.transport.IfaceAttributes;
 import org.junit.jupiter.api.Test;
 
+import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.EnumSet;
 import java.util.List;
 
@@ -251,7 +253,7 @@ class ProfileFitTest {
     void aSizeBetween512KiBAnd1MiBPlacesTheSwitchNearerWhereTheRendezvousWins() {
         long[] sizes = Calibration.RNDV_SIZES;
         assertEquals(List.of(256L << 10, 512L << 10, 768L << 10, 1L << 20),
-                java.util.Arrays.stream(sizes).boxed().toList());
+                Arrays.stream(sizes).boxed().toList());
         double[] eager = {60e-6, 100e-6, 120e-6, 141e-6};
         double[] measured = {75e-6, 110e-6, 140e-6, 134e-6}; // +15, +10, +20, -7 us
         long miss = 835_182;
@@ -266,11 +268,11 @@ class ProfileFitTest {
     }
 
     private static long[] pick(long[] values, int[] at) {
-        return java.util.Arrays.stream(at).mapToLong(i -> values[i]).toArray();
+        return Arrays.stream(at).mapToLong(i -> values[i]).toArray();
     }
 
     private static double[] pick(double[] values, int[] at) {
-        return java.util.Arrays.stream(at).mapToDouble(i -> values[i]).toArray();
+        return Arrays.stream(at).mapToDouble(i -> values[i]).toArray();
     }
 
     /**
@@ -348,7 +350,7 @@ class ProfileFitTest {
     @Test
     void anEagerSurchargeIsTheSendsTimeBeyondItsPriceAndNeverBelowZero() {
         PerfProfile.Builder b = PerfProfile.builder("fit");
-        List<String> notes = new java.util.ArrayList<>();
+        List<String> notes = new ArrayList<>();
         assertEquals(0.9e-6, ProfileFit.fitEager(new ProfileFit.EagerRuns("shm/memory", 4095, 65528, 9.1e-6, 8.2e-6),
                 b, notes), 1e-12);
         assertEquals(0, ProfileFit.fitEager(new ProfileFit.EagerRuns("tcp/lo", 8191, 131064, 30e-6, 31e-6), b,

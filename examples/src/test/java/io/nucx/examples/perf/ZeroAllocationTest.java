@@ -1,5 +1,6 @@
 package io.nucx.examples.perf;
 
+import io.nucx.examples.NucxMain;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.CsvSource;
@@ -118,7 +119,7 @@ class ZeroAllocationTest {
         String java = ProcessHandle.current().info().command().orElseThrow();
         ProcessBuilder pb = new ProcessBuilder(java, "-XX:TieredStopAtLevel=1",
                 "-Dio.netty.leakDetection.level=disabled", "--enable-native-access=ALL-UNNAMED", "-cp",
-                System.getProperty("java.class.path"), io.nucx.examples.NucxMain.class.getName(),
+                System.getProperty("java.class.path"), NucxMain.class.getName(),
                 "perftest", "--in-process", "-t", test, "-s", Integer.toString(size),
                 "-n", Integer.toString(iterations), "--warmup-time", "2", "-f").redirectErrorStream(true);
         pb.environment().keySet().removeIf(k -> k.startsWith("NUCX_"));

@@ -1,5 +1,7 @@
 package io.nucx.protocol.select;
 
+import java.util.Locale;
+
 /**
  * Time as a linear function of message size, {@code c + m * size} seconds (UCX's {@code ucs_linear_func_t}).
  */
@@ -38,6 +40,6 @@ public record LinearFunc(double c, double m) {
 
     @Override
     public String toString() {
-        return String.format(java.util.Locale.ROOT, "%.3fns + %.4fns/B", c * 1e9, m * 1e9);
+        return String.format(Locale.ROOT, "%.3fns + %.4fns/B", c * 1e9, m * 1e9);
     }
 }

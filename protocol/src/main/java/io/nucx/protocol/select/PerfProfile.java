@@ -6,14 +6,18 @@ import io.nucx.protocol.RndvSurcharge;
 import io.nucx.transport.IfaceAttributes;
 
 import java.io.IOException;
+import java.io.UncheckedIOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.Collections;
+import java.util.HashSet;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 import java.util.TreeMap;
 import java.util.regex.Pattern;
 
@@ -180,7 +184,7 @@ public final class PerfProfile {
 
     private static double[] nan() {
         double[] f = new double[Figure.values().length];
-        java.util.Arrays.fill(f, Double.NaN);
+        Arrays.fill(f, Double.NaN);
         return f;
     }
 
@@ -291,7 +295,7 @@ public final class PerfProfile {
         String text;
         try {
             text = Files.readString(file, StandardCharsets.UTF_8);
-        } catch (IOException | java.io.UncheckedIOException e) {
+        } catch (IOException | UncheckedIOException e) {
             throw new IllegalArgumentException("cannot read performance profile " + file + ": " + e);
         }
         return parse(text, file.toString());
@@ -300,7 +304,7 @@ public final class PerfProfile {
     /** Parses a profile's text; {@code source} names it in errors. */
     public static PerfProfile parse(String text, String source) {
         Builder b = new Builder(source);
-        java.util.Set<String> seen = new java.util.HashSet<>();
+        Set<String> seen = new HashSet<>();
         boolean format = false;
         String[] lines = text.split("\n", -1);
         for (int i = 0; i < lines.length; i++) {
@@ -345,7 +349,7 @@ public final class PerfProfile {
                 }
                 if (figure == null) {
                     throw new IllegalArgumentException("unknown setting '" + key + "'; a lane's figures are "
-                            + java.util.Arrays.stream(Figure.values()).map(f -> "LANE." + f.key).toList() + ", and "
+                            + Arrays.stream(Figure.values()).map(f -> "LANE." + f.key).toList() + ", and "
                             + COPY_BANDWIDTH);
                 }
                 b.figure(key.substring(0, key.length() - figure.key.length() - 1), figure, number(key, value));

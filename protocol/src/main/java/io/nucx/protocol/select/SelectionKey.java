@@ -1,5 +1,7 @@
 package io.nucx.protocol.select;
 
+import java.util.Locale;
+
 /**
  * What a send is, packed into one long, as UCX's 8-byte {@code ucp_proto_select_param_t}: the key of the protocol
  * tables.
@@ -92,9 +94,9 @@ public final class SelectionKey {
             }
             b.append(')');
         }
-        b.append(" from ").append(memoryType(key).name().toLowerCase(java.util.Locale.ROOT)).append(" memory");
+        b.append(" from ").append(memoryType(key).name().toLowerCase(Locale.ROOT)).append(" memory");
         if (datatype(key) != DatatypeClass.CONTIG) {
-            b.append(", ").append(datatype(key).name().toLowerCase(java.util.Locale.ROOT));
+            b.append(", ").append(datatype(key).name().toLowerCase(Locale.ROOT));
         }
         return b.toString();
     }

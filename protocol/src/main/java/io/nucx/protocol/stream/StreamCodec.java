@@ -13,6 +13,8 @@ import io.netty.util.ReferenceCountUtil;
 import io.netty.util.concurrent.Future;
 import io.netty.util.concurrent.Promise;
 import io.netty.util.concurrent.ScheduledFuture;
+import io.netty.util.internal.logging.InternalLogger;
+import io.netty.util.internal.logging.InternalLoggerFactory;
 import io.nucx.protocol.AmIds;
 import io.nucx.protocol.EndpointServices;
 import io.nucx.protocol.ProtocolCodec;
@@ -69,8 +71,8 @@ import java.util.concurrent.TimeUnit;
  */
 public final class StreamCodec extends ChannelDuplexHandler implements ProtocolCodec {
 
-    private static final io.netty.util.internal.logging.InternalLogger LOG =
-            io.netty.util.internal.logging.InternalLoggerFactory.getInstance(StreamCodec.class);
+    private static final InternalLogger LOG =
+            InternalLoggerFactory.getInstance(StreamCodec.class);
 
     /** Its name in an endpoint's pipeline. */
     public static final String NAME = "nucx.stream";

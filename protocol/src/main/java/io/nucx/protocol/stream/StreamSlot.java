@@ -1,6 +1,7 @@
 package io.nucx.protocol.stream;
 
 import io.netty.buffer.ByteBuf;
+import io.nucx.transport.Buffers;
 import io.nucx.transport.ShortPayload;
 
 /**
@@ -56,7 +57,7 @@ public final class StreamSlot {
             return false;
         }
         if (d.writableBytes() < n) {
-            data = d = io.nucx.transport.Buffers.grow(d, n); // not ensureWritable: a NIO view per growth
+            data = d = Buffers.grow(d, n); // not ensureWritable: a NIO view per growth
         }
         payload.copyTo(d, d.writerIndex());
         d.writerIndex(d.writerIndex() + n);

@@ -10,8 +10,10 @@ import io.nucx.protocol.EndpointServices;
 import io.nucx.protocol.ProtocolCodec;
 import io.nucx.protocol.WorkerProtocols;
 import io.nucx.protocol.am.AmData;
+import io.nucx.protocol.stream.StreamCodec;
 import io.nucx.protocol.stream.StreamData;
 import io.nucx.transport.AmFrame;
+import io.nucx.transport.ShortPayload;
 
 import java.util.List;
 
@@ -49,7 +51,7 @@ public final class EagerCodec extends ChannelDuplexHandler implements ProtocolCo
     private EagerReceiver receiver;
     private ChannelHandlerContext ctx;
     /** See {@link #stream()}; null until a short stream write arrives. */
-    private io.nucx.protocol.stream.StreamCodec stream;
+    private StreamCodec stream;
 
     public EagerCodec(EndpointServices endpoint, WorkerProtocols worker) {
         this.endpoint = endpoint;
@@ -124,7 +126,7 @@ public final class EagerCodec extends ChannelDuplexHandler implements ProtocolCo
     }
 
     @Override
-    public void shortFrameArrived(int amId, long header, io.nucx.transport.ShortPayload payload) {
+    public void shortFrameArrived(int amId, long header, ShortPayload payload) {
         // Each one's header is its tag field alone (a stream write's: 0).
         if (amId == AmIds.EAGER_ONLY) {
             receiver.onOnly(header, payload);
@@ -139,9 +141,9 @@ public final class EagerCodec extends ChannelDuplexHandler implements ProtocolCo
      * The endpoint's stream codec, where a short stream write's bytes go straight from the transport (the codecs
      * between pass a stream's slots on untouched, at once); looked up at the first, since it is added after this one.
      */
-    private io.nucx.protocol.stream.StreamCodec stream() {
+    private StreamCodec stream() {
         if (stream == null && ctx != null) {
-            stream = ctx.pipeline().get(io.nucx.protocol.stream.StreamCodec.class);
+            stream = ctx.pipeline().get(StreamCodec.class);
         }
         return stream;
     }

@@ -5,6 +5,7 @@ import io.netty.buffer.ByteBufAllocator;
 import io.netty.channel.ChannelHandlerContext;
 import io.netty.util.concurrent.Future;
 import io.netty.util.concurrent.Promise;
+import io.netty.util.concurrent.PromiseCombiner;
 import io.netty.util.internal.logging.InternalLogger;
 import io.netty.util.internal.logging.InternalLoggerFactory;
 import io.nucx.protocol.AmIds;
@@ -32,6 +33,7 @@ import java.util.List;
 import java.util.Queue;
 import java.util.Set;
 import java.util.concurrent.ConcurrentLinkedQueue;
+import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.LongAdder;
 import java.util.function.LongPredicate;
 
@@ -230,7 +232,7 @@ final class RndvReceiver {
 
     RndvReceiver(ChannelHandlerContext ctx, EndpointServices endpoint, TagMatcher matcher, ByteBufAllocator alloc,
                  long maxMessageSize, RndvScheme scheme, ProtocolCounters counters,
-                 java.util.concurrent.atomic.AtomicInteger inFlight, MemoryBudget budget) {
+                 AtomicInteger inFlight, MemoryBudget budget) {
         this.budget = budget;
         this.ctx = ctx;
         this.receives = new PendingRequests<>(inFlight);
@@ -743,7 +745,7 @@ final class RndvReceiver {
         // access back) must not end the receive inside its endpoint's failure, before the endpoint is known failed.
         // With several devices, only once every one of them has withdrawn the sender's access.
         Promise<Void> all = ctx.executor().newPromise();
-        io.netty.util.concurrent.PromiseCombiner revokes = new io.netty.util.concurrent.PromiseCombiner(
+        PromiseCombiner revokes = new PromiseCombiner(
                 ctx.executor());
         offer.forEach(m -> revokes.add(m.revoke()));
         revokes.finish(all);

@@ -25,6 +25,8 @@ import io.nucx.transport.rma.MemoryRegistration;
 import java.lang.foreign.MemorySegment;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.LongAdder;
 
 /**
@@ -99,7 +101,7 @@ final class RndvSender {
 
     /** @param inFlight the worker's count of rendezvous in progress, for metrics */
     RndvSender(ChannelHandlerContext ctx, EndpointServices endpoint, ProtocolCounters counters,
-               java.util.concurrent.atomic.AtomicInteger inFlight) {
+               AtomicInteger inFlight) {
         this.ctx = ctx;
         this.sends = new PendingRequests<>(inFlight);
         this.endpoint = endpoint;
@@ -372,7 +374,7 @@ final class RndvSender {
         lastWordsPending++;
         // A lane that does not drain must not keep the endpoint forever: the close bound ends the wait.
         Future<?> bound = ctx.executor().schedule(this::lastWordWritten, endpoint.closeWaitNanos(),
-                java.util.concurrent.TimeUnit.NANOSECONDS);
+                TimeUnit.NANOSECONDS);
         f.addListener(done -> {
             if (bound.cancel(false)) {
                 lastWordWritten();

@@ -3,6 +3,9 @@ package io.nucx.protocol.tag;
 import io.netty.buffer.ByteBuf;
 import io.netty.util.concurrent.Promise;
 import io.nucx.transport.Buffers;
+import io.nucx.transport.ShortPayload;
+
+import java.util.Objects;
 
 /**
  * A posted receive ({@code ucp_tag_recv_nbx}): a tag and mask, the user's buffer or none, and what gets the message:
@@ -58,7 +61,7 @@ public final class TagReceive {
      * @param into the buffer to write the message into (its writable bytes are the limit), or null to allocate
      */
     public TagReceive(long tag, long mask, ByteBuf into, Promise<TagMessage> promise) {
-        this(tag, mask, into, java.util.Objects.requireNonNull(promise, "promise"), null);
+        this(tag, mask, into, Objects.requireNonNull(promise, "promise"), null);
     }
 
     private TagReceive(long tag, long mask, ByteBuf into, Promise<TagMessage> promise, Handler handler) {
@@ -71,7 +74,7 @@ public final class TagReceive {
 
     /** A receive for {@code tag} under {@code mask} that {@code handler} completes, to be posted again and again. */
     public static TagReceive reusable(long tag, long mask, Handler handler) {
-        return new TagReceive(tag, mask, null, null, java.util.Objects.requireNonNull(handler, "handler"));
+        return new TagReceive(tag, mask, null, null, Objects.requireNonNull(handler, "handler"));
     }
 
     /**
@@ -80,8 +83,8 @@ public final class TagReceive {
      * {@code into.clear()}) before posting it again, and owns {@code into} throughout.
      */
     public static TagReceive reusable(long tag, long mask, ByteBuf into, Handler handler) {
-        return new TagReceive(tag, mask, java.util.Objects.requireNonNull(into, "into"), null,
-                java.util.Objects.requireNonNull(handler, "handler"));
+        return new TagReceive(tag, mask, Objects.requireNonNull(into, "into"), null,
+                Objects.requireNonNull(handler, "handler"));
     }
 
     /** Whether it is a {@link #reusable} receive. */
@@ -198,7 +201,7 @@ public final class TagReceive {
      * the user's buffer, and returns true; false without a buffer of the user's (the caller copies it out and
      * {@link #deliver}s it).
      */
-    public boolean deliverFrom(long msgTag, io.nucx.transport.ShortPayload payload) {
+    public boolean deliverFrom(long msgTag, ShortPayload payload) {
         if (into == null) {
             return false;
         }

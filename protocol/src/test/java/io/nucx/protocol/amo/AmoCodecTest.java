@@ -19,6 +19,7 @@ import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.SplittableRandom;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
@@ -123,7 +124,7 @@ class AmoCodecTest {
         assertTrue(key.secret() != 0);
         RemoteMemoryKey guessed = new RemoteMemoryKey(TARGET_UUID, key.region(), key.base(), key.length());
         assertEquals(AmoHeaders.STATUS_NO_REGION, run(guessed, 0, AtomicOp.ADD, 1, 0)[0]);
-        java.util.SplittableRandom guesses = new java.util.SplittableRandom(13);
+        SplittableRandom guesses = new SplittableRandom(13);
         for (int i = 0; i < 10_000; i++) {
             assertEquals(AmoHeaders.STATUS_NO_REGION, run(request(9, key.base() + 8 * (i % 8), 1, 0, key.region(),
                     AtomicOp.ADD.wire(), guesses.nextLong()))[0]);

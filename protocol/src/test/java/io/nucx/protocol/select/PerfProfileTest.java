@@ -1,5 +1,6 @@
 package io.nucx.protocol.select;
 
+import io.nucx.protocol.EagerSurcharge;
 import io.nucx.protocol.EndpointConfig;
 import io.nucx.protocol.RndvSurcharge;
 import io.nucx.transport.Capability;
@@ -123,9 +124,9 @@ class PerfProfileTest {
         assertEquals(new RndvSurcharge(-2.5e-6, 1.125e-11), applied.rndvSurcharge(), "the AM lane's surcharge");
         assertEquals(0, applied.rndvSurcharge().at(200_000), "below 0 up to where its line crosses it");
         assertEquals(-2.5e-6 + 1.125e-11 * (4 << 20), applied.rndvSurcharge().at(4 << 20), 1e-15);
-        assertEquals(new io.nucx.protocol.EagerSurcharge(8191, 0.75e-6), applied.eagerSurcharge(),
+        assertEquals(new EagerSurcharge(8191, 0.75e-6), applied.eagerSurcharge(),
                 "the AM lane's eager surcharge");
-        assertSame(io.nucx.protocol.EagerSurcharge.NONE, c.eagerSurcharge());
+        assertSame(EagerSurcharge.NONE, c.eagerSurcharge());
         assertSame(RndvSurcharge.NONE, c.rndvSurcharge());
         assertSame(RndvSurcharge.NONE, applied.readSurcharge(), "cma/memory has no read surcharge in the sample");
         EndpointConfig read = PerfProfile.builder("r").figure("cma/memory", PerfProfile.Figure.RNDV_COST, 1e-6)

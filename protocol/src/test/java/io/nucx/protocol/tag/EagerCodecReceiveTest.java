@@ -6,6 +6,8 @@ import io.netty.buffer.Unpooled;
 import io.netty.channel.embedded.EmbeddedChannel;
 import io.netty.util.concurrent.Promise;
 import io.nucx.protocol.AmIds;
+import io.nucx.protocol.LimitExceededException;
+import io.nucx.protocol.MemoryBudget;
 import io.nucx.protocol.ProtocolException;
 import io.nucx.protocol.TestEndpoint;
 import io.nucx.protocol.WorkerProtocols;
@@ -492,7 +494,7 @@ class EagerCodecReceiveTest {
         ByteBuf middle = header(300, 4);
         try {
             own.writeInbound(firstFrame(4, 10, 300, text("0123")));
-            assertEquals(io.nucx.protocol.MemoryBudget.ENTRY_COST + 10, endpoint.receiveBudget().used(),
+            assertEquals(MemoryBudget.ENTRY_COST + 10, endpoint.receiveBudget().used(),
                     "charged whole");
             ByteBuf place = c.placePayload(AmIds.EAGER_MIDDLE, middle, 3);
             assertNotNull(place, "its middle fragment goes into the buffer of the whole");
@@ -552,26 +554,26 @@ class EagerCodecReceiveTest {
      */
     @Test
     void aRefusedChargeNamesTheMessage() {
-        long entry = io.nucx.protocol.MemoryBudget.ENTRY_COST;
-        io.nucx.protocol.LimitExceededException bookkeeping = refusedFirst(entry - 1, 0x2b);
+        long entry = MemoryBudget.ENTRY_COST;
+        LimitExceededException bookkeeping = refusedFirst(entry - 1, 0x2b);
         assertEquals("message 2b arriving for the pipeline would hold " + entry + " bytes for one peer: over "
                 + "NUCX_RX_EP_BYTES=" + (entry - 1), bookkeeping.getMessage());
-        io.nucx.protocol.LimitExceededException bytes = refusedFirst(entry + 4, 0x2a);
+        LimitExceededException bytes = refusedFirst(entry + 4, 0x2a);
         assertEquals("message 2a (100 bytes, 0 arrived) would hold " + (entry + 8) + " bytes for one peer: over "
                 + "NUCX_RX_EP_BYTES=" + (entry + 4), bytes.getMessage());
     }
 
     /** An EAGER_FIRST for the pipeline (100 bytes, 8 of them here) on an endpoint whose budget is {@code limit}. */
-    private static io.nucx.protocol.LimitExceededException refusedFirst(long limit, long msgId) {
+    private static LimitExceededException refusedFirst(long limit, long msgId) {
         EmbeddedChannel piped = new EmbeddedChannel();
         WorkerProtocols w = TestEndpoint.worker(piped, TestEndpoint.settings(MAX, RndvScheme.AUTO,
                 EagerProtocols.ALL));
         EagerCodec c = new EagerCodec(new TestEndpoint(piped, TestEndpoint.amLane(128, 1024)).toPipeline(t -> t == 7)
-                .receiveBudget(io.nucx.protocol.MemoryBudget.worker("NUCX_RX_WORKER_BYTES", 1 << 20)
+                .receiveBudget(MemoryBudget.worker("NUCX_RX_WORKER_BYTES", 1 << 20)
                         .endpoint("NUCX_RX_EP_BYTES", limit)), w);
         piped.pipeline().addLast(c, new TagOrder());
         try {
-            return assertThrows(io.nucx.protocol.LimitExceededException.class,
+            return assertThrows(LimitExceededException.class,
                     () -> piped.writeInbound(firstFrame(7, 100, msgId, text("12345678"))));
         } finally {
             c.endpointEnded(new ClosedChannelException());

@@ -3,6 +3,7 @@ package io.nucx.protocol.tag;
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.Unpooled;
 import io.netty.channel.ChannelFuture;
+import io.netty.channel.ChannelHandler;
 import io.netty.channel.ChannelPromise;
 import io.netty.channel.embedded.EmbeddedChannel;
 import io.netty.util.concurrent.Future;
@@ -65,7 +66,7 @@ class EagerZcopyCodecTest {
     }
 
     /** An endpoint on {@code lane} whose codec sits above {@code below}. */
-    private EmbeddedChannel channel(EndpointConfig lane, long zcopyThresh, io.netty.channel.ChannelHandler... below) {
+    private EmbeddedChannel channel(EndpointConfig lane, long zcopyThresh, ChannelHandler... below) {
         EmbeddedChannel ch = new EmbeddedChannel();
         worker = TestEndpoint.worker(ch, settings(zcopyThresh));
         codec = new EagerCodec(new TestEndpoint(ch, lane), worker);
@@ -74,7 +75,7 @@ class EagerZcopyCodecTest {
         return ch;
     }
 
-    private EmbeddedChannel tcpLike(io.netty.channel.ChannelHandler... below) {
+    private EmbeddedChannel tcpLike(ChannelHandler... below) {
         return channel(lane(true, COPY_MAX), ZCOPY_THRESH, below);
     }
 

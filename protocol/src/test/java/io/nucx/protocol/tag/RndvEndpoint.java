@@ -7,6 +7,7 @@ import io.netty.channel.embedded.EmbeddedChannel;
 import io.netty.util.ReferenceCountUtil;
 import io.nucx.protocol.AmIds;
 import io.nucx.protocol.EndpointConfig;
+import io.nucx.protocol.KeyBundle;
 import io.nucx.protocol.ProtocolRegistry;
 import io.nucx.protocol.TestEndpoint;
 import io.nucx.protocol.WorkerProtocols;
@@ -165,13 +166,13 @@ final class RndvEndpoint implements AutoCloseable {
 
     /** {@code key} as the only key of a bundle, registered on device entry 0; null for null. */
     static byte[] bundle(byte[] key) {
-        return key == null ? null : io.nucx.protocol.KeyBundle.pack(List.of(new io.nucx.protocol.KeyBundle.Key(0,
+        return key == null ? null : KeyBundle.pack(List.of(new KeyBundle.Key(0,
                 key)));
     }
 
     /** The transport key of device entry 0 in the bundle {@code packed}. */
     static byte[] unbundle(ByteBuf packed) {
-        byte[] key = io.nucx.protocol.KeyBundle.keyFor(io.nucx.protocol.KeyBundle.unpack(packed), 0);
+        byte[] key = KeyBundle.keyFor(KeyBundle.unpack(packed), 0);
         assertTrue(key != null, "no key of device entry 0 in the bundle");
         return key;
     }

@@ -1,6 +1,8 @@
 package io.nucx.protocol.tag;
 
+import io.nucx.protocol.EagerSurcharge;
 import io.nucx.protocol.EndpointConfig;
+import io.nucx.protocol.RndvSurcharge;
 import io.nucx.protocol.select.LinearFunc;
 import io.nucx.protocol.select.PerfFactor;
 import io.nucx.protocol.select.ProbeParams;
@@ -102,9 +104,9 @@ class RndvGetZcopyProbeTest {
      */
     @Test
     void aReadSurchargeIsChargedToTheReadWhereItsLineIsAboveZero() {
-        io.nucx.protocol.RndvSurcharge line = new io.nucx.protocol.RndvSurcharge(-2e-6, 1e-11); // 0 at 200,000 B
+        RndvSurcharge line = new RndvSurcharge(-2e-6, 1e-11); // 0 at 200,000 B
         EndpointConfig surcharged = new EndpointConfig("tcp/lo", TCP, "cma/memory", CMA, List.of(), List.of(),
-                io.nucx.protocol.RndvSurcharge.NONE, io.nucx.protocol.EagerSurcharge.NONE, line);
+                RndvSurcharge.NONE, EagerSurcharge.NONE, line);
         ProtoPerf plain = probe(TCP_CMA, DIRECT).get(0).perf();
         ProtoPerf charged = probe(surcharged, DIRECT).get(0).perf();
         for (long size : new long[] {1, 65536, 200_000}) {
@@ -116,7 +118,7 @@ class RndvGetZcopyProbeTest {
         }
         IfaceAttributes bulk = CMA.withBulk(1 << 20, 5e9); // a calibrated bulk rate from 1 MiB on
         EndpointConfig withBulk = new EndpointConfig("tcp/lo", TCP, "cma/memory", bulk, List.of(), List.of(),
-                io.nucx.protocol.RndvSurcharge.NONE, io.nucx.protocol.EagerSurcharge.NONE, line);
+                RndvSurcharge.NONE, EagerSurcharge.NONE, line);
         ProtoPerf bulkPlain = probe(new EndpointConfig("tcp/lo", TCP, "cma/memory", bulk), DIRECT).get(0).perf();
         ProtoPerf bulkCharged = probe(withBulk, DIRECT).get(0).perf();
         for (long size : new long[] {(1 << 20) - 1, 1 << 20, 32 << 20}) {

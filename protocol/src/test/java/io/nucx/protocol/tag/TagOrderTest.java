@@ -11,6 +11,7 @@ import io.nucx.protocol.ProtocolRegistry;
 import io.nucx.protocol.ProtocolSettings;
 import io.nucx.protocol.TestEndpoint;
 import io.nucx.protocol.WorkerProtocols;
+import io.nucx.protocol.rma.RmaCodec;
 import io.nucx.transport.AmFrame;
 import org.junit.jupiter.api.Test;
 
@@ -210,7 +211,7 @@ class TagOrderTest {
         EmbeddedChannel ep = new EmbeddedChannel();
         User u = new User();
         List<ProtocolCodec> codecs = codecPipeline(ep, u);
-        assertEquals(List.of(io.nucx.protocol.rma.RmaCodec.NAME, "nucx.amo", RndvCodec.NAME, EagerCodec.NAME,
+        assertEquals(List.of(RmaCodec.NAME, "nucx.amo", RndvCodec.NAME, EagerCodec.NAME,
                 TagOrder.NAME), ep.pipeline().names().subList(0, 5),
                 "the last family nearest the lanes, the order on top");
         ep.writeInbound(eagerOnly("a"));

@@ -4,10 +4,14 @@ import io.nucx.transport.Availability;
 import io.nucx.transport.Buffers;
 import io.nucx.transport.HostId;
 
+import java.io.IOException;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.lang.invoke.MethodHandle;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.Objects;
 
 /**
  * Zero-copy GET and PUT between processes on one host with {@code process_vm_readv} / {@code process_vm_writev}
@@ -68,7 +72,7 @@ public final class Cma implements AutoCloseable {
         String scope;
         try {
             scope = "Yama ptrace_scope " + Files.readString(Path.of("/proc/sys/kernel/yama/ptrace_scope")).trim();
-        } catch (java.io.IOException e) {
+        } catch (IOException e) {
             scope = "no Yama (classic ptrace rules)";
         }
         boolean ptrace = false;
@@ -78,7 +82,7 @@ public final class Cma implements AutoCloseable {
                     ptrace = (Long.parseUnsignedLong(line.substring(7).trim(), 16) & (1L << 19)) != 0;
                 }
             }
-        } catch (java.io.IOException | NumberFormatException e) {
+        } catch (IOException | NumberFormatException e) {
             // unknown: say no, the conservative answer
         }
         return "pid " + PID + ", " + scope + (ptrace ? ", CAP_SYS_PTRACE: may read any local process"
@@ -104,7 +108,7 @@ public final class Cma implements AutoCloseable {
                 return Availability.unavailable("cma: Yama ptrace_scope is " + scope
                         + " (only CAP_SYS_PTRACE, or nobody, may attach)");
             }
-        } catch (java.io.IOException e) {
+        } catch (IOException e) {
             // no Yama: classic ptrace permissions apply
         }
         // Self-test, as UCX does: write 8 bytes into our own memory through the kernel.
@@ -112,7 +116,7 @@ public final class Cma implements AutoCloseable {
             MemorySegment src = a.allocate(8).fill((byte) 7);
             MemorySegment dst = a.allocate(8);
             cma.put(new CmaKey(HostId.get(), PID, dst.address(), 8), 0, src);
-            if (dst.get(java.lang.foreign.ValueLayout.JAVA_BYTE, 7) != 7) {
+            if (dst.get(ValueLayout.JAVA_BYTE, 7) != 7) {
                 return Availability.unavailable("cma: self-test wrote nothing");
             }
             return Availability.available();
@@ -145,9 +149,9 @@ public final class Cma implements AutoCloseable {
      * Moves bytes {@code [at, at + n)} of {@code segment}, a native segment of ours, to or from the peer. The iovecs
      * take plain addresses: no segment is made per call or per chunk.
      */
-    private void transfer(java.lang.invoke.MethodHandle call, String name, CmaKey key, long offset,
+    private void transfer(MethodHandle call, String name, CmaKey key, long offset,
                           MemorySegment segment, long at, long n) throws CmaException {
-        java.util.Objects.checkFromIndexSize(at, n, segment.byteSize());
+        Objects.checkFromIndexSize(at, n, segment.byteSize());
         if (!segment.isNative()) {
             throw new IllegalArgumentException(name + ": a heap segment has no address for the kernel");
         }
@@ -178,10 +182,10 @@ public final class Cma implements AutoCloseable {
             if (bounce && !read) {
                 Buffers.copyMemory(mine + done, through, len);
             }
-            local.set(java.lang.foreign.ValueLayout.JAVA_LONG, CmaNative.IOV_BASE, through);
-            local.set(java.lang.foreign.ValueLayout.JAVA_LONG, CmaNative.IOV_LEN, len);
-            remote.set(java.lang.foreign.ValueLayout.JAVA_LONG, CmaNative.IOV_BASE, remoteAddress);
-            remote.set(java.lang.foreign.ValueLayout.JAVA_LONG, CmaNative.IOV_LEN, len);
+            local.set(ValueLayout.JAVA_LONG, CmaNative.IOV_BASE, through);
+            local.set(ValueLayout.JAVA_LONG, CmaNative.IOV_LEN, len);
+            remote.set(ValueLayout.JAVA_LONG, CmaNative.IOV_BASE, remoteAddress);
+            remote.set(ValueLayout.JAVA_LONG, CmaNative.IOV_LEN, len);
             long r;
             try {
                 r = (long) call.invokeExact(capture, key.pid(), local, 1L, remote, 1L, 0L);
@@ -227,10 +231,10 @@ public final class Cma implements AutoCloseable {
      * kernel checks permission before the address, so EFAULT means "allowed", EPERM "refused".
      */
     public boolean mayAccess(int pid) throws CmaException {
-        local.set(java.lang.foreign.ValueLayout.ADDRESS, CmaNative.IOV_BASE, MemorySegment.NULL);
-        local.set(java.lang.foreign.ValueLayout.JAVA_LONG, CmaNative.IOV_LEN, 16L);
-        remote.set(java.lang.foreign.ValueLayout.ADDRESS, CmaNative.IOV_BASE, MemorySegment.NULL);
-        remote.set(java.lang.foreign.ValueLayout.JAVA_LONG, CmaNative.IOV_LEN, 16L);
+        local.set(ValueLayout.ADDRESS, CmaNative.IOV_BASE, MemorySegment.NULL);
+        local.set(ValueLayout.JAVA_LONG, CmaNative.IOV_LEN, 16L);
+        remote.set(ValueLayout.ADDRESS, CmaNative.IOV_BASE, MemorySegment.NULL);
+        remote.set(ValueLayout.JAVA_LONG, CmaNative.IOV_LEN, 16L);
         long r;
         try {
             r = (long) CmaNative.READV.invokeExact(capture, pid, local, 1L, remote, 1L, 0L);

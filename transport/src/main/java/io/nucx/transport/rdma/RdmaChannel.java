@@ -3,6 +3,7 @@ package io.nucx.transport.rdma;
 import io.netty.buffer.ByteBuf;
 import io.netty.buffer.Unpooled;
 import io.netty.channel.AbstractChannel;
+import io.netty.channel.Channel;
 import io.netty.channel.ChannelConfig;
 import io.netty.channel.ChannelMetadata;
 import io.netty.channel.ChannelOutboundBuffer;
@@ -18,6 +19,7 @@ import io.nucx.transport.rma.RemoteKey;
 import io.nucx.transport.rma.RmaLane;
 import io.nucx.transport.rma.RmaOp;
 
+import java.io.IOException;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
@@ -26,6 +28,8 @@ import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.nio.channels.ClosedChannelException;
 import java.nio.channels.NotYetConnectedException;
+import java.util.concurrent.CancellationException;
+import java.util.concurrent.ThreadLocalRandom;
 
 /**
  * A lane over one RC queue pair: the rdma transport's channel type. It carries {@link AmFrame}s as SENDs into the
@@ -130,7 +134,7 @@ public final class RdmaChannel extends AbstractChannel implements RmaLane {
         this.temporary = new RdmaMemory[txDepth];
         this.heldSlot = new int[rxDepth];
         this.heldLength = new int[rxDepth];
-        this.psn = java.util.concurrent.ThreadLocalRandom.current().nextInt(1 << 24);
+        this.psn = ThreadLocalRandom.current().nextInt(1 << 24);
         frameSlots = Math.min(rxDepth, txDepth);
         txOffset = (long) rxDepth * segSize;
         amoOffset = txOffset + (long) frameSlots * segSize;
@@ -343,7 +347,7 @@ public final class RdmaChannel extends AbstractChannel implements RmaLane {
         if (failure != null) {
             // Failed, not yet closed (fail() tells the pipeline first, whose handlers may still write, e.g. a
             // goodbye): the queue pair is destroyed, so nothing may be posted; the writes fail with its cause.
-            throw failure instanceof Exception e ? e : new java.io.IOException(failure);
+            throw failure instanceof Exception e ? e : new IOException(failure);
         }
         in.forEachFlushedMessage(poster.reset());
         retireCancelled();
@@ -476,7 +480,7 @@ public final class RdmaChannel extends AbstractChannel implements RmaLane {
     // ---------------------------------------------------------------- RmaLane
 
     @Override
-    public io.netty.channel.Channel channel() {
+    public Channel channel() {
         return this;
     }
 
@@ -619,7 +623,7 @@ public final class RdmaChannel extends AbstractChannel implements RmaLane {
             if (wrsLeft[idx] != 0) {
                 return;
             }
-            retireHead(idx, new java.util.concurrent.CancellationException("cancelled before it was posted"));
+            retireHead(idx, new CancellationException("cancelled before it was posted"));
         }
     }
 

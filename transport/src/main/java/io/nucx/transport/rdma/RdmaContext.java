@@ -2,6 +2,8 @@ package io.nucx.transport.rdma;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
+import java.util.ArrayList;
+import java.util.List;
 
 import static java.lang.foreign.ValueLayout.ADDRESS;
 import static java.lang.foreign.ValueLayout.JAVA_BYTE;
@@ -69,7 +71,7 @@ final class RdmaContext implements AutoCloseable {
     }
 
     /** Lists the device names {@code ibv_get_device_list} returns; the exception says why there are none. */
-    static java.util.List<String> deviceNames(Verbs verbs) throws VerbsException {
+    static List<String> deviceNames(Verbs verbs) throws VerbsException {
         try (Arena arena = Arena.ofConfined()) {
             MemorySegment cs = Verbs.newCaptureState(arena);
             MemorySegment num = arena.allocate(JAVA_INT);
@@ -80,7 +82,7 @@ final class RdmaContext implements AutoCloseable {
             }
             try {
                 int n = num.get(JAVA_INT, 0);
-                java.util.List<String> names = new java.util.ArrayList<>(n);
+                List<String> names = new ArrayList<>(n);
                 MemorySegment array = list.reinterpret(8L * (n + 1));
                 for (int i = 0; i < n; i++) {
                     names.add(IbvDevice.name(array.getAtIndex(ADDRESS, i)));

@@ -2,6 +2,7 @@ package io.nucx.transport.rdma;
 
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
+import java.util.Arrays;
 import java.util.HexFormat;
 
 /**
@@ -94,11 +95,11 @@ public record RdmaEndpointAddress(int linkLayer, int port, int mtu, int lid, int
 
     @Override
     public boolean equals(Object o) {
-        return o instanceof RdmaEndpointAddress a && java.util.Arrays.equals(pack(), a.pack());
+        return o instanceof RdmaEndpointAddress a && Arrays.equals(pack(), a.pack());
     }
 
     @Override
     public int hashCode() {
-        return java.util.Arrays.hashCode(pack());
+        return Arrays.hashCode(pack());
     }
 }

@@ -12,6 +12,9 @@ import io.netty.channel.IoRegistration;
 import io.netty.channel.epoll.EpollIoHandle;
 import io.netty.channel.epoll.EpollIoOps;
 import io.netty.channel.unix.FileDescriptor;
+import io.netty.channel.uring.IoUringIoEvent;
+import io.netty.channel.uring.IoUringIoHandle;
+import io.netty.channel.uring.IoUringIoOps;
 import io.netty.util.collection.LongObjectHashMap;
 import io.netty.util.concurrent.Future;
 import io.netty.util.concurrent.Promise;
@@ -29,8 +32,12 @@ import io.nucx.transport.PolledIoHandle;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.nio.channels.ClosedChannelException;
+import java.security.SecureRandom;
 import java.util.Arrays;
 import java.util.EnumSet;
+import java.util.HexFormat;
+import java.util.Map;
+import java.util.TreeMap;
 
 import static java.lang.foreign.ValueLayout.ADDRESS;
 import static java.lang.foreign.ValueLayout.JAVA_INT;
@@ -85,9 +92,9 @@ final class RdmaIface extends AbstractIface implements RmaIface {
     private IoRegistration pollRegistration;
     private final Promise<Void> closeFuture;
     /** Names this iface's protection domain in endpoint addresses and remote keys (random: nothing to guess). */
-    private final long pdToken = new java.security.SecureRandom().nextLong();
+    private final long pdToken = new SecureRandom().nextLong();
     /** Live registrations by address, to find the lkey of a GET/PUT's local memory. Guarded by itself. */
-    private final java.util.TreeMap<Long, RdmaMemory> registrations = new java.util.TreeMap<>();
+    private final TreeMap<Long, RdmaMemory> registrations = new TreeMap<>();
     private boolean closing;
     private boolean released;
 
@@ -297,7 +304,7 @@ final class RdmaIface extends AbstractIface implements RmaIface {
      */
     RdmaMemory registrationCovering(long address, long n) {
         synchronized (registrations) {
-            java.util.Map.Entry<Long, RdmaMemory> e = registrations.floorEntry(address);
+            Map.Entry<Long, RdmaMemory> e = registrations.floorEntry(address);
             return e != null && e.getValue().contains(address, n) ? e.getValue() : null;
         }
     }
@@ -465,7 +472,7 @@ final class RdmaIface extends AbstractIface implements RmaIface {
      * The same fd on an io_uring loop: a one-shot IORING_OP_POLL_ADD for POLLIN, submitted again after each
      * completion (level semantics: an fd still readable completes the new poll at once).
      */
-    private final class UringPoll implements io.netty.channel.uring.IoUringIoHandle {
+    private final class UringPoll implements IoUringIoHandle {
         private static final byte IORING_OP_POLL_ADD = 6;
         private static final int POLLIN = 1;
         private final int fd;
@@ -476,14 +483,14 @@ final class RdmaIface extends AbstractIface implements RmaIface {
             this.completions = completions;
         }
 
-        static io.netty.channel.uring.IoUringIoOps pollIn(int fd) {
-            return new io.netty.channel.uring.IoUringIoOps(IORING_OP_POLL_ADD, (byte) 0, (short) 0, fd, 0L, 0L, 0,
+        static IoUringIoOps pollIn(int fd) {
+            return new IoUringIoOps(IORING_OP_POLL_ADD, (byte) 0, (short) 0, fd, 0L, 0L, 0,
                     POLLIN, (short) 0, (short) 0, (short) 0, 0, 0L);
         }
 
         @Override
         public void handle(IoRegistration registration, IoEvent ioEvent) {
-            if (released || !(ioEvent instanceof io.netty.channel.uring.IoUringIoEvent e)
+            if (released || !(ioEvent instanceof IoUringIoEvent e)
                     || e.opcode() != IORING_OP_POLL_ADD) {
                 return;
             }
@@ -570,7 +577,7 @@ final class RdmaIface extends AbstractIface implements RmaIface {
             try {
                 if (!isReachable(remoteDevice, remoteIface)) {
                     throw new VerbsException(RdmaIface.this + " cannot reach the rdma device "
-                            + java.util.HexFormat.of().formatHex(remoteDevice));
+                            + HexFormat.of().formatHex(remoteDevice));
                 }
                 channel.connectTo(RdmaEndpointAddress.unpack(remoteEpAddress));
             } catch (VerbsException | IllegalArgumentException e) {

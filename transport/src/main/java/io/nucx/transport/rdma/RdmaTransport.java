@@ -3,12 +3,14 @@ package io.nucx.transport.rdma;
 import io.netty.channel.EventLoop;
 import io.netty.channel.IoEventLoop;
 import io.netty.channel.epoll.EpollIoHandle;
+import io.netty.channel.uring.IoUringIoHandle;
 import io.nucx.transport.Availability;
 import io.nucx.transport.Device;
 import io.nucx.transport.Iface;
 import io.nucx.transport.IfaceParams;
 import io.nucx.transport.NucxConfig;
 import io.nucx.transport.AbstractTransport;
+import io.nucx.transport.config.ConfigTable;
 
 import java.util.ArrayList;
 import java.util.List;
@@ -137,7 +139,7 @@ public final class RdmaTransport extends AbstractTransport {
     /** Loops whose engine can watch a raw fd: epoll or io_uring, directly or inside ShmIoHandler. */
     static boolean isCompatible(EventLoop loop) {
         return loop instanceof IoEventLoop io && (io.isCompatible(EpollIoHandle.class)
-                || io.isCompatible(io.netty.channel.uring.IoUringIoHandle.class));
+                || io.isCompatible(IoUringIoHandle.class));
     }
 
     static String incompatibility(EventLoop loop) {
@@ -156,7 +158,7 @@ public final class RdmaTransport extends AbstractTransport {
     }
 
     @Override
-    public io.nucx.transport.config.ConfigTable configTable() {
+    public ConfigTable configTable() {
         return RdmaConfig.TABLE;
     }
 }

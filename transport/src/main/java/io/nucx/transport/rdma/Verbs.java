@@ -9,6 +9,7 @@ import java.lang.foreign.StructLayout;
 import java.lang.foreign.SymbolLookup;
 import java.lang.invoke.MethodHandle;
 import java.lang.invoke.VarHandle;
+import java.nio.file.Path;
 import java.util.Map;
 import java.util.Optional;
 import java.util.concurrent.ConcurrentHashMap;
@@ -153,7 +154,7 @@ final class Verbs {
      */
     static Verbs load(String library) {
         return LOADED.computeIfAbsent(library, l -> new Verbs(l, l.contains("/")
-                ? SymbolLookup.libraryLookup(java.nio.file.Path.of(l), Arena.global())
+                ? SymbolLookup.libraryLookup(Path.of(l), Arena.global())
                 : SymbolLookup.libraryLookup(l, Arena.global())));
     }
 

@@ -5,6 +5,7 @@ import java.lang.foreign.MemoryLayout;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.lang.invoke.VarHandle;
+import java.nio.charset.StandardCharsets;
 import java.util.List;
 
 import static java.lang.foreign.MemoryLayout.PathElement.groupElement;
@@ -73,6 +74,6 @@ final class VerbsLayouts {
         while (len < n && b[len] != 0) {
             len++;
         }
-        return new String(b, 0, len, java.nio.charset.StandardCharsets.US_ASCII);
+        return new String(b, 0, len, StandardCharsets.US_ASCII);
     }
 }

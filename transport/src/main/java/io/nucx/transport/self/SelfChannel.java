@@ -383,7 +383,7 @@ public final class SelfChannel extends AbstractLaneChannel {
             // channel's loop; if that loop is gone, nobody else polls and the writer may.
             try {
                 eventLoop().execute(this::releaseInbound);
-            } catch (java.util.concurrent.RejectedExecutionException e) {
+            } catch (RejectedExecutionException e) {
                 releaseInbound();
             }
         }

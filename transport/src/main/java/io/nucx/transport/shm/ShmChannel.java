@@ -22,6 +22,7 @@ import io.nucx.transport.ShortPayload;
 
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
+import java.nio.ByteOrder;
 import java.util.Objects;
 import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.TimeUnit;
@@ -48,7 +49,7 @@ public final class ShmChannel extends AbstractLaneChannel {
     static final int PUBLISH_EARLY_BYTES = 16 * 1024;
     private static final int WRITE_BATCH = 256;
     private static final ValueLayout.OfLong LONG_LE = ValueLayout.JAVA_LONG_UNALIGNED
-            .withOrder(java.nio.ByteOrder.LITTLE_ENDIAN);
+            .withOrder(ByteOrder.LITTLE_ENDIAN);
 
     private final int maxRecordPayload;
     private final SpscRing.RecordHandler onRecord = this::onRecord;

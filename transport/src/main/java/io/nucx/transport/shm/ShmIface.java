@@ -23,7 +23,9 @@ import io.nucx.transport.IoEngine;
 import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.nio.file.Files;
+import java.nio.file.LinkOption;
 import java.nio.file.Path;
+import java.nio.file.attribute.PosixFilePermissions;
 import java.util.ArrayDeque;
 import java.util.EnumSet;
 import java.util.HashSet;
@@ -126,7 +128,7 @@ final class ShmIface extends AbstractIface {
                 });
         iface.server = sb.bind(engine.domainSocketAddress(socket)).sync().channel();
         // Only this user may connect (the kernel checks write permission on connect); rings are checked too.
-        Files.setPosixFilePermissions(socket, java.nio.file.attribute.PosixFilePermissions.fromString("rw-------"));
+        Files.setPosixFilePermissions(socket, PosixFilePermissions.fromString("rw-------"));
         return iface;
     }
 
@@ -212,7 +214,7 @@ final class ShmIface extends AbstractIface {
     /** Whether {@code socket} exists and belongs to this process's user: shm joins processes of one user only. */
     private static boolean ownSocket(Path socket) {
         try {
-            return (int) Files.getAttribute(socket, "unix:uid", java.nio.file.LinkOption.NOFOLLOW_LINKS)
+            return (int) Files.getAttribute(socket, "unix:uid", LinkOption.NOFOLLOW_LINKS)
                     == SpscRing.ownUid();
         } catch (IOException | UnsupportedOperationException e) {
             return false;

@@ -6,11 +6,17 @@ import io.netty.channel.IoHandlerContext;
 import io.netty.channel.IoHandlerFactory;
 import io.netty.channel.IoOps;
 import io.netty.channel.IoRegistration;
+import io.netty.util.concurrent.ThreadAwareExecutor;
 import io.netty.util.internal.logging.InternalLogger;
 import io.netty.util.internal.logging.InternalLoggerFactory;
 import io.nucx.transport.PolledIoHandle;
 
+import java.lang.invoke.MethodHandles;
+import java.lang.invoke.VarHandle;
+import java.lang.management.CompilationMXBean;
+import java.lang.management.ManagementFactory;
 import java.util.Arrays;
+import java.util.Objects;
 
 /**
  * An event loop's I/O engine for shm channels that wraps the engine of the loop's other channels (epoll, io_uring
@@ -53,8 +59,8 @@ public final class ShmIoHandler implements IoHandler {
     static final long JIT_QUIET_NANOS = 50_000_000L;
     /** JIT back-off: idle passes between two looks at the compilation time. */
     private static final int JIT_CHECK_EVERY = 1024;
-    private static final java.lang.management.CompilationMXBean JIT =
-            java.lang.management.ManagementFactory.getCompilationMXBean();
+    private static final CompilationMXBean JIT =
+            ManagementFactory.getCompilationMXBean();
 
     private static final PolledIoHandle[] NONE = new PolledIoHandle[0];
 
@@ -109,11 +115,11 @@ public final class ShmIoHandler implements IoHandler {
      * loop to run it. A volatile store there would be a locked instruction on every task a loop gives itself.
      */
     private volatile boolean wakeRequested;
-    private static final java.lang.invoke.VarHandle WAKE_REQUESTED;
+    private static final VarHandle WAKE_REQUESTED;
 
     static {
         try {
-            WAKE_REQUESTED = java.lang.invoke.MethodHandles.lookup().findVarHandle(ShmIoHandler.class,
+            WAKE_REQUESTED = MethodHandles.lookup().findVarHandle(ShmIoHandler.class,
                     "wakeRequested", boolean.class);
         } catch (ReflectiveOperationException e) {
             throw new ExceptionInInitializerError(e);
@@ -156,7 +162,7 @@ public final class ShmIoHandler implements IoHandler {
      */
     public static IoHandlerFactory newFactory(IoHandlerFactory delegate, long spinNanos, int spinPasses,
                                               int socketSpinPasses, Backoff backoff) {
-        java.util.Objects.requireNonNull(backoff, "backoff");
+        Objects.requireNonNull(backoff, "backoff");
         if (spinNanos < 0) {
             throw new IllegalArgumentException("spin time must not be negative: " + spinNanos);
         }
@@ -166,7 +172,7 @@ public final class ShmIoHandler implements IoHandler {
         }
         return new IoHandlerFactory() {
             @Override
-            public IoHandler newHandler(io.netty.util.concurrent.ThreadAwareExecutor executor) {
+            public IoHandler newHandler(ThreadAwareExecutor executor) {
                 return new ShmIoHandler(delegate.newHandler(executor), spinNanos, spinPasses, socketSpinPasses,
                         backoff);
             }

@@ -8,12 +8,16 @@ import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.lang.invoke.VarHandle;
+import java.nio.ByteOrder;
 import java.nio.channels.FileChannel;
 import java.nio.file.FileAlreadyExistsException;
 import java.nio.file.Files;
+import java.nio.file.LinkOption;
 import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
 import java.nio.file.attribute.PosixFilePermissions;
+import java.util.Map;
+import java.util.Set;
 
 import static io.nucx.transport.shm.RecordDescriptor.ALIGNMENT;
 import static io.nucx.transport.shm.RecordDescriptor.FILLER_TYPE;
@@ -68,7 +72,7 @@ public final class SpscRing implements AutoCloseable {
 
     /** Little-endian longs at any offset (a short record's 8-byte header). */
     private static final ValueLayout.OfLong LONG_LE = ValueLayout.JAVA_LONG_UNALIGNED
-            .withOrder(java.nio.ByteOrder.LITTLE_ENDIAN);
+            .withOrder(ByteOrder.LITTLE_ENDIAN);
 
     private final Path file;
     private final Arena arena;
@@ -129,8 +133,8 @@ public final class SpscRing implements AutoCloseable {
         long length = RingDescriptor.fileLength(capacity);
         FileChannel created;
         try {
-            created = FileChannel.open(file, java.util.Set.of(StandardOpenOption.CREATE_NEW, StandardOpenOption.READ,
-                    StandardOpenOption.WRITE, java.nio.file.LinkOption.NOFOLLOW_LINKS),
+            created = FileChannel.open(file, Set.of(StandardOpenOption.CREATE_NEW, StandardOpenOption.READ,
+                    StandardOpenOption.WRITE, LinkOption.NOFOLLOW_LINKS),
                     PosixFilePermissions.asFileAttribute(PosixFilePermissions.fromString("rw-------")));
         } catch (FileAlreadyExistsException e) {
             throw new FileAlreadyExistsException(file.toString(), null, "a ring file (or a link) already exists "
@@ -162,7 +166,7 @@ public final class SpscRing implements AutoCloseable {
         FileChannel opened;
         try {
             opened = FileChannel.open(file, StandardOpenOption.READ, StandardOpenOption.WRITE,
-                    java.nio.file.LinkOption.NOFOLLOW_LINKS);
+                    LinkOption.NOFOLLOW_LINKS);
         } catch (IOException e) {
             throw new IOException(file + ": cannot open as a ring (" + e.getMessage() + "; links are not followed)",
                     e);
@@ -210,8 +214,8 @@ public final class SpscRing implements AutoCloseable {
 
     /** A regular file (not a link) owned by this process's user, or an {@link IOException} naming what it is. */
     static void checkOwnFile(Path file) throws IOException {
-        java.util.Map<String, Object> a = Files.readAttributes(file, "unix:uid,isRegularFile,isSymbolicLink",
-                java.nio.file.LinkOption.NOFOLLOW_LINKS);
+        Map<String, Object> a = Files.readAttributes(file, "unix:uid,isRegularFile,isSymbolicLink",
+                LinkOption.NOFOLLOW_LINKS);
         if (!Boolean.TRUE.equals(a.get("isRegularFile"))) {
             throw new IOException(file + ": not a regular file");
         }

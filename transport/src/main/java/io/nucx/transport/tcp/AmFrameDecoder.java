@@ -271,7 +271,7 @@ public final class AmFrameDecoder extends ByteToMessageDecoder implements LaneBa
             }
             ByteBuf header = copy(ctx, in, start + PREFIX_LENGTH, headerLength);
             int payloadAt = start + PREFIX_LENGTH + headerLength;
-            ByteBuf payload = payloadLength == 0 ? io.netty.buffer.Unpooled.EMPTY_BUFFER
+            ByteBuf payload = payloadLength == 0 ? Unpooled.EMPTY_BUFFER
                     : payloadLength <= COPY_PAYLOAD ? copy(ctx, in, payloadAt, (int) payloadLength)
                     : in.retainedSlice(payloadAt, (int) payloadLength);
             in.readerIndex(start + frameLength);

@@ -1,9 +1,13 @@
 package io.nucx.transport.tcp;
 
+import io.netty.handler.ssl.OpenSsl;
+import io.nucx.transport.NucxConfig;
 import io.nucx.transport.config.AbstractConfigTable;
 import io.nucx.transport.config.ConfigEntry;
 
 import java.net.InetAddress;
+import java.nio.file.Files;
+import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
 
@@ -81,7 +85,7 @@ public final class TcpConfig extends AbstractConfigTable {
 
     /** With TLS on, the three files must be given and readable; OpenSSL, when asked for, must load. */
     @Override
-    public void conclude(io.nucx.transport.NucxConfig config) {
+    public void conclude(NucxConfig config) {
         if (!config.get(TLS)) {
             return;
         }
@@ -90,12 +94,12 @@ public final class TcpConfig extends AbstractConfigTable {
             if (path.isEmpty()) {
                 throw config.invalid(file, "needed with NUCX_TCP_TLS=y");
             }
-            if (!java.nio.file.Files.isReadable(java.nio.file.Path.of(path))) {
+            if (!Files.isReadable(Path.of(path))) {
                 throw config.invalid(file, "cannot read " + path);
             }
         }
-        if (config.get(TLS_PROVIDER).equals("openssl") && !io.netty.handler.ssl.OpenSsl.isAvailable()) {
-            throw config.invalid(TLS_PROVIDER, "OpenSSL does not load here: " + io.netty.handler.ssl.OpenSsl
+        if (config.get(TLS_PROVIDER).equals("openssl") && !OpenSsl.isAvailable()) {
+            throw config.invalid(TLS_PROVIDER, "OpenSSL does not load here: " + OpenSsl
                     .unavailabilityCause());
         }
     }

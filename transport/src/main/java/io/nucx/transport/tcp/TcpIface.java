@@ -5,14 +5,23 @@ import io.netty.bootstrap.ServerBootstrap;
 import io.netty.channel.AdaptiveRecvByteBufAllocator;
 import io.netty.channel.Channel;
 import io.netty.channel.ChannelFuture;
+import io.netty.channel.ChannelFutureListener;
 import io.netty.channel.ChannelHandler;
+import io.netty.channel.ChannelHandlerContext;
+import io.netty.channel.ChannelInboundHandlerAdapter;
 import io.netty.channel.ChannelInitializer;
 import io.netty.channel.ChannelOption;
+import io.netty.channel.ChannelPromise;
 import io.netty.channel.EventLoop;
 import io.netty.channel.RecvByteBufAllocator;
 import io.netty.channel.WriteBufferWaterMark;
+import io.netty.handler.codec.CorruptedFrameException;
 import io.netty.util.concurrent.Future;
+import io.netty.util.concurrent.Promise;
+import io.netty.util.internal.logging.InternalLogger;
+import io.netty.util.internal.logging.InternalLoggerFactory;
 import io.nucx.transport.AbstractIface;
+import io.nucx.transport.AmFrame;
 import io.nucx.transport.Capability;
 import io.nucx.transport.Device;
 import io.nucx.transport.HostId;
@@ -24,15 +33,23 @@ import io.nucx.transport.P2pEndpoint;
 import io.nucx.transport.Transport;
 import io.nucx.transport.TransportConfig;
 
+import java.net.Inet4Address;
 import java.net.InetAddress;
 import java.net.InetSocketAddress;
 import java.net.NetworkInterface;
 import java.net.UnknownHostException;
 import java.nio.ByteBuffer;
+import java.nio.channels.ClosedChannelException;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.security.SecureRandom;
 import java.util.Arrays;
+import java.util.Collections;
 import java.util.EnumSet;
+import java.util.HashMap;
+import java.util.Locale;
+import java.util.Map;
+import java.util.Optional;
 
 /**
  * A listening TCP socket on the worker's loop. Accepted and connected lanes get the same pipeline:
@@ -61,8 +78,8 @@ final class TcpIface extends AbstractIface {
     static final int MAX_HEADER = 64;
     /** The first frame of a connection dialled to an endpoint (p2p mode); AM ids up to 254 belong to protocols. */
     public static final int CONNECT_EP_AM_ID = 255;
-    private static final io.netty.util.internal.logging.InternalLogger LOG =
-            io.netty.util.internal.logging.InternalLoggerFactory.getInstance(TcpIface.class);
+    private static final InternalLogger LOG =
+            InternalLoggerFactory.getInstance(TcpIface.class);
 
     private final IoEngine mode;
     private final Channel server;
@@ -77,9 +94,9 @@ final class TcpIface extends AbstractIface {
     /** A lane whose algorithm could not be set was logged (once per iface). Loop only. */
     private boolean congestionFailureLogged;
     /** p2p endpoints waiting to be reached, by token. Loop only. */
-    private final java.util.Map<Long, TcpP2pEndpoint> waiting = new java.util.HashMap<>();
+    private final Map<Long, TcpP2pEndpoint> waiting = new HashMap<>();
     /** p2p endpoint tokens are random: a connection naming one must have been told it, not have counted to it. */
-    private final java.security.SecureRandom tokens = new java.security.SecureRandom();
+    private final SecureRandom tokens = new SecureRandom();
 
     private TcpIface(Transport transport, IfaceParams params, IoEngine mode, Channel server,
                      IfaceAttributes attributes, byte[] deviceAddress, byte[] ifaceAddress, int segSize, boolean p2p,
@@ -102,7 +119,7 @@ final class TcpIface extends AbstractIface {
             throw new IllegalArgumentException("tcp needs an io_uring, epoll or nio event loop; got "
                     + loop.getClass().getName());
         }
-        java.util.Optional<IoEngine> forced = config.get(TransportConfig.TCP_IO);
+        Optional<IoEngine> forced = config.get(TransportConfig.TCP_IO);
         if (forced.isPresent() && forced.get() != mode) {
             throw config.invalid(TransportConfig.TCP_IO, "the worker's event loop runs " + mode.configName()
                     + "; give the worker a " + forced.get().configName() + " event loop group or drop the setting");
@@ -223,12 +240,12 @@ final class TcpIface extends AbstractIface {
     }
 
     private static InetAddress advertisedAddress() throws Exception {
-        for (NetworkInterface ni : java.util.Collections.list(NetworkInterface.getNetworkInterfaces())) {
+        for (NetworkInterface ni : Collections.list(NetworkInterface.getNetworkInterfaces())) {
             if (!ni.isUp() || ni.isLoopback()) {
                 continue;
             }
-            for (InetAddress a : java.util.Collections.list(ni.getInetAddresses())) {
-                if (a instanceof java.net.Inet4Address) {
+            for (InetAddress a : Collections.list(ni.getInetAddresses())) {
+                if (a instanceof Inet4Address) {
                     return a;
                 }
             }
@@ -331,7 +348,7 @@ final class TcpIface extends AbstractIface {
     private final class TcpP2pEndpoint implements P2pEndpoint {
         final long token;
         final ChannelHandler laneHandler;
-        final io.netty.util.concurrent.Promise<Channel> connected = eventLoop().newPromise();
+        final Promise<Channel> connected = eventLoop().newPromise();
 
         TcpP2pEndpoint(long token, ChannelHandler laneHandler) {
             this.token = token;
@@ -352,14 +369,14 @@ final class TcpIface extends AbstractIface {
             }
             long remoteToken = reader(remoteEpAddress).getLong();
             ChannelFuture dial = TcpIface.this.connect(remoteDevice, remoteIface, laneHandler);
-            io.netty.channel.ChannelPromise done = dial.channel().newPromise();
-            dial.addListener((io.netty.channel.ChannelFutureListener) f -> {
+            ChannelPromise done = dial.channel().newPromise();
+            dial.addListener((ChannelFutureListener) f -> {
                 if (!f.isSuccess()) {
                     done.tryFailure(f.cause());
                     return;
                 }
                 // First on the connection, so the peer's iface knows the endpoint before any frame of the lane.
-                f.channel().writeAndFlush(io.nucx.transport.AmFrame.of(CONNECT_EP_AM_ID,
+                f.channel().writeAndFlush(AmFrame.of(CONNECT_EP_AM_ID,
                         f.channel().alloc().buffer(8).writeLongLE(remoteToken)), f.channel().voidPromise());
                 connected.trySuccess(f.channel());
                 done.trySuccess();
@@ -368,14 +385,14 @@ final class TcpIface extends AbstractIface {
         }
 
         @Override
-        public io.netty.util.concurrent.Future<Channel> connected() {
+        public Future<Channel> connected() {
             return connected;
         }
 
         @Override
         public void close() {
             waiting.remove(token, this);
-            connected.tryFailure(new java.nio.channels.ClosedChannelException());
+            connected.tryFailure(new ClosedChannelException());
         }
     }
 
@@ -383,10 +400,10 @@ final class TcpIface extends AbstractIface {
      * First handler of an accepted connection in p2p mode: a first frame naming an endpoint token gives the
      * connection to that endpoint; any other first frame is a connect-to-iface lane, passed on untouched.
      */
-    private final class EpAcceptor extends io.netty.channel.ChannelInboundHandlerAdapter {
+    private final class EpAcceptor extends ChannelInboundHandlerAdapter {
         @Override
-        public void channelRead(io.netty.channel.ChannelHandlerContext ctx, Object msg) {
-            if (!(msg instanceof io.nucx.transport.AmFrame frame) || frame.amId() != CONNECT_EP_AM_ID) {
+        public void channelRead(ChannelHandlerContext ctx, Object msg) {
+            if (!(msg instanceof AmFrame frame) || frame.amId() != CONNECT_EP_AM_ID) {
                 ctx.pipeline().remove(this);
                 ctx.fireChannelRead(msg);
                 return;
@@ -394,7 +411,7 @@ final class TcpIface extends AbstractIface {
             long token;
             try {
                 if (frame.header().readableBytes() != 8 || frame.payload().isReadable()) {
-                    throw new io.netty.handler.codec.CorruptedFrameException("endpoint connect frame with a "
+                    throw new CorruptedFrameException("endpoint connect frame with a "
                             + frame.header().readableBytes() + "-byte header and " + frame.payload().readableBytes()
                             + "-byte payload from " + ctx.channel().remoteAddress() + " (expected 8 and 0)");
                 }
@@ -447,6 +464,6 @@ final class TcpIface extends AbstractIface {
     @Override
     protected String describe() {
         return "(" + mode.configName() + (p2p ? " p2p " : " ") + (tls != null ? "tls/" + tls.provider().name()
-                .toLowerCase(java.util.Locale.ROOT) + " " : "") + server.localAddress() + ")";
+                .toLowerCase(Locale.ROOT) + " " : "") + server.localAddress() + ")";
     }
 }

@@ -7,6 +7,7 @@ import io.netty.handler.ssl.SslContext;
 import io.netty.handler.ssl.SslContextBuilder;
 import io.netty.handler.ssl.SslHandler;
 import io.netty.handler.ssl.SslProvider;
+import io.nucx.transport.NucxConfig;
 
 import java.io.File;
 import java.net.InetSocketAddress;
@@ -48,7 +49,7 @@ final class TcpTls {
     }
 
     /** The contexts {@code config} asks for (NUCX_TCP_TLS and its files), or null when TLS is off. */
-    static TcpTls from(io.nucx.transport.NucxConfig config) throws SSLException {
+    static TcpTls from(NucxConfig config) throws SSLException {
         if (!config.get(TcpConfig.TLS)) {
             return null;
         }

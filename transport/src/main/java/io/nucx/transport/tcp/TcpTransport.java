@@ -14,6 +14,7 @@ import java.net.NetworkInterface;
 import java.net.SocketException;
 import java.util.ArrayList;
 import java.util.Collections;
+import java.util.Comparator;
 import java.util.List;
 
 /**
@@ -30,7 +31,7 @@ public final class TcpTransport extends AbstractTransport {
      *
      * @throws io.nucx.transport.NucxConfigException for a setting the engine cannot carry out
      */
-    public static String congestionControl(io.nucx.transport.NucxConfig config, io.nucx.transport.IoEngine engine) {
+    public static String congestionControl(NucxConfig config, IoEngine engine) {
         return TcpCongestion.of(config, engine).describe();
     }
 
@@ -56,7 +57,7 @@ public final class TcpTransport extends AbstractTransport {
         } catch (SocketException e) {
             // no interfaces listed: the bind device below still works
         }
-        out.sort(java.util.Comparator.comparing(Device::name));
+        out.sort(Comparator.comparing(Device::name));
         return out;
     }
 
@@ -82,7 +83,7 @@ public final class TcpTransport extends AbstractTransport {
         List<Device> out = new ArrayList<>();
         for (int i = 0; i < addresses.size(); i++) {
             String n = names.get(i);
-            boolean shared = java.util.Collections.frequency(names, n) > 1;
+            boolean shared = Collections.frequency(names, n) > 1;
             out.add(new Device(shared ? n + "@" + addresses.get(i).getHostAddress() : n, "network"));
         }
         return out;

@@ -2,6 +2,7 @@ package io.nucx.transport.cma;
 
 import io.nucx.transport.testsuite.RmaLaneConformanceTest;
 
+import java.util.Arrays;
 import java.util.List;
 
 /** The RMA conformance suite on cma: revoke waits for the peer's exit; keys name a host id and a pid. */
@@ -22,7 +23,7 @@ class CmaRmaLaneTest extends RmaLaneConformanceTest {
     /** The peer's key with address 0, which no constructor makes. */
     private static byte[] nullRegion(byte[] peerKey) {
         byte[] b = peerKey.clone();
-        java.util.Arrays.fill(b, 12, 20, (byte) 0);
+        Arrays.fill(b, 12, 20, (byte) 0);
         return b;
     }
 

@@ -12,7 +12,11 @@ import java.io.BufferedReader;
 import java.io.InputStreamReader;
 import java.io.PrintWriter;
 import java.lang.foreign.Arena;
+import java.lang.foreign.FunctionDescriptor;
+import java.lang.foreign.Linker;
 import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.lang.invoke.MethodHandle;
 import java.util.HexFormat;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
@@ -172,19 +176,19 @@ class CmaTest {
             MemorySegment untouched = destination.asSlice(page, page);
             for (long i = 0; i < page; i++) {
                 byte want = get ? (byte) 0x5a : pattern(page + i, 3);
-                assertEquals(want, untouched.get(java.lang.foreign.ValueLayout.JAVA_BYTE, i),
+                assertEquals(want, untouched.get(ValueLayout.JAVA_BYTE, i),
                         "byte " + (page + i) + " was not reported moved and must be as it was");
             }
         }
     }
 
     private static void protect(MemorySegment pages, int prot) throws Throwable {
-        java.lang.foreign.Linker linker = java.lang.foreign.Linker.nativeLinker();
-        java.lang.invoke.MethodHandle mprotect = linker.downcallHandle(
+        Linker linker = Linker.nativeLinker();
+        MethodHandle mprotect = linker.downcallHandle(
                 linker.defaultLookup().find("mprotect").orElseThrow(),
-                java.lang.foreign.FunctionDescriptor.of(java.lang.foreign.ValueLayout.JAVA_INT,
-                        java.lang.foreign.ValueLayout.ADDRESS, java.lang.foreign.ValueLayout.JAVA_LONG,
-                        java.lang.foreign.ValueLayout.JAVA_INT));
+                FunctionDescriptor.of(ValueLayout.JAVA_INT,
+                        ValueLayout.ADDRESS, ValueLayout.JAVA_LONG,
+                        ValueLayout.JAVA_INT));
         assertEquals(0, (int) mprotect.invokeExact(pages, pages.byteSize(), prot), "mprotect");
     }
 
@@ -198,7 +202,7 @@ class CmaTest {
                 cma.get(key, 4093, dst, 4096, 4096); // the middle page gets the peer's bytes 4093..8188
                 assertEquals(-1, firstMismatch(dst.asSlice(4096, 4096), 4093, 1), "first wrong byte");
                 for (long at : new long[] {0, 4095, 8192, 3 * 4096 - 1}) {
-                    assertEquals((byte) 0x5a, dst.get(java.lang.foreign.ValueLayout.JAVA_BYTE, at), "byte " + at);
+                    assertEquals((byte) 0x5a, dst.get(ValueLayout.JAVA_BYTE, at), "byte " + at);
                 }
                 assertThrows(IndexOutOfBoundsException.class, () -> cma.get(key, 0, dst, 8193, 4096));
                 assertThrows(IndexOutOfBoundsException.class, () -> cma.put(key, 0, dst, -1, 16));

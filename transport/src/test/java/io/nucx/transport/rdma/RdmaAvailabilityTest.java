@@ -8,6 +8,7 @@ import org.junit.jupiter.api.Timeout;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.TimeUnit;
@@ -27,7 +28,7 @@ class RdmaAvailabilityTest {
 
     private static List<String> probe(String library, Map<String, String> env, String... more) throws Exception {
         String java = ProcessHandle.current().info().command().orElseThrow();
-        List<String> cmd = new java.util.ArrayList<>(List.of(java, "--enable-native-access=ALL-UNNAMED", "-cp",
+        List<String> cmd = new ArrayList<>(List.of(java, "--enable-native-access=ALL-UNNAMED", "-cp",
                 System.getProperty("java.class.path"), RdmaAvailabilityProbe.class.getName(), library));
         cmd.addAll(List.of(more));
         ProcessBuilder pb = new ProcessBuilder(cmd).redirectErrorStream(true);

@@ -1,6 +1,7 @@
 package io.nucx.transport.rdma;
 
 import io.netty.buffer.ByteBuf;
+import io.netty.buffer.ByteBufUtil;
 import io.netty.buffer.Unpooled;
 import io.netty.channel.Channel;
 import io.netty.channel.ChannelFuture;
@@ -13,17 +14,22 @@ import io.nucx.transport.rma.MemoryRegistration;
 import io.nucx.transport.rma.RemoteKey;
 import io.nucx.transport.rma.RmaOp;
 import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Assertions;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.TestInfo;
 import org.junit.jupiter.api.Timeout;
 
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.BlockingQueue;
+import java.util.concurrent.Callable;
+import java.util.concurrent.ExecutionException;
 import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.TimeUnit;
 
@@ -50,7 +56,7 @@ class RdmaChannelTest {
     private String addrB;
 
     @BeforeEach
-    void connect(org.junit.jupiter.api.TestInfo info) throws Exception {
+    void connect(TestInfo info) throws Exception {
         String missing = VerbsEmulator.testsMissing();
         assumeTrue(missing == null, () -> missing);
         a = RdmaNode.open(VerbsEmulator.testLibrary(), VerbsEmulator.device(0), false, Map.of());
@@ -115,14 +121,14 @@ class RdmaChannelTest {
                     + ", credits " + ((RdmaChannel) laneA).credits() + ", failure " + ((RdmaChannel) laneA).failure()
                     + "; receiver active " + laneB.isActive() + ", failure " + ((RdmaChannel) laneB).failure()
                     + (VerbsEmulator.testsOnEmulator() ? "; emulator counters "
-                    + java.util.Arrays.toString(VerbsEmulator.counters()) : ""));
+                    + Arrays.toString(VerbsEmulator.counters()) : ""));
             try {
                 assertEquals(1 + i % 200, f.amId());
                 assertEquals(3, f.flags());
                 assertEquals(i, f.header().getInt(f.header().readerIndex()));
                 int len = i % 3 == 0 ? 0 : (i * 7919) % (max + 1);
                 // one copy, then plain array reads: the PARANOID leak detector records a trace per ByteBuf access
-                byte[] got = io.netty.buffer.ByteBufUtil.getBytes(f.payload());
+                byte[] got = ByteBufUtil.getBytes(f.payload());
                 assertEquals(len, got.length, "payload length of frame " + i);
                 for (int j = 0; j < len; j++) {
                     if (got[j] != (byte) (i * 31 + j)) {
@@ -238,17 +244,17 @@ class RdmaChannelTest {
             InvalidRemoteKeyException shortKey = assertThrowsOnLoop(() -> lane.unpackKey(Unpooled.wrappedBuffer(
                     new byte[27])));
             assertTrue(shortKey.getMessage().contains("27"), shortKey.getMessage());
-            IllegalArgumentException heap = org.junit.jupiter.api.Assertions.assertThrows(
+            IllegalArgumentException heap = Assertions.assertThrows(
                     IllegalArgumentException.class, () -> lane.register(MemorySegment.ofArray(new byte[8])));
             assertTrue(heap.getMessage().contains("heap"), heap.getMessage());
             a.loop.submit(own::close).get();
         }
     }
 
-    private InvalidRemoteKeyException assertThrowsOnLoop(java.util.concurrent.Callable<?> c) throws Exception {
+    private InvalidRemoteKeyException assertThrowsOnLoop(Callable<?> c) throws Exception {
         try {
             a.loop.submit(c).get();
-        } catch (java.util.concurrent.ExecutionException e) {
+        } catch (ExecutionException e) {
             return assertInstanceOf(InvalidRemoteKeyException.class, e.getCause());
         }
         throw new AssertionError("no exception");

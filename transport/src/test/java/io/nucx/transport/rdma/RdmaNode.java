@@ -6,12 +6,14 @@ import io.netty.channel.EventLoop;
 import io.netty.channel.EventLoopGroup;
 import io.netty.channel.MultiThreadIoEventLoopGroup;
 import io.netty.channel.epoll.EpollIoHandler;
+import io.netty.channel.uring.IoUringIoHandler;
 import io.nucx.transport.Device;
 import io.nucx.transport.IfaceParams;
 import io.nucx.transport.NucxConfig;
 import io.nucx.transport.P2pEndpoint;
 import io.nucx.transport.shm.ShmIoHandler;
 
+import java.lang.foreign.MemorySegment;
 import java.util.HexFormat;
 import java.util.Map;
 import java.util.concurrent.TimeUnit;
@@ -45,7 +47,7 @@ final class RdmaNode implements AutoCloseable {
         EventLoopGroup group = new MultiThreadIoEventLoopGroup(1, switch (engine) {
             case EPOLL -> EpollIoHandler.newFactory();
             case EPOLL_BUSY_POLL -> ShmIoHandler.newFactory(EpollIoHandler.newFactory(), Long.MAX_VALUE);
-            case IO_URING -> io.netty.channel.uring.IoUringIoHandler.newFactory();
+            case IO_URING -> IoUringIoHandler.newFactory();
         });
         try {
             RdmaTransport t = new RdmaTransport(library);
@@ -83,7 +85,7 @@ final class RdmaNode implements AutoCloseable {
         return ep.connected().get(30, TimeUnit.SECONDS);
     }
 
-    RdmaMemory register(java.lang.foreign.MemorySegment segment) throws VerbsException {
+    RdmaMemory register(MemorySegment segment) throws VerbsException {
         return iface.registerMemory(segment);
     }
 

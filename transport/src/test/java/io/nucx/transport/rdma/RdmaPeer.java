@@ -1,5 +1,6 @@
 package io.nucx.transport.rdma;
 
+import io.netty.buffer.ByteBufUtil;
 import io.netty.channel.Channel;
 import io.netty.channel.ChannelHandlerContext;
 import io.netty.channel.ChannelInboundHandlerAdapter;
@@ -56,7 +57,7 @@ public final class RdmaPeer {
             }
             try {
                 int seq = f.header().getInt(f.header().readerIndex());
-                byte[] payload = io.netty.buffer.ByteBufUtil.getBytes(f.payload());
+                byte[] payload = ByteBufUtil.getBytes(f.payload());
                 boolean ok = seq == frames;
                 for (int i = 0; i < payload.length && ok; i++) {
                     ok = payload[i] == (byte) (seq * 31 + i);

@@ -15,6 +15,7 @@ import org.junit.jupiter.api.Timeout;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.nio.file.Files;
+import java.nio.file.Path;
 import java.util.Map;
 import java.util.concurrent.TimeUnit;
 
@@ -35,7 +36,7 @@ class RdmaRegMrFallbackTest {
         String missing = VerbsEmulator.missing();
         assumeTrue(missing == null, () -> missing);
         String old = VerbsEmulator.dir().resolve("pre-rdma-core-28/libibverbs.so.1").toString();
-        assumeTrue(Files.exists(java.nio.file.Path.of(old)), "the pre-28 emulator was not built");
+        assumeTrue(Files.exists(Path.of(old)), "the pre-28 emulator was not built");
         assertFalse(Verbs.load(old).hasRegMrIova2, "the library has ibv_reg_mr_iova2 after all");
         assertTrue(Verbs.load(VerbsEmulator.library()).hasRegMrIova2);
         try (RdmaNode a = RdmaNode.open(old, "emu0:1", false, Map.of());

@@ -1,16 +1,20 @@
 package io.nucx.transport.rdma;
 
+import io.netty.buffer.ByteBufUtil;
 import io.netty.buffer.Unpooled;
 import io.netty.channel.Channel;
 import io.netty.channel.ChannelFuture;
 import io.netty.channel.ChannelHandlerContext;
 import io.netty.channel.ChannelInboundHandlerAdapter;
+import io.netty.channel.uring.IoUring;
 import io.nucx.transport.AmFrame;
+import io.nucx.transport.NucxConfig;
 import io.nucx.transport.P2pEndpoint;
 import io.nucx.transport.rma.RemoteKey;
 import io.nucx.transport.rma.RmaOp;
 import io.nucx.transport.testsuite.Patterns;
 import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Assertions;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.params.ParameterizedTest;
@@ -21,6 +25,7 @@ import java.io.PrintWriter;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.HashSet;
 import java.util.HexFormat;
 import java.util.List;
@@ -156,7 +161,7 @@ class RdmaTwoProcessTest {
     @org.junit.jupiter.params.provider.EnumSource(RdmaNode.Engine.class)
     void activeMessagePingPong(RdmaNode.Engine engine) throws Exception {
         if (engine == RdmaNode.Engine.IO_URING) {
-            assumeTrue(io.netty.channel.uring.IoUring.isAvailable(), "io_uring is not available here");
+            assumeTrue(IoUring.isAvailable(), "io_uring is not available here");
         }
         start(engine, VerbsEmulator.device(0));
         Channel lane = lanes.get(0);
@@ -169,15 +174,15 @@ class RdmaTwoProcessTest {
                 RdmaChannel ch = (RdmaChannel) lane;
                 String state = ch.eventLoop().submit(() -> "active " + ch.isActive() + ", credits " + ch.credits()
                         + ", failure " + ch.failure() + ", write " + w).get();
-                String ours = VerbsEmulator.testsOnEmulator() ? java.util.Arrays.toString(VerbsEmulator.counters())
+                String ours = VerbsEmulator.testsOnEmulator() ? Arrays.toString(VerbsEmulator.counters())
                         : "";
-                org.junit.jupiter.api.Assertions.fail("no echo of frame " + i + ": our lane " + state
+                Assertions.fail("no echo of frame " + i + ": our lane " + state
                         + "; our emulator counters " + ours + "; peer's " + ask("COUNTERS"));
             }
             try {
                 assertEquals(1 + i % 250, echo.amId());
                 assertEquals(i, echo.header().getInt(echo.header().readerIndex()));
-                byte[] got = io.netty.buffer.ByteBufUtil.getBytes(echo.payload());
+                byte[] got = ByteBufUtil.getBytes(echo.payload());
                 assertEquals(len, got.length);
                 for (int j = 0; j < len; j++) {
                     if (got[j] != (byte) (i * 31 + j)) {
@@ -266,7 +271,7 @@ class RdmaTwoProcessTest {
         }
         assertTrue(held, "the sender did not run out of credits");
         long completed = writes.stream().filter(ChannelFuture::isSuccess).count();
-        int rxDepth = io.nucx.transport.NucxConfig.of(Map.of(), Map.of()).get(RdmaConfig.RX_DEPTH);
+        int rxDepth = NucxConfig.of(Map.of(), Map.of()).get(RdmaConfig.RX_DEPTH);
         assertTrue(completed <= rxDepth, completed + " writes completed against " + rxDepth + " posted receives");
         assertEquals("OK", ask("RESUME 0"));
         for (ChannelFuture w : writes) {

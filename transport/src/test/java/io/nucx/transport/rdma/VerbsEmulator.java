@@ -1,5 +1,11 @@
 package io.nucx.transport.rdma;
 
+import io.nucx.transport.Availability;
+import io.nucx.transport.Device;
+import io.nucx.transport.NucxConfig;
+import org.junit.jupiter.api.Assumptions;
+
+import java.io.IOException;
 import java.lang.foreign.Arena;
 import java.lang.foreign.FunctionDescriptor;
 import java.lang.foreign.Linker;
@@ -8,6 +14,8 @@ import java.lang.foreign.SymbolLookup;
 import java.lang.invoke.MethodHandle;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.List;
+import java.util.Map;
 
 import static java.lang.foreign.ValueLayout.ADDRESS;
 import static java.lang.foreign.ValueLayout.JAVA_INT;
@@ -55,7 +63,7 @@ public final class VerbsEmulator {
     /** Why the lane tests cannot run, or null. */
     public static String testsMissing() {
         if (!testsOnEmulator()) {
-            io.nucx.transport.Availability a = new RdmaTransport(testLibrary()).availability();
+            Availability a = new RdmaTransport(testLibrary()).availability();
             return a.isAvailable() ? null : a.reason();
         }
         return missing();
@@ -68,10 +76,10 @@ public final class VerbsEmulator {
     public static String device(int i) {
         String missing = testsMissing();
         if (missing != null) {
-            org.junit.jupiter.api.Assumptions.abort(missing);
+            Assumptions.abort(missing);
         }
-        java.util.List<io.nucx.transport.Device> ds = new RdmaTransport(testLibrary()).devices(
-                io.nucx.transport.NucxConfig.of(java.util.Map.of(), java.util.Map.of()));
+        List<Device> ds = new RdmaTransport(testLibrary()).devices(
+                NucxConfig.of(Map.of(), Map.of()));
         return ds.get(i % ds.size()).name();
     }
 
@@ -82,7 +90,7 @@ public final class VerbsEmulator {
             if (Files.exists(why)) {
                 return "verbs emulator not built: " + Files.readString(why).trim();
             }
-        } catch (java.io.IOException e) {
+        } catch (IOException e) {
             return "verbs emulator: " + e;
         }
         return Files.exists(Path.of(library())) ? null : "verbs emulator not built (" + library() + " missing; the "
@@ -94,7 +102,7 @@ public final class VerbsEmulator {
         Path why = dir().resolve("UNAVAILABLE");
         try {
             return Files.exists(why) ? Files.readString(why).trim() : null;
-        } catch (java.io.IOException e) {
+        } catch (IOException e) {
             return e.toString();
         }
     }

@@ -1,5 +1,6 @@
 package io.nucx.transport.rdma;
 
+import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
@@ -10,6 +11,7 @@ import java.lang.foreign.StructLayout;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -57,7 +59,7 @@ class VerbsLayoutTest {
     @Test
     void layoutsMatchTheInstalledHeader() throws Exception {
         String headerMissing = VerbsEmulator.headersMissing();
-        org.junit.jupiter.api.Assumptions.assumeTrue(headerMissing == null, () -> headerMissing);
+        Assumptions.assumeTrue(headerMissing == null, () -> headerMissing);
         Map<String, long[]> fields = javaFields();
         StringBuilder c = new StringBuilder("#include <infiniband/verbs.h>\n#include <stdio.h>\n#include <stddef.h>\n"
                 + "int main(void) {\n");
@@ -108,7 +110,7 @@ class VerbsLayoutTest {
                 assertEquals(List.of(IbvSendWr.IBV_WR_SEND, IbvSendWr.IBV_WR_RDMA_READ,
                         IbvSendWr.IBV_WR_ATOMIC_FETCH_AND_ADD, IbvSendWr.IBV_SEND_SIGNALED, IbvSendWr.IBV_SEND_INLINE,
                         IbvWc.IBV_WC_RECV, IbvQpInitAttr.IBV_QPT_RC, IbvAsyncEvent.IBV_EVENT_COMM_EST),
-                        java.util.Arrays.stream(w, 1, w.length).map(Integer::valueOf).toList(), "verbs enum values");
+                        Arrays.stream(w, 1, w.length).map(Integer::valueOf).toList(), "verbs enum values");
                 continue;
             }
             String key = w[0] + " " + w[1] + " " + w[2];

@@ -4,6 +4,7 @@ import io.netty.buffer.ByteBuf;
 import io.netty.buffer.Unpooled;
 import io.netty.channel.Channel;
 import io.netty.channel.ChannelFuture;
+import io.netty.channel.ChannelHandler;
 import io.netty.channel.ChannelHandlerContext;
 import io.netty.channel.ChannelInboundHandlerAdapter;
 import io.nucx.transport.AbstractLaneChannel;
@@ -11,11 +12,13 @@ import io.nucx.transport.AmFrame;
 import io.nucx.transport.Iface;
 import io.nucx.transport.ShortFrameHandler;
 import io.nucx.transport.ShortPayload;
+import org.junit.jupiter.api.Assertions;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.extension.RegisterExtension;
 
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
@@ -107,7 +110,7 @@ class SelfShortFrameTest {
     private static String describe(ByteBuf payload) {
         byte[] b = new byte[payload.readableBytes()];
         payload.getBytes(payload.readerIndex(), b);
-        return b.length + ":" + java.util.Arrays.hashCode(b);
+        return b.length + ":" + Arrays.hashCode(b);
     }
 
     private static ByteBuf payload(long seq, int size, boolean direct) {
@@ -129,7 +132,7 @@ class SelfShortFrameTest {
     }
 
     /** A writer on loop A whose peer on loop B gets {@code accepted}. */
-    private AbstractLaneChannel connectTo(io.netty.channel.ChannelHandler accepted) throws Exception {
+    private AbstractLaneChannel connectTo(ChannelHandler accepted) throws Exception {
         Iface a = loops.open(loops.loopA, ChannelInboundHandlerAdapter::new, Map.of());
         Iface b = loops.open(loops.loopB, () -> accepted, Map.of());
         return (AbstractLaneChannel) a.connect(b.deviceAddress(), b.ifaceAddress(), new ChannelInboundHandlerAdapter())
@@ -306,7 +309,7 @@ class SelfShortFrameTest {
             return ok;
         }).get(10, TimeUnit.SECONDS);
         assertTrue(all, "the lane took the short frames");
-        IllegalArgumentException bad = w.eventLoop().submit(() -> org.junit.jupiter.api.Assertions.assertThrows(
+        IllegalArgumentException bad = w.eventLoop().submit(() -> Assertions.assertThrows(
                 IllegalArgumentException.class, () -> w.writeShortNow(0, 1, Unpooled.EMPTY_BUFFER))).get();
         assertTrue(bad.getMessage().contains("active message id 0"), bad.getMessage());
         assertTrue(got.await(10, TimeUnit.SECONDS));

@@ -12,6 +12,7 @@ import io.netty.util.ReferenceCountUtil;
 import io.nucx.transport.HostId;
 import io.nucx.transport.Iface;
 import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
 
@@ -294,7 +295,7 @@ class HostileShmTest {
     void ringsAndSocketsOfAnotherUserAreRefused() throws Exception {
         Iface victim = iface();
         assertEquals("rw-------", PosixFilePermissions.toString(Files.getPosixFilePermissions(socketOf(victim))));
-        org.junit.jupiter.api.Assumptions.assumeTrue(SpscRing.ownUid() == 0, "chown to another user needs root");
+        Assumptions.assumeTrue(SpscRing.ownUid() == 0, "chown to another user needs root");
         Path ring = ShmFiles.DIR.resolve("nucx-" + ShmFiles.pid() + "-666666-1.ring");
         files.add(ring);
         Files.deleteIfExists(ring);

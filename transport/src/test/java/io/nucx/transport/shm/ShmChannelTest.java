@@ -1,16 +1,28 @@
 package io.nucx.transport.shm;
 
+import io.netty.bootstrap.Bootstrap;
+import io.netty.bootstrap.ServerBootstrap;
+import io.netty.buffer.ByteBuf;
 import io.netty.buffer.Unpooled;
 import io.netty.channel.Channel;
 import io.netty.channel.ChannelFuture;
+import io.netty.channel.ChannelFutureListener;
 import io.netty.channel.ChannelHandler;
 import io.netty.channel.ChannelHandlerContext;
 import io.netty.channel.ChannelInboundHandlerAdapter;
+import io.netty.channel.EventLoop;
+import io.netty.channel.EventLoopGroup;
+import io.netty.channel.MultiThreadIoEventLoopGroup;
+import io.netty.channel.nio.NioIoHandler;
+import io.netty.channel.socket.nio.NioServerSocketChannel;
+import io.netty.channel.socket.nio.NioSocketChannel;
 import io.netty.handler.codec.CorruptedFrameException;
+import io.nucx.transport.AbstractLaneChannel;
 import io.nucx.transport.AmFrame;
 import io.nucx.transport.Iface;
 import io.nucx.transport.PayloadPlacement;
 import io.nucx.transport.ShortFrameHandler;
+import io.nucx.transport.ShortPayload;
 import io.nucx.transport.testsuite.Frames;
 import io.nucx.transport.testsuite.Recorder;
 import org.junit.jupiter.api.AfterEach;
@@ -21,19 +33,24 @@ import java.lang.foreign.Arena;
 import java.net.StandardProtocolFamily;
 import java.net.UnixDomainSocketAddress;
 import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import java.nio.channels.SocketChannel;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.BooleanSupplier;
 import java.util.function.Supplier;
+import java.util.stream.LongStream;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
@@ -119,7 +136,7 @@ class ShmChannelTest {
 
         @Override
         public void channelRead(ChannelHandlerContext ctx, Object msg) {
-            io.netty.buffer.ByteBuf b = (io.netty.buffer.ByteBuf) msg;
+            ByteBuf b = (ByteBuf) msg;
             lines.add(b.toString(StandardCharsets.US_ASCII));
             b.release();
         }
@@ -145,17 +162,17 @@ class ShmChannelTest {
                 frames.incrementAndGet();
                 ((AmFrame) msg).release();
             }
-        }, java.util.Map.of(), Long.MAX_VALUE);
-        Iface client = ifaces.open(this::recorder, java.util.Map.of(), Long.MAX_VALUE);
+        }, Map.of(), Long.MAX_VALUE);
+        Iface client = ifaces.open(this::recorder, Map.of(), Long.MAX_VALUE);
         Channel lane = client.connect(server.deviceAddress(), server.ifaceAddress(), recorder()).sync().channel();
         Channel accepted = acceptedLane.get(Recorder.DEADLINE_SECONDS, TimeUnit.SECONDS);
-        io.netty.channel.EventLoop loop = accepted.eventLoop();
+        EventLoop loop = accepted.eventLoop();
         LinkedBlockingQueue<String> lines = new LinkedBlockingQueue<>();
-        Channel listener = new io.netty.bootstrap.ServerBootstrap().group(loop)
-                .channel(io.netty.channel.socket.nio.NioServerSocketChannel.class)
+        Channel listener = new ServerBootstrap().group(loop)
+                .channel(NioServerSocketChannel.class)
                 .childHandler(new LineCollector(lines)).bind("127.0.0.1", 0).sync().channel();
-        io.netty.channel.EventLoopGroup other = new io.netty.channel.MultiThreadIoEventLoopGroup(1,
-                io.netty.channel.nio.NioIoHandler.newFactory());
+        EventLoopGroup other = new MultiThreadIoEventLoopGroup(1,
+                NioIoHandler.newFactory());
         AtomicBoolean streaming = new AtomicBoolean(true);
         try {
             // The lane streams from the client's loop the whole time, so the server's rings are busy
@@ -177,8 +194,8 @@ class ShmChannelTest {
             lane.eventLoop().execute(stream);
             for (int round = 0; round < 3; round++) {
                 Thread.sleep(20); // a quiet spell for the server's sockets: well past QUIET_DELEGATE_PASSES
-                Channel socket = new io.netty.bootstrap.Bootstrap().group(other)
-                        .channel(io.netty.channel.socket.nio.NioSocketChannel.class)
+                Channel socket = new Bootstrap().group(other)
+                        .channel(NioSocketChannel.class)
                         .handler(new ChannelInboundHandlerAdapter())
                         .connect(listener.localAddress()).sync().channel();
                 Thread.sleep(20);
@@ -209,17 +226,17 @@ class ShmChannelTest {
             Recorder r = recorder();
             accepted.add(r);
             return r;
-        }, java.util.Map.of(), Long.MAX_VALUE);
-        Iface client = ifaces.open(this::recorder, java.util.Map.of(), Long.MAX_VALUE);
+        }, Map.of(), Long.MAX_VALUE);
+        Iface client = ifaces.open(this::recorder, Map.of(), Long.MAX_VALUE);
         Recorder mine = recorder();
         Channel ch = client.connect(server.deviceAddress(), server.ifaceAddress(), mine).sync().channel();
         ch.writeAndFlush(Frames.numbered(0)).sync();
         await(() -> accepted.size() == 1, "no lane accepted");
         accepted.get(0).expect(0, 1);
-        io.netty.channel.EventLoop loop = accepted.get(0).channel().eventLoop();
+        EventLoop loop = accepted.get(0).channel().eventLoop();
         int tasks = 20_000;
         int timers = 50;
-        java.util.concurrent.CountDownLatch ran = new java.util.concurrent.CountDownLatch(tasks + timers);
+        CountDownLatch ran = new CountDownLatch(tasks + timers);
         for (int i = 0; i < tasks; i++) {
             loop.execute(ran::countDown);
             if (i % 1000 == 0) {
@@ -249,12 +266,12 @@ class ShmChannelTest {
         LinkedBlockingQueue<String> seen = new LinkedBlockingQueue<>();
         final class Both extends ChannelInboundHandlerAdapter implements ShortFrameHandler {
             @Override
-            public boolean shortFrameArrived(int amId, long header, io.nucx.transport.ShortPayload payload) {
+            public boolean shortFrameArrived(int amId, long header, ShortPayload payload) {
                 if (header % 2 != 0) {
                     return false; // odd ones come as frames
                 }
-                io.netty.buffer.ByteBuf copy = payload.copyOut();
-                io.netty.buffer.ByteBuf direct = Unpooled.directBuffer(payload.length() + 2).writerIndex(
+                ByteBuf copy = payload.copyOut();
+                ByteBuf direct = Unpooled.directBuffer(payload.length() + 2).writerIndex(
                         payload.length() + 2);
                 payload.copyTo(direct, 2); // the same bytes, copied straight to where a receiver wants them
                 seen.add("short " + amId + " " + header + " " + copy.toString(StandardCharsets.ISO_8859_1) + " "
@@ -301,12 +318,12 @@ class ShmChannelTest {
     @Test
     void aLargePayloadIsCopiedFromTheRingStraightToWhereThePlacementSays() throws Exception {
         int large = ShmChannel.PLACE_FROM * 4;
-        io.netty.buffer.ByteBuf receive = Unpooled.directBuffer(large, large);
+        ByteBuf receive = Unpooled.directBuffer(large, large);
         LinkedBlockingQueue<String> seen = new LinkedBlockingQueue<>();
         List<Integer> offered = new CopyOnWriteArrayList<>();
         final class Placing extends ChannelInboundHandlerAdapter implements PayloadPlacement {
             @Override
-            public io.netty.buffer.ByteBuf placePayload(int amId, io.netty.buffer.ByteBuf header, int length) {
+            public ByteBuf placePayload(int amId, ByteBuf header, int length) {
                 long h = header.getLongLE(header.readerIndex());
                 offered.add((int) h);
                 if (h == 3) {
@@ -318,7 +335,7 @@ class ShmChannelTest {
             @Override
             public void channelRead(ChannelHandlerContext ctx, Object msg) {
                 AmFrame f = (AmFrame) msg;
-                io.netty.buffer.ByteBuf p = f.payload();
+                ByteBuf p = f.payload();
                 boolean inPlace = p.hasMemoryAddress() && p.memoryAddress() + p.readerIndex() == receive.memoryAddress();
                 seen.add("frame " + f.header().getLongLE(0) + " " + p.readableBytes() + (inPlace ? " in place" : "")
                         + " " + p.getByte(p.readerIndex() + p.readableBytes() - 1));
@@ -365,7 +382,7 @@ class ShmChannelTest {
         Iface server = recordingIface(accepted);
         Iface client = iface(this::recorder);
         Channel ch = client.connect(server.deviceAddress(), server.ifaceAddress(), recorder()).sync().channel();
-        io.nucx.transport.AbstractLaneChannel lane = (io.nucx.transport.AbstractLaneChannel) ch;
+        AbstractLaneChannel lane = (AbstractLaneChannel) ch;
         await(() -> accepted.size() == 1, "the server's lane");
         Recorder reader = accepted.get(0);
         int large = ShmChannel.PUBLISH_EARLY_BYTES;
@@ -409,7 +426,7 @@ class ShmChannelTest {
         long limit = 100_000_000;
         AtomicLong written = new AtomicLong();
         AtomicBoolean stop = new AtomicBoolean();
-        io.netty.channel.ChannelFutureListener[] next = new io.netty.channel.ChannelFutureListener[1];
+        ChannelFutureListener[] next = new ChannelFutureListener[1];
         next[0] = f -> {
             if (f.isSuccess() && !stop.get() && written.incrementAndGet() < limit) {
                 ch.writeAndFlush(AmFrame.of(5, 0, Unpooled.buffer(8).writeLongLE(0), Unpooled.EMPTY_BUFFER))
@@ -503,7 +520,7 @@ class ShmChannelTest {
             ch.flush();
         }).sync();
         inactive.get(Recorder.DEADLINE_SECONDS, TimeUnit.SECONDS);
-        assertEquals(java.util.stream.LongStream.range(0, records).boxed().toList(), seen);
+        assertEquals(LongStream.range(0, records).boxed().toList(), seen);
         Channel again = client.connect(server.deviceAddress(), server.ifaceAddress(), recorder()).sync().channel();
         again.writeAndFlush(Frames.numbered(9)).sync();
         await(() -> later.size() == 1, "the server's loop accepts no more lanes");
@@ -549,9 +566,9 @@ class ShmChannelTest {
     void handshakeGarbageClosesOnlyThatSocket() throws Exception {
         Recorder accepted = recorder();
         Iface server = iface(() -> accepted);
-        ByteBuffer b = ByteBuffer.wrap(server.ifaceAddress()).order(java.nio.ByteOrder.LITTLE_ENDIAN);
+        ByteBuffer b = ByteBuffer.wrap(server.ifaceAddress()).order(ByteOrder.LITTLE_ENDIAN);
         Path socket = ShmFiles.socket(ShmFiles.DIR, b.getInt(), b.getInt());
-        try (java.nio.channels.SocketChannel raw = java.nio.channels.SocketChannel.open(StandardProtocolFamily.UNIX)) {
+        try (SocketChannel raw = SocketChannel.open(StandardProtocolFamily.UNIX)) {
             raw.connect(UnixDomainSocketAddress.of(socket));
             raw.write(ByteBuffer.wrap("GET / HTTP/1.1\r\n\r\n".getBytes(StandardCharsets.US_ASCII)));
             ByteBuffer sink = ByteBuffer.allocate(256);

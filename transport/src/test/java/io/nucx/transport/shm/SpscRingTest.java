@@ -1,5 +1,8 @@
 package io.nucx.transport.shm;
 
+import io.netty.buffer.ByteBuf;
+import io.netty.buffer.Unpooled;
+import io.netty.util.IllegalReferenceCountException;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
@@ -10,11 +13,17 @@ import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import java.nio.channels.FileChannel;
+import java.nio.file.FileAlreadyExistsException;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.nio.file.StandardOpenOption;
 import java.nio.file.attribute.PosixFilePermissions;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.List;
+import java.util.SplittableRandom;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicReference;
 
@@ -134,9 +143,9 @@ class SpscRingTest {
         try (SpscRing ring = SpscRing.create(p, 4096); Arena arena = Arena.ofConfined()) {
             assertTrue(ring.write(1, arena.allocate(16)));
             // Another process scribbles over the first record's length word (the record area follows the header).
-            try (java.nio.channels.FileChannel ch = java.nio.channels.FileChannel.open(p,
-                    java.nio.file.StandardOpenOption.WRITE)) {
-                ch.write(java.nio.ByteBuffer.allocate(4).order(java.nio.ByteOrder.LITTLE_ENDIAN).putInt(0, 1 << 20),
+            try (FileChannel ch = FileChannel.open(p,
+                    StandardOpenOption.WRITE)) {
+                ch.write(ByteBuffer.allocate(4).order(ByteOrder.LITTLE_ENDIAN).putInt(0, 1 << 20),
                         RingDescriptor.HEADER_LENGTH + RecordDescriptor.LENGTH_OFFSET);
             }
             RingCorruptedException e = assertThrows(RingCorruptedException.class,
@@ -154,20 +163,20 @@ class SpscRingTest {
     void anUnalignedPaddingOrHeadIsReportedAsCorruption() throws Exception {
         Path p = dir.resolve("unaligned");
         try (SpscRing ring = SpscRing.create(p, 4096)) {
-            try (java.nio.channels.FileChannel ch = java.nio.channels.FileChannel.open(p,
-                    java.nio.file.StandardOpenOption.WRITE)) {
+            try (FileChannel ch = FileChannel.open(p,
+                    StandardOpenOption.WRITE)) {
                 // a padding record of 9 bytes, then a tail of 16 (published, as a producer would)
-                ch.write(java.nio.ByteBuffer.allocate(8).order(java.nio.ByteOrder.LITTLE_ENDIAN).putInt(0, 9)
+                ch.write(ByteBuffer.allocate(8).order(ByteOrder.LITTLE_ENDIAN).putInt(0, 9)
                         .putInt(4, RecordDescriptor.PADDING_TYPE), RingDescriptor.HEADER_LENGTH);
-                ch.write(java.nio.ByteBuffer.allocate(8).order(java.nio.ByteOrder.LITTLE_ENDIAN).putLong(0, 16),
+                ch.write(ByteBuffer.allocate(8).order(ByteOrder.LITTLE_ENDIAN).putLong(0, 16),
                         RingDescriptor.HEADER_LENGTH + 4096 + RingDescriptor.TAIL_OFFSET);
             }
             RingCorruptedException e = assertThrows(RingCorruptedException.class,
                     () -> ring.read((type, segment, offset, length) -> { }, 10));
             assertTrue(e.getMessage().contains("length 9"), e.getMessage());
-            try (java.nio.channels.FileChannel ch = java.nio.channels.FileChannel.open(p,
-                    java.nio.file.StandardOpenOption.WRITE)) {
-                ch.write(java.nio.ByteBuffer.allocate(8).order(java.nio.ByteOrder.LITTLE_ENDIAN).putLong(0, 3),
+            try (FileChannel ch = FileChannel.open(p,
+                    StandardOpenOption.WRITE)) {
+                ch.write(ByteBuffer.allocate(8).order(ByteOrder.LITTLE_ENDIAN).putLong(0, 3),
                         RingDescriptor.HEADER_LENGTH + 4096 + RingDescriptor.HEAD_OFFSET);
             }
             e = assertThrows(RingCorruptedException.class, () -> ring.read((type, segment, offset, length) -> { }, 10));
@@ -183,18 +192,18 @@ class SpscRingTest {
     @Test
     void aWriteWhoseCopyThrowsLeavesNothingForTheReader() throws Exception {
         Path p = dir.resolve("abandoned");
-        io.netty.buffer.ByteBuf payload = io.netty.buffer.Unpooled.directBuffer(2048 + 64);
+        ByteBuf payload = Unpooled.directBuffer(2048 + 64);
         try (SpscRing producer = SpscRing.create(p, 32768); SpscRing consumer = SpscRing.open(p)) {
             for (int shift = 0; shift < 64; shift += 8) { // some of these need a filler wherever the tail is
-                io.netty.buffer.ByteBuf released = io.netty.buffer.Unpooled.directBuffer(8).writeLong(1);
+                ByteBuf released = Unpooled.directBuffer(8).writeLong(1);
                 released.release();
                 payload.clear().writeZero(shift).writeZero(2048).skipBytes(shift);
                 long before = producer.size();
-                assertThrows(io.netty.util.IllegalReferenceCountException.class,
+                assertThrows(IllegalReferenceCountException.class,
                         () -> producer.append(7, released, payload));
                 assertEquals(before, producer.size(), "a failed write moved the tail");
-                io.netty.buffer.ByteBuf small = io.netty.buffer.Unpooled.wrappedBuffer(new byte[] {(byte) shift});
-                assertTrue(producer.write(8, io.netty.buffer.Unpooled.EMPTY_BUFFER, small));
+                ByteBuf small = Unpooled.wrappedBuffer(new byte[] {(byte) shift});
+                assertTrue(producer.write(8, Unpooled.EMPTY_BUFFER, small));
                 List<String> seen = new ArrayList<>();
                 assertEquals(1, consumer.read((type, seg, offset, length) -> seen.add(type + "/" + length + "/"
                         + seg.get(ValueLayout.JAVA_BYTE, offset)), 10), "shift " + shift + ": " + seen);
@@ -213,23 +222,23 @@ class SpscRingTest {
     @Test
     void aWriteWhoseCopyThrowsInsideABatchKeepsTheBatchsRecords() throws Exception {
         Path p = dir.resolve("abandoned-in-batch");
-        io.netty.buffer.ByteBuf payload = io.netty.buffer.Unpooled.directBuffer(2048 + 64);
+        ByteBuf payload = Unpooled.directBuffer(2048 + 64);
         try (SpscRing producer = SpscRing.create(p, 32768); SpscRing consumer = SpscRing.open(p)) {
             for (int round = 0; round < 96; round++) {
                 // Moves the tail by a size that is no multiple of the payload alignment, to every part of the ring.
-                assertTrue(producer.write(5, io.netty.buffer.Unpooled.EMPTY_BUFFER,
-                        io.netty.buffer.Unpooled.wrappedBuffer(new byte[1 + round * 457 % 3000])));
+                assertTrue(producer.write(5, Unpooled.EMPTY_BUFFER,
+                        Unpooled.wrappedBuffer(new byte[1 + round * 457 % 3000])));
                 assertEquals(1, consumer.read((type, seg, offset, length) -> { }, 10));
-                io.netty.buffer.ByteBuf released = io.netty.buffer.Unpooled.directBuffer(8).writeLong(1);
+                ByteBuf released = Unpooled.directBuffer(8).writeLong(1);
                 released.release();
                 int shift = round % 8 * 8;
                 payload.clear().writeZero(shift).writeZero(2048).skipBytes(shift);
-                assertTrue(producer.append(8, io.netty.buffer.Unpooled.EMPTY_BUFFER,
-                        io.netty.buffer.Unpooled.wrappedBuffer(new byte[] {1})));
-                assertThrows(io.netty.util.IllegalReferenceCountException.class,
+                assertTrue(producer.append(8, Unpooled.EMPTY_BUFFER,
+                        Unpooled.wrappedBuffer(new byte[] {1})));
+                assertThrows(IllegalReferenceCountException.class,
                         () -> producer.append(7, released, payload));
-                assertTrue(producer.append(8, io.netty.buffer.Unpooled.EMPTY_BUFFER,
-                        io.netty.buffer.Unpooled.wrappedBuffer(new byte[] {2})));
+                assertTrue(producer.append(8, Unpooled.EMPTY_BUFFER,
+                        Unpooled.wrappedBuffer(new byte[] {2})));
                 assertTrue(producer.publish());
                 List<String> seen = new ArrayList<>();
                 consumer.read((type, seg, offset, length) -> seen.add(type + "/" + length + "/"
@@ -248,9 +257,9 @@ class SpscRingTest {
         for (int length : new int[] {0, 4, 12, RecordDescriptor.PAYLOAD_ALIGNMENT, 4096}) {
             Path p = dir.resolve("filler-" + length);
             try (SpscRing ring = SpscRing.create(p, 4096)) {
-                try (java.nio.channels.FileChannel ch = java.nio.channels.FileChannel.open(p,
-                        java.nio.file.StandardOpenOption.WRITE)) {
-                    ch.write(java.nio.ByteBuffer.allocate(8).order(java.nio.ByteOrder.LITTLE_ENDIAN)
+                try (FileChannel ch = FileChannel.open(p,
+                        StandardOpenOption.WRITE)) {
+                    ch.write(ByteBuffer.allocate(8).order(ByteOrder.LITTLE_ENDIAN)
                             .putInt(0, length).putInt(4, RecordDescriptor.FILLER_TYPE), RingDescriptor.HEADER_LENGTH);
                 }
                 if (length == 0) {
@@ -274,7 +283,7 @@ class SpscRingTest {
     void appendedRecordsAreSeenOnlyOncePublishedAndTheWholeBatchAtOnce() throws Exception {
         Path p = dir.resolve("batches");
         try (SpscRing producer = SpscRing.create(p, 1024); SpscRing consumer = SpscRing.open(p)) {
-            io.netty.buffer.ByteBuf payload = io.netty.buffer.Unpooled.wrappedBuffer(new byte[100]);
+            ByteBuf payload = Unpooled.wrappedBuffer(new byte[100]);
             List<Integer> seen = new ArrayList<>();
             SpscRing.RecordHandler collect = (type, seg, offset, length) -> seen.add(type);
             for (int lap = 0; lap < 20; lap++) { // 3 x 120 bytes a lap: every lap wraps somewhere else
@@ -306,7 +315,7 @@ class SpscRingTest {
         Path p = dir.resolve("round");
         int capacity = 4096;
         try (SpscRing ring = SpscRing.create(p, capacity)) {
-            ByteBuffer words = ByteBuffer.allocate(capacity).order(java.nio.ByteOrder.LITTLE_ENDIAN);
+            ByteBuffer words = ByteBuffer.allocate(capacity).order(ByteOrder.LITTLE_ENDIAN);
             words.putInt(0, capacity).putInt(4, RecordDescriptor.PADDING_TYPE); // padding over the whole area
             write(p, words, RingDescriptor.HEADER_LENGTH);
             RingCorruptedException e = assertThrows(RingCorruptedException.class,
@@ -325,8 +334,8 @@ class SpscRingTest {
     }
 
     private static void write(Path p, ByteBuffer words, long at) throws IOException {
-        try (java.nio.channels.FileChannel ch = java.nio.channels.FileChannel.open(p,
-                java.nio.file.StandardOpenOption.WRITE)) {
+        try (FileChannel ch = FileChannel.open(p,
+                StandardOpenOption.WRITE)) {
             ch.write(words.duplicate().clear(), at);
         }
     }
@@ -348,7 +357,7 @@ class SpscRingTest {
 
     @Test
     void aSideThatNeverParksSaysSoThroughTheFileAndThePeerStopsLookingForItsFlags() throws Exception {
-        java.nio.file.Path file = dir.resolve("polls");
+        Path file = dir.resolve("polls");
         try (SpscRing producerView = SpscRing.create(file, 4096); SpscRing consumerView = SpscRing.open(file)) {
             consumerView.markConsumerSleeping();
             producerView.markWriterWaiting();
@@ -366,14 +375,14 @@ class SpscRingTest {
         Path p = dir.resolve("r");
         try (SpscRing ring = SpscRing.create(p, 4096)) {
             assertEquals("rw-------", PosixFilePermissions.toString(Files.getPosixFilePermissions(p)));
-            assertThrows(java.nio.file.FileAlreadyExistsException.class, () -> SpscRing.create(p, 4096));
+            assertThrows(FileAlreadyExistsException.class, () -> SpscRing.create(p, 4096));
         }
         Path junk = dir.resolve("junk");
         Files.write(junk, new byte[8192]);
         IOException e = assertThrows(IOException.class, () -> SpscRing.open(junk));
         assertTrue(e.getMessage().contains("not a nucx ring"), e.getMessage());
         Path cut = dir.resolve("cut");
-        Files.write(cut, java.util.Arrays.copyOf(Files.readAllBytes(p), 5000));
+        Files.write(cut, Arrays.copyOf(Files.readAllBytes(p), 5000));
         IOException e2 = assertThrows(IOException.class, () -> SpscRing.open(cut));
         assertTrue(e2.getMessage().contains("needs"), e2.getMessage());
     }
@@ -391,10 +400,10 @@ class SpscRingTest {
         Path p = dir.resolve("batches");
         int records = 150_000;
         byte[] pattern = new byte[16384];
-        new java.util.SplittableRandom(7).nextBytes(pattern);
+        new SplittableRandom(7).nextBytes(pattern);
         MemorySegment expectedBytes = MemorySegment.ofArray(pattern);
-        io.netty.buffer.ByteBuf source = io.netty.buffer.Unpooled.directBuffer(8192 + 64);
-        io.netty.buffer.ByteBuf header = io.netty.buffer.Unpooled.directBuffer(8);
+        ByteBuf source = Unpooled.directBuffer(8192 + 64);
+        ByteBuf header = Unpooled.directBuffer(8);
         assertTrue(source.hasMemoryAddress(), "a payload without an address is never placed: no fillers to test");
         AtomicReference<String> failure = new AtomicReference<>();
         try (SpscRing producer = SpscRing.create(p, 64 * 1024); SpscRing consumer = SpscRing.open(p)) {
@@ -449,9 +458,9 @@ class SpscRingTest {
 
     /** The writer of {@link #twoThreadsWithPlacedRecordsInBatchesLoseNothingAndRoomIsNeverMisjudged}. */
     private static void writeInBatches(SpscRing producer, int records, int largest, byte[] pattern,
-                                       io.netty.buffer.ByteBuf source, io.netty.buffer.ByteBuf header,
+                                       ByteBuf source, ByteBuf header,
                                        AtomicReference<String> failure) {
-        java.util.SplittableRandom random = new java.util.SplittableRandom(42);
+        SplittableRandom random = new SplittableRandom(42);
         int inBatch = 0;
         int batch = 1;
         for (int i = 0; i < records && failure.get() == null; ) {

@@ -23,6 +23,7 @@ import java.nio.channels.FileChannel;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
+import java.util.concurrent.TimeUnit;
 
 /**
  * Coverage-guided fuzzing (Jazzer) of every transport decoder that reads another process's bytes: the tcp frame
@@ -75,7 +76,7 @@ class TransportFuzzTest {
         }
         boolean[] done = new boolean[1];
         EmbeddedChannel ch = new EmbeddedChannel(new ShmHandshake(false, DIR, new ShmAddress(ShmFiles.pid(), 1),
-                1 << 16, java.util.concurrent.TimeUnit.SECONDS.toNanos(10), r -> {
+                1 << 16, TimeUnit.SECONDS.toNanos(10), r -> {
                     done[0] = true;
                     r.in().close();
                     r.out().close();

@@ -15,6 +15,7 @@ import io.nucx.transport.ShortFrameHandler;
 import io.nucx.transport.ShortPayload;
 import org.junit.jupiter.api.Test;
 
+import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.function.IntPredicate;
@@ -101,12 +102,12 @@ class ShortFrameDecodingTest {
     private static final int THROWS = 99;
 
     private static String text(ByteBuf b) {
-        return b.toString(b.readerIndex(), b.readableBytes(), java.nio.charset.StandardCharsets.US_ASCII);
+        return b.toString(b.readerIndex(), b.readableBytes(), StandardCharsets.US_ASCII);
     }
 
     private static AmFrame frame(int amId, int flags, long header, String payload) {
         return AmFrame.of(amId, flags, Unpooled.buffer(8).writeLongLE(header),
-                Unpooled.copiedBuffer(payload, java.nio.charset.StandardCharsets.US_ASCII));
+                Unpooled.copiedBuffer(payload, StandardCharsets.US_ASCII));
     }
 
     /** The wire bytes of {@code frames}, as one buffer (one read). */
@@ -321,7 +322,7 @@ class ShortFrameDecodingTest {
         EmbeddedChannel enc = new EmbeddedChannel(encoder());
         ChannelHandlerContext writer = enc.pipeline().context(AmFrameEncoder.class);
         AmFrameEncoder encoder = (AmFrameEncoder) writer.handler();
-        ByteBuf payload = Unpooled.copiedBuffer("abcd", java.nio.charset.StandardCharsets.US_ASCII);
+        ByteBuf payload = Unpooled.copiedBuffer("abcd", StandardCharsets.US_ASCII);
         List<ByteBuf> written = new ArrayList<>();
         try {
             assertTrue(encoder.writeShort(writer, 7, 1, payload));

@@ -18,6 +18,7 @@ import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.EnumSource;
 
 import java.net.Inet4Address;
+import java.net.Inet6Address;
 import java.net.InetAddress;
 import java.net.NetworkInterface;
 import java.util.ArrayList;
@@ -164,10 +165,10 @@ class TcpCongestionTest {
         assertTrue(TcpCongestion.isLoopback(InetAddress.getByName("127.0.0.1")));
         assertTrue(TcpCongestion.isLoopback(InetAddress.getByName("127.3.2.1")));
         assertTrue(TcpCongestion.isLoopback(InetAddress.getByName("::1")));
-        assertTrue(TcpCongestion.isLoopback(java.net.Inet6Address.getByAddress(null,
+        assertTrue(TcpCongestion.isLoopback(Inet6Address.getByAddress(null,
                 new byte[] {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, (byte) 0xff, (byte) 0xff, 127, 0, 0, 1}, null)));
         assertFalse(TcpCongestion.isLoopback(InetAddress.getByName("10.0.0.1")));
-        assertFalse(TcpCongestion.isLoopback(java.net.Inet6Address.getByAddress(null,
+        assertFalse(TcpCongestion.isLoopback(Inet6Address.getByAddress(null,
                 new byte[] {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, (byte) 0xff, (byte) 0xff, 10, 0, 0, 1}, null)));
     }
 

@@ -1,6 +1,7 @@
 package io.nucx.transport.tcp;
 
 import io.netty.buffer.ByteBuf;
+import io.netty.buffer.ByteBufUtil;
 import io.netty.buffer.PooledByteBufAllocator;
 import io.netty.buffer.Unpooled;
 import io.netty.channel.Channel;
@@ -10,6 +11,8 @@ import io.netty.channel.ChannelInboundHandlerAdapter;
 import io.netty.channel.EventLoopGroup;
 import io.netty.channel.MultiThreadIoEventLoopGroup;
 import io.netty.handler.codec.CorruptedFrameException;
+import io.netty.handler.codec.TooLongFrameException;
+import io.nucx.transport.AbstractIface;
 import io.nucx.transport.AmFrame;
 import io.nucx.transport.Iface;
 import io.nucx.transport.IfaceParams;
@@ -23,10 +26,13 @@ import org.junit.jupiter.params.provider.CsvSource;
 import org.junit.jupiter.params.provider.EnumSource;
 
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 import java.util.concurrent.BlockingQueue;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.TimeUnit;
@@ -65,7 +71,7 @@ class TcpPayloadPlacementTest {
         final CompletableFuture<Channel> channel = new CompletableFuture<>();
         int placements;
         /** The offsets placed into (the frames whose payload had not all arrived with their header). */
-        final java.util.Set<Long> placedAt = java.util.concurrent.ConcurrentHashMap.newKeySet();
+        final Set<Long> placedAt = ConcurrentHashMap.newKeySet();
 
         @Override
         public void channelActive(ChannelHandlerContext ctx) {
@@ -149,7 +155,7 @@ class TcpPayloadPlacementTest {
         assertEquals(n, b.readableBytes(), what + ": length");
         ByteBuf expected = pattern(seed, n);
         try {
-            assertTrue(io.netty.buffer.ByteBufUtil.equals(expected, 0, b, b.readerIndex(), n), what + ": bytes differ");
+            assertTrue(ByteBufUtil.equals(expected, 0, b, b.readerIndex(), n), what + ": bytes differ");
         } finally {
             expected.release();
         }
@@ -165,7 +171,7 @@ class TcpPayloadPlacementTest {
         PlacingReceiver r = receiver();
         Iface b = open(engine, setting, r);
         Iface a = open(engine, setting, null);
-        Channel ch = ((io.nucx.transport.AbstractIface) a).eventLoop().submit(() ->
+        Channel ch = ((AbstractIface) a).eventLoop().submit(() ->
                 a.connect(b.deviceAddress(), b.ifaceAddress(), new ChannelInboundHandlerAdapter())).get()
                 .sync().channel();
         Channel accepted = r.channel.get(10, TimeUnit.SECONDS);
@@ -304,7 +310,7 @@ class TcpPayloadPlacementTest {
     }
 
     private Channel connected(Iface a, Iface b, PlacingReceiver r) throws Exception {
-        Channel ch = ((io.nucx.transport.AbstractIface) a).eventLoop().submit(() ->
+        Channel ch = ((AbstractIface) a).eventLoop().submit(() ->
                 a.connect(b.deviceAddress(), b.ifaceAddress(), new ChannelInboundHandlerAdapter())).get()
                 .sync().channel();
         r.channel.get(10, TimeUnit.SECONDS);
@@ -348,7 +354,7 @@ class TcpPayloadPlacementTest {
         }
         byte[] region = new byte[LARGE];
         r.region.getBytes(0, region);
-        assertEquals(-1, java.util.Arrays.mismatch(region, new byte[LARGE]), "nothing was written after RELINQUISH");
+        assertEquals(-1, Arrays.mismatch(region, new byte[LARGE]), "nothing was written after RELINQUISH");
         assertTrue(r.errors.isEmpty(), () -> "errors: " + r.errors);
     }
 
@@ -389,11 +395,11 @@ class TcpPayloadPlacementTest {
         assertTrue(big <= r.region.capacity());
 
         ChannelFuture unflagged = ch.writeAndFlush(frame(PLACED, 0, 1, big)).await();
-        assertInstanceOf(io.netty.handler.codec.TooLongFrameException.class, unflagged.cause(),
+        assertInstanceOf(TooLongFrameException.class, unflagged.cause(),
                 "an unflagged frame over the limit fails its write at the sender");
         ChannelFuture tooBig = ch.writeAndFlush(AmFrame.of(PLACED, AmFrame.FLAG_PLACED,
                 Unpooled.buffer(8).writeLongLE(0), pattern(1, big + 1))).await();
-        assertInstanceOf(io.netty.handler.codec.TooLongFrameException.class, tooBig.cause(),
+        assertInstanceOf(TooLongFrameException.class, tooBig.cause(),
                 "a placed frame over maxPlaced fails its write at the sender");
 
         ChannelFuture sent = ch.writeAndFlush(AmFrame.of(PLACED, AmFrame.FLAG_PLACED,
@@ -420,14 +426,14 @@ class TcpPayloadPlacementTest {
         Channel fromPlain = connected(plain, open(engine, "y", other), other);
         ChannelFuture refusedAtSender = fromPlain.writeAndFlush(AmFrame.of(PLACED, AmFrame.FLAG_PLACED,
                 Unpooled.buffer(8).writeLongLE(0), pattern(3, big))).await();
-        assertInstanceOf(io.netty.handler.codec.TooLongFrameException.class, refusedAtSender.cause(),
+        assertInstanceOf(TooLongFrameException.class, refusedAtSender.cause(),
                 "NUCX_TCP_PLACE=n: no placed frames over the limit");
 
         // Flagged, but nothing asks for it: refused with the reason (the lane's handler closes that connection).
         ch.writeAndFlush(AmFrame.of(UNPLACED, AmFrame.FLAG_PLACED, Unpooled.buffer(8).writeLongLE(0),
                 pattern(4, big)));
         Throwable e = r.errors.poll(30, TimeUnit.SECONDS);
-        assertInstanceOf(io.netty.handler.codec.TooLongFrameException.class, e);
+        assertInstanceOf(TooLongFrameException.class, e);
         assertTrue(e.getMessage().contains("placed frame payload length " + big + " exceeds limit")
                 && e.getMessage().contains("nothing here asked for it (am id " + UNPLACED + ")"), e.getMessage());
         assertTrue(r.frames.isEmpty(), "no frame went up");

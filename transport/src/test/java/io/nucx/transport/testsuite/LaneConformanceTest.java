@@ -2,11 +2,15 @@ package io.nucx.transport.testsuite;
 
 import io.netty.channel.Channel;
 import io.netty.channel.ChannelFuture;
+import io.netty.channel.ChannelHandler;
+import io.netty.channel.ChannelOutboundHandlerAdapter;
 import io.netty.channel.EventLoop;
 import io.netty.channel.EventLoopGroup;
 import io.netty.channel.IoHandlerFactory;
 import io.netty.channel.MultiThreadIoEventLoopGroup;
+import io.netty.handler.codec.DecoderException;
 import io.netty.handler.codec.TooLongFrameException;
+import io.nucx.transport.AbstractIface;
 import io.nucx.transport.AbstractLaneChannel;
 import io.nucx.transport.AmFrame;
 import io.nucx.transport.Iface;
@@ -39,6 +43,7 @@ import java.util.concurrent.Callable;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.LinkedBlockingQueue;
 import java.util.concurrent.TimeUnit;
+import java.util.function.Supplier;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
@@ -165,7 +170,7 @@ public abstract class LaneConformanceTest {
         });
     }
 
-    private Iface openIface(java.util.function.Supplier<io.netty.channel.ChannelHandler> accepted) throws Exception {
+    private Iface openIface(Supplier<ChannelHandler> accepted) throws Exception {
         EventLoopGroup g = new MultiThreadIoEventLoopGroup(1, loopFactory());
         groups.add(g);
         EventLoop loop = g.next();
@@ -195,7 +200,7 @@ public abstract class LaneConformanceTest {
 
     /** Runs {@code task} on {@code iface}'s loop (p2p endpoints are made there). */
     protected static <T> T onLoop(Iface iface, Callable<T> task) throws Exception {
-        return ((io.nucx.transport.AbstractIface) iface).eventLoop().submit(task).get(30, TimeUnit.SECONDS);
+        return ((AbstractIface) iface).eventLoop().submit(task).get(30, TimeUnit.SECONDS);
     }
 
     /**
@@ -341,7 +346,7 @@ public abstract class LaneConformanceTest {
                 if (s == 2) {
                     ch.flush();
                 } else if (s == 3) {
-                    ch.pipeline().addFirst("probe", new io.netty.channel.ChannelOutboundHandlerAdapter());
+                    ch.pipeline().addFirst("probe", new ChannelOutboundHandlerAdapter());
                 }
                 AmFrame f = Frames.numbered(s);
                 boolean now = ch.writeNow(f);
@@ -607,7 +612,7 @@ public abstract class LaneConformanceTest {
             }
         }
         for (Throwable t : l.aSide().errors()) { // a stream cut mid-frame is reported, named, and nothing else
-            assertTrue(t instanceof IOException || t instanceof io.netty.handler.codec.DecoderException,
+            assertTrue(t instanceof IOException || t instanceof DecoderException,
                     () -> "unexpected error: " + t);
         }
         afterPeerKilled(peer.process().pid());

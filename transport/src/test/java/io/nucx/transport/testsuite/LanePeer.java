@@ -16,6 +16,7 @@ import io.nucx.transport.testing.LeakRecorder;
 
 import java.util.HexFormat;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.locks.LockSupport;
 
 /**
  * The other process of {@link LaneConformanceTest}'s cross-process cases: opens an iface of transport {@code args[0]}
@@ -109,7 +110,7 @@ public final class LanePeer {
                 }
                 next++;
                 if (mode.equals("slow") && next % 64 == 0) {
-                    java.util.concurrent.locks.LockSupport.parkNanos(2_000_000); // the slowness this mode simulates
+                    LockSupport.parkNanos(2_000_000); // the slowness this mode simulates
                 }
                 if (next == expected) {
                     System.out.println("OK " + next);

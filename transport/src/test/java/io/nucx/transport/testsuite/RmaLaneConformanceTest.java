@@ -35,6 +35,7 @@ import java.util.List;
 import java.util.concurrent.Callable;
 import java.util.concurrent.CancellationException;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.function.Consumer;
 
@@ -212,7 +213,7 @@ public abstract class RmaLaneConformanceTest {
     private <T> T onLoop(Callable<T> task) throws Exception {
         try {
             return loop.submit(task).get(30, TimeUnit.SECONDS);
-        } catch (java.util.concurrent.ExecutionException e) {
+        } catch (ExecutionException e) {
             if (e.getCause() instanceof Exception cause) {
                 throw cause;
             }
