@@ -66,6 +66,7 @@ class TwoProcessCmaTest {
                 assertEquals("OK " + sizes.length + " " + total, report, () -> report + "\n" + peer.stderr());
                 assertEquals(sizes.length, worker.counters().count(RndvProtocols.GET_ZCOPY.name()));
                 assertEquals(0, worker.counters().count(RndvProtocols.TAG_RNDV.name()));
+                assertEquals(0, worker.counters().count(RndvProtocols.GET_FALLBACK_COUNTER), "every offer read");
                 String lanes = peer.awaitLine("LANES");
                 assertEquals("rma=cma/memory refusal=null", lanes);
                 String counters = peer.awaitLine("COUNTERS");

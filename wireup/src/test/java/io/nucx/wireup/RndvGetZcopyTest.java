@@ -80,6 +80,7 @@ class RndvGetZcopyTest {
         assertEquals(sizes.length, a.counters().count(RndvProtocols.GET_ZCOPY.name()), "sender offered");
         assertEquals(sizes.length, b.counters().count(RndvProtocols.RECV_GET_COUNTER), "receiver read");
         assertEquals(0, b.counters().count(RndvProtocols.RECV_GET_FALLBACK_COUNTER));
+        assertEquals(0, a.counters().count(RndvProtocols.GET_FALLBACK_COUNTER), "every offer read");
         assertEquals(1, a.counters().count(RndvProtocols.TAG_RNDV.name()), "heap message by AM fragments");
         assertEquals(0, a.eventLoop().submit(() -> a.sumOverCodecs(RndvCodec.class, RndvCodec::sendsWaiting)).get(), "every send released on ATS");
     }

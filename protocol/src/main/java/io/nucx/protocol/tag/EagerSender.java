@@ -351,7 +351,8 @@ final class EagerSender {
                 // which knows what its RTS offers.
                 ctx.write(new RndvSendRequest(tag, content.retain(), false, kind, rtsPayload(ctx, amHeader)), promise);
             } else if (p == RndvProtocols.GET_ZCOPY) {
-                // not one native run: the receiver asks by RTR
+                // A key only for one run of native memory (offersKey): for heap or scattered data the receiver
+                // asks by RTR
                 ctx.write(new RndvSendRequest(tag, content.retain(), RndvSendRequest.offersKey(content), kind,
                         rtsPayload(ctx, amHeader)), promise);
             } else {

@@ -165,7 +165,7 @@ public final class RndvProtocols {
      * Sender-side counter: active messages the tables gave a rendezvous that went as {@code egr/multi/bcopy} (counted
      * there too), since their user header does not fit the RTS's one frame.
      */
-    public static final String AM_HEADER_FALLBACK_COUNTER = "am:rndv(fallback: user header)";
+    public static final String AM_HEADER_FALLBACK_COUNTER = "am:rndv(fallback)";
     /** Receiver-side counters: data read from the sender by cma, or asked for by RTR although a key came. */
     public static final String RECV_GET_COUNTER = "recv:rndv/get/zcopy";
     public static final String RECV_GET_FALLBACK_COUNTER = "recv:rndv/rtr(fallback)";

@@ -179,9 +179,6 @@ final class RndvSender {
         if (s.stage == Stage.DATA_SENT) {
             throw new ProtocolException("RTR for rendezvous send " + senderReqId + ", whose data were sent already");
         }
-        if (!s.getOffers.isEmpty()) {
-            getFallbackCount.increment(); // the receiver did not read what we offered
-        }
         if (size != s.content.readableBytes()) {
             sends.remove(senderReqId);
             s.promise.tryFailure(new ProtocolException("receiver asked for " + size + " bytes of a "
@@ -191,6 +188,9 @@ final class RndvSender {
                 writeAtp(receiverReqId, RndvHeaders.STATUS_CANCELED, 0, ProtocolCodec.quietPromise(ctx));
             }
             return;
+        }
+        if (!s.getOffers.isEmpty()) {
+            getFallbackCount.increment(); // the receiver did not read what we offered
         }
         if (packedKey != null) {
             List<RmaRail> rails = endpoint.rmaRails(Capability.PUT_ZCOPY);
