@@ -45,8 +45,7 @@ import java.util.concurrent.TimeUnit;
  */
 public final class NucxBootstrap {
 
-    private static final InternalLogger LOG =
-            InternalLoggerFactory.getInstance(NucxBootstrap.class);
+    private static final InternalLogger LOG = InternalLoggerFactory.getInstance(NucxBootstrap.class);
 
     private EventLoopGroup group;
     private Context context;

@@ -70,8 +70,7 @@ final class WorkerWarmup {
     private volatile Endpoint toPinger;
     private volatile Promise<Void> round;
     /** The pinger's receives waiting for pongs, oldest first (cancelled from the caller when a round fails). */
-    private final Queue<Future<TagMessage>> pendingPongs =
-            new ConcurrentLinkedQueue<>();
+    private final Queue<Future<TagMessage>> pendingPongs = new ConcurrentLinkedQueue<>();
     /** Round trips done, pings not yet answered (pinger's loop), pongs sent (ponger's loop). */
     private long exchanged;
     private int inFlight;

@@ -78,8 +78,7 @@ public final class ProtocolCounters {
     /** {@link RmaTransfer#RAIL_BYTES_COUNTER} counters by rail name: no name is built per transfer. */
     private final Map<String, LongAdder> railBytes = new ConcurrentHashMap<>();
     private final Map<Key, Traffic> traffic = new ConcurrentHashMap<>();
-    private final List<Consumer<Traffic>> listeners =
-            new CopyOnWriteArrayList<>();
+    private final List<Consumer<Traffic>> listeners = new CopyOnWriteArrayList<>();
 
     /** The bytes moved over the RMA rail {@code railName} ({@link RmaTransfer#RAIL_BYTES_COUNTER} + the name). */
     public LongAdder railBytes(String railName) {

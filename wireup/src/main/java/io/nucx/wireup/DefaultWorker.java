@@ -127,8 +127,7 @@ public final class DefaultWorker implements Worker {
     private final Map<Integer, Consumer<Endpoint>> listened = new HashMap<>();
     private int nextToken;
     private final Deque<Throwable> rmaFailures = new ConcurrentLinkedDeque<>();
-    private static final InternalLogger LOG =
-            InternalLoggerFactory.getInstance(DefaultWorker.class);
+    private static final InternalLogger LOG = InternalLoggerFactory.getInstance(DefaultWorker.class);
     /** Lane failures logged per second at most ({@link #laneFailed}). */
     private static final int LANE_WARNINGS_PER_SECOND = 16;
     /** How many gracefully closed endpoints are remembered ({@link #saidGoodbye}): a late lane comes within moments. */

@@ -226,8 +226,7 @@ class StreamTest {
         DefaultWorker a = workers.start("a", "TLS", "shm", "RNDV_THRESH", rndvThresh);
         DefaultWorker b = workers.start("b", reader(true), "TLS", "shm", "RNDV_THRESH", rndvThresh);
         writeInOrder(a.connect(b.address()), b, sizes);
-        ShmChannel lane = (ShmChannel) TestWorkers.impl(
-                b.endpoints().iterator().next()).amLane();
+        ShmChannel lane = (ShmChannel) TestWorkers.impl(b.endpoints().iterator().next()).amLane();
         return b.eventLoop().submit(lane::placedBytes).get(10, TimeUnit.SECONDS);
     }
 

@@ -7,8 +7,7 @@ import java.lang.management.ManagementFactory;
 /** Bytes the calling thread has allocated so far (HotSpot's per-thread TLAB accounting), for per-message figures. */
 final class PerfAllocation {
 
-    private static final ThreadMXBean THREADS =
-            (ThreadMXBean) ManagementFactory.getThreadMXBean();
+    private static final ThreadMXBean THREADS = (ThreadMXBean) ManagementFactory.getThreadMXBean();
 
     private PerfAllocation() {
     }

@@ -71,8 +71,7 @@ import java.util.concurrent.TimeUnit;
  */
 public final class StreamCodec extends ChannelDuplexHandler implements ProtocolCodec {
 
-    private static final InternalLogger LOG =
-            InternalLoggerFactory.getInstance(StreamCodec.class);
+    private static final InternalLogger LOG = InternalLoggerFactory.getInstance(StreamCodec.class);
 
     /** Its name in an endpoint's pipeline. */
     public static final String NAME = "nucx.stream";

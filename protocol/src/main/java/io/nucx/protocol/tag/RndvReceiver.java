@@ -745,8 +745,7 @@ final class RndvReceiver {
         // access back) must not end the receive inside its endpoint's failure, before the endpoint is known failed.
         // With several devices, only once every one of them has withdrawn the sender's access.
         Promise<Void> all = ctx.executor().newPromise();
-        PromiseCombiner revokes = new PromiseCombiner(
-                ctx.executor());
+        PromiseCombiner revokes = new PromiseCombiner(ctx.executor());
         offer.forEach(m -> revokes.add(m.revoke()));
         revokes.finish(all);
         all.addListener(f -> ctx.executor().execute(() -> {

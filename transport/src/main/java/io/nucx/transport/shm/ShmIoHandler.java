@@ -59,8 +59,7 @@ public final class ShmIoHandler implements IoHandler {
     static final long JIT_QUIET_NANOS = 50_000_000L;
     /** JIT back-off: idle passes between two looks at the compilation time. */
     private static final int JIT_CHECK_EVERY = 1024;
-    private static final CompilationMXBean JIT =
-            ManagementFactory.getCompilationMXBean();
+    private static final CompilationMXBean JIT = ManagementFactory.getCompilationMXBean();
 
     private static final PolledIoHandle[] NONE = new PolledIoHandle[0];
 

@@ -78,8 +78,7 @@ final class TcpIface extends AbstractIface {
     static final int MAX_HEADER = 64;
     /** The first frame of a connection dialled to an endpoint (p2p mode); AM ids up to 254 belong to protocols. */
     public static final int CONNECT_EP_AM_ID = 255;
-    private static final InternalLogger LOG =
-            InternalLoggerFactory.getInstance(TcpIface.class);
+    private static final InternalLogger LOG = InternalLoggerFactory.getInstance(TcpIface.class);
 
     private final IoEngine mode;
     private final Channel server;

@@ -78,8 +78,7 @@ public final class VerbsEmulator {
         if (missing != null) {
             Assumptions.abort(missing);
         }
-        List<Device> ds = new RdmaTransport(testLibrary()).devices(
-                NucxConfig.of(Map.of(), Map.of()));
+        List<Device> ds = new RdmaTransport(testLibrary()).devices(NucxConfig.of(Map.of(), Map.of()));
         return ds.get(i % ds.size()).name();
     }
 

@@ -271,8 +271,7 @@ class ShmChannelTest {
                     return false; // odd ones come as frames
                 }
                 ByteBuf copy = payload.copyOut();
-                ByteBuf direct = Unpooled.directBuffer(payload.length() + 2).writerIndex(
-                        payload.length() + 2);
+                ByteBuf direct = Unpooled.directBuffer(payload.length() + 2).writerIndex(payload.length() + 2);
                 payload.copyTo(direct, 2); // the same bytes, copied straight to where a receiver wants them
                 seen.add("short " + amId + " " + header + " " + copy.toString(StandardCharsets.ISO_8859_1) + " "
                         + direct.toString(2, payload.length(), StandardCharsets.ISO_8859_1));
