@@ -396,8 +396,8 @@ final class EndpointLanes {
     /**
      * A send's promise from its lane write. A failed write fails it with the endpoint's failure: a lane whose channel
      * fails its writes before it goes inactive (rdma fails the writes of a dead queue pair first; a lane that refuses
-     * a frame tells its pipeline, whose handler closes it) is about to fail the endpoint, so the send waits for that (or for the close) and reports the endpoint's cause, as every other
-     * outstanding operation does.
+     * a frame tells its pipeline, whose handler closes it) is about to fail the endpoint, so the send waits for that
+     * (or for the close) and reports the endpoint's cause, as every other outstanding operation does.
      */
     private void complete(Future<?> lane, ChannelPromise promise) {
         if (lane.isSuccess()) {
